@@ -1,0 +1,35 @@
+"""attnbook — the tested implementations behind the attention textbook.
+
+Every chapter of the book imports this package instead of defining its own attention,
+softmax or mask. The conventions below hold for every module (the book's notation appendix
+repeats them):
+
+Tensor layout
+    Queries are ``(B, H, L, D)`` — batch, heads, query length, head dimension — and keys and
+    values ``(B, H_kv, S, D)``. The NumPy functions accept any leading dimensions
+    ``(..., L, D)``. Masks broadcast to ``(B, H, L, S)``: ``(L, S)`` for causal,
+    ``(B, 1, 1, S)`` for padding.
+
+Mask polarity
+    Boolean masks are **keep-masks**: ``True`` means "may attend", as in
+    ``torch.nn.functional.scaled_dot_product_attention``. A keep-mask is applied by
+    *replacing* the hidden scores, so a NaN or a huge score behind the mask cannot leak. A
+    floating-point mask is *additive*: it is added to the scores. Masks combine by logical AND.
+
+Causal alignment
+    When ``L != S`` the causal mask is aligned **bottom-right**: query ``i`` sees keys
+    ``j <= i + (S - L)``. This is what KV-cache decoding and chunked prefill need.
+
+Empty rows
+    A query that can see no key outputs 0 and has all-zero weights — never NaN.
+
+Scale
+    The default scale is ``1 / sqrt(head_dim)`` (Vaswani et al., 2017, eq. 1).
+
+Submodules are imported lazily by the chapters (``from attnbook import attention``); importing
+``attnbook`` itself pulls in nothing but NumPy.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["attention", "masks", "scaling", "testing", "viz", "widgets"]

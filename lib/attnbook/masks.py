@@ -1,0 +1,179 @@
+"""Attention masks as boolean keep-masks (``True`` = may attend).
+
+Every function here returns a boolean array that broadcasts to the scores' shape
+``(B, H, L, S)``: ``(L, S)`` for causal and sliding-window masks, ``(B, 1, 1, S)`` for padding.
+Masks combine by logical AND (:func:`combine_masks`). The polarity is torch's
+(``F.scaled_dot_product_attention``); ``nn.MultiheadAttention`` uses the opposite one.
+
+Causal masks are aligned **bottom-right** when the number of queries ``L`` differs from the
+number of keys ``S``: the last query is the newest token and sees every key, so query ``i`` sees
+keys ``j <= i + (S - L)``. With ``S - L`` cached tokens in a KV cache, this is exactly what
+incremental decoding and chunked prefill need.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["causal_mask", "padding_mask", "sliding_window_mask", "combine_masks"]
+
+
+def _check_length(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _check_broadcast(mask: np.ndarray, name: str, target_shape) -> None:
+    """Raise unless ``mask`` broadcasts to ``target_shape`` without enlarging it."""
+    target_shape = tuple(target_shape)
+    try:
+        result = np.broadcast_shapes(mask.shape, target_shape)
+    except ValueError:
+        result = None
+    if result != target_shape:
+        raise ValueError(
+            f"{name} of shape {mask.shape} does not broadcast to the scores' shape "
+            f"{target_shape} (expected e.g. (L, S) or (B, 1, 1, S))"
+        )
+
+
+def _check_keep_mask(mask, name: str, target_shape) -> np.ndarray:
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(
+            f"{name} must be a boolean keep-mask (True = may attend); got dtype {mask.dtype} "
+            f"(shape {mask.shape})"
+        )
+    _check_broadcast(mask, name, target_shape)
+    return mask
+
+
+def causal_mask(L: int, S: int | None = None) -> np.ndarray:
+    """Causal keep-mask, aligned bottom-right.
+
+    Args:
+        L: number of queries.
+        S: number of keys; defaults to ``L``. With ``S > L`` the first ``S - L`` keys are the
+            cached past, visible to every query.
+
+    Returns:
+        Boolean ``(L, S)`` array with ``mask[i, j] = j <= i + (S - L)``. When ``L > S`` the
+        first ``L - S`` rows are all ``False`` (those queries have no key to see).
+
+    Raises:
+        TypeError: if ``L`` or ``S`` is not an integer.
+        ValueError: if ``L`` or ``S`` is negative.
+    """
+    L = _check_length(L, "L")
+    S = L if S is None else _check_length(S, "S")
+    i = np.arange(L)[:, None]  # (L, 1)
+    j = np.arange(S)[None, :]  # (1, S)
+    return j <= i + (S - L)  # (L, S)
+
+
+def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray:
+    """Causal sliding-window keep-mask, aligned bottom-right.
+
+    The window counts the query itself: query ``i`` (absolute position ``p = i + S - L``) sees
+    keys ``p - window + 1, ..., p`` — at most ``window`` keys. ``window >= S`` gives the plain
+    causal mask. This is the pattern of Mistral-7B's ``sliding_window`` (Jiang et al., 2023).
+
+    Args:
+        L: number of queries.
+        window: how many keys each query sees, itself included; at least 1.
+        S: number of keys; defaults to ``L``.
+
+    Returns:
+        Boolean ``(L, S)`` keep-mask.
+
+    Raises:
+        TypeError: if an argument is not an integer.
+        ValueError: if ``window < 1`` or a length is negative.
+    """
+    window = _check_length(window, "window")
+    if window < 1:
+        raise ValueError(f"window must be >= 1 (it counts the query itself), got {window}")
+    L = _check_length(L, "L")
+    S = L if S is None else _check_length(S, "S")
+    pos = np.arange(L)[:, None] + (S - L)  # (L, 1) absolute position of each query
+    j = np.arange(S)[None, :]  # (1, S)
+    return (j <= pos) & (j > pos - window)  # (L, S)
+
+
+def padding_mask(attention_mask) -> np.ndarray:
+    """Keep-mask that hides padding keys, from a Hugging Face style ``attention_mask``.
+
+    Args:
+        attention_mask: ``(B, S)`` array of 1 (real token) and 0 (padding), integer or
+            boolean.
+
+    Returns:
+        Boolean ``(B, 1, 1, S)`` keep-mask, ``True`` at real tokens; it broadcasts over heads
+        and queries.
+
+    Raises:
+        ValueError: if ``attention_mask`` is not 2-D or holds values other than 0 and 1.
+    """
+    am = np.asarray(attention_mask)
+    if am.ndim != 2:
+        raise ValueError(
+            f"attention_mask must have shape (B, S) with 1 = real token, 0 = pad; "
+            f"got shape {am.shape}"
+        )
+    if am.dtype != np.bool_:
+        if not (np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)):
+            raise ValueError(f"attention_mask must hold 0 and 1; got dtype {am.dtype}")
+        if not np.isin(am, (0, 1)).all():
+            bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
+            raise ValueError(
+                f"attention_mask of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}"
+            )
+    keep = am.astype(bool)
+    return keep[:, None, None, :]  # (B, 1, 1, S)
+
+
+def combine_masks(*masks) -> np.ndarray | None:
+    """Combine keep-masks by logical AND, with broadcasting.
+
+    ``None`` entries are skipped (no constraint); if every entry is ``None`` the result is
+    ``None``.
+
+    Args:
+        *masks: boolean keep-masks, e.g. a causal ``(L, S)`` and a padding ``(B, 1, 1, S)``.
+
+    Returns:
+        The boolean keep-mask of their common broadcast shape (``(B, 1, L, S)`` in the example),
+        or ``None``.
+
+    Raises:
+        TypeError: if a mask is not boolean.
+        ValueError: if the masks do not broadcast together.
+    """
+    arrays = []
+    for idx, m in enumerate(masks):
+        if m is None:
+            continue
+        arr = np.asarray(m)
+        if arr.dtype != np.bool_:
+            raise TypeError(
+                f"masks[{idx}] must be a boolean keep-mask; got dtype {arr.dtype} "
+                f"(shape {arr.shape})"
+            )
+        arrays.append(arr)
+    if not arrays:
+        return None
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise ValueError(
+            "masks do not broadcast together: shapes " + ", ".join(str(a.shape) for a in arrays)
+        ) from None
+    out = np.ones(shape, dtype=bool)
+    for a in arrays:
+        out &= a
+    return out
