@@ -1,0 +1,313 @@
+"""Tests for attnbook.attention: hand-derived values, torch's SDPA, and invariants.
+
+Expected values come from hand derivation (the q = k = 0 trick: every visible key gets equal
+weight, so the output is the mean of the visible value rows) or from torch's own
+``F.scaled_dot_product_attention`` — never from this module's own output.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attnbook.attention import (
+    entropy,
+    masked_softmax,
+    scaled_dot_product_attention,
+    softmax,
+    softmax_jacobian,
+)
+from attnbook.masks import causal_mask, padding_mask
+from attnbook.testing import assert_close
+
+T, F_ = True, False
+
+
+def _finite(x):
+    assert np.all(np.isfinite(x)), f"non-finite values in {x!r}"
+
+
+# --- hand-derived cases from the skeleton issue -------------------------------------------
+
+
+def test_fully_masked_row_gives_zero_output():
+    q = np.zeros((2, 2))
+    k = np.eye(2)
+    v = np.array([[1.0, 2.0], [3.0, 4.0]])
+    mask = np.array([[T, T], [F_, F_]])
+    out, w = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    _finite(out)
+    _finite(w)
+    # Row 0: q = 0, so both keys score 0 and get weight 1/2: mean of the value rows = [2, 3].
+    assert_close(out, [[2.0, 3.0], [0.0, 0.0]], atol=1e-15, rtol=0)
+    assert_close(w, [[0.5, 0.5], [0.0, 0.0]], atol=1e-15, rtol=0)
+
+
+def test_masked_softmax_two_valid_keys():
+    scores = np.array([1.0, 2.0, 3.0, 4.0])
+    w = masked_softmax(scores, np.array([T, T, F_, F_]))
+    # softmax([1, 2]) = [1, e] / (1 + e) = [0.26894142, 0.73105858]
+    e = math.e
+    assert_close(w, [1 / (1 + e), e / (1 + e), 0.0, 0.0], atol=1e-15, rtol=0)
+    assert_close(w, [0.26894142, 0.73105858, 0.0, 0.0], atol=5e-9, rtol=0)
+
+
+def test_masked_softmax_no_valid_key_is_all_zero_not_uniform():
+    w = masked_softmax(np.array([1.0, 2.0, 3.0, 4.0]), np.zeros(4, dtype=bool))
+    _finite(w)
+    assert w.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_nan_behind_the_mask_does_not_leak():
+    scores = np.array([[1.0, np.nan, np.inf]])
+    w = masked_softmax(scores, np.array([[T, F_, F_]]))
+    assert w.tolist() == [[1.0, 0.0, 0.0]]
+
+
+def test_float32_large_equal_scores():
+    w = softmax(np.array([1000.0, 1000.0], dtype=np.float32))
+    assert w.dtype == np.float32
+    assert w.tolist() == [0.5, 0.5]
+
+
+def test_float32_saturated_scores():
+    w = softmax(np.array([100.0, 0.0], dtype=np.float32))
+    _finite(w)
+    assert w[0] == 1.0
+    # e^-100 ≈ 3.7e-44 is a float32 subnormal (or 0 under flush-to-zero).
+    assert 0.0 <= w[1] < 1e-43
+    assert w.sum() == 1.0
+
+
+def test_keep_mask_polarity_lower_triangular():
+    q = np.zeros((3, 1))
+    k = np.zeros((3, 1))
+    v = np.array([[1.0], [2.0], [3.0]])
+    keep = np.tril(np.ones((3, 3), dtype=bool))
+    out = scaled_dot_product_attention(q, k, v, keep)
+    # Query i averages v[0..i]: 1, (1+2)/2, (1+2+3)/3.
+    assert_close(out[:, 0], [1.0, 1.5, 2.0], atol=1e-15, rtol=0)
+
+
+def test_bottom_right_causal_one_query_over_four_cached_keys():
+    out = scaled_dot_product_attention(
+        np.zeros((1, 1)), np.zeros((4, 1)), np.array([[1.0], [2.0], [3.0], [4.0]]), causal=True
+    )
+    # The newest query sees all four keys: mean(1, 2, 3, 4) = 2.5 (top-left alignment gives 1).
+    assert_close(out, [[2.5]], atol=1e-15, rtol=0)
+
+
+def test_bottom_right_causal_two_queries_over_five_keys():
+    out = scaled_dot_product_attention(
+        np.zeros((2, 1)), np.zeros((5, 1)), np.arange(5.0)[:, None], causal=True
+    )
+    # Query 0 is position 3 (sees 0..3, mean 1.5), query 1 is position 4 (sees 0..4, mean 2).
+    assert_close(out[:, 0], [1.5, 2.0], atol=1e-15, rtol=0)
+
+
+def test_empty_query_sequence():
+    out, w = scaled_dot_product_attention(
+        np.zeros((2, 0, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 4)), return_weights=True
+    )
+    assert out.shape == (2, 0, 4)
+    assert w.shape == (2, 0, 5)
+
+
+def test_empty_key_sequence_gives_zeros():
+    out, w = scaled_dot_product_attention(
+        np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 4)), return_weights=True
+    )
+    assert out.shape == (2, 4)
+    assert w.shape == (2, 0)
+    assert out.tolist() == [[0.0] * 4] * 2
+
+
+def test_float32_additive_mask_keeps_float16_output():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 4)).astype(np.float16) for _ in range(3))
+    add = np.where(causal_mask(3), 0.0, np.finfo(np.float32).min).astype(np.float32)
+    out = scaled_dot_product_attention(q, k, v, add)
+    assert out.dtype == np.float16
+    _finite(out)
+    ref = scaled_dot_product_attention(
+        q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=True
+    )
+    assert_close(out, ref, atol=5e-3, rtol=5e-3)
+
+
+def test_softmax_of_the_chapter_example():
+    # [1.0, 4.0, 0.5, 0.2]: compute the reference in float64 from the definition.
+    x = np.array([1.0, 4.0, 0.5, 0.2])
+    e = np.array([math.exp(v) for v in x])
+    assert_close(softmax(x), e / e.sum(), atol=1e-15, rtol=0)
+    assert_close(softmax(x), [0.045, 0.907, 0.027, 0.020], atol=5e-4, rtol=0)
+
+
+# --- comparison with torch ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,S", [(5, 5), (3, 7), (1, 4)])
+def test_matches_torch_sdpa_with_keep_mask(causal, L, S):
+    rng = np.random.default_rng(1)
+    B, H, D = 2, 3, 8
+    q = rng.standard_normal((B, H, L, D))
+    k = rng.standard_normal((B, H, S, D))
+    v = rng.standard_normal((B, H, S, 5))
+    pad = np.ones((B, S), dtype=int)
+    pad[1, -2:] = 0
+    keep = padding_mask(pad)  # (B, 1, 1, S)
+    ours = scaled_dot_product_attention(q, k, v, keep, causal=causal)
+    full_keep = keep & causal_mask(L, S) if causal else np.broadcast_to(keep, (B, 1, L, S))
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    ref = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.from_numpy(full_keep.copy()))
+    _finite(ours)
+    assert_close(ours, ref, atol=1e-12, rtol=1e-12)
+
+
+def test_matches_torch_sdpa_with_additive_mask_and_scale():
+    rng = np.random.default_rng(2)
+    q = rng.standard_normal((2, 4, 6))
+    k = rng.standard_normal((2, 5, 6))
+    v = rng.standard_normal((2, 5, 3))
+    add = rng.standard_normal((4, 5))
+    ours = scaled_dot_product_attention(q, k, v, add, scale=0.3)
+    tq, tk, tv, tm = (torch.from_numpy(a) for a in (q, k, v, add))
+    ref = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, scale=0.3)
+    assert_close(ours, ref, atol=1e-12, rtol=1e-12)
+
+
+def test_matches_torch_causal_bottom_right():
+    # torch's is_causal aligns top-left; its bottom-right variant is the causal_lower_right bias.
+    from torch.nn.attention.bias import causal_lower_right
+
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 2, 3, 4))
+    k = rng.standard_normal((1, 2, 6, 4))
+    v = rng.standard_normal((1, 2, 6, 4))
+    ours = scaled_dot_product_attention(q, k, v, causal=True)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    ref = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=causal_lower_right(3, 6))
+    assert_close(ours, ref, atol=1e-12, rtol=1e-12)
+
+
+# --- properties --------------------------------------------------------------------------
+
+finite_scores = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 4), st.integers(1, 6)),
+    elements=st.floats(-50, 50, allow_nan=False),
+)
+
+
+@given(finite_scores, st.data())
+def test_rows_sum_to_one_or_zero(scores, data):
+    mask = data.draw(arrays(np.bool_, scores.shape))
+    w = masked_softmax(scores, mask)
+    _finite(w)
+    sums = w.sum(axis=-1)
+    visible = mask.any(axis=-1)
+    assert_close(sums[visible], np.ones(visible.sum()), atol=1e-12, rtol=0)
+    assert np.all(sums[~visible] == 0)
+    assert np.all(w[~mask] == 0)
+
+
+@given(finite_scores, st.floats(-100, 100))
+def test_softmax_is_shift_invariant(scores, c):
+    assert_close(softmax(scores + c), softmax(scores), atol=1e-12, rtol=0)
+
+
+@given(st.integers(1, 6), st.integers(0, 3), st.data())
+def test_causal_outputs_ignore_future_tokens(L, extra, data):
+    S = L + extra
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    q = rng.standard_normal((L, 3))
+    k = rng.standard_normal((S, 3))
+    v = rng.standard_normal((S, 2))
+    out = scaled_dot_product_attention(q, k, v, causal=True)
+    # Change every key and value after position t; rows that cannot see them must not move.
+    t = data.draw(st.integers(0, S - 1))
+    k2, v2 = k.copy(), v.copy()
+    k2[t + 1 :] = rng.standard_normal(k2[t + 1 :].shape)
+    v2[t + 1 :] = rng.standard_normal(v2[t + 1 :].shape)
+    out2 = scaled_dot_product_attention(q, k2, v2, causal=True)
+    rows = [i for i in range(L) if i + (S - L) <= t]
+    assert_close(out2[rows], out[rows], atol=0, rtol=0)
+
+
+@given(st.integers(1, 8), st.integers(1, 8), st.data())
+def test_q_equals_k_equals_zero_averages_visible_values(L, S, data):
+    mask = data.draw(arrays(np.bool_, (L, S)))
+    v = np.arange(S, dtype=np.float64)[:, None] * np.array([[1.0, -2.0]])
+    out = scaled_dot_product_attention(np.zeros((L, 4)), np.zeros((S, 4)), v, mask)
+    for i in range(L):
+        expected = v[mask[i]].mean(axis=0) if mask[i].any() else np.zeros(2)
+        assert_close(out[i], expected, atol=1e-12, rtol=0)
+
+
+def test_softmax_jacobian_matches_finite_differences():
+    z = np.array([0.3, -1.2, 2.0, 0.5])
+    J = softmax_jacobian(softmax(z))
+    h = 1e-6
+    fd = np.stack(
+        [(softmax(z + h * np.eye(4)[j]) - softmax(z - h * np.eye(4)[j])) / (2 * h) for j in range(4)],
+        axis=1,
+    )
+    assert_close(J, fd, atol=1e-9, rtol=0)
+
+
+def test_entropy_of_uniform_and_one_hot():
+    assert_close(entropy(np.full(8, 1 / 8)), math.log(8), atol=1e-15, rtol=0)
+    assert entropy(np.array([0.0, 1.0, 0.0])) == 0.0
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+
+def test_mismatched_head_dims_name_the_shapes():
+    with pytest.raises(ValueError, match=r"q has head_dim 64 but k has 32"):
+        scaled_dot_product_attention(np.ones((2, 64)), np.ones((3, 32)), np.ones((3, 8)))
+
+
+def test_mismatched_key_and_value_lengths():
+    with pytest.raises(ValueError, match=r"k has 3 keys but v has 4"):
+        scaled_dot_product_attention(np.ones((2, 8)), np.ones((3, 8)), np.ones((4, 8)))
+
+
+def test_mask_that_would_enlarge_the_output_is_rejected():
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 3, 3\) does not broadcast"):
+        scaled_dot_product_attention(
+            np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), np.ones((2, 1, 3, 3), dtype=bool)
+        )
+
+
+def test_mask_of_wrong_length_is_rejected():
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\)"):
+        masked_softmax(np.ones((3, 3)), np.ones((3, 4), dtype=bool))
+
+
+def test_integer_mask_is_a_type_error():
+    with pytest.raises(TypeError, match="keep-mask"):
+        masked_softmax(np.ones((2, 2)), np.ones((2, 2), dtype=int))
+
+
+def test_nan_inputs_are_rejected():
+    with pytest.raises(ValueError, match=r"q of shape \(2, 3\) contains nan"):
+        scaled_dot_product_attention(np.full((2, 3), np.nan), np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="nan"):
+        softmax(np.array([0.0, np.nan]))
+
+
+def test_batch_dims_that_do_not_broadcast():
+    with pytest.raises(ValueError, match="do not broadcast"):
+        scaled_dot_product_attention(np.ones((2, 3, 4)), np.ones((3, 3, 4)), np.ones((3, 3, 4)))
+
+
+def test_vector_inputs_are_rejected():
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., seq, dim\)"):
+        scaled_dot_product_attention(np.ones(4), np.ones((3, 4)), np.ones((3, 4)))
