@@ -32,4 +32,23 @@ Submodules are imported lazily by the chapters (``from attnbook import attention
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "masks", "scaling", "testing", "viz", "widgets"]
+__all__ = [
+    # NumPy (no torch needed)
+    "attention",
+    "masks",
+    "scaling",
+    "heads",
+    "positional",
+    "norms",
+    "testing",
+    # torch
+    "nn",
+    "blocks",
+    "models",
+    "kv_cache",
+    "rnn",
+    "flash",
+    # the book's figures and explorers (plotly, ipywidgets)
+    "viz",
+    "widgets",
+]

@@ -177,3 +177,99 @@ def combine_masks(*masks) -> np.ndarray | None:
     for a in arrays:
         out &= a
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Chunked prefill, left padding and filled (additive) masks
+# --------------------------------------------------------------------------------------------
+
+__all__ += ["prefill_chunk_mask", "positions_from_attention_mask", "additive_mask"]
+
+
+def prefill_chunk_mask(chunk_len: int, cache_len: int, window: int | None = None) -> np.ndarray:
+    """Keep-mask for a chunk of ``chunk_len`` new tokens after ``cache_len`` cached tokens.
+
+    The chunk's queries are the tokens at positions ``cache_len .. cache_len + chunk_len - 1``;
+    the keys are the ``cache_len`` cached tokens followed by the chunk itself, so
+    ``S = cache_len + chunk_len``. Query ``i`` sees keys ``j <= cache_len + i`` — the
+    bottom-right causal mask ``causal_mask(chunk_len, S)`` — and, with a sliding window, only
+    keys ``j > cache_len + i - window``. Processing a prompt of 5 tokens as chunks 3 + 2,
+    2 + 3 or 1+1+1+1+1 with these masks gives exactly the rows of one causal pass over 5.
+
+    Args:
+        chunk_len: number of new tokens (queries) ``L``.
+        cache_len: number of tokens already in the KV cache.
+        window: optional sliding-window size (counts the query itself), see
+            :func:`sliding_window_mask`.
+
+    Returns:
+        Boolean ``(chunk_len, cache_len + chunk_len)`` keep-mask.
+
+    Raises:
+        TypeError: if an argument is not an integer.
+        ValueError: if a length is negative or ``window < 1``.
+
+    Source: chunked prefill as in Agrawal et al., "SARATHI" (2023); the mask is the
+    bottom-right aligned causal mask of this module.
+    """
+    chunk_len = _check_length(chunk_len, "chunk_len")
+    cache_len = _check_length(cache_len, "cache_len")
+    S = cache_len + chunk_len
+    if window is None:
+        return causal_mask(chunk_len, S)  # (L, S)
+    return sliding_window_mask(chunk_len, window, S)  # (L, S)
+
+
+def positions_from_attention_mask(attention_mask) -> np.ndarray:
+    """Token positions for a (left-)padded batch, counted from the first real token.
+
+    With left padding, ``attention_mask = [[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]`` gives
+    ``[[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]]``: the first real token of every row is at position 0,
+    as it would be without padding, so RoPE angles and learned position embeddings match the
+    unpadded sequence. Padding slots get position 0; their value does not matter because the
+    padding keep-mask hides them.
+
+    Args:
+        attention_mask: ``(B, S)`` array of 1 (real token) and 0 (padding), integer or
+            boolean.
+
+    Returns:
+        int64 array ``(B, S)``: ``cumsum(mask) - 1`` at real tokens, 0 at padding.
+
+    Raises:
+        ValueError: if ``attention_mask`` is not 2-D or holds values other than 0 and 1.
+    """
+    keep = padding_mask(attention_mask)[:, 0, 0, :]  # (B, S) bool, validated
+    pos = np.cumsum(keep, axis=-1, dtype=np.int64) - 1  # (B, S)
+    return np.where(keep, pos, 0).astype(np.int64)
+
+
+def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
+    """Additive mask: combine keep-masks (AND) first, then fill **once** with ``finfo(dtype).min``.
+
+    This is the float mask for APIs that add a mask to the scores. Filling each mask and
+    adding them would give ``finfo.min + finfo.min = -inf`` (and in float16 even
+    ``finfo.min - 16`` rounds to ``-inf``), turning a fully hidden row into NaN; ``-1e9`` is
+    not representable in float16 at all. A row hidden everywhere becomes ``finfo.min``
+    everywhere, which a plain softmax treats as uniform (finite) — callers that need the
+    book's "empty row gives 0" rule must also zero such rows.
+
+    Args:
+        *keep_masks: boolean keep-masks that broadcast together; ``None`` entries are skipped.
+        dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...).
+
+    Returns:
+        Array of the masks' broadcast shape and ``dtype``, or ``None`` if every mask is
+        ``None``.
+
+    Raises:
+        TypeError: if a mask is not boolean or ``dtype`` is not floating.
+        ValueError: if the masks do not broadcast together.
+    """
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    keep = combine_masks(*keep_masks)
+    if keep is None:
+        return None
+    return np.where(keep, dtype.type(0), np.finfo(dtype).min).astype(dtype)

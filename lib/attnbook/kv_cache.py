@@ -1,0 +1,401 @@
+"""The KV cache: incremental decoding, sliding-window ring buffers, and what the cache costs.
+
+During generation each new token's query attends to the keys and values of every earlier
+token. Those do not change, so a KV cache keeps them and each step computes only the new
+token's projections: ``O(T)`` work per step instead of re-running the whole prefix.
+
+* :class:`KVCache` keeps every token's keys and values.
+* :class:`SlidingWindowCache` keeps only the last ``window`` tokens in a ring buffer (Mistral's
+  "rolling buffer cache", Jiang et al., 2023, section 2) — enough for sliding-window attention.
+* :class:`LatentCache` keeps multi-head latent attention's compressed latent (DeepSeek-V2).
+* :func:`greedy_generate` decodes greedily with or without a cache (the results are equal).
+* :func:`kv_cache_bytes` computes the cache size of a configuration, and :data:`PRESETS`
+  holds published configurations, each read from its ``config.json`` fields by
+  :meth:`attnbook.models.ModelConfig.from_hf_config` and citing its source.
+
+Every cache has ``seq_len`` (tokens seen so far), ``window`` (``None`` or the window) and
+``update(...)``, which appends the new entries and returns everything the new queries may
+attend to, together with the keys' absolute positions (from which the attention builds its
+causal / window keep-mask).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .models import ModelConfig
+
+__all__ = [
+    "KVCache",
+    "SlidingWindowCache",
+    "LatentCache",
+    "greedy_generate",
+    "kv_cache_bytes",
+    "DTYPE_BYTES",
+    "HF_CONFIGS",
+    "PRESETS",
+]
+
+
+def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = False):
+    if k.ndim != 4 or v.ndim != 4 or k.shape[:3] != v.shape[:3]:
+        raise ValueError(
+            f"k and v must be (B, H_kv, L, D) with the same (B, H_kv, L); got "
+            f"k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}"
+        )
+    positions = torch.as_tensor(positions)
+    B, L = k.shape[0], k.shape[2]
+    ok = positions.ndim == 1 and positions.shape[0] == L
+    if per_row:
+        ok = ok or (positions.ndim == 2 and tuple(positions.shape) == (B, L))
+    if not ok:
+        allowed = f"(L,) = ({L},)" + (f" or (B, L) = ({B}, {L})" if per_row else "")
+        raise ValueError(
+            f"positions must be {allowed} for k of shape {tuple(k.shape)}; got shape "
+            f"{tuple(positions.shape)}"
+        )
+    return positions
+
+
+class KVCache:
+    """A growing cache of every token's keys and values, for one attention layer.
+
+    Attributes:
+        k, v: ``(B, H_kv, S, D)`` tensors (``None`` before the first update).
+        positions: ``(S,)`` (or per row ``(B, S)``) absolute positions of the cached keys.
+        seq_len: number of cached tokens ``S``.
+        window: ``None`` (full attention).
+    """
+
+    window = None
+
+    def __init__(self):
+        self.k = self.v = self.positions = None
+
+    @property
+    def seq_len(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor):
+        """Append ``L`` new tokens; return all keys, values and key positions.
+
+        Args:
+            k, v: ``(B, H_kv, L, D)`` new keys (RoPE already applied) and values.
+            positions: ``(L,)`` their absolute positions, or ``(B, L)`` per row (left-padded
+                batches, see :func:`attnbook.masks.positions_from_attention_mask`).
+
+        Returns:
+            ``(k_all, v_all, key_positions)`` of shapes ``(B, H_kv, S + L, D)`` and
+            ``(S + L,)`` (``(B, S + L)`` once per-row positions were given).
+
+        Raises:
+            ValueError: if shapes disagree with each other or with the cached tensors.
+        """
+        positions = _check_kv(k, v, positions, per_row=True).to(k.device)
+        if self.k is None:
+            self.k, self.v, self.positions = k, v, positions
+        else:
+            if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
+                raise ValueError(f"new k of shape {tuple(k.shape)} does not match the cache "
+                                 f"{tuple(self.k.shape)} in (B, H_kv, ., D)")
+            self.k = torch.cat((self.k, k), dim=2)  # (B, H_kv, S + L, D)
+            self.v = torch.cat((self.v, v), dim=2)  # (B, H_kv, S + L, D)
+            old, new = self.positions, positions
+            if old.ndim != new.ndim:  # per-row positions (left padding): make both (B, .)
+                B = k.shape[0]
+                old = old.expand(B, -1) if old.ndim == 1 else old
+                new = new.expand(B, -1) if new.ndim == 1 else new
+            self.positions = torch.cat((old, new), dim=-1)  # (S + L,) or (B, S + L)
+        return self.k, self.v, self.positions
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the cached keys and values."""
+        if self.k is None:
+            return 0
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+
+class SlidingWindowCache:
+    """A ring buffer holding the keys and values of the last ``window`` tokens.
+
+    Token ``t`` is written to slot ``t % window``, overwriting token ``t - window``, so memory
+    stays ``window`` tokens however long the generation runs. A query at position ``p`` under
+    sliding-window attention sees keys ``p - window + 1 .. p``: the ``window - 1`` most recent
+    cached tokens and itself, so nothing it needs has been overwritten. ``update`` returns the
+    buffered tokens in chronological order followed by the new ones, with their positions, and
+    the attention hides keys outside each query's window.
+
+    Args:
+        window: the attention window (Mistral-7B-v0.1: 4096), at least 1.
+
+    Raises:
+        ValueError: if ``window < 1``.
+
+    Source: Jiang et al., "Mistral 7B" (2023), section 2, "Rolling Buffer Cache".
+    """
+
+    def __init__(self, window: int):
+        if window < 1:
+            raise ValueError(f"window must be >= 1, got {window}")
+        self.window = int(window)
+        self.k = self.v = None  # (B, H_kv, window, D) ring buffers
+        self.slot_positions = None  # (window,) position held by each slot, -1 = empty
+        self._seen = 0
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens seen so far (not the number buffered, which is at most ``window``)."""
+        return self._seen
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor):
+        """Attend-set for ``L`` new tokens, then store the last ``window`` of them.
+
+        Args:
+            k, v: ``(B, H_kv, L, D)`` new keys and values.
+            positions: ``(L,)`` absolute positions, continuing the cached ones.
+
+        Returns:
+            ``(k_all, v_all, key_positions)``: the buffered tokens in chronological order and
+            the new ones, ``(B, H_kv, n_buffered + L, D)`` and ``(n_buffered + L,)``.
+
+        Raises:
+            ValueError: for mismatched shapes.
+        """
+        positions = _check_kv(k, v, positions).to(k.device)
+        B, H_kv, L, D = k.shape
+        if self.k is None:
+            self.k = k.new_zeros(B, H_kv, self.window, D)
+            self.v = v.new_zeros(B, H_kv, self.window, v.shape[3])
+            self.slot_positions = torch.full((self.window,), -1, dtype=torch.long,
+                                             device=k.device)
+        elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
+            raise ValueError(f"new k of shape {tuple(k.shape)} does not match the buffer "
+                             f"{tuple(self.k.shape)} in (B, H_kv, ., D)")
+        filled = self.slot_positions >= 0
+        order = torch.argsort(torch.where(filled, self.slot_positions,
+                                          self.slot_positions.max() + 1))[: int(filled.sum())]
+        k_all = torch.cat((self.k[:, :, order], k), dim=2)  # (B, H_kv, n + L, D)
+        v_all = torch.cat((self.v[:, :, order], v), dim=2)
+        pos_all = torch.cat((self.slot_positions[order], positions))  # (n + L,)
+        keep_new = min(L, self.window)
+        for i in range(L - keep_new, L):  # write the last `window` new tokens
+            slot = (self._seen + i) % self.window
+            self.k[:, :, slot] = k[:, :, i]
+            self.v[:, :, slot] = v[:, :, i]
+            self.slot_positions[slot] = positions[i]
+        self._seen += L
+        return k_all, v_all, pos_all
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the ring buffers (constant once allocated)."""
+        if self.k is None:
+            return 0
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+
+class LatentCache:
+    """Cache of multi-head latent attention: the latent ``c_kv`` and the shared RoPE key.
+
+    Holds ``(B, S, kv_lora_rank)`` and ``(B, S, qk_rope_head_dim)`` — per token
+    ``kv_lora_rank + qk_rope_head_dim`` numbers, whatever the number of heads. Used by
+    :class:`attnbook.nn.MultiHeadLatentAttention`.
+
+    Source: DeepSeek-AI, "DeepSeek-V2" (2024), section 2.1.
+    """
+
+    window = None
+
+    def __init__(self):
+        self.c_kv = self.k_pe = self.positions = None
+
+    @property
+    def seq_len(self) -> int:
+        return 0 if self.c_kv is None else self.c_kv.shape[1]
+
+    def update(self, c_kv: torch.Tensor, k_pe: torch.Tensor, positions: torch.Tensor):
+        """Append ``(B, L, d_c)`` latents and ``(B, L, D_rope)`` RoPE keys.
+
+        Returns all cached latents, RoPE keys and their positions.
+        """
+        if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
+            raise ValueError(f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
+                             f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}")
+        positions = torch.as_tensor(positions).to(c_kv.device)
+        if self.c_kv is None:
+            self.c_kv, self.k_pe, self.positions = c_kv, k_pe, positions
+        else:
+            self.c_kv = torch.cat((self.c_kv, c_kv), dim=1)  # (B, S + L, d_c)
+            self.k_pe = torch.cat((self.k_pe, k_pe), dim=1)  # (B, S + L, D_rope)
+            self.positions = torch.cat((self.positions, positions))
+        return self.c_kv, self.k_pe, self.positions
+
+    @property
+    def nbytes(self) -> int:
+        if self.c_kv is None:
+            return 0
+        return (self.c_kv.numel() * self.c_kv.element_size()
+                + self.k_pe.numel() * self.k_pe.element_size())
+
+
+@torch.no_grad()
+def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
+                    use_cache: bool = True) -> torch.Tensor:
+    """Greedy decoding: append the most likely next token ``max_new_tokens`` times.
+
+    Without the cache every step re-runs the model on the whole sequence; with it the prompt is
+    processed once (prefill) and each step feeds only the newest token. Both give the same
+    tokens (up to floating-point ties).
+
+    Args:
+        model: a :class:`attnbook.models.DecoderOnlyModel` (anything with ``make_caches()`` and
+            ``model(ids, kv_caches=...) -> logits (B, T, vocab)``).
+        ids: ``(B, T)`` prompt token ids, ``T >= 1``.
+        max_new_tokens: number of tokens to generate.
+        use_cache: use per-layer KV caches.
+
+    Returns:
+        ``(B, T + max_new_tokens)`` token ids (the prompt followed by the generated tokens).
+
+    Raises:
+        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` or ``max_new_tokens < 0``.
+    """
+    if ids.ndim != 2 or ids.shape[1] < 1:
+        raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    out = ids
+    if max_new_tokens == 0:
+        return out
+    if not use_cache:
+        for _ in range(max_new_tokens):
+            nxt = model(out)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+            out = torch.cat((out, nxt), dim=1)
+        return out
+    caches = model.make_caches()
+    logits = model(ids, kv_caches=caches)  # prefill
+    for step in range(max_new_tokens):
+        nxt = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+        out = torch.cat((out, nxt), dim=1)
+        if step + 1 < max_new_tokens:
+            logits = model(nxt, kv_caches=caches)
+    return out
+
+
+#: Bytes per element of the dtypes a KV cache is stored in.
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1, "int4": 0.5}
+
+
+def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
+                   dtype: str = "bfloat16") -> int:
+    """Memory of the KV cache of a decoder after ``seq_len`` tokens, in bytes.
+
+    Standard (MHA/GQA/MQA) attention caches a key and a value per layer, KV head and token:
+    ``2 * n_layers * n_kv_heads * head_dim * bytes`` per token. Multi-head latent attention
+    caches ``kv_lora_rank + qk_rope_head_dim`` numbers per layer and token. With a sliding
+    window (and a ring-buffer cache) only ``min(seq_len, sliding_window)`` tokens are kept.
+    Encoder-decoder models: the decoder's self-attention cache only.
+
+    Qwen2-7B (28 layers, 4 KV heads of 128, bfloat16): 57344 bytes = 56 KiB per token,
+    7.0 GiB at 131072 tokens.
+
+    Args:
+        config: a :class:`attnbook.models.ModelConfig`, e.g. ``PRESETS["Qwen2-7B"]``.
+        seq_len: tokens in the cache (prompt plus generated).
+        batch: sequences in the batch.
+        dtype: storage dtype name, a key of :data:`DTYPE_BYTES`.
+
+    Returns:
+        Bytes, an ``int``.
+
+    Raises:
+        ValueError: for a negative ``seq_len``, ``batch < 1`` or an unknown dtype.
+        TypeError: if ``config`` is not a :class:`attnbook.models.ModelConfig`.
+
+    Source: Pope et al., "Efficiently Scaling Transformer Inference" (2022), section 2;
+    DeepSeek-V2 (2024), table 1 for MLA.
+    """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be an attnbook.models.ModelConfig, got "
+                        f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)")
+    if seq_len < 0 or batch < 1:
+        raise ValueError(f"need seq_len >= 0 and batch >= 1, got seq_len={seq_len}, "
+                         f"batch={batch}")
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPE_BYTES)}")
+    if config.uses_mla:
+        per_layer_token = config.kv_lora_rank + config.qk_rope_head_dim
+    else:
+        per_layer_token = 2 * config.kv_heads * config.head_size
+    tokens = seq_len if config.sliding_window is None else min(seq_len, config.sliding_window)
+    total = config.n_layers * per_layer_token * tokens * batch * DTYPE_BYTES[dtype]
+    return int(total)
+
+
+# --------------------------------------------------------------------------------------------
+# Published configurations: the config.json fields that matter, verbatim.
+# --------------------------------------------------------------------------------------------
+
+#: ``config.json`` fields of published models (Hugging Face Hub), keyed by model name.
+HF_CONFIGS = {
+    # Qwen/Qwen2-7B, config.json; Yang et al., "Qwen2 Technical Report" (2024), table 1.
+    "Qwen2-7B": {
+        "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+        "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28,
+        "vocab_size": 152064, "max_position_embeddings": 131072, "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
+        "sliding_window": 131072, "use_sliding_window": False,
+    },
+    # meta-llama/Llama-2-7b-hf, config.json; Touvron et al., "Llama 2" (2023).
+    "Llama-2-7B": {
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
+        "vocab_size": 32000, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "attention_bias": False,
+    },
+    # meta-llama/Meta-Llama-3-8B, config.json; Llama Team, "The Llama 3 Herd of Models" (2024),
+    # table 3.
+    "Llama-3-8B": {
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+        "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
+        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "attention_bias": False,
+    },
+    # mistralai/Mistral-7B-v0.1, config.json; Jiang et al., "Mistral 7B" (2023), table 1
+    # (window_size 4096).
+    "Mistral-7B": {
+        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+        "vocab_size": 32000, "max_position_embeddings": 32768, "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "sliding_window": 4096,
+    },
+    # deepseek-ai/DeepSeek-V2, config.json; DeepSeek-AI, "DeepSeek-V2" (2024), section 3.1.2
+    # (d_c = 512, d_h^R = 64, 128 heads of 128, 60 layers). Its MoE fields (160 routed experts,
+    # moe_intermediate_size 1536) are not modelled by attnbook.
+    "DeepSeek-V2": {
+        "model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288,
+        "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 60,
+        "vocab_size": 102400, "max_position_embeddings": 163840, "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
+        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128,
+    },
+}
+
+_SOURCES = {
+    "Qwen2-7B": "Qwen/Qwen2-7B config.json (Hugging Face Hub); Qwen2 Technical Report (2024)",
+    "Llama-2-7B": "meta-llama/Llama-2-7b-hf config.json; Touvron et al., Llama 2 (2023)",
+    "Llama-3-8B": "meta-llama/Meta-Llama-3-8B config.json; The Llama 3 Herd of Models (2024)",
+    "Mistral-7B": "mistralai/Mistral-7B-v0.1 config.json; Jiang et al., Mistral 7B (2023)",
+    "DeepSeek-V2": "deepseek-ai/DeepSeek-V2 config.json; DeepSeek-AI, DeepSeek-V2 (2024)",
+}
+
+#: :class:`attnbook.models.ModelConfig` presets built from :data:`HF_CONFIGS` by ``from_hf_config``.
+PRESETS = {
+    name: ModelConfig.from_hf_config(hf, name=name, source=_SOURCES[name])
+    for name, hf in HF_CONFIGS.items()
+}

@@ -1,0 +1,815 @@
+"""PyTorch building blocks with the book's conventions: attention, heads, norms, RoPE.
+
+The NumPy modules (:mod:`attnbook.attention`, :mod:`attnbook.heads`,
+:mod:`attnbook.positional`, :mod:`attnbook.norms`) teach the math; this module holds the torch
+versions used for models, training, the KV cache and the GPU path, under the same names.
+
+Conventions (see :mod:`attnbook` and STYLE.md):
+
+* layout ``(B, H, L, D)`` for queries and ``(B, H_kv, S, D)`` for keys and values; the
+  modules take and return ``(B, L, d_model)``;
+* boolean masks are **keep-masks** (``True`` = may attend), broadcastable to ``(B, H, L, S)``,
+  combined by logical AND; causal masks align bottom-right (or follow explicit positions);
+* a query that sees no key outputs 0, forward and backward, in every dtype;
+* where this module builds an additive mask it combines the keep-masks first and fills once
+  with ``torch.finfo(dtype).min`` (:func:`keep_mask_to_additive`);
+* ``nn.MultiheadAttention`` uses the opposite boolean polarity (``True`` = *not* allowed); the
+  conversion lives in one place, :func:`keep_mask_to_mha_mask`;
+* GQA: query head ``h`` reads key/value head ``h // (H // H_kv)`` (:func:`repeat_kv`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "LayerNorm",
+    "RMSNorm",
+    "apply_rope",
+    "RotaryEmbedding",
+    "repeat_kv",
+    "keep_mask_to_additive",
+    "keep_mask_to_mha_mask",
+    "position_keep_mask",
+    "scaled_dot_product_attention",
+    "MultiHeadAttention",
+    "MultiHeadLatentAttention",
+]
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Reductions (norm statistics, softmax) of fp16/bf16 tensors run in float32."""
+    return torch.float32 if dtype in _HALF else dtype
+
+
+# --------------------------------------------------------------------------------------------
+# Normalization
+# --------------------------------------------------------------------------------------------
+
+
+class LayerNorm(nn.Module):
+    """Layer normalization over the last axis (biased variance, ``eps`` inside the sqrt).
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``; same parameters and result as
+    ``torch.nn.LayerNorm(d_model, eps)``. fp16/bf16 inputs are normalized in float32.
+
+    Args:
+        d_model: feature size (last axis of the input).
+        eps: added to the variance, default 1e-5 (torch's).
+        bias: learn a bias (``False`` gives the bias-free LayerNorm of some newer models).
+
+    Shapes: input ``(..., d_model)``, output the same shape and dtype.
+
+    Raises:
+        ValueError: if the input's last axis is not ``d_model``.
+
+    Source: Ba, Kiros & Hinton (2016), eq. 4.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
+        super().__init__()
+        self.d_model = int(d_model)
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(self.d_model))
+        self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"LayerNorm({self.d_model}) got input of shape {tuple(x.shape)}")
+        xc = x.to(_compute_dtype(x.dtype))
+        mean = xc.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = (xc - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1) biased variance
+        y = (xc - mean) * torch.rsqrt(var + self.eps)
+        y = y * self.weight.to(y.dtype)
+        if self.bias is not None:
+            y = y + self.bias.to(y.dtype)
+        return y.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}"
+
+
+class RMSNorm(nn.Module):
+    """RMS normalization over the last axis: ``y = x * rsqrt(mean(x^2) + eps) * weight``.
+
+    Same parameters and result as ``torch.nn.RMSNorm(d_model, eps=eps)`` and Llama's
+    ``LlamaRMSNorm``. fp16/bf16 inputs are normalized in float32.
+
+    Args:
+        d_model: feature size.
+        eps: added to the mean square, default 1e-6 (``rms_norm_eps`` of Qwen2-7B).
+
+    Shapes: input ``(..., d_model)``, output the same shape and dtype.
+
+    Raises:
+        ValueError: if the input's last axis is not ``d_model``.
+
+    Source: Zhang & Sennrich (2019), eq. 4.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.d_model = int(d_model)
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(self.d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"RMSNorm({self.d_model}) got input of shape {tuple(x.shape)}")
+        xc = x.to(_compute_dtype(x.dtype))
+        y = xc * torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return (y * self.weight.to(y.dtype)).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}"
+
+
+# --------------------------------------------------------------------------------------------
+# Rotary position embedding
+# --------------------------------------------------------------------------------------------
+
+
+def _check_positions(positions: torch.Tensor, T: int, x_shape, name: str = "positions"):
+    if not isinstance(positions, torch.Tensor):
+        positions = torch.as_tensor(positions)
+    if positions.is_floating_point() or positions.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got dtype {positions.dtype}")
+    if positions.ndim == 0 or positions.shape[-1] != T:
+        raise ValueError(
+            f"{name} of shape {tuple(positions.shape)} must end in the sequence length {T} "
+            f"(x has shape {tuple(x_shape)}); pass one position per token"
+        )
+    return positions
+
+
+def apply_rope(
+    x: torch.Tensor, positions, *, base: float = 10000.0, interleaved: bool = False
+) -> torch.Tensor:
+    """Rotary position embedding in torch; same math as :func:`attnbook.positional.apply_rope`.
+
+    Args:
+        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
+        positions: integer positions ``(T,)`` or ``(B, T)`` (one row per batch element, e.g.
+            for a left-padded batch); with a 4-D ``x`` a ``(B, T)`` tensor is applied to every
+            head.
+        base: the frequency base ``rope_theta``.
+        interleaved: pairs ``(2i, 2i+1)`` if True, else ``(i, i + D/2)`` (default).
+
+    Returns:
+        Tensor of the shape and dtype of ``x``; angles are computed in float32 (float64 for
+        float64 input).
+
+    Raises:
+        ValueError: if ``D`` is odd, or ``positions`` does not end in ``T`` or does not
+            broadcast against ``x``.
+        TypeError: if ``positions`` is not an integer tensor.
+
+    Source: Su et al. (2021), eq. 34.
+    """
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., T, D); got {tuple(x.shape)}")
+    T, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
+    pos = _check_positions(positions, T, x.shape).to(x.device)
+    if pos.ndim == 2 and x.ndim == 4:
+        pos = pos[:, None, :]  # (B, 1, T) broadcasts over heads
+    try:
+        torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))
+    except RuntimeError:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} do not broadcast against x of shape "
+            f"{tuple(x.shape)}"
+        ) from None
+    cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
+    theta = base ** (-torch.arange(0, D, 2, dtype=cdt, device=x.device) / D)  # (D/2,)
+    angles = pos.to(cdt)[..., None] * theta  # (..., T, D/2)
+    cos, sin = angles.cos(), angles.sin()
+    xc = x.to(cdt)
+    if interleaved:
+        a, b = xc[..., 0::2], xc[..., 1::2]  # (..., T, D/2)
+    else:
+        a, b = xc[..., : D // 2], xc[..., D // 2 :]  # (..., T, D/2)
+    ra, rb = a * cos - b * sin, a * sin + b * cos  # (..., T, D/2)
+    if interleaved:
+        out = torch.stack((ra, rb), dim=-1).flatten(-2)  # (..., T, D) pairs (2i, 2i+1)
+    else:
+        out = torch.cat((ra, rb), dim=-1)  # (..., T, D) pairs (i, i + D/2)
+    return out.to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE settings for :class:`MultiHeadAttention` (no parameters).
+
+    Args:
+        base: ``rope_theta`` (10000 in RoFormer and Llama-2).
+        interleaved: pairing, see :func:`apply_rope`.
+    """
+
+    def __init__(self, base: float = 10000.0, interleaved: bool = False):
+        super().__init__()
+        self.base = float(base)
+        self.interleaved = bool(interleaved)
+
+    def forward(self, x: torch.Tensor, positions) -> torch.Tensor:
+        return apply_rope(x, positions, base=self.base, interleaved=self.interleaved)
+
+    def extra_repr(self) -> str:
+        return f"base={self.base}, interleaved={self.interleaved}"
+
+
+# --------------------------------------------------------------------------------------------
+# Masks and attention
+# --------------------------------------------------------------------------------------------
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """Repeat each key/value head ``n_rep`` times, interleaved.
+
+    ``(B, H_kv, S, D) -> (B, H_kv * n_rep, S, D)``.
+
+    Head ``h`` of the result is head ``h // n_rep`` of the input, so query heads
+    ``[0, 1, 2, 3]`` with 2 KV heads read KV heads ``[0, 0, 1, 1]`` (not ``[0, 1, 0, 1]``, the
+    result of ``x.repeat(1, n_rep, 1, 1)``). Same as Llama's ``repeat_kv`` and
+    ``torch.repeat_interleave(x, n_rep, dim=1)``.
+
+    Raises:
+        ValueError: if ``x`` is not 4-D or ``n_rep < 1``.
+
+    Source: Ainslie et al., "GQA" (2023), section 2.2.
+    """
+    if x.ndim != 4:
+        raise ValueError(f"repeat_kv expects (B, H_kv, S, D), got shape {tuple(x.shape)}")
+    if n_rep < 1:
+        raise ValueError(f"n_rep must be >= 1, got {n_rep}")
+    if n_rep == 1:
+        return x
+    B, H_kv, S, D = x.shape
+    return x[:, :, None].expand(B, H_kv, n_rep, S, D).reshape(B, H_kv * n_rep, S, D)  # (B, H, S, D)
+
+
+def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
+    """Combine boolean keep-masks (AND) and turn the result into one additive float mask.
+
+    Hidden entries get ``torch.finfo(dtype).min`` — filled **once**, after combining. Adding two
+    filled masks instead would give ``finfo.min + finfo.min = -inf`` (and in fp16 even
+    ``finfo.min - 16`` rounds to ``-inf``), which turns a fully hidden row into NaN; ``-1e9`` is
+    not representable in fp16 at all.
+
+    Args:
+        *keep_masks: boolean tensors (``True`` = may attend) that broadcast together; ``None``
+            entries are skipped.
+        dtype: floating dtype of the scores the mask will be added to.
+
+    Returns:
+        Float tensor of the broadcast shape: 0 where every mask keeps, ``finfo(dtype).min``
+        elsewhere; ``None`` if every mask is ``None``.
+
+    Raises:
+        TypeError: if a mask is not boolean or ``dtype`` is not floating.
+        ValueError: if the masks do not broadcast together.
+    """
+    if not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    keep = _combine_keep(*keep_masks)
+    if keep is None:
+        return None
+    out = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
+    return out.masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
+    """Convert a keep-mask to the polarity of ``torch.nn.MultiheadAttention``.
+
+    The library's masks say ``True`` = may attend (as ``F.scaled_dot_product_attention``).
+    ``nn.MultiheadAttention``'s boolean ``attn_mask`` and ``key_padding_mask`` and
+    ``nn.Transformer*Layer``'s ``src_mask``/``tgt_mask`` say the opposite: ``True`` = *not*
+    allowed. This is the one place where the library converts between the two.
+
+    Args:
+        keep: boolean keep-mask of any shape, e.g. ``(L, S)`` or ``(B, S)`` padding.
+
+    Returns:
+        ``~keep``, boolean, same shape.
+
+    Raises:
+        TypeError: if ``keep`` is not boolean.
+    """
+    keep = torch.as_tensor(keep)
+    if keep.dtype != torch.bool:
+        raise TypeError(f"keep must be a boolean keep-mask, got dtype {keep.dtype}")
+    return ~keep
+
+
+def _combine_keep(*masks) -> torch.Tensor | None:
+    out = None
+    for idx, m in enumerate(masks):
+        if m is None:
+            continue
+        m = torch.as_tensor(m)
+        if m.dtype != torch.bool:
+            raise TypeError(
+                f"keep_masks[{idx}] must be boolean (True = may attend), got dtype {m.dtype} "
+                f"(shape {tuple(m.shape)})"
+            )
+        if out is None:
+            out = m
+        else:
+            try:
+                torch.broadcast_shapes(tuple(out.shape), tuple(m.shape))
+            except RuntimeError:
+                raise ValueError(
+                    f"keep-masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not "
+                    "broadcast together"
+                ) from None
+            out = out & m
+    return out
+
+
+def position_keep_mask(
+    q_positions: torch.Tensor,
+    k_positions: torch.Tensor,
+    *,
+    causal: bool = True,
+    window: int | None = None,
+) -> torch.Tensor:
+    """Keep-mask from absolute positions.
+
+    Causal: ``k_pos <= q_pos``; window: ``k_pos > q_pos - window``.
+
+    With ``q_positions = arange(S - L, S)`` and ``k_positions = arange(S)`` this is the
+    bottom-right causal mask of :func:`attnbook.masks.causal_mask`; it also covers a KV cache
+    whose keys are not contiguous (a sliding-window ring buffer).
+
+    Args:
+        q_positions: integer ``(L,)`` or ``(B, L)``.
+        k_positions: integer ``(S,)`` or ``(B, S)``.
+        causal: hide keys after the query.
+        window: if given, each query sees at most ``window`` keys (itself included).
+
+    Returns:
+        Boolean ``(L, S)`` or ``(B, 1, L, S)`` keep-mask.
+
+    Raises:
+        ValueError: if ``window < 1``.
+    """
+    if window is not None and window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    qp = q_positions[..., :, None]  # (..., L, 1)
+    kp = k_positions[..., None, :]  # (..., 1, S)
+    keep = torch.ones(torch.broadcast_shapes(qp.shape, kp.shape), dtype=torch.bool,
+                      device=qp.device)
+    if causal:
+        keep = keep & (kp <= qp)
+    if window is not None:
+        keep = keep & (kp > qp - window)
+    if keep.ndim == 3:
+        keep = keep[:, None]  # (B, 1, L, S)
+    return keep
+
+
+def _check_mask_shape(mask: torch.Tensor, target, name: str = "mask") -> None:
+    target = tuple(target)
+    try:
+        ok = tuple(torch.broadcast_shapes(tuple(mask.shape), target)) == target
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{target} (B, H, L, S); use e.g. (L, S), (B, 1, 1, S) or (B, 1, L, S)"
+        )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+):
+    """Scaled dot-product attention in torch, with GQA and the book's mask conventions.
+
+    ``softmax(q k^T * scale + mask) v``, computed explicitly (no fused kernel), so that it can
+    be checked against ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Args:
+        q: ``(B, H, L, D)`` queries.
+        k: ``(B, H_kv, S, D)`` keys; ``H_kv`` must divide ``H`` (GQA: query head ``h`` reads
+            KV head ``h // (H // H_kv)``, like ``enable_gqa=True``).
+        v: ``(B, H_kv, S, Dv)`` values.
+        mask: ``None``, a boolean keep-mask or an additive float mask, broadcastable to
+            ``(B, H, L, S)``.
+        causal: hide future keys, aligned bottom-right; ANDed with a keep-mask.
+        scale: score multiplier, default ``1 / sqrt(D)``.
+        dropout_p: dropout probability on the weights (the caller passes 0 in eval mode).
+        return_weights: also return the ``(B, H, L, S)`` weights.
+
+    Returns:
+        ``(B, H, L, Dv)`` in the dtype of ``q`` (and the weights if asked). Scores are formed in
+        the input dtype and the softmax runs in float32 for fp16/bf16. Hidden scores are
+        replaced by ``finfo.min`` (so the backward stays finite) and rows with no visible key
+        (every key hidden, or every score ``-inf``) get weight 0 and output 0.
+
+    Raises:
+        ValueError: if the tensors are not 4-D, the batch sizes or head dims disagree, ``H_kv``
+            does not divide ``H``, ``k`` and ``v`` disagree on ``S``, the mask does not
+            broadcast to ``(B, H, L, S)``, or ``dropout_p`` is outside ``[0, 1)``.
+        TypeError: if the mask is neither boolean nor floating.
+
+    Source: Vaswani et al. (2017), eq. 1; GQA: Ainslie et al. (2023).
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.ndim != 4:
+            raise ValueError(f"{name} must be 4-D (B, H, L, D); got shape {tuple(t.shape)}")
+    B, H, L, D = q.shape
+    Bk, H_kv, S, Dk = k.shape
+    if Dk != D:
+        raise ValueError(
+            f"q has head_dim {D} but k has {Dk} "
+            f"(q.shape={tuple(q.shape)}, k.shape={tuple(k.shape)})"
+        )
+    if v.shape[0] != Bk or v.shape[1] != H_kv or v.shape[2] != S:
+        raise ValueError(
+            f"k and v must agree on (B, H_kv, S): k.shape={tuple(k.shape)}, "
+            f"v.shape={tuple(v.shape)}"
+        )
+    if Bk != B:
+        raise ValueError(f"q has batch {B} but k has {Bk} (q.shape={tuple(q.shape)}, "
+                         f"k.shape={tuple(k.shape)})")
+    if H_kv < 1 or H % H_kv:
+        raise ValueError(
+            f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={tuple(q.shape)}, "
+            f"k.shape={tuple(k.shape)})"
+        )
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
+    v = repeat_kv(v, H // H_kv)  # (B, H, S, Dv)
+    if scale is None:
+        scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
+
+    cdt = _compute_dtype(q.dtype)
+    scores = (q @ k.transpose(-1, -2)).to(cdt) * scale  # (B, H, L, S)
+    keep = None
+    if mask is not None:
+        mask = torch.as_tensor(mask, device=q.device)
+        _check_mask_shape(mask, (B, H, L, S))
+        if mask.dtype == torch.bool:
+            keep = mask
+        elif mask.is_floating_point():
+            scores = scores + mask.to(cdt)
+        else:
+            raise TypeError(
+                f"mask must be a boolean keep-mask or an additive float mask; got dtype "
+                f"{mask.dtype} (shape {tuple(mask.shape)})"
+            )
+    if causal:
+        idx_q = torch.arange(L, device=q.device)[:, None] + (S - L)  # (L, 1)
+        idx_k = torch.arange(S, device=q.device)[None, :]  # (1, S)
+        keep = _combine_keep(keep, idx_k <= idx_q)
+    # A score of -inf (from an additive mask) hides its key as well.
+    finite_keep = ~torch.isneginf(scores)
+    keep = finite_keep if keep is None else (keep & finite_keep)  # (B, H, L, S)
+    scores = scores.masked_fill(~keep, torch.finfo(cdt).min)  # replace, do not add
+    weights = torch.softmax(scores, dim=-1)  # (B, H, L, S)
+    weights = weights * keep.any(dim=-1, keepdim=True)  # empty rows -> 0
+    weights = weights.to(q.dtype)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p, training=True)
+    out = weights @ v  # (B, H, L, Dv)
+    if return_weights:
+        return out, weights
+    return out
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (MHA, GQA or MQA), self- or cross-attention, optional KV cache.
+
+    ``n_kv_heads == n_heads`` is multi-head attention (Vaswani et al., 2017, section 3.2.2),
+    ``n_kv_heads == 1`` multi-query attention (Shazeer, 2019), anything in between grouped-query
+    attention (Ainslie et al., 2023), where query head ``h`` reads KV head
+    ``h // (n_heads // n_kv_heads)``.
+
+    Args:
+        d_model: model width (input and output features).
+        n_heads: number of query heads ``H``.
+        n_kv_heads: number of key/value heads ``H_kv``; must divide ``n_heads``; default
+            ``n_heads``.
+        head_dim: per-head dimension ``D``; default ``d_model // n_heads`` (then ``n_heads``
+            must divide ``d_model``). Scores are scaled by ``1/sqrt(head_dim)``, not
+            ``1/sqrt(d_model)``.
+        bias: biases on the projections.
+        dropout: dropout on the attention weights, applied only in training mode.
+        rope: a :class:`RotaryEmbedding` (self-attention only) or ``None``.
+        out_bias: bias on the output projection; default ``bias`` (Qwen2 has q/k/v biases but
+            none on the output, ``out_bias=False``).
+
+    Parameters: ``q_proj (H*D, d_model)``, ``k_proj``/``v_proj`` ``(H_kv*D, d_model)``,
+    ``o_proj (d_model, H*D)`` (``torch.nn.Linear`` layout, ``y = x W^T + b``).
+
+    Raises:
+        ValueError: if ``n_heads`` does not divide ``d_model`` (and no ``head_dim`` is given),
+            ``n_kv_heads`` does not divide ``n_heads``, a size is < 1, or ``dropout`` is
+            outside ``[0, 1)``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        bias: bool = False,
+        dropout: float = 0.0,
+        rope: RotaryEmbedding | None = None,
+        *,
+        out_bias: bool | None = None,
+    ):
+        super().__init__()
+        if d_model < 1 or n_heads < 1:
+            raise ValueError(f"d_model and n_heads must be >= 1, got {d_model} and {n_heads}")
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if n_kv_heads < 1 or n_heads % n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads} "
+                "(each KV head serves n_heads // n_kv_heads query heads)"
+            )
+        if head_dim is None:
+            if d_model % n_heads:
+                raise ValueError(
+                    f"n_heads {n_heads} must divide d_model {d_model} "
+                    f"(or pass head_dim explicitly)"
+                )
+            head_dim = d_model // n_heads
+        if head_dim < 1:
+            raise ValueError(f"head_dim must be >= 1, got {head_dim}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if rope is not None and not isinstance(rope, RotaryEmbedding):
+            raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
+        if rope is not None and head_dim % 2:
+            raise ValueError(f"RoPE needs an even head_dim, got {head_dim}")
+        self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
+            int(d_model), int(n_heads), int(n_kv_heads), int(head_dim))
+        self.dropout = float(dropout)
+        self.rope = rope
+        out_bias = bias if out_bias is None else out_bias
+        self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
+        self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
+
+    def _split(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, n, self.head_dim).transpose(1, 2)  # (B, n, T, D)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        window: int | None = None,
+        positions: torch.Tensor | None = None,
+        kv_cache=None,
+        need_weights: bool = False,
+    ):
+        """Attend from ``x`` to itself (or to ``context``).
+
+        Args:
+            x: ``(B, L, d_model)`` queries' input.
+            context: ``(B, S, d_model)`` keys'/values' input for cross-attention; ``None`` for
+                self-attention.
+            mask: boolean keep-mask or additive float mask broadcastable to
+                ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` source padding. With a KV
+                cache ``S_total`` counts the cached keys plus the new ones.
+            causal: hide later positions. Positions are ``positions`` for the queries and the
+                cache's key positions; without either, bottom-right alignment.
+            window: sliding-window size (itself included), with ``causal``.
+            positions: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles and
+                causal mask); default ``arange(past, past + L)``, where ``past`` is the number
+                of tokens already in ``kv_cache``.
+            kv_cache: an object with ``seq_len``, ``window`` and
+                ``update(k, v, positions) -> (k_all, v_all, key_positions)`` (see
+                :mod:`attnbook.kv_cache`); self-attention only.
+            need_weights: also return the ``(B, n_heads, L, S_total)`` weights.
+
+        Returns:
+            ``(B, L, d_model)``, and the weights if asked.
+
+        Raises:
+            ValueError: for inputs whose last axis is not ``d_model``, batch sizes that differ,
+                positions that do not match ``L``, masks that do not broadcast, a cache or RoPE
+                with cross-attention, or a window that contradicts the cache's.
+        """
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must be (B, L, d_model={self.d_model}); got shape {tuple(x.shape)}"
+            )
+        B, L, _ = x.shape
+        cross = context is not None
+        if cross:
+            if context.ndim != 3 or context.shape[-1] != self.d_model or context.shape[0] != B:
+                raise ValueError(
+                    f"context must be (B={B}, S, d_model={self.d_model}); got shape "
+                    f"{tuple(context.shape)} with x of shape {tuple(x.shape)}"
+                )
+            if kv_cache is not None or self.rope is not None:
+                raise ValueError("kv_cache and rope apply to self-attention only (context given)")
+        src = context if cross else x
+        q = self._split(self.q_proj(x), self.n_heads)  # (B, H, L, D)
+        k = self._split(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        v = self._split(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+
+        past = 0 if kv_cache is None else int(kv_cache.seq_len)
+        if positions is None:
+            positions = torch.arange(past, past + L, device=x.device)  # (L,)
+        positions = _check_positions(positions, L, x.shape).to(x.device)
+        if positions.ndim == 2 and positions.shape[0] != B:
+            raise ValueError(
+                f"positions of shape {tuple(positions.shape)} do not match batch {B} of x"
+            )
+        if self.rope is not None:
+            q = self.rope(q, positions)
+            k = self.rope(k, positions)
+        k_positions = positions
+        if kv_cache is not None:
+            cache_window = getattr(kv_cache, "window", None)
+            if cache_window is not None:
+                if window is not None and window != cache_window:
+                    raise ValueError(
+                        f"window {window} contradicts the cache's window {cache_window}")
+                window = cache_window
+            k, v, k_positions = kv_cache.update(k, v, positions)  # (B, H_kv, S_total, D)
+
+        keep = None
+        if causal or window is not None:
+            if cross:
+                raise ValueError("causal/window masks apply to self-attention only")
+            keep = position_keep_mask(positions, k_positions.to(x.device), causal=causal,
+                                      window=window)
+        S = k.shape[-2]
+        if mask is not None:
+            mask = torch.as_tensor(mask, device=x.device)
+            _check_mask_shape(mask, (B, self.n_heads, L, S))
+            if mask.dtype == torch.bool:
+                keep = _combine_keep(keep, mask)
+                mask = None
+        if keep is not None and mask is not None:
+            # an additive float mask plus structural keep-mask: hide by replacement
+            mask = torch.where(keep, mask, torch.tensor(-math.inf, dtype=mask.dtype,
+                                                        device=mask.device))
+            keep = None
+        att_mask = keep if keep is not None else mask
+        p = self.dropout if self.training else 0.0
+        out = scaled_dot_product_attention(
+            q, k, v, att_mask, dropout_p=p, return_weights=need_weights
+        )
+        if need_weights:
+            out, weights = out
+        out = out.transpose(1, 2).reshape(B, L, self.n_heads * self.head_dim)  # (B, L, H*D)
+        out = self.o_proj(out)  # (B, L, d_model)
+        if need_weights:
+            return out, weights
+        return out
+
+
+class MultiHeadLatentAttention(nn.Module):
+    """Multi-head latent attention (MLA): keys and values from a cached low-rank latent.
+
+    Per token the cache holds only the compressed latent ``c_kv`` (``kv_lora_rank`` numbers,
+    after an RMSNorm) and one RoPE key ``k_pe`` shared by all heads (``qk_rope_head_dim``
+    numbers) — ``kv_lora_rank + qk_rope_head_dim`` per layer instead of
+    ``2 * n_heads * head_dim`` for multi-head attention. The per-head keys
+    ``[k_nope ; k_pe]`` and values are re-expanded from ``c_kv`` by ``kv_b_proj``.
+
+    Args:
+        d_model: model width (``hidden_size``).
+        n_heads: number of heads.
+        kv_lora_rank: latent size ``d_c`` (512 in DeepSeek-V2).
+        qk_nope_head_dim: per-head query/key dimension without position (128 in DeepSeek-V2).
+        qk_rope_head_dim: per-head RoPE dimension, key part shared across heads (64).
+        v_head_dim: per-head value dimension (128).
+        q_lora_rank: latent size of the query (1536 in DeepSeek-V2), or ``None`` for a plain
+            query projection.
+        rope_base: ``rope_theta``.
+        eps: epsilon of the latents' RMSNorm.
+
+    Scores are scaled by ``1/sqrt(qk_nope_head_dim + qk_rope_head_dim)``.
+
+    Raises:
+        ValueError: if a size is < 1 or ``qk_rope_head_dim`` is odd.
+
+    Source: DeepSeek-AI, "DeepSeek-V2" (2024), section 2.1, eqs. 9-19.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        kv_lora_rank: int,
+        qk_nope_head_dim: int,
+        qk_rope_head_dim: int,
+        v_head_dim: int,
+        q_lora_rank: int | None = None,
+        rope_base: float = 10000.0,
+        eps: float = 1e-6,
+    ):
+        super().__init__()
+        sizes = dict(d_model=d_model, n_heads=n_heads, kv_lora_rank=kv_lora_rank,
+                     qk_nope_head_dim=qk_nope_head_dim, qk_rope_head_dim=qk_rope_head_dim,
+                     v_head_dim=v_head_dim)
+        for name, val in sizes.items():
+            if val < 1:
+                raise ValueError(f"{name} must be >= 1, got {val}")
+        if qk_rope_head_dim % 2:
+            raise ValueError(f"qk_rope_head_dim must be even for RoPE, got {qk_rope_head_dim}")
+        self.d_model, self.n_heads = d_model, n_heads
+        self.kv_lora_rank, self.qk_nope_head_dim = kv_lora_rank, qk_nope_head_dim
+        self.qk_rope_head_dim, self.v_head_dim = qk_rope_head_dim, v_head_dim
+        self.q_head_dim = qk_nope_head_dim + qk_rope_head_dim
+        self.rope = RotaryEmbedding(rope_base)
+        if q_lora_rank is None:
+            self.q_proj = nn.Linear(d_model, n_heads * self.q_head_dim, bias=False)
+        else:
+            self.q_proj = nn.Sequential(
+                nn.Linear(d_model, q_lora_rank, bias=False),
+                RMSNorm(q_lora_rank, eps),
+                nn.Linear(q_lora_rank, n_heads * self.q_head_dim, bias=False),
+            )
+        self.kv_a_proj = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False)
+        self.kv_a_norm = RMSNorm(kv_lora_rank, eps)
+        self.kv_b_proj = nn.Linear(
+            kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False
+        )
+        self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False)
+
+    def cache_numbers_per_token(self) -> int:
+        """Numbers cached per token by this layer: ``kv_lora_rank + qk_rope_head_dim``."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        causal: bool = True,
+        positions: torch.Tensor | None = None,
+        kv_cache=None,
+    ) -> torch.Tensor:
+        """Self-attention of ``x (B, L, d_model)``; returns ``(B, L, d_model)``.
+
+        ``kv_cache`` is an object with ``seq_len`` and
+        ``update(c_kv, k_pe, positions) -> (c_kv_all, k_pe_all, key_positions)`` holding
+        ``(B, S, kv_lora_rank)`` and ``(B, S, qk_rope_head_dim)`` (see
+        :class:`attnbook.kv_cache.LatentCache`). ``mask`` is a boolean keep-mask broadcastable
+        to ``(B, n_heads, L, S_total)``.
+
+        Raises:
+            ValueError: if ``x`` is not ``(B, L, d_model)`` or the mask does not broadcast.
+        """
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be (B, L, d_model={self.d_model}); got {tuple(x.shape)}")
+        B, L, _ = x.shape
+        H = self.n_heads
+        past = 0 if kv_cache is None else int(kv_cache.seq_len)
+        if positions is None:
+            positions = torch.arange(past, past + L, device=x.device)  # (L,)
+        positions = _check_positions(positions, L, x.shape)
+        q = self.q_proj(x).view(B, L, H, self.q_head_dim).transpose(1, 2)  # (B, H, L, Dq)
+        q_nope, q_pe = q.split([self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        q_pe = self.rope(q_pe, positions)  # (B, H, L, Dr)
+        kv_a = self.kv_a_proj(x)  # (B, L, d_c + Dr)
+        c_kv, k_pe = kv_a.split([self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        c_kv = self.kv_a_norm(c_kv)  # (B, L, d_c)
+        k_pe = self.rope(k_pe, positions)  # (B, L, Dr), one RoPE key shared by all heads
+        k_positions = positions
+        if kv_cache is not None:
+            c_kv, k_pe, k_positions = kv_cache.update(c_kv, k_pe, positions)  # (B, S, .)
+        S = c_kv.shape[1]
+        kv = self.kv_b_proj(c_kv).view(B, S, H, self.qk_nope_head_dim + self.v_head_dim)
+        kv = kv.transpose(1, 2)  # (B, H, S, Dn + Dv)
+        k_nope, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k = torch.cat((k_nope, k_pe[:, None].expand(B, H, S, self.qk_rope_head_dim)), dim=-1)
+        q = torch.cat((q_nope, q_pe), dim=-1)  # (B, H, L, Dq)
+        keep = None
+        if causal:
+            keep = position_keep_mask(positions.to(x.device), k_positions.to(x.device))
+        if mask is not None:
+            _check_mask_shape(mask, (B, H, L, S))
+            keep = _combine_keep(keep, mask)
+        out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)
+        out = out.transpose(1, 2).reshape(B, L, H * self.v_head_dim)  # (B, L, H*Dv)
+        return self.o_proj(out)

@@ -1,0 +1,207 @@
+"""Positional information: sinusoidal encodings and rotary position embeddings (RoPE), in NumPy.
+
+Sinusoidal encoding (Vaswani et al., 2017, section 3.5) in the paper's **interleaved** layout:
+dimension ``2i`` holds ``sin(pos * base^(-2i/d_model))`` and dimension ``2i + 1`` the cosine
+of the same angle. An odd ``d_model`` ends on a sine.
+
+RoPE (Su et al., 2021, eq. 34) rotates pairs of dimensions of a query or key by the angle
+``pos * theta_i`` with ``theta_i = base^(-2i/D)``, ``i = 0 .. D/2 - 1``. Two pairings are in use
+and both are supported:
+
+* ``interleaved=True``: pairs ``(2i, 2i + 1)``, as in the RoFormer paper and Meta's original
+  Llama code;
+* ``interleaved=False`` (default): pairs ``(i, i + D/2)``, the "rotate-half" layout of Hugging
+  Face ``transformers`` (GPT-NeoX, Llama, Qwen2, Mistral).
+
+They are the same rotation of permuted coordinates: for ``D = 4``,
+``half_split(x) = interleaved(x[[0, 2, 1, 3]])[[0, 2, 1, 3]]``. Positions are always explicit
+integers, so cached decoding passes the offset of the new tokens (the key of the token at
+position 3 is rotated by ``3 * theta``, not by 0).
+
+The torch version of :func:`apply_rope` is :func:`attnbook.nn.apply_rope`. This module imports
+NumPy only.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["sinusoidal_encoding", "rope_frequencies", "rope_angles", "apply_rope"]
+
+
+def _check_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_base(base) -> float:
+    base = float(base)
+    if not np.isfinite(base) or base <= 1.0:
+        raise ValueError(f"base must be a finite number > 1, got {base}")
+    return base
+
+
+def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
+    """The fixed sinusoidal positional encoding of the original Transformer.
+
+    ``PE[pos, 2i] = sin(pos / base^(2i / d_model))`` and
+    ``PE[pos, 2i + 1] = cos(pos / base^(2i / d_model))``.
+
+    Args:
+        seq_len: number of positions (``pos = 0 .. seq_len - 1``).
+        d_model: model width; any positive integer, odd included (the last column is then a
+            sine).
+        base: the wavelength base, 10000 in the paper.
+
+    Returns:
+        float64 array ``(seq_len, d_model)``; every entry lies in ``[-1, 1]``; row 0 is
+        ``[0, 1, 0, 1, ...]``.
+
+    Raises:
+        TypeError: if ``seq_len`` or ``d_model`` is not an integer.
+        ValueError: if ``seq_len < 0``, ``d_model < 1`` or ``base <= 1``.
+
+    Source: Vaswani et al., "Attention Is All You Need" (2017), section 3.5.
+    """
+    seq_len = _check_int(seq_len, "seq_len", 0)
+    d_model = _check_int(d_model, "d_model", 1)
+    base = _check_base(base)
+    pos = np.arange(seq_len, dtype=np.float64)[:, None]  # (seq_len, 1)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)  # (ceil(d_model/2),) the even dims 2i
+    angles = pos * base ** (-two_i / d_model)  # (seq_len, ceil(d_model/2))
+    pe = np.empty((seq_len, d_model), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angles)  # (seq_len, ceil(d_model/2))
+    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # (seq_len, floor(d_model/2))
+    return pe
+
+
+def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
+    """RoPE's rotation frequencies ``theta_i = base^(-2i / head_dim)``, ``i = 0 .. head_dim/2 - 1``.
+
+    Args:
+        head_dim: the (even) dimension of each query/key head.
+        base: Llama-2 uses 10000, Llama-3 500000, Qwen2 1000000 (``rope_theta`` in their
+            config.json).
+
+    Returns:
+        float64 array ``(head_dim // 2,)``, in radians per position, decreasing from 1.
+
+    Raises:
+        ValueError: if ``head_dim`` is odd or < 2, or ``base <= 1``.
+
+    Source: Su et al., "RoFormer" (2021), eq. 15.
+    """
+    head_dim = _check_int(head_dim, "head_dim", 2)
+    if head_dim % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions; head_dim must be even, got {head_dim}")
+    base = _check_base(base)
+    return base ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
+
+
+def _check_positions(positions, seq_len: int, x_shape) -> np.ndarray:
+    pos = np.asarray(positions)
+    if pos.dtype == np.bool_ or not np.issubdtype(pos.dtype, np.integer):
+        raise TypeError(
+            f"positions must be integers (token indices), got dtype {pos.dtype} "
+            f"(shape {pos.shape})"
+        )
+    if pos.ndim == 0 or pos.shape[-1] != seq_len:
+        raise ValueError(
+            f"positions of shape {pos.shape} must end in the sequence length {seq_len} "
+            f"of x (shape {tuple(x_shape)}); pass one position per token"
+        )
+    if (pos < 0).any():
+        raise ValueError(f"positions must be >= 0, got min {int(pos.min())}")
+    return pos
+
+
+def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
+    """Cosines and sines of the RoPE angles ``pos * theta_i``.
+
+    Args:
+        positions: integer array ``(..., T)``.
+        head_dim: even head dimension ``D``.
+        base: see :func:`rope_frequencies`.
+
+    Returns:
+        ``(cos, sin)``, each float64 ``(..., T, D/2)``.
+
+    Raises:
+        ValueError: as :func:`rope_frequencies`, or for negative positions.
+        TypeError: for non-integer positions.
+    """
+    theta = rope_frequencies(head_dim, base=base)  # (D/2,)
+    pos = np.asarray(positions)
+    if pos.dtype == np.bool_ or not np.issubdtype(pos.dtype, np.integer):
+        raise TypeError(f"positions must be integers, got dtype {pos.dtype}")
+    if (pos < 0).any():
+        raise ValueError(f"positions must be >= 0, got min {int(pos.min())}")
+    angles = pos.astype(np.float64)[..., None] * theta  # (..., T, D/2)
+    return np.cos(angles), np.sin(angles)
+
+
+def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
+    """Rotate queries or keys by their positions (rotary position embedding).
+
+    Each pair ``(a, b)`` of coordinates at position ``m`` becomes
+    ``(a cos(m theta_i) - b sin(m theta_i), a sin(m theta_i) + b cos(m theta_i))``. The dot
+    product of a rotated query at position ``m`` and a rotated key at position ``n`` depends on
+    the positions only through ``m - n``.
+
+    Args:
+        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
+        positions: integer positions of the ``T`` tokens, shape ``(T,)`` or any shape
+            ``(..., T)`` that broadcasts against ``x.shape[:-1]`` (e.g. ``(B, 1, T)`` for a
+            left-padded batch, see :func:`attnbook.masks.positions_from_attention_mask`).
+        base: the frequency base ``rope_theta``.
+        interleaved: pair dimensions ``(2i, 2i + 1)`` (True) or ``(i, i + D/2)`` (False,
+            default).
+
+    Returns:
+        Array of the shape and floating dtype of ``x`` (integers promoted to float64); the
+        angles are computed in float64. Position 0 is the identity.
+
+    Raises:
+        ValueError: if ``D`` is odd, ``positions`` does not end in ``T`` (e.g. shorter than the
+            sequence) or does not broadcast against ``x``, or a position is negative.
+        TypeError: if ``positions`` is not an integer array.
+
+    Source: Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021),
+    eq. 34; the half-split pairing is ``rotate_half`` in Hugging Face ``transformers``.
+    """
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        if x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.integer):
+            raise TypeError(f"x must be a real array, got dtype {x.dtype}")
+        x = x.astype(np.float64)
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., T, D); got shape {x.shape}")
+    T, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ValueError(f"RoPE needs an even head_dim; x has shape {x.shape} (D = {D})")
+    pos = _check_positions(positions, T, x.shape)
+    try:
+        np.broadcast_shapes(pos.shape, x.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"positions of shape {pos.shape} do not broadcast against x of shape {x.shape} "
+            f"(expected (T,) or (..., T) matching x.shape[:-1] = {x.shape[:-1]})"
+        ) from None
+    cos, sin = rope_angles(pos, D, base=base)  # (..., T, D/2)
+    if interleaved:
+        a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
+    else:
+        a, b = x[..., : D // 2], x[..., D // 2 :]  # (..., T, D/2) each
+    ra = a * cos - b * sin  # (..., T, D/2)
+    rb = a * sin + b * cos  # (..., T, D/2)
+    out = np.empty(np.broadcast_shapes(ra.shape[:-1] + (D,), x.shape), dtype=x.dtype)
+    if interleaved:
+        out[..., 0::2], out[..., 1::2] = ra, rb
+    else:
+        out[..., : D // 2], out[..., D // 2 :] = ra, rb
+    return out

@@ -1,0 +1,168 @@
+"""Tests for attnbook.models.
+
+References: parameter counts summed from the built modules (on the meta device) against the
+closed form, hand sums and published totals; invariances (causality, padding, permutation)
+that must hold for any weights.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.models import (
+    BASE_TRANSFORMER,
+    DecoderOnlyModel,
+    EncoderDecoderModel,
+    EncoderOnlyModel,
+    ModelConfig,
+    build_model,
+    count_parameters,
+    param_count,
+)
+from attnbook.positional import sinusoidal_encoding
+from attnbook.testing import assert_close
+
+D64 = torch.float64
+
+
+def _meta_count(config):
+    with torch.device("meta"):
+        return count_parameters(build_model(config))
+
+
+def test_base_transformer_param_count():
+    # By hand, d = 512, d_ff = 2048, vocab 37000 shared by encoder, decoder and output:
+    #   attention 4 d^2 + 4 d = 1,050,624; FFN 2 d d_ff + d_ff + d = 2,099,712; LayerNorm 2 d
+    #   encoder layer 1,050,624 + 2,099,712 + 2,048 = 3,152,384          (x 6 = 18,914,304)
+    #   decoder layer 2 x 1,050,624 + 2,099,712 + 3,072 = 4,204,032      (x 6 = 25,224,192)
+    #   embedding 37000 x 512 = 18,944,000                        total = 63,082,496
+    expected = 63_082_496
+    assert param_count(BASE_TRANSFORMER) == expected
+    assert _meta_count(BASE_TRANSFORMER) == expected
+    # the paper's table 3 says "65M" for base; the gap is the vocabulary size it does not state
+    assert abs(expected - 65e6) / 65e6 < 0.05
+
+
+_GRID = [
+    dict(arch=a, ffn=f, norm=n, bias=b, positional=p, tie_embeddings=t, n_kv_heads=kv,
+         norm_first=nf)
+    for a, f, n, b, p, t, kv, nf in itertools.product(
+        ["encoder", "decoder", "encoder-decoder"], ["relu", "swiglu"], ["layernorm", "rmsnorm"],
+        [True, False], ["learned", "sinusoidal", "rope"], [True, False], [None, 1], [True, False])
+    if not (a == "encoder-decoder" and p == "rope")
+]
+
+
+@pytest.mark.parametrize("i", range(0, len(_GRID), 7))
+def test_closed_form_param_count_matches_modules(i):
+    kw = _GRID[i]
+    cfg = ModelConfig(vocab_size=11, d_model=8, n_heads=2, n_layers=2, d_ff=12,
+                      n_encoder_layers=1, max_seq_len=16, **kw)
+    assert param_count(cfg) == _meta_count(cfg), kw
+
+
+def test_qkv_bias_counted():
+    cfg = ModelConfig(vocab_size=11, d_model=8, n_heads=4, n_kv_heads=2, n_layers=1, d_ff=12,
+                      bias=False, qkv_bias=True, positional="rope", norm="rmsnorm",
+                      ffn="swiglu", tie_embeddings=False)
+    # q bias 8 + k, v biases 2 x (2 heads x 2) = 16 more than with qkv_bias=False
+    assert param_count(cfg) - param_count(cfg.replace(qkv_bias=False)) == 16
+    assert param_count(cfg) == _meta_count(cfg)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="n_heads 3 must divide d_model 8"):
+        ModelConfig(vocab_size=4, d_model=8, n_heads=3, n_layers=1, d_ff=4)
+    with pytest.raises(ValueError, match="n_kv_heads 3 must divide n_heads 4"):
+        ModelConfig(vocab_size=4, d_model=8, n_heads=4, n_kv_heads=3, n_layers=1, d_ff=4)
+    with pytest.raises(ValueError, match="arch"):
+        ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4, arch="rnn")
+    with pytest.raises(ValueError, match="n_encoder_layers"):
+        ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4,
+                    arch="encoder-decoder")
+    with pytest.raises(ValueError, match="n_kv_heads must be a positive integer"):
+        ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_kv_heads=0, n_layers=1, d_ff=4)
+    with pytest.raises(ValueError, match="vocab_size"):
+        ModelConfig(vocab_size=0, d_model=8, n_heads=2, n_layers=1, d_ff=4)
+
+
+def _tiny(**kw):
+    base = dict(vocab_size=13, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_seq_len=32)
+    base.update(kw)
+    torch.manual_seed(0)
+    return build_model(ModelConfig(**base)).double().eval()
+
+
+def test_sinusoidal_embedding_scaled_by_sqrt_d_model():
+    m = _tiny(arch="decoder", positional="sinusoidal")
+    ids = torch.tensor([[3, 5, 7]])
+    got = m.embed(ids, torch.arange(3))
+    exp = m.embed.tokens.weight[ids].detach().numpy() * math.sqrt(8) + sinusoidal_encoding(3, 8)
+    assert_close(got, exp, atol=1e-6, rtol=0)  # PE buffer is float32
+
+
+@pytest.mark.parametrize("positional", ["rope", "learned", "sinusoidal"])
+def test_decoder_only_is_causal(positional):
+    m = _tiny(arch="decoder", positional=positional, norm="rmsnorm", ffn="swiglu", n_kv_heads=1)
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    ids2 = ids.clone()
+    ids2[0, 3:] = torch.tensor([9, 11])
+    a, b = m(ids), m(ids2)
+    assert a.shape == (1, 5, 13) and torch.isfinite(a).all()
+    assert_close(a[:, :3], b[:, :3], atol=1e-12, rtol=0)
+    assert (a[:, 3:] - b[:, 3:]).abs().max() > 1e-6
+
+
+def test_decoder_only_left_padding_with_positions():
+    from attnbook.masks import padding_mask, positions_from_attention_mask
+
+    m = _tiny(arch="decoder", positional="rope")
+    ref = m(torch.tensor([[4, 5, 6]]))
+    am = np.array([[0, 0, 4, 5, 6][i] != 0 for i in range(5)])[None].astype(int)
+    ids = torch.tensor([[0, 0, 4, 5, 6]])
+    out = m(ids, positions=torch.from_numpy(positions_from_attention_mask(am)),
+            mask=torch.from_numpy(padding_mask(am)))
+    assert_close(out[:, 2:], ref, atol=1e-12, rtol=0)
+
+
+def test_encoder_only_permutation_equivariant_and_ignores_padding():
+    m = _tiny(arch="encoder", positional="none")
+    ids = torch.tensor([[1, 2, 3, 4]])
+    perm = torch.tensor([2, 0, 3, 1])
+    assert_close(m(ids[:, perm]), m(ids)[:, perm], atol=1e-12, rtol=0)
+    am = torch.tensor([[1, 1, 1, 0]])
+    a = m(ids, am)
+    b = m(torch.tensor([[1, 2, 3, 9]]), am)
+    assert_close(a[:, :3], b[:, :3], atol=1e-12, rtol=0)
+    assert_close(a[:, :3], m(ids[:, :3]), atol=1e-12, rtol=0)
+
+
+def test_encoder_decoder_padding_and_causality():
+    cfg = dict(arch="encoder-decoder", n_encoder_layers=2, norm_first=False,
+               positional="sinusoidal")
+    m = _tiny(**cfg)
+    src = torch.tensor([[1, 2, 3, 0, 0]])
+    am = torch.tensor([[1, 1, 1, 0, 0]])
+    tgt = torch.tensor([[5, 6, 7]])
+    a = m(src, tgt, src_attention_mask=am)
+    assert a.shape == (1, 3, 13) and torch.isfinite(a).all()
+    b = m(torch.tensor([[1, 2, 3, 8, 9]]), tgt, src_attention_mask=am)
+    assert_close(a, b, atol=1e-12, rtol=0)  # padded source tokens are invisible
+    assert_close(a, m(src[:, :3], tgt), atol=1e-12, rtol=0)
+    c = m(src, torch.tensor([[5, 6, 12]]), src_attention_mask=am)
+    assert_close(a[:, :2], c[:, :2], atol=1e-12, rtol=0)  # causal decoder
+    # tied: encoder, decoder and output share one matrix (Vaswani et al. 2017, section 3.4)
+    assert m.lm_head.weight is m.src_embed.tokens.weight is m.tgt_embed.tokens.weight
+
+
+def test_model_classes_check_arch():
+    cfg = ModelConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, arch="encoder")
+    with pytest.raises(ValueError, match="arch='decoder'"):
+        DecoderOnlyModel(cfg)
+    with pytest.raises(ValueError, match="arch='encoder-decoder'"):
+        EncoderDecoderModel(cfg)
+    with pytest.raises(ValueError, match="arch='encoder'"):
+        EncoderOnlyModel(cfg.replace(arch="decoder"))

@@ -1,0 +1,169 @@
+"""Tests for attnbook.norms (NumPy) and the norm modules in attnbook.nn.
+
+References: hand-derived values (issue 3), a float64 formula, torch.nn.LayerNorm and
+torch.nn.RMSNorm.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook import nn as ann
+from attnbook.norms import layer_norm, rms_norm
+from attnbook.testing import assert_close
+
+
+# --- hand-derived values --------------------------------------------------------------------
+
+
+def test_rms_norm_tiny_input_eps_matters():
+    # mean(x^2) = 1e-6, + eps 1e-6 = 2e-6, x / sqrt(2e-6) = +-1/sqrt(2)
+    y = rms_norm(np.array([1e-3, -1e-3]), eps=1e-6)
+    assert_close(y, [0.70710678, -0.70710678], atol=1e-8, rtol=0)
+
+
+def test_rms_norm_vs_layer_norm_on_1234():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    # RMS = sqrt(30/4) = 2.7386...; LayerNorm: mean 2.5, biased var 1.25
+    assert_close(rms_norm(x, eps=0.0), [0.36514837, 0.73029674, 1.09544512, 1.46059349],
+                 atol=1e-8, rtol=0)
+    assert_close(layer_norm(x, eps=0.0), [-1.34164079, -0.4472136, 0.4472136, 1.34164079],
+                 atol=1e-8, rtol=0)
+
+
+def test_layer_norm_one_hot():
+    # mean 1/4, biased var 3/16: (1 - 1/4)/sqrt(3/16) = sqrt(3), (-1/4)/sqrt(3/16) = -1/sqrt(3)
+    y = layer_norm(np.array([1.0, 0.0, 0.0, 0.0]), eps=0.0)
+    assert_close(y, [1.7320508, -0.5773503, -0.5773503, -0.5773503], atol=1e-7, rtol=0)
+
+
+def test_layer_norm_uses_biased_variance():
+    # unbiased variance would give sqrt(3)*sqrt(3/4) = 1.5 for the first entry
+    y = layer_norm(np.array([1.0, 0.0, 0.0, 0.0]), eps=0.0)
+    assert abs(y[0] - np.sqrt(3.0)) < 1e-12
+    assert abs(y[0] - 1.5) > 0.2
+
+
+# --- NumPy vs torch's modules ------------------------------------------------------------------
+
+
+def test_numpy_layer_norm_matches_torch_layernorm():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 8)) * 3 + 1
+    w, b = rng.normal(size=8), rng.normal(size=8)
+    ref = torch.nn.LayerNorm(8, eps=1e-5, dtype=torch.float64)
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(w))
+        ref.bias.copy_(torch.from_numpy(b))
+    expected = ref(torch.from_numpy(x))
+    assert_close(layer_norm(x, w, b, eps=1e-5), expected, atol=1e-12, rtol=1e-12)
+
+
+def test_numpy_rms_norm_matches_torch_rmsnorm():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 3, 8))
+    w = rng.normal(size=8)
+    ref = torch.nn.RMSNorm(8, eps=1e-6, dtype=torch.float64)
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(w))
+    assert_close(rms_norm(x, w, eps=1e-6), ref(torch.from_numpy(x)), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_layernorm_module_matches_torch(dtype):
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16, dtype=dtype) * 2 + 0.5
+    ours = ann.LayerNorm(16, eps=1e-5).to(dtype)
+    ref = torch.nn.LayerNorm(16, eps=1e-5, dtype=dtype)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(16))
+        ours.bias.copy_(torch.randn(16))
+        ref.weight.copy_(ours.weight)
+        ref.bias.copy_(ours.bias)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    out = ours(x)
+    assert out.dtype == dtype
+    assert_close(out, ref(x), atol=tol, rtol=tol)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in ref.parameters())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_rmsnorm_module_matches_torch(dtype):
+    torch.manual_seed(1)
+    x = torch.randn(2, 5, 16, dtype=dtype)
+    ours = ann.RMSNorm(16, eps=1e-6).to(dtype)
+    ref = torch.nn.RMSNorm(16, eps=1e-6, dtype=dtype)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(16))
+        ref.weight.copy_(ours.weight)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert_close(ours(x), ref(x), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_low_precision_within_twice_plain_error(dtype, kind):
+    # STYLE.md: error vs float64 <= 2 x the error of a plain same-dtype implementation + floor
+    torch.manual_seed(2)
+    x64 = torch.randn(4, 7, 32, dtype=torch.float64) * 4 + 2
+    x = x64.to(dtype)
+    if kind == "layer":
+        mod = ann.LayerNorm(32, eps=1e-5).to(dtype)
+        exact = torch.from_numpy(layer_norm(x.double().numpy(), eps=1e-5))
+
+        def plain(t):
+            m = t.mean(-1, keepdim=True)
+            return (t - m) / torch.sqrt(((t - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+    else:
+        mod = ann.RMSNorm(32, eps=1e-6).to(dtype)
+        exact = torch.from_numpy(rms_norm(x.double().numpy(), eps=1e-6))
+
+        def plain(t):
+            return t / torch.sqrt((t * t).mean(-1, keepdim=True) + 1e-6)
+    out = mod(x)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    err = (out.double() - exact).abs().max().item()
+    plain_err = (plain(x).double() - exact).abs().max().item()
+    floor = torch.finfo(dtype).eps
+    assert err <= 2 * plain_err + floor, (err, plain_err)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def test_weight_shape_error_names_shapes():
+    with pytest.raises(ValueError, match=r"\(4,\).*\(3,\)"):
+        layer_norm(np.ones((2, 4)), weight=np.ones(3))
+    with pytest.raises(ValueError, match="weight"):
+        rms_norm(np.ones((2, 4)), weight=np.ones((4, 1)))
+
+
+def test_zero_variance_without_eps_raises():
+    with pytest.raises(ValueError, match="constant"):
+        layer_norm(np.ones(4), eps=0.0)
+    with pytest.raises(ValueError, match="all zeros"):
+        rms_norm(np.zeros(4), eps=0.0)
+    with pytest.raises(ValueError, match="eps"):
+        rms_norm(np.ones(4), eps=-1.0)
+
+
+def test_torch_module_rejects_wrong_width():
+    with pytest.raises(ValueError, match=r"LayerNorm\(8\).*\(2, 4\)"):
+        ann.LayerNorm(8)(torch.ones(2, 4))
+    with pytest.raises(ValueError, match=r"RMSNorm\(8\)"):
+        ann.RMSNorm(8)(torch.ones(2, 4))
+
+
+def test_numpy_modules_import_without_torch():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import attnbook.norms, attnbook.positional, attnbook.heads\n"
+        "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "print('ok')"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"

@@ -1,0 +1,165 @@
+"""Tests for attnbook.positional (NumPy) and attnbook.nn.apply_rope (torch).
+
+References: hand-derived RoPE values (issue 3), the paper's formula for the sinusoidal encoding
+evaluated entry by entry, rotation-matrix algebra, and the NumPy/torch pair against each other.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnbook import nn as ann
+from attnbook.positional import apply_rope, rope_frequencies, sinusoidal_encoding
+from attnbook.testing import assert_close
+
+X = np.array([1.0, 2.0, 3.0, 4.0])
+INTERLEAVED_POS1 = [-1.1426397, 1.9220756, 2.9598507, 4.0297995]
+HALF_SPLIT_POS1 = [-1.9841106, 1.9599007, 2.4623779, 4.0197997]
+
+
+# --- sinusoidal -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model", [1, 2, 5, 6, 7])
+def test_sinusoidal_matches_paper_formula_entrywise(d_model):
+    pe = sinusoidal_encoding(6, d_model)
+    assert pe.shape == (6, d_model) and pe.dtype == np.float64
+    for pos in range(6):
+        for dim in range(d_model):
+            i = dim // 2
+            angle = pos / 10000 ** (2 * i / d_model)
+            expected = math.sin(angle) if dim % 2 == 0 else math.cos(angle)
+            assert abs(pe[pos, dim] - expected) < 1e-12
+
+
+def test_sinusoidal_odd_ends_on_sine_and_row0():
+    pe = sinusoidal_encoding(3, 5)
+    assert_close(pe[0], [0, 1, 0, 1, 0], atol=0, rtol=0)
+    # last column (dim 4, i = 2): sin(pos / 10000^(4/5))
+    assert_close(pe[:, 4], np.sin(np.arange(3) / 10000 ** 0.8), atol=1e-15, rtol=0)
+
+
+def test_sinusoidal_relative_position_is_linear_map():
+    # PE[pos + k] is a fixed rotation of PE[pos] (Vaswani et al. 2017, section 3.5)
+    d, k = 8, 3
+    pe = sinusoidal_encoding(20, d)
+    w = 10000 ** (-np.arange(0, d, 2) / d)
+    for pos in (0, 5, 11):
+        for i, wi in enumerate(w):
+            c, s = math.cos(k * wi), math.sin(k * wi)
+            sin_p, cos_p = pe[pos, 2 * i], pe[pos, 2 * i + 1]
+            assert abs(pe[pos + k, 2 * i] - (sin_p * c + cos_p * s)) < 1e-12
+            assert abs(pe[pos + k, 2 * i + 1] - (cos_p * c - sin_p * s)) < 1e-12
+
+
+def test_sinusoidal_bad_args():
+    with pytest.raises(ValueError, match="d_model"):
+        sinusoidal_encoding(4, 0)
+    with pytest.raises(TypeError, match="seq_len"):
+        sinusoidal_encoding(4.0, 8)
+
+
+# --- RoPE hand values ---------------------------------------------------------------------------
+
+
+def test_rope_hand_values_interleaved_and_half_split():
+    pos = np.array([1])
+    assert_close(apply_rope(X[None], pos, interleaved=True)[0], INTERLEAVED_POS1,
+                 atol=5e-8, rtol=0)
+    assert_close(apply_rope(X[None], pos)[0], HALF_SPLIT_POS1, atol=5e-8, rtol=0)
+
+
+def test_rope_pairings_differ_by_permutation_0213():
+    perm = [0, 2, 1, 3]
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 4))
+    pos = np.arange(5) * 7
+    half = apply_rope(x, pos)
+    inter = apply_rope(x[:, perm], pos, interleaved=True)[:, perm]
+    assert_close(half, inter, atol=1e-14, rtol=0)
+    # the hand values: half-split of x equals interleaved of x[perm], permuted back
+    assert_close(apply_rope(X[perm][None], np.array([1]), interleaved=True)[0][perm],
+                 HALF_SPLIT_POS1, atol=5e-8, rtol=0)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_position_zero_is_identity(interleaved):
+    x = np.random.default_rng(1).normal(size=(2, 3, 8))
+    out = apply_rope(x, np.zeros(3, dtype=int), interleaved=interleaved)
+    assert_close(out, x, atol=0, rtol=0)
+
+
+def test_rope_cached_key_at_position_3():
+    # one frequency (D = 2, theta_0 = 1): the key at position 3 is [cos 3, sin 3], not [1, 0]
+    k = apply_rope(np.array([[1.0, 0.0]]), np.array([3]))
+    assert_close(k[0], [math.cos(3), math.sin(3)], atol=1e-15, rtol=0)
+    assert abs(k[0, 0] - 1.0) > 1.0
+    kt = ann.apply_rope(torch.tensor([[1.0, 0.0]], dtype=torch.float64), torch.tensor([3]))
+    assert_close(kt[0], [math.cos(3), math.sin(3)], atol=1e-15, rtol=0)
+
+
+def test_rope_frequencies():
+    assert_close(rope_frequencies(4), [1.0, 0.01], atol=1e-15, rtol=0)
+    with pytest.raises(ValueError, match="even"):
+        rope_frequencies(5)
+
+
+# --- RoPE properties ---------------------------------------------------------------------------
+
+
+@settings(max_examples=25)
+@given(
+    m=st.integers(0, 200), n=st.integers(0, 200), shift=st.integers(0, 500),
+    interleaved=st.booleans(), seed=st.integers(0, 2**16),
+)
+def test_rope_scores_depend_only_on_m_minus_n(m, n, shift, interleaved, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(1, 8)), rng.normal(size=(1, 8))
+    s1 = apply_rope(q, np.array([m]), interleaved=interleaved) @ apply_rope(
+        k, np.array([n]), interleaved=interleaved).T
+    s2 = apply_rope(q, np.array([m + shift]), interleaved=interleaved) @ apply_rope(
+        k, np.array([n + shift]), interleaved=interleaved).T
+    assert abs(s1.item() - s2.item()) < 1e-9
+
+
+def test_rope_preserves_norm():
+    x = np.random.default_rng(3).normal(size=(4, 6, 16))
+    out = apply_rope(x, np.arange(6) * 13, base=500000.0)
+    assert_close(np.linalg.norm(out, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_torch_rope_matches_numpy(interleaved):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 3, 5, 8))
+    pos = np.array([[0, 1, 2, 3, 4], [3, 4, 5, 6, 7]])  # (B, T): per-row offsets
+    expected = apply_rope(x, pos[:, None, :], interleaved=interleaved)
+    got = ann.apply_rope(torch.from_numpy(x), torch.from_numpy(pos), interleaved=interleaved)
+    assert_close(got, expected, atol=1e-12, rtol=0)
+    got32 = ann.apply_rope(torch.from_numpy(x).float(), torch.from_numpy(pos),
+                           interleaved=interleaved)
+    assert got32.dtype == torch.float32
+    assert_close(got32, expected, atol=1e-5, rtol=0)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def test_rope_positions_shorter_than_sequence():
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\).*4.*\(2, 4, 8\)"):
+        apply_rope(np.zeros((2, 4, 8)), np.arange(3))
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\)"):
+        ann.apply_rope(torch.zeros(2, 4, 8), torch.arange(3))
+
+
+def test_rope_bad_inputs():
+    with pytest.raises(ValueError, match="even"):
+        apply_rope(np.zeros((4, 5)), np.arange(4))
+    with pytest.raises(TypeError, match="integer"):
+        apply_rope(np.zeros((4, 4)), np.arange(4.0))
+    with pytest.raises(ValueError, match="broadcast"):
+        apply_rope(np.zeros((2, 3, 4, 4)), np.zeros((5, 4), dtype=int))
