@@ -48,6 +48,9 @@ __all__ = [
     "kv_cache",
     "rnn",
     "flash",
+    "flash_triton",
+    "experiments",
+    "pretrained",
     # the book's figures and explorers (plotly, ipywidgets)
     "viz",
     "widgets",
