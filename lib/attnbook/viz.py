@@ -1,0 +1,630 @@
+"""Figure builders for the book: plotly figures drawn from what ``attnbook`` computes.
+
+Two kinds of things live here:
+
+* :func:`show` wraps a plotly figure in a displayable whose output carries both a static
+  ``text/html`` rendering (for the built book, where plotly.js is loaded once per page from
+  ``_static`` as ``window.Plotly``) and ``application/vnd.plotly.v1+json`` (for JupyterLab).
+* The *render functions* of the explorers in :mod:`attnbook.widgets`:
+  :func:`scaling_figure` and :func:`mask_figure`. Each takes the explorer's control values and
+  returns a ``plotly.graph_objects.Figure`` computed with the library (``attnbook.scaling``,
+  ``attnbook.masks``, ``attnbook.attention``); the live widgets and the precomputed static
+  frames call the same function, so the two front-ends cannot drift apart.
+
+Nothing here loads plotly.js, inlines it, or points at a CDN: the page provides it.
+
+plotly is imported lazily (``import attnbook`` pulls in nothing but NumPy).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import masks as _masks
+from .attention import masked_softmax
+from .scaling import SaturationStats, saturation_stats, score_samples
+
+__all__ = [
+    "StaticFigure",
+    "show",
+    "when_plotly_ready_js",
+    "ScalingData",
+    "scaling_data",
+    "scaling_figure",
+    "MASK_TYPES",
+    "explorer_keep_mask",
+    "mask_scores",
+    "mask_figure",
+]
+
+# The explorers' figures set their style directly in the layout and use an empty template:
+# building plotly's stock templates costs ~30 ms per figure, too slow for a precomputed grid.
+_EMPTY_TEMPLATE: dict = {}
+#: Seconds a static figure waits for ``window.Plotly`` before it says that plotly.js is missing.
+PLOTLY_WAIT_SECONDS = 60
+
+_FONT = dict(family="Helvetica, Arial, sans-serif", size=13)
+_BLUE = "#1f5fa8"
+_ORANGE = "#d9730d"
+_GREY = "#555555"
+
+
+def _axis(**kwargs) -> dict:
+    """Axis style of the book's figures (light grid, dark axis line), updated by ``kwargs``."""
+    style = dict(
+        gridcolor="#e6e6e6", zerolinecolor="#b0b0b0", linecolor="#444444", showline=True,
+        ticks="outside", tickcolor="#444444", automargin=True,
+    )
+    style.update(kwargs)
+    return style
+
+
+# --------------------------------------------------------------------------------------------
+# Static display of plain figures
+# --------------------------------------------------------------------------------------------
+
+
+def when_plotly_ready_js(body: str, *, target_id: str | None = None) -> str:
+    """Wrap JavaScript so that it runs once ``window.Plotly`` exists.
+
+    Pages may load plotly.js with ``defer`` (after inline scripts have run), so an inline
+    script that calls ``Plotly`` straight away would fail. The wrapper runs ``body`` at once when
+    plotly.js is already there, and otherwise polls every 50 ms for up to
+    :data:`PLOTLY_WAIT_SECONDS`; after that it writes a message into the element ``target_id``
+    (if given) instead of failing silently.
+
+    Args:
+        body: JavaScript statements.
+        target_id: id of the element that receives the "plotly.js did not load" message.
+
+    Returns:
+        A self-contained JavaScript statement (an immediately invoked function).
+    """
+    target = json.dumps(target_id)
+    tries = int(PLOTLY_WAIT_SECONDS * 1000 / 50)
+    return (
+        "(function () {\n"
+        "  function run() {\n" + body + "\n  }\n"
+        "  if (window.Plotly) { run(); return; }\n"
+        "  var tries = 0;\n"
+        "  var timer = setInterval(function () {\n"
+        "    if (window.Plotly) { clearInterval(timer); run(); }\n"
+        f"    else if (++tries > {tries}) {{\n"
+        "      clearInterval(timer);\n"
+        f"      var el = {target} && document.getElementById({target});\n"
+        "      if (el) { el.textContent = 'This figure needs plotly.js, which did not load.'; }\n"
+        "    }\n"
+        "  }, 50);\n"
+        "})();"
+    )
+
+
+_SCRIPT_RE = re.compile(r"<script([^>]*)>(.*?)</script>", re.DOTALL)
+
+
+class StaticFigure:
+    """A plotly figure displayed as static HTML (book) and as plotly JSON (JupyterLab).
+
+    Create it with :func:`show`. Its IPython output bundle holds:
+
+    * ``text/html``: ``fig.to_html(include_plotlyjs=False, full_html=False)`` whose drawing
+      script is wrapped by :func:`when_plotly_ready_js`, so it works whether plotly.js is loaded
+      before or after the figure (``defer``). plotly.js is never inlined.
+    * ``application/vnd.plotly.v1+json``: the figure's data, layout and config, rendered by
+      JupyterLab's plotly renderer.
+    * ``text/plain``: a one-line description.
+
+    Attributes:
+        figure: the ``plotly.graph_objects.Figure``.
+        config: plotly config dict used for both renderings.
+    """
+
+    def __init__(self, figure, config: dict | None = None):
+        import plotly.graph_objects as go
+
+        if not isinstance(figure, go.Figure):
+            raise TypeError(
+                f"figure must be a plotly.graph_objects.Figure, got {type(figure).__name__}"
+            )
+        self.figure = figure
+        self.config = {"displaylogo": False, "responsive": True, **(config or {})}
+
+    def to_html(self) -> str:
+        """The static HTML fragment (no plotly.js inside; it expects ``window.Plotly``)."""
+        div_id = "attnbook-fig-" + uuid.uuid4().hex[:12]
+        raw = self.figure.to_html(
+            include_plotlyjs=False, full_html=False, div_id=div_id, config=self.config
+        )
+        n_wrapped = 0
+
+        def wrap(match: re.Match) -> str:
+            nonlocal n_wrapped
+            attrs, body = match.group(1), match.group(2)
+            if "Plotly.newPlot" not in body:
+                return match.group(0)
+            n_wrapped += 1
+            return f"<script{attrs}>{when_plotly_ready_js(body, target_id=div_id)}</script>"
+
+        out = _SCRIPT_RE.sub(wrap, raw)
+        if n_wrapped != 1:  # plotly changed its HTML template: better fail than ship a blank figure
+            raise RuntimeError(
+                f"expected one Plotly.newPlot script in plotly's to_html output, found {n_wrapped}"
+            )
+        return out
+
+    def _plotly_json(self) -> dict:
+        spec = json.loads(self.figure.to_json())  # plotly's encoder turns NumPy into lists
+        spec["config"] = dict(self.config)
+        return spec
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        title = self.figure.layout.title.text or "untitled"
+        bundle = {
+            "text/plain": f"<plotly figure: {title}>",
+            "text/html": self.to_html(),
+            "application/vnd.plotly.v1+json": self._plotly_json(),
+        }
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle
+
+
+def show(fig, *, config: dict | None = None) -> StaticFigure:
+    """Return a displayable for a non-interactive plotly figure in a chapter.
+
+    Make it the last expression of a cell (or pass it to ``IPython.display.display``). The built
+    book renders its ``text/html`` (plotly.js comes from the page's ``_static``), JupyterLab its
+    ``application/vnd.plotly.v1+json``.
+
+    Args:
+        fig: a ``plotly.graph_objects.Figure``.
+        config: extra plotly config (merged over ``{"displaylogo": False, "responsive": True}``).
+
+    Returns:
+        :class:`StaticFigure`.
+
+    Raises:
+        TypeError: if ``fig`` is not a plotly ``Figure``.
+    """
+    return StaticFigure(fig, config)
+
+
+# --------------------------------------------------------------------------------------------
+# The scaling explorer's figure: score variance and softmax saturation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScalingData:
+    """What the scaling explorer draws for one setting, all computed by :mod:`attnbook.scaling`.
+
+    Attributes:
+        d_k: head dimension.
+        scaled: whether scores are divided by ``sqrt(d_k)``.
+        n_keys: keys per query in the softmax panel.
+        scores: float64 ``(n_samples,)`` scores from
+            ``score_samples(d_k, n_samples, scaled=scaled, rng=seed)``.
+        variance: sample variance of ``scores`` (ddof = 1), as
+            :func:`attnbook.scaling.score_variance` computes it.
+        expected_variance: ``1`` when scaled, else ``d_k`` (Vaswani et al., 2017, footnote 4).
+        stats: ``saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)``.
+    """
+
+    d_k: int
+    scaled: bool
+    n_keys: int
+    scores: np.ndarray
+    variance: float
+    expected_variance: float
+    stats: SaturationStats
+
+
+def scaling_data(
+    d_k: int, n_keys: int = 16, *, scaled: bool = True, n_samples: int = 2000,
+    n_draws: int = 200, seed: int = 0,
+) -> ScalingData:
+    """Compute the scaling explorer's numbers for one setting.
+
+    Args:
+        d_k: head dimension, >= 1.
+        n_keys: keys per query for the softmax panel, >= 1.
+        scaled: divide scores by ``sqrt(d_k)``.
+        n_samples: number of (q, k) pairs in the score histogram.
+        n_draws: number of (q, K) draws averaged in the softmax panel.
+        seed: the histogram uses ``rng=seed``, the softmax panel ``rng=seed + 1``.
+
+    Returns:
+        :class:`ScalingData`.
+
+    Raises:
+        ValueError: if an argument is not a positive integer (from :mod:`attnbook.scaling`).
+    """
+    scores = score_samples(d_k, n_samples, scaled=scaled, rng=seed)
+    stats = saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)
+    return ScalingData(
+        d_k=int(d_k),
+        scaled=bool(scaled),
+        n_keys=int(n_keys),
+        scores=scores,
+        variance=float(np.var(scores, ddof=1)) if scores.size > 1 else 0.0,
+        expected_variance=1.0 if scaled else float(d_k),
+        stats=stats,
+    )
+
+
+def score_histogram(scores, n_bins: int = 41) -> tuple[np.ndarray, np.ndarray, float]:
+    """Density histogram of scores over ``n_bins`` equal bins spanning ``[-m, m]``.
+
+    ``m`` is the largest ``|score|``, so the bins are symmetric about 0 and hold every sample.
+
+    Args:
+        scores: ``(n,)`` real scores.
+        n_bins: number of bins, >= 1.
+
+    Returns:
+        ``(centres, density, width)``: bin centres ``(n_bins,)``, probability densities
+        ``(n_bins,)`` (``sum(density) * width == 1``) and the bin width.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    m = float(np.max(np.abs(scores))) if scores.size else 1.0
+    m = m if m > 0 else 1.0
+    edges = np.linspace(-m, m, n_bins + 1)
+    density, edges = np.histogram(scores, bins=edges, density=True)
+    centres = (edges[:-1] + edges[1:]) / 2
+    return centres, density, float(edges[1] - edges[0])
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}"
+
+
+def scaling_figure(
+    d_k: int = 64, scaled: bool = True, n_keys: int = 16, *, n_samples: int = 2000,
+    n_draws: int = 200, seed: int = 0, x_range: float | None = None, height: int = 460,
+):
+    """Figure of the scaling explorer: the score distribution and the softmax weights.
+
+    Left panel: density histogram of ``q . k`` (or ``q . k / sqrt(d_k)``) for i.i.d.
+    standard-normal ``q, k`` in ``R^{d_k}``, with the measured variance, and the normal density
+    with the expected variance (``d_k`` unscaled, 1 scaled) as a dashed line. Right panel: the
+    softmax weights of one query over ``n_keys`` keys, sorted in decreasing order and averaged
+    over ``n_draws`` draws, with the mean largest weight and the mean entropy (nats; uniform is
+    ``log n_keys``). Source: Vaswani et al. (2017), eq. 1 and footnote 4.
+
+    Trace order (the explorers and tests rely on it): 0 the histogram (``meta`` holds
+    ``variance`` and ``expected_variance``), 1 the expected normal density, 2 the mean sorted
+    weights (``meta`` holds ``mean_max_weight`` and ``mean_entropy``), 3 the uniform level
+    ``1 / n_keys``.
+
+    Args:
+        d_k: head dimension, >= 1.
+        scaled: divide scores by ``sqrt(d_k)``.
+        n_keys: keys per query, >= 1.
+        n_samples, n_draws, seed: see :func:`scaling_data`.
+        x_range: the score axis shows ``[-x_range, x_range]``; ``None`` fits the data. The
+            explorer fixes it within each mode so that dragging ``d_k`` shows the spread.
+        height: figure height in pixels.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is not a positive
+            integer, or ``x_range`` is not a positive number.
+    """
+    import plotly.graph_objects as go
+
+    if x_range is not None and not (isinstance(x_range, (int, float)) and x_range > 0):
+        raise ValueError(f"x_range must be a positive number or None, got {x_range!r}")
+    data = scaling_data(
+        d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws, seed=seed
+    )
+    stats = data.stats
+    centres, density, width = score_histogram(data.scores)
+    sigma = math.sqrt(data.expected_variance)
+    grid = np.linspace(-5 * sigma, 5 * sigma, 81)
+    pdf = np.exp(-(grid**2) / (2 * data.expected_variance)) / math.sqrt(
+        2 * math.pi * data.expected_variance
+    )
+    ranks = np.arange(1, data.n_keys + 1)
+    score_name = "q·k/√d<sub>k</sub>" if data.scaled else "q·k (unscaled)"
+    expected_name = "N(0, 1)" if data.scaled else f"N(0, d<sub>k</sub> = {data.d_k})"
+
+    traces = [
+        go.Bar(
+            x=centres, y=density, width=width, name="measured scores",
+            marker=dict(color=_BLUE, line=dict(width=0)), opacity=0.75,
+            xaxis="x", yaxis="y",
+            meta=dict(variance=data.variance, expected_variance=data.expected_variance),
+            hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>",
+        ),
+        go.Scatter(
+            x=grid, y=pdf, mode="lines", name=f"expected {expected_name}",
+            line=dict(color=_ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
+            hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>",
+        ),
+        go.Bar(
+            x=ranks, y=stats.mean_sorted_weights, name="mean weight (sorted)",
+            marker=dict(color=_BLUE), xaxis="x2", yaxis="y2",
+            meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
+            hovertemplate="rank %{x}<br>mean weight %{y:.3f}<extra></extra>",
+        ),
+        go.Scatter(
+            x=[0.5, data.n_keys + 0.5], y=[1 / data.n_keys] * 2, mode="lines",
+            name=f"uniform 1/n = {_fmt(1 / data.n_keys)}",
+            line=dict(color=_GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
+            hoverinfo="skip",
+        ),
+    ]
+    annotations = [
+        dict(
+            text=f"Scores {score_name}, d<sub>k</sub> = {data.d_k}",
+            x=0.215, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+            showarrow=False, font=dict(size=14),
+        ),
+        dict(
+            text=f"Softmax weights of one query over n = {data.n_keys} keys",
+            x=0.785, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+            showarrow=False, font=dict(size=14),
+        ),
+        dict(
+            text=(
+                f"variance {_fmt(data.variance)}<br>expected {_fmt(data.expected_variance)}"
+                f"<br>({len(data.scores)} samples)"
+            ),
+            x=0.01, y=0.97, xref="paper", yref="paper", xanchor="left", yanchor="top",
+            showarrow=False, align="left", bgcolor="rgba(255,255,255,0.8)",
+        ),
+        dict(
+            text=(
+                f"mean max weight {_fmt(stats.mean_max_weight)}"
+                f"<br>mean entropy {_fmt(stats.mean_entropy)} nats"
+                f"<br>(uniform: log {data.n_keys} = {_fmt(math.log(data.n_keys))})"
+                f"<br>mean of {stats.n_draws} draws"
+            ),
+            x=0.99, y=0.97, xref="paper", yref="paper", xanchor="right", yanchor="top",
+            showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)",
+        ),
+    ]
+    x_axis = _axis(domain=[0.0, 0.43], title=dict(text="score"), zeroline=True, anchor="y")
+    if x_range is not None:
+        x_axis["range"] = [-float(x_range), float(x_range)]
+    else:
+        x_axis["autorange"] = True
+    layout = go.Layout(
+        template=_EMPTY_TEMPLATE,
+        font=_FONT,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        height=height,
+        margin=dict(l=60, r=20, t=50, b=90),
+        xaxis=x_axis,
+        yaxis=_axis(title=dict(text="probability density"), anchor="x", rangemode="tozero"),
+        xaxis2=_axis(
+            domain=[0.57, 1.0], title=dict(text="rank of the weight (1 = largest)"),
+            anchor="y2", range=[0.5, data.n_keys + 0.5],
+        ),
+        yaxis2=_axis(title=dict(text="mean attention weight"), anchor="x2", range=[0, 1.02]),
+        annotations=annotations,
+        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top"),
+        bargap=0.05,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+# --------------------------------------------------------------------------------------------
+# The mask explorer's figure: keep-mask and attention weights
+# --------------------------------------------------------------------------------------------
+
+#: Mask types offered by the mask explorer, in display order.
+MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
+
+
+def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0):
+    """The ``(seq_len, seq_len)`` keep-mask that the mask explorer shows (:mod:`attnbook.masks`).
+
+    A batch of one sequence whose last ``n_pad`` keys are padding (right padding). ``"none"``
+    keeps everything; ``"causal"`` is :func:`~attnbook.masks.causal_mask`; ``"padding"`` is
+    :func:`~attnbook.masks.padding_mask` of ``[1] * (seq_len - n_pad) + [0] * n_pad``;
+    ``"causal + padding"`` combines the two with :func:`~attnbook.masks.combine_masks`;
+    ``"sliding window"`` is :func:`~attnbook.masks.sliding_window_mask` with ``window``.
+
+    Args:
+        mask_type: one of :data:`MASK_TYPES`.
+        seq_len: number of tokens (queries = keys), >= 1.
+        window: keys each query sees under the sliding window, itself included, 1..seq_len.
+        n_pad: number of padding tokens at the end, 0..seq_len (used by the padding types).
+
+    Returns:
+        Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend).
+
+    Raises:
+        ValueError: for an unknown ``mask_type`` or a ``seq_len``, ``window`` or ``n_pad`` out
+            of range.
+    """
+    if mask_type not in MASK_TYPES:
+        raise ValueError(f"mask_type must be one of {MASK_TYPES}, got {mask_type!r}")
+    _check_int_range(seq_len, "seq_len", 1, None)
+    _check_int_range(window, "window", 1, seq_len)
+    _check_int_range(n_pad, "n_pad", 0, seq_len)
+    L = int(seq_len)
+    attention_mask = np.array([[1] * (L - n_pad) + [0] * n_pad])  # (B=1, S)
+    if mask_type == "none":
+        keep = np.ones((L, L), dtype=bool)
+    elif mask_type == "causal":
+        keep = _masks.causal_mask(L)  # (L, S)
+    elif mask_type == "padding":
+        keep = _masks.combine_masks(_masks.padding_mask(attention_mask))  # (1, 1, 1, S)
+    elif mask_type == "causal + padding":
+        keep = _masks.combine_masks(
+            _masks.causal_mask(L), _masks.padding_mask(attention_mask)
+        )  # (1, 1, L, S)
+    else:
+        keep = _masks.sliding_window_mask(L, window)  # (L, S)
+    return np.broadcast_to(keep, (1, 1, L, L))[0, 0].copy()  # (L, S)
+
+
+def _check_int_range(value, name: str, lo: int, hi: int | None) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < lo or (hi is not None and value > hi):
+        upper = "" if hi is None else f" and <= {hi}"
+        raise ValueError(f"{name} must be >= {lo}{upper}, got {value}")
+    return int(value)
+
+
+def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
+    """The mask explorer's fixed raw scores: ``default_rng(seed).standard_normal((L, L))``.
+
+    Args:
+        seq_len: ``L``, number of tokens, >= 1.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        float64 ``(seq_len, seq_len)`` scores (query rows, key columns).
+    """
+    _check_int_range(seq_len, "seq_len", 1, None)
+    return np.random.default_rng(seed).standard_normal((seq_len, seq_len))  # (L, S)
+
+
+def mask_figure(
+    mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
+    seed: int = 0, scores=None, height: int = 430,
+):
+    """Figure of the mask explorer: the keep-mask and the attention weights it produces.
+
+    Left: the keep-mask of :func:`explorer_keep_mask` (1 = may attend). Right: the weights
+    ``masked_softmax(scores, mask)`` (:func:`attnbook.attention.masked_softmax`) of fixed raw
+    scores (:func:`mask_scores`, used as they are, no scaling). A query with no visible key has
+    all-zero weights (STYLE.md); its hover text says so.
+
+    Trace order: 0 the keep-mask heatmap (``z`` is 0/1), 1 the weights heatmap (``z`` is the
+    ``(L, S)`` weights, rows = queries).
+
+    Args:
+        mask_type: one of :data:`MASK_TYPES`.
+        window: sliding-window size, 1..seq_len (ignored by the other types).
+        n_pad: padding tokens at the end, 0..seq_len (ignored by the types without padding).
+        seq_len: number of tokens.
+        seed: seed of :func:`mask_scores` when ``scores`` is not given.
+        scores: optional ``(seq_len, seq_len)`` raw scores to use instead.
+        height: figure height in pixels.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        ValueError: for an unknown ``mask_type``, an argument out of range, or ``scores`` of
+            the wrong shape.
+    """
+    import plotly.graph_objects as go
+
+    keep = explorer_keep_mask(mask_type, seq_len, window=window, n_pad=n_pad)  # (L, S)
+    L = int(seq_len)
+    if scores is None:
+        scores = mask_scores(L, seed)
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (L, L):
+        raise ValueError(
+            f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}"
+        )
+    weights = masked_softmax(scores, keep)  # (L, S)
+    uses_pad = mask_type in ("padding", "causal + padding")
+    is_pad = [uses_pad and j >= L - n_pad for j in range(L)]
+    keys = [f"{j} pad" if is_pad[j] else str(j) for j in range(L)]
+    queries = [str(i) for i in range(L)]
+    empty = ~keep.any(axis=-1)  # (L,) queries with no visible key
+
+    mask_text = [
+        [
+            f"query {i}, key {keys[j]}: {'may attend' if keep[i, j] else 'hidden'}"
+            for j in range(L)
+        ]
+        for i in range(L)
+    ]
+    weight_text = [
+        [
+            (
+                f"query {i} sees no key: all its weights are 0"
+                if empty[i]
+                else f"query {i}, key {keys[j]}: weight {weights[i, j]:.3f}"
+                + ("" if keep[i, j] else " (hidden)")
+            )
+            for j in range(L)
+        ]
+        for i in range(L)
+    ]
+    traces = [
+        go.Heatmap(
+            z=keep.astype(np.int8), x=keys, y=queries, xaxis="x", yaxis="y",
+            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, _BLUE], [1, _BLUE]],
+            text=mask_text, texttemplate="%{z}", hovertemplate="%{text}<extra></extra>",
+            name="keep-mask",
+        ),
+        go.Heatmap(
+            z=weights, x=keys, y=queries, xaxis="x2", yaxis="y2",
+            zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
+            colorbar=dict(title=dict(text="weight"), x=0.95, xanchor="left", len=0.9,
+                          thickness=14),
+            text=weight_text, texttemplate="%{z:.2f}", textfont=dict(size=11),
+            hovertemplate="%{text}<extra></extra>", name="weights",
+        ),
+    ]
+    detail = {
+        "none": "no mask",
+        "causal": "causal",
+        "padding": f"padding ({n_pad} pad token{'s' if n_pad != 1 else ''} at the end)",
+        "causal + padding": (
+            f"causal + padding ({n_pad} pad token{'s' if n_pad != 1 else ''} at the end)"
+        ),
+        "sliding window": f"sliding window of {window} (the query itself included)",
+    }[mask_type]
+    annotations = [
+        dict(
+            text="Keep-mask (1 = may attend)", x=0.215, y=1.0, xref="paper", yref="paper",
+            xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14),
+        ),
+        dict(
+            text="Weights = masked_softmax(scores, mask)", x=0.715, y=1.0, xref="paper",
+            yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+            font=dict(size=14),
+        ),
+    ]
+    if empty.any():
+        rows = ", ".join(str(i) for i in np.flatnonzero(empty))
+        annotations.append(
+            dict(
+                text=f"queries {rows} see no key: their weights are all 0",
+                x=0.715, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
+                showarrow=False, font=dict(color=_ORANGE),
+            )
+        )
+    layout = go.Layout(
+        template=_EMPTY_TEMPLATE,
+        font=_FONT,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        height=height,
+        title=dict(text=f"Mask: {_html.escape(detail)}, {L} tokens", x=0.5, xanchor="center"),
+        margin=dict(l=70, r=20, t=80, b=100),
+        xaxis=_axis(domain=[0.0, 0.43], title=dict(text="key position j"), anchor="y",
+                    type="category", showgrid=False),
+        yaxis=_axis(title=dict(text="query position i"), anchor="x", autorange="reversed",
+                    type="category", showgrid=False),
+        xaxis2=_axis(domain=[0.5, 0.93], title=dict(text="key position j"), anchor="y2",
+                     type="category", showgrid=False),
+        yaxis2=_axis(anchor="x2", autorange="reversed", type="category", showgrid=False),
+        annotations=annotations,
+        showlegend=False,
+    )
+    return go.Figure(data=traces, layout=layout)
