@@ -1,0 +1,698 @@
+"""Tests of the book's chapters (chapters/*.md): the rules every chapter follows, and its numbers.
+
+Two kinds of test:
+
+* **Static** (no build): each chapter is read with jupytext and its code cells are parsed with
+  Python's ``ast``. Glue is never given a literal; every ``{glue}`` reference in the prose has a
+  ``glue()`` call and every glued value is referenced; no chapter defines its own attention,
+  softmax or mask function; every chapter has the house rhythm (learning goals, idea, equation,
+  library code, misconceptions box, summary, 3-5 exercises with dropdown solutions, one of them
+  checked by running a cell); and no computed number is typed into the prose.
+* **Built** (the ``built_book`` fixture of tests/conftest.py builds the book strictly if needed):
+  every value a chapter glued, read back from the executed notebook the build leaves in
+  ``_build/jupyter_execute``, equals what this file computes with an independent call of the
+  ``attnbook`` library on the stated inputs; the worked examples also match a float64 formula or
+  a hand derivation; and every glued value appears, formatted as the prose asks, in the page's
+  HTML.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import html
+import json
+import math
+import re
+from pathlib import Path
+
+import jupytext
+import numpy as np
+import pytest
+
+from attnbook import attention, masks, scaling
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_DIR = ROOT / "chapters"
+
+#: The chapters this file covers, with their numbers (the H1 carries the number).
+CHAPTERS = {
+    "02-queries-keys-values": 2,
+    "03-scaling-variance": 3,
+    "04-softmax-saturation": 4,
+    "06-masks": 6,
+}
+
+# ---------------------------------------------------------------------------------------------
+# Reading a chapter
+# ---------------------------------------------------------------------------------------------
+
+GLUE_REF = re.compile(r"\{glue(?::(?P<kind>[a-z]*))?\}`(?P<body>[^`]+)`")
+GLUE_DIRECTIVE = re.compile(r"^```+\{glue(?::[a-z]*)?\}\s+(?P<key>\S+)", re.MULTILINE)
+FORBIDDEN_NAME = re.compile(r"attention|softmax|mask", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=None)
+def notebook(name: str):
+    """The chapter as a notebook (jupytext's MyST reader), cached."""
+    return jupytext.read(CHAPTER_DIR / f"{name}.md")
+
+
+def cells(name: str, kind: str) -> list:
+    return [c for c in notebook(name).cells if c.cell_type == kind]
+
+
+def prose(name: str) -> str:
+    """All markdown cells of a chapter, joined."""
+    return "\n\n".join(c.source for c in cells(name, "markdown"))
+
+
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def parse_code(cell) -> ast.Module:
+    """A code cell's source as an AST (IPython magics and shell escapes dropped)."""
+    lines = [ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return ast.parse("\n".join(lines))
+
+
+def glue_calls(name: str) -> list[ast.Call]:
+    """Every call of ``glue(...)`` / ``something.glue(...)`` in the chapter's code cells."""
+    calls = []
+    for cell in cells(name, "code"):
+        for node in ast.walk(parse_code(cell)):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if (isinstance(func, ast.Name) and func.id == "glue") or (
+                    isinstance(func, ast.Attribute) and func.attr == "glue"
+                ):
+                    calls.append(node)
+    return calls
+
+
+def glue_call_parts(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None]:
+    """(name argument, value argument) of a glue call, positional or keyword."""
+    args = list(call.args)
+    kw = {k.arg: k.value for k in call.keywords}
+    name = args[0] if args else kw.get("name")
+    value = args[1] if len(args) > 1 else kw.get("variable")
+    return name, value
+
+
+def glue_names(name: str) -> list[str]:
+    names = []
+    for call in glue_calls(name):
+        key, _ = glue_call_parts(call)
+        assert isinstance(key, ast.Constant) and isinstance(key.value, str), (
+            f"{name}: glue name must be a string literal (line {call.lineno}), so that the "
+            "prose's references can be checked statically"
+        )
+        names.append(key.value)
+    return names
+
+
+def glue_refs(name: str) -> list[tuple[str, str, str | None]]:
+    """Every glue reference in the prose as (kind, key, format spec or None)."""
+    refs = []
+    text = prose(name)
+    for m in GLUE_REF.finditer(text):
+        kind, body = m.group("kind") or "", m.group("body")
+        if kind == "text" and ":" in body:
+            key, fmt = body.rsplit(":", 1)
+        else:
+            key, fmt = body, None
+        refs.append((kind, key, fmt))
+    for m in GLUE_DIRECTIVE.finditer(text):
+        refs.append(("directive", m.group("key"), None))
+    return refs
+
+
+def is_constant_expression(node: ast.expr) -> bool:
+    """True if the expression uses no variable, call, attribute or subscript: a typed value."""
+    computed = (ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.ListComp,
+                ast.GeneratorExp, ast.DictComp, ast.SetComp)
+    return not any(isinstance(n, computed) for n in ast.walk(node))
+
+
+def h2_headings(name: str) -> list[str]:
+    return [m.group(1).strip() for m in re.finditer(r"^## (.+)$", prose(name), re.MULTILINE)]
+
+
+def section(text: str, heading_prefix: str) -> str:
+    """The markdown from the ``## heading`` that starts with ``heading_prefix`` to the next H2."""
+    m = re.search(rf"^## {re.escape(heading_prefix)}.*$", text, re.MULTILINE)
+    assert m, f"no '## {heading_prefix}...' heading"
+    nxt = re.search(r"^## ", text[m.end():], re.MULTILINE)
+    return text[m.end(): m.end() + nxt.start()] if nxt else text[m.end():]
+
+
+# ---------------------------------------------------------------------------------------------
+# Static tests
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_jupytext_header_and_numbered_title(name):
+    text = (CHAPTER_DIR / f"{name}.md").read_text(encoding="utf-8")
+    assert text.startswith("---\njupytext:"), f"{name}: missing the jupytext header"
+    meta = notebook(name).metadata
+    assert meta["kernelspec"]["name"] == "python3"
+    assert meta["jupytext"]["text_representation"]["format_name"] == "myst"
+    first = cells(name, "markdown")[0].source.lstrip()
+    m = re.match(r"# (\d+) · \S", first)
+    assert m, f"{name}: the first line must be the H1 '# N · Title', got {first[:60]!r}"
+    assert int(m.group(1)) == CHAPTERS[name]
+    assert len(re.findall(r"^# ", prose(name), re.MULTILINE)) == 1, "exactly one H1 per chapter"
+    # Every code cell is a real cell: none was swallowed into a markdown cell by a broken fence.
+    assert "```{code-cell}" not in prose(name), f"{name}: a code cell was parsed as markdown"
+    assert len(cells(name, "code")) >= 5
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glue_is_never_given_a_literal(name):
+    calls = glue_calls(name)
+    assert calls, f"{name} glues nothing"
+    for call in calls:
+        key, value = glue_call_parts(call)
+        assert value is not None, f"{name}: glue call without a value (line {call.lineno})"
+        assert not is_constant_expression(value), (
+            f"{name}: glue({ast.unparse(key)}, {ast.unparse(value)}) glues a typed value; "
+            "glue what the library computed"
+        )
+
+
+def test_constant_expression_detector_can_fail():
+    """The detector behind the previous test recognises typed values and computed ones."""
+    typed = ["0.53", "[0.53, 0.17]", "-5.9", "1 / 64", "(4, 3)", "'0.401'", "{'a': 1}"]
+    computed = ["w[0, 0]", "float(out)", "x.shape", "1 / d", "[w.max()]", "f'{x:.3f}'"]
+    assert all(is_constant_expression(ast.parse(s, mode="eval").body) for s in typed)
+    assert not any(is_constant_expression(ast.parse(s, mode="eval").body) for s in computed)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glue_references_match_glue_calls(name):
+    names = glue_names(name)
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    assert not duplicates, f"{name}: glued twice: {duplicates}"
+    refs = glue_refs(name)
+    referenced = {key for _, key, _ in refs}
+    missing = sorted(referenced - set(names))
+    assert not missing, f"{name}: the prose references glue keys that are never glued: {missing}"
+    unused = sorted(set(names) - referenced)
+    assert not unused, f"{name}: glued but never shown in the prose: {unused}"
+    for kind, key, fmt in refs:
+        assert kind in ("", "text", "any"), f"{name}: unexpected glue role {{glue:{kind}}} ({key})"
+        if fmt is not None:
+            assert re.fullmatch(r"[<>=^]?[+\- ]?#?0?\d*[,_]?(\.\d+)?[bcdeEfFgGnosxX%]", fmt), (
+                f"{name}: format spec {fmt!r} of {key} must end in a type character"
+            )
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_chapter_defines_attention_softmax_or_mask(name):
+    imports_attnbook = False
+    for cell in cells(name, "code"):
+        tree = parse_code(cell)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                assert not FORBIDDEN_NAME.search(node.name), (
+                    f"{name} defines {node.name!r}; import it from attnbook instead"
+                )
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            assert not FORBIDDEN_NAME.search(n.id), (
+                                f"{name} defines {n.id!r} as a lambda; import it from attnbook"
+                            )
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnbook"):
+                imports_attnbook = True
+            if isinstance(node, ast.Import) and any(a.name.startswith("attnbook") for a in node.names):
+                imports_attnbook = True
+    assert imports_attnbook, f"{name} does not import attnbook"
+
+
+def test_definition_detector_can_fail():
+    """The name check of the previous test flags the definitions it is meant to flag."""
+    for src in ("def my_softmax(x): pass", "class MaskBuilder: pass", "def Attention(q): pass"):
+        node = ast.parse(src).body[0]
+        assert FORBIDDEN_NAME.search(node.name)
+    assert not FORBIDDEN_NAME.search("plot_weights")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_follows_the_rhythm(name):
+    text = prose(name)
+    headings = h2_headings(name)
+    # What you will learn: an admonition before the first H2.
+    first_h2 = text.index("\n## ")
+    assert re.search(r"```\{admonition\} What you will learn", text[:first_h2]), (
+        f"{name}: the learning goals must open the chapter"
+    )
+    order = ["The idea", "The equation", "The library code", "Common misconceptions", "Summary",
+             "Exercises"]
+    positions = []
+    for prefix in order:
+        idx = [i for i, h in enumerate(headings) if h.startswith(prefix)]
+        assert idx, f"{name}: no '## {prefix}...' section (has {headings})"
+        positions.append(idx[0])
+    assert positions == sorted(positions), f"{name}: sections out of order: {headings}"
+    assert headings[-1].startswith("Exercises"), f"{name}: the exercises come last"
+    # The library code is shown with literalinclude :pyobject:, and each object exists.
+    includes = re.findall(r"```\{literalinclude\} (\S+)\n:pyobject: (\w+)", text)
+    assert includes, f"{name}: no literalinclude of the library code"
+    for rel, obj in includes:
+        path = (CHAPTER_DIR / rel).resolve()
+        assert path.is_file(), f"{name}: literalinclude of a missing file {rel}"
+        defined = {n.name for n in ast.parse(path.read_text()).body
+                   if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        assert obj in defined, f"{name}: {rel} has no top-level {obj}"
+    # A misconceptions box.
+    mis = section(text, "Common misconceptions")
+    assert re.search(r"```\{admonition\} Common misconceptions\n:class: (warning|caution|danger)",
+                     mis), f"{name}: the misconceptions are not in an admonition box"
+    assert mis.count("- **") >= 3, f"{name}: fewer than three misconceptions"
+    # A figure or an explorer: a matplotlib figure shown, or an explorer displayed.
+    code = "\n".join(c.source for c in cells(name, "code"))
+    assert "plt.show()" in code, f"{name}: no figure"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_exercises_have_hidden_solutions_and_a_runnable_check(name):
+    text = prose(name)
+    ex = section(text, "Exercises")
+    n_ex = len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE))
+    assert 3 <= n_ex <= 5, f"{name}: {n_ex} exercises (want 3-5)"
+    solutions = re.findall(r"```\{admonition\} Solution\n:class: dropdown\n", ex)
+    assert len(solutions) == n_ex, f"{name}: {n_ex} exercises but {len(solutions)} dropdown solutions"
+    # At least one exercise is checked by running a visible code cell placed among the exercises.
+    nb_cells = notebook(name).cells
+    start = next(i for i, c in enumerate(nb_cells)
+                 if c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.MULTILINE))
+    runnable = [c for c in nb_cells[start:] if c.cell_type == "code"
+                and not {"remove-cell", "remove-input"} & set(tags(c))]
+    assert runnable, f"{name}: no exercise is checked by running a visible cell"
+
+
+def test_exercise_section_parser_can_fail():
+    """A chapter with two exercises, one solution not in a dropdown, is rejected."""
+    bad = ("## Exercises\n\n**Exercise 1.** a\n\n```{admonition} Solution\n:class: dropdown\n\nx\n```"
+           "\n\n**Exercise 2.** b\n\n```{admonition} Solution\n\ny\n```\n")
+    ex = section(bad, "Exercises")
+    assert len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE)) == 2
+    assert len(re.findall(r"```\{admonition\} Solution\n:class: dropdown\n", ex)) == 1
+
+
+#: Values the issue asks each chapter to *compute*; typed into the prose (to any number of further
+#: digits) they would bypass the glue. Inputs (scores, vectors given in the problem) are allowed.
+TYPED_FORBIDDEN = {
+    "02-queries-keys-values": ["0.53", "0.17", "0.30", "0.29", "5.9", "0.045", "0.907", "0.91",
+                               "0.027", "0.020", "1.5", "0.67", "0.33", "0.73", "0.27", "1.46",
+                               "1.34", "0.99", "0.74", "1.62", "3.17"],
+    "03-scaling-variance": ["63.", "1.00", "0.99", "0.0156", "1.41", "32.", "1020", "1030"],
+    "04-softmax-saturation": ["0.84", "0.85", "0.94", "0.95", "0.25", "0.24", "0.0625", "0.30",
+                              "2.77", "0.17", "0.07", "0.71", "4.2"],
+    "06-masks": ["0.401", "0.40", "0.599", "0.60", "0.126", "0.154", "0.208", "0.512", "0.51",
+                 "2.5", "1.5", "3.5", "0.006", "0.92"],
+}
+
+
+def typed_numbers(text: str, prefix: str) -> list[str]:
+    """Numbers in ``text`` that start with ``prefix`` (e.g. '0.53' finds 0.53, 0.533, 0.5329)."""
+    pattern = rf"(?<![\w.]){re.escape(prefix)}\d*(?![\d])"
+    return re.findall(pattern, text)
+
+
+def prose_without_glue(name: str) -> str:
+    return GLUE_REF.sub(" ", prose(name))
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_computed_number_is_typed_into_the_prose(name):
+    text = prose_without_glue(name)
+    found = {p: typed_numbers(text, p) for p in TYPED_FORBIDDEN[name]}
+    found = {p: hits for p, hits in found.items() if hits}
+    assert not found, f"{name}: computed values typed into the prose (glue them): {found}"
+    # More generally: no number with three or more decimals is typed anywhere in the prose.
+    long_decimals = re.findall(r"(?<![\w.])\d+\.\d{3,}", text)
+    assert not long_decimals, f"{name}: typed numbers with 3+ decimals: {long_decimals}"
+
+
+def test_typed_number_finder_can_fail():
+    assert typed_numbers("weights 0.533 and 0.17", "0.53") == ["0.533"]
+    assert typed_numbers("output 5.93", "5.9") == ["5.93"]
+    assert typed_numbers("scores 10.53 and x0.53", "0.53") == []
+    assert typed_numbers("ratio 1.5, 1.55", "1.5") == ["1.5", "1.55"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Expected values: independent library calls on the stated inputs
+# ---------------------------------------------------------------------------------------------
+
+
+class Tiny:
+    """Expected value of a difference that a hand derivation says is 0: rounding level only."""
+
+    def __init__(self, bound: float = 1e-12):
+        self.bound = bound
+
+    def __repr__(self) -> str:
+        return f"Tiny(<= {self.bound:g})"
+
+
+@functools.lru_cache(maxsize=None)
+def expected_02() -> dict:
+    e: dict = {}
+    # Where Q, K, V come from: L = 4 tokens, d_model = 8, d_k = 3, d_v = 5 (shapes by hand).
+    e |= {"proj_X_shape": (4, 8), "proj_Q_shape": (4, 3), "proj_V_shape": (4, 5),
+          "proj_weights_shape": (4, 4), "proj_out_shape": (4, 5)}
+    # Worked example 1.
+    q = np.array([[1.0, 0.0, 1.0]])
+    k = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    v = np.array([[10.0], [0.0], [2.0]])
+    out, w = attention.scaled_dot_product_attention(q, k, v, return_weights=True)
+    e |= {"ex1_dot1": 2.0, "ex1_dot2": 0.0, "ex1_dot3": 1.0, "ex1_scale": 1 / math.sqrt(3),
+          "ex1_w1": w[0, 0], "ex1_w2": w[0, 1], "ex1_w3": w[0, 2], "ex1_out": out[0, 0],
+          "ex1_mean_v": 4.0}
+    factors = np.linspace(0.0, 8.0, 161)
+    out0 = attention.scaled_dot_product_attention(q, k, v, scale=0.0)
+    out8, w8 = attention.scaled_dot_product_attention(q, k, v, scale=float(factors[-1]),
+                                                      return_weights=True)
+    e |= {"ex1_out_c0": out0[0, 0], "ex1_c_max": 8.0, "ex1_out_cmax": out8[0, 0],
+          "ex1_w1_cmax": w8[0, 0]}
+    # Worked example 2.
+    Q = np.array([[1.0, 0.0], [1.0, 1.0]])
+    K = np.array([[1.0, 0.0], [0.0, 1.0]])
+    V = np.array([[2.0, 0.0], [0.0, 3.0]])
+    o, a = attention.scaled_dot_product_attention(Q, K, V, return_weights=True)
+    o1, a1 = attention.scaled_dot_product_attention(Q, K, V, scale=1.0, return_weights=True)
+    e |= {"ex2_tok2_w1": a[1, 0], "ex2_tok2_w2": a[1, 1], "ex2_tok2_out1": o[1, 0],
+          "ex2_tok2_out2": o[1, 1], "ex2_tok2_raw_out1": o1[1, 0], "ex2_tok2_raw_out2": o1[1, 1],
+          "ex2_tok1_w1": a[0, 0], "ex2_tok1_w2": a[0, 1], "ex2_tok1_out1": o[0, 0],
+          "ex2_tok1_out2": o[0, 1], "ex2_tok1_raw_w1": a1[0, 0], "ex2_tok1_raw_out1": o1[0, 0],
+          "ex2_tok1_raw_out2": o1[0, 1]}
+    # Worked example 3.
+    z = np.array([1.0, 4.0, 0.5, 0.2])
+    p = attention.softmax(z)
+    circ = np.array([0.04, 0.86, 0.02, 0.08])
+    e |= {"ex3_p1": p[0], "ex3_p2": p[1], "ex3_p3": p[2], "ex3_p4": p[3],
+          "ex3_circulating": "[0.04, 0.86, 0.02, 0.08]", "ex3_circulating_sum": 1.0,
+          "ex3_ratio_exact": math.exp(0.2 - 0.5), "ex3_ratio_lib": p[3] / p[2],
+          "ex3_ratio_circ": 4.0, "ex3_spread_lib": Tiny(1e-12),   # log p - z = -logsumexp
+          "ex3_spread_circ": np.ptp(np.log(circ) - z)}
+    # Exercises.
+    oq, wq = attention.scaled_dot_product_attention(np.array([[0.0, 1.0, 0.0]]), k, v,
+                                                    return_weights=True)
+    e |= {"exq_w1": wq[0, 0], "exq_w2": wq[0, 1], "exq_w3": wq[0, 2], "exq_out": oq[0, 0],
+          "exs_shift_diff": Tiny(1e-12),   # shift invariance: softmax(z + c) = softmax(z)
+          "exs_naive_n_nan": 4,            # e^(1000 + z_i) > float64 max for all four
+          "exsh_WQ": (512, 64), "exsh_Q": (10, 64), "exsh_scores": (10, 10), "exsh_out": (10, 64),
+          "exc_implied_z4": 4.0 + math.log(0.08 / 0.86)}
+    return e
+
+
+@functools.lru_cache(maxsize=None)
+def expected_03() -> dict:
+    e: dict = {}
+    n = 20_000
+    d_ks = 2 ** np.arange(11)
+    vu = np.array([scaling.score_variance(int(d), n, scaled=False, rng=int(d)) for d in d_ks])
+    vs = np.array([scaling.score_variance(int(d), n, scaled=True, rng=5000 + int(d)) for d in d_ks])
+    rel_se = np.sqrt((2 + 6 / d_ks) / n)
+    e |= {"var_n_samples": n, "var_d64_unscaled": vu[6], "var_d64_scaled": vs[6],
+          "var_d1024_unscaled": vu[10], "var_d1024_scaled": vs[10],
+          "var_rel_se_large": math.sqrt(2 / n), "var_rel_se_d1": math.sqrt(8 / n),
+          "var_max_rel_dev_unscaled": np.max(np.abs(vu / d_ks - 1)),
+          "var_max_dev_scaled": np.max(np.abs(vs - 1)),
+          "var_max_z": max(np.max(np.abs(vu / d_ks - 1) / rel_se), np.max(np.abs(vs - 1) / rel_se))}
+    rng = np.random.default_rng(64)
+    qc, kc = rng.standard_normal((n, 64)), rng.standard_normal((n, 64))
+    cos = np.sum(qc * kc, axis=-1) / (np.linalg.norm(qc, axis=-1) * np.linalg.norm(kc, axis=-1))
+    e |= {"mis_var_cosine": np.var(cos, ddof=1), "mis_inv_dk": 1 / 64,
+          "mis_mean_norm": np.linalg.norm(qc, axis=-1).mean()}
+    rng = np.random.default_rng(1)
+    q1, k1 = 2.0 * rng.standard_normal((n, 64)), 0.5 * rng.standard_normal((n, 64))
+    e |= {"ex1_predicted": 64.0, "ex1_measured": np.var(np.sum(q1 * k1, axis=-1), ddof=1)}
+    rng = np.random.default_rng(2)
+    qg, k1g, k2g = (rng.standard_normal((5_000, 512)) for _ in range(3))
+    gap = np.sum(qg * k1g, axis=-1) - np.sum(qg * k2g, axis=-1)
+    e |= {"ex2_theory": 1024, "ex2_measured": np.var(gap, ddof=1),
+          "ex2_rms_gap": np.sqrt(np.mean(gap**2)),
+          "ex2_measured_scaled": np.var(gap / np.sqrt(512), ddof=1)}
+    over = scaling.score_samples(1024, n, scaled=False, rng=3) / 1024.0
+    e |= {"ex3_var_over": np.var(over, ddof=1), "ex3_inv_d": 1 / 1024}
+    return e
+
+
+@functools.lru_cache(maxsize=None)
+def expected_04() -> dict:
+    e: dict = {}
+    # A central difference with step 1e-6 of entries of size <= 1: error far below 1e-8.
+    e |= {"fd_max_err": Tiny(1e-8)}
+    st = {(d, s): scaling.saturation_stats(d, 16, 10_000, scaled=s, rng=d)
+          for d in (64, 512) for s in (False, True)}
+    e |= {"sat_n_draws": 10_000, "sat_uniform_weight": 1 / 16, "sat_max_entropy": math.log(16),
+          "sat_uniform_jac": math.sqrt(15) / 16,
+          "sat_max_unscaled_64": st[64, False].mean_max_weight,
+          "sat_max_scaled_64": st[64, True].mean_max_weight,
+          "sat_max_unscaled_512": st[512, False].mean_max_weight,
+          "sat_max_scaled_512": st[512, True].mean_max_weight,
+          "sat_ent_unscaled_512": st[512, False].mean_entropy,
+          "sat_ent_scaled_512": st[512, True].mean_entropy,
+          "sat_jac_unscaled_64": st[64, False].mean_jacobian_norm,
+          "sat_jac_unscaled_512": st[512, False].mean_jacobian_norm,
+          "sat_jac_scaled_512": st[512, True].mean_jacobian_norm,
+          "sat_jac_ratio_512": st[512, True].mean_jacobian_norm
+          / st[512, False].mean_jacobian_norm}
+    zt = np.array([1.0, 4.0, 0.5, 0.2])
+    e |= {"temp_low": 0.25, "temp_high": 16.0,
+          "temp_pmax_low": attention.softmax(zt / 0.25).max(),
+          "temp_pmax_one": attention.softmax(zt).max(),
+          "temp_pmax_high": attention.softmax(zt / 16.0).max()}
+    rng = np.random.default_rng(1)
+    q, k, v = rng.standard_normal((1, 64)), rng.standard_normal((16, 64)), rng.standard_normal((16, 1))
+    _, w = attention.scaled_dot_product_attention(q, k, v, return_weights=True)
+    assert np.abs(w - attention.softmax(q @ k.T / 8.0)).max() <= 1e-15
+    e |= {"temp_equiv_diff": Tiny(1e-15), "temp_sqrt_dk": 8.0}
+    rng = np.random.default_rng(512)
+    qs, ks = rng.standard_normal((1000, 1, 512)), rng.standard_normal((1000, 16, 512))
+    _, ws = attention.scaled_dot_product_attention(qs, ks, np.zeros((1000, 16, 1)), scale=1.0,
+                                                   return_weights=True)
+    half = np.zeros(16)
+    half[:2] = 0.5
+    e |= {"mis_n_small": 1000, "mis_threshold": 0.99,
+          "mis_frac_saturated": np.mean(ws.max(axis=-1) > 0.99),
+          "mis_n_nonfinite": int((~np.isfinite(ws)).sum()), "mis_half_jac": 0.5}
+    # Columns of diag(p) - p p^T sum to p_j - p_j = 0.
+    e |= {"ex1_onehot_abs_sum": 0.0, "ex2_colsum": Tiny(1e-15)}
+    mw = [scaling.saturation_stats(64, n, 2000, scaled=True, rng=n).mean_max_weight
+          for n in (4, 256)]
+    e |= {"ex3_max_w_first": mw[0], "ex3_max_w_last": mw[1], "ex3_ratio_last": mw[1] * 256}
+    return e
+
+
+@functools.lru_cache(maxsize=None)
+def expected_06() -> dict:
+    e: dict = {}
+    scores = np.array([[0.9, 0.8, 0.1, 0.2], [0.7, 1.1, 0.4, 0.3],
+                       [0.2, 0.5, 1.3, 0.9], [0.1, 0.3, 0.6, 1.5]])
+    w = attention.masked_softmax(scores, masks.causal_mask(4))
+    e |= {"c4_w00": w[0, 0], "c4_w10": w[1, 0], "c4_w11": w[1, 1], "c4_w30": w[3, 0],
+          "c4_w31": w[3, 1], "c4_w32": w[3, 2], "c4_w33": w[3, 3], "c4_hidden_max": 0.0,
+          "c4_n_visible_last": 4}
+    # Causal: one pass equals prefix by prefix (rounding only); the future cannot leak (exact 0).
+    e |= {"tf_prefix_diff": Tiny(1e-12), "tf_future_diff": 0.0}
+    e |= {"pad_shape": (2, 1, 1, 5), "pad_alone_diff": Tiny(1e-12),
+          "pad_weight_on_pad": 0.0, "comb_shape": (2, 1, 5, 5), "comb_min_visible": 1}
+    left_keep = masks.combine_masks(masks.causal_mask(5), masks.padding_mask(np.array([[0, 0, 1, 1, 1]])))
+    rng = np.random.default_rng(2)
+    ql, kl, vl = (rng.standard_normal((1, 1, 5, 4)) for _ in range(3))
+    additive = np.where(left_keep, 0.0, -1e9)
+    _, w_add = attention.scaled_dot_product_attention(ql, kl, vl, additive, return_weights=True)
+    e |= {"empty_out_abs_max": 0.0, "empty_w_abs_max": 0.0, "empty_all_finite": True,
+          "empty_torch_n_nan": 5,
+          "add_row0_min": w_add[0, 0, 0].min(), "add_row0_max": w_add[0, 0, 0].max()}
+    e |= {"br_out": 2.5, "tl_out": 1.0, "br_decode_diff": Tiny(1e-12),
+          "br_chunk_0": 1.5, "br_chunk_1": 2.0}
+    e |= {"sw_window": 3, "sw_max_visible": 3, "sw_first_visible": 1}
+    e |= {"pol_lib": 1.5, "pol_sdpa": 1.5, "pol_mha": 3.5, "torch_is_causal": 1.0}
+    e |= {"ex1_visible": [1, 2, 3, 4, 4, 4], "ex2_visible": [5, 6, 7], "ex2_matches_full": True,
+          "ex3_empty_rows": [0, 1], "ex4_equal": True}
+    return e
+
+
+EXPECTED = {
+    "02-queries-keys-values": expected_02,
+    "03-scaling-variance": expected_03,
+    "04-softmax-saturation": expected_04,
+    "06-masks": expected_06,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent references for the worked examples (float64 formulas, hand derivations)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_worked_examples_match_formulas_and_the_issue():
+    """The library values the chapters glue agree with float64 formulas and the quoted digits."""
+    e = expected_02()
+    s = np.array([2.0, 0.0, 1.0]) / math.sqrt(3)
+    ref = np.exp(s) / np.exp(s).sum()
+    np.testing.assert_allclose([e["ex1_w1"], e["ex1_w2"], e["ex1_w3"]], ref, rtol=1e-12)
+    assert np.round([e["ex1_w1"], e["ex1_w2"], e["ex1_w3"]], 2).tolist() == [0.53, 0.17, 0.30]
+    assert math.isclose(e["ex1_out"], ref @ [10.0, 0.0, 2.0], rel_tol=1e-12)
+    assert round(e["ex1_out"], 1) == 5.9
+    # Two-token example: token 2 ties, so [1, 1.5] for any scale; token 1 by formula.
+    assert (e["ex2_tok2_out1"], e["ex2_tok2_out2"]) == (1.0, 1.5)
+    assert (e["ex2_tok2_raw_out1"], e["ex2_tok2_raw_out2"]) == (1.0, 1.5)
+    a = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    assert math.isclose(e["ex2_tok1_w1"], a, rel_tol=1e-12)
+    assert math.isclose(e["ex2_tok1_out2"], 3 * (1 - a), rel_tol=1e-12)
+    # softmax([1, 4, 0.5, 0.2]) ~ [0.045, 0.907, 0.027, 0.020]; the circulating one is not it.
+    z = np.array([1.0, 4.0, 0.5, 0.2])
+    p = [e[f"ex3_p{i}"] for i in range(1, 5)]
+    np.testing.assert_allclose(p, np.exp(z) / np.exp(z).sum(), rtol=1e-12)
+    assert np.round(p, 3).tolist() == [0.045, 0.907, 0.027, 0.020]
+    assert e["ex3_ratio_circ"] > 1 > e["ex3_ratio_exact"]
+    # Masks: second causal row 0.401 / 0.599 (softmax of [0.7, 1.1]); first row 1.
+    e6 = expected_06()
+    w2 = 1 / (1 + math.exp(-0.4))
+    assert math.isclose(e6["c4_w11"], w2, rel_tol=1e-12)
+    assert (round(e6["c4_w10"], 3), round(e6["c4_w11"], 3), e6["c4_w00"]) == (0.401, 0.599, 1.0)
+    last = np.exp([0.1, 0.3, 0.6, 1.5]) / np.exp([0.1, 0.3, 0.6, 1.5]).sum()
+    np.testing.assert_allclose([e6[f"c4_w3{j}"] for j in range(4)], last, rtol=1e-12)
+    # Bottom-right causal with q = k = 0 (hand derivation: the mean of the visible values).
+    v = np.array([[1.0], [2.0], [3.0], [4.0]])
+    assert attention.scaled_dot_product_attention(np.zeros((1, 2)), np.zeros((4, 2)), v,
+                                                  causal=True).item() == 2.5
+    chunk = attention.scaled_dot_product_attention(np.zeros((2, 2)), np.zeros((5, 2)),
+                                                   np.arange(5.0)[:, None], causal=True)
+    assert chunk.ravel().tolist() == [1.5, 2.0]
+
+
+def test_saturation_and_variance_match_theory_and_the_issue():
+    """Monte Carlo values agree with theory within their error, whatever the seed."""
+    e3 = expected_03()
+    n = e3["var_n_samples"]
+    assert abs(e3["var_d64_unscaled"] / 64 - 1) < 5 * math.sqrt((2 + 6 / 64) / n)
+    assert abs(e3["var_d64_scaled"] - 1) < 5 * math.sqrt((2 + 6 / 64) / n)
+    assert abs(e3["mis_var_cosine"] * 64 - 1) < 0.1
+    e4 = expected_04()
+    assert 0.835 <= e4["sat_max_unscaled_64"] <= 0.86
+    assert 0.935 <= e4["sat_max_unscaled_512"] <= 0.955
+    for key in ("sat_max_scaled_64", "sat_max_scaled_512"):
+        assert 0.23 <= e4[key] <= 0.26
+    assert e4["sat_jac_unscaled_512"] < e4["sat_jac_unscaled_64"] < e4["sat_jac_scaled_512"]
+    uniform = np.full(16, 1 / 16)
+    assert math.isclose(np.linalg.norm(attention.softmax_jacobian(uniform)), e4["sat_uniform_jac"],
+                        rel_tol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Built book: glued values against the library, and in the HTML
+# ---------------------------------------------------------------------------------------------
+
+
+def read_glued(execute_dir: Path, name: str) -> dict:
+    """The glued values of one executed chapter: key -> Python value (from text/plain).
+
+    myst-nb keeps a glued value that is displayed as a ``display_data`` output whose metadata
+    has ``"scrapbook": {"name": ...}``; a value glued with ``display=False`` is moved out of the
+    written notebook into ``<chapter>.glue.json`` next to it. Both are read.
+    """
+    outputs = []
+    ipynb = execute_dir / "chapters" / f"{name}.ipynb"
+    assert ipynb.is_file(), f"the build left no executed notebook {ipynb}"
+    nb = json.loads(ipynb.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if "scrapbook" in out.get("metadata", {}):
+                outputs.append(out)
+    glue_json = execute_dir / "chapters" / f"{name}.glue.json"
+    if glue_json.is_file():
+        outputs.extend(json.loads(glue_json.read_text(encoding="utf-8")).values())
+    values = {}
+    for out in outputs:
+        key = out["metadata"]["scrapbook"]["name"]
+        prefix = out["metadata"]["scrapbook"].get("mime_prefix", "")
+        data = {k.removeprefix(prefix): v for k, v in out["data"].items()}
+        text = data["text/plain"]
+        text = "".join(text) if isinstance(text, list) else text
+        values[key] = ast.literal_eval(text)
+    return values
+
+
+def same_value(actual, expected) -> bool:
+    if isinstance(expected, Tiny):
+        return isinstance(actual, float) and 0.0 <= actual <= expected.bound
+    if isinstance(expected, (bool, np.bool_)):
+        return actual is bool(expected)
+    if isinstance(expected, str):
+        return actual == expected
+    if isinstance(expected, (tuple, list)):
+        return type(actual) is type(expected) and list(actual) == list(expected)
+    if isinstance(expected, (int, np.integer)) and not isinstance(expected, bool):
+        return isinstance(actual, int) and actual == int(expected)
+    expected = float(expected)
+    return isinstance(actual, float) and math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-15)
+
+
+def formatted(value, fmt: str | None) -> str:
+    """How MyST-NB's {glue:text} shows a value (format spec applied by its type character)."""
+    if fmt is None or fmt == "":
+        return str(value)
+    kind = fmt[-1]
+    if kind in "bcdoxX":
+        value = int(value)
+    elif kind in "eEfFgGn%":
+        value = float(value)
+    elif kind == "s":
+        value = str(value)
+    return format(value, fmt)
+
+
+@pytest.fixture(scope="module")
+def execute_dir(built_book) -> Path:
+    path = Path(built_book).parent / "jupyter_execute"
+    assert path.is_dir(), f"no {path}: the book build did not execute the chapters"
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glued_values_equal_the_library(name, execute_dir):
+    glued = read_glued(execute_dir, name)
+    assert set(glued) == set(glue_names(name)), (
+        f"{name}: the executed notebook's glue keys differ from the glue() calls in the source"
+    )
+    expected = EXPECTED[name]()
+    assert set(glued) == set(expected), (
+        f"{name}: glued but not checked here: {sorted(set(glued) - set(expected))}; "
+        f"checked here but not glued: {sorted(set(expected) - set(glued))}"
+    )
+    wrong = {k: (glued[k], expected[k]) for k in expected if not same_value(glued[k], expected[k])}
+    assert not wrong, f"{name}: glued value != library value: {wrong}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glued_values_appear_in_the_html(name, built_book, execute_dir):
+    page = Path(built_book) / "chapters" / f"{name}.html"
+    assert page.is_file(), f"no page {page}"
+    doc = page.read_text(encoding="utf-8")
+    glued = read_glued(execute_dir, name)
+    pasted = [html.unescape(s) for s in re.findall(r'<span class="pasted-text">(.*?)</span>', doc)]
+    missing = []
+    for kind, key, fmt in glue_refs(name):
+        want = formatted(glued[key], fmt if kind == "text" else None)
+        if kind == "text":
+            if want not in pasted:
+                missing.append((key, want))
+        elif html.escape(want) not in doc:
+            missing.append((key, want))
+    assert not missing, f"{name}: glued values not shown in the HTML: {missing}"
+    assert "{glue" not in html.unescape(re.sub(r"<pre.*?</pre>", "", doc, flags=re.S)), (
+        f"{name}: an unresolved glue role is left in the page"
+    )
