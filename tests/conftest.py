@@ -19,3 +19,91 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("attnbook")
+
+
+# --------------------------------------------------------------------------------------------------
+# The built book, shared by every test that reads the HTML (browser tests and others).
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = ROOT / "_build"
+HTML_DIR = BUILD_DIR / "html"
+#: Written by the Makefile's `html` target (and by `built_book`) only after a successful strict
+#: build, so a failed or interrupted build is never reused.
+BUILD_OK = BUILD_DIR / ".attnbook-build-ok"
+#: The strict build flags, exactly those of the Makefile's `html` target (tests/test_config.py
+#: checks that the two agree): every page rebuilt, warnings are errors, nitpicky references, and
+#: every warning reported before failing.
+BUILD_FLAGS = ("--all", "-W", "-n", "--keep-going")
+#: What the HTML is built from; a build older than any of these is rebuilt.
+BOOK_SOURCES = (
+    "chapters/*.md",
+    "appendix/**/*.md",
+    "_config.yml",
+    "_toc.yml",
+    "intro.md",
+    "references.md",
+    "references.bib",
+    "lib/attnbook/**/*.py",
+    "book/_ext/*.py",
+)
+BUILD_TIMEOUT_S = 1800
+
+
+def book_sources(root: Path = ROOT) -> list[Path]:
+    """The files the book is built from (see BOOK_SOURCES)."""
+    return sorted({p for pattern in BOOK_SOURCES for p in root.glob(pattern) if p.is_file()})
+
+
+def build_is_fresh(root: Path = ROOT) -> bool:
+    """True when a successful strict build exists that is newer than every source file."""
+    ok = root / "_build" / ".attnbook-build-ok"
+    if not ok.is_file() or not (root / "_build" / "html" / "index.html").is_file():
+        return False
+    built = ok.stat().st_mtime
+    return all(p.stat().st_mtime < built for p in book_sources(root))
+
+
+def jupyter_book_executable() -> str:
+    """The jupyter-book next to the running interpreter (the project's .venv)."""
+    exe = Path(sys.executable).parent / "jupyter-book"
+    if not exe.is_file():
+        pytest.fail(
+            f"jupyter-book is not installed next to {sys.executable}: make test installs it"
+        )
+    return str(exe)
+
+
+def build_book(root: Path = ROOT) -> Path:
+    """Run the strict build (as `make html` does) and return the path of ``_build/html``."""
+    ok = root / "_build" / ".attnbook-build-ok"
+    ok.unlink(missing_ok=True)
+    cmd = [jupyter_book_executable(), "build", *BUILD_FLAGS, "."]
+    proc = subprocess.run(
+        cmd, cwd=root, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + "\n" + proc.stderr).splitlines()[-80:])
+        pytest.fail(
+            f"the strict book build failed ({' '.join(cmd)}), exit {proc.returncode}:\n{tail}"
+        )
+    ok.touch()
+    return root / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    """Path of ``_build/html``, built strictly if no successful build newer than the sources exists.
+
+    Reuses the build that `make book` / `make test` just made; otherwise runs
+    ``jupyter-book build --all -W -n --keep-going .`` (the Makefile's command) and fails the
+    requesting test, with the end of the build log, if that build fails.
+    """
+    if build_is_fresh(ROOT):
+        return HTML_DIR
+    return build_book(ROOT)

@@ -10,7 +10,7 @@ Three implementations of the same algorithm, from the most readable to the faste
     *online softmax*). ``on_step`` (or :func:`tiled_attention_steps`) records every step for the
     book's step-by-step figure.
 :func:`tiled_attention_torch`
-    torch, ``(B, H, L, D)``, differentiable through a :class:`torch.autograd.Function` whose
+    torch, ``(B, H, L, D)``, differentiable through a ``torch.autograd.Function`` whose
     forward is the same tiled loop and whose backward is FlashAttention-2's: it recomputes the
     probabilities ``P`` block by block from ``Q``, ``K`` and the saved log-sum-exp instead of
     storing them. Runs on any device, CPU included.
@@ -263,7 +263,8 @@ def tiled_attention_steps(q, k, v, **kwargs):
     """Run :func:`tiled_attention` and return its output with the list of every step.
 
     Args:
-        q, k, v, **kwargs: as for :func:`tiled_attention` (except ``on_step``).
+        q, k, v: as for :func:`tiled_attention`.
+        **kwargs: as for :func:`tiled_attention` (except ``on_step``).
 
     Returns:
         ``(out, steps)``: ``out`` as :func:`tiled_attention` returns it (a tuple

@@ -26,7 +26,8 @@ Supported
     * Triton 3.6 and 3.7 (the releases torch 2.11-2.13 pin); only long-standing ``tl`` APIs.
 
 Not supported (``unsupported_reason`` names the condition; :func:`attnbook.flash.flash_attention`
-falls back to its torch path on ``backend="auto"``)
+falls back to its torch path on ``backend="auto"``):
+
     * float64, head_dim > 128 or not a multiple of 8, value head_dim different from the key's;
     * attention masks other than causal (no padding or sliding-window mask), dropout, ALiBi,
       softcapping, variable-length (packed) batches, a KV cache with paging;

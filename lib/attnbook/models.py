@@ -224,7 +224,7 @@ class ModelConfig:
         )
 
 
-#: The base model of Vaswani et al. (2017), table 3: N = 6 encoder and 6 decoder layers,
+#: The base model of Vaswani et al. (2017), table 3 — N = 6 encoder and 6 decoder layers,
 #: d_model 512, h = 8 heads, d_ff 2048, Post-LN, ReLU, sinusoidal positions, shared source/target
 #: embedding and output projection (section 3.4), and a 37000-token shared BPE vocabulary for
 #: WMT 2014 English-German (section 5.1). The paper reports about 65M parameters (table 3).

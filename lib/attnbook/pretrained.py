@@ -115,7 +115,7 @@ def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[
 
     Returns:
         ``(config, type_vocab_size)``: the model config and the number of token types
-        (segments) of the token-type embedding, which :class:`ModelConfig` has no field for.
+        (segments) of the token-type embedding, which :class:`attnbook.models.ModelConfig` has no field for.
 
     Raises:
         ValueError: if a required field is missing, ``model_type`` is not ``"bert"``,
@@ -163,7 +163,7 @@ class BertEmbeddings(nn.Module):
     ``x = LayerNorm(E_word[ids] + E_pos[0..T-1] + E_type[token_type_ids])``.
 
     Args:
-        config: a :class:`ModelConfig` with ``positional="learned"`` (``vocab_size``,
+        config: a :class:`attnbook.models.ModelConfig` with ``positional="learned"`` (``vocab_size``,
             ``d_model``, ``max_seq_len``, ``eps``).
         type_vocab_size: number of token types (2 in BERT: sentence A and B).
 

@@ -1,0 +1,63 @@
+# The two commands: `make book` (build the HTML book) and `make test` (run every test).
+# `make lab` opens the chapters as notebooks in JupyterLab. See README.md.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := book
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+JB     := $(VENV)/bin/jupyter-book
+
+# Re-install only when the requirements change: the stamp's name carries a hash of the files.
+BOOK_HASH  := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-12)
+TEST_HASH  := $(shell cat requirements.txt requirements-test.txt pyproject.toml \
+                | sha256sum | cut -c1-12)
+BOOK_STAMP := $(VENV)/.installed-book-$(BOOK_HASH)
+TEST_STAMP := $(VENV)/.installed-test-$(TEST_HASH)
+
+# The strict build: every page rebuilt (--all), every chapter executed (execute_notebooks: force
+# in _config.yml), any Sphinx warning an error (-W), missing references warned (-n), and all
+# warnings reported before failing (--keep-going). tests/conftest.py runs the same command.
+BUILD_FLAGS := --all -W -n --keep-going
+# Written only after a successful strict build; tests/conftest.py reuses such a build.
+BUILD_OK    := _build/.attnbook-build-ok
+
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
+.PHONY: book test lab html clean
+
+book: $(BOOK_STAMP)
+	@$(MAKE) --no-print-directory html
+
+test: $(TEST_STAMP)
+	@$(MAKE) --no-print-directory html
+	$(VPY) -m pytest
+
+lab: $(BOOK_STAMP)
+	mkdir -p $(LAB_SETTINGS)
+	cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)"
+
+# The build alone, without the set-up.
+html:
+	rm -f $(BUILD_OK)
+	$(JB) build $(BUILD_FLAGS) .
+	touch $(BUILD_OK)
+	@echo "The book: $(CURDIR)/_build/html/index.html"
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+$(BOOK_STAMP): | $(VPY)
+	$(VPY) -m pip install -r requirements.txt
+	rm -f $(VENV)/.installed-book-*
+	touch $@
+
+$(TEST_STAMP): | $(VPY)
+	$(VPY) -m pip install -r requirements-test.txt
+	rm -f $(VENV)/.installed-test-* $(VENV)/.installed-book-*
+	touch $@ $(BOOK_STAMP)
+
+clean:
+	rm -rf _build

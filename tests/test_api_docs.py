@@ -1,0 +1,742 @@
+"""The API reference and the notation appendix (issue 3, "In the book").
+
+Three groups of checks, each written as a function that returns a list of problems, run once on
+the real files (expecting none) and once on a small broken example (expecting the fault to be
+named), so that every check is shown to be able to fail:
+
+1. **Coverage of the API reference.** Every module of ``lib/attnbook`` has a page in
+   ``appendix/api/`` (listed in ``_toc.yml`` and in the index's module tables), and in the built
+   HTML every name of the module's ``__all__`` has its own object description (the
+   ``<dt id="attnbook.<module>.<name>">`` that autodoc writes) whose body holds the docstring.
+2. **Docstring sections.** Every public function, class and public method has a docstring with
+   the Google-style sections the page renders: ``Args`` naming every parameter, ``Returns`` when
+   it returns a value, ``Raises`` when its body raises. The sections and the parameter names are
+   read from the docstring text and from the code (signature, AST), not from Sphinx.
+3. **The notation appendix agrees with the library.** Its hand-written tables (bottom-right causal
+   mask, GQA head mapping, RoPE pairs, sinusoidal columns) and stated facts (float16 limits,
+   norm defaults, names of the symbol table) are parsed from ``appendix/notation.md`` and compared
+   with the library and with float64 formulas written here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import math
+import re
+import textwrap
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB = ROOT / "lib" / "attnbook"
+API_DIR = ROOT / "appendix" / "api"
+NOTATION = ROOT / "appendix" / "notation.md"
+
+
+def library_modules() -> list[str]:
+    """Every public module of the package: each ``lib/attnbook/*.py`` not starting with ``_``."""
+    return sorted(p.stem for p in LIB.glob("*.py") if not p.stem.startswith("_"))
+
+
+MODULES = library_modules()
+
+
+def import_module(name: str):
+    """``attnbook.<name>``; a module that does not import fails the test that needs it."""
+    try:
+        return importlib.import_module(f"attnbook.{name}")
+    except Exception as exc:  # noqa: BLE001 - any import error is a failure worth naming
+        pytest.fail(f"attnbook.{name} does not import ({type(exc).__name__}: {exc})")
+
+
+def public_names(module) -> list[str]:
+    names = getattr(module, "__all__", None)
+    if names is None:
+        pytest.fail(f"{module.__name__} has no __all__: its public names are undefined")
+    return list(names)
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Coverage of the API reference: sources
+
+
+def toc_files() -> list[str]:
+    """Every ``file:`` entry of ``_toc.yml``, in order, whatever the nesting (parts, sections)."""
+    files: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(str(node["file"]))
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8")))
+    return files
+
+
+def eval_rst_blocks(markdown: str) -> list[str]:
+    """The bodies of the ```{eval-rst} fences of a MyST page."""
+    return re.findall(r"^```\{eval-rst\}[^\n]*\n(.*?)^```", markdown, flags=re.S | re.M)
+
+
+def api_page_problems(
+    module: str, page_text: str | None, toc: list[str], index_text: str
+) -> list[str]:
+    """What is wrong with the API page source of ``attnbook.<module>`` (empty when nothing)."""
+    problems = []
+    page = f"appendix/api/{module}"
+    if page_text is None:
+        return [f"{page}.md does not exist"]
+    directives = "\n".join(eval_rst_blocks(page_text))
+    match = re.search(rf"^\.\. automodule:: attnbook\.{module}\s*\n((?:[ \t]+:.*\n?)*)", directives,
+                      flags=re.M)
+    if not match:
+        problems.append(
+            f"{page}.md has no `.. automodule:: attnbook.{module}` in an eval-rst block"
+        )
+    elif not re.search(r"^\s+:members:\s*$", match.group(1), flags=re.M):
+        problems.append(f"{page}.md: the automodule of attnbook.{module} has no :members: option")
+    if page not in toc:
+        problems.append(f"_toc.yml does not list {page}")
+    tables = "\n".join(eval_rst_blocks(index_text))
+    if not re.search(rf"^\s+attnbook\.{module}\s*$", tables, flags=re.M):
+        problems.append(f"appendix/api/index.md: no autosummary row for attnbook.{module}")
+    return problems
+
+
+def read_page(module: str) -> str | None:
+    path = API_DIR / f"{module}.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_module_has_an_api_page(module):
+    index = (API_DIR / "index.md").read_text(encoding="utf-8")
+    assert api_page_problems(module, read_page(module), toc_files(), index) == []
+
+
+def test_api_index_and_notation_are_in_the_toc_before_the_references():
+    toc = toc_files()
+    for page in ("appendix/notation", "appendix/api/index"):
+        assert page in toc, f"_toc.yml does not list {page}"
+    assert toc[-1] == "references", f"the bibliography closes the book, not {toc[-1]}"
+    chapters = [i for i, f in enumerate(toc) if f.startswith("chapters/")]
+    appendices = [i for i, f in enumerate(toc) if f.startswith("appendix/")]
+    assert not chapters or max(chapters) < min(appendices), "appendices must follow the chapters"
+
+
+def test_api_page_check_can_fail():
+    index = "```{eval-rst}\n.. autosummary::\n\n   attnbook.other\n```\n"
+    page = "# `attnbook.masks`\n\n```{eval-rst}\n.. automodule:: attnbook.masks\n```\n"
+    problems = "\n".join(api_page_problems("masks", page, ["appendix/api/other"], index))
+    assert "no :members:" in problems
+    assert "_toc.yml does not list appendix/api/masks" in problems
+    assert "no autosummary row for attnbook.masks" in problems
+    assert api_page_problems("masks", None, [], index) == ["appendix/api/masks.md does not exist"]
+    # A directive outside an eval-rst fence would be parsed as MyST, not as autodoc's rST.
+    plain = "```\n.. automodule:: attnbook.masks\n   :members:\n```\n"
+    assert "no `.. automodule:: attnbook.masks`" in api_page_problems("masks", plain, [], index)[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Coverage of the API reference: the built HTML
+
+
+class ObjectCollector(HTMLParser):
+    """Collect each Python object description of a Sphinx page: ``{id: text of its body}``.
+
+    Sphinx writes ``<dl class="py function"><dt class="sig sig-object py" id="mod.name">…</dt>
+    <dd>docstring…</dd></dl>``; the body's text is the rendered docstring (nested members
+    included).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.objects: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        self._pending: str | None = None  # id of a <dt> whose <dd> has not started yet
+        self._open: list[list] = []  # [id, dd depth at which it started, text parts]
+        self._dd_depth = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        attr = dict(attrs)
+        if tag == "dt" and "sig-object" in (attr.get("class") or "").split() and attr.get("id"):
+            self._pending = attr["id"]
+            self.counts[attr["id"]] = self.counts.get(attr["id"], 0) + 1
+        elif tag == "dd":
+            self._dd_depth += 1
+            if self._pending is not None:
+                self._open.append([self._pending, self._dd_depth, []])
+                self._pending = None
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "dd":
+            if self._open and self._open[-1][1] == self._dd_depth:
+                ident, _, parts = self._open.pop()
+                self.objects[ident] = " ".join("".join(parts).split())
+            self._dd_depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        for entry in self._open:
+            entry[2].append(data)
+
+
+def documented_objects(html: str) -> tuple[dict[str, str], dict[str, int]]:
+    """``({object id: rendered docstring text}, {object id: number of descriptions})``."""
+    collector = ObjectCollector()
+    collector.feed(html)
+    collector.close()
+    return collector.objects, collector.counts
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{2,}", text)}
+
+
+def summary_line(obj) -> str | None:
+    """The first line of ``obj``'s own docstring, or None (data objects: the type's docstring)."""
+    if not (inspect.isclass(obj) or inspect.isroutine(obj)):
+        return None
+    doc = inspect.getdoc(obj)
+    return doc.splitlines()[0] if doc else ""
+
+
+def built_page_problems(module: str, names: dict[str, str | None], html: str) -> list[str]:
+    """Names of ``attnbook.<module>`` missing from its built page, or shown without docstring.
+
+    Args:
+        module: the module's name inside the package, e.g. ``"masks"``.
+        names: each public name and the first line of its docstring (None for data, whose
+            doc-comment is only required to be non-empty).
+        html: the built page.
+    """
+    objects, counts = documented_objects(html)
+    problems = []
+    for name, summary in names.items():
+        ident = f"attnbook.{module}.{name}"
+        if ident not in objects:
+            problems.append(f"{ident} is not documented on appendix/api/{module}.html")
+            continue
+        if counts[ident] > 1:
+            problems.append(f"{ident} is documented {counts[ident]} times")
+        body = objects[ident]
+        if not body:
+            problems.append(f"{ident} is shown without a docstring")
+        elif summary is not None:
+            expected = words(re.sub(r":\w+:", " ", summary))
+            missing = expected - words(body)
+            # Markup may change a word or two (":func:`~a.b`" shows "b()"), never most of them.
+            if not expected or len(missing) > len(expected) // 3:
+                problems.append(
+                    f"{ident}: the page does not show its docstring's summary {summary!r}"
+                )
+    return problems
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_built_api_page_documents_every_public_name(built_book, module):
+    mod = import_module(module)
+    page = built_book / "appendix" / "api" / f"{module}.html"
+    assert page.is_file(), f"{page} was not built"
+    names = {name: summary_line(getattr(mod, name)) for name in public_names(mod)}
+    assert built_page_problems(module, names, page.read_text(encoding="utf-8")) == []
+
+
+def test_built_api_index_links_every_module_page(built_book):
+    html = (built_book / "appendix" / "api" / "index.html").read_text(encoding="utf-8")
+    hrefs = set(re.findall(r'href="([^"#]+)(?:#[^"]*)?"', html))
+    missing = [m for m in MODULES if f"{m}.html" not in hrefs]
+    assert not missing, f"appendix/api/index.html does not link the pages of {missing}"
+    notation = built_book / "appendix" / "notation.html"
+    assert notation.is_file(), "the notation appendix was not built"
+
+
+def test_built_page_check_can_fail():
+    html = textwrap.dedent(
+        """
+        <dl class="py function"><dt class="sig sig-object py" id="attnbook.m.f">f()</dt>
+        <dd><p>Softmax of the scores.</p>
+          <dl class="py method"><dt class="sig sig-object py" id="attnbook.m.C.g">g()</dt>
+          <dd><p>Inner.</p></dd></dl>
+        </dd></dl>
+        <dl class="py function"><dt class="sig sig-object py" id="attnbook.m.empty">empty()</dt>
+        <dd></dd></dl>
+        """
+    )
+    objects, _ = documented_objects(html)
+    assert objects["attnbook.m.f"].startswith("Softmax of the scores.")
+    assert "Inner." in objects["attnbook.m.f"] and objects["attnbook.m.C.g"] == "Inner."
+    names = {"f": "Softmax of the scores.", "empty": "Something.", "absent": None,
+             "C": "Attention weights per head."}
+    problems = "\n".join(built_page_problems("m", names, html))
+    assert "attnbook.m.absent is not documented" in problems
+    assert "attnbook.m.empty is shown without a docstring" in problems
+    assert "attnbook.m.C is not documented" in problems
+    assert "attnbook.m.f" not in problems
+    wrong = html.replace("Softmax of the scores.", "Something else entirely.")
+    assert "does not show its docstring's summary" in "\n".join(
+        built_page_problems("m", {"f": "Softmax of the scores."}, wrong)
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Docstring sections
+
+#: Google-style section headers (napoleon's names) grouped by what they document.
+ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
+                "other parameters", "attributes"}
+RETURN_SECTIONS = {"returns", "return", "yields", "yield"}
+RAISE_SECTIONS = {"raises", "raise"}
+ALL_SECTIONS = ARG_SECTIONS | RETURN_SECTIONS | RAISE_SECTIONS | {
+    "example", "examples", "note", "notes", "warning", "warnings", "see also", "references",
+    "todo", "methods",
+}
+#: Methods of torch.nn.Module that subclasses override as hooks, not as the book's API.
+TORCH_HOOKS = {"extra_repr", "reset_parameters"}
+
+
+def docstring_sections(doc: str) -> dict[str, list[str]]:
+    """``{section name (lower case): its lines, dedented}`` of a Google-style docstring."""
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        header = re.fullmatch(r"([A-Za-z][A-Za-z ]*):\s*", line)
+        if header and header.group(1).lower() in ALL_SECTIONS:
+            current = header.group(1).lower()
+            sections.setdefault(current, [])
+        elif current is not None:
+            if line.strip() and not line.startswith((" ", "\t")):
+                current = None  # a paragraph at the docstring's own indentation ends a section
+            else:
+                sections[current].append(line)
+    return {k: textwrap.dedent("\n".join(v)).splitlines() for k, v in sections.items()}
+
+
+def documented_params(doc: str) -> set[str]:
+    """Names listed in the argument sections: ``name:``, ``name (type):``, ``a, b, *args:``."""
+    names: set[str] = set()
+    for section, lines in docstring_sections(doc).items():
+        if section not in ARG_SECTIONS:
+            continue
+        for line in lines:
+            entry = re.match(r"([*\w][\w*, ]*?)\s*(?:\([^)]*\))?\s*:(?:\s|$)", line)
+            if entry and not line.startswith((" ", "\t")):
+                names.update(n.strip().lstrip("*") for n in entry.group(1).split(","))
+    return {n for n in names if n}
+
+
+def _own_nodes(fn_node):
+    """The AST nodes of a function body, without those of nested functions and classes."""
+    stack = list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                      ast.ClassDef)):
+                stack.append(child)
+
+
+def code_facts(func) -> tuple[bool, bool]:
+    """``(returns a value, raises an exception itself)``, read from the function's AST."""
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return False, False
+    node = ast.parse(source).body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False, False
+    returns = raises = False
+    for sub in _own_nodes(node):
+        if isinstance(sub, ast.Return) and sub.value is not None and not (
+            isinstance(sub.value, ast.Constant) and sub.value.value is None
+        ):
+            returns = True
+        elif isinstance(sub, (ast.Yield, ast.YieldFrom)):
+            returns = True
+        elif isinstance(sub, ast.Raise) and sub.exc is not None:
+            raises = True
+    return returns, raises
+
+
+def signature_params(func, *, skip_first: bool) -> list[str]:
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if skip_first and params:
+        params = params[1:]
+    return [p.name for p in params]
+
+
+def function_problems(qualname: str, func, *, method: bool = False, doc_owner=None) -> list[str]:
+    """Missing docstring sections of one function or method.
+
+    Args:
+        qualname: the name used in the messages.
+        func: the function (for a method, the function found in the class body).
+        method: skip the first parameter (``self``/``cls``).
+        doc_owner: where the parameters are documented when that is not ``func`` (a class
+            whose docstring documents ``__init__``).
+    """
+    doc = inspect.getdoc(doc_owner if doc_owner is not None else func)
+    if not doc or not doc.strip():
+        return [f"{qualname}: no docstring"]
+    problems = []
+    sections = docstring_sections(doc)
+    params = signature_params(func, skip_first=method)
+    if params:
+        if not ARG_SECTIONS & sections.keys():
+            problems.append(f"{qualname}: no Args section (parameters {', '.join(params)})")
+        else:
+            missing = [p for p in params if p not in documented_params(doc)]
+            if missing:
+                problems.append(f"{qualname}: Args does not name {', '.join(missing)}")
+    returns, raises = code_facts(func)
+    if returns and doc_owner is None and not RETURN_SECTIONS & sections.keys():
+        problems.append(f"{qualname}: returns a value but has no Returns section")
+    if raises and not RAISE_SECTIONS & sections.keys():
+        problems.append(f"{qualname}: raises but has no Raises section")
+    return problems
+
+
+def class_problems(qualname: str, cls) -> list[str]:
+    """Missing docstrings or sections of a class, its constructor and its public methods."""
+    own = cls.__dict__.get("__doc__")
+    # inspect.getdoc would inherit a base class's docstring (torch.nn.Module's); a dataclass
+    # without a docstring gets its signature, "Name(field: type, ...)", as __doc__.
+    if not own or not own.strip() or own.startswith(f"{cls.__name__}("):
+        return [f"{qualname}: no docstring"]
+    problems = []
+    init = cls.__dict__.get("__init__")
+    if init is not None and inspect.isfunction(init):
+        # The constructor's arguments belong in the class docstring (or in __init__'s own).
+        owner = init if init.__doc__ else cls
+        problems += function_problems(f"{qualname}.__init__", init, method=True, doc_owner=owner)
+    for name, member in cls.__dict__.items():
+        if name.startswith("_") or name in TORCH_HOOKS:
+            continue
+        if isinstance(member, property):
+            if not member.__doc__:
+                problems.append(f"{qualname}.{name}: property without a docstring")
+            continue
+        is_method = not isinstance(member, staticmethod)
+        func = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+        if inspect.isfunction(func):
+            problems += function_problems(f"{qualname}.{name}", func, method=is_method)
+    return problems
+
+
+def attribute_doc_comments(source: str) -> set[str]:
+    """Module-level names documented by a ``#:`` comment (above or on the line) or a string.
+
+    These are the documentation comments autodoc shows for data; a constant without one is left
+    out of the API page.
+    """
+    lines = source.splitlines()
+    documented = set()
+    tree = ast.parse(source)
+    for index, node in enumerate(tree.body):
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        else:
+            continue
+        above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+        inline = "#:" in lines[node.lineno - 1]
+        following = tree.body[index + 1] if index + 1 < len(tree.body) else None
+        string_after = (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        )
+        if above.startswith("#:") or inline or string_after:
+            documented.update(targets)
+    return documented
+
+
+def module_docstring_problems(module) -> list[str]:
+    problems = []
+    if not (module.__doc__ or "").strip():
+        problems.append(f"{module.__name__}: no module docstring")
+    commented = attribute_doc_comments(inspect.getsource(module))
+    for name in public_names(module):
+        obj = getattr(module, name, None)
+        qualname = f"{module.__name__}.{name}"
+        if obj is None and not hasattr(module, name):
+            problems.append(f"{qualname} is in __all__ but does not exist")
+        elif inspect.isclass(obj):
+            problems += class_problems(qualname, obj)
+        elif inspect.isfunction(inspect.unwrap(obj)):  # unwrap functools.cache and the like
+            problems += function_problems(qualname, inspect.unwrap(obj))
+        elif callable(obj):
+            if not (getattr(obj, "__doc__", None) or "").strip():
+                problems.append(f"{qualname}: no docstring")
+        elif not inspect.ismodule(obj) and name not in commented:
+            problems.append(f"{qualname}: data without a `#:` doc comment (autodoc omits it)")
+    return problems
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_public_docstrings_have_their_sections(module):
+    problems = module_docstring_problems(import_module(module))
+    assert not problems, (
+        f"{len(problems)} docstring problem(s) in attnbook.{module}:\n  " + "\n  ".join(problems)
+    )
+
+
+def test_docstring_check_can_fail():
+    def good(q, k, *, scale=None, **kwargs):
+        """Attend.
+
+        Args:
+            q, k: queries and keys.
+            scale (float): the multiplier.
+            **kwargs: passed on.
+
+        Returns:
+            The output.
+
+        Raises:
+            ValueError: if the shapes differ.
+        """
+        if q is None:
+            raise ValueError("q")
+        return q
+
+    def bad(q, k):
+        """Attend.
+
+        Args:
+            q: queries.
+
+        Not a section: a paragraph that ends Args.
+            k: this is not an entry of Args.
+        """
+
+        def inner():  # a nested function's return/raise is not the outer one's
+            raise ValueError
+
+        if q is None:
+            raise TypeError("q")
+        return [inner]
+
+    def nodoc(x):
+        return x
+
+    assert function_problems("good", good) == []
+    problems = "\n".join(function_problems("bad", bad))
+    assert "bad: Args does not name k" in problems
+    assert "bad: returns a value but has no Returns section" in problems
+    assert "bad: raises but has no Raises section" in problems
+    assert function_problems("nodoc", nodoc) == ["nodoc: no docstring"]
+    assert code_facts(good) == (True, True)
+
+    class Layer:
+        """A layer.
+
+        Args:
+            d_model: width.
+        """
+
+        def __init__(self, d_model, n_heads):
+            self.d_model = d_model
+
+        def forward(self, x):
+            return x
+
+        @property
+        def size(self):
+            return 1
+
+    source = textwrap.dedent(
+        """
+        #: Documented above.
+        A = 1
+        B = 2  #: documented inline
+        C = 3
+        \"\"\"Documented by a string.\"\"\"
+        D = 4
+        E = 5
+        """
+    )
+    assert attribute_doc_comments(source) == {"A", "B", "C"}
+
+    problems = "\n".join(class_problems("Layer", Layer))
+    assert "Layer.__init__: Args does not name n_heads" in problems
+    assert "Layer.forward: no docstring" in problems
+    assert "Layer.size: property without a docstring" in problems
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. The notation appendix agrees with the library
+
+
+def notation_text() -> str:
+    return NOTATION.read_text(encoding="utf-8")
+
+
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    """Every pipe table of a Markdown text: a list of rows (header first), cells stripped."""
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-{3,}:?", c) for c in cells):
+                current.append(cells)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def find_table(first_header_cell: str) -> list[list[str]]:
+    matches = [t for t in markdown_tables(notation_text()) if t[0][0].startswith(first_header_cell)]
+    assert len(matches) == 1, f"expected one table headed {first_header_cell!r}, got {len(matches)}"
+    return matches[0]
+
+
+def mask_table(rows: list[list[str]]) -> np.ndarray:
+    """A table of ✓ (may attend) and · (hidden) cells as a boolean array (header row dropped)."""
+    symbols = {"✓": True, "·": False}
+    try:
+        return np.array([[symbols[c] for c in row[1:]] for row in rows[1:]])
+    except KeyError as exc:
+        raise ValueError(f"mask table cell {exc} is neither ✓ nor ·") from None
+
+
+def test_notation_causal_table_is_the_bottom_right_mask():
+    from attnbook.masks import causal_mask
+
+    rows = find_table("query (position)")
+    table = mask_table(rows)
+    L, S = table.shape
+    sentence = re.search(r"For \$L = (\d+)\$ queries after (\d+) cached tokens \(\$S = (\d+)\$\), "
+                         r"`causal_mask\((\d+), (\d+)\)`", notation_text())
+    assert sentence, "the sentence introducing the causal table changed"
+    assert [int(g) for g in sentence.groups()] == [L, S - L, S, L, S]
+    # Hand rule of the text, j <= i + (S - L), and the library's mask.
+    expected = np.array([[j <= i + (S - L) for j in range(S)] for i in range(L)])
+    np.testing.assert_array_equal(table, expected)
+    np.testing.assert_array_equal(causal_mask(L, S), table)
+    # The positions in the first column are the queries' absolute positions i + S - L.
+    positions = [int(re.search(r"position (\d+)", row[0]).group(1)) for row in rows[1:]]
+    assert positions == [i + S - L for i in range(L)]
+
+
+def test_mask_table_parser_can_fail():
+    with pytest.raises(ValueError, match="neither"):
+        mask_table([["q", "k0"], ["0", "x"]])
+    assert mask_table([["q", "k0", "k1"], ["0", "✓", "·"]]).tolist() == [[True, False]]
+
+
+def test_notation_gqa_table_is_repeat_kv():
+    import torch
+
+    from attnbook import heads, nn
+
+    rows = find_table("query head")
+    query_heads = [int(c) for c in rows[0][1:]]
+    interleaved = [int(c) for c in rows[1][1:]]
+    tiled = [int(c) for c in rows[2][1:]]
+    H = len(query_heads)
+    H_kv = len(set(interleaved))
+    assert query_heads == list(range(H))
+    # The text's formula, h // (H / H_kv).
+    assert interleaved == [h // (H // H_kv) for h in query_heads]
+    # Which KV head each query head reads: KV head g holds the value g everywhere.
+    kv = np.arange(H_kv, dtype=np.float64).reshape(1, H_kv, 1, 1)  # (B, H_kv, S, D)
+    assert heads.repeat_kv(kv, H // H_kv)[0, :, 0, 0].tolist() == interleaved
+    assert nn.repeat_kv(torch.from_numpy(kv), H // H_kv)[0, :, 0, 0].tolist() == interleaved
+    # The row marked wrong is what tiling gives, and it differs.
+    assert np.tile(kv, (1, H // H_kv, 1, 1))[0, :, 0, 0].tolist() == tiled != interleaved
+
+
+def test_notation_rope_pairs_and_rotation_match_apply_rope():
+    from attnbook.positional import apply_rope
+
+    rows = find_table("pairing")
+    D = int(re.search(r"\$D = (\d+)\$", " | ".join(rows[0])).group(1))
+    base = 10000.0
+    p = 3  # any position > 0; the rotation angles p * theta_i are then distinct and nonzero
+    for row in rows[1:]:
+        interleaved = "interleaved=True" in row[0]
+        pairs = [tuple(int(x) for x in pair) for pair in re.findall(r"\((\d+), (\d+)\)", row[2])]
+        assert len(pairs) == D // 2 and sorted(a for pair in pairs for a in pair) == list(range(D))
+        formula = [(2 * i, 2 * i + 1) if interleaved else (i, i + D // 2) for i in range(D // 2)]
+        assert pairs == formula, f"{row[0]}: the D = {D} column contradicts the formula column"
+        for i, (a, b) in enumerate(pairs):
+            theta = base ** (-2 * i / D)
+            c, s = math.cos(p * theta), math.sin(p * theta)
+            for unit, expected_a, expected_b in ((a, c, s), (b, -s, c)):
+                x = np.zeros((1, D))
+                x[0, unit] = 1.0
+                out = apply_rope(x, np.array([p]), base=base, interleaved=interleaved)[0]
+                expected = np.zeros(D)
+                expected[a], expected[b] = expected_a, expected_b
+                np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12,
+                                           err_msg=f"{row[0]}, pair {i} = ({a}, {b}), e_{unit}")
+
+
+def test_notation_sinusoidal_columns_match_sinusoidal_encoding():
+    from attnbook.positional import sinusoidal_encoding
+
+    rows = find_table("column")
+    columns = [int(c) for c in rows[0][1:]]
+    d_model = len(columns)
+    seq_len = 7
+    pos = np.arange(seq_len, dtype=np.float64)
+    expected = np.empty((seq_len, d_model))
+    for col, cell in zip(columns, rows[1][1:]):
+        fn, i = re.fullmatch(r"\$\\(sin|cos)\(p\\,\\omega_(\d+)\)\$", cell).groups()
+        omega = 10000.0 ** (-2 * int(i) / d_model)
+        expected[:, col] = (np.sin if fn == "sin" else np.cos)(pos * omega)
+    assert rows[1][-1].startswith("$\\sin"), "an odd d_model ends on a sine"
+    np.testing.assert_allclose(sinusoidal_encoding(seq_len, d_model), expected, rtol=0, atol=1e-12)
+
+
+def test_notation_float16_facts():
+    text = notation_text()
+    f16 = np.finfo(np.float16)
+    assert "$-(2 - 2^{-10}) \\cdot 2^{15} = -65504$" in text
+    assert float(f16.min) == -(2 - 2**-10) * 2**15 == -65504
+    with np.errstate(over="ignore"):
+        assert np.float16(-1e9) == -np.inf
+        assert np.float16(f16.min) + np.float16(f16.min) == -np.inf
+        assert np.float16(f16.min) - np.float16(16) == -np.inf
+
+
+def test_notation_norm_defaults_are_the_library_defaults():
+    from attnbook import nn, norms
+
+    text = notation_text()
+    stated = re.search(r"defaults are \$\\varepsilon = 10\^\{(-\d+)\}\$ for LayerNorm .*?"
+                       r"\$\\varepsilon = 10\^\{(-\d+)\}\$ for\s+RMSNorm", text, flags=re.S)
+    assert stated, "the sentence stating the norms' defaults changed"
+    ln_eps, rms_eps = (10.0 ** int(g) for g in stated.groups())
+    assert inspect.signature(norms.layer_norm).parameters["eps"].default == ln_eps
+    assert inspect.signature(nn.LayerNorm).parameters["eps"].default == ln_eps
+    assert inspect.signature(norms.rms_norm).parameters["eps"].default == rms_eps
+    assert inspect.signature(nn.RMSNorm).parameters["eps"].default == rms_eps
+
+
+def test_notation_symbol_table_names_exist_in_the_library():
+    rows = find_table("Symbol")
+    source = "\n".join(p.read_text(encoding="utf-8") for p in LIB.glob("*.py"))
+    identifiers = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", source))
+    names = {n for row in rows[1:] for n in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row[1])}
+    assert {"d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff"} <= names
+    missing = sorted(names - identifiers)
+    assert not missing, f"the symbol table names code that lib/attnbook does not use: {missing}"
