@@ -1,0 +1,1008 @@
+"""Small training runs that let the reader watch the book's claims happen, on a laptop CPU.
+
+Each run trains tiny models built from the library's own modules (:mod:`attnbook.nn`,
+:mod:`attnbook.blocks`, :mod:`attnbook.models`, :mod:`attnbook.rnn`) on a synthetic task and
+returns a plain dataclass of results (Python floats, lists and NumPy arrays, no plotting) that
+the chapters plot and glue into the text:
+
+* :func:`scaling_run` (chapter 04): the same model, task, data and initial weights with and
+  without the ``1/sqrt(d_k)`` score scale at a large head dimension — loss curves and attention
+  entropy over the first steps;
+* :func:`norm_placement_run` (chapter 09): a 12-layer decoder, Post-LN against Pre-LN at the same
+  learning rate without warmup — per-layer gradient norms at initialisation and loss curves —
+  and then Post-LN with a linear warmup;
+* :func:`long_range_recall_run` (chapter 01): a vanilla RNN, an LSTM and a one-layer attention
+  model of similar parameter counts, trained for the same number of steps to output the token
+  ``k`` positions back; accuracy against ``k``;
+* :func:`cross_attention_run` (chapter 05): a tiny encoder-decoder learns to reverse a sequence;
+  its cross-attention map on one example.
+
+Conventions shared by every run:
+
+* **Seeds.** ``torch.manual_seed(seed)`` before a model is built (so the two arms of a
+  comparison start from the same weights wherever their parameters have the same shapes), and a
+  ``torch.Generator`` seeded with ``seed`` for the training batches (every arm sees the same
+  batches in the same order) and one seeded with ``seed + 1`` for the held-out evaluation set.
+* **Optimiser.** Adam (Kingma & Ba, 2015) with torch's defaults (betas 0.9/0.999, no weight
+  decay), no gradient clipping, no dropout: nothing hides the effect a run shows.
+* **Threads.** ``torch.set_num_threads(num_threads)`` for the duration of the run (the
+  previous setting is restored afterwards). The default is 1: the tensors are so small that a
+  second intra-op thread only adds synchronisation, and on a busy two-core machine OpenMP's
+  waiting threads made one training step 40 times slower (0.76 s instead of 18 ms, measured
+  for :func:`scaling_run`'s model).
+* **Timing.** Each result records ``wall_time_s`` (``time.perf_counter``) and ``cpu_time_s``
+  (``time.process_time``, all threads of the process, so it can exceed the wall time).
+* **Progress.** ``progress=True`` shows a ``tqdm.auto`` bar (a widget in a notebook, text in
+  a terminal).
+* **Chance level.** Every task's answer is uniform over ``n`` classes given what a model that
+  ignores the input can know, so the best such model has cross-entropy ``log n`` nats and
+  accuracy ``1/n``; each result records that ``chance_loss``.
+
+Bad arguments raise ``ValueError`` naming the argument. A run that diverges is *not* an error:
+its loss curve then holds ``nan`` or ``inf`` from the step it diverged, which is what the
+chapter should show.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import entropy
+from .blocks import FeedForward
+from .models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig, count_parameters
+from .nn import LayerNorm, MultiHeadAttention
+from .rnn import LSTM, VanillaRNN
+
+__all__ = [
+    "ScaledMultiHeadAttention",
+    "kv_recall_batch",
+    "copy_batch",
+    "delayed_recall_batch",
+    "reversal_batch",
+    "ScalingResult",
+    "scaling_run",
+    "NormPlacementResult",
+    "norm_placement_run",
+    "LongRangeRecallResult",
+    "long_range_recall_run",
+    "CrossAttentionResult",
+    "cross_attention_run",
+    "first_step_below",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Shared machinery
+# --------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_lr(name: str, value) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+@contextlib.contextmanager
+def _run_context(num_threads: int):
+    """Set torch's intra-op threads for the run; restore them afterwards. Yields a timer dict."""
+    num_threads = _check_int("num_threads", num_threads)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    clock = {"wall0": time.perf_counter(), "cpu0": time.process_time()}
+    try:
+        yield clock
+    finally:
+        clock["wall_time_s"] = time.perf_counter() - clock["wall0"]
+        clock["cpu_time_s"] = time.process_time() - clock["cpu0"]
+        torch.set_num_threads(previous)
+
+
+def _steps(steps: int, progress: bool, desc: str):
+    if not progress:
+        return range(steps)
+    from tqdm.auto import tqdm
+
+    return tqdm(range(steps), desc=desc, leave=False)
+
+
+def _warmup_lambda(warmup_steps: int):
+    """Linear warmup: the learning rate of update ``s`` (0-based) is ``lr * min(1, (s+1)/W)``."""
+
+    def factor(step: int) -> float:
+        return 1.0 if warmup_steps <= 0 else min(1.0, (step + 1) / warmup_steps)
+
+    return factor
+
+
+def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps: int = 0,
+           progress: bool = False, desc: str = "") -> np.ndarray:
+    """Adam on ``batch_loss(step) -> scalar loss``; returns the float64 ``(steps,)`` loss curve.
+
+    The loss recorded for step ``s`` is that of the batch the ``s``-th update is computed
+    from, i.e. measured *before* that update.
+    """
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_lambda(warmup_steps))
+    losses = np.empty(steps, dtype=np.float64)
+    model.train()
+    for step in _steps(steps, progress, desc):
+        loss = batch_loss(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses[step] = float(loss.detach())
+    model.eval()
+    return losses
+
+
+def first_step_below(curve, threshold: float, *, window: int = 10) -> int | None:
+    """First step at which the mean of the last ``window`` values is below ``threshold``.
+
+    For comparing how fast two loss curves fall (e.g. "the unscaled model needs N steps to get
+    below half the chance loss") without being fooled by one noisy batch.
+
+    Args:
+        curve: 1-D sequence of per-step values (e.g. a loss curve), float.
+        threshold: the level to get below.
+        window: number of consecutive steps averaged (>= 1); the first candidate is step
+            ``window - 1``.
+
+    Returns:
+        The step index ``s`` (0-based) such that ``mean(curve[s - window + 1 : s + 1]) <
+        threshold`` for the first time, or ``None`` if that never happens. NaN values make
+        their windows fail.
+
+    Raises:
+        ValueError: if ``curve`` is not 1-D or ``window < 1``.
+    """
+    c = np.asarray(curve, dtype=np.float64)
+    if c.ndim != 1:
+        raise ValueError(f"curve must be 1-D, got shape {c.shape}")
+    window = _check_int("window", window)
+    if c.size < window:
+        return None
+    means = np.convolve(c, np.full(window, 1.0 / window), mode="valid")  # (len - window + 1,)
+    hits = np.flatnonzero(means < threshold)  # NaN compares False
+    return None if hits.size == 0 else int(hits[0]) + window - 1
+
+
+def _accuracy(logits: torch.Tensor, target: torch.Tensor) -> float:
+    return float((logits.argmax(-1) == target).double().mean())
+
+
+# --------------------------------------------------------------------------------------------
+# Attention with a settable scale
+# --------------------------------------------------------------------------------------------
+
+
+class ScaledMultiHeadAttention(MultiHeadAttention):
+    """:class:`attnbook.nn.MultiHeadAttention` whose scores are ``q k^T * scale`` for any ``scale``.
+
+    ``scale=None`` is the default ``1/sqrt(head_dim)`` (Vaswani et al., 2017, eq. 1) and
+    ``scale=1.0`` the unscaled dot product.
+    :meth:`attnbook.nn.MultiHeadAttention.forward` has no ``scale`` argument, so this
+    subclass multiplies the output of the query projection by
+    ``scale * sqrt(head_dim)`` (a forward hook on ``q_proj``); the parent then multiplies the
+    scores by ``1/sqrt(head_dim)``, and ``(c q) k^T / sqrt(D) = q k^T * scale``. The function
+    of the parameters — and hence every gradient — is that of softmax(``q k^T * scale``); RoPE,
+    a rotation, commutes with the factor. Parameters and their names are those of the parent.
+
+    Args:
+        *args: as :class:`attnbook.nn.MultiHeadAttention`.
+        **kwargs: as :class:`attnbook.nn.MultiHeadAttention`.
+        scale: score multiplier ``>= 0`` (0 gives uniform weights), or ``None`` for
+            ``1/sqrt(head_dim)``.
+
+    Raises:
+        ValueError: if ``scale`` is negative or not finite, or as the parent.
+
+    Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1 and footnote 4.
+    """
+
+    def __init__(self, *args, scale: float | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if scale is None:
+            self.scale, self.q_factor = 1.0 / math.sqrt(self.head_dim), 1.0
+        else:
+            scale = float(scale)
+            if not (math.isfinite(scale) and scale >= 0):
+                raise ValueError(f"scale must be a finite number >= 0 or None, got {scale!r}")
+            self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
+        self.q_proj.register_forward_hook(self._rescale_queries)
+
+    def _rescale_queries(self, module, inputs, output):
+        return output if self.q_factor == 1.0 else output * self.q_factor
+
+    def extra_repr(self) -> str:
+        return f"scale={self.scale:g} (head_dim={self.head_dim})"
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------------------------
+
+
+def kv_recall_batch(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
+                    generator: torch.Generator):
+    """Key-value retrieval problems: given ``n_pairs`` (key, value) pairs and a key, its value.
+
+    Keys of one problem are distinct (drawn without replacement from ``n_keys``), values are
+    uniform over ``n_values``, and the query is one of the stored keys, chosen uniformly. The
+    answer is uniform over ``n_values`` to anyone who does not read the pairs: chance
+    cross-entropy ``log(n_values)``.
+
+    Args:
+        batch_size: number of problems ``B``.
+        n_pairs: pairs per problem ``P`` (``<= n_keys``).
+        n_keys, n_values: key and value vocabulary sizes.
+        generator: the source of randomness.
+
+    Returns:
+        ``(keys (B, P), values (B, P), query (B,), target (B,))``, int64.
+
+    Raises:
+        ValueError: if a size is < 1 or ``n_pairs > n_keys``.
+    """
+    B = _check_int("batch_size", batch_size)
+    P = _check_int("n_pairs", n_pairs)
+    if P > _check_int("n_keys", n_keys):
+        raise ValueError(f"n_pairs {P} must be <= n_keys {n_keys} (keys are distinct)")
+    _check_int("n_values", n_values)
+    keys = torch.rand(B, n_keys, generator=generator).argsort(dim=-1)[:, :P]  # (B, P) distinct
+    values = torch.randint(n_values, (B, P), generator=generator)  # (B, P)
+    pick = torch.randint(P, (B,), generator=generator)  # (B,)
+    rows = torch.arange(B)
+    return keys, values, keys[rows, pick], values[rows, pick]
+
+
+def copy_batch(batch_size: int, n: int, vocab: int, generator: torch.Generator):
+    """Copy task for a decoder-only model: ``x_1 .. x_n SEP x_1 .. x_n``.
+
+    Tokens ``x_i`` are uniform over ``0 .. vocab-1``; ``SEP = vocab``. A next-token model must
+    predict the second copy (the first half is noise, unpredictable by construction). Given only
+    the positions, each copied token is uniform over ``vocab``: chance cross-entropy
+    ``log(vocab)``.
+
+    Args:
+        batch_size: ``B``.
+        n: tokens to copy.
+        vocab: data vocabulary size (the model's vocabulary is ``vocab + 1``).
+        generator: the source of randomness.
+
+    Returns:
+        ``(ids (B, 2n + 1), targets (B, n))``, int64: ``targets[:, i]`` is the token the model
+        must predict at position ``n + i`` (the SEP and the copy so far), i.e. ``x_{i+1}``.
+
+    Raises:
+        ValueError: if a size is < 1.
+    """
+    B, n, vocab = (_check_int("batch_size", batch_size), _check_int("n", n),
+                   _check_int("vocab", vocab))
+    x = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
+    sep = torch.full((B, 1), vocab, dtype=torch.long)
+    ids = torch.cat([x, sep, x], dim=1)  # (B, 2n + 1)
+    return ids, x
+
+
+def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: int,
+                         generator: torch.Generator, k: torch.Tensor | None = None):
+    """Recall the token ``k`` positions back: one signal token, ``k - 1`` noise tokens, a query.
+
+    Every sequence has length ``T = max_k + 1``. Position ``T - 1`` holds the query token, position
+    ``T - 1 - k`` a signal token uniform over ``0 .. n_signal-1``, and every other position a
+    noise token uniform over ``n_signal .. n_signal+n_noise-1``. The answer, read at the query,
+    is the signal token, ``k`` positions back. Without reading the sequence it is uniform over
+    ``n_signal``: chance cross-entropy ``log(n_signal)``, accuracy ``1/n_signal``.
+
+    Args:
+        batch_size: ``B``.
+        max_k: largest distance; the sequence length is ``max_k + 1``.
+        n_signal, n_noise: sizes of the signal and noise vocabularies (query id
+            ``n_signal + n_noise``; the model's vocabulary is ``n_signal + n_noise + 1``).
+        generator: the source of randomness.
+        k: optional int64 ``(B,)`` distances in ``1 .. max_k``; default uniform.
+
+    Returns:
+        ``(ids (B, max_k + 1), target (B,), k (B,))``, int64.
+
+    Raises:
+        ValueError: if a size is < 1 or a distance is outside ``1 .. max_k``.
+    """
+    B = _check_int("batch_size", batch_size)
+    K = _check_int("max_k", max_k)
+    _check_int("n_signal", n_signal)
+    _check_int("n_noise", n_noise)
+    T = K + 1
+    if k is None:
+        k = torch.randint(1, K + 1, (B,), generator=generator)  # (B,)
+    else:
+        k = torch.as_tensor(k, dtype=torch.long)
+        if k.shape != (B,) or int(k.min()) < 1 or int(k.max()) > K:
+            raise ValueError(f"k must be (batch_size={B},) with values in 1..{K}; got shape "
+                             f"{tuple(k.shape)}, range {int(k.min())}..{int(k.max())}")
+    ids = n_signal + torch.randint(n_noise, (B, T), generator=generator)  # (B, T) noise
+    target = torch.randint(n_signal, (B,), generator=generator)  # (B,)
+    rows = torch.arange(B)
+    ids[rows, T - 1 - k] = target
+    ids[:, -1] = n_signal + n_noise  # the query token
+    return ids, target, k
+
+
+def reversal_batch(batch_size: int, n: int, vocab: int, generator: torch.Generator):
+    """Sequence reversal for an encoder-decoder: source ``x_1 .. x_n``, target ``x_n .. x_1``.
+
+    Tokens are uniform over ``0 .. vocab-1``; ``BOS = vocab`` starts the decoder input (teacher
+    forcing). Without reading the source each target token is uniform over ``vocab``: chance
+    cross-entropy ``log(vocab)``.
+
+    Args:
+        batch_size: ``B``.
+        n: sequence length.
+        vocab: data vocabulary size (the model's vocabulary is ``vocab + 1``).
+        generator: the source of randomness.
+
+    Returns:
+        ``(src (B, n), tgt_in (B, n), tgt_out (B, n))``, int64; ``tgt_in = [BOS, x_n .. x_2]``.
+
+    Raises:
+        ValueError: if a size is < 1.
+    """
+    B, n, vocab = (_check_int("batch_size", batch_size), _check_int("n", n),
+                   _check_int("vocab", vocab))
+    src = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
+    tgt_out = src.flip(1)  # (B, n)
+    bos = torch.full((B, 1), vocab, dtype=torch.long)
+    tgt_in = torch.cat([bos, tgt_out[:, :-1]], dim=1)  # (B, n)
+    return src, tgt_in, tgt_out
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 04: scaling on vs off
+# --------------------------------------------------------------------------------------------
+
+
+class _RetrievalModel(nn.Module):
+    """One Pre-LN Transformer layer over key-value slots, read out at the query slot.
+
+    Slot ``i`` holds ``key_emb[k_i] + value_emb[v_i]`` (a pair as one vector, as token and
+    position embeddings are summed); the last slot holds ``key_emb[q] + query_emb``. Then
+    ``h = x + attn(norm1(x))``, ``h = h + ffn(norm2(h))``, ``logits = head(norm_f(h))`` at the
+    query slot.
+    """
+
+    def __init__(self, n_keys, n_values, d_model, head_dim, d_ff, scale):
+        super().__init__()
+        self.key_emb = nn.Embedding(n_keys, d_model)
+        self.value_emb = nn.Embedding(n_values, d_model)
+        self.query_emb = nn.Embedding(1, d_model)
+        self.norm1 = LayerNorm(d_model)
+        self.attn = ScaledMultiHeadAttention(d_model, 1, head_dim=head_dim, scale=scale)
+        self.norm2 = LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff)
+        self.norm_f = LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_values)
+
+    def forward(self, keys, values, query):
+        pairs = self.key_emb(keys) + self.value_emb(values)  # (B, P, d_model)
+        q = self.key_emb(query) + self.query_emb.weight[0]  # (B, d_model)
+        x = torch.cat([pairs, q[:, None]], dim=1)  # (B, P + 1, d_model)
+        a, weights = self.attn(self.norm1(x), need_weights=True)  # weights (B, 1, P+1, P+1)
+        h = x + a
+        h = h + self.ffn(self.norm2(h))
+        return self.head(self.norm_f(h[:, -1])), weights  # (B, n_values), (B, 1, L, L)
+
+
+@dataclass
+class ScalingResult:
+    """Result of :func:`scaling_run`; arms are ``"scaled"`` (``1/sqrt(d_k)``) and ``"unscaled"``.
+
+    Attributes:
+        head_dim: ``d_k``.
+        scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}``.
+        loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
+        entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
+            weights over that batch, measured in the same forward pass as the loss.
+        max_entropy: ``log(n_pairs + 1)``, the entropy of uniform attention over the slots.
+        score_std_init: per arm, standard deviation of the query slot's scaled scores at
+            initialisation (first batch), before the softmax.
+        eval_loss, eval_accuracy: per arm, on a held-out set after training.
+        chance_loss: ``log(n_values)``.
+        steps, lr, batch_size, n_pairs, n_keys, n_values, d_model, seed: the settings.
+        n_params: parameters of the model (the same for both arms).
+        wall_time_s, cpu_time_s: the whole run (both arms).
+    """
+
+    head_dim: int
+    scales: dict
+    loss: dict
+    entropy: dict
+    max_entropy: float
+    score_std_init: dict
+    eval_loss: dict
+    eval_accuracy: dict
+    chance_loss: float
+    steps: int
+    lr: float
+    batch_size: int
+    n_pairs: int
+    n_keys: int
+    n_values: int
+    d_model: int
+    seed: int
+    n_params: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pairs: int = 8,
+                n_keys: int = 16, n_values: int = 16, steps: int = 400, batch_size: int = 64,
+                lr: float = 1e-3, eval_size: int = 1024, seed: int = 0, num_threads: int = 1,
+                progress: bool = False) -> ScalingResult:
+    """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
+
+    Task (:func:`kv_recall_batch`): ``n_pairs`` key-value pairs and a query key; predict its
+    value. The answer has to be fetched by attention from the query slot to the matching pair,
+    so it tests exactly what the scale affects. Model: one Pre-LN layer with a single head of
+    width ``head_dim`` (:class:`ScaledMultiHeadAttention`, the library's
+    :class:`~attnbook.nn.MultiHeadAttention` with a settable scale), a ReLU feed-forward layer
+    and a linear readout at the query slot. Both arms start from the same weights (same seed) and
+    see the same batches; they differ only in the scale: ``1/sqrt(head_dim)`` or ``1``.
+
+    With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
+    LayerNorm'd inputs, query and key components have variance about 1/3, so an unscaled score
+    has standard deviation about ``sqrt(head_dim)/3`` (5.3 at 256) and a scaled one about 1/3;
+    the result records the measured value (``score_std_init``).
+
+    Args:
+        head_dim: ``d_k`` of the single head.
+        d_model, d_ff: widths of the residual stream and the feed-forward layer.
+        n_pairs, n_keys, n_values: task sizes (see :func:`kv_recall_batch`).
+        steps, batch_size, lr: Adam updates, problems per update, learning rate.
+        eval_size: held-out problems for ``eval_loss``/``eval_accuracy``.
+        seed: weights ``torch.manual_seed(seed)``; batches ``Generator(seed)``; held-out set
+            ``Generator(seed + 1)``.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`ScalingResult`.
+
+    Raises:
+        ValueError: if a size is < 1, ``n_pairs > n_keys`` or ``lr`` is not positive.
+
+    Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
+    """
+    for name, v in dict(head_dim=head_dim, d_model=d_model, d_ff=d_ff, steps=steps,
+                        batch_size=batch_size, eval_size=eval_size).items():
+        _check_int(name, v)
+    lr = _check_lr("lr", lr)
+    gen_eval = torch.Generator().manual_seed(seed + 1)
+    eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
+    scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
+    out = {name: {} for name in ("loss", "entropy", "score_std_init", "eval_loss",
+                                 "eval_accuracy")}
+    with _run_context(num_threads) as clock:
+        for arm, scale in scales.items():
+            torch.manual_seed(seed)
+            model = _RetrievalModel(n_keys, n_values, d_model, head_dim, d_ff,
+                                    None if arm == "scaled" else scale)  # None: the default
+            n_params = count_parameters(model)
+            gen = torch.Generator().manual_seed(seed)
+            ent = np.empty(steps, dtype=np.float64)
+
+            def batch_loss(step, model=model, gen=gen, ent=ent):
+                keys, values, query, target = kv_recall_batch(batch_size, n_pairs, n_keys,
+                                                              n_values, gen)
+                logits, weights = model(keys, values, query)
+                w = weights[:, 0, -1].detach().double().numpy()  # (B, P + 1) query row
+                ent[step] = float(entropy(w, axis=-1).mean())
+                return F.cross_entropy(logits, target)
+
+            with torch.no_grad():  # the scores' spread at initialisation, first batch
+                keys, values, query, _ = kv_recall_batch(
+                    batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed))
+                captured = {}
+                hook = model.attn.register_forward_pre_hook(
+                    lambda m, args: captured.__setitem__("x", args[0]))
+                model(keys, values, query)
+                hook.remove()
+                x = captured["x"]  # (B, L, d_model), the attention's input
+                qv = model.attn.q_proj(x)[:, -1]  # (B, D) rescaled by the hook: q * c
+                kv = model.attn.k_proj(x)  # (B, L, D)
+                scores = torch.einsum("bd,bld->bl", qv, kv) / math.sqrt(head_dim)  # (B, L)
+                out["score_std_init"][arm] = float(scores.double().std())
+
+            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
+                                      desc=f"scaling: {arm}")
+            out["entropy"][arm] = ent
+            with torch.no_grad():
+                logits, _ = model(*eval_batch[:3])
+                out["eval_loss"][arm] = float(F.cross_entropy(logits, eval_batch[3]))
+                out["eval_accuracy"][arm] = _accuracy(logits, eval_batch[3])
+    return ScalingResult(
+        head_dim=head_dim, scales=scales, max_entropy=math.log(n_pairs + 1),
+        chance_loss=math.log(n_values), steps=steps, lr=lr, batch_size=batch_size,
+        n_pairs=n_pairs, n_keys=n_keys, n_values=n_values, d_model=d_model, seed=seed,
+        n_params=n_params, wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"],
+        **out)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 09: Post-LN vs Pre-LN
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NormPlacementResult:
+    """Result of :func:`norm_placement_run`.
+
+    Arms: ``"post_ln"`` and ``"pre_ln"`` (no warmup, the same ``lr``) and ``"post_ln_warmup"``
+    (Post-LN, learning rate raised linearly over the first ``warmup_steps`` updates).
+
+    Attributes:
+        grad_norm_init: ``{"post_ln", "pre_ln"}`` -> float64 ``(n_layers,)``: the L2 norm of the
+            loss gradient with respect to all parameters of layer ``l`` (attention, FFN and
+            norms), at initialisation, on the first batch; layer 0 is next to the embedding.
+        loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) on the copied tokens.
+        eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
+            the run diverged).
+        chance_loss: ``log(vocab)``.
+        n_layers, d_model, n_heads, d_ff, n, vocab, steps, lr, warmup_steps, batch_size, seed:
+            the settings.
+        n_params: parameters of the Post-LN model (the Pre-LN one has one more final norm).
+        wall_time_s, cpu_time_s: the whole run (three trainings).
+    """
+
+    grad_norm_init: dict
+    loss: dict
+    eval_loss: dict
+    eval_accuracy: dict
+    chance_loss: float
+    n_layers: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n: int
+    vocab: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    batch_size: int
+    seed: int
+    n_params: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def _copy_loss(model, ids, x):
+    n = x.shape[1]
+    logits = model(ids)  # (B, 2n + 1, vocab + 1)
+    pred = logits[:, n:2 * n]  # (B, n, vocab + 1) positions SEP .. second-to-last
+    return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), x.reshape(-1)), pred
+
+
+def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 4,
+                       d_ff: int = 256, n: int = 8, vocab: int = 16, steps: int = 120,
+                       batch_size: int = 16, lr: float = 1e-3, warmup_steps: int | None = None,
+                       eval_size: int = 512, seed: int = 0, num_threads: int = 1,
+                       progress: bool = False) -> NormPlacementResult:
+    """A deep decoder, Post-LN vs Pre-LN at the same learning rate, then Post-LN with warmup.
+
+    Model: :class:`attnbook.models.DecoderOnlyModel` (``n_layers`` of
+    :class:`attnbook.blocks.TransformerBlock`, LayerNorm, ReLU, learned positions, untied LM
+    head), differing only in ``norm_first``; the weights are the same (same seed). Task:
+    :func:`copy_batch` — copy ``n`` random tokens after a separator; the loss is the
+    cross-entropy on the copied tokens only.
+
+    The gradient norms at initialisation are what Xiong et al. analyse: their theorem 1 bounds
+    the gradient of the last layer's FFN weights by ``O(d sqrt(ln d))`` for Post-LN, independent
+    of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
+    gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
+    Here the norm is taken over all parameters of each layer.
+
+    Args:
+        n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
+        d_model, n_heads, d_ff: widths.
+        n, vocab: tokens to copy and data vocabulary size.
+        steps, batch_size, lr: Adam updates, sequences per update, peak learning rate (the same
+            for every arm).
+        warmup_steps: linear-warmup length of the third arm; default ``steps // 5``.
+        eval_size: held-out sequences.
+        seed: as :func:`scaling_run`.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`NormPlacementResult`.
+
+    Raises:
+        ValueError: if a size is < 1, ``lr`` is not positive or ``warmup_steps`` is negative.
+
+    Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
+    figures 1-3; Vaswani et al. (2017), section 5.3 (warmup).
+    """
+    for name, v in dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
+                        vocab=vocab, steps=steps, batch_size=batch_size,
+                        eval_size=eval_size).items():
+        _check_int(name, v)
+    lr = _check_lr("lr", lr)
+    if warmup_steps is None:
+        warmup_steps = steps // 5
+    warmup_steps = _check_int("warmup_steps", warmup_steps, minimum=0)
+    eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
+    arms = {"post_ln": (False, 0), "pre_ln": (True, 0), "post_ln_warmup": (False, warmup_steps)}
+    out = {name: {} for name in ("grad_norm_init", "loss", "eval_loss", "eval_accuracy")}
+    n_params = 0
+    with _run_context(num_threads) as clock:
+        for arm, (norm_first, warm) in arms.items():
+            config = ModelConfig(
+                vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                d_ff=d_ff, arch="decoder", max_seq_len=2 * n + 1, norm="layernorm",
+                norm_first=norm_first, ffn="relu", bias=True, positional="learned",
+                tie_embeddings=False, name=arm)
+            torch.manual_seed(seed)
+            model = DecoderOnlyModel(config)
+            if not norm_first:
+                n_params = count_parameters(model)
+            gen = torch.Generator().manual_seed(seed)
+            if arm in ("post_ln", "pre_ln"):
+                ids, x = copy_batch(batch_size, n, vocab, torch.Generator().manual_seed(seed))
+                loss, _ = _copy_loss(model, ids, x)
+                model.zero_grad(set_to_none=True)
+                loss.backward()
+                out["grad_norm_init"][arm] = np.array([
+                    math.sqrt(sum(float(p.grad.double().pow(2).sum())
+                                  for p in layer.parameters() if p.grad is not None))
+                    for layer in model.layers])
+                model.zero_grad(set_to_none=True)
+
+            def batch_loss(step, model=model, gen=gen):
+                ids, x = copy_batch(batch_size, n, vocab, gen)
+                return _copy_loss(model, ids, x)[0]
+
+            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr, warmup_steps=warm,
+                                      progress=progress, desc=f"layer norm: {arm}")
+            with torch.no_grad():
+                loss, pred = _copy_loss(model, eval_ids, eval_x)
+                out["eval_loss"][arm] = float(loss)
+                out["eval_accuracy"][arm] = _accuracy(pred, eval_x)
+    return NormPlacementResult(
+        chance_loss=math.log(vocab), n_layers=n_layers, d_model=d_model, n_heads=n_heads,
+        d_ff=d_ff, n=n, vocab=vocab, steps=steps, lr=lr, warmup_steps=warmup_steps,
+        batch_size=batch_size, seed=seed, n_params=n_params,
+        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 01: RNN vs LSTM vs attention on long-range recall
+# --------------------------------------------------------------------------------------------
+
+
+class _RecurrentClassifier(nn.Module):
+    """Token embedding -> :class:`attnbook.rnn.VanillaRNN` or :class:`attnbook.rnn.LSTM` -> linear
+    readout of the last hidden state (no bias, like the attention model's LM head)."""
+
+    def __init__(self, cell: str, vocab_size: int, d_model: int, hidden_size: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.rnn = (VanillaRNN(d_model, hidden_size) if cell == "rnn"
+                    else LSTM(d_model, hidden_size))
+        self.head = nn.Linear(hidden_size, vocab_size, bias=False)
+
+    def forward(self, ids):
+        _, state = self.rnn(self.embed(ids))  # ids (B, T) -> embeddings (B, T, d_model)
+        return self.head(self.rnn.hidden(state))  # (B, vocab)
+
+
+def _recurrent_params(cell: str, vocab_size: int, d_model: int, H: int) -> int:
+    gates = 1 if cell == "rnn" else 4
+    return vocab_size * d_model + gates * (H * d_model + H * H + 2 * H) + H * vocab_size
+
+
+def _matching_hidden_size(cell: str, vocab_size: int, d_model: int, target: int) -> int:
+    """The hidden size whose recurrent model has the parameter count nearest ``target``."""
+    sizes = np.arange(1, 4097)
+    counts = np.array([_recurrent_params(cell, vocab_size, d_model, int(h)) for h in sizes])
+    return int(sizes[np.argmin(np.abs(counts - target))])
+
+
+@dataclass
+class LongRangeRecallResult:
+    """Result of :func:`long_range_recall_run`; models ``"rnn"``, ``"lstm"``, ``"attention"``.
+
+    Attributes:
+        ks: int64 ``(max_k,)`` distances ``1 .. max_k``.
+        accuracy: per model, float64 ``(max_k,)`` held-out accuracy at each distance.
+        loss: per model, float64 ``(steps,)`` training cross-entropy (nats).
+        eval_loss: per model, held-out cross-entropy over all distances.
+        n_params: per model, parameter count (embedding and readout included).
+        hidden_size: per recurrent model, the hidden size chosen to match the attention
+            model's parameter count.
+        chance_loss, chance_accuracy: ``log(n_signal)`` and ``1/n_signal``.
+        time_s: per model, wall-clock seconds of its training.
+        max_k, n_signal, n_noise, d_model, steps, batch_size, lr, eval_per_k, seed: settings.
+        wall_time_s, cpu_time_s: the whole run.
+    """
+
+    ks: np.ndarray
+    accuracy: dict
+    loss: dict
+    eval_loss: dict
+    n_params: dict
+    hidden_size: dict
+    chance_loss: float
+    chance_accuracy: float
+    time_s: dict
+    max_k: int
+    n_signal: int
+    n_noise: int
+    d_model: int
+    steps: int
+    batch_size: int
+    lr: float
+    eval_per_k: int
+    seed: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 8,
+                          d_model: int = 32, n_heads: int = 2, d_ff: int = 64,
+                          steps: int = 300, batch_size: int = 64, lr: float = 3e-3,
+                          eval_per_k: int = 64, seed: int = 0, num_threads: int = 1,
+                          progress: bool = False) -> LongRangeRecallResult:
+    """A vanilla RNN, an LSTM and one attention layer recall the token ``k`` positions back.
+
+    Task (:func:`delayed_recall_batch`): a signal token, then ``k - 1`` noise tokens, then a
+    query; the answer is the signal token. ``k`` is uniform over ``1 .. max_k`` during training;
+    accuracy is measured separately at every ``k`` on ``eval_per_k`` held-out sequences.
+
+    Models, each trained for the same ``steps`` on the same batches with the same Adam ``lr``:
+
+    * ``"attention"``: :class:`attnbook.models.DecoderOnlyModel` with one Pre-LN layer
+      (``n_heads`` heads, ReLU FFN of width ``d_ff``, learned positions), read at the query;
+    * ``"rnn"``: embedding -> :class:`attnbook.rnn.VanillaRNN` (tanh) -> readout of ``h_T``;
+    * ``"lstm"``: embedding -> :class:`attnbook.rnn.LSTM` -> readout of ``h_T``.
+
+    The recurrent models' hidden sizes are chosen so that their parameter counts (embedding of
+    width ``d_model`` and readout included) are as close as possible to the attention model's.
+
+    Args:
+        max_k: largest distance (sequence length ``max_k + 1``).
+        n_signal, n_noise: vocabulary sizes of the answer and the filler.
+        d_model: embedding width (all models) and attention width.
+        n_heads, d_ff: the attention layer's heads and feed-forward width.
+        steps, batch_size, lr: Adam updates, sequences per update, learning rate.
+        eval_per_k: held-out sequences per distance.
+        seed: as :func:`scaling_run`.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`LongRangeRecallResult`.
+
+    Raises:
+        ValueError: if a size is < 1 or ``lr`` is not positive.
+
+    Source: the task is the "remember a symbol over a gap" setting of Hochreiter & Schmidhuber
+    (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013).
+    """
+    for name, v in dict(max_k=max_k, n_signal=n_signal, n_noise=n_noise, d_model=d_model,
+                        n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size,
+                        eval_per_k=eval_per_k).items():
+        _check_int(name, v)
+    lr = _check_lr("lr", lr)
+    vocab_size = n_signal + n_noise + 1
+    ks = np.arange(1, max_k + 1)
+    k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
+    eval_ids, eval_target, _ = delayed_recall_batch(
+        len(k_eval), max_k, n_signal, n_noise, torch.Generator().manual_seed(seed + 1), k=k_eval)
+    out = {name: {} for name in ("accuracy", "loss", "eval_loss", "n_params", "hidden_size",
+                                 "time_s")}
+    with _run_context(num_threads) as clock:
+        config = ModelConfig(
+            vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
+            arch="decoder", max_seq_len=max_k + 1, norm="layernorm", norm_first=True,
+            ffn="relu", bias=True, positional="learned", tie_embeddings=False)
+        torch.manual_seed(seed)
+        attention = DecoderOnlyModel(config)
+        target_params = count_parameters(attention)
+        builders = {"attention": lambda: attention}
+        for cell in ("rnn", "lstm"):
+            H = _matching_hidden_size(cell, vocab_size, d_model, target_params)
+            out["hidden_size"][cell] = H
+            builders[cell] = (lambda cell=cell, H=H:
+                              _RecurrentClassifier(cell, vocab_size, d_model, H))
+        for name in ("rnn", "lstm", "attention"):
+            torch.manual_seed(seed)
+            model = builders[name]()
+            out["n_params"][name] = count_parameters(model)
+            read = ((lambda m, ids: m(ids)[:, -1]) if name == "attention"
+                    else (lambda m, ids: m(ids)))
+            gen = torch.Generator().manual_seed(seed)
+
+            def batch_loss(step, model=model, gen=gen, read=read):
+                ids, target, _ = delayed_recall_batch(batch_size, max_k, n_signal, n_noise, gen)
+                return F.cross_entropy(read(model, ids), target)
+
+            t0 = time.perf_counter()
+            out["loss"][name] = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
+                                       desc=f"recall: {name}")
+            out["time_s"][name] = time.perf_counter() - t0
+            with torch.no_grad():
+                logits = read(model, eval_ids)  # (N, vocab)
+                out["eval_loss"][name] = float(F.cross_entropy(logits, eval_target))
+                hit = (logits.argmax(-1) == eval_target).double().view(max_k, eval_per_k)
+                out["accuracy"][name] = hit.mean(dim=1).numpy()
+    return LongRangeRecallResult(
+        ks=ks, chance_loss=math.log(n_signal), chance_accuracy=1.0 / n_signal, max_k=max_k,
+        n_signal=n_signal, n_noise=n_noise, d_model=d_model, steps=steps,
+        batch_size=batch_size, lr=lr, eval_per_k=eval_per_k, seed=seed,
+        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 05: cross-attention alignment
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CrossAttentionResult:
+    """Result of :func:`cross_attention_run`.
+
+    Attributes:
+        source, target: int64 ``(n,)`` the example's source tokens and the reversed target.
+        prediction: int64 ``(n,)`` the model's greedy prediction of each target token under
+            teacher forcing.
+        cross_attention: float64 ``(n_layers, n_heads, n, n)`` the decoder's cross-attention
+            weights on the example: entry ``[l, h, i, j]`` is how much target position ``i``
+            attends to source position ``j`` in layer ``l``, head ``h``.
+        mirror_mass: float64 ``(n_layers, n_heads)``: the mean, over target positions and
+            held-out examples, of the weight on the mirrored source position ``n - 1 - i``
+            (the token being copied); ``1/n`` for uniform attention.
+        loss: float64 ``(steps,)`` training cross-entropy (nats) per target token.
+        eval_loss, eval_accuracy: held-out per-token cross-entropy and accuracy.
+        chance_loss: ``log(vocab)``.
+        n, vocab, d_model, n_heads, n_layers, d_ff, steps, batch_size, lr, seed: settings.
+        n_params: parameter count.
+        wall_time_s, cpu_time_s: the whole run.
+    """
+
+    source: np.ndarray
+    target: np.ndarray
+    prediction: np.ndarray
+    cross_attention: np.ndarray
+    mirror_mass: np.ndarray
+    loss: np.ndarray
+    eval_loss: float
+    eval_accuracy: float
+    chance_loss: float
+    n: int
+    vocab: int
+    d_model: int
+    n_heads: int
+    n_layers: int
+    d_ff: int
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    n_params: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
+    """Run the model once; return its logits and the ``(B, n_layers, H, T, S)`` cross-attention.
+
+    Pre-hooks record each decoder layer's cross-attention inputs; the weights are then
+    recomputed by calling the same module with ``need_weights=True``.
+    """
+    inputs, hooks = {}, []
+    for idx, layer in enumerate(model.decoder):
+        hooks.append(layer.cross_attn.register_forward_pre_hook(
+            lambda m, args, idx=idx: inputs.__setitem__(idx, args)))
+    try:
+        logits = model(src, tgt_in)  # (B, T, vocab)
+    finally:
+        for h in hooks:
+            h.remove()
+    weights = []
+    for idx, layer in enumerate(model.decoder):
+        _, w = layer.cross_attn(*inputs[idx], need_weights=True)  # (B, H, T, S)
+        weights.append(w)
+    return logits, torch.stack(weights, dim=1)  # (B, n_layers, H, T, S)
+
+
+def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_heads: int = 2,
+                        n_layers: int = 1, d_ff: int = 128, steps: int = 400,
+                        batch_size: int = 64, lr: float = 1e-3, eval_size: int = 512,
+                        seed: int = 0, num_threads: int = 1,
+                        progress: bool = False) -> CrossAttentionResult:
+    """Train a tiny encoder-decoder to reverse sequences; return its cross-attention map.
+
+    Model: :class:`attnbook.models.EncoderDecoderModel` (``n_layers`` encoder and decoder layers
+    of :mod:`attnbook.blocks`, Pre-LN, ReLU, learned positions, untied embeddings and output
+    projection). The original ties them (section 3.4); with ``nn.Embedding``'s N(0, 1)
+    initialisation a tied head starts with logits of standard deviation about ``sqrt(d_model)``
+    (a first loss of 44 nats at d_model 64, seed 0, against ``log 17 = 2.8`` for uniform
+    logits), and that run stalled above chance, so the head is untied here. Task:
+    :func:`reversal_batch`, trained with teacher forcing. Output position ``i`` must copy source
+    position ``n - 1 - i``, so a model that has learned the task by attention can be expected to
+    put its cross-attention there; the result reports what it does (``cross_attention``,
+    ``mirror_mass``).
+
+    Args:
+        n, vocab: sequence length and data vocabulary.
+        d_model, n_heads, n_layers, d_ff: model sizes.
+        steps, batch_size, lr: Adam updates, sequences per update, learning rate.
+        eval_size: held-out sequences.
+        seed: as :func:`scaling_run`; the example shown is the first held-out sequence.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`CrossAttentionResult`.
+
+    Raises:
+        ValueError: if a size is < 1 or ``lr`` is not positive.
+
+    Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
+    """
+    for name, v in dict(n=n, vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                        d_ff=d_ff, steps=steps, batch_size=batch_size,
+                        eval_size=eval_size).items():
+        _check_int(name, v)
+    lr = _check_lr("lr", lr)
+    src_e, tgt_in_e, tgt_out_e = reversal_batch(eval_size, n, vocab,
+                                                torch.Generator().manual_seed(seed + 1))
+    with _run_context(num_threads) as clock:
+        config = ModelConfig(
+            vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+            n_encoder_layers=n_layers, d_ff=d_ff, arch="encoder-decoder", max_seq_len=n,
+            norm="layernorm", norm_first=True, ffn="relu", bias=True, positional="learned",
+            tie_embeddings=False)
+        torch.manual_seed(seed)
+        model = EncoderDecoderModel(config)
+        gen = torch.Generator().manual_seed(seed)
+
+        def batch_loss(step):
+            src, tgt_in, tgt_out = reversal_batch(batch_size, n, vocab, gen)
+            logits = model(src, tgt_in)  # (B, n, vocab + 1)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+
+        losses = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
+                        desc="cross-attention: reversal")
+        with torch.no_grad():
+            logits, weights = _cross_attention_weights(model, src_e, tgt_in_e)
+            eval_loss = float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                              tgt_out_e.reshape(-1)))
+            eval_acc = _accuracy(logits, tgt_out_e)
+            i = torch.arange(n)
+            mirror = weights[..., i, n - 1 - i]  # (B, n_layers, H, n)
+            mirror_mass = mirror.double().mean(dim=(0, 3)).numpy()  # (n_layers, H)
+    return CrossAttentionResult(
+        source=src_e[0].numpy(), target=tgt_out_e[0].numpy(),
+        prediction=logits[0].argmax(-1).numpy(),
+        cross_attention=weights[0].double().numpy(), mirror_mass=mirror_mass, loss=losses,
+        eval_loss=eval_loss, eval_accuracy=eval_acc, chance_loss=math.log(vocab), n=n,
+        vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
+        steps=steps, batch_size=batch_size, lr=lr, seed=seed,
+        n_params=count_parameters(model), wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"])

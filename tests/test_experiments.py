@@ -1,0 +1,299 @@
+"""Tests for attnbook.experiments: the training runs the chapters plot.
+
+References used here:
+
+* ScaledMultiHeadAttention against torch's ``F.scaled_dot_product_attention(..., scale=s)`` fed
+  with the module's own projections, in float64 (outputs, weights and gradients), and the
+  hand-derived case ``scale = 0`` (every visible key gets the same weight).
+* The task generators against their definitions, checked element by element.
+* Parameter counts of the recurrent baselines against ``torch.nn.RNN`` / ``torch.nn.LSTM``.
+* The cross-attention map against a float64 softmax computed from the decoder's own layers.
+* Gradient norms at initialisation against ``torch.autograd.grad`` on a model rebuilt from the
+  documented seeds.
+
+"Learns something" bound, used by every run (derived once here): each task's answer is uniform
+over ``n`` classes to a model that does not read the input (see the task generators), so the
+best such model has cross-entropy ``log n``. A held-out cross-entropy below ``log(n / 2)``
+means the geometric mean of the probability given to the right answer exceeds ``2 / n``
+(``exp(-loss) > 2/n``): at least twice what uninformed guessing can reach — the model has used
+the input. The runs below are tiny (seconds), so the bound is loose on purpose; each is
+measured on a held-out set drawn from a different generator than the training batches.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnbook import experiments as E
+from attnbook.models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig
+from attnbook.nn import MultiHeadAttention
+from attnbook.testing import assert_close
+
+D64 = torch.float64
+
+
+def learned_bound(n_classes: int) -> float:
+    """``log(n/2)``: below it, the right answer gets on average > 2x the chance probability."""
+    return math.log(n_classes / 2)
+
+
+# --------------------------------------------------------------------------------------------
+# ScaledMultiHeadAttention
+# --------------------------------------------------------------------------------------------
+
+
+def _reference_attention(mha, x, scale, causal):
+    """Float64 reference: the module's projections, then torch's SDPA with an explicit scale."""
+    B, L, _ = x.shape
+    H, D = mha.n_heads, mha.head_dim
+    q = F.linear(x, mha.q_proj.weight, mha.q_proj.bias).view(B, L, H, D).transpose(1, 2)
+    k = F.linear(x, mha.k_proj.weight, mha.k_proj.bias).view(B, L, H, D).transpose(1, 2)
+    v = F.linear(x, mha.v_proj.weight, mha.v_proj.bias).view(B, L, H, D).transpose(1, 2)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)  # (B, H, L, D)
+    scores = q @ k.transpose(-1, -2) * scale  # (B, H, L, L)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    out = out.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
+    return F.linear(out, mha.o_proj.weight, mha.o_proj.bias), weights
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.3, 2.5])
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_attention_matches_torch_sdpa_with_that_scale(scale, causal):
+    torch.manual_seed(0)
+    mha = E.ScaledMultiHeadAttention(12, 3, head_dim=8, bias=True, scale=scale).double()
+    x = torch.randn(2, 5, 12, dtype=D64, requires_grad=True)
+    out, weights = mha(x, causal=causal, need_weights=True)
+    exp_out, exp_weights = _reference_attention(mha, x, scale, causal)
+    assert torch.isfinite(out).all()
+    assert_close(out, exp_out, atol=1e-12, rtol=1e-12)
+    assert_close(weights, exp_weights, atol=1e-12, rtol=1e-12)
+    # the gradients are those of softmax(q k^T * scale), for the query projection in particular
+    g = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (x, mha.q_proj.weight), g)
+    exp_grads = torch.autograd.grad(exp_out, (x, mha.q_proj.weight), g)
+    for got, exp in zip(grads, exp_grads):
+        assert_close(got, exp, atol=1e-12, rtol=1e-10)
+
+
+def test_scaled_attention_default_is_the_library_module():
+    torch.manual_seed(1)
+    ours = E.ScaledMultiHeadAttention(16, 2, head_dim=32)
+    plain = MultiHeadAttention(16, 2, head_dim=32)
+    plain.load_state_dict(ours.state_dict())  # same parameter names
+    x = torch.randn(3, 4, 16)
+    assert ours.scale == 1 / math.sqrt(32)
+    assert torch.equal(ours(x, causal=True), plain(x, causal=True))
+
+
+def test_scale_zero_gives_equal_weights_on_visible_keys():
+    torch.manual_seed(2)
+    mha = E.ScaledMultiHeadAttention(8, 2, scale=0.0).double()
+    _, w = mha(torch.randn(1, 4, 8, dtype=D64), causal=True, need_weights=True)
+    # hand-derived: all scores 0, so query i (sees keys 0..i) gives each visible key 1/(i+1)
+    expected = torch.tril(torch.ones(4, 4, dtype=D64)) / torch.arange(1, 5, dtype=D64)[:, None]
+    assert_close(w[0, 0], expected, atol=1e-15, rtol=0)
+    assert_close(w[0, 1], expected, atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+def test_scaled_attention_rejects_bad_scale(bad):
+    with pytest.raises(ValueError, match="scale"):
+        E.ScaledMultiHeadAttention(8, 2, scale=bad)
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------------------------
+
+
+def test_kv_recall_batch_answer_is_the_value_stored_under_the_query_key():
+    keys, values, query, target = E.kv_recall_batch(50, 5, 7, 4, torch.Generator().manual_seed(0))
+    assert keys.shape == values.shape == (50, 5) and query.shape == target.shape == (50,)
+    for b in range(50):
+        row = keys[b].tolist()
+        assert len(set(row)) == 5  # distinct keys
+        assert 0 <= min(row) and max(row) < 7
+        assert query[b].item() in row
+        assert target[b].item() == values[b, row.index(query[b].item())].item()
+    assert 0 <= int(values.min()) and int(values.max()) < 4
+    with pytest.raises(ValueError, match="n_pairs 8 must be <= n_keys 7"):
+        E.kv_recall_batch(2, 8, 7, 4, torch.Generator())
+
+
+def test_copy_batch_layout():
+    ids, x = E.copy_batch(6, 5, 9, torch.Generator().manual_seed(1))
+    assert ids.shape == (6, 11) and x.shape == (6, 5)
+    assert torch.equal(ids[:, :5], x) and torch.equal(ids[:, 6:], x)
+    assert (ids[:, 5] == 9).all() and int(x.max()) < 9
+
+
+def test_delayed_recall_batch_puts_the_answer_k_back_from_the_query():
+    gen = torch.Generator().manual_seed(2)
+    ids, target, k = E.delayed_recall_batch(40, 6, 3, 5, gen)
+    assert ids.shape == (40, 7)
+    for b in range(40):
+        kb = int(k[b])
+        assert 1 <= kb <= 6
+        assert ids[b, -1] == 8  # the query token n_signal + n_noise
+        assert ids[b, 6 - kb] == target[b] and 0 <= int(target[b]) < 3
+        others = [int(t) for j, t in enumerate(ids[b, :-1]) if j != 6 - kb]
+        assert all(3 <= t < 8 for t in others)  # noise only
+    fixed = torch.tensor([1, 6])
+    ids, target, k = E.delayed_recall_batch(2, 6, 3, 5, gen, k=fixed)
+    assert torch.equal(k, fixed) and ids[0, 5] == target[0] and ids[1, 0] == target[1]
+    with pytest.raises(ValueError, match="k must be"):
+        E.delayed_recall_batch(2, 6, 3, 5, gen, k=torch.tensor([0, 3]))
+
+
+def test_reversal_batch_layout():
+    src, tgt_in, tgt_out = E.reversal_batch(4, 6, 10, torch.Generator().manual_seed(3))
+    assert torch.equal(tgt_out, src.flip(1))
+    assert (tgt_in[:, 0] == 10).all() and torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])
+
+
+def test_first_step_below_hand_cases():
+    curve = [3.0, 2.0, 1.0, 0.5, 0.1]
+    assert E.first_step_below(curve, 1.0, window=1) == 3
+    assert E.first_step_below(curve, 1.0, window=2) == 3  # window means 2.5, 1.5, 0.75, ...
+    assert E.first_step_below(curve, 0.0) is None  # never, and shorter than the window
+    assert E.first_step_below([np.nan, 0.0, 0.0], 0.5, window=2) == 2  # NaN window fails
+    with pytest.raises(ValueError, match="window"):
+        E.first_step_below(curve, 1.0, window=0)
+
+
+# --------------------------------------------------------------------------------------------
+# The runs, at tiny sizes
+# --------------------------------------------------------------------------------------------
+
+
+def test_scaling_run_learns_and_differs_only_by_the_scale():
+    before = torch.get_num_threads()
+    r = E.scaling_run(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
+                      steps=150, batch_size=32, eval_size=256, seed=0)
+    assert torch.get_num_threads() == before  # restored
+    assert r.chance_loss == pytest.approx(math.log(8))
+    for arm in ("scaled", "unscaled"):
+        assert r.loss[arm].shape == (150,) and np.isfinite(r.loss[arm]).all()
+        ent = r.entropy[arm]
+        assert ent.shape == (150,) and np.isfinite(ent).all()
+        assert (ent >= 0).all() and (ent <= math.log(5) + 1e-12).all()  # 5 slots
+    assert r.max_entropy == pytest.approx(math.log(5))
+    # Same initial weights and first batch in both arms, so the scores at initialisation differ
+    # exactly by the ratio of the scales, sqrt(head_dim) = 8.
+    assert r.score_std_init["unscaled"] / r.score_std_init["scaled"] == pytest.approx(8, rel=1e-5)
+    # The default-scaled model (the control) learns the retrieval.
+    assert r.eval_loss["scaled"] < learned_bound(8)
+    assert r.eval_accuracy["scaled"] > 2 / 8
+    assert np.isfinite(r.eval_loss["unscaled"])
+    assert r.wall_time_s > 0 and r.cpu_time_s > 0
+
+
+def test_norm_placement_gradient_norms_at_init_match_autograd():
+    seed, n, vocab = 3, 3, 5
+    r = E.norm_placement_run(n_layers=12, d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,
+                             steps=1, batch_size=4, eval_size=8, seed=seed, progress=True)
+    for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
+        # rebuild the model and first batch from the documented seeds
+        torch.manual_seed(seed)
+        model = DecoderOnlyModel(ModelConfig(
+            vocab_size=vocab + 1, d_model=16, n_heads=2, n_layers=12, d_ff=32, arch="decoder",
+            max_seq_len=2 * n + 1, norm_first=norm_first, positional="learned",
+            tie_embeddings=False))
+        ids, x = E.copy_batch(4, n, vocab, torch.Generator().manual_seed(seed))
+        logits = model(ids)[:, n:2 * n]  # predictions of the copied tokens
+        loss = F.cross_entropy(logits.reshape(-1, vocab + 1), x.reshape(-1))
+        expected = []
+        for layer in model.layers:
+            grads = torch.autograd.grad(loss, list(layer.parameters()), retain_graph=True)
+            flat = torch.cat([g.flatten() for g in grads])
+            expected.append(float(torch.linalg.vector_norm(flat)))
+        assert r.grad_norm_init[arm].shape == (12,)
+        assert_close(r.grad_norm_init[arm], np.array(expected), atol=0, rtol=1e-5)
+        assert r.loss[arm][0] == pytest.approx(float(loss.detach()), rel=1e-6)
+    # warmup changes only the updates: the first loss (before any update) is the Post-LN one
+    assert r.loss["post_ln_warmup"][0] == r.loss["post_ln"][0]
+    assert r.warmup_steps == 0  # steps // 5 with steps = 1
+
+
+def test_norm_placement_run_learns_the_copy():
+    r = E.norm_placement_run(n_layers=3, d_model=32, n_heads=2, d_ff=64, n=4, vocab=8,
+                             steps=150, batch_size=16, eval_size=128, seed=0)
+    assert r.chance_loss == pytest.approx(math.log(8)) and r.warmup_steps == 30
+    for arm in ("post_ln", "pre_ln", "post_ln_warmup"):
+        assert r.loss[arm].shape == (150,)
+    # Pre-LN is the control that must learn; the Post-LN arms are what the chapter reports.
+    assert r.eval_loss["pre_ln"] < learned_bound(8)
+    assert r.eval_accuracy["pre_ln"] > 2 / 8
+
+
+def test_long_range_recall_run_learns_and_matches_parameter_counts():
+    r = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2, d_ff=32,
+                                steps=150, batch_size=32, eval_per_k=32, seed=0)
+    vocab_size = 4 + 4 + 1
+    assert np.array_equal(r.ks, np.arange(1, 5))
+    for cell, torch_cls in (("rnn", torch.nn.RNN), ("lstm", torch.nn.LSTM)):
+        H = r.hidden_size[cell]
+        core = sum(p.numel() for p in torch_cls(16, H).parameters())  # torch's own count
+        assert r.n_params[cell] == vocab_size * 16 + core + H * vocab_size
+        assert abs(r.n_params[cell] - r.n_params["attention"]) <= 0.05 * r.n_params["attention"]
+    # At distances up to 4 every model can carry the token; each must use the input.
+    for name in ("rnn", "lstm", "attention"):
+        assert r.loss[name].shape == (150,)
+        assert r.accuracy[name].shape == (4,)
+        assert r.eval_loss[name] < learned_bound(4), name
+        assert r.accuracy[name].mean() > 2 * r.chance_accuracy, name
+
+
+def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():
+    r = E.cross_attention_run(n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=150,
+                              batch_size=32, eval_size=128, seed=0)
+    assert np.array_equal(r.target, r.source[::-1])
+    assert r.cross_attention.shape == (1, 2, 4, 4)
+    assert (r.cross_attention >= 0).all()
+    assert_close(r.cross_attention.sum(-1), np.ones((1, 2, 4)), atol=1e-6, rtol=0)
+    assert r.mirror_mass.shape == (1, 2) and ((0 <= r.mirror_mass) & (r.mirror_mass <= 1)).all()
+    assert r.eval_loss < learned_bound(6)
+    assert r.eval_accuracy > 2 / 6
+
+
+def test_cross_attention_weights_match_a_float64_reference():
+    torch.manual_seed(4)
+    cfg = ModelConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=2, n_encoder_layers=1,
+                      d_ff=16, arch="encoder-decoder", max_seq_len=5, positional="learned",
+                      norm_first=True)
+    model = EncoderDecoderModel(cfg).double().eval()
+    src = torch.randint(6, (3, 5))
+    tgt = torch.randint(7, (3, 4))
+    with torch.no_grad():
+        logits, w = E._cross_attention_weights(model, src, tgt)
+        assert torch.equal(logits, model(src, tgt))  # the hooks change nothing
+        memory = model.encode(src)
+        x = model.tgt_embed(tgt, torch.arange(4))
+        for i, layer in enumerate(model.decoder):  # Pre-LN decoder layer, written out
+            x = x + layer.self_attn(layer.norm1(x), causal=True)
+            h = layer.norm2(x)
+            ca = layer.cross_attn
+            q = ca.q_proj(h).view(3, 4, 2, 4).transpose(1, 2)  # (B, H, T, D)
+            k = ca.k_proj(memory).view(3, 5, 2, 4).transpose(1, 2)  # (B, H, S, D)
+            expected = torch.softmax(q @ k.transpose(-1, -2) / 2.0, dim=-1)  # sqrt(D) = 2
+            assert_close(w[:, i], expected, atol=1e-12, rtol=0)
+            x = x + ca(h, memory)
+            x = x + layer.ffn(layer.norm3(x))
+
+
+@pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
+                                 E.cross_attention_run])
+@pytest.mark.parametrize("kwargs, name", [({"steps": 0}, "steps"), ({"lr": 0.0}, "lr"),
+                                          ({"lr": float("nan")}, "lr"),
+                                          ({"num_threads": 0}, "num_threads"),
+                                          ({"batch_size": 0}, "batch_size")])
+def test_runs_reject_bad_arguments(run, kwargs, name):
+    before = torch.get_num_threads()
+    with pytest.raises(ValueError, match=name):
+        run(**kwargs)
+    assert torch.get_num_threads() == before
