@@ -64,6 +64,14 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply the network to every position independently.
+
+        Args:
+            x: ``(..., d_model)`` input, e.g. ``(B, L, d_model)``, in the layers' dtype.
+
+        Returns:
+            ``(..., d_model)``, same dtype as ``x``.
+        """
         return self.linear2(self.dropout(_ACTIVATIONS[self.activation](self.linear1(x))))
 
 
@@ -80,6 +88,9 @@ class SwiGLU(nn.Module):
 
     Shapes: ``(..., d_model) -> (..., d_model)``.
 
+    Raises:
+        ValueError: if ``d_model`` or ``d_ff`` is < 1.
+
     Source: Shazeer, "GLU Variants Improve Transformer" (2020), eq. 6.
     """
 
@@ -92,11 +103,29 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply the gated network to every position independently.
+
+        Args:
+            x: ``(..., d_model)`` input, e.g. ``(B, L, d_model)``, in the layers' dtype.
+
+        Returns:
+            ``(..., d_model)``, same dtype as ``x``.
+        """
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def make_norm(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
     """A norm by name: ``"layernorm"`` or ``"rmsnorm"`` (:mod:`attnbook.nn`'s modules).
+
+    Args:
+        kind: ``"layernorm"`` (:class:`attnbook.nn.LayerNorm`, Ba et al., 2016) or
+            ``"rmsnorm"`` (:class:`attnbook.nn.RMSNorm`, Zhang & Sennrich, 2019).
+        d_model: feature size, the last axis the norm normalizes.
+        eps: added to the variance (LayerNorm) or the mean square (RMSNorm).
+        bias: learn a bias (LayerNorm only; RMSNorm has none and ignores it).
+
+    Returns:
+        A fresh ``torch.nn.Module`` mapping ``(..., d_model)`` to the same shape and dtype.
 
     Raises:
         ValueError: for another ``kind``.
@@ -109,7 +138,24 @@ def make_norm(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Modu
 
 
 def make_ffn(kind: str, d_model: int, d_ff: int, bias: bool, dropout: float) -> nn.Module:
-    """``"relu"``/``"gelu"`` -> :class:`FeedForward`, ``"swiglu"`` -> :class:`SwiGLU`."""
+    """A feed-forward network by name: ``"relu"``/``"gelu"`` or ``"swiglu"``.
+
+    Args:
+        kind: ``"relu"`` or ``"gelu"`` for :class:`FeedForward` with that activation
+            (Vaswani et al., 2017, eq. 2), ``"swiglu"`` for :class:`SwiGLU` (Shazeer, 2020,
+            eq. 6).
+        d_model: input and output width.
+        d_ff: hidden width.
+        bias: biases on the linear layers.
+        dropout: dropout after the activation (:class:`FeedForward` only; :class:`SwiGLU`
+            has none).
+
+    Returns:
+        A fresh ``torch.nn.Module`` mapping ``(..., d_model)`` to ``(..., d_model)``.
+
+    Raises:
+        ValueError: (from :class:`FeedForward`) for another ``kind`` or a size < 1.
+    """
     if kind == "swiglu":
         return SwiGLU(d_model, d_ff, bias=bias)
     return FeedForward(d_model, d_ff, kind, bias=bias, dropout=dropout)
@@ -190,9 +236,25 @@ class TransformerBlock(nn.Module):
         positions: torch.Tensor | None = None,
         kv_cache=None,
     ) -> torch.Tensor:
-        """``(B, L, d_model) -> (B, L, d_model)``.
+        """Run the layer: self-attention, then the feed-forward network, each with its residual.
 
-        Arguments as :meth:`attnbook.nn.MultiHeadAttention.forward`.
+        Args:
+            x: ``(B, L, d_model)`` input.
+            mask: boolean keep-mask (``True`` = may attend) or additive float mask,
+                broadcastable to ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` padding.
+            causal: hide later positions (decoder-only models), bottom-right aligned.
+            window: sliding-window size (the query itself included), with ``causal``.
+            positions: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles
+                and causal mask); default continues after the tokens in ``kv_cache``.
+            kv_cache: a cache of this layer's keys and values (see :mod:`attnbook.kv_cache`),
+                or ``None``.
+
+        Returns:
+            ``(B, L, d_model)``, same dtype as ``x``.
+
+        Raises:
+            ValueError: as :meth:`attnbook.nn.MultiHeadAttention.forward` (shapes, positions,
+                masks, a window that contradicts the cache's).
         """
 
         def attn(h):
@@ -220,8 +282,23 @@ class EncoderDecoderBlock(nn.Module):
     Pre-LN applies each norm to the sublayer's input instead. With LayerNorm, ReLU/GELU and
     biases this equals ``torch.nn.TransformerDecoderLayer(..., batch_first=True)``.
 
-    Args: as :class:`TransformerBlock` (no RoPE: the original model adds sinusoidal encodings
-    to the embeddings).
+    No RoPE: the original model adds sinusoidal encodings to the embeddings.
+
+    Args:
+        d_model: model width (512 in the base model).
+        n_heads: number of attention heads of both attentions (8 in the base model).
+        d_ff: hidden width of the feed-forward network (2048 in the base model).
+        n_kv_heads: key/value heads (GQA/MQA) of both attentions, default ``n_heads``.
+        dropout: residual, attention and FFN dropout (training mode only).
+        ffn: ``"relu"``, ``"gelu"`` or ``"swiglu"``.
+        norm_first: Pre-LN if True, Post-LN (the original) if False.
+        norm: ``"layernorm"`` or ``"rmsnorm"``.
+        eps: the norms' epsilon.
+        bias: biases in attention, FFN and LayerNorm.
+
+    Raises:
+        ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
+            ``ffn``/``norm``.
 
     Source: Vaswani et al. (2017), section 3.1 ("Decoder") and figure 1.
     """
@@ -267,6 +344,8 @@ class EncoderDecoderBlock(nn.Module):
         """Decode ``x (B, L, d_model)`` against the encoder output ``memory (B, S, d_model)``.
 
         Args:
+            x: ``(B, L, d_model)`` decoder input (target embeddings or the previous layer).
+            memory: ``(B, S, d_model)`` encoder output that the cross-attention reads.
             self_mask: keep-mask for the self-attention, broadcastable to ``(B, H, L, L_total)``.
             memory_mask: keep-mask for the cross-attention, e.g. source padding
                 ``(B, 1, 1, S)``.
@@ -274,7 +353,11 @@ class EncoderDecoderBlock(nn.Module):
             kv_cache: cache of the self-attention (the cross-attention keys are recomputed).
 
         Returns:
-            ``(B, L, d_model)``.
+            ``(B, L, d_model)``, same dtype as ``x``.
+
+        Raises:
+            ValueError: as :meth:`attnbook.nn.MultiHeadAttention.forward`, e.g. if ``memory``
+                is not ``(B, S, d_model)`` with the batch of ``x``.
         """
 
         def sa(h):

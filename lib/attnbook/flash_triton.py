@@ -575,16 +575,24 @@ def flash_attention_triton(q, k, v, *, causal: bool = False, scale: float | None
     backend); this entry point exists for tests and benchmarks that set the block sizes.
 
     Args:
-        q: ``(B, H, L, D)``; k, v: ``(B, H_kv, S, D)``; see :func:`attention_forward`.
-        causal, scale: as in :func:`attention_forward`.
-        block_m, block_n: block sizes for the forward and both backward kernels (powers of two,
-            >= 16 on a GPU); ``None`` takes :func:`kernel_config`.
+        q: ``(B, H, L, D)`` queries, float16/bfloat16/float32, CUDA (or CPU under the
+            interpreter).
+        k: ``(B, H_kv, S, D)`` keys, same dtype and device, ``H_kv`` dividing ``H``.
+        v: ``(B, H_kv, S, D)`` values, same dtype and device.
+        causal: bottom-right causal mask, as in :func:`attention_forward`.
+        scale: score multiplier; ``None`` means ``1 / sqrt(D)``.
+        block_m, block_n: block sizes for the forward and both backward kernels (powers of two
+            >= 16); ``None`` takes :func:`kernel_config`.
 
     Returns:
-        ``out`` ``(B, H, L, D)`` in the dtype of ``q``.
+        ``out`` ``(B, H, L, D)`` in the dtype of ``q``, differentiable with respect to ``q``,
+        ``k`` and ``v``.
 
     Raises:
-        ValueError: if :func:`unsupported_reason` names a reason.
+        ValueError: if the shapes disagree, ``block_m``/``block_n`` is not a power of two
+            >= 16, or :func:`unsupported_reason` names a reason.
+        TypeError: if an input is not a floating-point ``torch.Tensor``, the dtypes differ, or
+            ``causal`` is not a bool.
 
     Source: Dao (2023), Algorithms 1 and 2.
     """

@@ -72,6 +72,13 @@ def merge_heads(x) -> np.ndarray:
 
     The inverse of :func:`split_heads`.
 
+    Args:
+        x: ``(..., H, L, D)`` array (any dtype), e.g. the per-head attention outputs.
+
+    Returns:
+        ``(..., L, H * D)`` array of the same dtype; features ``h*D .. (h+1)*D - 1`` hold head
+        ``h`` (Vaswani et al., 2017, section 3.2.2: ``Concat(head_1, ..., head_H)``).
+
     Raises:
         ValueError: if ``x`` has fewer than 3 axes.
     """
@@ -92,7 +99,15 @@ def repeat_kv(x, n_rep: int) -> np.ndarray:
     query heads read KV heads ``[0, 0, 1, 1]``. Tiling (``np.tile``, torch's ``.repeat``) would
     give ``[0, 1, 0, 1]``, which is wrong for checkpoints trained with GQA.
 
+    Args:
+        x: ``(..., H_kv, S, D)`` keys or values (any dtype).
+        n_rep: how many query heads share each KV head, ``H // H_kv``; an integer >= 1.
+
+    Returns:
+        ``(..., H_kv * n_rep, S, D)`` array of the same dtype (a copy).
+
     Raises:
+        TypeError: if ``n_rep`` is not an integer.
         ValueError: if ``x`` has fewer than 3 axes or ``n_rep < 1``.
 
     Source: Ainslie et al. (2023); Llama's ``repeat_kv``.

@@ -63,7 +63,6 @@ class KVCache:
     Attributes:
         k, v: ``(B, H_kv, S, D)`` tensors (``None`` before the first update).
         positions: ``(S,)`` (or per row ``(B, S)``) absolute positions of the cached keys.
-        seq_len: number of cached tokens ``S``.
         window: ``None`` (full attention).
     """
 
@@ -74,6 +73,7 @@ class KVCache:
 
     @property
     def seq_len(self) -> int:
+        """Number of cached tokens ``S`` (0 before the first update)."""
         return 0 if self.k is None else self.k.shape[2]
 
     def update(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor):
@@ -212,12 +212,25 @@ class LatentCache:
 
     @property
     def seq_len(self) -> int:
+        """Number of cached tokens ``S`` (0 before the first update)."""
         return 0 if self.c_kv is None else self.c_kv.shape[1]
 
     def update(self, c_kv: torch.Tensor, k_pe: torch.Tensor, positions: torch.Tensor):
-        """Append ``(B, L, d_c)`` latents and ``(B, L, D_rope)`` RoPE keys.
+        """Append ``L`` new tokens' latents and RoPE keys; return everything cached.
 
-        Returns all cached latents, RoPE keys and their positions.
+        Args:
+            c_kv: ``(B, L, kv_lora_rank)`` normalized latents of the new tokens.
+            k_pe: ``(B, L, qk_rope_head_dim)`` their RoPE keys (rotation already applied),
+                shared by all heads.
+            positions: ``(L,)`` absolute positions of the new tokens, continuing the cached
+                ones.
+
+        Returns:
+            ``(c_kv_all, k_pe_all, key_positions)`` of shapes ``(B, S + L, kv_lora_rank)``,
+            ``(B, S + L, qk_rope_head_dim)`` and ``(S + L,)``.
+
+        Raises:
+            ValueError: if ``c_kv`` or ``k_pe`` is not 3-D or they disagree in ``(B, L)``.
         """
         if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
             raise ValueError(f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
@@ -233,6 +246,7 @@ class LatentCache:
 
     @property
     def nbytes(self) -> int:
+        """Bytes held by the cached latents and RoPE keys (0 before the first update)."""
         if self.c_kv is None:
             return 0
         return (self.c_kv.numel() * self.c_kv.element_size()

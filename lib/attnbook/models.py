@@ -150,7 +150,19 @@ class ModelConfig:
         return self.kv_lora_rank is not None
 
     def replace(self, **changes) -> "ModelConfig":
-        """A copy with some fields changed (``dataclasses.replace``)."""
+        """A copy with some fields changed (``dataclasses.replace``).
+
+        Args:
+            **changes: new values of fields, by name (e.g. ``n_kv_heads=2``).
+
+        Returns:
+            A new :class:`attnbook.models.ModelConfig`, validated like any other; ``self`` is
+            unchanged (the config is frozen).
+
+        Raises:
+            ValueError: if the changed config is inconsistent (as the constructor).
+            TypeError: for a name that is not a field.
+        """
         return dataclasses.replace(self, **changes)
 
     @classmethod
@@ -286,7 +298,15 @@ def param_count(config: ModelConfig) -> int:
 
 
 def count_parameters(module: nn.Module) -> int:
-    """Number of distinct parameters of ``module`` (shared tensors counted once)."""
+    """Number of distinct parameters of ``module`` (shared tensors counted once).
+
+    Args:
+        module: any ``torch.nn.Module``, e.g. the result of :func:`build_model`.
+
+    Returns:
+        The number of scalar parameters (an ``int``); a tied embedding and output projection
+        count once, so the result equals :func:`param_count` of the model's config.
+    """
     return sum(p.numel() for p in module.parameters())
 
 
@@ -339,6 +359,14 @@ class EncoderOnlyModel(nn.Module):
 
     ``forward(ids (B, T), attention_mask=None) -> (B, T, d_model)`` hidden states; the
     optional ``attention_mask`` ``(B, T)`` (1 = token, 0 = padding) hides padding keys.
+
+    Args:
+        config: a :class:`attnbook.models.ModelConfig` with ``arch="encoder"``.
+
+    Raises:
+        ValueError: if ``config.arch`` is not ``"encoder"``.
+
+    Source: Devlin et al., "BERT" (2019), section 3.
     """
 
     def __init__(self, config: ModelConfig):
@@ -355,6 +383,21 @@ class EncoderOnlyModel(nn.Module):
                      if config.norm_first else None)
 
     def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
+        """Encode token ids into contextual hidden states.
+
+        Args:
+            ids: ``(B, T)`` integer token ids, ``T <= max_seq_len`` for absolute positions.
+            attention_mask: ``(B, T)`` with 1 (or True) for tokens and 0 for padding (Hugging
+                Face's convention), or ``None``; padding keys are hidden from every query.
+
+        Returns:
+            ``(B, T, d_model)`` hidden states (after the final norm for Pre-LN), in the
+            parameters' dtype (float32 by default).
+
+        Raises:
+            ValueError: if ``ids`` is not ``(B, T)`` or ``T`` exceeds ``max_seq_len`` with
+                learned or sinusoidal positions.
+        """
         positions = _default_positions(ids, 0)
         x = self.embed(ids, positions)  # (B, T, d_model)
         keep = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
@@ -371,6 +414,17 @@ class DecoderOnlyModel(nn.Module):
     processes only the new tokens and appends their keys and values; ``positions`` default to
     the tokens' places after the cached ones. ``mask`` is an extra keep-mask broadcastable to
     ``(B, H, T, S_total)`` (e.g. left padding), ANDed with the causal (and sliding-window) mask.
+
+    Args:
+        config: a :class:`attnbook.models.ModelConfig` with ``arch="decoder"`` and no
+            multi-head latent attention.
+
+    Raises:
+        ValueError: if ``config.arch`` is not ``"decoder"`` or the config uses MLA
+            (``kv_lora_rank`` set).
+
+    Source: Radford et al., "Language Models are Unsupervised Multitask Learners" (GPT-2,
+    2019), section 2.3; Touvron et al., "Llama 2" (2023), section 2.2.
     """
 
     def __init__(self, config: ModelConfig):
@@ -393,7 +447,13 @@ class DecoderOnlyModel(nn.Module):
             self.lm_head.weight = self.embed.tokens.weight
 
     def make_caches(self) -> list:
-        """One empty KV cache per layer: full, or a ring buffer when ``sliding_window`` is set."""
+        """One empty KV cache per layer: full, or a ring buffer when ``sliding_window`` is set.
+
+        Returns:
+            A list of ``n_layers`` fresh :class:`attnbook.kv_cache.KVCache` or (with
+            ``config.sliding_window``) :class:`attnbook.kv_cache.SlidingWindowCache` objects,
+            to pass as ``kv_caches``.
+        """
         from .kv_cache import KVCache, SlidingWindowCache
 
         if self.config.sliding_window is not None:
@@ -401,6 +461,26 @@ class DecoderOnlyModel(nn.Module):
         return [KVCache() for _ in self.layers]
 
     def forward(self, ids, *, positions=None, kv_caches=None, mask=None):
+        """Next-token logits for every position of ``ids``.
+
+        Args:
+            ids: ``(B, T)`` integer token ids: the whole sequence, or with ``kv_caches`` only
+                the tokens not yet cached (the prompt at prefill, one token per decoding step).
+            positions: integer ``(T,)`` or ``(B, T)`` absolute positions of ``ids``; default
+                ``arange(past, past + T)``, ``past`` the number of cached tokens.
+            kv_caches: ``None``, or the list from :meth:`make_caches` (one cache per layer),
+                updated in place.
+            mask: extra boolean keep-mask broadcastable to ``(B, n_heads, T, S_total)``, e.g.
+                left padding ``(B, 1, 1, S_total)``; ANDed with the causal mask.
+
+        Returns:
+            ``(B, T, vocab_size)`` logits (unnormalized), in the parameters' dtype.
+
+        Raises:
+            ValueError: if ``kv_caches`` does not hold one cache per layer, ``ids`` is not
+                ``(B, T)``, a position exceeds ``max_seq_len`` with absolute positions, or
+                as :meth:`attnbook.nn.MultiHeadAttention.forward` (masks, positions).
+        """
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if kv_caches is not None and len(kv_caches) != len(self.layers):
             raise ValueError(f"need one cache per layer: {len(self.layers)}, got {len(kv_caches)}")
@@ -422,6 +502,15 @@ class EncoderDecoderModel(nn.Module):
     the encoder reads ``src`` bidirectionally, the decoder reads ``tgt`` causally and attends
     to the encoder output; ``src_attention_mask`` ``(B, S)`` (1 = token) hides source padding
     in the encoder and in the cross-attention.
+
+    Args:
+        config: a :class:`attnbook.models.ModelConfig` with ``arch="encoder-decoder"`` and
+            absolute (sinusoidal, learned or no) positions, e.g.
+            :data:`attnbook.models.BASE_TRANSFORMER`.
+
+    Raises:
+        ValueError: if ``config.arch`` is not ``"encoder-decoder"`` or
+            ``config.positional`` is ``"rope"``.
     """
 
     def __init__(self, config: ModelConfig):
@@ -455,7 +544,16 @@ class EncoderDecoderModel(nn.Module):
             self.lm_head.weight = tokens.weight
 
     def encode(self, src, src_attention_mask=None):
-        """``src (B, S) -> memory (B, S, d_model)``."""
+        """Run the encoder: ``src (B, S) -> memory (B, S, d_model)``.
+
+        Args:
+            src: ``(B, S)`` integer source token ids, ``S <= max_seq_len``.
+            src_attention_mask: ``(B, S)`` with 1 for tokens and 0 for padding, or ``None``;
+                padding keys are hidden from every query.
+
+        Returns:
+            ``(B, S, d_model)`` encoder output (``memory``), after the final norm for Pre-LN.
+        """
         x = self.src_embed(src, _default_positions(src, 0))
         keep = None if src_attention_mask is None else src_attention_mask.bool()[:, None, None, :]
         for layer in self.encoder:
@@ -463,7 +561,20 @@ class EncoderDecoderModel(nn.Module):
         return x if self.encoder_norm is None else self.encoder_norm(x)
 
     def decode(self, tgt, memory, src_attention_mask=None, *, kv_caches=None):
-        """``tgt (B, T)``, ``memory (B, S, d_model) -> logits (B, T, vocab)``."""
+        """Run the decoder: ``tgt (B, T)``, ``memory (B, S, d_model) -> logits (B, T, vocab)``.
+
+        Args:
+            tgt: ``(B, T)`` integer target token ids (shifted right for teacher forcing), or
+                with ``kv_caches`` only the tokens not yet cached.
+            memory: ``(B, S, d_model)`` encoder output from :meth:`encode`.
+            src_attention_mask: ``(B, S)`` with 1 for source tokens and 0 for padding, or
+                ``None``; hides source padding in the cross-attention.
+            kv_caches: ``None``, or one :class:`attnbook.kv_cache.KVCache` per decoder layer
+                for the self-attention (updated in place).
+
+        Returns:
+            ``(B, T, vocab_size)`` logits (unnormalized).
+        """
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         x = self.tgt_embed(tgt, _default_positions(tgt, past))
         keep = None if src_attention_mask is None else src_attention_mask.bool()[:, None, None, :]
@@ -475,11 +586,34 @@ class EncoderDecoderModel(nn.Module):
         return self.lm_head(x)
 
     def forward(self, src, tgt, *, src_attention_mask=None):
+        """Encode ``src`` and decode ``tgt`` against it (teacher forcing).
+
+        Args:
+            src: ``(B, S)`` integer source token ids.
+            tgt: ``(B, T)`` integer target token ids (shifted right).
+            src_attention_mask: ``(B, S)`` with 1 for source tokens and 0 for padding, or
+                ``None``; hides source padding in the encoder and the cross-attention.
+
+        Returns:
+            ``(B, T, vocab_size)`` logits (unnormalized); position ``t`` sees ``tgt[:, :t+1]``.
+        """
         return self.decode(tgt, self.encode(src, src_attention_mask), src_attention_mask)
 
 
 def build_model(config: ModelConfig) -> nn.Module:
-    """The model class for ``config.arch``: encoder-only, decoder-only or encoder-decoder."""
+    """The model class for ``config.arch``: encoder-only, decoder-only or encoder-decoder.
+
+    Args:
+        config: a :class:`attnbook.models.ModelConfig`.
+
+    Returns:
+        A freshly initialized :class:`attnbook.models.EncoderOnlyModel`,
+        :class:`attnbook.models.DecoderOnlyModel` or :class:`attnbook.models.EncoderDecoderModel`
+        (parameters in the default dtype, float32 unless changed).
+
+    Raises:
+        ValueError: as the chosen class (e.g. a decoder config with MLA).
+    """
     cls = {"encoder": EncoderOnlyModel, "decoder": DecoderOnlyModel,
            "encoder-decoder": EncoderDecoderModel}[config.arch]
     return cls(config)

@@ -80,6 +80,17 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalize ``x`` over its last axis.
+
+        Args:
+            x: ``(..., d_model)`` input, any floating dtype (fp16/bf16 computed in float32).
+
+        Returns:
+            ``(..., d_model)``, same dtype as ``x``.
+
+        Raises:
+            ValueError: if the last axis of ``x`` is not ``d_model``.
+        """
         if x.shape[-1] != self.d_model:
             raise ValueError(f"LayerNorm({self.d_model}) got input of shape {tuple(x.shape)}")
         xc = x.to(_compute_dtype(x.dtype))
@@ -120,6 +131,17 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(self.d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalize ``x`` by its root mean square over the last axis.
+
+        Args:
+            x: ``(..., d_model)`` input, any floating dtype (fp16/bf16 computed in float32).
+
+        Returns:
+            ``(..., d_model)``, same dtype as ``x``.
+
+        Raises:
+            ValueError: if the last axis of ``x`` is not ``d_model``.
+        """
         if x.shape[-1] != self.d_model:
             raise ValueError(f"RMSNorm({self.d_model}) got input of shape {tuple(x.shape)}")
         xc = x.to(_compute_dtype(x.dtype))
@@ -218,6 +240,19 @@ class RotaryEmbedding(nn.Module):
         self.interleaved = bool(interleaved)
 
     def forward(self, x: torch.Tensor, positions) -> torch.Tensor:
+        """Rotate ``x`` by its positions with this module's ``base`` and pairing.
+
+        Args:
+            x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
+            positions: integer positions ``(T,)`` or ``(B, T)``.
+
+        Returns:
+            Tensor of the shape and dtype of ``x`` (see :func:`apply_rope`).
+
+        Raises:
+            ValueError: as :func:`apply_rope` (odd ``D``, positions that do not fit ``x``).
+            TypeError: if ``positions`` is not an integer tensor.
+        """
         return apply_rope(x, positions, base=self.base, interleaved=self.interleaved)
 
     def extra_repr(self) -> str:
@@ -238,6 +273,13 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     ``[0, 1, 2, 3]`` with 2 KV heads read KV heads ``[0, 0, 1, 1]`` (not ``[0, 1, 0, 1]``, the
     result of ``x.repeat(1, n_rep, 1, 1)``). Same as Llama's ``repeat_kv`` and
     ``torch.repeat_interleave(x, n_rep, dim=1)``.
+
+    Args:
+        x: ``(B, H_kv, S, D)`` keys or values, any dtype.
+        n_rep: query heads per KV head, ``n_heads // n_kv_heads``; >= 1.
+
+    Returns:
+        ``(B, H_kv * n_rep, S, D)`` tensor of the same dtype; ``x`` itself when ``n_rep == 1``.
 
     Raises:
         ValueError: if ``x`` is not 4-D or ``n_rep < 1``.
@@ -757,7 +799,12 @@ class MultiHeadLatentAttention(nn.Module):
         self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False)
 
     def cache_numbers_per_token(self) -> int:
-        """Numbers cached per token by this layer: ``kv_lora_rank + qk_rope_head_dim``."""
+        """Numbers cached per token by this layer: ``kv_lora_rank + qk_rope_head_dim``.
+
+        Returns:
+            The count (an ``int``; multiply by the element size for bytes). DeepSeek-V2's
+            512 + 64 = 576, against ``2 * n_heads * head_dim`` for multi-head attention.
+        """
         return self.kv_lora_rank + self.qk_rope_head_dim
 
     def forward(
@@ -771,14 +818,26 @@ class MultiHeadLatentAttention(nn.Module):
     ) -> torch.Tensor:
         """Self-attention of ``x (B, L, d_model)``; returns ``(B, L, d_model)``.
 
-        ``kv_cache`` is an object with ``seq_len`` and
-        ``update(c_kv, k_pe, positions) -> (c_kv_all, k_pe_all, key_positions)`` holding
-        ``(B, S, kv_lora_rank)`` and ``(B, S, qk_rope_head_dim)`` (see
-        :class:`attnbook.kv_cache.LatentCache`). ``mask`` is a boolean keep-mask broadcastable
-        to ``(B, n_heads, L, S_total)``.
+        Args:
+            x: ``(B, L, d_model)`` input.
+            mask: boolean keep-mask (``True`` = may attend) broadcastable to
+                ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S_total)`` padding; or ``None``.
+            causal: hide keys at later positions than the query (default True).
+            positions: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles and
+                causal mask); default ``arange(past, past + L)``, ``past`` the tokens already in
+                ``kv_cache``.
+            kv_cache: ``None`` or an object with ``seq_len`` and
+                ``update(c_kv, k_pe, positions) -> (c_kv_all, k_pe_all, key_positions)``
+                holding ``(B, S, kv_lora_rank)`` and ``(B, S, qk_rope_head_dim)`` (see
+                :class:`attnbook.kv_cache.LatentCache`).
+
+        Returns:
+            ``(B, L, d_model)``, same dtype as ``x``.
 
         Raises:
-            ValueError: if ``x`` is not ``(B, L, d_model)`` or the mask does not broadcast.
+            ValueError: if ``x`` is not ``(B, L, d_model)``, ``positions`` does not end in
+                ``L``, or the mask does not broadcast.
+            TypeError: if ``positions`` is not an integer tensor or the mask is not boolean.
         """
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must be (B, L, d_model={self.d_model}); got {tuple(x.shape)}")

@@ -64,9 +64,12 @@ __all__ = [
     "referent_attention",
 ]
 
-#: The two sentences of the coreference example (Vaswani et al., 2017, figures 3-5 use
-#: sentences of this kind; the "tired"/"wide" pair is a Winograd-schema style pair).
+#: The first sentence of the coreference example, in which "it" refers to the animal
+#: (Vaswani et al., 2017, figures 3-5 use sentences of this kind; the "tired"/"wide" pair is a
+#: Winograd-schema style pair).
 TIRED = "The animal didn't cross the street because it was too tired."
+#: The second sentence of the pair, the same words as :data:`TIRED` but "wide", so that "it"
+#: refers to the street instead of the animal.
 WIDE = "The animal didn't cross the street because it was too wide."
 
 #: Where the model and its numbers come from.
@@ -115,7 +118,8 @@ def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[
 
     Returns:
         ``(config, type_vocab_size)``: the model config and the number of token types
-        (segments) of the token-type embedding, which :class:`attnbook.models.ModelConfig` has no field for.
+        (segments) of the token-type embedding, which :class:`attnbook.models.ModelConfig`
+        has no field for.
 
     Raises:
         ValueError: if a required field is missing, ``model_type`` is not ``"bert"``,
@@ -163,8 +167,8 @@ class BertEmbeddings(nn.Module):
     ``x = LayerNorm(E_word[ids] + E_pos[0..T-1] + E_type[token_type_ids])``.
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig` with ``positional="learned"`` (``vocab_size``,
-            ``d_model``, ``max_seq_len``, ``eps``).
+        config: a :class:`attnbook.models.ModelConfig` with ``positional="learned"``
+            (``vocab_size``, ``d_model``, ``max_seq_len``, ``eps``).
         type_vocab_size: number of token types (2 in BERT: sentence A and B).
 
     Shapes: ``ids (B, T)`` int64, optional ``token_type_ids (B, T)`` int64 (default 0)
@@ -188,6 +192,20 @@ class BertEmbeddings(nn.Module):
         self.norm = LayerNorm(config.d_model, config.eps)
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
+        """Embed token ids: word + position ``0..T-1`` + token type, then LayerNorm.
+
+        Args:
+            ids: ``(B, T)`` int64 token ids, ``T <= max_seq_len``.
+            token_type_ids: ``(B, T)`` int64 segment ids (0 = sentence A, 1 = sentence B), or
+                ``None`` for all 0.
+
+        Returns:
+            ``(B, T, d_model)`` float32 embeddings.
+
+        Raises:
+            ValueError: if ``ids`` is not 2-D, ``T > max_seq_len``, or ``token_type_ids`` has
+                another shape than ``ids``.
+        """
         if ids.ndim != 2:
             raise ValueError(f"ids must be (B, T); got shape {tuple(ids.shape)}")
         T = ids.shape[1]
@@ -232,6 +250,7 @@ class BertEncoder(nn.Module):
         max_seq_length: word pieces kept per input, ``[CLS]`` and ``[SEP]`` included
             (256 for all-MiniLM-L6-v2, ``sentence_bert_config.json``).
         pad_token_id: id used to pad a batch (``pad_token_id`` of ``config.json``).
+        source: citation of the weights (model and files), kept as the ``source`` attribute.
 
     Attributes:
         config, embeddings, layers (``nn.ModuleList`` of ``TransformerBlock``), tokenizer,

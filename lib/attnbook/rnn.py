@@ -66,11 +66,26 @@ class VanillaRNN(nn.Module):
             self.bias_ih = self.bias_hh = None
 
     def init_state(self, x: torch.Tensor) -> torch.Tensor:
-        """Zero state ``(B, H)`` for input ``x (B, T, input_size)``."""
+        """Zero state ``(B, H)`` for input ``x (B, T, input_size)``.
+
+        Args:
+            x: ``(B, T, input_size)`` input; only its batch size, dtype and device are used.
+
+        Returns:
+            ``(B, hidden_size)`` zeros of the dtype and device of ``x``.
+        """
         return x.new_zeros(x.shape[0], self.hidden_size)
 
     def step(self, x_t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        """One step: ``x_t (B, input_size)``, ``h (B, H) -> h_new (B, H)``."""
+        """One step: ``x_t (B, input_size)``, ``h (B, H) -> h_new (B, H)``.
+
+        Args:
+            x_t: ``(B, input_size)`` input at step ``t``.
+            h: ``(B, hidden_size)`` previous hidden state ``h_{t-1}``.
+
+        Returns:
+            ``(B, hidden_size)`` new state ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``.
+        """
         pre = x_t @ self.weight_ih.T + h @ self.weight_hh.T  # (B, H)
         if self.bias_ih is not None:
             pre = pre + self.bias_ih + self.bias_hh
@@ -78,11 +93,26 @@ class VanillaRNN(nn.Module):
 
     @staticmethod
     def hidden(state: torch.Tensor) -> torch.Tensor:
-        """The hidden vector ``h`` of a state (the state itself for the vanilla RNN)."""
+        """The hidden vector ``h`` of a state (the state itself for the vanilla RNN).
+
+        Args:
+            state: ``(B, hidden_size)`` state, as returned by :meth:`step`.
+
+        Returns:
+            ``state`` itself.
+        """
         return state
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
         """Run over ``x (B, T, input_size)``; return ``(outputs (B, T, H), h_T (B, H))``.
+
+        Args:
+            x: ``(B, T, input_size)`` input sequence (batch first).
+            h0: ``(B, hidden_size)`` initial state, or ``None`` for zeros.
+
+        Returns:
+            ``(outputs, h_T)``: ``outputs (B, T, hidden_size)`` holds ``h_1 .. h_T`` (as
+            ``torch.nn.RNN(batch_first=True)``'s output), ``h_T (B, hidden_size)`` the last.
 
         Raises:
             ValueError: if ``x`` is not 3-D with ``input_size`` features.
@@ -105,7 +135,11 @@ class LSTM(nn.Module):
     multiplication by a weight matrix when the forget gate is open.
 
     Args:
-        input_size, hidden_size: widths.
+        input_size: features of ``x_t``.
+        hidden_size: features ``H`` of ``h_t`` and ``c_t``.
+
+    Raises:
+        ValueError: if a size is < 1.
 
     Parameters ``weight_ih (4H, input_size)``, ``weight_hh (4H, H)``, ``bias_ih (4H,)``,
     ``bias_hh (4H,)``.
@@ -126,12 +160,27 @@ class LSTM(nn.Module):
         self.bias_hh = nn.Parameter(torch.empty(4 * H).uniform_(-bound, bound))
 
     def init_state(self, x: torch.Tensor):
-        """Zero ``(h, c)``, each ``(B, H)``."""
+        """Zero ``(h, c)``, each ``(B, H)``.
+
+        Args:
+            x: ``(B, T, input_size)`` input; only its batch size, dtype and device are used.
+
+        Returns:
+            ``(h, c)``, each ``(B, hidden_size)`` zeros of the dtype and device of ``x``.
+        """
         z = x.new_zeros(x.shape[0], self.hidden_size)
         return z, z
 
     def step(self, x_t: torch.Tensor, state):
-        """One step: ``x_t (B, input_size)``, ``(h, c) -> (h_new, c_new)``, each ``(B, H)``."""
+        """One step: ``x_t (B, input_size)``, ``(h, c) -> (h_new, c_new)``, each ``(B, H)``.
+
+        Args:
+            x_t: ``(B, input_size)`` input at step ``t``.
+            state: ``(h, c)``, the previous hidden and cell states, each ``(B, hidden_size)``.
+
+        Returns:
+            ``(h_t, c_t)``, each ``(B, hidden_size)``.
+        """
         h, c = state
         gates = x_t @ self.weight_ih.T + self.bias_ih + h @ self.weight_hh.T + self.bias_hh
         i, f, g, o = gates.chunk(4, dim=-1)  # (B, H) each
@@ -141,11 +190,30 @@ class LSTM(nn.Module):
 
     @staticmethod
     def hidden(state) -> torch.Tensor:
-        """The hidden vector ``h`` of an ``(h, c)`` state."""
+        """The hidden vector ``h`` of an ``(h, c)`` state.
+
+        Args:
+            state: ``(h, c)``, each ``(B, hidden_size)``.
+
+        Returns:
+            ``h``, ``(B, hidden_size)``.
+        """
         return state[0]
 
     def forward(self, x: torch.Tensor, state=None):
-        """Run over ``x (B, T, input_size)``; return ``(outputs (B, T, H), (h_T, c_T))``."""
+        """Run over ``x (B, T, input_size)``; return ``(outputs (B, T, H), (h_T, c_T))``.
+
+        Args:
+            x: ``(B, T, input_size)`` input sequence (batch first).
+            state: initial ``(h_0, c_0)``, each ``(B, hidden_size)``, or ``None`` for zeros.
+
+        Returns:
+            ``(outputs, (h_T, c_T))``: ``outputs (B, T, hidden_size)`` holds ``h_1 .. h_T``,
+            ``h_T`` and ``c_T`` are ``(B, hidden_size)``.
+
+        Raises:
+            ValueError: if ``x`` is not 3-D with ``input_size`` features.
+        """
         _check_input(x, self.weight_ih.shape[1])
         state = self.init_state(x) if state is None else state
         outs = []

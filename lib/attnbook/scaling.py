@@ -74,10 +74,19 @@ def score_variance(d_k: int, n_samples: int = 20_000, *, scaled: bool = False, r
     The expected value is ``d_k`` unscaled and 1 scaled; the Monte Carlo standard error of the
     estimate is about ``variance * sqrt(2 / n_samples)``.
 
-    Args and raises: as :func:`score_samples`.
+    Args:
+        d_k: head dimension (the length of ``q`` and ``k``).
+        n_samples: number of independent (q, k) pairs drawn.
+        scaled: divide each score by ``sqrt(d_k)`` (Vaswani et al., 2017, eq. 1). Default
+            False, the unscaled variance of footnote 4.
+        rng: a ``numpy.random.Generator`` or a seed (default 0, reproducible).
 
     Returns:
         The sample variance (ddof = 1), a float.
+
+    Raises:
+        ValueError: if ``d_k`` or ``n_samples`` is not a positive integer (from
+            :func:`score_samples`).
     """
     return float(np.var(score_samples(d_k, n_samples, scaled=scaled, rng=rng), ddof=1))
 

@@ -13,9 +13,21 @@ __all__ = ["assert_close", "to_numpy"]
 
 
 def to_numpy(x) -> np.ndarray:
-    """Convert an array-like (NumPy, torch tensor, list) to a NumPy array, float64 if floating.
+    """Convert an array-like (NumPy, torch tensor, list) to a float64 NumPy array.
 
-    torch tensors are detached and moved to the CPU; bfloat16 and float16 are widened.
+    torch tensors are detached and moved to the CPU; bfloat16 and float16 are widened exactly
+    (every value of a narrower float is representable in float64).
+
+    Args:
+        x: a NumPy array, a torch tensor (any device, with or without grad), a Python scalar
+            or a nested list, of a floating, integer or boolean dtype.
+
+    Returns:
+        A float64 ``np.ndarray`` of the shape of ``x``; integers and booleans (``True`` = 1.0)
+        are converted to float64 as well.
+
+    Raises:
+        TypeError: for any other dtype (complex, strings, objects).
     """
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
         x = x.detach().cpu()

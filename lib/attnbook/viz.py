@@ -123,7 +123,11 @@ class StaticFigure:
 
     Attributes:
         figure: the ``plotly.graph_objects.Figure``.
-        config: plotly config dict used for both renderings.
+        config: plotly config dict used for both renderings: ``{"displaylogo": False,
+            "responsive": True}`` updated with the ``config`` passed in.
+
+    Raises:
+        TypeError: if ``figure`` is not a ``plotly.graph_objects.Figure``.
     """
 
     def __init__(self, figure, config: dict | None = None):
@@ -137,7 +141,17 @@ class StaticFigure:
         self.config = {"displaylogo": False, "responsive": True, **(config or {})}
 
     def to_html(self) -> str:
-        """The static HTML fragment (no plotly.js inside; it expects ``window.Plotly``)."""
+        """The static HTML fragment (no plotly.js inside; it expects ``window.Plotly``).
+
+        Returns:
+            An HTML ``str``: the figure's ``<div>`` (a fresh ``attnbook-fig-<hex>`` id on each
+            call) and its one drawing script, wrapped by :func:`when_plotly_ready_js`.
+
+        Raises:
+            RuntimeError: if plotly's ``to_html`` output does not hold exactly one
+                ``Plotly.newPlot`` script (a changed plotly template), rather than ship a blank
+                figure.
+        """
         div_id = "attnbook-fig-" + uuid.uuid4().hex[:12]
         raw = self.figure.to_html(
             include_plotlyjs=False, full_html=False, div_id=div_id, config=self.config

@@ -99,7 +99,13 @@ class Control:
             self.plain_label = self.label
 
     def make_widget(self):
-        """The ipywidgets control for the live explorer."""
+        """The ipywidgets control for the live explorer.
+
+        Returns:
+            A new ``ipywidgets.SelectionSlider`` (``kind="slider"``), ``ipywidgets.Checkbox``
+            (``"toggle"``) or ``ipywidgets.Dropdown`` (``"dropdown"``), set to the default
+            value and labelled with the plain-text label.
+        """
         import ipywidgets as w
 
         style = {"description_width": "initial"}
@@ -274,6 +280,10 @@ class Explorer:
         ``traces`` (the distinct traces), ``layout`` (the base layout; a frame's layout is the
         base updated with its diff, ``null`` removing a key), ``inactive`` (per grid index, the
         names of the controls greyed out) and ``config``.
+
+        Returns:
+            The dict described above; floats are rounded to 4 significant digits and identical
+            traces and frames are stored once.
         """
         specs = self._specs
         sizes = [len(c.options) for c in specs]
@@ -342,6 +352,10 @@ class Explorer:
         one displayed twice) can share a page. The prefix is on the outer ``<div>``'s ``id``; the
         plot is ``{prefix}-plot``, the embedded JSON ``{prefix}-data`` and each control
         ``{prefix}-{name}``.
+
+        Returns:
+            An HTML ``str``: the controls, the plot ``<div>``, the :meth:`static_spec` JSON and
+            the script that redraws the plot on input (plotly.js itself is not included).
         """
         if self._static_html is None:
             self._static_html = self._build_static_html()
