@@ -15,6 +15,7 @@ Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -30,15 +31,40 @@ __all__ = [
 
 
 def _as_float_array(x, name: str) -> np.ndarray:
-    """Return ``x`` as a floating-point array; integers and booleans become float64."""
+    """Return ``x`` as a floating-point array; integers and booleans become float64.
+
+    A torch tensor is detached and moved to the CPU first (bfloat16 becomes float32, which
+    NumPy lacks), so tensors that require grad are accepted.
+    """
+    if hasattr(x, "detach") and hasattr(x, "cpu") and not isinstance(x, np.ndarray):
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
     arr = np.asarray(x)
     if arr.dtype == object:
         raise TypeError(f"{name} must be a numeric array, got dtype object")
     if not np.issubdtype(arr.dtype, np.floating):
         if np.issubdtype(arr.dtype, np.complexfloating):
             raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
+        if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+            raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
         arr = arr.astype(np.float64)
     return arr
+
+
+def _check_axis(axis, ndim: int, shape) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"axis must be an integer, got {axis!r} ({type(axis).__name__})")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {shape}")
+    return int(axis)
+
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:
@@ -59,12 +85,12 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 
     Raises:
         ValueError: if ``x`` contains ``nan`` or ``+inf``, or ``axis`` is out of range.
+        TypeError: if ``axis`` is not an integer (``True`` and ``1.5`` are rejected).
     """
     x = _as_float_array(x, "x")
     if x.ndim == 0:
         raise ValueError("softmax needs at least one axis; x is a scalar (shape ())")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis {axis} is out of range for x of shape {x.shape}")
+    axis = _check_axis(axis, x.ndim, x.shape)
     if np.isnan(x).any() or np.isposinf(x).any():
         raise ValueError(
             f"x of shape {x.shape} contains nan or +inf; softmax is undefined there "
@@ -133,24 +159,32 @@ def scaled_dot_product_attention(
         mask: ``None``; a boolean keep-mask (``True`` = may attend), applied by replacing
             hidden scores; or an additive floating-point mask, added to the scaled scores (as
             in torch). Either must broadcast to the scores' shape ``(..., L, S)`` without
-            enlarging it.
+            enlarging it. A float mask of 0s and 1s is *added* (it does not hide anything);
+            pass a boolean array to hide keys. An additive mask filled with
+            ``finfo(dtype).min`` (:func:`attnbook.masks.additive_mask`) is an ordinary, tiny
+            score: a row that is ``finfo.min`` everywhere is a plain softmax (uniform when the
+            scores are equal), not an empty row — in every dtype, because the scores are
+            computed in at least float32.
         causal: hide future keys. Aligned bottom-right: query ``i`` sees keys
-            ``j <= i + (S - L)``. Combined with a keep-mask by logical AND.
-        scale: multiplier of the scores; ``None`` means ``1 / sqrt(D)``.
+            ``j <= i + (S - L)``. Combined with a keep-mask by logical AND. Must be a bool.
+        scale: multiplier of the scores (a real number); ``None`` means ``1 / sqrt(D)``.
         return_weights: also return the attention weights.
 
     Returns:
         ``out`` of shape ``(..., L, Dv)``, and when ``return_weights`` the weights
         ``(..., L, S)``. The output dtype is the common dtype of ``q``, ``k`` and ``v`` (an
-        additive float32 mask on float16 inputs does not promote the output); the arithmetic is
-        done in the common dtype of the inputs and the mask. A query with no visible key gets
+        additive float32 mask on float16 inputs does not promote the output). The arithmetic
+        is done in the common dtype of the inputs and the mask, but at least float32: float16
+        inputs are upcast before ``q k^T``, so scores such as ``64 * 40 * 40`` that overflow
+        float16 stay finite, and the result is cast back. A query with no visible key gets
         output 0 and weights 0.
 
     Raises:
         ValueError: if ``q`` and ``k`` disagree on ``D``, ``k`` and ``v`` on ``S``, the leading
             (batch) dimensions do not broadcast, the mask does not broadcast to
-            ``(..., L, S)``, ``scale`` is not finite, or an input contains nan or inf.
-        TypeError: for non-numeric inputs.
+            ``(..., L, S)`` or contains nan or ``+inf``, ``scale`` is not finite, an input
+            contains nan or inf, or a visible score overflows to +-inf even in the compute dtype.
+        TypeError: for non-numeric inputs, a non-real ``scale`` or a non-bool ``causal``.
 
     Source: Vaswani et al. (2017), eq. 1.
     """
@@ -183,8 +217,11 @@ def scaled_dot_product_attention(
     S = k.shape[-2]
     scores_shape = (*batch, L, S)
 
+    causal = _check_bool(causal, "causal")
     out_dtype = np.result_type(q, k, v)
-    compute_dtype = out_dtype
+    # float16 scores overflow at 65504 (q = k = 40 with D = 64 already does): compute in at
+    # least float32, as torch's math backend effectively does, and cast the result back.
+    compute_dtype = np.result_type(out_dtype, np.float32)
     additive = None
     keep = None
     if mask is not None:
@@ -196,7 +233,7 @@ def scaled_dot_product_attention(
             if np.isnan(mask_arr).any() or np.isposinf(mask_arr).any():
                 raise ValueError(f"additive mask of shape {mask_arr.shape} contains nan or +inf")
             additive = mask_arr
-            compute_dtype = np.result_type(out_dtype, mask_arr.dtype)
+            compute_dtype = np.result_type(compute_dtype, mask_arr.dtype)
         else:
             raise TypeError(
                 f"mask must be a boolean keep-mask or a floating additive mask; got dtype "
@@ -208,6 +245,11 @@ def scaled_dot_product_attention(
 
     if scale is None:
         scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
+    if isinstance(scale, np.ndarray) and scale.ndim == 0:
+        scale = scale[()]
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number or None, got {scale!r} "
+                        f"({type(scale).__name__})")
     scale = float(scale)
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
@@ -216,8 +258,18 @@ def scaled_dot_product_attention(
     kc = k.astype(compute_dtype, copy=False)
     vc = v.astype(compute_dtype, copy=False)
 
-    scores = (qc @ np.swapaxes(kc, -1, -2)) * np.asarray(scale, dtype=compute_dtype)  # (..., L, S)
-    scores = np.broadcast_to(scores, scores_shape)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        scores = (qc @ np.swapaxes(kc, -1, -2)) * np.asarray(scale, dtype=compute_dtype)
+    scores = np.broadcast_to(scores, scores_shape)  # (..., L, S)
+    overflow = ~np.isfinite(scores)
+    if keep is not None:
+        overflow &= keep  # a hidden score may be anything: it is replaced below
+    if overflow.any():
+        raise ValueError(
+            f"the scaled scores q k^T * scale (shape {scores_shape}, computed in "
+            f"{np.dtype(compute_dtype).name}) overflow to inf for q of shape {q.shape} and k of "
+            f"shape {k.shape}; rescale q or k, or pass float64 inputs"
+        )
     if additive is not None:
         scores = scores + additive.astype(compute_dtype, copy=False)
     if keep is not None:
@@ -263,7 +315,18 @@ def entropy(p, axis: int = -1) -> np.ndarray:
 
     Returns:
         The entropies, with ``axis`` removed; units: nats.
+
+    Raises:
+        ValueError: if ``p`` is a scalar, ``axis`` is out of range, or ``p`` holds a negative
+            or nan entry (not a probability).
+        TypeError: if ``axis`` is not an integer or ``p`` is not numeric.
     """
     p = _as_float_array(p, "p")
+    if p.ndim == 0:
+        raise ValueError("p must have at least one axis; got a scalar")
+    axis = _check_axis(axis, p.ndim, p.shape)
+    if np.isnan(p).any() or (p < 0).any():
+        raise ValueError(f"p of shape {p.shape} holds negative or nan entries; it must hold "
+                         "probabilities")
     logp = np.log(np.where(p > 0, p, 1.0))
     return -np.sum(p * logp, axis=axis)

@@ -190,6 +190,8 @@ class TransformerBlock(nn.Module):
         rope: optional :class:`attnbook.nn.RotaryEmbedding`.
         qkv_bias: biases of the query/key/value projections (default ``bias``; Qwen2 has
             them while its other layers have none: ``bias=False, qkv_bias=True``).
+        head_dim: per-head width of the attention, default ``d_model // n_heads`` (see
+            :class:`attnbook.nn.MultiHeadAttention`).
 
     Raises:
         ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
@@ -214,12 +216,14 @@ class TransformerBlock(nn.Module):
         bias: bool = True,
         rope: RotaryEmbedding | None = None,
         qkv_bias: bool | None = None,
+        head_dim: int | None = None,
     ):
         super().__init__()
         self.norm_first = bool(norm_first)
         qkv_bias = bias if qkv_bias is None else qkv_bias
-        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=qkv_bias,
-                                            dropout=dropout, rope=rope, out_bias=bias)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim,
+                                            bias=qkv_bias, dropout=dropout, rope=rope,
+                                            out_bias=bias)
         self.ffn = make_ffn(ffn, d_model, d_ff, bias, dropout)
         self.norm1 = make_norm(norm, d_model, eps, bias)
         self.norm2 = make_norm(norm, d_model, eps, bias)
@@ -295,6 +299,7 @@ class EncoderDecoderBlock(nn.Module):
         norm: ``"layernorm"`` or ``"rmsnorm"``.
         eps: the norms' epsilon.
         bias: biases in attention, FFN and LayerNorm.
+        head_dim: per-head width of both attentions, default ``d_model // n_heads``.
 
     Raises:
         ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
@@ -316,12 +321,13 @@ class EncoderDecoderBlock(nn.Module):
         norm: str = "layernorm",
         eps: float = 1e-5,
         bias: bool = True,
+        head_dim: int | None = None,
     ):
         super().__init__()
         self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias,
+        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim, bias=bias,
                                             dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias,
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim, bias=bias,
                                              dropout=dropout)
         self.ffn = make_ffn(ffn, d_model, d_ff, bias, dropout)
         self.norm1 = make_norm(norm, d_model, eps, bias)

@@ -327,6 +327,12 @@ def _check_torch_inputs(q, k, v, causal, scale):
         )
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {causal!r}")
+    # The online softmax's empty-row guard would read a nan or -inf running max as "no visible
+    # key" and return 0, hiding the corruption; reject non-finite inputs, as the NumPy
+    # attention.scaled_dot_product_attention and tiled_attention do.
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.numel() and not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} of shape {tuple(t.shape)} contains nan or inf")
     return _check_scale(scale, D)
 
 
@@ -495,7 +501,8 @@ def tiled_attention_torch(
     Raises:
         TypeError: for non-tensor, non-floating or mixed-dtype inputs, or a non-bool ``causal``.
         ValueError: for wrong ranks, mismatched batch/head_dim/lengths, ``H_kv`` not
-            dividing ``H``, inputs on different devices, a non-finite ``scale`` or a block < 1.
+            dividing ``H``, inputs on different devices, nan or inf in ``q``, ``k`` or ``v``,
+            a non-finite ``scale`` or a block < 1.
 
     Source: Dao (2023), Algorithms 1 and 2.
     """
@@ -602,12 +609,13 @@ def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None
 
     Returns:
         ``out`` ``(B, H, L, D)``, dtype of ``q``; a query with no visible key gets 0.
-        NaN or inf in the visible inputs propagate, as in ``F.scaled_dot_product_attention``.
 
     Raises:
         TypeError: for non-tensor, non-floating or mixed-dtype inputs.
-        ValueError: for wrong shapes (see :func:`tiled_attention_torch`), an unknown
-            ``backend``, or ``backend="triton"`` with inputs the kernel does not support.
+        ValueError: for wrong shapes (see :func:`tiled_attention_torch`), nan or inf in
+            ``q``, ``k`` or ``v`` (checked on every backend, which costs one device sync; the
+            online softmax would otherwise turn a nan row into 0), an unknown ``backend``, or
+            ``backend="triton"`` with inputs the kernel does not support.
 
     Source: Dao et al. (2022); Dao (2023).
     """

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
+from .attention import _as_float_array, scaled_dot_product_attention
 
 __all__ = [
     "split_heads",
@@ -151,6 +151,8 @@ def grouped_query_attention(
         if arr.ndim < 3:
             raise ValueError(f"{name} must have shape (..., heads, seq, dim); got {arr.shape}")
     H, H_kv = q.shape[-3], k.shape[-3]
+    if H < 1:
+        raise ValueError(f"q has {H} heads (q.shape={q.shape}); need at least one query head")
     if v.shape[-3] != H_kv:
         raise ValueError(f"k has {H_kv} heads but v has {v.shape[-3]} (k.shape={k.shape}, "
                          f"v.shape={v.shape})")
@@ -166,7 +168,7 @@ def grouped_query_attention(
 
 
 def _project(x, w, b, name: str, d_in: int) -> np.ndarray:
-    w = np.asarray(w)
+    w = _as_float_array(w, name)
     if w.ndim != 2 or w.shape[0] != d_in:
         raise ValueError(
             f"{name} must have shape (d_in={d_in}, d_out) in the x @ W layout; got {w.shape}"
@@ -218,21 +220,28 @@ def multi_head_attention(
         ``(..., L, d_model)`` (and the weights). Scores are scaled by ``1/sqrt(head_dim)``.
 
     Raises:
-        ValueError: if a weight has the wrong shape, ``n_heads`` does not divide ``w_q``'s
-            output, ``n_kv_heads`` does not divide ``n_heads``, or the projections give
-            different head dims.
+        ValueError: if a weight has the wrong shape (``w_o`` must map back to ``d_model``),
+            ``n_heads`` does not divide ``w_q``'s output, ``n_kv_heads`` does not divide
+            ``n_heads``, or the projections give different head dims.
+        TypeError: if ``x``, ``context`` or a weight is not a real numeric array.
 
     Source: Vaswani et al. (2017), section 3.2.2; Ainslie et al. (2023).
     """
-    x = np.asarray(x)
+    x = _as_float_array(x, "x")
     n_heads = _check_pos_int(n_heads, "n_heads")
     n_kv_heads = n_heads if n_kv_heads is None else _check_pos_int(n_kv_heads, "n_kv_heads")
     if n_heads % n_kv_heads:
         raise ValueError(f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads}")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., L, d_model); got {x.shape}")
-    src = x if context is None else np.asarray(context)
+    src = x if context is None else _as_float_array(context, "context")
     d_model = x.shape[-1]
+    w_o_arr = np.asarray(w_o)
+    if w_o_arr.ndim == 2 and w_o_arr.shape[1] != d_model:
+        raise ValueError(
+            f"w_o must have shape (n_heads * head_dim, d_model={d_model}) to map back to x's "
+            f"width; got {w_o_arr.shape}"
+        )
     if src.shape[-1] != d_model:
         raise ValueError(f"context has {src.shape[-1]} features but x has {d_model} "
                          f"(x.shape={x.shape}, context.shape={src.shape})")

@@ -21,9 +21,13 @@ causal / window keep-mask).
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
 import torch
 
 from .models import ModelConfig
+from .nn import _as_int_tensor, _check_int
 
 __all__ = [
     "KVCache",
@@ -43,7 +47,7 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = Fa
             f"k and v must be (B, H_kv, L, D) with the same (B, H_kv, L); got "
             f"k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}"
         )
-    positions = torch.as_tensor(positions)
+    positions = _as_int_tensor(positions, "positions")
     B, L = k.shape[0], k.shape[2]
     ok = positions.ndim == 1 and positions.shape[0] == L
     if per_row:
@@ -55,6 +59,19 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = Fa
             f"{tuple(positions.shape)}"
         )
     return positions
+
+
+def _check_no_rewind(old: torch.Tensor | None, new: torch.Tensor) -> None:
+    """New tokens must come after every cached one (per row for ``(B, .)`` positions)."""
+    if old is None or old.numel() == 0 or new.numel() == 0:
+        return
+    last = old.amax(dim=-1)  # () or (B,)
+    first = new.amin(dim=-1)  # () or (B,)
+    if bool((first <= last).any()):
+        raise ValueError(
+            f"new positions (first {first.tolist()}) must come after the cached ones (last "
+            f"{last.tolist()}); a cache cannot rewind — start a new cache for a new sequence"
+        )
 
 
 class KVCache:
@@ -89,15 +106,21 @@ class KVCache:
             ``(S + L,)`` (``(B, S + L)`` once per-row positions were given).
 
         Raises:
-            ValueError: if shapes disagree with each other or with the cached tensors.
+            ValueError: if shapes disagree with each other or with the cached tensors, a
+                position is negative, or a new position does not come after every cached one
+                (gaps are allowed, rewinds are not).
+            TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions, per_row=True).to(k.device)
         if self.k is None:
             self.k, self.v, self.positions = k, v, positions
         else:
-            if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
-                raise ValueError(f"new k of shape {tuple(k.shape)} does not match the cache "
-                                 f"{tuple(self.k.shape)} in (B, H_kv, ., D)")
+            if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or \
+                    v.shape[3] != self.v.shape[3]:
+                raise ValueError(f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not "
+                                 f"match the cache {tuple(self.k.shape)}, {tuple(self.v.shape)} "
+                                 "in (B, H_kv, ., D)")
+            _check_no_rewind(self.positions, positions)
             self.k = torch.cat((self.k, k), dim=2)  # (B, H_kv, S + L, D)
             self.v = torch.cat((self.v, v), dim=2)  # (B, H_kv, S + L, D)
             old, new = self.positions, positions
@@ -131,14 +154,13 @@ class SlidingWindowCache:
 
     Raises:
         ValueError: if ``window < 1``.
+        TypeError: if ``window`` is not an integer (bools, floats and strings are rejected).
 
     Source: Jiang et al., "Mistral 7B" (2023), section 2, "Rolling Buffer Cache".
     """
 
     def __init__(self, window: int):
-        if window < 1:
-            raise ValueError(f"window must be >= 1, got {window}")
-        self.window = int(window)
+        self.window = _check_int(window, "window")
         self.k = self.v = None  # (B, H_kv, window, D) ring buffers
         self.slot_positions = None  # (window,) position held by each slot, -1 = empty
         self._seen = 0
@@ -160,7 +182,9 @@ class SlidingWindowCache:
             the new ones, ``(B, H_kv, n_buffered + L, D)`` and ``(n_buffered + L,)``.
 
         Raises:
-            ValueError: for mismatched shapes.
+            ValueError: for mismatched shapes, a negative position, or a new position that
+                does not come after every cached one.
+            TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions).to(k.device)
         B, H_kv, L, D = k.shape
@@ -172,6 +196,8 @@ class SlidingWindowCache:
         elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
             raise ValueError(f"new k of shape {tuple(k.shape)} does not match the buffer "
                              f"{tuple(self.k.shape)} in (B, H_kv, ., D)")
+        else:
+            _check_no_rewind(self.slot_positions[self.slot_positions >= 0], positions)
         filled = self.slot_positions >= 0
         order = torch.argsort(torch.where(filled, self.slot_positions,
                                           self.slot_positions.max() + 1))[: int(filled.sum())]
@@ -230,12 +256,26 @@ class LatentCache:
             ``(B, S + L, qk_rope_head_dim)`` and ``(S + L,)``.
 
         Raises:
-            ValueError: if ``c_kv`` or ``k_pe`` is not 3-D or they disagree in ``(B, L)``.
+            ValueError: if ``c_kv`` or ``k_pe`` is not 3-D or they disagree in ``(B, L)``,
+                ``positions`` is not ``(L,)``, non-negative and after every cached position,
+                or the new tensors disagree with the cached ones in batch or width.
+            TypeError: if ``positions`` is not an integer tensor.
         """
         if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
             raise ValueError(f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
                              f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}")
-        positions = torch.as_tensor(positions).to(c_kv.device)
+        positions = _as_int_tensor(positions, "positions").to(c_kv.device)
+        L = c_kv.shape[1]
+        if positions.ndim != 1 or positions.shape[0] != L:
+            raise ValueError(f"positions must be (L,) = ({L},) for c_kv of shape "
+                             f"{tuple(c_kv.shape)}; got shape {tuple(positions.shape)}")
+        if self.c_kv is not None and (
+                c_kv.shape[0] != self.c_kv.shape[0] or c_kv.shape[2] != self.c_kv.shape[2]
+                or k_pe.shape[2] != self.k_pe.shape[2]):
+            raise ValueError(
+                f"new c_kv {tuple(c_kv.shape)} / k_pe {tuple(k_pe.shape)} do not match the cache "
+                f"{tuple(self.c_kv.shape)} / {tuple(self.k_pe.shape)} in (B, ., width)")
+        _check_no_rewind(self.positions, positions)
         if self.c_kv is None:
             self.c_kv, self.k_pe, self.positions = c_kv, k_pe, positions
         else:
@@ -274,11 +314,16 @@ def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
 
     Raises:
         ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` or ``max_new_tokens < 0``.
+        TypeError: if ``ids`` is not an integer tensor (NumPy arrays are converted) or
+            ``max_new_tokens`` is not an integer (bools and floats are rejected).
     """
+    if not isinstance(ids, torch.Tensor):
+        ids = torch.as_tensor(np.asarray(ids))
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"ids must be integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2 or ids.shape[1] < 1:
         raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    max_new_tokens = _check_int(max_new_tokens, "max_new_tokens", 0)
     out = ids
     if max_new_tokens == 0:
         return out
@@ -325,7 +370,9 @@ def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
 
     Raises:
         ValueError: for a negative ``seq_len``, ``batch < 1`` or an unknown dtype.
-        TypeError: if ``config`` is not a :class:`attnbook.models.ModelConfig`.
+        TypeError: if ``config`` is not a :class:`attnbook.models.ModelConfig`, or ``seq_len``
+            or ``batch`` is not an integer (bools, floats and strings are rejected; NumPy
+            integers are accepted).
 
     Source: Pope et al., "Efficiently Scaling Transformer Inference" (2022), section 2;
     DeepSeek-V2 (2024), table 1 for MLA.
@@ -333,10 +380,14 @@ def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be an attnbook.models.ModelConfig, got "
                         f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)")
+    for name, val in (("seq_len", seq_len), ("batch", batch)):
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {val!r} ({type(val).__name__})")
+    seq_len, batch = int(seq_len), int(batch)
     if seq_len < 0 or batch < 1:
         raise ValueError(f"need seq_len >= 0 and batch >= 1, got seq_len={seq_len}, "
                          f"batch={batch}")
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPE_BYTES)}")
     if config.uses_mla:
         per_layer_token = config.kv_lora_rank + config.qk_rope_head_dim

@@ -100,6 +100,7 @@ def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray
         raise ValueError(f"window must be >= 1 (it counts the query itself), got {window}")
     L = _check_length(L, "L")
     S = L if S is None else _check_length(S, "S")
+    window = min(window, S + 1)  # any window >= S is the causal mask; keeps the ints small
     pos = np.arange(L)[:, None] + (S - L)  # (L, 1) absolute position of each query
     j = np.arange(S)[None, :]  # (1, S)
     return (j <= pos) & (j > pos - window)  # (L, S)
@@ -256,17 +257,28 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
 
     Args:
         *keep_masks: boolean keep-masks that broadcast together; ``None`` entries are skipped.
-        dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...).
+        dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...; NumPy
+            has no bfloat16 — use :func:`attnbook.nn.keep_mask_to_additive` for torch).
 
     Returns:
         Array of the masks' broadcast shape and ``dtype``, or ``None`` if every mask is
         ``None``.
 
     Raises:
-        TypeError: if a mask is not boolean or ``dtype`` is not floating.
+        TypeError: if a mask is not boolean or ``dtype`` is not a floating NumPy dtype
+            (``None``, torch dtypes and ``"bfloat16"`` included).
         ValueError: if the masks do not broadcast together.
     """
-    dtype = np.dtype(dtype)
+    if dtype is None:
+        raise TypeError("dtype must be a floating NumPy dtype such as np.float32, got None")
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"dtype must be a floating NumPy dtype such as np.float16 or np.float32, got "
+            f"{dtype!r}; for torch dtypes (bfloat16 included) use "
+            "attnbook.nn.keep_mask_to_additive"
+        ) from None
     if not np.issubdtype(dtype, np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")
     keep = combine_masks(*keep_masks)

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
-from .nn import RotaryEmbedding
+from .nn import RotaryEmbedding, _check_positions
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -36,6 +39,11 @@ __all__ = [
 ]
 
 _ARCHS = ("encoder", "decoder", "encoder-decoder")
+
+
+def _is_int(v) -> bool:
+    """Python or NumPy integer, not a bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
 _POSITIONAL = ("sinusoidal", "learned", "rope", "none")
 _FFNS = ("relu", "gelu", "swiglu")
 _NORMS = ("layernorm", "rmsnorm")
@@ -76,6 +84,16 @@ class ModelConfig:
             multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none.
         name: a label.
         source: where the numbers come from (paper, or model and its config.json).
+
+    Sizes accept Python or NumPy integers (stored as ``int``); bools and floats are rejected.
+
+    Raises:
+        ValueError: if a size is not a positive integer (``n_encoder_layers``: >= 0; optional
+            sizes such as ``sliding_window`` or ``kv_lora_rank``: positive or ``None``),
+            ``eps`` is not finite and > 0, ``rope_theta`` is not finite and > 1, a choice
+            (``arch``, ``positional``, ``ffn``, ``norm``) is unknown, ``n_heads`` does not
+            divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
+            ``n_heads``, or RoPE meets an odd ``head_dim``.
     """
 
     vocab_size: int
@@ -107,10 +125,32 @@ class ModelConfig:
     source: str = ""
 
     def __post_init__(self):
+        def set_int(f, v):
+            object.__setattr__(self, f, int(v))  # NumPy integers become Python ints
+
         for f in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len"):
             v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not _is_int(v) or v < 1:
                 raise ValueError(f"{f} must be a positive integer, got {v!r}")
+            set_int(f, v)
+        if not _is_int(self.n_encoder_layers) or self.n_encoder_layers < 0:
+            raise ValueError(
+                f"n_encoder_layers must be an integer >= 0, got {self.n_encoder_layers!r}")
+        set_int("n_encoder_layers", self.n_encoder_layers)
+        for f in ("n_kv_heads", "head_dim", "sliding_window", "kv_lora_rank", "q_lora_rank",
+                  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            v = getattr(self, f)
+            if v is None:
+                continue
+            if not _is_int(v) or v < 1:
+                raise ValueError(f"{f} must be a positive integer or None, got {v!r}")
+            set_int(f, v)
+        for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
+            v = getattr(self, f)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or \
+                    not math.isfinite(v) or v <= lo:
+                raise ValueError(f"{f} must be a finite number > {lo:g}, got {v!r}")
+            object.__setattr__(self, f, float(v))
         if self.arch not in _ARCHS:
             raise ValueError(f"arch must be one of {_ARCHS}, got {self.arch!r}")
         if self.positional not in _POSITIONAL:
@@ -123,16 +163,15 @@ class ModelConfig:
             raise ValueError(
                 f"n_heads {self.n_heads} must divide d_model {self.d_model} (or set head_dim)"
             )
-        for f in ("n_kv_heads", "head_dim"):
-            v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"{f} must be a positive integer or None, got {v!r}")
         if self.n_heads % self.kv_heads:
             raise ValueError(f"n_kv_heads {self.kv_heads} must divide n_heads {self.n_heads}")
         if self.arch == "encoder-decoder" and self.n_encoder_layers < 1:
             raise ValueError("an encoder-decoder config needs n_encoder_layers >= 1")
         if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
             raise ValueError("an MLA config (kv_lora_rank set) needs qk_rope_head_dim")
+        if self.positional == "rope" and not self.uses_mla and self.head_size % 2:
+            raise ValueError(f"RoPE rotates pairs of dimensions; head_dim must be even, got "
+                             f"{self.head_size}")
 
     @property
     def kv_heads(self) -> int:
@@ -190,36 +229,74 @@ class ModelConfig:
 
         Raises:
             ValueError: if a required field (``hidden_size``, ``num_attention_heads``,
-                ``num_hidden_layers``, ``intermediate_size``, ``vocab_size``) is missing.
+                ``num_hidden_layers``, ``intermediate_size``, ``vocab_size``) is missing (a
+                multimodal config that nests them under ``text_config`` is named as such) or
+                is not an integer, ``hidden_act`` is not one of ``silu``/``swish``, a GELU
+                variant or ``relu``, ``rope_scaling`` is set (not modelled here), or the
+                resulting :class:`ModelConfig` is invalid.
+            TypeError: if ``hf`` is not a dictionary.
         """
+        if not isinstance(hf, Mapping):
+            raise TypeError(f"hf must be a dict (a parsed config.json), got {type(hf).__name__}")
         required = ("hidden_size", "num_attention_heads", "num_hidden_layers",
                     "intermediate_size", "vocab_size")
         missing = [k for k in required if k not in hf]
         if missing:
-            raise ValueError(f"Hugging Face config lacks {missing}; got keys {sorted(hf)}")
+            hint = ""
+            if isinstance(hf.get("text_config"), Mapping):
+                hint = ("; the model nests its language model under 'text_config': pass "
+                        "hf['text_config'] instead")
+            raise ValueError(f"Hugging Face config lacks {missing}; got keys {sorted(hf)}{hint}")
+
+        def get_int(key, default=None):
+            v = hf.get(key, default)
+            if v is None and default is None and key not in required:
+                return None
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if not _is_int(v):
+                raise ValueError(f"Hugging Face config field {key!r} must be an integer, got "
+                                 f"{v!r}")
+            return int(v)
+
+        if hf.get("rope_scaling") is not None:
+            raise ValueError(
+                f"Hugging Face config has rope_scaling={hf['rope_scaling']!r}, which attnbook's "
+                "RoPE does not model (e.g. Llama-3.1's frequency rescaling); drop the field "
+                "only if positions stay below original_max_position_embeddings"
+            )
         window = hf.get("sliding_window")
         if not hf.get("use_sliding_window", True):
             window = None
         qkv_bias = hf.get("attention_bias", hf.get("model_type") == "qwen2")
         act = hf.get("hidden_act", "silu")
-        gated = act in ("silu", "swish")
-        head_dim = hf.get("head_dim")
-        if head_dim is not None and head_dim == hf["hidden_size"] // hf["num_attention_heads"]:
+        if act in ("silu", "swish"):
+            gated, ffn = True, "swiglu"
+        elif isinstance(act, str) and act.startswith("gelu"):
+            gated, ffn = False, "gelu"
+        elif act == "relu":
+            gated, ffn = False, "relu"
+        else:
+            raise ValueError(f"Hugging Face config hidden_act {act!r} is not supported; one of "
+                             "'silu'/'swish' (SwiGLU), 'gelu*' or 'relu'")
+        head_dim = get_int("head_dim")
+        d_model, n_heads = get_int("hidden_size"), get_int("num_attention_heads")
+        if head_dim is not None and n_heads and head_dim == d_model // n_heads:
             head_dim = None
         return cls(
-            vocab_size=int(hf["vocab_size"]),
-            d_model=int(hf["hidden_size"]),
-            n_heads=int(hf["num_attention_heads"]),
-            n_layers=int(hf["num_hidden_layers"]),
-            d_ff=int(hf["intermediate_size"]),
+            vocab_size=get_int("vocab_size"),
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=get_int("num_hidden_layers"),
+            d_ff=get_int("intermediate_size"),
             n_kv_heads=hf.get("num_key_value_heads"),
             head_dim=head_dim,
             arch="decoder",
-            max_seq_len=int(hf.get("max_position_embeddings", 2048)),
+            max_seq_len=get_int("max_position_embeddings", 2048),
             norm="rmsnorm" if gated else "layernorm",
             norm_first=True,
             eps=float(hf.get("rms_norm_eps", hf.get("layer_norm_eps", 1e-6))),
-            ffn="swiglu" if gated else ("gelu" if "gelu" in act else "relu"),
+            ffn=ffn,
             bias=bool(hf.get("mlp_bias", False)),
             qkv_bias=bool(qkv_bias),
             positional="rope",
@@ -326,8 +403,11 @@ class _Embedding(nn.Module):
             self.register_buffer("pe", pe.float(), persistent=False)  # (max_seq_len, d_model)
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        if ids.ndim != 2:
-            raise ValueError(f"token ids must be (B, T); got shape {tuple(ids.shape)}")
+        ids = _check_ids(ids, self.config.vocab_size)
+        positions = _check_positions(positions, ids.shape[1], ids.shape)
+        if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
+            raise ValueError(f"positions of shape {tuple(positions.shape)} do not match the "
+                             f"batch of ids of shape {tuple(ids.shape)}")
         if positions.numel() and int(positions.max()) >= self.config.max_seq_len and (
                 self.config.positional in ("learned", "sinusoidal")):
             raise ValueError(
@@ -343,7 +423,46 @@ class _Embedding(nn.Module):
 
 def _block_kwargs(config: ModelConfig) -> dict:
     return dict(n_kv_heads=config.n_kv_heads, ffn=config.ffn, norm_first=config.norm_first,
-                norm=config.norm, eps=config.eps, bias=config.bias)
+                norm=config.norm, eps=config.eps, bias=config.bias, head_dim=config.head_dim)
+
+
+def _check_ids(ids, vocab_size: int, name: str = "ids") -> torch.Tensor:
+    """``(B, T)`` integer token ids in ``[0, vocab_size)``; NumPy arrays and lists accepted."""
+    if not isinstance(ids, torch.Tensor):
+        try:
+            ids = torch.as_tensor(np.asarray(ids))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{name} must be an integer tensor, got {type(ids).__name__}") \
+                from None
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must be integer token ids, got dtype {ids.dtype}")
+    if ids.ndim != 2:
+        raise ValueError(f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
+                         "(add a batch axis with ids[None])")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
+                         f"{int(ids.min())} to {int(ids.max())}")
+    return ids
+
+
+def _padding_keep(attention_mask, shape, device, name: str):
+    """``(B, S)`` 0/1 attention mask -> ``(B, 1, 1, S)`` boolean keep-mask, validated."""
+    if attention_mask is None:
+        return None
+    m = attention_mask
+    if not isinstance(m, torch.Tensor):
+        m = torch.as_tensor(np.asarray(m))
+    if m.is_complex():
+        raise TypeError(f"{name} must hold 0 and 1, got dtype {m.dtype}")
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"{name} must be (B, S) = {tuple(shape)} like the token ids; got "
+                         f"shape {tuple(m.shape)}")
+    if m.dtype != torch.bool:
+        if not bool(((m == 0) | (m == 1)).all()):
+            raise ValueError(f"{name} must hold only 0 (padding) and 1 (token); got other values "
+                             f"(shape {tuple(m.shape)})")
+        m = m == 1
+    return m.to(device)[:, None, None, :]  # (B, 1, 1, S)
 
 
 def _rope(config: ModelConfig):
@@ -395,12 +514,16 @@ class EncoderOnlyModel(nn.Module):
             parameters' dtype (float32 by default).
 
         Raises:
-            ValueError: if ``ids`` is not ``(B, T)`` or ``T`` exceeds ``max_seq_len`` with
-                learned or sinusoidal positions.
+            ValueError: if ``ids`` is not ``(B, T)`` or holds ids outside
+                ``[0, vocab_size)``, ``T`` exceeds ``max_seq_len`` with learned or sinusoidal
+                positions, or ``attention_mask`` is not ``(B, T)`` or holds values other than
+                0 and 1.
+            TypeError: if ``ids`` is not an integer tensor (or array).
         """
+        ids = _check_ids(ids, self.config.vocab_size)
         positions = _default_positions(ids, 0)
         x = self.embed(ids, positions)  # (B, T, d_model)
-        keep = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        keep = _padding_keep(attention_mask, ids.shape, ids.device, "attention_mask")
         for layer in self.layers:
             x = layer(x, mask=keep, positions=positions)
         return x if self.norm is None else self.norm(x)
@@ -478,12 +601,15 @@ class DecoderOnlyModel(nn.Module):
 
         Raises:
             ValueError: if ``kv_caches`` does not hold one cache per layer, ``ids`` is not
-                ``(B, T)``, a position exceeds ``max_seq_len`` with absolute positions, or
-                as :meth:`attnbook.nn.MultiHeadAttention.forward` (masks, positions).
+                ``(B, T)`` or holds ids outside ``[0, vocab_size)``, a position is negative or
+                exceeds ``max_seq_len`` with absolute positions, or as
+                :meth:`attnbook.nn.MultiHeadAttention.forward` (masks, positions).
+            TypeError: if ``ids`` or ``positions`` is not an integer tensor (or array).
         """
-        past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
+        ids = _check_ids(ids, self.config.vocab_size)
         if kv_caches is not None and len(kv_caches) != len(self.layers):
             raise ValueError(f"need one cache per layer: {len(self.layers)}, got {len(kv_caches)}")
+        past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if positions is None:
             positions = _default_positions(ids, past)
         x = self.embed(ids, positions)  # (B, T, d_model)
@@ -553,9 +679,15 @@ class EncoderDecoderModel(nn.Module):
 
         Returns:
             ``(B, S, d_model)`` encoder output (``memory``), after the final norm for Pre-LN.
+
+        Raises:
+            ValueError: if ``src`` is not ``(B, S)`` ids in ``[0, vocab_size)`` or
+                ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s.
+            TypeError: if ``src`` is not an integer tensor (or array).
         """
+        src = _check_ids(src, self.config.vocab_size, "src")
         x = self.src_embed(src, _default_positions(src, 0))
-        keep = None if src_attention_mask is None else src_attention_mask.bool()[:, None, None, :]
+        keep = _padding_keep(src_attention_mask, src.shape, src.device, "src_attention_mask")
         for layer in self.encoder:
             x = layer(x, mask=keep)
         return x if self.encoder_norm is None else self.encoder_norm(x)
@@ -574,10 +706,24 @@ class EncoderDecoderModel(nn.Module):
 
         Returns:
             ``(B, T, vocab_size)`` logits (unnormalized).
+
+        Raises:
+            ValueError: if ``tgt`` is not ``(B, T)`` ids in ``[0, vocab_size)``, ``memory`` is
+                not ``(B, S, d_model)``, ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s,
+                or ``kv_caches`` does not hold one cache per decoder layer.
+            TypeError: if ``tgt`` is not an integer tensor (or array).
         """
+        tgt = _check_ids(tgt, self.config.vocab_size, "tgt")
+        if kv_caches is not None and len(kv_caches) != len(self.decoder):
+            raise ValueError(f"need one cache per decoder layer: {len(self.decoder)}, got "
+                             f"{len(kv_caches)}")
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         x = self.tgt_embed(tgt, _default_positions(tgt, past))
-        keep = None if src_attention_mask is None else src_attention_mask.bool()[:, None, None, :]
+        if memory.ndim != 3 or memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"memory must be (B={tgt.shape[0]}, S, d_model); got shape "
+                             f"{tuple(memory.shape)}")
+        keep = _padding_keep(src_attention_mask, memory.shape[:2], memory.device,
+                             "src_attention_mask")
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory, memory_mask=keep,
                       kv_cache=None if kv_caches is None else kv_caches[i])

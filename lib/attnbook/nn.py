@@ -21,7 +21,9 @@ Conventions (see :mod:`attnbook` and STYLE.md):
 from __future__ import annotations
 
 import math
+import numbers
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -48,6 +50,57 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in _HALF else dtype
 
 
+def _check_int(value, name: str, minimum: int = 1) -> int:
+    """An integer size: Python or NumPy integers; bools and floats (even ``2.0``) rejected."""
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
+            and value.dtype != torch.bool:
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_real(value, name: str, *, minimum: float | None = None, strict: bool = False,
+                allow_inf: bool = False) -> float:
+    """A real number (not a bool, not a string); finite unless ``allow_inf``."""
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if math.isnan(value) or (not allow_inf and math.isinf(value)):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
+    return value
+
+
+def _check_bool(value, name: str) -> bool:
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype == torch.bool:
+        return bool(value)
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def _check_input_dtype(x: torch.Tensor, weight: torch.Tensor, name: str = "x") -> None:
+    """Raise a TypeError naming ``x`` when it cannot meet the module's weights in a matmul."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor (the module's parameters are "
+                        f"{weight.dtype}), got dtype {x.dtype}")
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
+            f"convert one of them (e.g. {name}.to({weight.dtype}) or module.to({x.dtype}))"
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # Normalization
 # --------------------------------------------------------------------------------------------
@@ -67,15 +120,19 @@ class LayerNorm(nn.Module):
     Shapes: input ``(..., d_model)``, output the same shape and dtype.
 
     Raises:
-        ValueError: if the input's last axis is not ``d_model``.
+        ValueError: if ``d_model < 1``, ``eps`` is not finite and > 0 (``eps = 0`` would give
+            NaN for a constant row, which the forward cannot check without a device sync), or
+            the input's last axis is not ``d_model``.
+        TypeError: if ``d_model`` is not an integer (bools and floats are rejected) or
+            ``eps`` is not a real number.
 
     Source: Ba, Kiros & Hinton (2016), eq. 4.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
-        self.d_model = int(d_model)
-        self.eps = float(eps)
+        self.d_model = _check_int(d_model, "d_model")
+        self.eps = _check_real(eps, "eps", minimum=0.0, strict=True)
         self.weight = nn.Parameter(torch.ones(self.d_model))
         self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
 
@@ -90,7 +147,11 @@ class LayerNorm(nn.Module):
 
         Raises:
             ValueError: if the last axis of ``x`` is not ``d_model``.
+            TypeError: if ``x`` is not a floating-point tensor.
         """
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"LayerNorm input x must be a floating-point tensor, got "
+                            f"{getattr(x, 'dtype', type(x).__name__)}")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"LayerNorm({self.d_model}) got input of shape {tuple(x.shape)}")
         xc = x.to(_compute_dtype(x.dtype))
@@ -119,15 +180,17 @@ class RMSNorm(nn.Module):
     Shapes: input ``(..., d_model)``, output the same shape and dtype.
 
     Raises:
-        ValueError: if the input's last axis is not ``d_model``.
+        ValueError: if ``d_model < 1``, ``eps`` is not finite and > 0 (``eps = 0`` gives NaN
+            for an all-zero row), or the input's last axis is not ``d_model``.
+        TypeError: if ``d_model`` is not an integer or ``eps`` is not a real number.
 
     Source: Zhang & Sennrich (2019), eq. 4.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.d_model = int(d_model)
-        self.eps = float(eps)
+        self.d_model = _check_int(d_model, "d_model")
+        self.eps = _check_real(eps, "eps", minimum=0.0, strict=True)
         self.weight = nn.Parameter(torch.ones(self.d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -141,7 +204,11 @@ class RMSNorm(nn.Module):
 
         Raises:
             ValueError: if the last axis of ``x`` is not ``d_model``.
+            TypeError: if ``x`` is not a floating-point tensor.
         """
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"RMSNorm input x must be a floating-point tensor, got "
+                            f"{getattr(x, 'dtype', type(x).__name__)}")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"RMSNorm({self.d_model}) got input of shape {tuple(x.shape)}")
         xc = x.to(_compute_dtype(x.dtype))
@@ -157,11 +224,23 @@ class RMSNorm(nn.Module):
 # --------------------------------------------------------------------------------------------
 
 
-def _check_positions(positions: torch.Tensor, T: int, x_shape, name: str = "positions"):
+def _as_int_tensor(positions, name: str) -> torch.Tensor:
     if not isinstance(positions, torch.Tensor):
-        positions = torch.as_tensor(positions)
-    if positions.is_floating_point() or positions.dtype == torch.bool:
+        try:
+            positions = torch.as_tensor(np.asarray(positions))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{name} must be an integer tensor, got {type(positions).__name__}") \
+                from None
+    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor, got dtype {positions.dtype}")
+    if positions.numel() and bool((positions < 0).any()):
+        raise ValueError(f"{name} must be >= 0, got min {int(positions.min())} "
+                         f"(shape {tuple(positions.shape)})")
+    return positions
+
+
+def _check_positions(positions, T: int, x_shape, name: str = "positions"):
+    positions = _as_int_tensor(positions, name)
     if positions.ndim == 0 or positions.shape[-1] != T:
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length {T} "
@@ -176,26 +255,37 @@ def apply_rope(
     """Rotary position embedding in torch; same math as :func:`attnbook.positional.apply_rope`.
 
     Args:
-        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
-        positions: integer positions ``(T,)`` or ``(B, T)`` (one row per batch element, e.g.
-            for a left-padded batch); with a 4-D ``x`` a ``(B, T)`` tensor is applied to every
-            head.
-        base: the frequency base ``rope_theta``.
+        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even. Integer tensors
+            are promoted to float32 (rotating in the integer dtype would truncate).
+        positions: non-negative integer positions ``(T,)`` (the same for every row) or
+            ``(B, T)`` (one row per batch element, e.g. for a left-padded batch). With a 4-D
+            ``x`` a ``(B, T)`` tensor is applied to every head (read as ``(B, 1, T)``); any
+            other shape must broadcast to ``x.shape[:-1]`` without enlarging it. The NumPy
+            :func:`attnbook.positional.apply_rope` reads shapes the same way.
+        base: the frequency base ``rope_theta``, finite and > 1.
         interleaved: pairs ``(2i, 2i+1)`` if True, else ``(i, i + D/2)`` (default).
 
     Returns:
-        Tensor of the shape and dtype of ``x``; angles are computed in float32 (float64 for
-        float64 input).
+        Tensor of the shape of ``x`` and its floating dtype (float32 for integer ``x``);
+        angles are computed in float32 (float64 for float64 input).
 
     Raises:
-        ValueError: if ``D`` is odd, or ``positions`` does not end in ``T`` or does not
-            broadcast against ``x``.
-        TypeError: if ``positions`` is not an integer tensor.
+        ValueError: if ``D`` is odd, ``positions`` does not end in ``T``, is negative, or
+            does not broadcast to ``x.shape[:-1]`` (or would enlarge the output), or ``base``
+            is not finite and > 1.
+        TypeError: if ``x`` is not a real tensor or ``positions`` is not an integer tensor.
 
     Source: Su et al. (2021), eq. 34.
     """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype == torch.bool or x.is_complex():
+        raise TypeError(f"x must be a real tensor, got dtype {x.dtype}")
+    if not x.is_floating_point():
+        x = x.to(torch.float32)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, D); got {tuple(x.shape)}")
+    base = _check_real(base, "base", minimum=1.0, strict=True)
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
@@ -203,12 +293,16 @@ def apply_rope(
     if pos.ndim == 2 and x.ndim == 4:
         pos = pos[:, None, :]  # (B, 1, T) broadcasts over heads
     try:
-        torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))
+        ok = tuple(torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))) == tuple(
+            x.shape[:-1])
     except RuntimeError:
+        ok = False
+    if not ok:
         raise ValueError(
-            f"positions of shape {tuple(positions.shape)} do not broadcast against x of shape "
-            f"{tuple(x.shape)}"
-        ) from None
+            f"positions of shape {tuple(pos.shape)} do not broadcast to x.shape[:-1] = "
+            f"{tuple(x.shape[:-1])} without enlarging x of shape {tuple(x.shape)} "
+            "(use (T,) or (B, T))"
+        )
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
     theta = base ** (-torch.arange(0, D, 2, dtype=cdt, device=x.device) / D)  # (D/2,)
     angles = pos.to(cdt)[..., None] * theta  # (..., T, D/2)
@@ -230,13 +324,17 @@ class RotaryEmbedding(nn.Module):
     """RoPE settings for :class:`MultiHeadAttention` (no parameters).
 
     Args:
-        base: ``rope_theta`` (10000 in RoFormer and Llama-2).
+        base: ``rope_theta`` (10000 in RoFormer and Llama-2), finite and > 1.
         interleaved: pairing, see :func:`apply_rope`.
+
+    Raises:
+        ValueError: if ``base`` is not finite and > 1.
+        TypeError: if ``base`` is not a real number.
     """
 
     def __init__(self, base: float = 10000.0, interleaved: bool = False):
         super().__init__()
-        self.base = float(base)
+        self.base = _check_real(base, "base", minimum=1.0, strict=True)
         self.interleaved = bool(interleaved)
 
     def forward(self, x: torch.Tensor, positions) -> torch.Tensor:
@@ -283,13 +381,13 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 
     Raises:
         ValueError: if ``x`` is not 4-D or ``n_rep < 1``.
+        TypeError: if ``n_rep`` is not an integer (bools and floats are rejected).
 
     Source: Ainslie et al., "GQA" (2023), section 2.2.
     """
     if x.ndim != 4:
         raise ValueError(f"repeat_kv expects (B, H_kv, S, D), got shape {tuple(x.shape)}")
-    if n_rep < 1:
-        raise ValueError(f"n_rep must be >= 1, got {n_rep}")
+    n_rep = _check_int(n_rep, "n_rep")
     if n_rep == 1:
         return x
     B, H_kv, S, D = x.shape
@@ -317,8 +415,9 @@ def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | Non
         TypeError: if a mask is not boolean or ``dtype`` is not floating.
         ValueError: if the masks do not broadcast together.
     """
-    if not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float16), got "
+                        f"{dtype!r}; for NumPy use attnbook.masks.additive_mask")
     keep = _combine_keep(*keep_masks)
     if keep is None:
         return None
@@ -390,19 +489,40 @@ def position_keep_mask(
     whose keys are not contiguous (a sliding-window ring buffer).
 
     Args:
-        q_positions: integer ``(L,)`` or ``(B, L)``.
-        k_positions: integer ``(S,)`` or ``(B, S)``.
+        q_positions: non-negative integer ``(L,)`` or ``(B, L)`` (tensor, NumPy array or list).
+        k_positions: non-negative integer ``(S,)`` or ``(B, S)``.
         causal: hide keys after the query.
-        window: if given, each query sees at most ``window`` keys (itself included).
+        window: if given, each query sees at most ``window`` keys (itself included); a sliding
+            window is causal by definition here, so it needs ``causal=True``.
 
     Returns:
-        Boolean ``(L, S)`` or ``(B, 1, L, S)`` keep-mask.
+        Boolean ``(L, S)`` or ``(B, 1, L, S)`` keep-mask (on the device of ``q_positions``).
 
     Raises:
-        ValueError: if ``window < 1``.
+        ValueError: if ``window < 1``, ``window`` is given with ``causal=False``, a position is
+            negative, a positions tensor is not 1-D or 2-D, or the batch sizes of 2-D
+            positions differ.
+        TypeError: if the positions are not integers or ``window`` is not an integer.
     """
-    if window is not None and window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+    causal = _check_bool(causal, "causal")
+    if window is not None:
+        window = _check_int(window, "window")
+        if not causal:
+            raise ValueError(
+                f"window={window} requires causal=True: a sliding window hides the keys more "
+                "than window - 1 positions in the past and, being causal, every future key"
+            )
+    q_positions = _as_int_tensor(q_positions, "q_positions")
+    k_positions = _as_int_tensor(k_positions, "k_positions").to(q_positions.device)
+    for name, t in (("q_positions", q_positions), ("k_positions", k_positions)):
+        if t.ndim not in (1, 2):
+            raise ValueError(f"{name} must be (L,) or (B, L); got shape {tuple(t.shape)}")
+    if q_positions.ndim == 2 and k_positions.ndim == 2 and \
+            q_positions.shape[0] != k_positions.shape[0]:
+        raise ValueError(
+            f"q_positions of shape {tuple(q_positions.shape)} and k_positions of shape "
+            f"{tuple(k_positions.shape)} disagree on the batch size"
+        )
     qp = q_positions[..., :, None]  # (..., L, 1)
     kp = k_positions[..., None, :]  # (..., 1, S)
     keep = torch.ones(torch.broadcast_shapes(qp.shape, kp.shape), dtype=torch.bool,
@@ -446,34 +566,47 @@ def scaled_dot_product_attention(
     be checked against ``torch.nn.functional.scaled_dot_product_attention``.
 
     Args:
-        q: ``(B, H, L, D)`` queries.
-        k: ``(B, H_kv, S, D)`` keys; ``H_kv`` must divide ``H`` (GQA: query head ``h`` reads
-            KV head ``h // (H // H_kv)``, like ``enable_gqa=True``).
-        v: ``(B, H_kv, S, Dv)`` values.
+        q: ``(B, H, L, D)`` queries, floating point.
+        k: ``(B, H_kv, S, D)`` keys, same dtype; ``H_kv`` must divide ``H`` (GQA: query head
+            ``h`` reads KV head ``h // (H // H_kv)``, like ``enable_gqa=True``).
+        v: ``(B, H_kv, S, Dv)`` values, same dtype.
         mask: ``None``, a boolean keep-mask or an additive float mask, broadcastable to
-            ``(B, H, L, S)``.
-        causal: hide future keys, aligned bottom-right; ANDed with a keep-mask.
-        scale: score multiplier, default ``1 / sqrt(D)``.
+            ``(B, H, L, S)``. As in torch, a float mask is *added* to the scores: a float mask
+            of 0s and 1s hides nothing — pass a boolean keep-mask to hide keys. An additive
+            mask may hold ``-inf`` but not nan or ``+inf``.
+        causal: hide future keys, aligned bottom-right; ANDed with a keep-mask. A bool.
+        scale: score multiplier (a finite real number), default ``1 / sqrt(D)``.
         dropout_p: dropout probability on the weights (the caller passes 0 in eval mode).
         return_weights: also return the ``(B, H, L, S)`` weights.
 
     Returns:
-        ``(B, H, L, Dv)`` in the dtype of ``q`` (and the weights if asked). Scores are formed in
-        the input dtype and the softmax runs in float32 for fp16/bf16. Hidden scores are
-        replaced by ``finfo.min`` (so the backward stays finite) and rows with no visible key
-        (every key hidden, or every score ``-inf``) get weight 0 and output 0.
+        ``(B, H, L, Dv)`` in the dtype of ``q`` (and the weights, in that dtype, if asked).
+        fp16/bf16 inputs are upcast to float32 *before* ``q k^T`` (scores such as
+        ``64 * 40 * 40`` overflow float16), the softmax and ``weights @ v`` run in float32, and
+        the output is cast back. Hidden scores are replaced by ``finfo.min`` (so the backward
+        stays finite) and rows with no visible key (every key hidden, or every score ``-inf``)
+        get weight 0 and output 0.
 
     Raises:
-        ValueError: if the tensors are not 4-D, the batch sizes or head dims disagree, ``H_kv``
-            does not divide ``H``, ``k`` and ``v`` disagree on ``S``, the mask does not
-            broadcast to ``(B, H, L, S)``, or ``dropout_p`` is outside ``[0, 1)``.
-        TypeError: if the mask is neither boolean nor floating.
+        ValueError: if the tensors are not 4-D, the batch sizes or head dims disagree, ``q``
+            has no heads, ``H_kv`` does not divide ``H``, ``k`` and ``v`` disagree on ``S``,
+            the mask does not broadcast to ``(B, H, L, S)`` or (additive) holds nan or
+            ``+inf``, ``scale`` is not finite, or ``dropout_p`` is outside ``[0, 1)``.
+        TypeError: if ``q``, ``k``, ``v`` are not floating tensors of one dtype, the mask is
+            neither boolean nor floating, ``scale``/``dropout_p`` are not real numbers, or
+            ``causal`` is not a bool.
 
     Source: Vaswani et al. (2017), eq. 1; GQA: Ainslie et al. (2023).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
         if t.ndim != 4:
             raise ValueError(f"{name} must be 4-D (B, H, L, D); got shape {tuple(t.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
     B, H, L, D = q.shape
     Bk, H_kv, S, Dk = k.shape
     if Dk != D:
@@ -489,20 +622,27 @@ def scaled_dot_product_attention(
     if Bk != B:
         raise ValueError(f"q has batch {B} but k has {Bk} (q.shape={tuple(q.shape)}, "
                          f"k.shape={tuple(k.shape)})")
+    if H < 1:
+        raise ValueError(f"q has {H} heads (q.shape={tuple(q.shape)}); need at least 1")
     if H_kv < 1 or H % H_kv:
         raise ValueError(
             f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={tuple(q.shape)}, "
             f"k.shape={tuple(k.shape)})"
         )
+    causal = _check_bool(causal, "causal")
+    dropout_p = _check_real(dropout_p, "dropout_p")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
-    v = repeat_kv(v, H // H_kv)  # (B, H, S, Dv)
     if scale is None:
         scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
+    scale = _check_real(scale, "scale")
+    k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
+    v = repeat_kv(v, H // H_kv)  # (B, H, S, Dv)
 
     cdt = _compute_dtype(q.dtype)
-    scores = (q @ k.transpose(-1, -2)).to(cdt) * scale  # (B, H, L, S)
+    # upcast before the matmul: fp16 q k^T overflows at 65504 (-> -inf hides every key, +inf
+    # gives NaN); float32 holds any product of fp16/bf16 values.
+    scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale  # (B, H, L, S)
     keep = None
     if mask is not None:
         mask = torch.as_tensor(mask, device=q.device)
@@ -510,6 +650,9 @@ def scaled_dot_product_attention(
         if mask.dtype == torch.bool:
             keep = mask
         elif mask.is_floating_point():
+            if bool(torch.isnan(mask).any()) or bool(torch.isposinf(mask).any()):
+                raise ValueError(f"additive mask of shape {tuple(mask.shape)} contains nan or "
+                                 "+inf (hide keys with -inf, finfo.min or a keep-mask)")
             scores = scores + mask.to(cdt)
         else:
             raise TypeError(
@@ -526,12 +669,11 @@ def scaled_dot_product_attention(
     scores = scores.masked_fill(~keep, torch.finfo(cdt).min)  # replace, do not add
     weights = torch.softmax(scores, dim=-1)  # (B, H, L, S)
     weights = weights * keep.any(dim=-1, keepdim=True)  # empty rows -> 0
-    weights = weights.to(q.dtype)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p, training=True)
-    out = weights @ v  # (B, H, L, Dv)
+    out = (weights @ v.to(cdt)).to(q.dtype)  # (B, H, L, Dv)
     if return_weights:
-        return out, weights
+        return out, weights.to(q.dtype)
     return out
 
 
@@ -564,6 +706,8 @@ class MultiHeadAttention(nn.Module):
         ValueError: if ``n_heads`` does not divide ``d_model`` (and no ``head_dim`` is given),
             ``n_kv_heads`` does not divide ``n_heads``, a size is < 1, or ``dropout`` is
             outside ``[0, 1)``.
+        TypeError: if a size is not an integer (bools and floats such as ``2.0`` are
+            rejected; NumPy integers are accepted) or ``dropout`` is not a real number.
     """
 
     def __init__(
@@ -579,10 +723,13 @@ class MultiHeadAttention(nn.Module):
         out_bias: bool | None = None,
     ):
         super().__init__()
-        if d_model < 1 or n_heads < 1:
-            raise ValueError(f"d_model and n_heads must be >= 1, got {d_model} and {n_heads}")
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if n_kv_heads < 1 or n_heads % n_kv_heads:
+        d_model = _check_int(d_model, "d_model")
+        n_heads = _check_int(n_heads, "n_heads")
+        n_kv_heads = n_heads if n_kv_heads is None else _check_int(n_kv_heads, "n_kv_heads")
+        if head_dim is not None:
+            head_dim = _check_int(head_dim, "head_dim")
+        dropout = _check_real(dropout, "dropout")
+        if n_heads % n_kv_heads:
             raise ValueError(
                 f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads} "
                 "(each KV head serves n_heads // n_kv_heads query heads)"
@@ -636,13 +783,17 @@ class MultiHeadAttention(nn.Module):
                 self-attention.
             mask: boolean keep-mask or additive float mask broadcastable to
                 ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` source padding. With a KV
-                cache ``S_total`` counts the cached keys plus the new ones.
+                cache ``S_total`` counts the cached keys plus the new ones. A 2-D mask is read
+                as ``(L, S)``: pass Hugging Face style ``(B, S)`` padding as ``(B, 1, 1, S)``
+                (when ``B == L`` a ``(B, S)`` mask would silently be taken for ``(L, S)``). A
+                float mask is added to the scores (0s and 1s hide nothing).
             causal: hide later positions. Positions are ``positions`` for the queries and the
                 cache's key positions; without either, bottom-right alignment.
-            window: sliding-window size (itself included), with ``causal``.
-            positions: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles and
-                causal mask); default ``arange(past, past + L)``, where ``past`` is the number
-                of tokens already in ``kv_cache``.
+            window: sliding-window size (itself included); needs ``causal=True`` (a sliding
+                window is causal here), or comes from a sliding-window cache.
+            positions: non-negative integer ``(L,)`` or ``(B, L)`` positions of the queries
+                (RoPE angles and causal mask); default ``arange(past, past + L)``, where
+                ``past`` is the number of tokens already in ``kv_cache``.
             kv_cache: an object with ``seq_len``, ``window`` and
                 ``update(k, v, positions) -> (k_all, v_all, key_positions)`` (see
                 :mod:`attnbook.kv_cache`); self-attention only.
@@ -653,16 +804,21 @@ class MultiHeadAttention(nn.Module):
 
         Raises:
             ValueError: for inputs whose last axis is not ``d_model``, batch sizes that differ,
-                positions that do not match ``L``, masks that do not broadcast, a cache or RoPE
-                with cross-attention, or a window that contradicts the cache's.
+                positions that do not match ``L`` or are negative, masks that do not
+                broadcast, a cache or RoPE with cross-attention, a window without
+                ``causal=True``, or a window that contradicts the cache's.
+            TypeError: if ``x`` (or ``context``) is not a tensor in the parameters' dtype.
         """
+        _check_input_dtype(x, self.q_proj.weight, "x")
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must be (B, L, d_model={self.d_model}); got shape {tuple(x.shape)}"
             )
         B, L, _ = x.shape
         cross = context is not None
+        causal = _check_bool(causal, "causal")
         if cross:
+            _check_input_dtype(context, self.k_proj.weight, "context")
             if context.ndim != 3 or context.shape[-1] != self.d_model or context.shape[0] != B:
                 raise ValueError(
                     f"context must be (B={B}, S, d_model={self.d_model}); got shape "
@@ -700,6 +856,9 @@ class MultiHeadAttention(nn.Module):
         if causal or window is not None:
             if cross:
                 raise ValueError("causal/window masks apply to self-attention only")
+            if window is not None and not causal:
+                raise ValueError(
+                    f"window={window} needs causal=True (a sliding window is causal here)")
             keep = position_keep_mask(positions, k_positions.to(x.device), causal=causal,
                                       window=window)
         S = k.shape[-2]
@@ -753,6 +912,7 @@ class MultiHeadLatentAttention(nn.Module):
 
     Raises:
         ValueError: if a size is < 1 or ``qk_rope_head_dim`` is odd.
+        TypeError: if a size is not an integer (bools and floats are rejected).
 
     Source: DeepSeek-AI, "DeepSeek-V2" (2024), section 2.1, eqs. 9-19.
     """
@@ -770,12 +930,13 @@ class MultiHeadLatentAttention(nn.Module):
         eps: float = 1e-6,
     ):
         super().__init__()
-        sizes = dict(d_model=d_model, n_heads=n_heads, kv_lora_rank=kv_lora_rank,
-                     qk_nope_head_dim=qk_nope_head_dim, qk_rope_head_dim=qk_rope_head_dim,
-                     v_head_dim=v_head_dim)
-        for name, val in sizes.items():
-            if val < 1:
-                raise ValueError(f"{name} must be >= 1, got {val}")
+        d_model, n_heads = _check_int(d_model, "d_model"), _check_int(n_heads, "n_heads")
+        kv_lora_rank = _check_int(kv_lora_rank, "kv_lora_rank")
+        qk_nope_head_dim = _check_int(qk_nope_head_dim, "qk_nope_head_dim")
+        qk_rope_head_dim = _check_int(qk_rope_head_dim, "qk_rope_head_dim")
+        v_head_dim = _check_int(v_head_dim, "v_head_dim")
+        if q_lora_rank is not None:
+            q_lora_rank = _check_int(q_lora_rank, "q_lora_rank")
         if qk_rope_head_dim % 2:
             raise ValueError(f"qk_rope_head_dim must be even for RoPE, got {qk_rope_head_dim}")
         self.d_model, self.n_heads = d_model, n_heads
@@ -836,11 +997,14 @@ class MultiHeadLatentAttention(nn.Module):
 
         Raises:
             ValueError: if ``x`` is not ``(B, L, d_model)``, ``positions`` does not end in
-                ``L``, or the mask does not broadcast.
-            TypeError: if ``positions`` is not an integer tensor or the mask is not boolean.
+                ``L`` or is negative, or the mask does not broadcast.
+            TypeError: if ``x`` is not a tensor in the parameters' dtype, ``positions`` is not
+                an integer tensor or the mask is not boolean.
         """
+        _check_input_dtype(x, self.kv_a_proj.weight, "x")
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must be (B, L, d_model={self.d_model}); got {tuple(x.shape)}")
+        causal = _check_bool(causal, "causal")
         B, L, _ = x.shape
         H = self.n_heads
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
@@ -867,6 +1031,11 @@ class MultiHeadLatentAttention(nn.Module):
         if causal:
             keep = position_keep_mask(positions.to(x.device), k_positions.to(x.device))
         if mask is not None:
+            mask = torch.as_tensor(np.asarray(mask) if isinstance(mask, (list, tuple)) else mask,
+                                   device=x.device)
+            if mask.dtype != torch.bool:
+                raise TypeError(f"mask must be a boolean keep-mask (True = may attend), got dtype "
+                                f"{mask.dtype} (shape {tuple(mask.shape)})")
             _check_mask_shape(mask, (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)

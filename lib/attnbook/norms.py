@@ -33,6 +33,11 @@ def _as_float(x, name: str) -> np.ndarray:
     return arr
 
 
+def _compute_dtype(dtype) -> np.dtype:
+    """float16 statistics overflow (``300**2`` is inf); compute in at least float32."""
+    return np.result_type(dtype, np.float32)
+
+
 def _check_eps(eps) -> float:
     eps = float(eps)
     if not math.isfinite(eps) or eps < 0:
@@ -65,8 +70,9 @@ def layer_norm(x, weight=None, bias=None, *, eps: float = 1e-5) -> np.ndarray:
         eps: added to the variance inside the square root (torch's default 1e-5).
 
     Returns:
-        ``(..., d_model)`` array in the floating dtype of ``x``. Each row has mean 0 and (for
-        ``eps = 0``) biased variance 1 before the affine map.
+        ``(..., d_model)`` array in the floating dtype of ``x`` (the statistics are computed in
+        float32 for float16 input, in float64 for float64, and the result cast back). Each
+        row has mean 0 and (for ``eps = 0``) biased variance 1 before the affine map.
 
     Raises:
         ValueError: if ``x`` is a scalar, ``weight``/``bias`` are not ``(d_model,)``, ``eps``
@@ -82,10 +88,11 @@ def layer_norm(x, weight=None, bias=None, *, eps: float = 1e-5) -> np.ndarray:
     eps = _check_eps(eps)
     weight = _check_affine(weight, "weight", x)
     bias = _check_affine(bias, "bias", x)
-    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
-    centred = x - mean  # (..., d_model)
+    xc = x.astype(_compute_dtype(x.dtype), copy=False)  # statistics in >= float32
+    mean = xc.mean(axis=-1, keepdims=True)  # (..., 1)
+    centred = xc - mean  # (..., d_model)
     var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1) biased variance
-    denom = var + np.asarray(eps, dtype=x.dtype)
+    denom = var + np.asarray(eps, dtype=xc.dtype)
     if (denom <= 0).any():
         raise ValueError(
             f"layer_norm with eps={eps} of x of shape {x.shape}: a row is constant (variance 0); "
@@ -93,10 +100,10 @@ def layer_norm(x, weight=None, bias=None, *, eps: float = 1e-5) -> np.ndarray:
         )
     y = centred / np.sqrt(denom)
     if weight is not None:
-        y = y * weight.astype(x.dtype, copy=False)
+        y = y * weight.astype(xc.dtype, copy=False)
     if bias is not None:
-        y = y + bias.astype(x.dtype, copy=False)
-    return y
+        y = y + bias.astype(xc.dtype, copy=False)
+    return y.astype(x.dtype, copy=False)
 
 
 def rms_norm(x, weight=None, *, eps: float = 1e-6) -> np.ndarray:
@@ -112,7 +119,8 @@ def rms_norm(x, weight=None, *, eps: float = 1e-6) -> np.ndarray:
         eps: added to the mean square inside the square root (Llama uses 1e-5 or 1e-6).
 
     Returns:
-        ``(..., d_model)`` array in the floating dtype of ``x``.
+        ``(..., d_model)`` array in the floating dtype of ``x``; the mean square is computed in
+        float32 for float16 input (``300**2`` overflows float16) and the result cast back.
 
     Raises:
         ValueError: if ``x`` is a scalar, ``weight`` is not ``(d_model,)``, ``eps`` is negative,
@@ -127,12 +135,13 @@ def rms_norm(x, weight=None, *, eps: float = 1e-6) -> np.ndarray:
         raise ValueError("x must have a feature axis (..., d_model); got a scalar")
     eps = _check_eps(eps)
     weight = _check_affine(weight, "weight", x)
-    ms = np.mean(x * x, axis=-1, keepdims=True) + np.asarray(eps, dtype=x.dtype)  # (..., 1)
+    xc = x.astype(_compute_dtype(x.dtype), copy=False)  # statistics in >= float32
+    ms = np.mean(xc * xc, axis=-1, keepdims=True) + np.asarray(eps, dtype=xc.dtype)  # (..., 1)
     if (ms <= 0).any():
         raise ValueError(
             f"rms_norm with eps={eps} of x of shape {x.shape}: a row is all zeros; use eps > 0"
         )
-    y = x / np.sqrt(ms)
+    y = xc / np.sqrt(ms)
     if weight is not None:
-        y = y * weight.astype(x.dtype, copy=False)
-    return y
+        y = y * weight.astype(xc.dtype, copy=False)
+    return y.astype(x.dtype, copy=False)

@@ -40,6 +40,8 @@ def _check_int(value, name: str, minimum: int) -> int:
 
 
 def _check_base(base) -> float:
+    if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a real number, got {base!r} ({type(base).__name__})")
     base = float(base)
     if not np.isfinite(base) or base <= 1.0:
         raise ValueError(f"base must be a finite number > 1, got {base}")
@@ -63,7 +65,7 @@ def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) ->
         ``[0, 1, 0, 1, ...]``.
 
     Raises:
-        TypeError: if ``seq_len`` or ``d_model`` is not an integer.
+        TypeError: if ``seq_len`` or ``d_model`` is not an integer or ``base`` not a real number.
         ValueError: if ``seq_len < 0``, ``d_model < 1`` or ``base <= 1``.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), section 3.5.
@@ -93,6 +95,7 @@ def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
 
     Raises:
         ValueError: if ``head_dim`` is odd or < 2, or ``base <= 1``.
+        TypeError: if ``head_dim`` is not an integer or ``base`` not a real number.
 
     Source: Su et al., "RoFormer" (2021), eq. 15.
     """
@@ -155,9 +158,12 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
 
     Args:
         x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
-        positions: integer positions of the ``T`` tokens, shape ``(T,)`` or any shape
-            ``(..., T)`` that broadcasts against ``x.shape[:-1]`` (e.g. ``(B, 1, T)`` for a
-            left-padded batch, see :func:`attnbook.masks.positions_from_attention_mask`).
+        positions: non-negative integer positions of the ``T`` tokens: ``(T,)`` (the same for
+            every row) or ``(B, T)`` (one row per batch element, e.g. a left-padded batch, see
+            :func:`attnbook.masks.positions_from_attention_mask`). With a 4-D ``x`` a
+            ``(B, T)`` array is applied to every head (read as ``(B, 1, T)``), exactly as
+            :func:`attnbook.nn.apply_rope` reads it; any other shape ``(..., T)`` must
+            broadcast to ``x.shape[:-1]`` without enlarging it.
         base: the frequency base ``rope_theta``.
         interleaved: pair dimensions ``(2i, 2i + 1)`` (True) or ``(i, i + D/2)`` (False,
             default).
@@ -168,8 +174,9 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
 
     Raises:
         ValueError: if ``D`` is odd, ``positions`` does not end in ``T`` (e.g. shorter than the
-            sequence) or does not broadcast against ``x``, or a position is negative.
-        TypeError: if ``positions`` is not an integer array.
+            sequence) or does not broadcast to ``x.shape[:-1]`` (or would enlarge the output),
+            or a position is negative.
+        TypeError: if ``positions`` is not an integer array or ``base`` not a real number.
 
     Source: Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021),
     eq. 34; the half-split pairing is ``rotate_half`` in Hugging Face ``transformers``.
@@ -185,13 +192,19 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {x.shape} (D = {D})")
     pos = _check_positions(positions, T, x.shape)
+    given_shape = pos.shape
+    if pos.ndim == 2 and x.ndim == 4:
+        pos = pos[:, None, :]  # (B, 1, T): one row per batch element, broadcast over heads
     try:
-        np.broadcast_shapes(pos.shape, x.shape[:-1])
+        ok = np.broadcast_shapes(pos.shape, x.shape[:-1]) == x.shape[:-1]
     except ValueError:
+        ok = False
+    if not ok:
         raise ValueError(
-            f"positions of shape {pos.shape} do not broadcast against x of shape {x.shape} "
-            f"(expected (T,) or (..., T) matching x.shape[:-1] = {x.shape[:-1]})"
-        ) from None
+            f"positions of shape {given_shape} do not broadcast to x.shape[:-1] = "
+            f"{x.shape[:-1]} without enlarging x of shape {x.shape} (expected (T,) or (B, T), "
+            "a 2-D array being read as (B, T) with a 4-D x)"
+        )
     cos, sin = rope_angles(pos, D, base=base)  # (..., T, D/2)
     if interleaved:
         a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each

@@ -32,9 +32,22 @@ def _check_positive_int(value, name: str) -> int:
     return int(value)
 
 
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
 def _rng(seed_or_rng) -> np.random.Generator:
     if isinstance(seed_or_rng, np.random.Generator):
         return seed_or_rng
+    if seed_or_rng is not None:
+        if isinstance(seed_or_rng, (bool, np.bool_)) or not isinstance(seed_or_rng,
+                                                                       (int, np.integer)):
+            raise TypeError(f"rng must be a numpy.random.Generator or an integer seed, got "
+                            f"{seed_or_rng!r} ({type(seed_or_rng).__name__})")
+        if seed_or_rng < 0:
+            raise ValueError(f"rng seed must be >= 0, got {seed_or_rng}")
     return np.random.default_rng(seed_or_rng)
 
 
@@ -52,10 +65,14 @@ def score_samples(d_k: int, n_samples: int, *, scaled: bool = True, rng=0) -> np
         variance 1 (in expectation).
 
     Raises:
-        ValueError: if ``d_k`` or ``n_samples`` is not a positive integer.
+        ValueError: if ``d_k`` or ``n_samples`` is not a positive integer, or the seed is
+            negative.
+        TypeError: if ``scaled`` is not a bool or ``rng`` is neither a Generator nor an
+            integer seed.
     """
     d_k = _check_positive_int(d_k, "d_k")
     n_samples = _check_positive_int(n_samples, "n_samples")
+    scaled = _check_bool(scaled, "scaled")
     gen = _rng(rng)
     scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
     chunk = max(1, _CHUNK_ELEMENTS // d_k)
@@ -85,9 +102,14 @@ def score_variance(d_k: int, n_samples: int = 20_000, *, scaled: bool = False, r
         The sample variance (ddof = 1), a float.
 
     Raises:
-        ValueError: if ``d_k`` or ``n_samples`` is not a positive integer (from
-            :func:`score_samples`).
+        ValueError: if ``d_k`` is not a positive integer or ``n_samples`` is not an integer
+            >= 2 (a sample variance needs two draws), or the seed is negative.
+        TypeError: if ``scaled`` is not a bool or ``rng`` is neither a Generator nor an
+            integer seed.
     """
+    n_samples = _check_positive_int(n_samples, "n_samples")
+    if n_samples < 2:
+        raise ValueError(f"n_samples must be >= 2 for a sample variance (ddof=1), got {n_samples}")
     return float(np.var(score_samples(d_k, n_samples, scaled=scaled, rng=rng), ddof=1))
 
 
@@ -137,11 +159,15 @@ def saturation_stats(
         :class:`SaturationStats`.
 
     Raises:
-        ValueError: if an argument is not a positive integer.
+        ValueError: if ``d_k``, ``n_keys`` or ``n_draws`` is not a positive integer, or the
+            seed is negative.
+        TypeError: if ``scaled`` is not a bool (a string such as ``'no'`` is rejected) or
+            ``rng`` is neither a Generator nor an integer seed.
     """
     d_k = _check_positive_int(d_k, "d_k")
     n_keys = _check_positive_int(n_keys, "n_keys")
     n_draws = _check_positive_int(n_draws, "n_draws")
+    scaled = _check_bool(scaled, "scaled")
     gen = _rng(rng)
     scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
     chunk = max(1, _CHUNK_ELEMENTS // (d_k * n_keys))
