@@ -1,6 +1,6 @@
 """The static explorers in a real Chromium: drag the d_k slider, switch the mask type.
 
-Two settings:
+Two settings (and the referent explorer of chapter 02, in the built book only):
 
 * a standalone page written to a temporary directory (plotly.min.js copied from the plotly
   package and loaded with ``defer``, so the explorers' scripts run before ``window.Plotly``
@@ -301,6 +301,7 @@ def test_standalone_page_explorers(tmp_path):
 BOOK_PAGES = {
     "scaling": ("chapters/03-scaling-variance.md", "chapters/03-scaling-variance.html"),
     "masks": ("chapters/06-masks.md", "chapters/06-masks.html"),
+    "referent": ("chapters/02-queries-keys-values.md", "chapters/02-queries-keys-values.html"),
 }
 
 
@@ -344,6 +345,73 @@ def test_book_mask_explorer(request):
         try:
             page, guard = open_page(browser, path.as_uri())
             exercise_masks(page, explorer_uid(page, "mask_type"), scores=None)
+            guard.check()
+        finally:
+            browser.close()
+
+
+def exercise_referent(page, uid: str, rows) -> None:
+    """Drag the layer slider, press a key on the head slider; check each drawn frame.
+
+    After every move the plot must show the frame the page embeds for the controls' new values
+    (layer and head are 1-based) and, within the 4 significant digits the page stores, the rows
+    ``attention_of_token`` computes for that layer and head in both sentences.
+    """
+    spec = embedded(page, uid)
+    values = control_state(page, uid, spec)
+    first = frame_for(spec, values)
+    before = wait_drawn(page, uid, first["flat"])
+    assert_drawn_matches(before, first)
+    check_referent_rows(before, values, rows)
+
+    target = 1 if values["layer"] > 3 else 6
+    drag_range(page, f"#{uid}-layer", 0.0 if target == 1 else 1.0)
+    moved = control_state(page, uid, spec)
+    assert moved["layer"] == target, f"the drag did not reach layer {target}: {moved}"
+    assert moved["head"] == values["head"]
+    assert page.locator(f"#{uid}-layer-value").text_content() == str(target)
+    frame = frame_for(spec, moved)
+    after = wait_drawn(page, uid, frame["flat"])
+    assert_drawn_matches(after, frame)
+    check_referent_rows(after, moved, rows)
+    assert after["data"][0]["y"] != before["data"][0]["y"], "the bars did not change"
+
+    head = page.locator(f"#{uid}-head")
+    head.focus()
+    page.keyboard.press("ArrowLeft" if moved["head"] > 1 else "ArrowRight")
+    moved2 = control_state(page, uid, spec)
+    assert abs(moved2["head"] - moved["head"]) == 1 and moved2["layer"] == moved["layer"]
+    frame = frame_for(spec, moved2)
+    drawn = wait_drawn(page, uid, frame["flat"])
+    assert_drawn_matches(drawn, frame)
+    check_referent_rows(drawn, moved2, rows)
+
+
+def check_referent_rows(drawn: dict, values: dict, rows) -> None:
+    for i, w in enumerate(rows):
+        want = w[values["layer"] - 1, values["head"] - 1].astype(float)  # (T,)
+        assert_close(np.array(drawn["data"][i]["y"], dtype=float), want, atol=1e-12, rtol=1e-3)
+        meta = drawn["data"][i]["meta"]
+        assert (meta["layer"], meta["head"]) == (values["layer"], values["head"])
+
+
+@pytest.mark.slow
+def test_book_referent_explorer(request):
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from attnbook import pretrained
+
+    path = book_page(request, "referent")
+    rows = [pretrained.attention_of_token(s, "it")[1] for s in (pretrained.TIRED, pretrained.WIDE)]
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page, guard = open_page(browser, path.as_uri())
+            exercise_referent(page, explorer_uid(page, "layer"), rows)
+            if os.environ.get("ATTNBOOK_SCREENSHOTS"):
+                page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
+                                                  "referent_explorer.png"), full_page=True)
             guard.check()
         finally:
             browser.close()
