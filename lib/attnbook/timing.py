@@ -1,0 +1,314 @@
+"""Wall-clock timing: a recurrence's ``n`` sequential steps against one attention call.
+
+A recurrent layer computes ``h_t = f(h_{t-1}, x_t)``: step ``t`` needs the result of step
+``t - 1``, so the ``n`` steps of a sequence run one after the other whatever the hardware. A
+self-attention layer computes every position from the same inputs at once — a handful of
+matrix products over the whole sequence — even though it does more arithmetic
+(``O(n^2 d)`` against ``O(n d^2)``; Vaswani et al., 2017, section 4 and table 1). This module
+measures both on the machine it runs on:
+
+* :func:`time_call` times any callable (``time.perf_counter``; warm-up calls first, the
+  fastest or median of several repeats reported), the way ``timeit`` does;
+* :func:`recurrence_vs_attention_timing` times, for each sequence length ``n``, the book's
+  :class:`attnbook.rnn.VanillaRNN` (a Python loop over the steps), ``torch.nn.RNN`` (the same
+  recurrence with the loop in C++) and one causal self-attention layer
+  (:class:`attnbook.nn.MultiHeadAttention`), and counts the matrix-multiply FLOPs of each.
+
+Wall-clock times depend on the machine, its load and the thread count, so they are reported
+as measured (and the book says so), never asserted in tests. FLOPs are counted, not timed:
+``2`` per multiply-add of a matrix product, element-wise work (``tanh``, softmax, biases)
+not counted — the convention of ``torch.utils.flop_counter.FlopCounterMode``, which the tests
+use as the independent reference.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Timing",
+    "time_call",
+    "rnn_flops",
+    "attention_layer_flops",
+    "RecurrenceVsAttentionTiming",
+    "recurrence_vs_attention_timing",
+]
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call wall-clock times of one callable, from :func:`time_call`.
+
+    Attributes:
+        times_s: tuple of ``repeat`` floats, seconds per call in each repeat (the time of the
+            repeat divided by its ``number`` calls).
+        number: calls per repeat.
+        warmup: untimed calls made before the first repeat.
+    """
+
+    times_s: tuple
+    number: int
+    warmup: int
+
+    @property
+    def median_s(self) -> float:
+        """Median of :attr:`times_s`, seconds per call (robust to one disturbed repeat)."""
+        return float(statistics.median(self.times_s))
+
+    @property
+    def min_s(self) -> float:
+        """Fastest repeat, seconds per call (the least disturbed by other processes)."""
+        return float(min(self.times_s))
+
+
+def time_call(fn: Callable[[], object], *, repeat: int = 5, number: int = 1, warmup: int = 1,
+              clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """Time ``fn()``: ``warmup`` untimed calls, then ``repeat`` timed blocks of ``number`` calls.
+
+    Args:
+        fn: a callable with no arguments; its return value is ignored.
+        repeat: timed blocks (>= 1); report their median or minimum.
+        number: calls per block (>= 1); raise it for calls much shorter than a millisecond.
+        warmup: untimed calls first (>= 0): lazy initialisation, caches, allocator.
+        clock: a monotonic clock returning seconds (default ``time.perf_counter``; tests pass
+            a fake one).
+
+    Returns:
+        :class:`Timing` with ``repeat`` per-call times in seconds.
+
+    Raises:
+        TypeError: if ``fn`` is not callable or a count is not an integer.
+        ValueError: if ``repeat`` or ``number`` is < 1 or ``warmup`` < 0.
+
+    Source: the protocol of Python's ``timeit`` (repeat blocks of ``number`` calls; prefer the
+    minimum or a robust statistic over the mean).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    repeat = _check_int("repeat", repeat, 1)
+    number = _check_int("number", number, 1)
+    warmup = _check_int("warmup", warmup, 0)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        for _ in range(number):
+            fn()
+        times.append((clock() - t0) / number)
+    return Timing(times_s=tuple(float(t) for t in times), number=number, warmup=warmup)
+
+
+def rnn_flops(seq_len, d_model: int, *, batch_size: int = 1):
+    """Matrix-multiply FLOPs of a vanilla RNN layer over ``seq_len`` steps.
+
+    Each step computes ``x_t W_ih^T`` and ``h_{t-1} W_hh^T`` with input and hidden width
+    ``d_model``: ``2 d_model^2`` multiply-adds per sequence, ``2`` FLOPs each, so
+    ``4 * batch_size * seq_len * d_model^2`` in all — linear in the length.
+
+    Args:
+        seq_len: int or integer array of sequence lengths ``n >= 1``.
+        d_model: input and hidden width ``d`` (>= 1).
+        batch_size: sequences ``B`` (>= 1).
+
+    Returns:
+        int64 array of the shape of ``seq_len`` (a 0-d array for an int): ``4 B n d^2``.
+
+    Raises:
+        ValueError: if a length or size is < 1.
+
+    Source: Vaswani et al. (2017), table 1 (recurrent layer: ``O(n d^2)`` per layer).
+    """
+    n = _lengths(seq_len)
+    d = _check_int("d_model", d_model, 1)
+    B = _check_int("batch_size", batch_size, 1)
+    return 4 * B * n * d * d
+
+
+def attention_layer_flops(seq_len, d_model: int, *, batch_size: int = 1):
+    """Matrix-multiply FLOPs of one self-attention layer (projections included) over ``n`` tokens.
+
+    The four projections ``Q, K, V`` and the output are ``n x d`` by ``d x d`` products,
+    ``8 n d^2`` FLOPs together; the scores ``Q K^T`` and the weighted sum ``A V`` are
+    ``2 n^2 d`` each, summed over the heads (``n_heads * head_dim = d``). A dense causal layer
+    computes every score and hides the future ones, so the causal mask does not change the count.
+    Total ``B (8 n d^2 + 4 n^2 d)``.
+
+    Args:
+        seq_len: int or integer array of sequence lengths ``n >= 1``.
+        d_model: model width ``d`` (>= 1), equal to ``n_heads * head_dim``.
+        batch_size: sequences ``B`` (>= 1).
+
+    Returns:
+        int64 array of the shape of ``seq_len`` (a 0-d array for an int).
+
+    Raises:
+        ValueError: if a length or size is < 1.
+
+    Source: Vaswani et al. (2017), section 3.2 and table 1 (self-attention: ``O(n^2 d)``).
+    """
+    n = _lengths(seq_len)
+    d = _check_int("d_model", d_model, 1)
+    B = _check_int("batch_size", batch_size, 1)
+    return B * (8 * n * d * d + 4 * n * n * d)
+
+
+def _lengths(seq_len) -> np.ndarray:
+    n = np.asarray(seq_len)
+    if n.dtype == bool or not np.issubdtype(n.dtype, np.integer):
+        raise ValueError(f"seq_len must hold integers, got {seq_len!r}")
+    if n.size and (n < 1).any():
+        raise ValueError(f"seq_len must be >= 1, got {seq_len!r}")
+    return n.astype(np.int64)
+
+
+@dataclass
+class RecurrenceVsAttentionTiming:
+    """Result of :func:`recurrence_vs_attention_timing`.
+
+    Attributes:
+        seq_lens: int64 ``(N,)`` sequence lengths ``n``.
+        rnn_s: float64 ``(N,)`` seconds of one forward pass of
+            :class:`attnbook.rnn.VanillaRNN` (the loop over the steps in Python).
+        torch_rnn_s: float64 ``(N,)`` seconds of ``torch.nn.RNN`` with the same weights (the
+            loop in C++).
+        attention_s: float64 ``(N,)`` seconds of one causal self-attention layer,
+            :class:`attnbook.nn.MultiHeadAttention`, over all ``n`` tokens at once.
+        rnn_flops: int64 ``(N,)`` :func:`rnn_flops` of the recurrent layers.
+        attention_flops: int64 ``(N,)`` :func:`attention_layer_flops`.
+        d_model, n_heads, batch_size, repeat, num_threads, seed: the settings.
+        wall_time_s: seconds the whole measurement took.
+    """
+
+    seq_lens: np.ndarray
+    rnn_s: np.ndarray
+    torch_rnn_s: np.ndarray
+    attention_s: np.ndarray
+    rnn_flops: np.ndarray
+    attention_flops: np.ndarray
+    d_model: int
+    n_heads: int
+    batch_size: int
+    repeat: int
+    num_threads: int
+    seed: int
+    wall_time_s: float = 0.0
+
+
+def recurrence_vs_attention_timing(
+    seq_lens: Sequence[int] = (16, 64, 256, 1024), *, d_model: int = 64, n_heads: int = 1,
+    batch_size: int = 1, repeat: int = 5, warmup: int = 1, seed: int = 0, num_threads: int = 1,
+) -> RecurrenceVsAttentionTiming:
+    """Time a recurrent layer over ``n`` steps and one self-attention layer over ``n`` tokens.
+
+    For each ``n`` in ``seq_lens`` the same float32 input ``x (batch_size, n, d_model)`` goes
+    through
+
+    * :class:`attnbook.rnn.VanillaRNN` ``(d_model, d_model)`` — ``n`` dependent steps;
+    * ``torch.nn.RNN(d_model, d_model, batch_first=True)`` with the same weights — the same
+      ``n`` dependent steps without Python's per-step overhead;
+    * :class:`attnbook.nn.MultiHeadAttention` ``(d_model, n_heads)`` with ``causal=True`` —
+      one call that computes all ``n`` outputs from matrix products over the whole sequence.
+
+    Every call runs under ``torch.no_grad()`` with ``torch.set_num_threads(num_threads)`` (the
+    previous setting is restored) and is timed with :func:`time_call`; the fastest repeat
+    (:attr:`Timing.min_s`) is kept, the one least disturbed by other processes on a shared
+    machine (``timeit``'s advice).
+
+    Args:
+        seq_lens: increasing sequence lengths, each >= 1.
+        d_model: input, hidden and model width (>= 1), divisible by ``n_heads``.
+        n_heads: attention heads (>= 1).
+        batch_size: sequences per call (>= 1).
+        repeat, warmup: as :func:`time_call`.
+        seed: ``torch.manual_seed(seed)`` before the models and the inputs are made.
+        num_threads: torch intra-op threads during the measurement (>= 1).
+
+    Returns:
+        :class:`RecurrenceVsAttentionTiming`. Seconds are machine- and load-dependent.
+
+    Raises:
+        ValueError: if ``seq_lens`` is empty, not increasing or holds a length < 1, a size is
+            < 1, or ``n_heads`` does not divide ``d_model``.
+        TypeError: if a size is not an integer.
+
+    Source: the comparison of Vaswani et al. (2017), section 4 ("Why Self-Attention").
+    """
+    import torch
+
+    from .nn import MultiHeadAttention
+    from .rnn import VanillaRNN
+
+    try:
+        lens = tuple(seq_lens)
+    except TypeError:
+        raise ValueError(f"seq_lens must be a sequence of integers, got {seq_lens!r}") from None
+    if not lens:
+        raise ValueError("seq_lens must not be empty")
+    for n in lens:
+        _check_int("seq_lens entry", n, 1)
+    if any(b <= a for a, b in zip(lens, lens[1:])):
+        raise ValueError(f"seq_lens must be strictly increasing, got {lens}")
+    d_model = _check_int("d_model", d_model, 1)
+    n_heads = _check_int("n_heads", n_heads, 1)
+    if d_model % n_heads:
+        raise ValueError(f"n_heads {n_heads} must divide d_model {d_model}")
+    batch_size = _check_int("batch_size", batch_size, 1)
+    repeat = _check_int("repeat", repeat, 1)
+    warmup = _check_int("warmup", warmup, 0)
+    num_threads = _check_int("num_threads", num_threads, 1)
+    seed = _check_int("seed", seed, 0)
+
+    previous = torch.get_num_threads()
+    t_start = time.perf_counter()
+    torch.set_num_threads(num_threads)
+    try:
+        torch.manual_seed(seed)
+        rnn = VanillaRNN(d_model, d_model).eval()
+        ref = torch.nn.RNN(d_model, d_model, batch_first=True).eval()
+        with torch.no_grad():
+            ref.weight_ih_l0.copy_(rnn.weight_ih)
+            ref.weight_hh_l0.copy_(rnn.weight_hh)
+            ref.bias_ih_l0.copy_(rnn.bias_ih)
+            ref.bias_hh_l0.copy_(rnn.bias_hh)
+        attn = MultiHeadAttention(d_model, n_heads).eval()
+        x_all = torch.randn(batch_size, lens[-1], d_model)  # (B, n_max, d_model)
+        out = {"rnn": [], "torch_rnn": [], "attention": []}
+        with torch.no_grad():
+            for n in lens:
+                x = x_all[:, :n].contiguous()  # (B, n, d_model)
+                calls = {
+                    "rnn": lambda x=x: rnn(x),
+                    "torch_rnn": lambda x=x: ref(x),
+                    "attention": lambda x=x: attn(x, causal=True),
+                }
+                for name, fn in calls.items():
+                    out[name].append(time_call(fn, repeat=repeat, warmup=warmup).min_s)
+    finally:
+        torch.set_num_threads(previous)
+    n_arr = np.asarray(lens, dtype=np.int64)
+    return RecurrenceVsAttentionTiming(
+        seq_lens=n_arr,
+        rnn_s=np.asarray(out["rnn"], dtype=np.float64),
+        torch_rnn_s=np.asarray(out["torch_rnn"], dtype=np.float64),
+        attention_s=np.asarray(out["attention"], dtype=np.float64),
+        rnn_flops=np.asarray(rnn_flops(n_arr, d_model, batch_size=batch_size)),
+        attention_flops=np.asarray(attention_layer_flops(n_arr, d_model,
+                                                         batch_size=batch_size)),
+        d_model=d_model, n_heads=n_heads, batch_size=batch_size, repeat=repeat,
+        num_threads=num_threads, seed=seed, wall_time_s=time.perf_counter() - t_start,
+    )

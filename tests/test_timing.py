@@ -1,0 +1,158 @@
+"""Tests for attnbook.timing.
+
+References: a fake clock whose readings are chosen here, so that every per-call time is
+derived by hand; ``torch.utils.flop_counter.FlopCounterMode`` counting the matrix-multiply FLOPs
+of the very modules that are timed (``attnbook.rnn.VanillaRNN``, ``torch.nn.RNN``,
+``attnbook.nn.MultiHeadAttention``); and FLOP counts worked out by hand. Wall-clock speed is
+never asserted (STYLE.md: speed is measured, not tested).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from attnbook import timing
+from attnbook.nn import MultiHeadAttention
+from attnbook.rnn import VanillaRNN
+
+
+class FakeClock:
+    """Returns the given readings one after the other (seconds)."""
+
+    def __init__(self, readings):
+        self.readings = list(readings)
+        self.calls = 0
+
+    def __call__(self) -> float:
+        value = self.readings[self.calls]
+        self.calls += 1
+        return value
+
+
+def test_time_call_with_a_fake_clock_gives_hand_derived_times():
+    calls = []
+    # repeat=3 blocks of number=2 calls: clock read at the start and end of each block.
+    clock = FakeClock([10.0, 10.4, 20.0, 21.0, 30.0, 30.6])
+    t = timing.time_call(lambda: calls.append(1), repeat=3, number=2, warmup=2, clock=clock)
+    assert len(calls) == 2 + 3 * 2  # warm-up calls plus the timed ones
+    assert clock.calls == 6  # warm-up is not timed
+    # Per-call times: 0.4 / 2, 1.0 / 2, 0.6 / 2.
+    np.testing.assert_allclose(t.times_s, [0.2, 0.5, 0.3], rtol=1e-12)
+    assert math.isclose(t.median_s, 0.3, rel_tol=1e-12)
+    assert math.isclose(t.min_s, 0.2, rel_tol=1e-12)
+    assert (t.number, t.warmup) == (2, 2)
+    assert isinstance(t.median_s, float) and isinstance(t.min_s, float)
+
+
+def test_time_call_with_the_real_clock_is_positive_and_finite():
+    t = timing.time_call(lambda: sum(range(1000)), repeat=4)
+    assert len(t.times_s) == 4
+    assert all(math.isfinite(x) and x > 0 for x in t.times_s)
+    assert t.min_s <= t.median_s
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(repeat=0), ValueError, "repeat"),
+        (dict(number=0), ValueError, "number"),
+        (dict(warmup=-1), ValueError, "warmup"),
+        (dict(repeat=2.5), TypeError, "repeat"),
+        (dict(number=True), TypeError, "number"),
+    ],
+)
+def test_time_call_rejects_bad_counts(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        timing.time_call(lambda: None, **kwargs)
+
+
+def test_time_call_rejects_a_non_callable():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        timing.time_call(42)
+
+
+def counted_flops(fn) -> int:
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        fn()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("B, n, d", [(1, 7, 8), (2, 5, 16), (3, 1, 4)])
+def test_flop_formulas_match_torch_flop_counter_on_the_timed_modules(B, n, d):
+    torch.manual_seed(0)
+    x = torch.randn(B, n, d)  # (B, n, d_model)
+    ours = VanillaRNN(d, d)
+    ref = torch.nn.RNN(d, d, batch_first=True)
+    attn = MultiHeadAttention(d, 2)
+    rnn_expected = timing.rnn_flops(n, d, batch_size=B)
+    assert counted_flops(lambda: ours(x)) == rnn_expected
+    assert counted_flops(lambda: ref(x)) == rnn_expected
+    assert counted_flops(lambda: attn(x, causal=True)) == timing.attention_layer_flops(
+        n, d, batch_size=B)
+
+
+def test_flop_formulas_by_hand():
+    # n = 4, d = 8: RNN 4 * 4 * 64 = 1024; attention 8 * 4 * 64 + 4 * 16 * 8 = 2560.
+    assert int(timing.rnn_flops(4, 8)) == 1024
+    assert int(timing.attention_layer_flops(4, 8)) == 2560
+    # Arrays broadcast, batch multiplies; the ratio is 2 + n / d (hand derivation).
+    n = np.array([16, 64, 1024])
+    ratio = timing.attention_layer_flops(n, 64, batch_size=3) / timing.rnn_flops(n, 64,
+                                                                                batch_size=3)
+    np.testing.assert_allclose(ratio, 2 + n / 64, rtol=1e-15)
+    assert timing.rnn_flops(n, 64).dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: timing.rnn_flops(0, 8), "seq_len"),
+        (lambda: timing.rnn_flops(2.5, 8), "seq_len"),
+        (lambda: timing.rnn_flops(4, 0), "d_model"),
+        (lambda: timing.attention_layer_flops([4, -1], 8), "seq_len"),
+        (lambda: timing.attention_layer_flops(4, 8, batch_size=0), "batch_size"),
+    ],
+)
+def test_flop_formulas_reject_bad_sizes(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_recurrence_vs_attention_timing_small():
+    threads = torch.get_num_threads()
+    r = timing.recurrence_vs_attention_timing((3, 8), d_model=8, n_heads=2, batch_size=2,
+                                              repeat=2, warmup=0)
+    assert torch.get_num_threads() == threads  # restored
+    assert r.seq_lens.tolist() == [3, 8] and r.seq_lens.dtype == np.int64
+    for arr in (r.rnn_s, r.torch_rnn_s, r.attention_s):
+        assert arr.shape == (2,) and arr.dtype == np.float64
+        assert np.isfinite(arr).all() and (arr > 0).all()
+    # By hand: RNN 4 B n d^2 = 4 * 2 * n * 64; attention 2 (8 n 64 + 4 n^2 8).
+    assert r.rnn_flops.tolist() == [4 * 2 * 3 * 64, 4 * 2 * 8 * 64]
+    assert r.attention_flops.tolist() == [2 * (8 * 3 * 64 + 4 * 9 * 8),
+                                          2 * (8 * 8 * 64 + 4 * 64 * 8)]
+    assert (r.d_model, r.n_heads, r.batch_size, r.repeat, r.num_threads) == (8, 2, 2, 2, 1)
+    assert r.wall_time_s > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(seq_lens=()), ValueError, "seq_lens"),
+        (dict(seq_lens=(8, 4)), ValueError, "seq_lens"),
+        (dict(seq_lens=(0, 4)), ValueError, "seq_lens"),
+        (dict(seq_lens=5), ValueError, "seq_lens"),
+        (dict(seq_lens=(4,), d_model=10, n_heads=3), ValueError, "n_heads"),
+        (dict(seq_lens=(4,), batch_size=0), ValueError, "batch_size"),
+        (dict(seq_lens=(4,), num_threads=0), ValueError, "num_threads"),
+        (dict(seq_lens=(4,), d_model=8.0), TypeError, "d_model"),
+    ],
+)
+def test_recurrence_vs_attention_timing_rejects_bad_arguments(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        timing.recurrence_vs_attention_timing(**kwargs)
