@@ -14,6 +14,17 @@ Two kinds of test:
   ``attnbook`` library on the stated inputs; the worked examples also match a float64 formula or
   a hand derivation; and every glued value appears, formatted as the prose asks, in the page's
   HTML.
+
+Two sources need more than a library call:
+
+* **The real model** (chapter 02, all-MiniLM-L6-v2): the glued counts and weights are recomputed
+  here from :func:`attnbook.pretrained.attention_of_token` rows with NumPy (not with the
+  ``ReferentAttention`` helpers the chapter uses), the architecture from the packaged
+  ``config.json``; float32 weights are compared within 1e-5 (:class:`Near`), the tolerance
+  ``tests/test_pretrained.py`` holds the model to against ``transformers``.
+* **The training run** (chapter 04, :func:`attnbook.experiments.scaling_run`, ~10 s of CPU):
+  see :func:`test_saved_scaling_run_is_the_library_run` for how its numbers are checked without
+  training again.
 """
 
 from __future__ import annotations
@@ -21,6 +32,8 @@ from __future__ import annotations
 import ast
 import functools
 import html
+import importlib
+import sys
 import json
 import math
 import re
@@ -30,18 +43,29 @@ import jupytext
 import numpy as np
 import pytest
 
-from attnbook import attention, masks, scaling
+from attnbook import attention, experiments, masks, scaling
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the expected_chNN modules
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_DIR = ROOT / "chapters"
 
-#: The chapters this file covers, with their numbers (the H1 carries the number).
+#: The chapters written with this file, with their numbers (the H1 carries the number). Later
+#: chapters bring their expected values in a module of their own, ``tests/expected_chNN.py``
+#: (``NUMBER``, ``NAME``, ``expected()``), which ``EXPECTED_MODULES`` below adds to this dict.
 CHAPTERS = {
     "02-queries-keys-values": 2,
     "03-scaling-variance": 3,
     "04-softmax-saturation": 4,
     "06-masks": 6,
 }
+
+#: ``tests/expected_chNN.py`` modules, one per later chapter.
+EXPECTED_MODULES = [
+    importlib.import_module(f"expected_ch{n:02d}") for n in (1, 5, 7, 8, 9, 10, 11, 12)
+]
+CHAPTERS.update({m.NAME: m.NUMBER for m in EXPECTED_MODULES})
+CHAPTERS = dict(sorted(CHAPTERS.items(), key=lambda item: item[1]))
 
 # ---------------------------------------------------------------------------------------------
 # Reading a chapter
@@ -309,10 +333,29 @@ def test_exercise_section_parser_can_fail():
 TYPED_FORBIDDEN = {
     "02-queries-keys-values": ["0.53", "0.17", "0.30", "0.29", "5.9", "0.045", "0.907", "0.91",
                                "0.027", "0.020", "1.5", "0.67", "0.33", "0.73", "0.27", "1.46",
-                               "1.34", "0.99", "0.74", "1.62", "3.17"],
+                               "1.34", "0.99", "0.74", "1.62", "3.17",
+                               # the real model (all-MiniLM-L6-v2) section
+                               "0.62", "0.63", "0.68", "0.28", "0.12", "0.46", "0.47", "0.16",
+                               "0.017", "0.14", "0.072", "0.046", "0.060", "0.051", "0.43",
+                               "0.44"],
     "03-scaling-variance": ["63.", "1.00", "0.99", "0.0156", "1.41", "32.", "1020", "1030"],
     "04-softmax-saturation": ["0.84", "0.85", "0.94", "0.95", "0.25", "0.24", "0.0625", "0.30",
-                              "2.77", "0.17", "0.07", "0.71", "4.2"],
+                              "2.77", "0.17", "0.07", "0.71", "4.2",
+                              # the training run (scaling_run)
+                              "4.8", "2.15", "2.16", "0.59", "2.19", "2.20", "1.38", "1.39",
+                              "10.", "49", "101", "2.6", "2.7"],
+    "01-rnn-bottleneck": ["0.52", "0.0051", "117", "1.13", "233", "86"],
+    "05-self-cross-attention": ["0.97", "0.974", "0.977", "0.0032"],
+    "07-multi-head-gqa": ["134", "56.", "49.", "0.143", "0.14", "1.83", "2.72", "67.5", "56.9"],
+    "08-positional-encoding": ["0.83", "6.96", "2.10", "8.46", "54410", "54,410", "2,559",
+                               "6.28"],
+    "09-transformer-block": ["0.52", "0.72", "0.37", "0.34", "1.39", "0.92", "66.", "64.2",
+                             "6.74", "3,152,384", "2,099,712", "1,050,624", "7,087,872", "10922",
+                             "1.069", "0.283", "0.849", "1.81", "1.46", "1.0078"],
+    "10-architectures": ["63,082,496", "63.08", "63.1", "6.2", "25.0", "3,745", "2.9", "96.1",
+                         "15.5", "0.209", "1,051,648"],
+    "11-quadratic-cost-kv-cache": ["57344", "56 KiB", "7.0 GiB", "128 GiB", "4.0 GiB", "64 GiB"],
+    "12-flashattention": ["0.1353", "0.2231", "43.7", "0.287", "0.022", "16512"],
     "06-masks": ["0.401", "0.40", "0.599", "0.60", "0.126", "0.154", "0.208", "0.512", "0.51",
                  "2.5", "1.5", "3.5", "0.006", "0.92"],
 }
@@ -359,6 +402,16 @@ class Tiny:
 
     def __repr__(self) -> str:
         return f"Tiny(<= {self.bound:g})"
+
+
+class Near:
+    """Expected value known only to a tolerance (float32 model weights computed in another process)."""
+
+    def __init__(self, value: float, atol: float):
+        self.value, self.atol = float(value), atol
+
+    def __repr__(self) -> str:
+        return f"Near({self.value:.6g} ± {self.atol:g})"
 
 
 @functools.lru_cache(maxsize=None)
@@ -409,7 +462,72 @@ def expected_02() -> dict:
           "exs_naive_n_nan": 4,            # e^(1000 + z_i) > float64 max for all four
           "exsh_WQ": (512, 64), "exsh_Q": (10, 64), "exsh_scores": (10, 10), "exsh_out": (10, 64),
           "exc_implied_z4": 4.0 + math.log(0.08 / 0.86)}
+    e |= expected_02_real_model()
     return e
+
+
+#: The word pieces of the "tired" sentence, written out by hand (BERT's uncased word pieces split
+#: "didn't" into "didn", "'", "t"); the "wide" sentence differs only at position 13.
+TIRED_TOKENS = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because",
+                "it", "was", "too", "tired", ".", "[SEP]"]
+#: Tolerance for glued float32 attention weights recomputed in this process.
+WEIGHT_ATOL = 1e-5
+
+
+@functools.lru_cache(maxsize=None)
+def real_model_rows() -> dict:
+    """The attention rows of "it" in both sentences, from attention_of_token (every layer, head)."""
+    from attnbook import pretrained
+
+    t1, w1 = pretrained.attention_of_token(pretrained.TIRED, "it")  # (layers, H, T)
+    t2, w2 = pretrained.attention_of_token(pretrained.WIDE, "it")
+    return {"tokens": (t1, t2), "weights": (w1.astype(np.float64), w2.astype(np.float64))}
+
+
+@functools.lru_cache(maxsize=None)
+def expected_02_real_model() -> dict:
+    """Chapter 02's real-model numbers, from attention rows and NumPy (no ReferentAttention)."""
+    from attnbook import pretrained
+
+    cfg = json.loads((pretrained.minilm_dir() / "config.json").read_text())
+    rows = real_model_rows()
+    (t1, t2), (w1, w2) = rows["tokens"], rows["weights"]
+    # Weight of "it" on animal / street, (layers, H), per sentence.
+    wa = [w[:, :, t.index("animal")] for t, w in zip((t1, t2), (w1, w2))]
+    ws = [w[:, :, t.index("street")] for t, w in zip((t1, t2), (w1, w2))]
+    pref = [a - b for a, b in zip(wa, ws)]
+    margin = 0.05
+    near = lambda x: Near(x, WEIGHT_ATOL)  # noqa: E731
+    sign_changes = int(np.sum(np.sign(pref[0]) * np.sign(pref[1]) < 0))
+    closeness = np.minimum(pref[0], -pref[1])
+    cl, ch = np.unravel_index(np.argmax(closeness), closeness.shape)
+    shift = pref[1] - pref[0]
+    bl, bh = np.unravel_index(np.argmin(shift), shift.shape)
+    special = [t1.index(x) for x in ("[CLS]", "[SEP]", ".")]
+    return {
+        "rw_n_layers": cfg["num_hidden_layers"], "rw_n_heads": cfg["num_attention_heads"],
+        "rw_d_model": cfg["hidden_size"],
+        "rw_head_dim": cfg["hidden_size"] // cfg["num_attention_heads"],
+        "rw_n_tokens": len(TIRED_TOKENS),
+        "rw_total_heads": cfg["num_hidden_layers"] * cfg["num_attention_heads"],
+        "rw_n_animal_tired": int((pref[0] > 0).sum()),
+        "rw_n_animal_wide": int((pref[1] > 0).sum()),
+        "rw_mean_animal_tired": near(wa[0].mean()), "rw_mean_street_tired": near(ws[0].mean()),
+        "rw_mean_animal_wide": near(wa[1].mean()), "rw_mean_street_wide": near(ws[1].mean()),
+        "rw_n_sign_flips": sign_changes,
+        "rw_n_flips_to_street": int(((pref[0] > 0) & (pref[1] < 0)).sum()),
+        "rw_n_flips_to_animal": int(((pref[0] < 0) & (pref[1] > 0)).sum()),
+        "rw_margin": margin,
+        "rw_n_flips_margin": int((((pref[0] > margin) & (pref[1] < -margin))
+                                  | ((pref[0] < -margin) & (pref[1] > margin))).sum()),
+        "rw_best_layer": int(cl) + 1, "rw_best_head": int(ch) + 1,
+        "rw_best_pref_tired": near(pref[0][cl, ch]), "rw_best_street_wide": near(-pref[1][cl, ch]),
+        "rw_big_layer": int(bl) + 1, "rw_big_head": int(bh) + 1,
+        "rw_big_shift": near(shift[bl, bh]),
+        "rw_big_animal_tired": near(wa[0][bl, bh]), "rw_big_street_tired": near(ws[0][bl, bh]),
+        "rw_big_animal_wide": near(wa[1][bl, bh]), "rw_big_street_wide": near(ws[1][bl, bh]),
+        "rw_special_mass": near(w1[:, :, special].sum(axis=-1).mean()),
+    }
 
 
 @functools.lru_cache(maxsize=None)
@@ -527,6 +645,7 @@ EXPECTED = {
     "03-scaling-variance": expected_03,
     "04-softmax-saturation": expected_04,
     "06-masks": expected_06,
+    **{m.NAME: m.expected for m in EXPECTED_MODULES},
 }
 
 
@@ -624,9 +743,24 @@ def read_glued(execute_dir: Path, name: str) -> dict:
     return values
 
 
-def same_value(actual, expected) -> bool:
+def same_value(actual, expected, glued: dict | None = None) -> bool:
+    """Whether a glued value equals its expected value.
+
+    Besides plain values, the expected_chNN modules use three helper types, matched by duck
+    typing: ``bound`` (a rounding-level difference: ``0 <= actual <= bound``), ``matches(actual,
+    glued)`` or a callable ``(actual, glued)`` (a timing or another value that cannot be recomputed,
+    checked for consistency with the other glued values).
+    """
+    if hasattr(expected, "matches"):
+        return bool(expected.matches(actual, glued))
+    if callable(expected) and not isinstance(expected, type):
+        return bool(expected(actual, glued))
+    if hasattr(expected, "bound") and not isinstance(expected, Tiny):
+        return isinstance(actual, float) and 0.0 <= actual <= expected.bound
     if isinstance(expected, Tiny):
         return isinstance(actual, float) and 0.0 <= actual <= expected.bound
+    if isinstance(expected, Near):
+        return isinstance(actual, float) and abs(actual - expected.value) <= expected.atol
     if isinstance(expected, (bool, np.bool_)):
         return actual is bool(expected)
     if isinstance(expected, str):
@@ -668,11 +802,13 @@ def test_glued_values_equal_the_library(name, execute_dir):
         f"{name}: the executed notebook's glue keys differ from the glue() calls in the source"
     )
     expected = EXPECTED[name]()
+    if name in SAVED_RUN_EXPECTED:
+        expected = {**expected, **SAVED_RUN_EXPECTED[name](saved_scaling_run(execute_dir))}
     assert set(glued) == set(expected), (
         f"{name}: glued but not checked here: {sorted(set(glued) - set(expected))}; "
         f"checked here but not glued: {sorted(set(expected) - set(glued))}"
     )
-    wrong = {k: (glued[k], expected[k]) for k in expected if not same_value(glued[k], expected[k])}
+    wrong = {k: (glued[k], expected[k]) for k in expected if not same_value(glued[k], expected[k], glued)}
     assert not wrong, f"{name}: glued value != library value: {wrong}"
 
 
@@ -696,3 +832,172 @@ def test_glued_values_appear_in_the_html(name, built_book, execute_dir):
     assert "{glue" not in html.unescape(re.sub(r"<pre.*?</pre>", "", doc, flags=re.S)), (
         f"{name}: an unresolved glue role is left in the page"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 04's training run: its saved curves, checked against a fresh (short) run
+# ---------------------------------------------------------------------------------------------
+
+#: ``metadata`` of the hidden output in which chapter 04 saves its run (``application/json``).
+SAVED_RUN_TAG = {"attnbook": "scaling_run"}
+#: Steps of the run that the test trains again (a few hundred milliseconds).
+RERUN_STEPS = 20
+
+
+def saved_scaling_run(execute_dir: Path) -> dict:
+    """The ``scaling_run`` results chapter 04 saved in its executed notebook (a hidden output)."""
+    ipynb = execute_dir / "chapters" / "04-softmax-saturation.ipynb"
+    assert ipynb.is_file(), f"the build left no executed notebook {ipynb}"
+    nb = json.loads(ipynb.read_text(encoding="utf-8"))
+    found = [out["data"]["application/json"] for cell in nb["cells"]
+             for out in cell.get("outputs", [])
+             if out.get("metadata") == SAVED_RUN_TAG and "application/json" in out.get("data", {})]
+    assert len(found) == 1, f"expected one saved scaling_run output, found {len(found)}"
+    return found[0]
+
+
+def expected_04_run(saved: dict) -> dict:
+    """Chapter 04's glued run numbers, derived from the saved curves and from formulas.
+
+    Step counts come from ``first_step_below`` applied here to the saved loss curves; the
+    chance loss and maximal entropy from their formulas (``log n_values``, ``log(n_pairs + 1)``);
+    the remaining values (entropy and score spread at initialisation, accuracy, wall time) are
+    the saved ones, which :func:`test_saved_scaling_run_is_the_library_run` ties to the library.
+    """
+    st = saved["settings"]
+    window = 10
+    chance = math.log(st["n_values"])
+    half = chance / 2
+    loss = {arm: np.asarray(v, dtype=np.float64) for arm, v in saved["loss"].items()}
+    ent = {arm: np.asarray(v, dtype=np.float64) for arm, v in saved["entropy"].items()}
+    steps_half = {arm: experiments.first_step_below(loss[arm], half, window=window)
+                  for arm in loss}
+    at = steps_half["scaled"]
+    return {
+        "run_head_dim": st["head_dim"], "run_steps": st["steps"], "run_n_values": st["n_values"],
+        "run_chance_loss": chance, "run_half_chance": half, "run_window": window,
+        "run_steps_half_scaled": steps_half["scaled"],
+        "run_steps_half_unscaled": steps_half["unscaled"],
+        "run_max_entropy": math.log(st["n_pairs"] + 1), "run_n_slots": st["n_pairs"] + 1,
+        "run_ent_init_scaled": ent["scaled"][0], "run_ent_init_unscaled": ent["unscaled"][0],
+        "run_std_init_scaled": saved["score_std_init"]["scaled"],
+        "run_std_init_unscaled": saved["score_std_init"]["unscaled"],
+        "run_acc_scaled": saved["eval_accuracy"]["scaled"],
+        "run_acc_unscaled": saved["eval_accuracy"]["unscaled"],
+        "run_wall_time": saved["wall_time_s"],
+        "run_unscaled_loss_then": float(np.mean(loss["unscaled"][at - window + 1:at + 1])),
+        "run_unscaled_ent_then": float(np.mean(ent["unscaled"][at - window + 1:at + 1])),
+    }
+
+
+SAVED_RUN_EXPECTED = {"04-softmax-saturation": expected_04_run}
+
+
+@pytest.mark.slow
+def test_saved_scaling_run_is_the_library_run(execute_dir):
+    """The curves chapter 04 saved are those of ``scaling_run`` with the saved settings.
+
+    Training both arms again for all steps would take ~10 s of CPU per test run, so the run is
+    checked in two parts instead: (1) a fresh ``scaling_run`` with the same settings but only
+    the first few steps — same seed, same initial weights, same batches — must reproduce the
+    start of the saved loss and entropy curves and the saved score spread at initialisation;
+    (2) every glued number of the run is derived from the saved curves by this file
+    (``expected_04_run``: ``first_step_below`` on the saved loss curve, windows of the saved
+    curves) or from a formula, and compared with the glued value in
+    ``test_glued_values_equal_the_library``. Together: the glued numbers are what the library's
+    run produces, except the tail of the curves, which (2) only checks for consistency.
+    """
+    from attnbook.testing import assert_close
+
+    saved = saved_scaling_run(execute_dir)
+    st = saved["settings"]
+    assert set(saved["loss"]) == set(saved["entropy"]) == {"scaled", "unscaled"}
+    for arm in ("scaled", "unscaled"):
+        assert len(saved["loss"][arm]) == len(saved["entropy"][arm]) == st["steps"]
+    short = experiments.scaling_run(
+        head_dim=st["head_dim"], d_model=st["d_model"], n_pairs=st["n_pairs"],
+        n_keys=st["n_keys"], n_values=st["n_values"], steps=RERUN_STEPS,
+        batch_size=st["batch_size"], lr=st["lr"], seed=st["seed"], eval_size=8)
+    for arm in ("scaled", "unscaled"):
+        assert_close(np.array(saved["loss"][arm][:RERUN_STEPS]), short.loss[arm],
+                     atol=1e-6, rtol=1e-6)
+        assert_close(np.array(saved["entropy"][arm][:RERUN_STEPS]), short.entropy[arm],
+                     atol=1e-6, rtol=1e-6)
+        assert_close(saved["score_std_init"][arm], short.score_std_init[arm], atol=0, rtol=1e-6)
+    # Formulas: chance loss log(n_values) (uniform guess), uniform attention over n_pairs + 1 slots.
+    assert math.isclose(saved["chance_loss"], math.log(st["n_values"]), rel_tol=1e-12)
+    assert math.isclose(saved["max_entropy"], math.log(st["n_pairs"] + 1), rel_tol=1e-12)
+    # The two arms share their weights; only the score factor differs (sqrt(d_k) between them).
+    ratio = saved["score_std_init"]["unscaled"] / saved["score_std_init"]["scaled"]
+    assert math.isclose(ratio, math.sqrt(st["head_dim"]), rel_tol=1e-5)
+    assert saved["wall_time_s"] > 0
+
+
+def test_expected_04_run_on_a_hand_made_curve():
+    """``expected_04_run`` finds the step counts of a curve whose answer is known by hand."""
+    n = 40
+    chance = math.log(16)
+    # 10-step window means: at step s, (15 - (s - 9)) / 10 of chance, first < 1/2 at s = 20.
+    scaled = np.where(np.arange(n) < 15, chance, 0.0)
+    unscaled = np.where(np.arange(n) < 25, chance, 0.0)  # ... and at s = 30
+    saved = {"settings": {"head_dim": 4, "steps": n, "n_values": 16, "n_pairs": 3},
+             "loss": {"scaled": scaled.tolist(), "unscaled": unscaled.tolist()},
+             "entropy": {"scaled": [1.0] * n, "unscaled": [0.5] * n},
+             "score_std_init": {"scaled": 1.0, "unscaled": 2.0},
+             "eval_accuracy": {"scaled": 1.0, "unscaled": 1.0}, "wall_time_s": 1.0}
+    e = expected_04_run(saved)
+    assert (e["run_steps_half_scaled"], e["run_steps_half_unscaled"]) == (20, 30)
+    # At step 20 the unscaled curve's last 10 values (steps 11..20) are all at chance.
+    assert math.isclose(e["run_unscaled_loss_then"], chance, rel_tol=1e-12)
+    assert e["run_max_entropy"] == math.log(4) and e["run_ent_init_unscaled"] == 0.5
+
+
+@pytest.mark.slow
+def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
+    """What chapter 04's prose says about the run (in words, not glued) is true of its numbers."""
+    e = expected_04_run(saved_scaling_run(execute_dir))
+    mx = e["run_max_entropy"]
+    # "almost uniform" at initialisation (scaled) vs "already concentrates" (unscaled).
+    assert e["run_ent_init_scaled"] > 0.9 * mx
+    assert e["run_ent_init_unscaled"] < 0.5 * mx
+    # "Saturation did not stop the unscaled model from learning this task; it made it slower."
+    assert e["run_steps_half_scaled"] is not None and e["run_steps_half_unscaled"] is not None
+    assert e["run_steps_half_unscaled"] > e["run_steps_half_scaled"]
+    # "still ..., close to chance, while its attention ... was sharply focused"
+    assert e["run_unscaled_loss_then"] > 0.9 * e["run_chance_loss"]
+    assert e["run_unscaled_ent_then"] < 0.25 * mx
+    # "Both arms solve the task" and "both end with attention concentrated".
+    assert e["run_acc_scaled"] >= 0.95 and e["run_acc_unscaled"] >= 0.95
+    saved = saved_scaling_run(execute_dir)
+    for arm in ("scaled", "unscaled"):
+        assert np.mean(saved["entropy"][arm][-10:]) < 0.25 * mx
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 02's real model: what the prose says in words
+# ---------------------------------------------------------------------------------------------
+
+
+def test_real_model_tokens_and_prose_claims():
+    """The word pieces match the hand list, and chapter 02's verbal claims hold for the model.
+
+    The prose says: no head separates the two readings by the margin; the closest head prefers
+    the animal by less than the margin in the first sentence; the head that moves furthest
+    towards "street" still prefers the animal in the second sentence; and "animal" and "street"
+    together get less than half of the attention of "it" on average.
+    """
+    rows = real_model_rows()
+    t1, t2 = rows["tokens"]
+    assert t1 == TIRED_TOKENS
+    assert t2 == TIRED_TOKENS[:13] + ["wide"] + TIRED_TOKENS[14:]
+    for w in rows["weights"]:
+        assert w.shape == (6, 12, 16) and np.isfinite(w).all()
+        assert np.abs(w.sum(axis=-1) - 1).max() < 1e-5
+    e = expected_02_real_model()
+    assert e["rw_n_flips_margin"] == 0
+    assert e["rw_best_pref_tired"].value < e["rw_margin"]
+    assert e["rw_big_animal_wide"].value > e["rw_big_street_wide"].value
+    assert e["rw_big_shift"].value < 0
+    assert e["rw_n_flips_to_street"] + e["rw_n_flips_to_animal"] == e["rw_n_sign_flips"]
+    for s in ("tired", "wide"):
+        assert e[f"rw_mean_animal_{s}"].value + e[f"rw_mean_street_{s}"].value < 0.5

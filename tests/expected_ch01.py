@@ -1,0 +1,172 @@
+"""Expected glued values of chapter 1 (chapters/01-rnn-bottleneck.md), computed independently.
+
+``expected()`` returns, for every name the chapter glues, either
+
+* a value — from a hand derivation (``0.9 ** 50``, ``2 + n / d``, ``ceil(ln 0.01 / ln 0.99)``,
+  ``log 8``) or recomputed here with the library on the chapter's stated inputs and seeds
+  (the Jacobian norms, the clipping example, and the seeded, deterministic training run
+  ``long_range_recall_run``, about 15 s of CPU); compare with ``rel_tol=1e-9``; or
+* a :class:`Check` — for what cannot be recomputed (wall-clock times, machine-dependent) or is
+  zero by a hand derivation up to rounding: ``check.matches(actual, glued)`` must be True, where
+  ``glued`` is the dict of all values the chapter glued (timings are checked for consistency
+  with each other and with the FLOP counts, which are exact).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+NUMBER = 1
+NAME = "01-rnn-bottleneck"
+
+
+class Check:
+    """A glued value checked by a predicate instead of equality.
+
+    Args:
+        predicate: ``predicate(actual, glued) -> bool``; ``glued`` holds every glued value.
+        why: what the predicate encodes (shown when it fails).
+    """
+
+    def __init__(self, predicate, why: str):
+        self.predicate = predicate
+        self.why = why
+
+    def matches(self, actual, glued: dict) -> bool:
+        return bool(self.predicate(actual, glued))
+
+    def __repr__(self) -> str:
+        return f"Check({self.why})"
+
+
+def tiny(bound: float = 1e-12) -> Check:
+    """A difference that a hand derivation says is 0: a float in [0, bound]."""
+    return Check(lambda v, g: isinstance(v, float) and 0.0 <= v <= bound,
+                 f"0 up to rounding (<= {bound:g})")
+
+
+def positive_time() -> Check:
+    return Check(lambda v, g: isinstance(v, float) and math.isfinite(v) and v > 0,
+                 "a measured time: finite and > 0 (machine-dependent)")
+
+
+def _gflops(flops: int, ms_key: str) -> Check:
+    """Achieved GFLOP/s must equal the exact FLOP count over the glued time."""
+    def pred(v, g):
+        return math.isclose(v, flops / (g[ms_key] * 1e-3) / 1e9, rel_tol=1e-9)
+    return Check(pred, f"{flops} FLOPs / glued {ms_key}")
+
+
+@functools.lru_cache(maxsize=None)
+def expected() -> dict:
+    import torch
+
+    from attnbook import experiments, rnn, timing
+    from attnbook.widgets_rnn import gradient_decay_data
+
+    e: dict = {}
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        # --- Vanishing gradients: the chapter's networks, rebuilt from its seeds. ---
+        e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9 ** 50, "van_T": 100}
+        H, d_in, T = 32, 8, 101
+        x = torch.randn(1, T, d_in, dtype=torch.float64,
+                        generator=torch.Generator().manual_seed(1))
+        q_orth, _ = torch.linalg.qr(torch.randn(
+            H, H, dtype=torch.float64, generator=torch.Generator().manual_seed(2)))
+
+        def with_gamma(gamma, nonlinearity="tanh"):
+            torch.manual_seed(0)
+            net = rnn.VanillaRNN(d_in, H, nonlinearity=nonlinearity).double()
+            with torch.no_grad():
+                net.weight_hh.copy_(gamma * q_orth)
+            return net
+
+        torch.manual_seed(0)
+        default_rnn = rnn.VanillaRNN(d_in, H).double()
+        torch.manual_seed(0)
+        default_lstm = rnn.LSTM(d_in, H).double()
+        tanh09 = rnn.jacobian_norms(with_gamma(0.9), x)
+        n_def = rnn.jacobian_norms(default_rnn, x)
+        n_lstm = rnn.jacobian_norms(default_lstm, x)
+        e |= {
+            # Linear RNN with W_hh = 0.9 Q: every step's Jacobian is 0.9 Q, norms 0.9^k exactly.
+            "van_linear_max_rel_dev": tiny(1e-12),
+            "van_tanh09_50": float(tanh09[50]),
+            "van_default_gamma": torch.linalg.matrix_norm(default_rnn.weight_hh, ord=2).item(),
+            "van_default_10": float(n_def[10]), "van_default_50": float(n_def[50]),
+            "van_lstm_10": float(n_lstm[10]), "van_lstm_50": float(n_lstm[50]),
+        }
+        # --- Exploding gradients and clipping. ---
+        exploding = with_gamma(3.0)
+        n3 = rnn.jacobian_norms(exploding, x)
+        _, h_T = exploding(x)
+        (0.5 * (h_T ** 2).sum()).backward()
+        grad = torch.cat([p.grad.flatten() for p in exploding.parameters()])
+        total = grad.norm().item()
+        # clip_grad_norm_ multiplies by max_norm / (total + 1e-6) (torch's documented epsilon).
+        e |= {"exp_10": float(n3[10]), "exp_50": float(n3[50]), "clip_before": total,
+              "clip_after": Check(lambda v, g: abs(v - 1.0) <= 1e-6,
+                                  "max_norm * total / (total + 1e-6) = 1 up to 1e-6"),
+              "clip_cosine": Check(lambda v, g: abs(v - 1.0) <= 1e-12,
+                                   "a positive rescaling keeps the direction")}
+        # --- The recall run (seeded, one thread: deterministic). ---
+        run = experiments.long_range_recall_run(max_k=32, steps=300, seed=0)
+        window = 10
+        far = run.ks >= 2
+        e |= {
+            "rec_max_k": 32, "rec_steps": 300, "rec_n_signal": 8,
+            "rec_params_rnn": run.n_params["rnn"], "rec_params_lstm": run.n_params["lstm"],
+            "rec_params_attention": run.n_params["attention"],
+            "rec_hidden_rnn": run.hidden_size["rnn"], "rec_hidden_lstm": run.hidden_size["lstm"],
+            "rec_chance_acc": 1 / 8, "rec_chance_loss": math.log(8),
+            "rec_rnn_acc_k1": float(run.accuracy["rnn"][0]),
+            "rec_rnn_acc_far": float(run.accuracy["rnn"][far].mean()),
+            "rec_rnn_eval_loss": run.eval_loss["rnn"],
+            "rec_lstm_acc_min": float(run.accuracy["lstm"].min()),
+            "rec_att_acc_min": float(run.accuracy["attention"].min()),
+            "rec_window": window, "rec_tenth": math.log(8) / 10,
+            "rec_steps_lstm": experiments.first_step_below(run.loss["lstm"], math.log(8) / 10,
+                                                           window=window),
+            "rec_steps_attention": experiments.first_step_below(run.loss["attention"],
+                                                                math.log(8) / 10, window=window),
+            "rec_rnn_final_loss": float(run.loss["rnn"][-window:].mean()),
+        }
+    finally:
+        torch.set_num_threads(previous)
+    # --- Timing at n = 1024, d = 64: times measured (checked for consistency), FLOPs exact. ---
+    n, d = 1024, 64
+    f_rnn, f_att = 4 * n * d * d, 8 * n * d * d + 4 * n * n * d   # by hand, B = 1
+    e |= {
+        "par_d_model": d, "par_n": n,
+        "par_rnn_ms": positive_time(), "par_torch_rnn_ms": positive_time(),
+        "par_attention_ms": positive_time(),
+        "par_flop_ratio": 2 + n / d,
+        "par_gflops_rnn": _gflops(f_rnn, "par_rnn_ms"),
+        "par_gflops_torch_rnn": _gflops(f_rnn, "par_torch_rnn_ms"),
+        "par_gflops_attention": _gflops(f_att, "par_attention_ms"),
+        "par_throughput_ratio": Check(
+            lambda v, g: math.isclose(v, (2 + n / d) * g["par_torch_rnn_ms"]
+                                      / g["par_attention_ms"], rel_tol=1e-9),
+            "FLOP ratio times the ratio of the glued times"),
+        "par_us_per_step": Check(
+            lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
+            "glued torch.nn.RNN time / n"),
+    }
+    assert int(timing.rnn_flops(n, d)) == f_rnn and int(timing.attention_layer_flops(n, d)) == f_att
+    # --- Cost per layer: attention / recurrence = 2 + n / d (hand derivation). ---
+    e |= {"cost_ratio_512": 2 + 512 / 512, "cost_ratio_32k": 2 + 32768 / 512}
+    # --- Misconception: orthogonal linear RNN keeps norm 1 exactly (up to rounding). ---
+    e |= {"mis_orth_max_dev": tiny(1e-12)}
+    # --- Exercises. ---
+    edge = gradient_decay_data(1.0, max_distance=50)
+    e |= {"ex1_first_below": math.ceil(math.log(0.01) / math.log(0.99)),
+          "ex2_bound": 1.1 ** 50, "ex2_factor": 1.1 ** -50, "ex3_equal_at_d": True,
+          "ex4_linear": Check(lambda v, g: abs(v - 1.0) <= 1e-12, "orthogonal: norm 1"),
+          "ex4_tanh": float(edge.tanh[50])}
+    assert np.isfinite([v for v in e.values() if isinstance(v, float)]).all()
+    return e

@@ -1,0 +1,170 @@
+"""Expected glued values of chapter 7 (chapters/07-multi-head-gqa.md).
+
+``expected()`` returns, for every name the chapter glues, the value recomputed here — with the
+library on the chapter's inputs, and wherever possible also by hand — and asserts on the way what
+an independent derivation says:
+
+* FLOP counts: ``torch.utils.flop_counter.FlopCounterMode`` on the library's attention, checked
+  against the hand count ``2 * 2 * L * S * H * D`` (two matrix products per head).
+* KV-cache sizes: ``kv_cache.kv_cache_bytes`` on the presets, checked against
+  ``2 * layers * kv_heads * head_dim * tokens * bytes`` written out from the ``config.json``
+  fields in ``kv_cache.HF_CONFIGS`` (and DeepSeek-V2's ``(kv_lora_rank + qk_rope_head_dim)``).
+* Rounding-level differences (library vs torch's ``enable_gqa``, MLA decoding vs the full pass)
+  are returned as :class:`Tiny` bounds: a hand derivation says they are 0, so only their size is
+  checked.
+* MiniLM numbers are recomputed from the same checkpoint and sentence; the float32 model gives
+  identical weights run to run (checked with 1 and 2 threads).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from attnbook import heads, kv_cache, pretrained
+from attnbook import nn as ann
+from attnbook.models import BASE_TRANSFORMER
+from attnbook.widgets_heads_pos import kv_variants
+
+NUMBER = 7
+NAME = "07-multi-head-gqa"
+
+
+class Tiny:
+    """Expected value of a difference that a hand derivation says is 0: rounding level only.
+
+    Same interface as ``Tiny`` in tests/test_chapters.py (``bound``): a glued float ``x``
+    matches when ``0 <= x <= bound``.
+    """
+
+    def __init__(self, bound: float = 1e-12):
+        self.bound = bound
+
+    def __repr__(self) -> str:
+        return f"Tiny(<= {self.bound:g})"
+
+
+def _flops(h: int, d: int, h_kv: int | None = None, seq_len: int = 256) -> int:
+    q = torch.randn(1, h, seq_len, d)  # (B, H, L, D)
+    k, v = (torch.randn(1, h_kv or h, seq_len, d) for _ in range(2))  # (B, H_kv, S, D)
+    with FlopCounterMode(display=False) as counter:
+        ann.scaled_dot_product_attention(q, k, v)
+    return counter.get_total_flops()
+
+
+def _hand_kv_bytes(name: str, tokens: int, *, kv_heads: int | None = None,
+                   head_dim: int | None = None, bytes_per: int = 2) -> int:
+    """KV-cache bytes written out from the config.json fields (no sliding window here)."""
+    hf = kv_cache.HF_CONFIGS[name]
+    kvh = hf["num_key_value_heads"] if kv_heads is None else kv_heads
+    hd = hf["hidden_size"] // hf["num_attention_heads"] if head_dim is None else head_dim
+    return 2 * hf["num_hidden_layers"] * kvh * hd * tokens * bytes_per
+
+
+@functools.lru_cache(maxsize=None)
+def expected() -> dict:
+    e: dict = {}
+    # --- same FLOPs: 8 heads of 64 vs 1 head of 512 (L = 256) ------------------------------
+    d_model, H, D, L = 512, 8, 64, 256  # Vaswani et al. (2017), table 3 (base model)
+    assert (BASE_TRANSFORMER.d_model, BASE_TRANSFORMER.n_heads,
+            BASE_TRANSFORMER.head_size) == (d_model, H, D)
+    hand = 2 * 2 * L * L * H * D
+    f_heads, f_wide = _flops(H, D), _flops(1, d_model)
+    assert f_heads == f_wide == hand
+    e |= {"base_d_model": d_model, "base_n_heads": H, "base_head_dim": D, "flop_L": L,
+          "flops_heads": hand, "flops_wide": hand, "flops_formula": hand}
+    # --- same parameters, different function (the chapter's seeded NumPy example) ------------
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, d_model))
+    w = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
+    one = heads.multi_head_attention(x, *w, n_heads=1)
+    eight = heads.multi_head_attention(x, *w, n_heads=8)
+    e |= {"proj_params": 4 * d_model**2, "split_diff": float(np.abs(one - eight).max())}
+    assert e["split_diff"] > 0.1  # a different function, not rounding
+    # --- MiniLM: "it" in the "tired" sentence --------------------------------------------------
+    tokens, w_it = pretrained.attention_of_token(pretrained.TIRED, "it")  # (layers, H, T)
+    assert w_it.shape[:2] == (6, 12)  # all-MiniLM-L6-v2: 6 layers, 12 heads (its config.json)
+    np.testing.assert_allclose(w_it.sum(-1), 1.0, rtol=0, atol=1e-5)  # rows are distributions
+    top = w_it.argmax(-1)
+    w0 = w_it[0].astype(np.float64)
+    tv = 0.5 * np.abs(w0[:, None, :] - w0[None, :, :]).sum(-1)  # (H, H) total variation
+    iu = np.triu_indices(12, 1)
+    cls = top == tokens.index("[CLS]")
+    e |= {"minilm_layers": 6, "minilm_heads": 12,
+          "minilm_distinct_l0": len(set(top[0].tolist())),
+          "minilm_tv_mean_l0": float(tv[iu].mean()), "minilm_tv_max_l0": float(tv[iu].max()),
+          "minilm_cls_share": 100 * float(cls.mean()), "minilm_cls_heads": int(cls.sum()),
+          "minilm_total_heads": 72}
+    assert 0 <= e["minilm_tv_mean_l0"] <= e["minilm_tv_max_l0"] <= 1
+    # --- KV cache of Qwen2-7B and friends (bfloat16: 2 bytes) --------------------------------
+    qwen = kv_cache.PRESETS["Qwen2-7B"]
+    per_token = _hand_kv_bytes("Qwen2-7B", 1)  # 2 * 28 * 4 * 128 * 2 = 57344
+    assert per_token == kv_cache.kv_cache_bytes(qwen, 1) == 56 * 1024  # the issue: 56 KiB
+    full = _hand_kv_bytes("Qwen2-7B", 131072)
+    mha = _hand_kv_bytes("Qwen2-7B", 131072, kv_heads=28)
+    assert full == kv_cache.kv_cache_bytes(qwen, 131072)
+    assert mha == kv_cache.kv_cache_bytes(kv_variants(qwen)["MHA"], 131072)
+    e |= {"qwen_d_model": 3584, "qwen_n_heads": 28, "qwen_n_kv_heads": 4, "qwen_head_dim": 128,
+          "qwen_layers": 28, "qwen_per_token": per_token, "qwen_per_token_kib": 56.0,
+          "qwen_ctx": 131072, "qwen_full_gib": full / 2**30, "qwen_mha_gib": mha / 2**30,
+          "qwen_group": 7, "qwen_ratio": full / mha}
+    assert math.isclose(e["qwen_full_gib"], 7.0) and math.isclose(e["qwen_ratio"], 1 / 7)
+    llama2 = _hand_kv_bytes("Llama-2-7B", 1)
+    assert llama2 == kv_cache.kv_cache_bytes(kv_cache.PRESETS["Llama-2-7B"], 1)
+    mistral_window = kv_cache.HF_CONFIGS["Mistral-7B"]["sliding_window"]
+    mistral = _hand_kv_bytes("Mistral-7B", mistral_window)  # only the window is kept
+    assert mistral == kv_cache.kv_cache_bytes(kv_cache.PRESETS["Mistral-7B"], 131072)
+    e |= {"llama2_per_token_kib": llama2 / 1024, "mistral_window": mistral_window,
+          "mistral_full_gib": mistral / 2**30}
+    # --- GQA vs torch enable_gqa; the wrong (tiled) grouping ----------------------------------
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((1, 4, 5, 8))
+    k = rng.standard_normal((1, 2, 5, 8))
+    v = rng.standard_normal((1, 2, 5, 8))
+    ours = heads.grouped_query_attention(q, k, v, causal=True)
+    theirs = F.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k),
+                                            torch.from_numpy(v), is_causal=True,
+                                            enable_gqa=True).numpy()
+    assert np.abs(ours - theirs).max() <= 1e-12 and np.isfinite(ours).all()
+    tiled = heads.grouped_query_attention(q, np.tile(k, (1, 2, 1, 1)), np.tile(v, (1, 2, 1, 1)),
+                                          causal=True)
+    e |= {"gqa_torch_diff": Tiny(1e-12), "gqa_tiled_diff": float(np.abs(tiled - ours).max()),
+          "gqa_head1_kv": 0, "gqa_head2_kv": 1}  # h // (H / H_kv) with H / H_kv = 2
+    assert e["gqa_tiled_diff"] > 0.1
+    # --- GQA does not change the FLOPs: 28 query heads of 128, L = 64 --------------------------
+    hand_28 = 2 * 2 * 64 * 64 * 28 * 128
+    assert _flops(28, 128, seq_len=64) == _flops(28, 128, h_kv=4, seq_len=64) == hand_28
+    e |= {"flops_mha_28": hand_28, "flops_gqa_4": hand_28}
+    # --- MLA: the chapter's small module decodes like the full pass ---------------------------
+    torch.manual_seed(0)
+    mla = ann.MultiHeadLatentAttention(d_model=64, n_heads=8, kv_lora_rank=16,
+                                       qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                       v_head_dim=8).eval()
+    xm = torch.randn(1, 6, 64)
+    with torch.no_grad():
+        full_pass = mla(xm)
+        cache = kv_cache.LatentCache()
+        dec = torch.cat([mla(xm[:, t:t + 1], kv_cache=cache) for t in range(6)], dim=1)
+    assert float((dec - full_pass).abs().max()) <= 1e-5
+    assert cache.nbytes == 6 * (16 + 4) * 4  # latent 16 + RoPE key 4 per token, float32
+    ds = kv_cache.HF_CONFIGS["DeepSeek-V2"]
+    ds_latent = ds["kv_lora_rank"] + ds["qk_rope_head_dim"]  # 512 + 64
+    ds_mha = 2 * ds["num_attention_heads"] * ds["v_head_dim"]  # 2 * 128 * 128
+    assert ds_latent * ds["num_hidden_layers"] * 2 == kv_cache.kv_cache_bytes(
+        kv_cache.PRESETS["DeepSeek-V2"], 1)
+    e |= {"mla_decode_diff": Tiny(1e-5), "mla_numbers": 16 + 4,
+          "mla_mha_numbers": 8 * (8 + 4) + 8 * 8, "ds_latent": ds_latent,
+          "ds_mha_numbers": ds_mha, "ds_ratio": ds_mha / ds_latent}
+    # --- exercises -------------------------------------------------------------------------------
+    ex1 = _hand_kv_bytes("Llama-3-8B", 8192)  # 2 * 32 * 8 * 128 * 8192 * 2
+    assert ex1 == kv_cache.kv_cache_bytes(kv_cache.PRESETS["Llama-3-8B"], 8192)
+    mqa = _hand_kv_bytes("Qwen2-7B", 131072, kv_heads=1)
+    e |= {"ex1_bytes": ex1, "ex1_gib": ex1 / 2**30, "ex2_group": 7, "ex2_kv_head": 13 // 7,
+          "ex3_mqa_gib": mqa / 2**30, "ex3_fraction": mqa / full,
+          "ex4_mha_params": 4 * 512 * 512, "ex4_gqa_params": 2 * 512 * 512 + 2 * 512 * 2 * 64}
+    return e

@@ -1,0 +1,195 @@
+"""Expected glued values of chapter 9 (chapters/09-transformer-block.md).
+
+``expected()`` returns, for every name the chapter glues, the value recomputed here with the
+library on the chapter's inputs, and checks on the way what a hand derivation or an independent
+reference says about it (float64 formulas for the norms, torch's own modules, parameter counts
+by formula, the 1-step run for the gradients at initialisation):
+
+* Rounding-level differences (our block vs ``torch.nn.TransformerEncoderLayer``, our norms vs
+  ``torch.nn.LayerNorm``/``RMSNorm``, LayerNorm's shift invariance, RMSNorm = LayerNorm on a
+  centred vector) are recomputed from the same seeds, so the glued float is reproduced exactly,
+  and each is asserted to be at rounding level (float64: <= 1e-12).
+* The training run ``experiments.norm_placement_run()`` (defaults, seed 0) is deterministic on
+  the CPU with one thread (the run sets it), so it is simply run again (about 25 s of CPU). Its
+  gradient norms at initialisation are also checked against a separate 1-step run, which must
+  give the same numbers (same seed, same first batch, measured before any update).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+from attnbook import blocks, experiments, norms
+from attnbook.kv_cache import PRESETS
+from attnbook.models import (BASE_TRANSFORMER, DecoderOnlyModel, ModelConfig, count_parameters,
+                             param_count)
+
+NUMBER = 9
+NAME = "09-transformer-block"
+
+
+def _block_vs_torch() -> dict:
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)  # (B, L, d_model)
+    out = {}
+    for norm_first in (False, True):
+        ours = blocks.TransformerBlock(16, 4, 64, norm_first=norm_first).double().eval()
+        ref = torch.nn.TransformerEncoderLayer(16, 4, 64, dropout=0.0, batch_first=True,
+                                               norm_first=norm_first,
+                                               dtype=torch.float64).eval()
+        a = ours.self_attn
+        with torch.no_grad():
+            ref.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight,
+                                                          a.v_proj.weight]))
+            ref.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias,
+                                                        a.v_proj.bias]))
+            ref.self_attn.out_proj.load_state_dict(a.o_proj.state_dict())
+            ref.linear1.load_state_dict(ours.ffn.linear1.state_dict())
+            ref.linear2.load_state_dict(ours.ffn.linear2.state_dict())
+            ref.norm1.load_state_dict(ours.norm1.state_dict())
+            ref.norm2.load_state_dict(ours.norm2.state_dict())
+            out[norm_first] = float((ours(x) - ref(x)).abs().max())
+        assert out[norm_first] <= 1e-12, "our block differs from torch's encoder layer"
+    # The chapter then builds one more block, after these two, from the same RNG stream.
+    blk = blocks.TransformerBlock(16, 4, 64).double().eval()
+    x_changed = x.clone()
+    x_changed[0, 2] = torch.randn(16, dtype=torch.float64)
+    with torch.no_grad():
+        ffn_moved = (blk.ffn(x_changed) - blk.ffn(x))[0].abs().amax(-1)
+        attn_moved = (blk.self_attn(x_changed) - blk.self_attn(x))[0].abs().amax(-1)
+    return {"torch_diff_post": out[False], "torch_diff_pre": out[True],
+            "ffn_positions_moved": int((ffn_moved > 0).sum()),
+            "attn_positions_moved": int((attn_moved > 0).sum()),
+            "ffn_other_max": float(torch.cat([ffn_moved[:2], ffn_moved[3:]]).max())}
+
+
+def _norms() -> dict:
+    v = np.array([1.0, 2.0, 3.0, 6.0])
+    # Hand derivation: mean 3, biased variance (4 + 1 + 0 + 9) / 4 = 3.5, mean square 50/4.
+    ln_hand = (v - 3.0) / math.sqrt(3.5)
+    rms_hand = v / math.sqrt(12.5)
+    ln, rms = norms.layer_norm(v, eps=0.0), norms.rms_norm(v, eps=0.0)
+    np.testing.assert_allclose(ln, ln_hand, rtol=1e-14)
+    np.testing.assert_allclose(rms, rms_hand, rtol=1e-14)
+    vt = torch.tensor(v)
+    ln_t = torch.nn.LayerNorm(4, eps=0.0, dtype=torch.float64)(vt).detach().numpy()
+    rms_t = torch.nn.RMSNorm(4, eps=0.0, dtype=torch.float64)(vt).detach().numpy()
+    torch_diff = float(max(np.abs(ln - ln_t).max(), np.abs(rms - rms_t).max()))
+    assert torch_diff <= 1e-12
+    shift_diff = float(np.abs(norms.layer_norm(v + 10, eps=0.0) - ln).max())
+    assert shift_diff <= 1e-12
+    centred = v - v.mean()
+    ex3 = float(np.abs(norms.layer_norm(centred) - norms.rms_norm(centred, eps=1e-5)).max())
+    assert ex3 <= 1e-12
+    batch = np.random.default_rng(0).standard_normal((2, 3, 8))
+    other = batch.copy()
+    other[1] = 100.0 * np.random.default_rng(1).standard_normal((3, 8))
+    return {"ln_mu": 3.0, "ln_sigma2": 3.5, "rms_in_ms": 12.5,
+            "ln_out": np.round(ln, 3).tolist(), "rms_out": np.round(rms, 3).tolist(),
+            "ln_var": float(ln.var()), "rms_ms": float((rms ** 2).mean()),
+            "rms_mean": float(rms.mean()), "norm_torch_diff": torch_diff,
+            "ln_shift_diff": shift_diff,
+            "rms_shift_out": np.round(norms.rms_norm(v + 10, eps=0.0), 3).tolist(),
+            "ex3_centred": [-2.0, -1.0, 0.0, 3.0], "ex3_diff": ex3,
+            # Per-token normalisation: sequence 0's outputs do not depend on sequence 1.
+            "ln_other_token_diff": 0.0}
+
+
+@functools.lru_cache(maxsize=None)
+def _run():
+    return experiments.norm_placement_run()
+
+
+def _training() -> dict:
+    run = _run()
+    g_post, g_pre = run.grad_norm_init["post_ln"], run.grad_norm_init["pre_ln"]
+    # The gradients at initialisation do not depend on the training: a 1-step run agrees.
+    one = experiments.norm_placement_run(steps=1, eval_size=1)
+    np.testing.assert_allclose(one.grad_norm_init["post_ln"], g_post, rtol=1e-6)
+    np.testing.assert_allclose(one.grad_norm_init["pre_ln"], g_pre, rtol=1e-6)
+    half = run.chance_loss / 2
+    steps = {a: experiments.first_step_below(run.loss[a], half) for a in run.loss}
+    e = {"np_layers": 12, "np_d_model": 64, "np_heads": 4, "np_d_ff": 256,
+         "g_post_first": float(g_post[0]), "g_post_last": float(g_post[-1]),
+         "g_pre_first": float(g_pre[0]), "g_pre_last": float(g_pre[-1]),
+         "g_post_ratio": float(g_post[-1] / g_post[0]),
+         "g_pre_ratio": float(g_pre[-1] / g_pre[0]),
+         "g_post_increasing_steps": int((np.diff(g_post) > 0).sum()), "g_n_steps": 11,
+         "np_steps": 120, "np_lr": 1e-3, "np_warmup": 24, "np_batch": 16,
+         "np_chance": math.log(16),
+         "np_all_finite": bool(all(np.isfinite(c).all() for c in run.loss.values())),
+         "step_post": steps["post_ln"], "step_pre": steps["pre_ln"],
+         "step_warm": steps["post_ln_warmup"],
+         "eval_post": run.eval_loss["post_ln"], "eval_pre": run.eval_loss["pre_ln"],
+         "eval_warm": run.eval_loss["post_ln_warmup"],
+         "acc_min": float(min(run.eval_accuracy.values())),
+         "warm_gain": steps["post_ln"] - steps["post_ln_warmup"]}
+    # The Pre-LN residual stream at initialisation (same model and first batch as the run).
+    ids, _ = experiments.copy_batch(16, 8, 16, torch.Generator().manual_seed(0))
+    rms = {}
+    for norm_first in (False, True):
+        torch.manual_seed(0)
+        model = DecoderOnlyModel(ModelConfig(
+            vocab_size=17, d_model=64, n_heads=4, n_layers=12, d_ff=256, arch="decoder",
+            max_seq_len=17, norm_first=norm_first, positional="learned",
+            tie_embeddings=False))
+        x = model.embed(ids, torch.arange(17))
+        sizes = []
+        with torch.no_grad():
+            for layer in model.layers:
+                x = layer(x, causal=True)
+                sizes.append(float(x.pow(2).mean().sqrt()))
+        rms[norm_first] = np.array(sizes)
+    e |= {"rms_post_max_dev": float(np.abs(rms[False] - 1).max()),
+          "rms_pre_first": float(rms[True][0]), "rms_pre_last": float(rms[True][-1])}
+    # Exercise 4: a final LayerNorm of d_model gains and biases.
+    e |= {"ex4_extra": 2 * 64, "ex4_post_params": run.n_params}
+    return e
+
+
+def _parameters() -> dict:
+    d, dff = BASE_TRANSFORMER.d_model, BASE_TRANSFORMER.d_ff
+    attn, ffn, nrm = 4 * d * d + 4 * d, 2 * d * dff + dff + d, 2 * 2 * d  # by formula
+    base = blocks.TransformerBlock(d, BASE_TRANSFORMER.n_heads, dff)
+    assert count_parameters(base) == attn + ffn + nrm
+    llama = PRESETS["Llama-2-7B"]
+    dl, dffl = llama.d_model, llama.d_ff
+    l_attn, l_ffn, l_nrm = 4 * dl * dl, 3 * dl * dffl, 2 * dl  # no biases, RMSNorm gains
+    total = param_count(llama)
+    bert = 4 * 768 * 768 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768
+    assert count_parameters(blocks.TransformerBlock(768, 12, 3072)) == bert
+    return {"ffn_ratio": 4, "base_block_total": attn + ffn + nrm, "base_attn": attn,
+            "base_ffn": ffn, "base_ffn_share": ffn / (attn + ffn + nrm),
+            "llama_ffn_share": l_ffn / (l_attn + l_ffn + l_nrm), "llama_d_ff": 11008,
+            "llama_d_model": 4096, "llama_total_b": total / 1e9,
+            "llama_ffn_all_share": 32 * l_ffn / total,
+            "ex1_bert_layer": bert,
+            "ex2_equal_width": 8 * 4096 / 3, "ex2_llama_over": 3 * 11008 / (8 * 4096)}
+
+
+def _explorer() -> dict:
+    from attnbook.widgets_block import DEPTH_VALUES, gradient_norms_at_init
+
+    grads = gradient_norms_at_init()
+    depths = sorted(grads)
+    assert tuple(depths) == DEPTH_VALUES
+    # The 12-layer entry equals the training run's initialisation (same seed, same first batch).
+    np.testing.assert_allclose(grads[12]["post_ln"], _run().grad_norm_init["post_ln"], rtol=1e-6)
+    post_last = [grads[L]["post_ln"][-1] for L in depths]
+    pre_last = [grads[L]["pre_ln"][-1] for L in depths]
+    return {"ex_depth_min": 2, "ex_depth_max": 48,
+            "ex_post_last_min": float(post_last[0]), "ex_post_last_max": float(post_last[-1]),
+            "ex_pre_last_min": float(pre_last[0]), "ex_pre_last_max": float(pre_last[-1]),
+            "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0]),
+            "ex_post_above": bool(all(grads[L]["post_ln"].mean() > grads[L]["pre_ln"].mean()
+                                      for L in depths))}
+
+
+@functools.lru_cache(maxsize=None)
+def expected() -> dict:
+    """Every glued name of chapter 9 -> its expected value (see the module docstring)."""
+    return {**_block_vs_torch(), **_norms(), **_training(), **_parameters(), **_explorer()}

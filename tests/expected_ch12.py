@@ -1,0 +1,151 @@
+"""Expected glued values of chapter 12 (chapters/12-flashattention.md).
+
+``expected()`` returns, for every name the chapter glues, either
+
+* the value recomputed here: the online-softmax walk-through by hand (running max, rescale
+  ``exp(m_old - m_new)``, denominator) and through ``flash.tiled_attention_steps``; the CPU
+  benchmark's numbers read from ``benchmarks/results/cpu_flash.csv`` with NumPy's own CSV reader;
+  the Triton kernel run again under the interpreter on the same seeded inputs (deterministic
+  on the CPU) against a float64 reference; the retrieval example with linear attention; or
+* ``Tiny(bound)`` for a difference that a derivation says is 0 (exact attention, any tiling):
+  the glued float must lie in ``[0, bound]``; or
+* a :class:`Check` for a wall-clock time: ``check(actual, glued)`` gets the glued value and every
+  glued value of the chapter and verifies what the prose relies on.
+
+The tests must run with ``TRITON_INTERPRET=1`` set before ``attnbook.flash_triton`` is imported
+(tests/conftest.py does).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from attnbook import attention, flash, linear
+
+NUMBER = 12
+NAME = "12-flashattention"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Check:
+    """A glued value that cannot be recomputed (a timing): ``check(actual, glued) -> bool``."""
+
+    def __init__(self, predicate, why: str):
+        self.predicate, self.why = predicate, why
+
+    def __call__(self, actual, glued: dict) -> bool:
+        return bool(self.predicate(actual, glued))
+
+    def __repr__(self) -> str:
+        return f"Check({self.why})"
+
+
+class Tiny:
+    """A difference that is 0 up to rounding: the glued float must lie in ``[0, bound]``."""
+
+    def __init__(self, bound: float):
+        self.bound = bound
+
+    def __repr__(self) -> str:
+        return f"Tiny(<= {self.bound:g})"
+
+
+def _close(a, b, rel=1e-9):
+    return isinstance(a, float) and math.isclose(a, b, rel_tol=rel)
+
+
+@functools.lru_cache(maxsize=None)
+def expected() -> dict:
+    e: dict = {}
+    # --- online softmax walk-through, by hand: scores in blocks of two ----------------------
+    s = np.array([0.5, 1.0, 3.0, 0.0, 2.0, 4.5, -1.0, 1.5])
+    blocks = s.reshape(4, 2)
+    m_hand = np.maximum.accumulate(blocks.max(axis=1))  # [1, 3, 4.5, 4.5]
+    e["os_n_steps"] = 4
+    e["os_m_after_1"], e["os_m_after_2"], e["os_m_after_3"] = 1.0, 3.0, 4.5
+    assert m_hand.tolist() == [1.0, 3.0, 4.5, 4.5]
+    e["os_rescale_2"] = math.exp(1.0 - 3.0)
+    e["os_rescale_3"] = math.exp(3.0 - 4.5)
+    e["os_rescale_4"] = 1.0
+    v = np.arange(8.0) * 10
+    p = np.exp(s - s.max())
+    out_hand = float(p @ v / p.sum())  # softmax(s) . v in float64
+    _, steps = flash.tiled_attention_steps(np.array([[1.0]]), s[:, None], v[:, None], scale=1.0,
+                                           block_q=1, block_k=2)
+    assert np.allclose([st.rescale[0] for st in steps[1:]],
+                       [e["os_rescale_2"], e["os_rescale_3"], 1.0], rtol=1e-15, atol=0)
+    e["os_out_tiled"] = float(steps[-1].out[0, 0])
+    assert math.isclose(e["os_out_tiled"], out_hand, rel_tol=1e-14)
+    e["os_diff"] = Tiny(1e-12)
+    e["tiling_max_diff"] = Tiny(1e-12)
+    # --- CPU benchmark, read with NumPy's CSV reader ----------------------------------------
+    data = np.genfromtxt(ROOT / "benchmarks" / "results" / "cpu_flash.csv", delimiter=",",
+                         names=True, dtype=None, encoding="utf-8")
+    n_max = int(data["n"].max())
+
+    def row(method):
+        return data[(data["method"] == method) & (data["n"] == n_max)][0]
+
+    naive, tiled = row("naive"), row("tiled_numpy")
+    e["cpu_n_max"] = n_max
+    e["cpu_naive_mib"] = int(naive["extra_bytes"]) / 2**20
+    e["cpu_tiled_mib"] = int(tiled["extra_bytes"]) / 2**20
+    e["cpu_ratio"] = int(naive["extra_bytes"]) / int(tiled["extra_bytes"])
+    e["cpu_naive_in_nxn"] = int(naive["extra_bytes"]) / (n_max * n_max * 4)
+    e["cpu_tiled_pct_nxn"] = 100 * int(tiled["extra_bytes"]) / (n_max * n_max * 4)
+    # --- Triton kernel under the interpreter, same seeded inputs ----------------------------
+    import torch
+    import torch.nn.functional as F
+
+    from attnbook import flash_triton
+
+    assert flash_triton.INTERPRET, "set TRITON_INTERPRET=1 before importing attnbook.flash_triton"
+    torch.manual_seed(0)
+    qt = torch.randn(1, 4, 80, 32)
+    kt, vt = torch.randn(1, 2, 80, 32), torch.randn(1, 2, 80, 32)
+    out_kernel = flash.flash_attention(qt, kt, vt, causal=True, backend="triton")
+    # float64 reference written out: repeat-interleave the KV heads, bottom-right causal mask
+    kr = kt.double().repeat_interleave(2, dim=1)
+    vr = vt.double().repeat_interleave(2, dim=1)
+    sc = qt.double() @ kr.transpose(-1, -2) / math.sqrt(32)
+    sc = sc.masked_fill(~torch.ones(80, 80, dtype=torch.bool).tril(), -math.inf)
+    hand64 = torch.softmax(sc, dim=-1) @ vr
+    ref64 = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True,
+                                           enable_gqa=True)  # the chapter's reference
+    assert (hand64 - ref64).abs().max().item() <= 1e-12
+    plain32 = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=True)
+    e["tr_interpret"] = True
+    e["tr_n"] = 80
+    e["tr_err_kernel"] = (out_kernel.double() - ref64).abs().max().item()
+    e["tr_err_plain"] = (plain32.double() - ref64).abs().max().item()
+    assert e["tr_err_kernel"] <= 2 * e["tr_err_plain"] + 1e-6  # the low-precision rule
+    e["tr_seconds"] = Check(lambda x, g: x > 0, "a positive time")
+    e["gpu_results_present"] = (ROOT / "benchmarks" / "results" / "gpu_flash.csv").exists()
+    # --- linear attention: timings (checks) and the retrieval example (recomputed) ----------
+    e["lin_n_factor"] = 8.0
+    e["lin_growth_soft"] = Check(lambda x, g: x > 0, "a positive ratio of timings")
+    e["lin_growth_lin"] = Check(lambda x, g: x > 0, "a positive ratio of timings")
+    e["lin_speedup_max"] = Check(lambda x, g: x > 1, "linear attention faster at n = 4096")
+    rng = np.random.default_rng(1)
+    keys = rng.standard_normal((64, 32))
+    query = 0.6 * keys[17:18]
+    w_soft = attention.scaled_dot_product_attention(query, keys, np.eye(64))[0]
+    sim = linear.elu_feature_map(query) @ linear.elu_feature_map(keys).T  # quadratic form
+    e["ret_soft"] = float(w_soft[17])
+    e["ret_lin"] = float(sim[0, 17] / sim.sum())
+    e["ret_uniform"] = 1 / 64
+    assert e["ret_soft"] > 10 * e["ret_lin"] > 10 * e["ret_uniform"]
+    e["state_linear"] = 128 * 128 + 128
+    e["state_kv_32k"] = 2 * 32768 * 128
+    # --- exercises -------------------------------------------------------------------------
+    # scores [1, 2] then [4, 0]: after block 1, m = 2, l = e^-1 + 1; block 2 rescales by e^-2
+    e["ex1_l_first"] = math.exp(-1) + 1
+    e["ex1_rescale"] = math.exp(-2)
+    e["ex1_l"] = math.exp(-3) + math.exp(-2) + 1 + math.exp(-4)
+    e["ex3_tokens"] = 65  # 2 S 128 > 128^2 + 128  <=>  S > 64.5
+    e["ex4_gib"] = 4 * 16384**2 * 2 / 2**30  # 2.0
+    return e
