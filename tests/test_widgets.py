@@ -420,3 +420,19 @@ def test_token_attention_figure_rejects_bad_input():
     ]:
         with pytest.raises(ValueError, match=name):
             call()
+
+
+@pytest.mark.parametrize(
+    "make, kwargs, match",
+    [
+        ("scaling_explorer", dict(seed=-1), "seed must be a non-negative integer, got -1"),
+        ("scaling_explorer", dict(seed="a"), "seed must be a non-negative integer, got 'a'"),
+        ("mask_explorer", dict(seed=None), "seed must be a non-negative integer, got None"),
+        ("mask_explorer", dict(window=2.0), "window must be an integer, got 2.0"),
+        ("mask_explorer", dict(n_pad=1.0), "n_pad must be an integer, got 1.0"),
+    ],
+)
+def test_seeds_and_sizes_are_checked(make, kwargs, match):
+    # A seed of None would draw a different figure on every build; a float window is a typo.
+    with pytest.raises(ValueError, match=re.escape(match)):
+        getattr(widgets, make)(**kwargs)

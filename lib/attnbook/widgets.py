@@ -525,6 +525,13 @@ def _check_positive_int(value, name: str) -> int:
     return int(value)
 
 
+def _check_seed(value, name: str = "seed") -> int:
+    """A reproducible seed: a non-negative integer (``None`` would draw a new figure each time)."""
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 def _check_stops(values, name: str, lo: int, hi: int) -> tuple:
     try:
         stops = tuple(values)
@@ -574,7 +581,8 @@ def scaling_explorer(
 
     Raises:
         ValueError: naming the argument, if a value is not one of its stops, a stop list is not
-            increasing integers in range, or ``n_samples``/``n_draws`` is not a positive integer.
+            increasing integers in range, ``n_samples``/``n_draws`` is not a positive integer,
+            or ``seed`` is not a non-negative integer.
     """
     d_k_values = _check_stops(d_k_values, "d_k_values", 1, 4096)
     n_keys_values = _check_stops(n_keys_values, "n_keys_values", 1, 1024)
@@ -584,6 +592,7 @@ def scaling_explorer(
         raise ValueError(f"scaled must be True or False, got {scaled!r}")
     n_samples = _check_positive_int(n_samples, "n_samples")
     n_draws = _check_positive_int(n_draws, "n_draws")
+    seed = _check_seed(seed)
     if n_samples < 2:
         raise ValueError(f"n_samples must be >= 2 to measure a variance, got {n_samples}")
     # The score axis is fixed within each mode, so dragging d_k shows the spread (unscaled) or
@@ -633,15 +642,20 @@ def mask_explorer(
         :class:`Explorer`.
 
     Raises:
-        ValueError: naming the argument, for an unknown ``mask_type`` or a value out of range.
+        ValueError: naming the argument, for an unknown ``mask_type``, a value out of range or
+            not an integer, or a ``seed`` that is not a non-negative integer.
     """
     if not _is_int(seq_len) or not 2 <= seq_len <= 16:
         raise ValueError(f"seq_len must be an integer in [2, 16], got {seq_len!r}")
     seq_len = int(seq_len)
     if mask_type not in viz.MASK_TYPES:
         raise ValueError(f"mask_type={mask_type!r} is not one of {viz.MASK_TYPES}")
-    _check_choice(window, "window", tuple(range(1, seq_len + 1)))
-    _check_choice(n_pad, "n_pad", tuple(range(0, seq_len + 1)))
+    for name, value, allowed in (("window", window, range(1, seq_len + 1)),
+                                 ("n_pad", n_pad, range(0, seq_len + 1))):
+        if not _is_int(value):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        _check_choice(value, name, tuple(allowed))
+    seed = _check_seed(seed)
     scores = viz.mask_scores(seq_len, seed)  # (L, S), fixed for every setting
 
     def render(mask_type, window, n_pad):
