@@ -4,9 +4,9 @@ This module is the reference the rest of the book is checked against, so it is w
 read: one function per idea, every shape named, and the edge cases (rows with no visible key,
 empty sequences, low-precision inputs) handled explicitly rather than left to IEEE arithmetic.
 
-Conventions (see ``attnbook`` and STYLE.md): queries ``(..., L, D)``, keys ``(..., S, D)``,
-values ``(..., S, Dv)``; boolean masks are keep-masks (``True`` = may attend); causal masks are
-aligned bottom-right; a query with no visible key outputs 0.
+Conventions (see ``attnbook`` and the notation appendix of the book): queries ``(..., L, D)``,
+keys ``(..., S, D)``, values ``(..., S, Dv)``; boolean masks are keep-masks (``True`` = may
+attend); causal masks are aligned bottom-right; a query with no visible key outputs 0.
 
 Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
 ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``.

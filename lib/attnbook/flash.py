@@ -20,8 +20,9 @@ Three implementations of the same algorithm, from the most readable to the faste
     otherwise; :func:`select_backend` says which one a call would take and
     :func:`triton_unsupported_reason` says why the kernel was not taken.
 
-Conventions (STYLE.md): queries ``(B, H, L, D)``, keys and values ``(B, H_kv, S, D)`` with
-``H_kv`` dividing ``H`` (GQA: query head ``h`` reads key/value head ``h // (H // H_kv)``);
+Conventions (the notation appendix of the book): queries ``(B, H, L, D)``, keys and values
+``(B, H_kv, S, D)`` with ``H_kv`` dividing ``H`` (GQA: query head ``h`` reads key/value head
+``h // (H // H_kv)``);
 ``causal=True`` aligns bottom-right when ``L != S`` (query ``i`` sees keys
 ``j <= i + (S - L)``); a query that sees no key outputs 0, and its gradient is 0; the default
 scale is ``1 / sqrt(D)``. The log-sum-exp of a row is ``log(sum_j exp(s_ij))`` of its scaled,

@@ -4,7 +4,7 @@ The NumPy modules (:mod:`attnbook.attention`, :mod:`attnbook.heads`,
 :mod:`attnbook.positional`, :mod:`attnbook.norms`) teach the math; this module holds the torch
 versions used for models, training, the KV cache and the GPU path, under the same names.
 
-Conventions (see :mod:`attnbook` and STYLE.md):
+Conventions (see :mod:`attnbook` and the notation appendix of the book):
 
 * layout ``(B, H, L, D)`` for queries and ``(B, H_kv, S, D)`` for keys and values; the
   modules take and return ``(B, L, d_model)``;

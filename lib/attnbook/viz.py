@@ -522,7 +522,7 @@ def mask_figure(
     Left: the keep-mask of :func:`explorer_keep_mask` (1 = may attend). Right: the weights
     ``masked_softmax(scores, mask)`` (:func:`attnbook.attention.masked_softmax`) of fixed raw
     scores (:func:`mask_scores`, used as they are, no scaling). A query with no visible key has
-    all-zero weights (STYLE.md); its hover text says so.
+    all-zero weights (the book's convention); its hover text says so.
 
     Trace order: 0 the keep-mask heatmap (``z`` is 0/1), 1 the weights heatmap (``z`` is the
     ``(L, S)`` weights, rows = queries).
