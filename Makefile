@@ -24,6 +24,8 @@ BUILD_FLAGS := --all -W -n --keep-going
 BUILD_OK    := _build/.attnbook-build-ok
 
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+# Extra flags for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8899"`.
+LAB_ARGS ?=
 
 .PHONY: book test lab html clean
 
@@ -37,7 +39,7 @@ test: $(TEST_STAMP)
 lab: $(BOOK_STAMP)
 	mkdir -p $(LAB_SETTINGS)
 	cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)"
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS)
 
 # The build alone, without the set-up.
 html:
