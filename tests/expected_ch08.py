@@ -127,7 +127,6 @@ def expected() -> dict:
           "llama3_ctx": kv_cache.HF_CONFIGS["Llama-3-8B"]["max_position_embeddings"]}
     e["mis_same_pos_diff"] = Tiny(1e-12)  # R_m q . R_m k = q . k
     # --- exercises ---------------------------------------------------------------------------
-    e |= {"ex1_same_offset": True, "ex1_swapped": False}
     w16 = 10000.0 ** (-np.arange(0, 16, 2) / 16)
     e |= {"ex2_dot": float(np.cos(3 * w16).sum()), "ex2_formula": float(np.cos(3 * w16).sum()),
           "ex2_spread": Tiny(1e-12), "ex2_n_pos": 497,
