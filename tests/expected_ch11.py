@@ -103,8 +103,7 @@ def expected() -> dict:
     prompt = torch.randint(0, small.vocab_size, (1, 256))
     a = greedy_generate(model, prompt, 64, use_cache=False)
     b = greedy_generate(model, prompt, 64, use_cache=True)
-    e["kv_same_tokens"] = bool(torch.equal(a, b))
-    assert e["kv_same_tokens"] is True
+    assert torch.equal(a, b)  # the chapter asserts this instead of gluing it
     e["kv_new_tokens"], e["kv_prompt_len"] = 64, 256
     e["kv_positions_full"] = sum(256 + s for s in range(64))
     e["kv_positions_cache"] = 256 + 63
@@ -160,7 +159,6 @@ def expected() -> dict:
         sizes.append((full_cache.nbytes, ring.nbytes))
     # ring: 2 tensors x (1 x 2 x 8 x 16) float32 = 2048 bytes, whatever the length
     assert sizes[7][1] == sizes[15][1] == sizes[23][1] == 2 * 2 * 8 * 16 * 4
-    e["sw_ring_const"] = True
     e["sw_full_growth"] = sizes[23][0] / sizes[7][0]  # 24 / 8
     assert e["sw_full_growth"] == 3.0
     e["sw_mistral_window"] = 4096
