@@ -23,6 +23,7 @@ from attnbook import masks, viz, widgets  # noqa: E402
 from attnbook.attention import masked_softmax  # noqa: E402
 from attnbook.scaling import saturation_stats, score_samples  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # Small sample counts keep these tests fast; the defaults are exercised by the size test.
@@ -39,28 +40,6 @@ def expected_histogram(d_k, scaled, n_samples, seed, n_bins=41):
     m = np.abs(s).max()
     density, edges = np.histogram(s, bins=np.linspace(-m, m, n_bins + 1), density=True)
     return s, (edges[:-1] + edges[1:]) / 2, density
-
-
-def embedded_spec(html: str) -> dict:
-    """The JSON a static explorer embeds (the one the page's script reads)."""
-    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
-    assert m, "no embedded JSON found in the static HTML"
-    return json.loads(m.group(2).replace("<\\/", "</"))
-
-
-def static_frame(spec: dict, values: dict) -> dict:
-    """The figure (data + layout) the static page draws for ``values``."""
-    flat = 0
-    for c, stride in zip(spec["controls"], spec["strides"]):
-        flat += c["options"].index(values[c["name"]]) * stride
-    frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    for k, v in frame["layout"].items():
-        if v is None:
-            layout.pop(k, None)
-        else:
-            layout[k] = v
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,8 +11,6 @@ driven by setting its controls; the static one is read from the JSON in its ``te
 from __future__ import annotations
 
 import functools
-import json
-import re
 
 import numpy as np
 import pytest
@@ -26,6 +24,7 @@ from attnbook import widgets_block as wb  # noqa: E402
 from attnbook.experiments import copy_batch  # noqa: E402
 from attnbook.models import DecoderOnlyModel, ModelConfig  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 # Tiny sizes keep the tests fast (the run's defaults are for the chapter).
 TINY = dict(d_model=16, n_heads=2, d_ff=32, n=3, vocab=5, batch_size=4, seed=3)
@@ -57,26 +56,6 @@ def reference_norms(n_layers: int, norm_first: bool) -> np.ndarray:
 @pytest.fixture(scope="module")
 def grads():
     return wb.gradient_norms_at_init(DEPTHS, **TINY)
-
-
-def embedded_spec(html: str) -> dict:
-    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
-    assert m, "no embedded JSON found in the static HTML"
-    return json.loads(m.group(2).replace("<\\/", "</"))
-
-
-def static_frame(spec: dict, values: dict) -> dict:
-    flat = 0
-    for c, stride in zip(spec["controls"], spec["strides"]):
-        flat += c["options"].index(values[c["name"]]) * stride
-    frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    for k, v in frame["layout"].items():
-        if v is None:
-            layout.pop(k, None)
-        else:
-            layout[k] = v
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
 
 
 # ------------------------------------------------------------------------------------------

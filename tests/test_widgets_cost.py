@@ -8,8 +8,6 @@ explorers' own output.
 
 from __future__ import annotations
 
-import json
-import re
 
 import numpy as np
 import pytest
@@ -20,6 +18,7 @@ pytest.importorskip("ipywidgets")
 from attnbook import widgets_cost as wc  # noqa: E402
 from attnbook.kv_cache import HF_CONFIGS  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 GIB = 2**30
 
@@ -30,21 +29,6 @@ def hand_kv_bytes(name, seq_len, batch, nbytes):
     tokens = min(seq_len, hf["sliding_window"]) if "sliding_window" in hf and hf.get(
         "use_sliding_window", True) else seq_len
     return 2 * hf["num_hidden_layers"] * hf["num_key_value_heads"] * head_dim * nbytes * tokens * batch
-
-
-def embedded_spec(html):
-    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
-    assert m
-    return json.loads(m.group(2).replace("<\\/", "</"))
-
-
-def static_frame(spec, values):
-    flat = sum(c["options"].index(values[c["name"]]) * s
-               for c, s in zip(spec["controls"], spec["strides"]))
-    frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    layout.update({k: v for k, v in frame["layout"].items() if v is not None})
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
 
 
 def test_cost_formulas_by_hand():

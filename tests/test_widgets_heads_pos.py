@@ -11,7 +11,6 @@ key as ``(2/D) * sum_i cos(m theta_i)`` (each pair contributes ``(R_m [1, 1]) . 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -24,6 +23,7 @@ pytest.importorskip("ipywidgets")
 from attnbook import kv_cache  # noqa: E402
 from attnbook import widgets_heads_pos as whp  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
@@ -46,26 +46,6 @@ def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str)
                     "MQA": 1}[variant]
         per_layer = 2 * kv_heads * head_dim
     return layers * per_layer * kept * batch * BYTES[dtype]
-
-
-def embedded_spec(html: str) -> dict:
-    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
-    assert m, "no embedded JSON found in the static HTML"
-    return json.loads(m.group(2).replace("<\\/", "</"))
-
-
-def static_frame(spec: dict, values: dict) -> dict:
-    flat = 0
-    for c, stride in zip(spec["controls"], spec["strides"]):
-        flat += c["options"].index(values[c["name"]]) * stride
-    frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    for k, v in frame["layout"].items():
-        if v is None:
-            layout.pop(k, None)
-        else:
-            layout[k] = v
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ control values; the static path is read from the JSON embedded in the explorer's
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -24,6 +23,7 @@ pytest.importorskip("ipywidgets")
 from attnbook import widgets_rnn  # noqa: E402
 from attnbook.rnn import VanillaRNN  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SMALL = dict(gamma_values=(0.9, 1.1), distance_values=(5, 20), hidden_size=8, seed=3)
@@ -52,26 +52,6 @@ def reference_tanh_norms(gamma, K, H, d_in, seed):
         J = J @ (np.diag(1 - hs[s] ** 2) @ W_hh)
         norms.append(np.linalg.norm(J, 2))
     return np.array(norms)
-
-
-def embedded_spec(html: str) -> dict:
-    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
-    assert m, "no embedded JSON found in the static HTML"
-    return json.loads(m.group(2).replace("<\\/", "</"))
-
-
-def static_frame(spec: dict, values: dict) -> dict:
-    flat = 0
-    for c, stride in zip(spec["controls"], spec["strides"]):
-        flat += c["options"].index(values[c["name"]]) * stride
-    frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    for k, v in frame["layout"].items():
-        if v is None:
-            layout.pop(k, None)
-        else:
-            layout[k] = v
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
 
 
 # ------------------------------------------------------------------------------------------

@@ -67,6 +67,42 @@ def _check_bool(value, name: str) -> bool:
     return bool(value)
 
 
+def _check_qkv(q, k, v):
+    """Validate attention inputs; return them as float arrays and the broadcast batch shape.
+
+    Shared by :func:`scaled_dot_product_attention` and ``attnbook.flash.tiled_attention`` so
+    that both reject bad input with the same messages. Raises ``ValueError`` (rank below 2,
+    nan/inf, ``q``/``k`` head dims or ``k``/``v`` lengths that differ, batch dimensions that do
+    not broadcast) or ``TypeError`` (non-numeric input).
+    """
+    q = _as_float_array(q, "q")
+    k = _as_float_array(k, "k")
+    v = _as_float_array(v, "v")
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if arr.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} of shape {arr.shape} contains nan or inf")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
+            f"(q.shape={q.shape}, k.shape={k.shape})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
+            f"(k.shape={k.shape}, v.shape={v.shape})"
+        )
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
+            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
+        ) from None
+    return q, k, v, batch
+
+
 def softmax(x, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis``.
 
@@ -188,31 +224,7 @@ def scaled_dot_product_attention(
 
     Source: Vaswani et al. (2017), eq. 1.
     """
-    q = _as_float_array(q, "q")
-    k = _as_float_array(k, "k")
-    v = _as_float_array(v, "v")
-    for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} of shape {arr.shape} contains nan or inf")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
-            f"(q.shape={q.shape}, k.shape={k.shape})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-            f"(k.shape={k.shape}, v.shape={v.shape})"
-        )
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
-            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
-        ) from None
+    q, k, v, batch = _check_qkv(q, k, v)
     L, D = q.shape[-2], q.shape[-1]
     S = k.shape[-2]
     scores_shape = (*batch, L, S)

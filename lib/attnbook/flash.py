@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from .attention import _as_float_array
+from .attention import _check_qkv
 
 __all__ = [
     "TileStep",
@@ -181,31 +181,7 @@ def tiled_attention(
 
     Source: Dao et al. (2022), Algorithm 1; Dao (2023), Algorithm 1 (lse = m + log l).
     """
-    q = _as_float_array(q, "q")
-    k = _as_float_array(k, "k")
-    v = _as_float_array(v, "v")
-    for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} of shape {arr.shape} contains nan or inf")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
-            f"(q.shape={q.shape}, k.shape={k.shape})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-            f"(k.shape={k.shape}, v.shape={v.shape})"
-        )
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
-            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
-        ) from None
+    q, k, v, batch = _check_qkv(q, k, v)
     block_q = _check_block(block_q, "block_q")
     block_k = _check_block(block_k, "block_k")
     L, D = q.shape[-2], q.shape[-1]

@@ -1,0 +1,34 @@
+"""Reading the static explorers' embedded data in tests (shared by the tests/test_widgets*.py files).
+
+An explorer's static HTML embeds its precomputed figures as JSON (``<script
+type="application/json" id="...-data">``): the controls with their options, the strides of the
+grid, the distinct traces and frames, and which frame each grid point shows. These helpers do what
+the page's script does, in Python, so the tests can compare the static frames with the library.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+
+def embedded_spec(html: str) -> dict:
+    """The JSON a static explorer embeds (the one the page's script reads)."""
+    m = re.search(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
+    assert m, "no embedded JSON found in the static HTML"
+    return json.loads(m.group(2).replace("<\\/", "</"))
+
+
+def static_frame(spec: dict, values: dict) -> dict:
+    """The figure (data + layout) the static page draws for ``values`` (option values by name)."""
+    flat = 0
+    for c, stride in zip(spec["controls"], spec["strides"]):
+        flat += c["options"].index(values[c["name"]]) * stride
+    frame = spec["frames"][spec["frame_of"][flat]]
+    layout = dict(spec["layout"])
+    for k, v in frame["layout"].items():
+        if v is None:
+            layout.pop(k, None)
+        else:
+            layout[k] = v
+    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
