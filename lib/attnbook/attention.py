@@ -14,101 +14,53 @@ Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
 
 from __future__ import annotations
 
-import math
-import numbers
 
 import numpy as np
 
-from . import masks as _masks
+from . import checks
+from .masks import causal_mask
 
 __all__ = [
+    "compute_dtype",
+    "softmax_core",
     "softmax",
+    "masked_softmax_core",
     "masked_softmax",
+    "scaled_dot_product_attention_core",
     "scaled_dot_product_attention",
     "softmax_jacobian",
     "entropy",
 ]
 
 
-def _as_float_array(x, name: str) -> np.ndarray:
-    """Return ``x`` as a floating-point array; integers and booleans become float64.
+def compute_dtype(*arrays) -> np.dtype:
+    """The dtype the NumPy paths compute in: the inputs' common dtype, but at least float32.
 
-    A torch tensor is detached and moved to the CPU first (bfloat16 becomes float32, which
-    NumPy lacks), so tensors that require grad are accepted.
+    float16 sums overflow at 65504 (a softmax over 70,000 equal scores, a running denominator
+    past 2048 tiles), so every reduction runs in float32 or wider and the result is cast back.
     """
-    if hasattr(x, "detach") and hasattr(x, "cpu") and not isinstance(x, np.ndarray):
-        x = x.detach().cpu()
-        if str(x.dtype) == "torch.bfloat16":
-            x = x.float()
-        x = x.numpy()
-    arr = np.asarray(x)
-    if arr.dtype == object:
-        raise TypeError(f"{name} must be a numeric array, got dtype object")
-    if not np.issubdtype(arr.dtype, np.floating):
-        if np.issubdtype(arr.dtype, np.complexfloating):
-            raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
-        if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
-            raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
-        arr = arr.astype(np.float64)
-    return arr
+    return np.result_type(*arrays, np.float32)
 
 
-def _check_axis(axis, ndim: int, shape) -> int:
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"axis must be an integer, got {axis!r} ({type(axis).__name__})")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of range for x of shape {shape}")
-    return int(axis)
+def softmax_core(x, axis=-1):
+    """Softmax along ``axis``: subtract the row max, exponentiate, normalise.
 
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
-def _check_qkv(q, k, v):
-    """Validate attention inputs; return them as float arrays and the broadcast batch shape.
-
-    Shared by :func:`scaled_dot_product_attention` and ``attnbook.flash.tiled_attention`` so
-    that both reject bad input with the same messages. Raises ``ValueError`` (rank below 2,
-    nan/inf, ``q``/``k`` head dims or ``k``/``v`` lengths that differ, batch dimensions that do
-    not broadcast) or ``TypeError`` (non-numeric input).
+    A row that is ``-inf`` everywhere (nothing visible) gives zeros, not nan.
     """
-    q = _as_float_array(q, "q")
-    k = _as_float_array(k, "k")
-    v = _as_float_array(v, "v")
-    for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} of shape {arr.shape} contains nan or inf")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
-            f"(q.shape={q.shape}, k.shape={k.shape})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-            f"(k.shape={k.shape}, v.shape={v.shape})"
-        )
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
-            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
-        ) from None
-    return q, k, v, batch
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)  # all-hidden row: shift by 0
+    e = np.exp(x - m)
+    total = np.sum(e, axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax along ``axis``.
+    """Numerically stable softmax along ``axis``; checks its input and calls :func:`softmax_core`.
 
     Subtracts the row maximum before exponentiating, so large scores (``[1000, 1000]`` in
     float32) do not overflow. A row whose entries are all ``-inf`` (every position hidden)
-    returns zeros instead of the ``nan`` that ``-inf - (-inf)`` would produce.
+    returns zeros instead of the ``nan`` that ``-inf - (-inf)`` would produce. The sum runs in
+    at least float32 (:func:`compute_dtype`), so a float16 row of 70,000 keys does not overflow.
 
     Args:
         x: scores, any shape, any real dtype (integers are promoted to float64). Entries may be
@@ -123,10 +75,10 @@ def softmax(x, axis: int = -1) -> np.ndarray:
         ValueError: if ``x`` contains ``nan`` or ``+inf``, or ``axis`` is out of range.
         TypeError: if ``axis`` is not an integer (``True`` and ``1.5`` are rejected).
     """
-    x = _as_float_array(x, "x")
+    x = checks.as_float_array(x, "x")
     if x.ndim == 0:
         raise ValueError("softmax needs at least one axis; x is a scalar (shape ())")
-    axis = _check_axis(axis, x.ndim, x.shape)
+    axis = checks.check_axis(axis, x.ndim, x.shape)
     if np.isnan(x).any() or np.isposinf(x).any():
         raise ValueError(
             f"x of shape {x.shape} contains nan or +inf; softmax is undefined there "
@@ -134,15 +86,13 @@ def softmax(x, axis: int = -1) -> np.ndarray:
         )
     if x.shape[axis] == 0:
         return x.copy()
-    row_max = np.max(x, axis=axis, keepdims=True)
-    # A row that is -inf everywhere has max -inf; shift it by 0 instead so that
-    # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = exp(nan).
-    row_max = np.where(np.isneginf(row_max), 0.0, row_max).astype(x.dtype)
-    e = np.exp(x - row_max)
-    total = np.sum(e, axis=axis, keepdims=True)
-    out = np.zeros_like(e)
-    np.divide(e, total, out=out, where=total > 0)
-    return out
+    return softmax_core(x.astype(compute_dtype(x)), axis).astype(x.dtype)
+
+
+def masked_softmax_core(scores, keep):
+    """Softmax of ``scores (..., L, S)`` over the keys where ``keep`` is True."""
+    hidden = np.where(keep, scores, -np.inf)  # replace, never add
+    return softmax_core(hidden, axis=-1)  # (..., L, S)
 
 
 def masked_softmax(scores, mask) -> np.ndarray:
@@ -151,7 +101,7 @@ def masked_softmax(scores, mask) -> np.ndarray:
     No scaling is applied: this is the softmax step of attention on its own. Hidden
     positions are *replaced* by ``-inf`` (not added to), so whatever score sits behind the mask
     — even ``nan`` — cannot leak into the result. A row with no visible position returns all
-    zeros.
+    zeros. Checks its input and calls :func:`masked_softmax_core`.
 
     Args:
         scores: ``(..., L, S)`` real scores.
@@ -168,12 +118,37 @@ def masked_softmax(scores, mask) -> np.ndarray:
         ValueError: if ``mask`` does not broadcast to ``scores.shape``, or a visible score is
             ``nan`` or ``+inf``.
     """
-    scores = _as_float_array(scores, "scores")
+    scores = checks.as_float_array(scores, "scores")
     if mask is None:
         return softmax(scores, axis=-1)
-    mask = _masks._check_keep_mask(mask, "mask", scores.shape)
-    hidden_fill = np.array(-np.inf, dtype=scores.dtype)
-    return softmax(np.where(mask, scores, hidden_fill), axis=-1)
+    mask = checks.check_keep_mask(mask, "mask", scores.shape)
+    visible = np.where(mask, scores, 0.0)
+    if np.isnan(visible).any() or np.isposinf(visible).any():
+        raise ValueError(
+            f"scores of shape {scores.shape} hold nan or +inf at a visible position; softmax "
+            "is undefined there"
+        )
+    if scores.ndim == 0 or scores.shape[-1] == 0:
+        return np.zeros(np.broadcast_shapes(scores.shape, mask.shape), scores.dtype)
+    weights = masked_softmax_core(scores.astype(compute_dtype(scores)), mask)
+    return weights.astype(scores.dtype)
+
+
+def scaled_dot_product_attention_core(q, k, v, mask=None, scale=None):
+    """``softmax(q k^T * scale + mask) v`` and the weights.
+
+    q (..., L, D), k (..., S, D), v (..., S, Dv). A boolean ``mask`` is a
+    keep-mask (False hides the key); a float ``mask`` is added to the scores.
+    """
+    if scale is None:
+        scale = 1 / np.sqrt(q.shape[-1])
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., L, S)
+    if mask is not None and mask.dtype == bool:
+        scores = np.where(mask, scores, -np.inf)  # hidden: weight 0
+    elif mask is not None:
+        scores = scores + mask  # additive mask
+    weights = softmax_core(scores, axis=-1)  # (..., L, S)
+    return weights @ v, weights  # (..., L, Dv), (..., L, S)
 
 
 def scaled_dot_product_attention(
@@ -187,6 +162,9 @@ def scaled_dot_product_attention(
     return_weights: bool = False,
 ):
     """Scaled dot-product attention, ``softmax(q k^T * scale + mask) v``.
+
+    Checks its arguments, combines the masks, and calls
+    :func:`scaled_dot_product_attention_core` in the compute dtype.
 
     Args:
         q: queries ``(..., L, D)``.
@@ -203,7 +181,8 @@ def scaled_dot_product_attention(
             computed in at least float32.
         causal: hide future keys. Aligned bottom-right: query ``i`` sees keys
             ``j <= i + (S - L)``. Combined with a keep-mask by logical AND. Must be a bool.
-        scale: multiplier of the scores (a real number); ``None`` means ``1 / sqrt(D)``.
+        scale: multiplier of the scores (a real number, or a 0-d array); ``None`` means
+            ``1 / sqrt(D)``.
         return_weights: also return the attention weights.
 
     Returns:
@@ -224,72 +203,56 @@ def scaled_dot_product_attention(
 
     Source: Vaswani et al. (2017), eq. 1.
     """
-    q, k, v, batch = _check_qkv(q, k, v)
+    q, k, v, batch = checks.check_qkv(q, k, v)
     L, D = q.shape[-2], q.shape[-1]
     S = k.shape[-2]
     scores_shape = (*batch, L, S)
-
-    causal = _check_bool(causal, "causal")
+    causal = checks.check_bool(causal, "causal")
+    scale = checks.check_scale(scale, D)
     out_dtype = np.result_type(q, k, v)
-    # float16 scores overflow at 65504 (q = k = 40 with D = 64 already does): compute in at
-    # least float32, as torch's math backend effectively does, and cast the result back.
-    compute_dtype = np.result_type(out_dtype, np.float32)
-    additive = None
-    keep = None
+    dtype = compute_dtype(out_dtype)
+    additive = keep = None
     if mask is not None:
         mask_arr = np.asarray(mask)
         if mask_arr.dtype == np.bool_:
-            keep = _masks._check_keep_mask(mask_arr, "mask", scores_shape)
+            keep = checks.check_keep_mask(mask_arr, "mask", scores_shape)
         elif np.issubdtype(mask_arr.dtype, np.floating):
-            _masks._check_broadcast(mask_arr, "mask", scores_shape)
+            checks.check_broadcast(mask_arr, "mask", scores_shape)
             if np.isnan(mask_arr).any() or np.isposinf(mask_arr).any():
                 raise ValueError(f"additive mask of shape {mask_arr.shape} contains nan or +inf")
             additive = mask_arr
-            compute_dtype = np.result_type(compute_dtype, mask_arr.dtype)
+            dtype = np.result_type(dtype, mask_arr.dtype)
         else:
             raise TypeError(
                 f"mask must be a boolean keep-mask or a floating additive mask; got dtype "
                 f"{mask_arr.dtype} (shape {mask_arr.shape})"
             )
     if causal:
-        causal_keep = _masks.causal_mask(L, S)
-        keep = causal_keep if keep is None else np.logical_and(keep, causal_keep)
+        keep = causal_mask(L, S) if keep is None else np.logical_and(keep, causal_mask(L, S))
 
-    if scale is None:
-        scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
-    if isinstance(scale, np.ndarray) and scale.ndim == 0:
-        scale = scale[()]
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number or None, got {scale!r} "
-                        f"({type(scale).__name__})")
-    scale = float(scale)
-    if not math.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-
-    qc = q.astype(compute_dtype, copy=False)
-    kc = k.astype(compute_dtype, copy=False)
-    vc = v.astype(compute_dtype, copy=False)
-
+    if S == 0:  # no key at all: every query outputs 0
+        out = np.zeros((*batch, L, v.shape[-1]), out_dtype)
+        return (out, np.zeros(scores_shape, out_dtype)) if return_weights else out
+    qc, kc, vc = (x.astype(dtype, copy=False) for x in (q, k, v))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-        scores = (qc @ np.swapaxes(kc, -1, -2)) * np.asarray(scale, dtype=compute_dtype)
-    scores = np.broadcast_to(scores, scores_shape)  # (..., L, S)
-    overflow = ~np.isfinite(scores)
+        scores = qc @ np.swapaxes(kc, -1, -2) * dtype.type(scale)  # (..., L, S)
+    overflow = ~np.isfinite(np.broadcast_to(scores, scores_shape))
     if keep is not None:
-        overflow &= keep  # a hidden score may be anything: it is replaced below
+        overflow &= keep  # a hidden score may be anything: it is replaced
     if overflow.any():
         raise ValueError(
             f"the scaled scores q k^T * scale (shape {scores_shape}, computed in "
-            f"{np.dtype(compute_dtype).name}) overflow to inf for q of shape {q.shape} and k of "
+            f"{np.dtype(dtype).name}) overflow to inf for q of shape {q.shape} and k of "
             f"shape {k.shape}; rescale q or k, or pass float64 inputs"
         )
+    mask_c = keep  # a keep-mask, an additive mask, or both folded into one additive mask
     if additive is not None:
-        scores = scores + additive.astype(compute_dtype, copy=False)
-    if keep is not None:
-        scores = np.where(keep, scores, np.array(-np.inf, dtype=compute_dtype))
-    weights = softmax(scores, axis=-1)  # (..., L, S)
-    out = (weights @ vc).astype(out_dtype, copy=False)  # (..., L, Dv)
+        add = additive.astype(dtype, copy=False)
+        mask_c = add if keep is None else np.where(keep, add, dtype.type(-np.inf))
+    out, weights = scaled_dot_product_attention_core(qc, kc, vc, mask_c, dtype.type(scale))
+    out = np.broadcast_to(out, (*batch, L, v.shape[-1])).astype(out_dtype)
     if return_weights:
-        return out, weights.astype(out_dtype, copy=False)
+        return out, np.broadcast_to(weights, scores_shape).astype(out_dtype)
     return out
 
 
@@ -309,7 +272,7 @@ def softmax_jacobian(p) -> np.ndarray:
     Raises:
         ValueError: if ``p`` is a scalar.
     """
-    p = _as_float_array(p, "p")
+    p = checks.as_float_array(p, "p")
     if p.ndim == 0:
         raise ValueError("p must have at least one axis; got a scalar")
     eye = np.eye(p.shape[-1], dtype=p.dtype)
@@ -333,12 +296,13 @@ def entropy(p, axis: int = -1) -> np.ndarray:
             or nan entry (not a probability).
         TypeError: if ``axis`` is not an integer or ``p`` is not numeric.
     """
-    p = _as_float_array(p, "p")
+    p = checks.as_float_array(p, "p")
     if p.ndim == 0:
         raise ValueError("p must have at least one axis; got a scalar")
-    axis = _check_axis(axis, p.ndim, p.shape)
+    axis = checks.check_axis(axis, p.ndim, p.shape)
     if np.isnan(p).any() or (p < 0).any():
         raise ValueError(f"p of shape {p.shape} holds negative or nan entries; it must hold "
                          "probabilities")
-    logp = np.log(np.where(p > 0, p, 1.0))
-    return -np.sum(p * logp, axis=axis)
+    pc = p.astype(compute_dtype(p))  # a float16 sum of many terms loses the tail
+    logp = np.log(np.where(pc > 0, pc, 1.0))
+    return (-np.sum(pc * logp, axis=axis)).astype(p.dtype)

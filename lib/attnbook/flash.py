@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from .attention import _check_qkv
+from .checks import check_qkv as _check_qkv
 
 __all__ = [
     "TileStep",

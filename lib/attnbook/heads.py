@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import _as_float_array, scaled_dot_product_attention
+from .attention import scaled_dot_product_attention
+from .checks import as_float_array as _as_float_array
 
 __all__ = [
     "split_heads",

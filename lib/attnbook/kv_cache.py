@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 import torch
 
-from .models import ModelConfig
+from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig
 from .nn import _as_int_tensor, _check_int
 
 __all__ = [
@@ -342,10 +342,6 @@ def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
     return out
 
 
-#: Bytes per element of the dtypes a KV cache is stored in.
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1, "int4": 0.5}
-
-
 def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
                    dtype: str = "bfloat16") -> int:
     """Memory of the KV cache of a decoder after ``seq_len`` tokens, in bytes.
@@ -396,71 +392,3 @@ def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
     tokens = seq_len if config.sliding_window is None else min(seq_len, config.sliding_window)
     total = config.n_layers * per_layer_token * tokens * batch * DTYPE_BYTES[dtype]
     return int(total)
-
-
-# --------------------------------------------------------------------------------------------
-# Published configurations: the config.json fields that matter, verbatim.
-# --------------------------------------------------------------------------------------------
-
-#: ``config.json`` fields of published models (Hugging Face Hub), keyed by model name.
-HF_CONFIGS = {
-    # Qwen/Qwen2-7B, config.json; Yang et al., "Qwen2 Technical Report" (2024), table 1.
-    "Qwen2-7B": {
-        "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
-        "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28,
-        "vocab_size": 152064, "max_position_embeddings": 131072, "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
-        "sliding_window": 131072, "use_sliding_window": False,
-    },
-    # meta-llama/Llama-2-7b-hf, config.json; Touvron et al., "Llama 2" (2023).
-    "Llama-2-7B": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
-        "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
-        "vocab_size": 32000, "max_position_embeddings": 4096, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
-        "attention_bias": False,
-    },
-    # meta-llama/Meta-Llama-3-8B, config.json; Llama Team, "The Llama 3 Herd of Models" (2024),
-    # table 3.
-    "Llama-3-8B": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-        "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
-        "attention_bias": False,
-    },
-    # mistralai/Mistral-7B-v0.1, config.json; Jiang et al., "Mistral 7B" (2023), table 1
-    # (window_size 4096).
-    "Mistral-7B": {
-        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
-        "sliding_window": 4096,
-    },
-    # deepseek-ai/DeepSeek-V2, config.json; DeepSeek-AI, "DeepSeek-V2" (2024), section 3.1.2
-    # (d_c = 512, d_h^R = 64, 128 heads of 128, 60 layers). Its MoE fields (160 routed experts,
-    # moe_intermediate_size 1536) are not modelled by attnbook.
-    "DeepSeek-V2": {
-        "model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288,
-        "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 60,
-        "vocab_size": 102400, "max_position_embeddings": 163840, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
-        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64, "v_head_dim": 128,
-    },
-}
-
-_SOURCES = {
-    "Qwen2-7B": "Qwen/Qwen2-7B config.json (Hugging Face Hub); Qwen2 Technical Report (2024)",
-    "Llama-2-7B": "meta-llama/Llama-2-7b-hf config.json; Touvron et al., Llama 2 (2023)",
-    "Llama-3-8B": "meta-llama/Meta-Llama-3-8B config.json; The Llama 3 Herd of Models (2024)",
-    "Mistral-7B": "mistralai/Mistral-7B-v0.1 config.json; Jiang et al., Mistral 7B (2023)",
-    "DeepSeek-V2": "deepseek-ai/DeepSeek-V2 config.json; DeepSeek-AI, DeepSeek-V2 (2024)",
-}
-
-#: :class:`attnbook.models.ModelConfig` presets built from :data:`HF_CONFIGS` by ``from_hf_config``.
-PRESETS = {
-    name: ModelConfig.from_hf_config(hf, name=name, source=_SOURCES[name])
-    for name, hf in HF_CONFIGS.items()
-}

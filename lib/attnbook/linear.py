@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import _as_float_array
+from .checks import as_float_array as _as_float_array
 
 __all__ = ["elu_feature_map", "linear_attention", "linear_state_size"]
 

@@ -1,0 +1,375 @@
+"""Argument checks: the one place where ``attnbook`` validates what a caller passes in.
+
+Every public function checks its arguments here and then calls its core (the short function
+the book shows). One behaviour per kind of argument, so the same mistake gets the same error
+everywhere:
+
+* ``TypeError`` when the argument is the wrong *kind* of thing: a float, a bool or a string
+  where an integer count is needed (``2.5``, ``True``, even ``2.0``), a string where a number
+  is needed, a non-boolean array where a keep-mask is needed, an integer tensor where a
+  floating-point one is needed, a list where a tensor is needed.
+* ``ValueError`` when it is the right kind with a wrong *value*: out of range, nan or inf,
+  a shape that does not match another argument, a name that is not one of the choices.
+
+Scalars may be Python or NumPy numbers, or 0-d NumPy arrays and torch tensors
+(``np.array(0.5)`` is a real number; ``np.int64(3)`` an integer). Messages name the argument
+and the value or shapes it got, e.g. ``q has head_dim 64 but k has 32``.
+
+This module imports only NumPy; the torch checks import torch when they are called.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_bool",
+    "check_choice",
+    "check_seed",
+    "check_axis",
+    "as_float_array",
+    "check_finite",
+    "check_qkv",
+    "check_scale",
+    "check_broadcast",
+    "check_keep_mask",
+    "check_int_array",
+    "check_tensor",
+    "check_input_dtype",
+    "check_int_tensor",
+    "check_positions",
+]
+
+
+def _describe(value) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _unwrap_scalar(value):
+    """A 0-d NumPy array or torch tensor becomes its Python/NumPy scalar; anything else as is."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    if type(value).__module__ == "torch" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
+def check_int(value, name: str, minimum: int | None = 0, maximum: int | None = None) -> int:
+    """An integer count or index in ``[minimum, maximum]`` (either bound may be ``None``).
+
+    Raises:
+        TypeError: ``value`` is not an integer (bools and floats, even ``2.0``, are refused).
+        ValueError: it lies outside the bounds.
+    """
+    value = _unwrap_scalar(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_real(
+    value,
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """A real number, finite unless ``allow_inf``, within the bounds (exclusive if ``strict``).
+
+    Raises:
+        TypeError: ``value`` is not a real number (bools, strings and complex numbers refused).
+        ValueError: it is nan, infinite (unless allowed) or outside the bounds.
+    """
+    value = _unwrap_scalar(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
+    if maximum is not None and (value >= maximum if strict else value > maximum):
+        raise ValueError(f"{name} must be {'<' if strict else '<='} {maximum}, got {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """A Python or NumPy bool (or a 0-d boolean array/tensor); ``0``/``1`` are refused.
+
+    Raises:
+        TypeError: ``value`` is not a bool.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype == np.bool_:
+        value = value[()]
+    elif type(value).__module__ == "torch" and getattr(value, "ndim", None) == 0 \
+            and str(value.dtype) == "torch.bool":
+        value = value.item()
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_describe(value)}")
+    return bool(value)
+
+
+def check_choice(value, name: str, allowed: Sequence):
+    """One of ``allowed`` (compared with ``==``).
+
+    Raises:
+        ValueError: ``value`` is not among ``allowed``.
+    """
+    try:
+        ok = any(value == a and type(value) is not bool for a in allowed)
+    except Exception:  # an array compared with a scalar, say
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """A seed for ``np.random.default_rng`` or ``torch.manual_seed``: an integer >= 0."""
+    return check_int(value, name, 0)
+
+
+def check_axis(axis, ndim: int, shape) -> int:
+    """An axis of an array of rank ``ndim`` (negative counts from the end).
+
+    Raises:
+        TypeError: ``axis`` is not an integer.
+        ValueError: it is out of range for ``shape``.
+    """
+    axis = _unwrap_scalar(axis)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"axis must be an integer, got {_describe(axis)}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {tuple(shape)}")
+    return int(axis)
+
+
+def as_float_array(x, name: str) -> np.ndarray:
+    """``x`` as a floating-point NumPy array; integers and bools become float64.
+
+    A torch tensor is detached and moved to the CPU (bfloat16 becomes float32, which NumPy
+    lacks), so tensors that require grad are accepted. The dtype of a float input is kept.
+
+    Raises:
+        TypeError: ``x`` is not real and numeric (strings, objects, complex numbers).
+    """
+    if type(x).__module__ == "torch" and hasattr(x, "detach"):
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__} ({exc})") \
+            from None
+    if np.issubdtype(arr.dtype, np.floating):
+        return arr
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype} (shape {arr.shape})")
+    if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def check_finite(arr, name: str) -> None:
+    """Raise ``ValueError`` if the array or tensor ``arr`` holds a nan or an inf."""
+    if type(arr).__module__ == "torch":
+        import torch
+
+        finite = bool(torch.isfinite(arr).all())
+    else:
+        finite = bool(np.isfinite(arr).all())
+    if not finite:
+        raise ValueError(f"{name} of shape {tuple(arr.shape)} contains nan or inf")
+
+
+def check_qkv(q, k, v):
+    """NumPy attention inputs: ``q (..., L, D)``, ``k (..., S, D)``, ``v (..., S, Dv)``.
+
+    Returns:
+        ``(q, k, v, batch)``: float arrays and the broadcast batch (leading) shape.
+
+    Raises:
+        TypeError: an input is not a real numeric array.
+        ValueError: rank below 2, nan/inf, ``q``/``k`` head dims or ``k``/``v`` lengths that
+            differ, or leading dimensions that do not broadcast.
+    """
+    q, k, v = as_float_array(q, "q"), as_float_array(k, "k"), as_float_array(v, "v")
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if arr.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
+        check_finite(arr, name)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
+            f"(q.shape={q.shape}, k.shape={k.shape})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
+            f"(k.shape={k.shape}, v.shape={v.shape})"
+        )
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
+            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
+        ) from None
+    return q, k, v, batch
+
+
+def check_scale(scale, head_dim: int) -> float:
+    """The score scale: ``1/sqrt(head_dim)`` if ``scale`` is None, else a finite real number.
+
+    Raises:
+        TypeError: ``scale`` is not a real number (0-d arrays and tensors are accepted).
+        ValueError: it is nan or infinite.
+    """
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim) if head_dim > 0 else 1.0
+    return check_real(scale, "scale")
+
+
+def check_broadcast(arr, name: str, target_shape) -> None:
+    """Raise ``ValueError`` unless ``arr`` broadcasts to ``target_shape`` without enlarging it."""
+    target_shape = tuple(target_shape)
+    try:
+        result = np.broadcast_shapes(tuple(arr.shape), target_shape)
+    except ValueError:
+        result = None
+    if result != target_shape:
+        raise ValueError(
+            f"{name} of shape {tuple(arr.shape)} does not broadcast to the scores' shape "
+            f"{target_shape} (expected e.g. (L, S) or (B, 1, 1, S))"
+        )
+
+
+def check_keep_mask(mask, name: str, target_shape) -> np.ndarray:
+    """A boolean keep-mask (``True`` = may attend) that broadcasts to ``target_shape``.
+
+    Raises:
+        TypeError: ``mask`` is not boolean.
+        ValueError: it does not broadcast to ``target_shape``.
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(
+            f"{name} must be a boolean keep-mask (True = may attend); got dtype {mask.dtype} "
+            f"(shape {mask.shape})"
+        )
+    check_broadcast(mask, name, target_shape)
+    return mask
+
+
+def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None = None):
+    """An integer NumPy array (e.g. token ids, lengths, positions), all ``>= minimum``.
+
+    Raises:
+        TypeError: the entries are not integers (bools and floats refused).
+        ValueError: wrong rank, or an entry below ``minimum``.
+    """
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        if arr.size == 0 and arr.dtype == np.float64:  # [] reads as float64
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
+                            f"(shape {arr.shape})")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if minimum is not None and arr.size and int(arr.min()) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got min {int(arr.min())} "
+                         f"(shape {arr.shape})")
+    return arr
+
+
+# ------------------------------------------------------------------------------------------
+# torch
+# ------------------------------------------------------------------------------------------
+
+
+def check_tensor(x, name: str, *, ndim: int | None = None, floating: bool = True):
+    """A torch tensor, of rank ``ndim`` if given, floating-point if ``floating``.
+
+    Raises:
+        TypeError: ``x`` is not a tensor, or not floating-point when that is required.
+        ValueError: it has the wrong rank.
+    """
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if floating and not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}")
+    return x
+
+
+def check_input_dtype(x, weight, name: str = "x") -> None:
+    """``x`` is a floating tensor of the dtype of a module's ``weight`` (else ``TypeError``)."""
+    check_tensor(x, name)
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
+            f"convert one of them (e.g. {name}.to({weight.dtype}) or module.to({x.dtype}))"
+        )
+
+
+def check_int_tensor(values, name: str, minimum: int | None = 0):
+    """An integer torch tensor (lists and NumPy arrays are converted), all ``>= minimum``.
+
+    Raises:
+        TypeError: not convertible, or not integer (floats and bools refused).
+        ValueError: an entry below ``minimum``.
+    """
+    import torch
+
+    if not isinstance(values, torch.Tensor):
+        try:
+            values = torch.as_tensor(np.asarray(values))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{name} must be an integer tensor, got {type(values).__name__}") \
+                from None
+    if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got dtype {values.dtype}")
+    if minimum is not None and values.numel() and int(values.min()) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got min {int(values.min())} "
+                         f"(shape {tuple(values.shape)})")
+    return values
+
+
+def check_positions(positions, seq_len: int, x_shape, name: str = "positions"):
+    """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
+
+    Returns a torch tensor if ``positions`` is one, else a NumPy array.
+
+    Raises:
+        TypeError: not integers.
+        ValueError: negative, or the last dimension is not ``seq_len``.
+    """
+    if type(positions).__module__ == "torch":
+        positions = check_int_tensor(positions, name)
+    else:
+        positions = check_int_array(positions, name)
+    if positions.ndim == 0 or positions.shape[-1] != seq_len:
+        raise ValueError(
+            f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
+            f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
+        )
+    return positions

@@ -1,0 +1,120 @@
+"""Show the library's own code in a chapter, the same way in the built book and in JupyterLab.
+
+A chapter shows the *core* of an algorithm (the short function whose body is the algorithm)
+and keeps the validated public function one click away::
+
+    show_code(attention.scaled_dot_product_attention_core,
+              full=attention.scaled_dot_product_attention)
+
+The result is Markdown (a fenced ``python`` block, and the full function inside a collapsed
+``<details>`` element), which both MyST-NB and JupyterLab render with syntax highlighting, so
+the code a chapter teaches is visible wherever the chapter is read. The source is read from the
+installed module with :func:`inspect.getsource`: the listing is the tested code itself, never a
+copy.
+
+A shown core must fit a page: at most :data:`MAX_LINES` lines and :data:`MAX_COLUMNS` columns,
+or :func:`show_code` raises (and the strict book build fails).
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+__all__ = ["MAX_LINES", "MAX_COLUMNS", "Listing", "source_of", "show_code"]
+
+#: The longest listing a chapter may show, in lines (The Annotated Transformer's attention is
+#: 10 lines, nanoGPT's ``forward`` 25).
+MAX_LINES = 30
+#: The widest line a shown listing may have, in characters (fits the text column at 1280 px).
+MAX_COLUMNS = 79
+
+
+def source_of(obj) -> str:
+    """The source code of a function, method or class, dedented, without a trailing newline.
+
+    Raises:
+        TypeError: ``obj`` has no Python source (a builtin, a number, a string).
+    """
+    try:
+        src = inspect.getsource(obj)
+    except (TypeError, OSError) as exc:
+        raise TypeError(
+            f"obj must be a function, method or class with Python source, got "
+            f"{obj!r} ({type(obj).__name__}): {exc}"
+        ) from None
+    return textwrap.dedent(src).rstrip("\n")
+
+
+def _fence(src: str) -> str:
+    ticks = "```"
+    while ticks in src:
+        ticks += "`"
+    return f"{ticks}python\n{src}\n{ticks}"
+
+
+class Listing:
+    """A code listing that renders as highlighted Markdown in MyST-NB and JupyterLab.
+
+    Attributes:
+        core: the source shown open.
+        full: the source shown collapsed (``None`` if there is none).
+        summary: the label of the collapsed block.
+    """
+
+    def __init__(self, core: str, full: str | None = None, summary: str = ""):
+        self.core = core
+        self.full = full
+        self.summary = summary
+
+    def _repr_markdown_(self) -> str:
+        parts = [_fence(self.core)]
+        if self.full is not None:
+            # Blank lines around the fence: it must be Markdown, not part of the HTML block.
+            parts.append(f"<details><summary>{self.summary}</summary>\n\n"
+                         f"{_fence(self.full)}\n\n</details>")
+        return "\n\n".join(parts)
+
+    def __repr__(self) -> str:
+        text = self.core
+        if self.full is not None:
+            text += f"\n\n# {self.summary}\n{self.full}"
+        return text
+
+
+def show_code(core, full=None, *, summary: str | None = None) -> Listing:
+    """The listing of ``core``, with ``full`` (the validated public function) collapsed.
+
+    Args:
+        core: the function, method or class to show open; at most :data:`MAX_LINES` lines and
+            :data:`MAX_COLUMNS` columns.
+        full: optional function, method or class shown in a collapsed block (any length).
+        summary: label of the collapsed block; default "The full public function: NAME".
+
+    Returns:
+        A :class:`Listing`; as a cell's last expression it renders as highlighted code.
+
+    Raises:
+        TypeError: ``core`` or ``full`` has no Python source.
+        ValueError: ``core`` is longer than :data:`MAX_LINES` lines or wider than
+            :data:`MAX_COLUMNS` columns.
+    """
+    src = source_of(core)
+    lines = src.splitlines()
+    name = getattr(core, "__qualname__", repr(core))
+    if len(lines) > MAX_LINES:
+        raise ValueError(
+            f"core {name} has {len(lines)} lines; a shown listing has at most {MAX_LINES}"
+        )
+    widest = max((len(line) for line in lines), default=0)
+    if widest > MAX_COLUMNS:
+        raise ValueError(
+            f"core {name} has a line of {widest} columns; a shown listing has at most "
+            f"{MAX_COLUMNS}"
+        )
+    full_src = None
+    if full is not None:
+        full_src = source_of(full)
+        if summary is None:
+            summary = f"The full public function: {getattr(full, '__qualname__', '')}"
+    return Listing(src, full_src, summary or "")
