@@ -1,0 +1,91 @@
+"""attnbook.listing: the code a chapter shows, and the limits it enforces."""
+
+import importlib.util
+import textwrap
+
+import pytest
+
+from attnbook import attention, listing
+from attnbook.listing import MAX_COLUMNS, MAX_LINES, show_code, source_of
+
+_COUNTER = iter(range(10**6))
+
+
+def _make(src: str, tmp_path):
+    """Define ``f`` from ``src`` in a real file, so that ``inspect`` can read its source."""
+    path = tmp_path / f"listing_case_{next(_COUNTER)}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def test_source_is_the_function_itself():
+    src = source_of(attention.softmax_core)
+    assert src.startswith("def softmax_core(")
+    assert src == textwrap.dedent(src)
+    assert "return" in src.splitlines()[-1]
+
+
+def test_markdown_fences_the_core_and_collapses_the_full_function():
+    md = show_code(attention.softmax_core, full=attention.softmax)._repr_markdown_()
+    head, _, rest = md.partition("<details>")
+    assert head.startswith("```python\ndef softmax_core(")
+    assert head.rstrip().endswith("```")
+    assert "<summary>The full public function: softmax</summary>" in rest
+    # The fence inside <details> is separated by blank lines, so Markdown renders it as code.
+    assert "</summary>\n\n```python\ndef softmax(" in rest
+    assert rest.rstrip().endswith("```\n\n</details>")
+
+
+def test_without_full_there_is_no_details_block():
+    md = show_code(attention.softmax_core)._repr_markdown_()
+    assert "<details>" not in md
+    assert md.count("```") == 2
+
+
+def test_plain_text_repr_is_the_source():
+    text = repr(show_code(attention.softmax_core))
+    assert text == source_of(attention.softmax_core)
+
+
+def test_core_over_the_line_limit_is_refused(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_LINES))
+    long_fn = _make(f"def f():\n{body}", tmp_path)
+    with pytest.raises(ValueError, match=f"{MAX_LINES + 1} lines"):
+        show_code(long_fn)
+    # The same function is fine as the collapsed full listing.
+    assert "x0 = 0" in show_code(attention.softmax_core, full=long_fn)._repr_markdown_()
+
+
+def test_core_exactly_at_the_limits_is_accepted(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_LINES - 2))
+    wide = "    y = '" + "a" * (MAX_COLUMNS - 10) + "'\n"
+    fn = _make(f"def f():\n{body}{wide}", tmp_path)
+    assert len(source_of(fn).splitlines()) == MAX_LINES
+    assert max(map(len, source_of(fn).splitlines())) == MAX_COLUMNS
+    show_code(fn)
+
+
+def test_core_over_the_column_limit_is_refused(tmp_path):
+    fn = _make("def f():\n    return '" + "a" * MAX_COLUMNS + "'\n", tmp_path)
+    with pytest.raises(ValueError, match="columns"):
+        show_code(fn)
+
+
+@pytest.mark.parametrize("obj", [len, 3, "def f(): pass"])
+def test_objects_without_source_raise_type_error(obj):
+    with pytest.raises(TypeError, match="obj must be a function"):
+        show_code(obj)
+
+
+def test_a_fence_inside_the_source_gets_a_longer_fence(tmp_path):
+    fn = _make('def f():\n    """```python\n    x\n    ```"""\n', tmp_path)
+    md = show_code(fn)._repr_markdown_()
+    assert md.startswith("````python\n") and md.endswith("\n````")
+
+
+def test_every_documented_name_exists():
+    for name in listing.__all__:
+        assert hasattr(listing, name)
