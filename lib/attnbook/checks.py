@@ -44,6 +44,8 @@ __all__ = [
     "check_input_dtype",
     "check_int_tensor",
     "check_positions",
+    "check_strings",
+    "check_features",
 ]
 
 
@@ -298,6 +300,21 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
     return arr
 
 
+def check_strings(values, name: str) -> list:
+    """A list or tuple of strings (e.g. sentences), returned as a list; a bare string is refused.
+
+    Raises:
+        TypeError: ``values`` is not a list or tuple, or an entry is not a string (the message
+            names the entry, e.g. ``sentences[1]``).
+    """
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list or tuple of strings, got {type(values).__name__}")
+    for i, s in enumerate(values):
+        if not isinstance(s, str):
+            raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
+    return list(values)
+
+
 # ------------------------------------------------------------------------------------------
 # torch
 # ------------------------------------------------------------------------------------------
@@ -373,3 +390,25 @@ def check_positions(positions, seq_len: int, x_shape, name: str = "positions"):
             f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
         )
     return positions
+
+
+def check_features(x, name: str, size: int, *, ndim: int | None = None,
+                   size_name: str = "features"):
+    """A floating-point tensor with ``size`` entries in its last dimension (of rank ``ndim``).
+
+    Args:
+        x: the tensor.
+        name: its name in messages.
+        size: the expected last dimension (e.g. a layer's ``input_size``).
+        ndim: the expected rank, or ``None`` for any rank >= 1.
+        size_name: what ``size`` is called in messages.
+
+    Raises:
+        TypeError: ``x`` is not a floating-point tensor.
+        ValueError: it has the wrong rank or last dimension.
+    """
+    check_tensor(x, name, ndim=ndim)
+    if x.dim() == 0 or x.shape[-1] != size:
+        raise ValueError(f"{name} must have {size_name}={size} entries in its last dimension; "
+                         f"got shape {tuple(x.shape)}")
+    return x

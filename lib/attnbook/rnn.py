@@ -15,6 +15,10 @@ Attention connects every pair of positions in one step instead.
 This module holds a vanilla RNN and an LSTM (Hochreiter & Schmidhuber, 1997) in torch, with the
 same parameter layout as ``torch.nn.RNN`` / ``torch.nn.LSTM`` (gate order i, f, g, o), and
 :func:`jacobian_norms`, which measures ``||dh_T/dh_t||_2`` over the distance ``T - t``.
+
+Each algorithm is a short core that the book shows (:func:`rnn_step_core`,
+:func:`lstm_step_core`, :func:`jacobian_norms_core`); the modules and public functions check
+their arguments through :mod:`attnbook.checks` and call the cores.
 """
 
 from __future__ import annotations
@@ -25,7 +29,30 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["VanillaRNN", "LSTM", "jacobian_norms", "gamma_estimate"]
+from . import checks
+
+__all__ = [
+    "rnn_step_core",
+    "VanillaRNN",
+    "lstm_step_core",
+    "LSTM",
+    "jacobian_norms_core",
+    "jacobian_norms",
+    "gamma_estimate",
+]
+
+
+def rnn_step_core(x_t, h, w_ih, w_hh, b, act=torch.tanh):
+    """One Elman RNN step: ``h_t = act(W_ih x_t + W_hh h_{t-1} + b)``.
+
+    x_t (B, d_in), h (B, H), w_ih (H, d_in), w_hh (H, H), b (H,).
+    """
+    a = x_t @ w_ih.T + h @ w_hh.T + b  # (B, H) pre-activation
+    return act(a)  # (B, H)
+
+
+def _identity(a):
+    return a
 
 
 class VanillaRNN(nn.Module):
@@ -39,9 +66,11 @@ class VanillaRNN(nn.Module):
         bias: learn ``b_ih`` and ``b_hh``.
 
     Parameters ``weight_ih (H, input_size)``, ``weight_hh (H, H)``, ``bias_ih (H,)``,
-    ``bias_hh (H,)`` — the layout of ``torch.nn.RNN``'s ``*_l0`` parameters.
+    ``bias_hh (H,)`` — the layout of ``torch.nn.RNN``'s ``*_l0`` parameters. The step is
+    :func:`rnn_step_core` with ``b = b_ih + b_hh``.
 
     Raises:
+        TypeError: if a size is not an integer or ``bias`` is not a bool.
         ValueError: for an unknown nonlinearity or a size < 1.
 
     Source: Elman, "Finding Structure in Time" (1990).
@@ -50,10 +79,10 @@ class VanillaRNN(nn.Module):
     def __init__(self, input_size: int, hidden_size: int, nonlinearity: str = "tanh",
                  bias: bool = True):
         super().__init__()
-        if nonlinearity not in ("tanh", "identity"):
-            raise ValueError(f"nonlinearity must be 'tanh' or 'identity', got {nonlinearity!r}")
-        if input_size < 1 or hidden_size < 1:
-            raise ValueError(f"sizes must be >= 1, got {input_size}, {hidden_size}")
+        input_size = checks.check_int(input_size, "input_size", 1)
+        hidden_size = checks.check_int(hidden_size, "hidden_size", 1)
+        checks.check_choice(nonlinearity, "nonlinearity", ("tanh", "identity"))
+        bias = checks.check_bool(bias, "bias")
         self.hidden_size = hidden_size
         self.nonlinearity = nonlinearity
         bound = 1.0 / math.sqrt(hidden_size)
@@ -84,12 +113,12 @@ class VanillaRNN(nn.Module):
             h: ``(B, hidden_size)`` previous hidden state ``h_{t-1}``.
 
         Returns:
-            ``(B, hidden_size)`` new state ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``.
+            ``(B, hidden_size)`` new state ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``,
+            computed by :func:`rnn_step_core`.
         """
-        pre = x_t @ self.weight_ih.T + h @ self.weight_hh.T  # (B, H)
-        if self.bias_ih is not None:
-            pre = pre + self.bias_ih + self.bias_hh
-        return torch.tanh(pre) if self.nonlinearity == "tanh" else pre
+        b = 0.0 if self.bias_ih is None else self.bias_ih + self.bias_hh  # (H,)
+        act = torch.tanh if self.nonlinearity == "tanh" else _identity
+        return rnn_step_core(x_t, h, self.weight_ih, self.weight_hh, b, act)
 
     @staticmethod
     def hidden(state: torch.Tensor) -> torch.Tensor:
@@ -115,15 +144,29 @@ class VanillaRNN(nn.Module):
             ``torch.nn.RNN(batch_first=True)``'s output), ``h_T (B, hidden_size)`` the last.
 
         Raises:
+            TypeError: if ``x`` is not a floating-point tensor.
             ValueError: if ``x`` is not 3-D with ``input_size`` features.
         """
-        _check_input(x, self.weight_ih.shape[1])
+        checks.check_features(x, "x", self.weight_ih.shape[1], ndim=3, size_name="input_size")
         h = self.init_state(x) if h0 is None else h0
         outs = []
         for t in range(x.shape[1]):
             h = self.step(x[:, t], h)
             outs.append(h)
         return torch.stack(outs, dim=1), h  # (B, T, H), (B, H)
+
+
+def lstm_step_core(x_t, h, c, w_ih, w_hh, b):
+    """One LSTM step, gate order i, f, g, o (as ``torch.nn.LSTM``).
+
+    x_t (B, d_in), h and c (B, H), w_ih (4H, d_in), w_hh (4H, H), b (4H,).
+    Returns the new ``(h, c)``, each (B, H).
+    """
+    gates = x_t @ w_ih.T + h @ w_hh.T + b  # (B, 4H)
+    i, f, g, o = gates.chunk(4, dim=-1)  # (B, H) each
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
+    h = torch.sigmoid(o) * torch.tanh(c)  # (B, H)
+    return h, c
 
 
 class LSTM(nn.Module):
@@ -139,18 +182,19 @@ class LSTM(nn.Module):
         hidden_size: features ``H`` of ``h_t`` and ``c_t``.
 
     Raises:
+        TypeError: if a size is not an integer.
         ValueError: if a size is < 1.
 
     Parameters ``weight_ih (4H, input_size)``, ``weight_hh (4H, H)``, ``bias_ih (4H,)``,
-    ``bias_hh (4H,)``.
+    ``bias_hh (4H,)``. The step is :func:`lstm_step_core` with ``b = b_ih + b_hh``.
 
     Source: Hochreiter & Schmidhuber (1997); forget gate: Gers et al. (2000).
     """
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
-        if input_size < 1 or hidden_size < 1:
-            raise ValueError(f"sizes must be >= 1, got {input_size}, {hidden_size}")
+        input_size = checks.check_int(input_size, "input_size", 1)
+        hidden_size = checks.check_int(hidden_size, "hidden_size", 1)
         self.hidden_size = hidden_size
         bound = 1.0 / math.sqrt(hidden_size)
         H = hidden_size
@@ -179,14 +223,11 @@ class LSTM(nn.Module):
             state: ``(h, c)``, the previous hidden and cell states, each ``(B, hidden_size)``.
 
         Returns:
-            ``(h_t, c_t)``, each ``(B, hidden_size)``.
+            ``(h_t, c_t)``, each ``(B, hidden_size)``, computed by :func:`lstm_step_core`.
         """
         h, c = state
-        gates = x_t @ self.weight_ih.T + self.bias_ih + h @ self.weight_hh.T + self.bias_hh
-        i, f, g, o = gates.chunk(4, dim=-1)  # (B, H) each
-        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-        h = torch.sigmoid(o) * torch.tanh(c)
-        return h, c
+        b = self.bias_ih + self.bias_hh  # (4H,)
+        return lstm_step_core(x_t, h, c, self.weight_ih, self.weight_hh, b)
 
     @staticmethod
     def hidden(state) -> torch.Tensor:
@@ -212,9 +253,10 @@ class LSTM(nn.Module):
             ``h_T`` and ``c_T`` are ``(B, hidden_size)``.
 
         Raises:
+            TypeError: if ``x`` is not a floating-point tensor.
             ValueError: if ``x`` is not 3-D with ``input_size`` features.
         """
-        _check_input(x, self.weight_ih.shape[1])
+        checks.check_features(x, "x", self.weight_ih.shape[1], ndim=3, size_name="input_size")
         state = self.init_state(x) if state is None else state
         outs = []
         for t in range(x.shape[1]):
@@ -223,11 +265,28 @@ class LSTM(nn.Module):
         return torch.stack(outs, dim=1), state
 
 
-def _check_input(x: torch.Tensor, input_size: int) -> None:
-    if x.ndim != 3 or x.shape[-1] != input_size:
-        raise ValueError(
-            f"x must be (B, T, input_size={input_size}); got shape {tuple(x.shape)}"
-        )
+def jacobian_norms_core(model, x, state):
+    """Norms ||dh_T/dh_{T-k}||_2, k = 0 .. T-1, of one sequence x (1, T, d_in).
+
+    Runs the steps, then backpropagates each unit vector of h_T to every h_t.
+    """
+    hs = []
+    for t in range(x.shape[1]):
+        state = model.step(x[:, t], state)
+        hs.append(model.hidden(state))  # h_t (1, H), a node of the graph
+    h_T = hs[-1]  # (1, H)
+    H = h_T.shape[-1]
+    jac = h_T.new_zeros(len(hs), H, H)  # jac[t][i, j] = dh_T[i] / dh_t[j]
+    for i in range(H):
+        e = torch.zeros_like(h_T)  # (1, H)
+        e[0, i] = 1.0
+        grads = torch.autograd.grad(h_T, hs, grad_outputs=e,
+                                    retain_graph=True, allow_unused=True)
+        for t, g in enumerate(grads):
+            if g is not None:  # h_t that h_T does not depend on: row stays 0
+                jac[t, i] = g[0]
+    norms = torch.linalg.matrix_norm(jac, ord=2)  # (T,) indexed by step t
+    return norms.flip(0)  # (T,) indexed by distance k = T - t
 
 
 def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
@@ -236,47 +295,35 @@ def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
     ``h_t`` is the hidden vector after step ``t`` (``t = 1 .. T``); entry ``k`` of the result is
     the largest singular value of the ``(H, H)`` Jacobian ``dh_T / dh_{T-k}`` (entry 0 is the
     identity, norm 1). For the LSTM the derivative is taken with respect to ``h_t`` with the
-    cell ``c_t`` held fixed. Computed by backpropagating the ``H`` unit vectors from ``h_T``
-    to every intermediate ``h_t``, for the first sequence of the batch.
+    cell ``c_t`` held fixed. Computed by :func:`jacobian_norms_core`, which backpropagates the
+    ``H`` unit vectors from ``h_T`` to every intermediate ``h_t``, for the first sequence of the
+    batch (with gradients enabled, also inside ``torch.no_grad()``).
 
     Args:
-        model: :class:`VanillaRNN` or :class:`LSTM` (anything with ``init_state``, ``step``
-            and ``hidden``).
-        x: ``(B, T, input_size)`` input; only ``x[0]`` is used.
+        model: :class:`VanillaRNN` or :class:`LSTM` (anything with ``weight_ih``,
+            ``init_state``, ``step`` and ``hidden``).
+        x: ``(B, T, input_size)`` floating-point input; only ``x[0]`` is used.
         state: initial state, default zeros.
 
     Returns:
         float64 array ``(T,)``: ``norms[k] = ||dh_T/dh_{T-k}||_2``.
 
     Raises:
-        ValueError: if ``x`` is not ``(B, T, input_size)`` with ``T >= 1``.
+        TypeError: if ``x`` is not a floating-point tensor.
+        ValueError: if ``x`` is not ``(B, T, input_size)`` with ``B >= 1`` and ``T >= 1``.
 
     Source: Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural
     networks" (2013), eqs. 3-7.
     """
-    _check_input(x, model.weight_ih.shape[1])
-    if x.shape[1] < 1:
-        raise ValueError(f"x needs at least one time step; got shape {tuple(x.shape)}")
+    checks.check_features(x, "x", model.weight_ih.shape[1], ndim=3, size_name="input_size")
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x needs at least one sequence and one time step; got shape "
+                         f"{tuple(x.shape)}")
     x = x[:1]
     state = model.init_state(x) if state is None else state
-    hs = []
     with torch.enable_grad():
-        for t in range(x.shape[1]):
-            state = model.step(x[:, t], state)
-            hs.append(model.hidden(state))  # h_t, a node of the graph
-        h_T = hs[-1]  # (1, H)
-        H = h_T.shape[-1]
-        jac = torch.zeros(len(hs), H, H, dtype=h_T.dtype)  # jac[t][i, j] = dh_T[i] / dh_t[j]
-        for i in range(H):
-            e = torch.zeros_like(h_T)
-            e[0, i] = 1.0
-            grads = torch.autograd.grad(h_T, hs, grad_outputs=e, retain_graph=True,
-                                        allow_unused=True)
-            for t, g in enumerate(grads):
-                if g is not None:
-                    jac[t, i] = g[0]
-    norms = torch.linalg.matrix_norm(jac.double(), ord=2)  # (T,) indexed by t
-    return norms.flip(0).detach().numpy()  # indexed by distance k = T - t
+        norms = jacobian_norms_core(model, x, state)
+    return norms.detach().double().numpy()
 
 
 def gamma_estimate(gamma: float, distance) -> np.ndarray:
@@ -292,10 +339,13 @@ def gamma_estimate(gamma: float, distance) -> np.ndarray:
         float64 array (or scalar) ``gamma ** k``.
 
     Raises:
-        ValueError: if ``gamma < 0`` or a distance is negative.
+        TypeError: if ``gamma`` is not a real number or ``distance`` is not numeric.
+        ValueError: if ``gamma`` is negative or not finite, or a distance is negative or not
+            finite.
     """
-    k = np.asarray(distance, dtype=np.float64)
-    if gamma < 0 or (k < 0).any():
-        raise ValueError(f"need gamma >= 0 and distances >= 0; got gamma={gamma}, "
-                         f"min distance {k.min() if k.size else None}")
-    return np.float64(gamma) ** k
+    gamma = checks.check_real(gamma, "gamma", minimum=0)
+    k = checks.as_float_array(distance, "distance").astype(np.float64)
+    checks.check_finite(k, "distance")
+    if (k < 0).any():
+        raise ValueError(f"distance must be >= 0, got min {k.min()} (shape {k.shape})")
+    return np.float64(gamma) ** k  # the shape of distance
