@@ -21,7 +21,9 @@ from attnbook.testing import assert_close
 
 def phi_by_hand(x):
     x = np.asarray(x, dtype=np.float64)
-    return np.array([[xx + 1 if xx > 0 else math.exp(xx) for xx in row] for row in x.reshape(-1, x.shape[-1])]).reshape(x.shape)
+    rows = x.reshape(-1, x.shape[-1])
+    return np.array([[xx + 1 if xx > 0 else math.exp(xx) for xx in row]
+                     for row in rows]).reshape(x.shape)
 
 
 def quadratic_reference(q, k, v, causal):
@@ -56,6 +58,51 @@ def test_matches_quadratic_form(causal, L, S, chunk):
     assert np.isfinite(out).all()
     assert out.shape == (L, 3)
     assert_close(out, ref, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("L, S", [(7, 7), (5, 9), (9, 4)])
+def test_core_matches_quadratic_form(L, S):
+    rng = np.random.default_rng(L + 10 * S)
+    q, k, v = rng.standard_normal((2, L, 4)), rng.standard_normal((2, S, 4)), \
+        rng.standard_normal((2, S, 3))
+    out = linear.linear_attention_core(q, k, v)
+    assert out.shape == (2, L, 3) and np.isfinite(out).all()
+    for b in range(2):
+        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], False), atol=1e-12,
+                     rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 64])
+def test_causal_core_matches_quadratic_form(chunk):
+    rng = np.random.default_rng(chunk)
+    q, k, v = rng.standard_normal((2, 11, 4)), rng.standard_normal((2, 11, 4)), \
+        rng.standard_normal((2, 11, 3))
+    out = linear.linear_attention_causal_core(q, k, v, chunk)
+    assert out.shape == (2, 11, 3) and np.isfinite(out).all()
+    for b in range(2):
+        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], True), atol=1e-12,
+                     rtol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_float16_sums_past_65504(causal):
+    # q = k = 0: phi = 1, every visible key has weight 1, the normaliser counts the keys:
+    # 70,000 overflows float16 (max 65504). Reference: the float64 mean of the visible values.
+    n = 70_000
+    rng = np.random.default_rng(6)
+    v = rng.standard_normal((n, 2)).astype(np.float16)
+    z = np.zeros((n, 2), np.float16)
+    q = z[-3:] if not causal else z
+    out = linear.linear_attention(q, z, v, causal=causal, chunk_size=512)
+    assert out.dtype == np.float16 and np.isfinite(out).all()
+    v64 = v.astype(np.float64)
+    if causal:
+        exact = np.cumsum(v64, axis=0) / np.arange(1, n + 1)[:, None]
+    else:
+        exact = np.broadcast_to(v64.mean(0), (3, 2))
+    err = np.abs(out.astype(np.float64) - exact).max()
+    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
+    assert err <= 2 * rounding + 1e-3, (err, rounding)
 
 
 def test_causal_with_fewer_keys_than_queries_gives_zero_rows():
@@ -128,18 +175,19 @@ def test_state_size():
     assert linear.linear_state_size(4, 3) == 16
     with pytest.raises(ValueError, match="head_dim"):
         linear.linear_state_size(0)
-    with pytest.raises(ValueError, match="value_dim"):
+    with pytest.raises(TypeError, match="value_dim"):
         linear.linear_state_size(4, True)
 
 
 @pytest.mark.parametrize("args, kwargs, exc, match", [
-    ((np.zeros((3, 4)), np.zeros((3, 5)), np.zeros((3, 2))), {}, ValueError, "head_dim 4 but k has 5"),
+    ((np.zeros((3, 4)), np.zeros((3, 5)), np.zeros((3, 2))), {}, ValueError,
+     "head_dim 4 but k has 5"),
     ((np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((2, 2))), {}, ValueError, "3 keys but v has 2"),
     ((np.zeros(4), np.zeros((3, 4)), np.zeros((3, 2))), {}, ValueError, "q must have shape"),
     ((np.zeros((2, 3, 4)), np.zeros((3, 3, 4)), np.zeros((3, 3, 2))), {}, ValueError, "broadcast"),
     ((np.zeros((3, 4)),) * 3, {"causal": True, "chunk_size": 0}, ValueError, "chunk_size"),
     ((np.zeros((3, 4)),) * 3, {"chunk_size": 2.0}, TypeError, "chunk_size"),
-    ((np.array([["a"]], dtype=object),) * 3, {}, TypeError, "q must be a numeric"),
+    ((np.array([["a"]], dtype=object),) * 3, {}, TypeError, "q must be a real numeric"),
 ])
 def test_errors_name_the_argument(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):

@@ -12,9 +12,8 @@ import pytest
 import torch
 
 from attnbook import nn as ann
-from attnbook.norms import layer_norm, rms_norm
+from attnbook.norms import layer_norm, layer_norm_core, rms_norm, rms_norm_core
 from attnbook.testing import assert_close
-
 
 # --- hand-derived values --------------------------------------------------------------------
 
@@ -45,6 +44,78 @@ def test_layer_norm_uses_biased_variance():
     y = layer_norm(np.array([1.0, 0.0, 0.0, 0.0]), eps=0.0)
     assert abs(y[0] - np.sqrt(3.0)) < 1e-12
     assert abs(y[0] - 1.5) > 0.2
+
+
+# --- the cores against the float64 formula and torch -------------------------------------------
+
+
+def test_layer_norm_core_matches_formula_and_torch():
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(3, 5, 8)) * 2 + 1
+    w, b = rng.normal(size=8), rng.normal(size=8)
+    mu = x.sum(-1, keepdims=True) / 8
+    var = ((x - mu) ** 2).sum(-1, keepdims=True) / 8  # biased, written out
+    expected = (x - mu) / np.sqrt(var + 1e-5) * w + b
+    got = layer_norm_core(x, w, b, 1e-5)
+    assert np.isfinite(got).all()
+    assert_close(got, expected, atol=1e-12, rtol=1e-12)
+    ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (8,), torch.from_numpy(w),
+                                         torch.from_numpy(b), eps=1e-5)
+    assert_close(got, ref, atol=1e-12, rtol=1e-12)
+    assert_close(layer_norm_core(x), layer_norm(x), atol=0, rtol=0)  # defaults: 1, 0, 1e-5
+
+
+def test_rms_norm_core_matches_formula_and_torch():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(3, 5, 8))
+    w = rng.normal(size=8)
+    expected = x / np.sqrt((x**2).sum(-1, keepdims=True) / 8 + 1e-6) * w
+    got = rms_norm_core(x, w, 1e-6)
+    assert np.isfinite(got).all()
+    assert_close(got, expected, atol=1e-12, rtol=1e-12)
+    ref = torch.nn.functional.rms_norm(torch.from_numpy(x), (8,), torch.from_numpy(w), eps=1e-6)
+    assert_close(got, ref, atol=1e-12, rtol=1e-12)
+
+
+# --- float16 input: statistics in float32, result in float16 ------------------------------------
+
+
+def test_rms_norm_float16_large_values():
+    # 300**2 = 90000 overflows float16 (max 65504)
+    x = np.array([300, 1, 1, 1], np.float16)
+    x64 = x.astype(np.float64)
+    expected = x64 / np.sqrt(np.mean(x64**2) + 1e-6)
+    got = rms_norm(x)
+    assert got.dtype == np.float16
+    assert_close(got, expected, atol=0, rtol=2e-3)
+
+
+def test_layer_norm_float16_large_values():
+    x = np.array([60000, -60000, 1, 2], np.float16)
+    x64 = x.astype(np.float64)
+    expected = (x64 - x64.mean()) / np.sqrt(x64.var() + 1e-5)
+    got = layer_norm(x)
+    assert got.dtype == np.float16
+    assert_close(got, expected, atol=1e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_float16_long_rows_within_twice_a_float32_rounding(kind):
+    # 70,000 features of size ~10: the float16 sum of squares overflows; the float32 one
+    # does not. Error vs float64 <= 2 x the error of rounding the exact answer to float16.
+    rng = np.random.default_rng(12)
+    x = (rng.normal(size=(2, 70_000)) * 10 + 3).astype(np.float16)
+    x64 = x.astype(np.float64)
+    if kind == "layer":
+        got = layer_norm(x)
+        exact = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    else:
+        got = rms_norm(x)
+        exact = x64 / np.sqrt((x64**2).mean(-1, keepdims=True) + 1e-6)
+    assert got.dtype == np.float16 and np.isfinite(got).all()
+    err = np.abs(got.astype(np.float64) - exact).max()
+    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
+    assert err <= 2 * rounding + np.finfo(np.float16).eps, (err, rounding)
 
 
 # --- NumPy vs torch's modules ------------------------------------------------------------------
@@ -148,6 +219,17 @@ def test_zero_variance_without_eps_raises():
         rms_norm(np.zeros(4), eps=0.0)
     with pytest.raises(ValueError, match="eps"):
         rms_norm(np.ones(4), eps=-1.0)
+
+
+@pytest.mark.parametrize("fn", [layer_norm, rms_norm])
+def test_eps_follows_the_one_check_rule(fn):
+    with pytest.raises(TypeError, match="eps"):
+        fn(np.ones(4), eps="1e-5")
+    with pytest.raises(ValueError, match="eps"):
+        fn(np.ones(4), eps=float("nan"))
+    assert np.isfinite(fn(np.array([1.0, 2.0]), eps=np.array(1e-5))).all()  # 0-d array: a real
+    with pytest.raises(TypeError, match="x must be"):
+        fn(np.array(["a", "b"]))
 
 
 def test_torch_module_rejects_wrong_width():

@@ -14,9 +14,10 @@ for decoding a state of fixed size instead of a growing KV cache. The price: the
 longer a softmax of ``q . k / sqrt(D)`` — the model is a different one, with a weaker ability
 to focus sharply on one key.
 
-:func:`linear_attention` computes the factored form; the causal case is processed in chunks
-(within a chunk the few ``chunk x chunk`` similarities directly, across chunks the running
-state), which is exact and still linear in the length. Conventions as in
+:func:`linear_attention_core` is the factored form; :func:`linear_attention_causal_core` the
+causal one, processed in chunks (within a chunk the few ``chunk x chunk`` similarities directly,
+across chunks the running state), which is exact and still linear in the length.
+:func:`linear_attention` checks its arguments and calls one of them. Conventions as in
 :mod:`attnbook.attention`: inputs ``(..., L, D)``, causal aligned bottom-right (query ``i`` sees
 keys ``j <= i + S - L``), a query with no visible key outputs 0.
 
@@ -29,9 +30,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import as_float_array as _as_float_array
+from . import checks
+from .attention import compute_dtype
 
-__all__ = ["elu_feature_map", "linear_attention", "linear_state_size"]
+__all__ = [
+    "elu_feature_map",
+    "linear_attention_core",
+    "linear_attention_causal_core",
+    "linear_attention",
+    "linear_state_size",
+]
 
 
 def elu_feature_map(x):
@@ -43,20 +51,52 @@ def elu_feature_map(x):
         x: array of any shape, real.
 
     Returns:
-        float array of the same shape, every entry ``> 0`` (for finite input).
+        float array of the same shape and floating dtype, every entry ``> 0`` (for finite
+        input that does not underflow ``exp``).
 
     Raises:
         TypeError: for non-numeric input.
 
     Source: Katharopoulos et al. (2020), equation 7.
     """
-    x = _as_float_array(x, "x")
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    x = checks.as_float_array(x, "x")
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
-def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.zeros(np.broadcast_shapes(num.shape, den.shape), dtype=num.dtype)
-    np.divide(num, den, out=out, where=den > 0)
+def linear_attention_core(q, k, v, feature_map=elu_feature_map):
+    """``phi(q) [phi(k)^T v] / phi(q) [phi(k)^T 1]``: every query sees every key.
+
+    q (..., L, D), k (..., S, D), v (..., S, Dv) -> (..., L, Dv).
+    """
+    fq, fk = feature_map(q), feature_map(k)  # (..., L, D), (..., S, D)
+    kv = np.swapaxes(fk, -1, -2) @ v  # (..., D, Dv)  sum_j phi(k_j) v_j^T
+    z = fk.sum(axis=-2)[..., None]  # (..., D, 1)  sum_j phi(k_j)
+    num, den = fq @ kv, fq @ z  # (..., L, Dv), (..., L, 1)
+    return num / den  # (..., L, Dv)
+
+
+def linear_attention_causal_core(q, k, v, chunk_size=64,
+                                 feature_map=elu_feature_map):
+    """Causal linear attention: query i sees keys j <= i (q, k, v of one length L).
+
+    Chunk by chunk: similarities inside the chunk directly (a lower triangle),
+    earlier keys through the running sums. q, k (..., L, D), v (..., L, Dv)
+    with the same leading dims.
+    """
+    fq, fk = feature_map(q), feature_map(k)  # (..., L, D)
+    batch, D, Dv = fq.shape[:-2], fq.shape[-1], v.shape[-1]
+    state = np.zeros((*batch, D, Dv), v.dtype)  # sum_j phi(k_j) v_j^T
+    z = np.zeros((*batch, D, 1), v.dtype)  # sum_j phi(k_j)
+    out = np.zeros((*batch, q.shape[-2], Dv), v.dtype)  # (..., L, Dv)
+    for i in range(0, q.shape[-2], chunk_size):
+        c = slice(i, i + chunk_size)
+        fq_c, fk_c, v_c = fq[..., c, :], fk[..., c, :], v[..., c, :]
+        sim = np.tril(fq_c @ np.swapaxes(fk_c, -1, -2))  # (..., c, c)
+        num = fq_c @ state + sim @ v_c  # (..., c, Dv)
+        den = fq_c @ z + sim.sum(axis=-1, keepdims=True)  # (..., c, 1)
+        out[..., c, :] = num / den
+        state = state + np.swapaxes(fk_c, -1, -2) @ v_c  # (..., D, Dv)
+        z = z + fk_c.sum(axis=-2)[..., None]  # (..., D, 1)
     return out
 
 
@@ -64,89 +104,60 @@ def linear_attention(q, k, v, *, causal: bool = False, chunk_size: int = 64,
                      feature_map=elu_feature_map):
     """Linear attention ``phi(Q) [phi(K)^T V] / phi(Q) [phi(K)^T 1]`` in O(L + S) time.
 
-    Non-causal: the key summary ``sum_j phi(k_j) v_j^T`` ``(..., D, Dv)`` and normaliser
-    ``sum_j phi(k_j)`` ``(..., D)`` are computed once and read by every query. Causal: query
-    ``i`` sees keys ``j <= i + S - L``; keys before the first query's horizon enter the running
-    state at once, then the queries are processed ``chunk_size`` at a time — similarities inside
-    the chunk directly (a ``chunk x chunk`` lower triangle), everything earlier through the
-    state, which is then advanced by the chunk's keys.
+    Checks its arguments and calls :func:`linear_attention_core` (non-causal) or
+    :func:`linear_attention_causal_core` (causal) in at least float32. Non-causal: the key
+    summary ``sum_j phi(k_j) v_j^T`` ``(..., D, Dv)`` and normaliser ``sum_j phi(k_j)``
+    ``(..., D)`` are computed once and read by every query. Causal: query ``i`` sees keys
+    ``j <= i + S - L`` (bottom-right). With ``S > L`` the queries are aligned with the last
+    ``L`` keys (the core runs over ``S`` positions and the last ``L`` outputs are kept); with
+    ``L > S`` the first ``L - S`` queries see no key and output 0.
 
     Args:
         q: queries ``(..., L, D)``, real.
         k: keys ``(..., S, D)``.
         v: values ``(..., S, Dv)``; the leading dimensions of ``q``, ``k``, ``v`` broadcast.
-        causal: hide future keys (bottom-right aligned).
-        chunk_size: queries per chunk in the causal case, >= 1 (memory ``chunk_size**2`` per
-            batch element; any value gives the same result).
+        causal: hide future keys (bottom-right aligned); a bool.
+        chunk_size: queries per chunk in the causal case, an integer >= 1 (memory
+            ``chunk_size**2`` per batch element; any value gives the same result).
         feature_map: ``phi``, applied to queries and keys; must return positive values for
             the normaliser to be positive (default :func:`elu_feature_map`).
 
     Returns:
-        ``(..., L, Dv)`` float array; 0 for a query that sees no key (causal with ``L > S``).
+        ``(..., L, Dv)`` array in the common floating dtype of the inputs (sums run in at least
+        float32); 0 for a query that sees no key (causal with ``L > S``, or ``S = 0``).
 
     Raises:
         ValueError: if the head dims of ``q`` and ``k`` or the lengths of ``k`` and ``v``
-            differ, an input is not at least 2-D, the leading dimensions do not broadcast, or
-            ``chunk_size < 1``.
-        TypeError: for non-numeric inputs or a non-integer ``chunk_size``.
+            differ, an input is not at least 2-D or holds nan/inf, the leading dimensions do
+            not broadcast, or ``chunk_size < 1``.
+        TypeError: for non-numeric inputs, a non-integer ``chunk_size`` or a non-bool
+            ``causal``.
 
     Source: Katharopoulos et al. (2020), equations 5-6 and 10-12.
     """
-    q = _as_float_array(q, "q")
-    k = _as_float_array(k, "k")
-    v = _as_float_array(v, "v")
-    for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
-                         f"(q.shape={q.shape}, k.shape={k.shape})")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-                         f"(k.shape={k.shape}, v.shape={v.shape})")
-    try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError("the leading dimensions of q, k and v do not broadcast: "
-                         f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}") from None
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)):
-        raise TypeError(f"chunk_size must be an integer, got {chunk_size!r}")
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    q, k, v, batch = checks.check_qkv(q, k, v)
+    causal = checks.check_bool(causal, "causal")
+    chunk_size = checks.check_int(chunk_size, "chunk_size", 1)
     L, S, D, Dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
-    fq = np.broadcast_to(feature_map(q), (*batch, L, D))  # (..., L, D)
-    fk = np.broadcast_to(feature_map(k), (*batch, S, D))  # (..., S, D)
-    v = np.broadcast_to(v, (*batch, S, Dv))  # (..., S, Dv)
-    dtype = np.result_type(fq, fk, v)
-
-    if not causal:
-        kv = np.swapaxes(fk, -1, -2) @ v  # (..., D, Dv)  sum_j phi(k_j) v_j^T
-        z = fk.sum(axis=-2)  # (..., D)  sum_j phi(k_j)
-        num = fq @ kv  # (..., L, Dv)
-        den = (fq @ z[..., None])  # (..., L, 1)
-        return _safe_divide(num, den)
-
-    out = np.zeros((*batch, L, Dv), dtype=dtype)
-    offset = S - L  # query i sees keys j <= i + offset
-    first = max(0, -offset)  # queries before `first` see no key: their output stays 0
-    # Keys every remaining query sees (j < first + offset + 1 - 1 = the horizon of query
-    # `first`, exclusive of the key aligned with it) go straight into the state.
-    start_key = first + offset  # the key aligned with query `first`
-    state = np.swapaxes(fk[..., :start_key, :], -1, -2) @ v[..., :start_key, :]  # (..., D, Dv)
-    z = fk[..., :start_key, :].sum(axis=-2)  # (..., D)
-    for q0 in range(first, L, chunk_size):
-        q1 = min(q0 + chunk_size, L)
-        k0, k1 = q0 + offset, q1 + offset  # the keys aligned with this chunk's queries
-        fq_c = fq[..., q0:q1, :]  # (..., c, D)
-        fk_c, v_c = fk[..., k0:k1, :], v[..., k0:k1, :]  # (..., c, D), (..., c, Dv)
-        sim = fq_c @ np.swapaxes(fk_c, -1, -2)  # (..., c, c)
-        sim = np.tril(sim)  # query q0 + a sees chunk key k0 + b for b <= a
-        num = fq_c @ state + sim @ v_c  # (..., c, Dv)
-        den = fq_c @ z[..., None] + sim.sum(axis=-1, keepdims=True)  # (..., c, 1)
-        out[..., q0:q1, :] = _safe_divide(num, den)
-        state = state + np.swapaxes(fk_c, -1, -2) @ v_c  # (..., D, Dv)
-        z = z + fk_c.sum(axis=-2)  # (..., D)
-    return out
+    out_dtype = np.result_type(q, k, v)
+    dtype = compute_dtype(out_dtype)  # float16 sums of phi(k) overflow past 65504
+    q = np.broadcast_to(q, (*batch, L, D)).astype(dtype)  # (..., L, D)
+    k = np.broadcast_to(k, (*batch, S, D)).astype(dtype)  # (..., S, D)
+    v = np.broadcast_to(v, (*batch, S, Dv)).astype(dtype)  # (..., S, Dv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not causal:
+            out = linear_attention_core(q, k, v, feature_map)
+        elif S >= L:  # pad the queries to S; the first S - L outputs are dropped
+            pad = np.zeros((*batch, S - L, D), dtype)  # (..., S - L, D)
+            q_all = np.concatenate([pad, q], axis=-2)  # (..., S, D)
+            out = linear_attention_causal_core(q_all, k, v, chunk_size, feature_map)
+            out = out[..., S - L:, :]  # (..., L, Dv)
+        else:  # L > S: the first L - S queries see no key
+            out = np.zeros((*batch, L, Dv), dtype)
+            out[..., L - S:, :] = linear_attention_causal_core(
+                q[..., L - S:, :], k, v, chunk_size, feature_map)
+    out = np.where(np.isnan(out), 0, out)  # 0 / 0: a query that sees no key
+    return out.astype(out_dtype, copy=False)
 
 
 def linear_state_size(head_dim: int, value_dim: int | None = None) -> int:
@@ -163,12 +174,11 @@ def linear_state_size(head_dim: int, value_dim: int | None = None) -> int:
         ``D * Dv + D``, an ``int``.
 
     Raises:
-        ValueError: if a dimension is not a positive integer.
+        TypeError: if a dimension is not an integer (``True`` and ``4.0`` are refused).
+        ValueError: if a dimension is below 1.
 
     Source: Katharopoulos et al. (2020), section 3.4 (the RNN form, equations 18-20).
     """
-    dv = head_dim if value_dim is None else value_dim
-    for name, val in (("head_dim", head_dim), ("value_dim", dv)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
-    return int(head_dim * dv + head_dim)
+    head_dim = checks.check_int(head_dim, "head_dim", 1)
+    dv = head_dim if value_dim is None else checks.check_int(value_dim, "value_dim", 1)
+    return head_dim * dv + head_dim
