@@ -106,6 +106,18 @@ def test_scaled_attention_rejects_bad_scale(bad):
         E.ScaledMultiHeadAttention(8, 2, scale=bad)
 
 
+@pytest.mark.parametrize("bad", ["1.0", True, 1j])
+def test_scaled_attention_rejects_a_scale_that_is_not_a_real_number(bad):
+    with pytest.raises(TypeError, match="scale"):
+        E.ScaledMultiHeadAttention(8, 2, scale=bad)
+
+
+def test_scaled_attention_accepts_numpy_and_0d_scales():
+    a = E.ScaledMultiHeadAttention(8, 2, scale=np.float32(0.5))
+    b = E.ScaledMultiHeadAttention(8, 2, scale=np.array(0.5))
+    assert a.scale == b.scale == 0.5
+
+
 # --------------------------------------------------------------------------------------------
 # Tasks
 # --------------------------------------------------------------------------------------------
@@ -148,6 +160,20 @@ def test_delayed_recall_batch_puts_the_answer_k_back_from_the_query():
     assert torch.equal(k, fixed) and ids[0, 5] == target[0] and ids[1, 0] == target[1]
     with pytest.raises(ValueError, match="k must be"):
         E.delayed_recall_batch(2, 6, 3, 5, gen, k=torch.tensor([0, 3]))
+    with pytest.raises(TypeError, match="k must be an integer"):
+        E.delayed_recall_batch(2, 6, 3, 5, gen, k=torch.tensor([1.0, 3.0]))
+
+
+@pytest.mark.parametrize("make,exc,name", [
+    (lambda g: E.kv_recall_batch(2.0, 3, 4, 4, g), TypeError, "batch_size"),
+    (lambda g: E.kv_recall_batch(2, 0, 4, 4, g), ValueError, "n_pairs"),
+    (lambda g: E.copy_batch(2, True, 4, g), TypeError, "n"),
+    (lambda g: E.delayed_recall_batch(2, 4, 3, 0, g), ValueError, "n_noise"),
+    (lambda g: E.reversal_batch(2, 3, 4.5, g), TypeError, "vocab"),
+])
+def test_task_generators_check_sizes(make, exc, name):
+    with pytest.raises(exc, match=name):
+        make(torch.Generator())
 
 
 def test_reversal_batch_layout():
@@ -164,6 +190,12 @@ def test_first_step_below_hand_cases():
     assert E.first_step_below([np.nan, 0.0, 0.0], 0.5, window=2) == 2  # NaN window fails
     with pytest.raises(ValueError, match="window"):
         E.first_step_below(curve, 1.0, window=0)
+    with pytest.raises(TypeError, match="window"):
+        E.first_step_below(curve, 1.0, window=2.0)
+    with pytest.raises(TypeError, match="threshold"):
+        E.first_step_below(curve, "1.0")
+    with pytest.raises(ValueError, match="1-D"):
+        E.first_step_below([[1.0]], 1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,5 +327,20 @@ def test_cross_attention_weights_match_a_float64_reference():
 def test_runs_reject_bad_arguments(run, kwargs, name):
     before = torch.get_num_threads()
     with pytest.raises(ValueError, match=name):
+        run(**kwargs)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
+                                 E.cross_attention_run])
+@pytest.mark.parametrize("kwargs, exc, name", [({"steps": 2.0}, TypeError, "steps"),
+                                               ({"d_model": True}, TypeError, "d_model"),
+                                               ({"lr": "0.01"}, TypeError, "lr"),
+                                               ({"seed": -1}, ValueError, "seed"),
+                                               ({"seed": 0.5}, TypeError, "seed"),
+                                               ({"num_threads": 1.0}, TypeError, "num_threads")])
+def test_runs_reject_arguments_of_the_wrong_kind(run, kwargs, exc, name):
+    before = torch.get_num_threads()
+    with pytest.raises(exc, match=name):
         run(**kwargs)
     assert torch.get_num_threads() == before

@@ -55,9 +55,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks
 from .attention import entropy
 from .blocks import FeedForward
-from .models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig, count_parameters
+from .config import ModelConfig
+from .models import DecoderOnlyModel, EncoderDecoderModel, count_parameters
 from .nn import LayerNorm, MultiHeadAttention
 from .rnn import LSTM, VanillaRNN
 
@@ -84,23 +86,10 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_lr(name: str, value) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
 @contextlib.contextmanager
 def _run_context(num_threads: int):
     """Set torch's intra-op threads for the run; restore them afterwards. Yields a timer dict."""
-    num_threads = _check_int("num_threads", num_threads)
+    num_threads = checks.check_int(num_threads, "num_threads", 1)
     previous = torch.get_num_threads()
     torch.set_num_threads(num_threads)
     clock = {"wall0": time.perf_counter(), "cpu0": time.process_time()}
@@ -169,12 +158,15 @@ def first_step_below(curve, threshold: float, *, window: int = 10) -> int | None
         their windows fail.
 
     Raises:
+        TypeError: if ``curve`` is not numeric, ``threshold`` not a real number or ``window``
+            not an integer.
         ValueError: if ``curve`` is not 1-D or ``window < 1``.
     """
-    c = np.asarray(curve, dtype=np.float64)
+    c = checks.as_float_array(curve, "curve").astype(np.float64)
     if c.ndim != 1:
         raise ValueError(f"curve must be 1-D, got shape {c.shape}")
-    window = _check_int("window", window)
+    threshold = checks.check_real(threshold, "threshold", allow_inf=True)
+    window = checks.check_int(window, "window", 1)
     if c.size < window:
         return None
     means = np.convolve(c, np.full(window, 1.0 / window), mode="valid")  # (len - window + 1,)
@@ -210,6 +202,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
             ``1/sqrt(head_dim)``.
 
     Raises:
+        TypeError: if ``scale`` is not a real number (or ``None``), or as the parent.
         ValueError: if ``scale`` is negative or not finite, or as the parent.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1 and footnote 4.
@@ -220,9 +213,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         if scale is None:
             self.scale, self.q_factor = 1.0 / math.sqrt(self.head_dim), 1.0
         else:
-            scale = float(scale)
-            if not (math.isfinite(scale) and scale >= 0):
-                raise ValueError(f"scale must be a finite number >= 0 or None, got {scale!r}")
+            scale = checks.check_real(scale, "scale", minimum=0)
             self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
         self.q_proj.register_forward_hook(self._rescale_queries)
 
@@ -230,6 +221,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         return output if self.q_factor == 1.0 else output * self.q_factor
 
     def extra_repr(self) -> str:
+        """The scale and head width, shown in the module's ``repr``."""
         return f"scale={self.scale:g} (head_dim={self.head_dim})"
 
 
@@ -257,13 +249,14 @@ def kv_recall_batch(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
         ``(keys (B, P), values (B, P), query (B,), target (B,))``, int64.
 
     Raises:
+        TypeError: if a size is not an integer.
         ValueError: if a size is < 1 or ``n_pairs > n_keys``.
     """
-    B = _check_int("batch_size", batch_size)
-    P = _check_int("n_pairs", n_pairs)
-    if P > _check_int("n_keys", n_keys):
+    B = checks.check_int(batch_size, "batch_size", 1)
+    P = checks.check_int(n_pairs, "n_pairs", 1)
+    if P > checks.check_int(n_keys, "n_keys", 1):
         raise ValueError(f"n_pairs {P} must be <= n_keys {n_keys} (keys are distinct)")
-    _check_int("n_values", n_values)
+    checks.check_int(n_values, "n_values", 1)
     keys = torch.rand(B, n_keys, generator=generator).argsort(dim=-1)[:, :P]  # (B, P) distinct
     values = torch.randint(n_values, (B, P), generator=generator)  # (B, P)
     pick = torch.randint(P, (B,), generator=generator)  # (B,)
@@ -290,10 +283,11 @@ def copy_batch(batch_size: int, n: int, vocab: int, generator: torch.Generator):
         must predict at position ``n + i`` (the SEP and the copy so far), i.e. ``x_{i+1}``.
 
     Raises:
+        TypeError: if a size is not an integer.
         ValueError: if a size is < 1.
     """
-    B, n, vocab = (_check_int("batch_size", batch_size), _check_int("n", n),
-                   _check_int("vocab", vocab))
+    B, n, vocab = (checks.check_int(batch_size, "batch_size", 1), checks.check_int(n, "n", 1),
+                   checks.check_int(vocab, "vocab", 1))
     x = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
     sep = torch.full((B, 1), vocab, dtype=torch.long)
     ids = torch.cat([x, sep, x], dim=1)  # (B, 2n + 1)
@@ -322,17 +316,18 @@ def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: in
         ``(ids (B, max_k + 1), target (B,), k (B,))``, int64.
 
     Raises:
+        TypeError: if a size is not an integer or ``k`` holds non-integers.
         ValueError: if a size is < 1 or a distance is outside ``1 .. max_k``.
     """
-    B = _check_int("batch_size", batch_size)
-    K = _check_int("max_k", max_k)
-    _check_int("n_signal", n_signal)
-    _check_int("n_noise", n_noise)
+    B = checks.check_int(batch_size, "batch_size", 1)
+    K = checks.check_int(max_k, "max_k", 1)
+    checks.check_int(n_signal, "n_signal", 1)
+    checks.check_int(n_noise, "n_noise", 1)
     T = K + 1
     if k is None:
         k = torch.randint(1, K + 1, (B,), generator=generator)  # (B,)
     else:
-        k = torch.as_tensor(k, dtype=torch.long)
+        k = checks.check_int_tensor(k, "k").long()
         if k.shape != (B,) or int(k.min()) < 1 or int(k.max()) > K:
             raise ValueError(f"k must be (batch_size={B},) with values in 1..{K}; got shape "
                              f"{tuple(k.shape)}, range {int(k.min())}..{int(k.max())}")
@@ -361,10 +356,11 @@ def reversal_batch(batch_size: int, n: int, vocab: int, generator: torch.Generat
         ``(src (B, n), tgt_in (B, n), tgt_out (B, n))``, int64; ``tgt_in = [BOS, x_n .. x_2]``.
 
     Raises:
+        TypeError: if a size is not an integer.
         ValueError: if a size is < 1.
     """
-    B, n, vocab = (_check_int("batch_size", batch_size), _check_int("n", n),
-                   _check_int("vocab", vocab))
+    B, n, vocab = (checks.check_int(batch_size, "batch_size", 1), checks.check_int(n, "n", 1),
+                   checks.check_int(vocab, "vocab", 1))
     src = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
     tgt_out = src.flip(1)  # (B, n)
     bos = torch.full((B, 1), vocab, dtype=torch.long)
@@ -484,14 +480,17 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
         :class:`ScalingResult`.
 
     Raises:
-        ValueError: if a size is < 1, ``n_pairs > n_keys`` or ``lr`` is not positive.
+        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
+        ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive or
+            ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
     for name, v in dict(head_dim=head_dim, d_model=d_model, d_ff=d_ff, steps=steps,
                         batch_size=batch_size, eval_size=eval_size).items():
-        _check_int(name, v)
-    lr = _check_lr("lr", lr)
+        checks.check_int(v, name, 1)
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
     gen_eval = torch.Generator().manual_seed(seed + 1)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
@@ -519,7 +518,7 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                     batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed))
                 captured = {}
                 hook = model.attn.register_forward_pre_hook(
-                    lambda m, args: captured.__setitem__("x", args[0]))
+                    lambda m, args, captured=captured: captured.__setitem__("x", args[0]))
                 model(keys, values, query)
                 hook.remove()
                 x = captured["x"]  # (B, L, d_model), the attention's input
@@ -632,7 +631,10 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
         :class:`NormPlacementResult`.
 
     Raises:
-        ValueError: if a size is < 1, ``lr`` is not positive or ``warmup_steps`` is negative.
+        TypeError: if a size, ``warmup_steps`` or ``seed`` is not an integer or ``lr`` not a
+            real number.
+        ValueError: if a size is < 1, ``lr`` is not positive or ``warmup_steps`` or ``seed``
+            is negative.
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3; Vaswani et al. (2017), section 5.3 (warmup).
@@ -640,11 +642,12 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     for name, v in dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
                         vocab=vocab, steps=steps, batch_size=batch_size,
                         eval_size=eval_size).items():
-        _check_int(name, v)
-    lr = _check_lr("lr", lr)
+        checks.check_int(v, name, 1)
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
     if warmup_steps is None:
         warmup_steps = steps // 5
-    warmup_steps = _check_int("warmup_steps", warmup_steps, minimum=0)
+    warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
     eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
     arms = {"post_ln": (False, 0), "pre_ln": (True, 0), "post_ln_warmup": (False, warmup_steps)}
     out = {name: {} for name in ("grad_norm_init", "loss", "eval_loss", "eval_accuracy")}
@@ -695,8 +698,11 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
 
 
 class _RecurrentClassifier(nn.Module):
-    """Token embedding -> :class:`attnbook.rnn.VanillaRNN` or :class:`attnbook.rnn.LSTM` -> linear
-    readout of the last hidden state (no bias, like the attention model's LM head)."""
+    """Token embedding, a recurrent layer, a linear readout of the last hidden state.
+
+    The layer is :class:`attnbook.rnn.VanillaRNN` or :class:`attnbook.rnn.LSTM`; the readout
+    has no bias, like the attention model's LM head.
+    """
 
     def __init__(self, cell: str, vocab_size: int, d_model: int, hidden_size: int):
         super().__init__()
@@ -798,7 +804,8 @@ def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 
         :class:`LongRangeRecallResult`.
 
     Raises:
-        ValueError: if a size is < 1 or ``lr`` is not positive.
+        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
+        ValueError: if a size is < 1, ``lr`` is not positive or ``seed`` is negative.
 
     Source: the task is the "remember a symbol over a gap" setting of Hochreiter & Schmidhuber
     (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013).
@@ -806,8 +813,9 @@ def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 
     for name, v in dict(max_k=max_k, n_signal=n_signal, n_noise=n_noise, d_model=d_model,
                         n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size,
                         eval_per_k=eval_per_k).items():
-        _check_int(name, v)
-    lr = _check_lr("lr", lr)
+        checks.check_int(v, name, 1)
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
     vocab_size = n_signal + n_noise + 1
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
@@ -961,15 +969,17 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
         :class:`CrossAttentionResult`.
 
     Raises:
-        ValueError: if a size is < 1 or ``lr`` is not positive.
+        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
+        ValueError: if a size is < 1, ``lr`` is not positive or ``seed`` is negative.
 
     Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
     """
     for name, v in dict(n=n, vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                         d_ff=d_ff, steps=steps, batch_size=batch_size,
                         eval_size=eval_size).items():
-        _check_int(name, v)
-    lr = _check_lr("lr", lr)
+        checks.check_int(v, name, 1)
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
     src_e, tgt_in_e, tgt_out_e = reversal_batch(eval_size, n, vocab,
                                                 torch.Generator().manual_seed(seed + 1))
     with _run_context(num_threads) as clock:
