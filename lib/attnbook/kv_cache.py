@@ -26,8 +26,8 @@ import numbers
 import numpy as np
 import torch
 
+from .checks import check_int, check_int_tensor
 from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig
-from .nn import _as_int_tensor, _check_int
 
 __all__ = [
     "KVCache",
@@ -47,7 +47,7 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = Fa
             f"k and v must be (B, H_kv, L, D) with the same (B, H_kv, L); got "
             f"k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}"
         )
-    positions = _as_int_tensor(positions, "positions")
+    positions = check_int_tensor(positions, "positions")
     B, L = k.shape[0], k.shape[2]
     ok = positions.ndim == 1 and positions.shape[0] == L
     if per_row:
@@ -160,7 +160,7 @@ class SlidingWindowCache:
     """
 
     def __init__(self, window: int):
-        self.window = _check_int(window, "window")
+        self.window = check_int(window, "window", 1)
         self.k = self.v = None  # (B, H_kv, window, D) ring buffers
         self.slot_positions = None  # (window,) position held by each slot, -1 = empty
         self._seen = 0
@@ -264,7 +264,7 @@ class LatentCache:
         if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
             raise ValueError(f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
                              f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}")
-        positions = _as_int_tensor(positions, "positions").to(c_kv.device)
+        positions = check_int_tensor(positions, "positions").to(c_kv.device)
         L = c_kv.shape[1]
         if positions.ndim != 1 or positions.shape[0] != L:
             raise ValueError(f"positions must be (L,) = ({L},) for c_kv of shape "
@@ -323,7 +323,7 @@ def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
         raise TypeError(f"ids must be integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2 or ids.shape[1] < 1:
         raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
-    max_new_tokens = _check_int(max_new_tokens, "max_new_tokens", 0)
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
     out = ids
     if max_new_tokens == 0:
         return out

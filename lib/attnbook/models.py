@@ -20,8 +20,9 @@ import torch
 from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
+from .checks import check_int_tensor, check_positions
 from .config import BASE_TRANSFORMER, ModelConfig
-from .nn import RotaryEmbedding, _check_positions
+from .nn import RotaryEmbedding
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -113,7 +114,8 @@ class _Embedding(nn.Module):
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         ids = _check_ids(ids, self.config.vocab_size)
-        positions = _check_positions(positions, ids.shape[1], ids.shape)
+        positions = check_positions(check_int_tensor(positions, "positions"), ids.shape[1],
+                                    ids.shape)
         if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
             raise ValueError(f"positions of shape {tuple(positions.shape)} do not match the "
                              f"batch of ids of shape {tuple(ids.shape)}")

@@ -21,12 +21,21 @@ Conventions (see :mod:`attnbook` and the notation appendix of the book):
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .checks import (
+    check_bool,
+    check_broadcast,
+    check_input_dtype,
+    check_int,
+    check_int_tensor,
+    check_positions,
+    check_real,
+)
 
 __all__ = [
     "LayerNorm",
@@ -34,6 +43,8 @@ __all__ = [
     "apply_rope",
     "RotaryEmbedding",
     "repeat_kv",
+    "split_heads",
+    "merge_heads",
     "keep_mask_to_additive",
     "keep_mask_to_mha_mask",
     "position_keep_mask",
@@ -48,57 +59,6 @@ _HALF = (torch.float16, torch.bfloat16)
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """Reductions (norm statistics, softmax) of fp16/bf16 tensors run in float32."""
     return torch.float32 if dtype in _HALF else dtype
-
-
-def _check_int(value, name: str, minimum: int = 1) -> int:
-    """An integer size: Python or NumPy integers; bools and floats (even ``2.0``) rejected."""
-    if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
-            and value.dtype != torch.bool:
-        value = int(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_real(value, name: str, *, minimum: float | None = None, strict: bool = False,
-                allow_inf: bool = False) -> float:
-    """A real number (not a bool, not a string); finite unless ``allow_inf``."""
-    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype != torch.bool:
-        value = value.item()
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if math.isnan(value) or (not allow_inf and math.isinf(value)):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if minimum is not None and (value <= minimum if strict else value < minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
-    return value
-
-
-def _check_bool(value, name: str) -> bool:
-    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype == torch.bool:
-        return bool(value)
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
-def _check_input_dtype(x: torch.Tensor, weight: torch.Tensor, name: str = "x") -> None:
-    """Raise a TypeError naming ``x`` when it cannot meet the module's weights in a matmul."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor (the module's parameters are "
-                        f"{weight.dtype}), got dtype {x.dtype}")
-    if x.dtype != weight.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
-            f"convert one of them (e.g. {name}.to({weight.dtype}) or module.to({x.dtype}))"
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,8 +91,8 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
-        self.d_model = _check_int(d_model, "d_model")
-        self.eps = _check_real(eps, "eps", minimum=0.0, strict=True)
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.eps = check_real(eps, "eps", minimum=0.0, strict=True)
         self.weight = nn.Parameter(torch.ones(self.d_model))
         self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
 
@@ -164,6 +124,7 @@ class LayerNorm(nn.Module):
         return y.to(x.dtype)
 
     def extra_repr(self) -> str:
+        """The settings shown in the module's ``repr``."""
         return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}"
 
 
@@ -189,8 +150,8 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.d_model = _check_int(d_model, "d_model")
-        self.eps = _check_real(eps, "eps", minimum=0.0, strict=True)
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.eps = check_real(eps, "eps", minimum=0.0, strict=True)
         self.weight = nn.Parameter(torch.ones(self.d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -216,37 +177,13 @@ class RMSNorm(nn.Module):
         return (y * self.weight.to(y.dtype)).to(x.dtype)
 
     def extra_repr(self) -> str:
+        """The settings shown in the module's ``repr``."""
         return f"{self.d_model}, eps={self.eps}"
 
 
 # --------------------------------------------------------------------------------------------
 # Rotary position embedding
 # --------------------------------------------------------------------------------------------
-
-
-def _as_int_tensor(positions, name: str) -> torch.Tensor:
-    if not isinstance(positions, torch.Tensor):
-        try:
-            positions = torch.as_tensor(np.asarray(positions))
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"{name} must be an integer tensor, got {type(positions).__name__}") \
-                from None
-    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"{name} must be an integer tensor, got dtype {positions.dtype}")
-    if positions.numel() and bool((positions < 0).any()):
-        raise ValueError(f"{name} must be >= 0, got min {int(positions.min())} "
-                         f"(shape {tuple(positions.shape)})")
-    return positions
-
-
-def _check_positions(positions, T: int, x_shape, name: str = "positions"):
-    positions = _as_int_tensor(positions, name)
-    if positions.ndim == 0 or positions.shape[-1] != T:
-        raise ValueError(
-            f"{name} of shape {tuple(positions.shape)} must end in the sequence length {T} "
-            f"(x has shape {tuple(x_shape)}); pass one position per token"
-        )
-    return positions
 
 
 def apply_rope(
@@ -285,11 +222,11 @@ def apply_rope(
         x = x.to(torch.float32)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, D); got {tuple(x.shape)}")
-    base = _check_real(base, "base", minimum=1.0, strict=True)
+    base = check_real(base, "base", minimum=1.0, strict=True)
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
-    pos = _check_positions(positions, T, x.shape).to(x.device)
+    pos = check_positions(check_int_tensor(positions, "positions"), T, x.shape).to(x.device)
     if pos.ndim == 2 and x.ndim == 4:
         pos = pos[:, None, :]  # (B, 1, T) broadcasts over heads
     try:
@@ -334,7 +271,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, base: float = 10000.0, interleaved: bool = False):
         super().__init__()
-        self.base = _check_real(base, "base", minimum=1.0, strict=True)
+        self.base = check_real(base, "base", minimum=1.0, strict=True)
         self.interleaved = bool(interleaved)
 
     def forward(self, x: torch.Tensor, positions) -> torch.Tensor:
@@ -354,6 +291,7 @@ class RotaryEmbedding(nn.Module):
         return apply_rope(x, positions, base=self.base, interleaved=self.interleaved)
 
     def extra_repr(self) -> str:
+        """The settings shown in the module's ``repr``."""
         return f"base={self.base}, interleaved={self.interleaved}"
 
 
@@ -387,11 +325,54 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """
     if x.ndim != 4:
         raise ValueError(f"repeat_kv expects (B, H_kv, S, D), got shape {tuple(x.shape)}")
-    n_rep = _check_int(n_rep, "n_rep")
+    n_rep = check_int(n_rep, "n_rep", 1)
     if n_rep == 1:
         return x
     B, H_kv, S, D = x.shape
     return x[:, :, None].expand(B, H_kv, n_rep, S, D).reshape(B, H_kv * n_rep, S, D)  # (B, H, S, D)
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Split the feature axis into heads: ``(B, L, H * D) -> (B, H, L, D)``.
+
+    The torch twin of :func:`attnbook.heads.split_heads`: head ``h`` holds features
+    ``h * D .. (h + 1) * D - 1``.
+
+    Args:
+        x: ``(B, L, H * D)`` tensor, e.g. the output of a query projection.
+        n_heads: number of heads ``H``; must divide the last axis.
+
+    Returns:
+        ``(B, H, L, D)`` view of ``x``.
+
+    Raises:
+        ValueError: if ``x`` is not 3-D or ``n_heads`` does not divide its last axis.
+        TypeError: if ``n_heads`` is not an integer >= 1.
+    """
+    n_heads = check_int(n_heads, "n_heads", 1)
+    if x.ndim != 3 or x.shape[-1] % n_heads:
+        raise ValueError(f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
+                         f"axis; got shape {tuple(x.shape)}")
+    B, L, _ = x.shape
+    return x.view(B, L, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate the heads: ``(B, H, L, D) -> (B, L, H * D)``; inverse of :func:`split_heads`.
+
+    Args:
+        x: ``(B, H, L, D)`` tensor, e.g. the per-head attention outputs.
+
+    Returns:
+        ``(B, L, H * D)`` tensor.
+
+    Raises:
+        ValueError: if ``x`` is not 4-D.
+    """
+    if x.ndim != 4:
+        raise ValueError(f"merge_heads expects (B, H, L, D), got shape {tuple(x.shape)}")
+    B, H, L, D = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
 
 
 def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
@@ -504,16 +485,16 @@ def position_keep_mask(
             positions differ.
         TypeError: if the positions are not integers or ``window`` is not an integer.
     """
-    causal = _check_bool(causal, "causal")
+    causal = check_bool(causal, "causal")
     if window is not None:
-        window = _check_int(window, "window")
+        window = check_int(window, "window", 1)
         if not causal:
             raise ValueError(
                 f"window={window} requires causal=True: a sliding window hides the keys more "
                 "than window - 1 positions in the past and, being causal, every future key"
             )
-    q_positions = _as_int_tensor(q_positions, "q_positions")
-    k_positions = _as_int_tensor(k_positions, "k_positions").to(q_positions.device)
+    q_positions = check_int_tensor(q_positions, "q_positions")
+    k_positions = check_int_tensor(k_positions, "k_positions").to(q_positions.device)
     for name, t in (("q_positions", q_positions), ("k_positions", k_positions)):
         if t.ndim not in (1, 2):
             raise ValueError(f"{name} must be (L,) or (B, L); got shape {tuple(t.shape)}")
@@ -534,19 +515,6 @@ def position_keep_mask(
     if keep.ndim == 3:
         keep = keep[:, None]  # (B, 1, L, S)
     return keep
-
-
-def _check_mask_shape(mask: torch.Tensor, target, name: str = "mask") -> None:
-    target = tuple(target)
-    try:
-        ok = tuple(torch.broadcast_shapes(tuple(mask.shape), target)) == target
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-            f"{target} (B, H, L, S); use e.g. (L, S), (B, 1, 1, S) or (B, 1, L, S)"
-        )
 
 
 def scaled_dot_product_attention(
@@ -629,13 +597,13 @@ def scaled_dot_product_attention(
             f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={tuple(q.shape)}, "
             f"k.shape={tuple(k.shape)})"
         )
-    causal = _check_bool(causal, "causal")
-    dropout_p = _check_real(dropout_p, "dropout_p")
+    causal = check_bool(causal, "causal")
+    dropout_p = check_real(dropout_p, "dropout_p")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
     if scale is None:
         scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
-    scale = _check_real(scale, "scale")
+    scale = check_real(scale, "scale")
     k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
     v = repeat_kv(v, H // H_kv)  # (B, H, S, Dv)
 
@@ -646,7 +614,7 @@ def scaled_dot_product_attention(
     keep = None
     if mask is not None:
         mask = torch.as_tensor(mask, device=q.device)
-        _check_mask_shape(mask, (B, H, L, S))
+        check_broadcast(mask, "mask", (B, H, L, S))
         if mask.dtype == torch.bool:
             keep = mask
         elif mask.is_floating_point():
@@ -702,6 +670,34 @@ class MultiHeadAttention(nn.Module):
     Parameters: ``q_proj (H*D, d_model)``, ``k_proj``/``v_proj`` ``(H_kv*D, d_model)``,
     ``o_proj (d_model, H*D)`` (``torch.nn.Linear`` layout, ``y = x W^T + b``).
 
+    ``forward(x, context=None, mask=None, *, causal=False, window=None, positions=None,
+    kv_cache=None, need_weights=False)`` returns ``(B, L, d_model)``, and the
+    ``(B, n_heads, L, S_total)`` weights too if ``need_weights``. Its arguments:
+
+    * ``x``: ``(B, L, d_model)`` queries' input, in the parameters' dtype.
+    * ``context``: ``(B, S, d_model)`` keys'/values' input for cross-attention; ``None`` for
+      self-attention.
+    * ``mask``: boolean keep-mask or additive float mask broadcastable to
+      ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` source padding. With a KV cache
+      ``S_total`` counts the cached keys plus the new ones. A 2-D mask is read as ``(L, S)``:
+      pass Hugging Face style ``(B, S)`` padding as ``(B, 1, 1, S)`` (when ``B == L`` a
+      ``(B, S)`` mask would silently be taken for ``(L, S)``). A float mask is added to the
+      scores (0s and 1s hide nothing).
+    * ``causal``: hide later positions. Positions are ``positions`` for the queries and the
+      cache's key positions; without either, bottom-right alignment.
+    * ``window``: sliding-window size (itself included); needs ``causal=True`` (a sliding
+      window is causal here), or comes from a sliding-window cache.
+    * ``positions``: non-negative integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE
+      angles and causal mask); default ``arange(past, past + L)``, where ``past`` is the
+      number of tokens already in ``kv_cache``.
+    * ``kv_cache``: an object with ``seq_len``, ``window`` and
+      ``update(k, v, positions) -> (k_all, v_all, key_positions)`` (see
+      :mod:`attnbook.kv_cache`); self-attention only.
+    * ``need_weights``: also return the weights.
+
+    ``forward`` checks its arguments with :meth:`check_inputs` (the errors are listed there)
+    and builds the attention's mask with :meth:`attention_mask`.
+
     Raises:
         ValueError: if ``n_heads`` does not divide ``d_model`` (and no ``head_dim`` is given),
             ``n_kv_heads`` does not divide ``n_heads``, a size is < 1, or ``dropout`` is
@@ -723,12 +719,12 @@ class MultiHeadAttention(nn.Module):
         out_bias: bool | None = None,
     ):
         super().__init__()
-        d_model = _check_int(d_model, "d_model")
-        n_heads = _check_int(n_heads, "n_heads")
-        n_kv_heads = n_heads if n_kv_heads is None else _check_int(n_kv_heads, "n_kv_heads")
+        d_model = check_int(d_model, "d_model", 1)
+        n_heads = check_int(n_heads, "n_heads", 1)
+        n_kv_heads = n_heads if n_kv_heads is None else check_int(n_kv_heads, "n_kv_heads", 1)
         if head_dim is not None:
-            head_dim = _check_int(head_dim, "head_dim")
-        dropout = _check_real(dropout, "dropout")
+            head_dim = check_int(head_dim, "head_dim", 1)
+        dropout = check_real(dropout, "dropout")
         if n_heads % n_kv_heads:
             raise ValueError(
                 f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads} "
@@ -759,66 +755,62 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
 
-    def _split(self, x: torch.Tensor, n: int) -> torch.Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, n, self.head_dim).transpose(1, 2)  # (B, n, T, D)
+    def forward(self, x, context=None, mask=None, *, causal=False,
+                window=None, positions=None, kv_cache=None,
+                need_weights=False):
+        """Attend from ``x`` (B, L, d_model) to itself, or to ``context``.
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        context: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        window: int | None = None,
-        positions: torch.Tensor | None = None,
-        kv_cache=None,
-        need_weights: bool = False,
-    ):
-        """Attend from ``x`` to itself (or to ``context``).
+        Returns ``(B, L, d_model)`` (and the weights if ``need_weights``);
+        the arguments and errors are described in the class docstring.
+        """
+        positions, window = self.check_inputs(
+            x, context, mask, causal, window, positions, kv_cache)
+        src = x if context is None else context  # keys' and values' input
+        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, L, D)
+        k = split_heads(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        v = split_heads(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        if self.rope is not None:  # rotate by position
+            q, k = self.rope(q, positions), self.rope(k, positions)
+        k_positions = positions
+        if kv_cache is not None:  # append the new keys; read all cached ones
+            k, v, k_positions = kv_cache.update(k, v, positions)
+        mask = self.attention_mask(mask, positions, k_positions, causal, window)
+        p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout_p=p, return_weights=True)  # (B, H, L, D)
+        out = self.o_proj(merge_heads(out))  # (B, L, H*D) -> (B, L, d_model)
+        return (out, weights) if need_weights else out
+
+    def check_inputs(self, x, context, mask, causal, window, positions, kv_cache):
+        """Check the arguments of :meth:`forward`; return its positions and window.
 
         Args:
-            x: ``(B, L, d_model)`` queries' input.
-            context: ``(B, S, d_model)`` keys'/values' input for cross-attention; ``None`` for
-                self-attention.
-            mask: boolean keep-mask or additive float mask broadcastable to
-                ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` source padding. With a KV
-                cache ``S_total`` counts the cached keys plus the new ones. A 2-D mask is read
-                as ``(L, S)``: pass Hugging Face style ``(B, S)`` padding as ``(B, 1, 1, S)``
-                (when ``B == L`` a ``(B, S)`` mask would silently be taken for ``(L, S)``). A
-                float mask is added to the scores (0s and 1s hide nothing).
-            causal: hide later positions. Positions are ``positions`` for the queries and the
-                cache's key positions; without either, bottom-right alignment.
-            window: sliding-window size (itself included); needs ``causal=True`` (a sliding
-                window is causal here), or comes from a sliding-window cache.
-            positions: non-negative integer ``(L,)`` or ``(B, L)`` positions of the queries
-                (RoPE angles and causal mask); default ``arange(past, past + L)``, where
-                ``past`` is the number of tokens already in ``kv_cache``.
-            kv_cache: an object with ``seq_len``, ``window`` and
-                ``update(k, v, positions) -> (k_all, v_all, key_positions)`` (see
-                :mod:`attnbook.kv_cache`); self-attention only.
-            need_weights: also return the ``(B, n_heads, L, S_total)`` weights.
+            x, context, mask, causal, window, positions, kv_cache: the arguments of
+                :meth:`forward` (see the class docstring).
 
         Returns:
-            ``(B, L, d_model)``, and the weights if asked.
+            ``(positions, window)``: the queries' positions as an integer tensor on the device
+            of ``x`` (default ``arange(past, past + L)``, ``past`` the tokens already in
+            ``kv_cache``), and the window (the cache's, for a sliding-window cache).
 
         Raises:
             ValueError: for inputs whose last axis is not ``d_model``, batch sizes that differ,
-                positions that do not match ``L`` or are negative, masks that do not
-                broadcast, a cache or RoPE with cross-attention, a window without
-                ``causal=True``, or a window that contradicts the cache's.
-            TypeError: if ``x`` (or ``context``) is not a tensor in the parameters' dtype.
+                positions that do not match ``L`` or are negative, a cache, RoPE or a
+                causal/window mask with cross-attention, a window without ``causal=True``, or
+                a window that contradicts the cache's.
+            TypeError: if ``x`` (or ``context``) is not a tensor in the parameters' dtype,
+                ``causal`` is not a bool, ``window`` is not an integer or ``positions`` are
+                not integers.
         """
-        _check_input_dtype(x, self.q_proj.weight, "x")
+        check_input_dtype(x, self.q_proj.weight, "x")
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must be (B, L, d_model={self.d_model}); got shape {tuple(x.shape)}"
             )
         B, L, _ = x.shape
-        cross = context is not None
-        causal = _check_bool(causal, "causal")
-        if cross:
-            _check_input_dtype(context, self.k_proj.weight, "context")
+        causal = check_bool(causal, "causal")
+        if context is not None:
+            check_input_dtype(context, self.k_proj.weight, "context")
             if context.ndim != 3 or context.shape[-1] != self.d_model or context.shape[0] != B:
                 raise ValueError(
                     f"context must be (B={B}, S, d_model={self.d_model}); got shape "
@@ -826,65 +818,75 @@ class MultiHeadAttention(nn.Module):
                 )
             if kv_cache is not None or self.rope is not None:
                 raise ValueError("kv_cache and rope apply to self-attention only (context given)")
-        src = context if cross else x
-        q = self._split(self.q_proj(x), self.n_heads)  # (B, H, L, D)
-        k = self._split(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
-        v = self._split(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
-
+            if causal or window is not None:
+                raise ValueError("causal/window masks apply to self-attention only")
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
-        positions = _check_positions(positions, L, x.shape).to(x.device)
+        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape)
         if positions.ndim == 2 and positions.shape[0] != B:
             raise ValueError(
                 f"positions of shape {tuple(positions.shape)} do not match batch {B} of x"
             )
-        if self.rope is not None:
-            q = self.rope(q, positions)
-            k = self.rope(k, positions)
-        k_positions = positions
-        if kv_cache is not None:
-            cache_window = getattr(kv_cache, "window", None)
-            if cache_window is not None:
-                if window is not None and window != cache_window:
-                    raise ValueError(
-                        f"window {window} contradicts the cache's window {cache_window}")
-                window = cache_window
-            k, v, k_positions = kv_cache.update(k, v, positions)  # (B, H_kv, S_total, D)
-
-        keep = None
-        if causal or window is not None:
-            if cross:
-                raise ValueError("causal/window masks apply to self-attention only")
-            if window is not None and not causal:
+        cache_window = None if kv_cache is None else getattr(kv_cache, "window", None)
+        if cache_window is not None:
+            if window is not None and window != cache_window:
+                raise ValueError(f"window {window} contradicts the cache's window {cache_window}")
+            window = cache_window
+        if window is not None:
+            window = check_int(window, "window", 1)
+            if not causal:
                 raise ValueError(
                     f"window={window} needs causal=True (a sliding window is causal here)")
-            keep = position_keep_mask(positions, k_positions.to(x.device), causal=causal,
-                                      window=window)
-        S = k.shape[-2]
-        if mask is not None:
-            mask = torch.as_tensor(mask, device=x.device)
-            _check_mask_shape(mask, (B, self.n_heads, L, S))
-            if mask.dtype == torch.bool:
-                keep = _combine_keep(keep, mask)
-                mask = None
-        if keep is not None and mask is not None:
-            # an additive float mask plus structural keep-mask: hide by replacement
-            mask = torch.where(keep, mask, torch.tensor(-math.inf, dtype=mask.dtype,
-                                                        device=mask.device))
-            keep = None
-        att_mask = keep if keep is not None else mask
-        p = self.dropout if self.training else 0.0
-        out = scaled_dot_product_attention(
-            q, k, v, att_mask, dropout_p=p, return_weights=need_weights
-        )
-        if need_weights:
-            out, weights = out
-        out = out.transpose(1, 2).reshape(B, L, self.n_heads * self.head_dim)  # (B, L, H*D)
-        out = self.o_proj(out)  # (B, L, d_model)
-        if need_weights:
-            return out, weights
-        return out
+        return positions.to(x.device), window
+
+    def attention_mask(self, mask, q_positions, k_positions, causal, window):
+        """The mask :meth:`forward` gives the attention: ``mask`` AND the causal/window mask.
+
+        Args:
+            mask: ``None``, a boolean keep-mask or an additive float mask broadcastable to
+                ``(B, n_heads, L, S)``.
+            q_positions: ``(L,)`` or ``(B, L)`` integer positions of the queries.
+            k_positions: ``(S,)`` or ``(B, S)`` integer positions of the keys.
+            causal: hide keys at later positions than the query.
+            window: ``None`` or the sliding-window size (with ``causal``).
+
+        Returns:
+            ``None``, a boolean keep-mask, or (for an additive ``mask``) a float mask with
+            ``-inf`` where the causal/window mask hides a key (hidden by replacement, so a
+            large additive value cannot undo it).
+
+        Raises:
+            ValueError: if ``mask`` does not broadcast to the scores' shape ``(., ., L, S)``.
+            TypeError: if ``mask`` is neither boolean nor floating.
+        """
+        keep = None
+        if causal or window is not None:
+            keep = position_keep_mask(q_positions, k_positions.to(q_positions.device),
+                                      causal=causal, window=window)
+        if mask is None:
+            return keep
+        mask = torch.as_tensor(mask, device=q_positions.device)
+        if mask.dtype != torch.bool and not mask.is_floating_point():
+            raise TypeError(
+                f"mask must be a boolean keep-mask or an additive float mask; got dtype "
+                f"{mask.dtype} (shape {tuple(mask.shape)})"
+            )
+        if keep is None:
+            return mask  # scaled_dot_product_attention checks its shape
+        try:
+            shape = torch.broadcast_shapes(tuple(mask.shape), tuple(keep.shape))
+        except RuntimeError:
+            shape = None
+        if shape is None or shape[-2:] != keep.shape[-2:] or len(shape) > 4:
+            L, S = keep.shape[-2:]
+            raise ValueError(
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+                f"(B, H, L={L}, S={S}); use e.g. (L, S), (B, 1, 1, S) or (B, 1, L, S)"
+            )
+        if mask.dtype == torch.bool:
+            return _combine_keep(keep, mask)
+        return torch.where(keep, mask, -math.inf)  # hide by replacement, not by adding
 
 
 class MultiHeadLatentAttention(nn.Module):
@@ -930,13 +932,13 @@ class MultiHeadLatentAttention(nn.Module):
         eps: float = 1e-6,
     ):
         super().__init__()
-        d_model, n_heads = _check_int(d_model, "d_model"), _check_int(n_heads, "n_heads")
-        kv_lora_rank = _check_int(kv_lora_rank, "kv_lora_rank")
-        qk_nope_head_dim = _check_int(qk_nope_head_dim, "qk_nope_head_dim")
-        qk_rope_head_dim = _check_int(qk_rope_head_dim, "qk_rope_head_dim")
-        v_head_dim = _check_int(v_head_dim, "v_head_dim")
+        d_model, n_heads = check_int(d_model, "d_model", 1), check_int(n_heads, "n_heads", 1)
+        kv_lora_rank = check_int(kv_lora_rank, "kv_lora_rank", 1)
+        qk_nope_head_dim = check_int(qk_nope_head_dim, "qk_nope_head_dim", 1)
+        qk_rope_head_dim = check_int(qk_rope_head_dim, "qk_rope_head_dim", 1)
+        v_head_dim = check_int(v_head_dim, "v_head_dim", 1)
         if q_lora_rank is not None:
-            q_lora_rank = _check_int(q_lora_rank, "q_lora_rank")
+            q_lora_rank = check_int(q_lora_rank, "q_lora_rank", 1)
         if qk_rope_head_dim % 2:
             raise ValueError(f"qk_rope_head_dim must be even for RoPE, got {qk_rope_head_dim}")
         self.d_model, self.n_heads = d_model, n_heads
@@ -1001,16 +1003,16 @@ class MultiHeadLatentAttention(nn.Module):
             TypeError: if ``x`` is not a tensor in the parameters' dtype, ``positions`` is not
                 an integer tensor or the mask is not boolean.
         """
-        _check_input_dtype(x, self.kv_a_proj.weight, "x")
+        check_input_dtype(x, self.kv_a_proj.weight, "x")
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must be (B, L, d_model={self.d_model}); got {tuple(x.shape)}")
-        causal = _check_bool(causal, "causal")
+        causal = check_bool(causal, "causal")
         B, L, _ = x.shape
         H = self.n_heads
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
-        positions = _check_positions(positions, L, x.shape)
+        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape)
         q = self.q_proj(x).view(B, L, H, self.q_head_dim).transpose(1, 2)  # (B, H, L, Dq)
         q_nope, q_pe = q.split([self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
         q_pe = self.rope(q_pe, positions)  # (B, H, L, Dr)
@@ -1036,7 +1038,7 @@ class MultiHeadLatentAttention(nn.Module):
             if mask.dtype != torch.bool:
                 raise TypeError(f"mask must be a boolean keep-mask (True = may attend), got dtype "
                                 f"{mask.dtype} (shape {tuple(mask.shape)})")
-            _check_mask_shape(mask, (B, H, L, S))
+            check_broadcast(mask, "mask", (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)
         out = out.transpose(1, 2).reshape(B, L, H * self.v_head_dim)  # (B, L, H*Dv)
