@@ -21,57 +21,77 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
-from .checks import as_float_array as _as_float_array
+from . import checks
+from .attention import (
+    compute_dtype,
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_core,
+)
 
 __all__ = [
+    "split_heads_core",
     "split_heads",
+    "merge_heads_core",
     "merge_heads",
+    "repeat_kv_core",
     "repeat_kv",
+    "grouped_query_attention_core",
     "grouped_query_attention",
+    "multi_head_attention_core",
     "multi_head_attention",
 ]
 
 
-def _check_pos_int(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+def split_heads_core(x, n_heads):
+    """Split the features into heads: ``(..., L, H*D) -> (..., H, L, D)``."""
+    *lead, L, F = x.shape
+    x = x.reshape(*lead, L, n_heads, F // n_heads)  # (..., L, H, D)
+    return np.swapaxes(x, -2, -3)  # (..., H, L, D)
 
 
 def split_heads(x, n_heads: int) -> np.ndarray:
     """Split the feature axis into heads: ``(..., L, H * D) -> (..., H, L, D)``.
 
+    Checks its arguments and calls :func:`split_heads_core`.
+
     Args:
-        x: ``(..., L, n_heads * head_dim)`` array.
-        n_heads: number of heads ``H``; must divide the last axis.
+        x: ``(..., L, n_heads * head_dim)`` array (any dtype).
+        n_heads: number of heads ``H``; a positive integer that divides the last axis.
 
     Returns:
-        ``(..., H, L, D)`` view-compatible array (head ``h`` holds features
+        ``(..., H, L, D)`` array of the dtype of ``x`` (head ``h`` holds features
         ``h*D .. (h+1)*D - 1``, the convention of torch's ``nn.MultiheadAttention``).
 
     Raises:
-        ValueError: if ``x`` has fewer than 2 axes or ``n_heads`` does not divide its last axis.
+        TypeError: if ``n_heads`` is not an integer.
+        ValueError: if ``n_heads < 1``, ``x`` has fewer than 2 axes or ``n_heads`` does not
+            divide its last axis.
+
+    Source: Vaswani et al. (2017), section 3.2.2.
     """
     x = np.asarray(x)
-    n_heads = _check_pos_int(n_heads, "n_heads")
+    n_heads = checks.check_int(n_heads, "n_heads", 1)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., L, features); got {x.shape}")
-    L, F = x.shape[-2], x.shape[-1]
-    if F % n_heads:
+    if x.shape[-1] % n_heads:
         raise ValueError(
-            f"n_heads {n_heads} must divide the feature size {F} of x (shape {x.shape})"
+            f"n_heads {n_heads} must divide the feature size {x.shape[-1]} of x "
+            f"(shape {x.shape})"
         )
-    x = x.reshape(*x.shape[:-1], n_heads, F // n_heads)  # (..., L, H, D)
-    return np.swapaxes(x, -2, -3)  # (..., H, L, D)
+    return split_heads_core(x, n_heads)
+
+
+def merge_heads_core(x):
+    """Concatenate the heads: ``(..., H, L, D) -> (..., L, H*D)``."""
+    x = np.swapaxes(x, -2, -3)  # (..., L, H, D)
+    *lead, L, H, D = x.shape
+    return x.reshape(*lead, L, H * D)  # (..., L, H*D)
 
 
 def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: ``(..., H, L, D) -> (..., L, H * D)``.
 
-    The inverse of :func:`split_heads`.
+    The inverse of :func:`split_heads`; checks its input and calls :func:`merge_heads_core`.
 
     Args:
         x: ``(..., H, L, D)`` array (any dtype), e.g. the per-head attention outputs.
@@ -86,15 +106,22 @@ def merge_heads(x) -> np.ndarray:
     x = np.asarray(x)
     if x.ndim < 3:
         raise ValueError(f"x must have shape (..., H, L, D); got {x.shape}")
-    H, L, D = x.shape[-3:]
-    x = np.swapaxes(x, -2, -3)  # (..., L, H, D)
-    return x.reshape(*x.shape[:-2], H * D)  # (..., L, H*D)
+    return merge_heads_core(x)
+
+
+def repeat_kv_core(x, n_rep):
+    """Repeat each KV head ``n_rep`` times, interleaved: head h reads h // n_rep.
+
+    ``(..., H_kv, S, D) -> (..., H_kv * n_rep, S, D)``.
+    """
+    return np.repeat(x, n_rep, axis=-3)  # (..., H_kv * n_rep, S, D)
 
 
 def repeat_kv(x, n_rep: int) -> np.ndarray:
     """Repeat each KV head ``n_rep`` times, interleaved.
 
-    ``(..., H_kv, S, D) -> (..., H_kv * n_rep, S, D)``.
+    ``(..., H_kv, S, D) -> (..., H_kv * n_rep, S, D)``. Checks its arguments and calls
+    :func:`repeat_kv_core`.
 
     Output head ``h`` is input head ``h // n_rep``: with 2 KV heads and ``n_rep = 2`` the
     query heads read KV heads ``[0, 0, 1, 1]``. Tiling (``np.tile``, torch's ``.repeat``) would
@@ -114,10 +141,22 @@ def repeat_kv(x, n_rep: int) -> np.ndarray:
     Source: Ainslie et al. (2023); Llama's ``repeat_kv``.
     """
     x = np.asarray(x)
-    n_rep = _check_pos_int(n_rep, "n_rep")
+    n_rep = checks.check_int(n_rep, "n_rep", 1)
     if x.ndim < 3:
         raise ValueError(f"x must have shape (..., H_kv, S, D); got {x.shape}")
-    return np.repeat(x, n_rep, axis=-3)  # (..., H_kv * n_rep, S, D)
+    return repeat_kv_core(x, n_rep)
+
+
+def grouped_query_attention_core(q, k, v, mask=None, scale=None):
+    """Attention of H query heads over H_kv shared key/value heads.
+
+    q (..., H, L, D), k (..., H_kv, S, D), v (..., H_kv, S, Dv); query head
+    h reads KV head h // (H // H_kv). Returns the output and the weights.
+    """
+    n_rep = q.shape[-3] // k.shape[-3]  # query heads per KV head
+    k = repeat_kv_core(k, n_rep)  # (..., H, S, D)
+    v = repeat_kv_core(v, n_rep)  # (..., H, S, Dv)
+    return scaled_dot_product_attention_core(q, k, v, mask, scale)
 
 
 def grouped_query_attention(
@@ -125,6 +164,12 @@ def grouped_query_attention(
     return_weights: bool = False,
 ):
     """Attention of ``H`` query heads over ``H_kv`` key/value heads (GQA; MHA and MQA included).
+
+    The steps of :func:`grouped_query_attention_core`: checks the head counts, repeats the
+    key/value heads with :func:`repeat_kv_core`, and calls
+    :func:`attnbook.attention.scaled_dot_product_attention`, which checks the rest (shapes,
+    masks, scale), combines ``mask`` with ``causal``, computes in at least float32 and calls
+    its core.
 
     Args:
         q: ``(..., H, L, D)`` queries.
@@ -144,10 +189,12 @@ def grouped_query_attention(
         ValueError: if an input has fewer than 3 axes, ``H_kv`` does not divide ``H``, ``k``
             and ``v`` disagree on ``H_kv``, and everything
             :func:`attnbook.attention.scaled_dot_product_attention` rejects (head dims, masks).
+        TypeError: if an input is not a real numeric array, and everything
+            :func:`attnbook.attention.scaled_dot_product_attention` rejects as a wrong kind.
 
     Source: Ainslie et al., "GQA" (2023), section 2.2; Vaswani et al. (2017), eq. 1.
     """
-    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    q, k, v = (checks.as_float_array(a, n) for a, n in ((q, "q"), (k, "k"), (v, "v")))
     for name, arr in (("q", q), ("k", k), ("v", v)):
         if arr.ndim < 3:
             raise ValueError(f"{name} must have shape (..., heads, seq, dim); got {arr.shape}")
@@ -161,26 +208,26 @@ def grouped_query_attention(
         raise ValueError(
             f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={q.shape}, k.shape={k.shape})"
         )
-    k = repeat_kv(k, H // H_kv)  # (..., H, S, D)
-    v = repeat_kv(v, H // H_kv)  # (..., H, S, Dv)
+    k = repeat_kv_core(k, H // H_kv)  # (..., H, S, D)
+    v = repeat_kv_core(v, H // H_kv)  # (..., H, S, Dv)
     return scaled_dot_product_attention(
         q, k, v, mask, causal=causal, scale=scale, return_weights=return_weights
     )
 
 
-def _project(x, w, b, name: str, d_in: int) -> np.ndarray:
-    w = _as_float_array(w, name)
-    if w.ndim != 2 or w.shape[0] != d_in:
-        raise ValueError(
-            f"{name} must have shape (d_in={d_in}, d_out) in the x @ W layout; got {w.shape}"
-        )
-    y = x @ w
-    if b is not None:
-        b = np.asarray(b)
-        if b.shape != (w.shape[1],):
-            raise ValueError(f"bias of {name} must have shape ({w.shape[1]},); got {b.shape}")
-        y = y + b
-    return y
+def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
+                              n_heads, n_kv_heads, mask=None):
+    """Project, split into heads, attend, merge, project: Concat(heads) W^O.
+
+    x (..., L, d_model), context (..., S, d_model); weights in the x @ W
+    layout, w_q (d_model, H*D). Returns (..., L, d_model) and the weights.
+    """
+    q = split_heads_core(x @ w_q + b_q, n_heads)  # (..., H, L, D)
+    k = split_heads_core(context @ w_k + b_k, n_kv_heads)  # (..., H_kv, S, D)
+    v = split_heads_core(context @ w_v + b_v, n_kv_heads)  # (..., H_kv, S, Dv)
+    out, weights = grouped_query_attention_core(q, k, v, mask)  # (..., H, L, Dv)
+    out = merge_heads_core(out)  # (..., L, H*Dv)
+    return out @ w_o + b_o, weights  # (..., L, d_model), (..., H, L, S)
 
 
 def multi_head_attention(
@@ -203,11 +250,17 @@ def multi_head_attention(
 ):
     """Multi-head (or grouped-query) attention with projections, ``Concat(heads) W^O``.
 
+    Checks the arguments, computes in at least float32 (:func:`attnbook.attention.
+    compute_dtype`) and runs the steps of :func:`multi_head_attention_core` — project,
+    :func:`split_heads_core`, attend, :func:`merge_heads_core`, project — with
+    :func:`grouped_query_attention` as the attention step, so that ``mask`` and ``causal``
+    are checked and combined as in :func:`attnbook.attention.scaled_dot_product_attention`.
+
     Args:
         x: ``(..., L, d_model)`` input of the queries.
         w_q: ``(d_model, n_heads * head_dim)``.
-        w_k, w_v: ``(d_model, n_kv_heads * head_dim)``.
-        w_o: ``(n_heads * head_dim, d_model)``.
+        w_k, w_v: ``(d_model, n_kv_heads * head_dim)`` (``w_v`` may use another head size).
+        w_o: ``(n_heads * head_dim_v, d_model)``.
         n_heads: query heads ``H``.
         n_kv_heads: key/value heads ``H_kv`` (default ``H``); must divide ``H``.
         context: ``(..., S, d_model)`` input of keys and values for cross-attention; default
@@ -218,38 +271,64 @@ def multi_head_attention(
         return_weights: also return the ``(..., H, L, S)`` weights.
 
     Returns:
-        ``(..., L, d_model)`` (and the weights). Scores are scaled by ``1/sqrt(head_dim)``.
+        ``(..., L, d_model)`` in the common dtype of the inputs (and the weights). Scores are
+        scaled by ``1/sqrt(head_dim)``.
 
     Raises:
-        ValueError: if a weight has the wrong shape (``w_o`` must map back to ``d_model``),
-            ``n_heads`` does not divide ``w_q``'s output, ``n_kv_heads`` does not divide
-            ``n_heads``, or the projections give different head dims.
-        TypeError: if ``x``, ``context`` or a weight is not a real numeric array.
+        ValueError: if a weight or bias has the wrong shape (``w_o`` must map back to
+            ``d_model``), ``n_heads`` does not divide ``w_q``'s output, ``n_kv_heads`` does
+            not divide ``n_heads`` or ``w_k``'s output, the projections give different head
+            dims, an input holds nan or inf, or ``mask`` is rejected by
+            :func:`attnbook.attention.scaled_dot_product_attention`.
+        TypeError: if ``n_heads`` or ``n_kv_heads`` is not an integer, or ``x``, ``context``,
+            a weight or a bias is not a real numeric array.
 
     Source: Vaswani et al. (2017), section 3.2.2; Ainslie et al. (2023).
     """
-    x = _as_float_array(x, "x")
-    n_heads = _check_pos_int(n_heads, "n_heads")
-    n_kv_heads = n_heads if n_kv_heads is None else _check_pos_int(n_kv_heads, "n_kv_heads")
+    x = checks.as_float_array(x, "x")
+    n_heads = checks.check_int(n_heads, "n_heads", 1)
+    n_kv_heads = n_heads if n_kv_heads is None else checks.check_int(n_kv_heads, "n_kv_heads", 1)
     if n_heads % n_kv_heads:
         raise ValueError(f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads}")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., L, d_model); got {x.shape}")
-    src = x if context is None else _as_float_array(context, "context")
+    src = x if context is None else checks.as_float_array(context, "context")
     d_model = x.shape[-1]
-    w_o_arr = np.asarray(w_o)
-    if w_o_arr.ndim == 2 and w_o_arr.shape[1] != d_model:
-        raise ValueError(
-            f"w_o must have shape (n_heads * head_dim, d_model={d_model}) to map back to x's "
-            f"width; got {w_o_arr.shape}"
-        )
-    if src.shape[-1] != d_model:
-        raise ValueError(f"context has {src.shape[-1]} features but x has {d_model} "
-                         f"(x.shape={x.shape}, context.shape={src.shape})")
-    q = split_heads(_project(x, w_q, b_q, "w_q", d_model), n_heads)  # (..., H, L, D)
-    k = split_heads(_project(src, w_k, b_k, "w_k", d_model), n_kv_heads)  # (..., H_kv, S, D)
-    v = split_heads(_project(src, w_v, b_v, "w_v", d_model), n_kv_heads)  # (..., H_kv, S, Dv)
-    res = grouped_query_attention(q, k, v, mask, causal=causal, return_weights=return_weights)
-    out, weights = res if return_weights else (res, None)
-    out = _project(merge_heads(out), w_o, b_o, "w_o", n_heads * v.shape[-1])  # (..., L, d_model)
-    return (out, weights) if return_weights else out
+    if src.ndim < 2 or src.shape[-1] != d_model:
+        raise ValueError(f"context must have shape (..., S, d_model={d_model}) like x "
+                         f"(x.shape={x.shape}); got {src.shape}")
+    w = {n: checks.as_float_array(a, n)
+         for n, a in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))}
+    for name in ("w_q", "w_k", "w_v"):
+        if w[name].ndim != 2 or w[name].shape[0] != d_model:
+            raise ValueError(f"{name} must have shape (d_in={d_model}, d_out) in the x @ W "
+                             f"layout; got {w[name].shape}")
+    for name, h in (("w_q", n_heads), ("w_k", n_kv_heads), ("w_v", n_kv_heads)):
+        if w[name].shape[1] % h:
+            raise ValueError(f"{'n_heads' if name == 'w_q' else 'n_kv_heads'} {h} must "
+                             f"divide the output size {w[name].shape[1]} of {name}")
+    D, D_k = w["w_q"].shape[1] // n_heads, w["w_k"].shape[1] // n_kv_heads
+    if D != D_k:
+        raise ValueError(f"q has head_dim {D} but k has {D_k} (w_q.shape={w['w_q'].shape}, "
+                         f"w_k.shape={w['w_k'].shape})")
+    Dv = w["w_v"].shape[1] // n_kv_heads
+    if w["w_o"].shape != (n_heads * Dv, d_model):
+        raise ValueError(f"w_o must have shape (n_heads * head_dim={n_heads * Dv}, "
+                         f"d_model={d_model}) to map back to x's width; got {w['w_o'].shape}")
+    b = {}
+    for name, bias in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)):
+        d_out = w["w" + name[1:]].shape[1]
+        b[name] = np.zeros(d_out) if bias is None else checks.as_float_array(bias, name)
+        if b[name].shape != (d_out,):
+            raise ValueError(f"bias {name} must have shape ({d_out},); got {b[name].shape}")
+    for name, arr in (("x", x), ("context", src), *w.items(), *b.items()):
+        checks.check_finite(arr, name)
+    out_dtype = np.result_type(x, src, *w.values(), *b.values())
+    c = {n: a.astype(compute_dtype(out_dtype), copy=False)
+         for n, a in (("x", x), ("context", src), *w.items(), *b.items())}
+    q = split_heads_core(c["x"] @ c["w_q"] + c["b_q"], n_heads)  # (..., H, L, D)
+    k = split_heads_core(c["context"] @ c["w_k"] + c["b_k"], n_kv_heads)  # (..., H_kv, S, D)
+    v = split_heads_core(c["context"] @ c["w_v"] + c["b_v"], n_kv_heads)  # (..., H_kv, S, Dv)
+    out, weights = grouped_query_attention(q, k, v, mask, causal=causal, return_weights=True)
+    out = (merge_heads_core(out) @ c["w_o"] + c["b_o"]).astype(out_dtype)  # (..., L, d_model)
+    return (out, weights.astype(out_dtype)) if return_weights else out

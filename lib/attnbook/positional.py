@@ -24,35 +24,41 @@ NumPy only.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-__all__ = ["sinusoidal_encoding", "rope_frequencies", "rope_angles", "apply_rope"]
+from . import checks
+from .attention import compute_dtype
+
+__all__ = [
+    "sinusoidal_encoding_core",
+    "sinusoidal_encoding",
+    "rope_frequencies",
+    "rope_angles",
+    "apply_rope_core",
+    "apply_rope",
+]
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+def sinusoidal_encoding_core(seq_len, d_model, base=10000.0):
+    """PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = the cosine.
 
-
-def _check_base(base) -> float:
-    if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a real number, got {base!r} ({type(base).__name__})")
-    base = float(base)
-    if not np.isfinite(base) or base <= 1.0:
-        raise ValueError(f"base must be a finite number > 1, got {base}")
-    return base
+    Returns a float64 (seq_len, d_model) array; an odd d_model ends on a sine.
+    """
+    pos = np.arange(seq_len)[:, None]  # (L, 1)
+    two_i = np.arange(0, d_model, 2)  # (ceil(d_model/2),) the even dims 2i
+    angles = pos * base ** (-two_i / d_model)  # (L, ceil(d_model/2))
+    pe = np.zeros((seq_len, d_model))  # (L, d_model)
+    pe[:, 0::2] = np.sin(angles)  # even dims 2i: sine
+    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # odd dims 2i+1: cosine
+    return pe
 
 
 def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     """The fixed sinusoidal positional encoding of the original Transformer.
 
     ``PE[pos, 2i] = sin(pos / base^(2i / d_model))`` and
-    ``PE[pos, 2i + 1] = cos(pos / base^(2i / d_model))``.
+    ``PE[pos, 2i + 1] = cos(pos / base^(2i / d_model))``. Checks its arguments and calls
+    :func:`sinusoidal_encoding_core`.
 
     Args:
         seq_len: number of positions (``pos = 0 .. seq_len - 1``).
@@ -66,20 +72,14 @@ def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) ->
 
     Raises:
         TypeError: if ``seq_len`` or ``d_model`` is not an integer or ``base`` not a real number.
-        ValueError: if ``seq_len < 0``, ``d_model < 1`` or ``base <= 1``.
+        ValueError: if ``seq_len < 0``, ``d_model < 1``, or ``base`` is not finite or ``<= 1``.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), section 3.5.
     """
-    seq_len = _check_int(seq_len, "seq_len", 0)
-    d_model = _check_int(d_model, "d_model", 1)
-    base = _check_base(base)
-    pos = np.arange(seq_len, dtype=np.float64)[:, None]  # (seq_len, 1)
-    two_i = np.arange(0, d_model, 2, dtype=np.float64)  # (ceil(d_model/2),) the even dims 2i
-    angles = pos * base ** (-two_i / d_model)  # (seq_len, ceil(d_model/2))
-    pe = np.empty((seq_len, d_model), dtype=np.float64)
-    pe[:, 0::2] = np.sin(angles)  # (seq_len, ceil(d_model/2))
-    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # (seq_len, floor(d_model/2))
-    return pe
+    seq_len = checks.check_int(seq_len, "seq_len", 0)
+    d_model = checks.check_int(d_model, "d_model", 1)
+    base = checks.check_real(base, "base", minimum=1.0, strict=True)
+    return sinusoidal_encoding_core(seq_len, d_model, base)
 
 
 def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
@@ -94,40 +94,23 @@ def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
         float64 array ``(head_dim // 2,)``, in radians per position, decreasing from 1.
 
     Raises:
-        ValueError: if ``head_dim`` is odd or < 2, or ``base <= 1``.
+        ValueError: if ``head_dim`` is odd or < 2, or ``base`` is not finite or ``<= 1``.
         TypeError: if ``head_dim`` is not an integer or ``base`` not a real number.
 
     Source: Su et al., "RoFormer" (2021), eq. 15.
     """
-    head_dim = _check_int(head_dim, "head_dim", 2)
+    head_dim = checks.check_int(head_dim, "head_dim", 2)
     if head_dim % 2:
         raise ValueError(f"RoPE rotates pairs of dimensions; head_dim must be even, got {head_dim}")
-    base = _check_base(base)
+    base = checks.check_real(base, "base", minimum=1.0, strict=True)
     return base ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
 
 
-def _check_positions(positions, seq_len: int, x_shape) -> np.ndarray:
-    pos = np.asarray(positions)
-    if pos.dtype == np.bool_ or not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(
-            f"positions must be integers (token indices), got dtype {pos.dtype} "
-            f"(shape {pos.shape})"
-        )
-    if pos.ndim == 0 or pos.shape[-1] != seq_len:
-        raise ValueError(
-            f"positions of shape {pos.shape} must end in the sequence length {seq_len} "
-            f"of x (shape {tuple(x_shape)}); pass one position per token"
-        )
-    if (pos < 0).any():
-        raise ValueError(f"positions must be >= 0, got min {int(pos.min())}")
-    return pos
-
-
 def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
-    """Cosines and sines of the RoPE angles ``pos * theta_i``.
+    """Cosines and sines of the RoPE angles ``pos * theta_i``, computed in float64.
 
     Args:
-        positions: integer array ``(..., T)``.
+        positions: non-negative integer array ``(..., T)``.
         head_dim: even head dimension ``D``.
         base: see :func:`rope_frequencies`.
 
@@ -139,13 +122,27 @@ def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
         TypeError: for non-integer positions.
     """
     theta = rope_frequencies(head_dim, base=base)  # (D/2,)
-    pos = np.asarray(positions)
-    if pos.dtype == np.bool_ or not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(f"positions must be integers, got dtype {pos.dtype}")
-    if (pos < 0).any():
-        raise ValueError(f"positions must be >= 0, got min {int(pos.min())}")
+    pos = checks.check_int_array(positions, "positions")
     angles = pos.astype(np.float64)[..., None] * theta  # (..., T, D/2)
     return np.cos(angles), np.sin(angles)
+
+
+def apply_rope_core(x, cos, sin, interleaved=False):
+    """Rotate each pair (a, b) of x (..., T, D) to (a cos - b sin, a sin + b cos).
+
+    cos and sin (..., T, D/2) hold the angles pos * theta_i. Pairs are
+    (2i, 2i+1) if interleaved, else (i, i + D/2) (the half-split layout).
+    """
+    if interleaved:
+        a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
+    else:
+        a, b = np.split(x, 2, axis=-1)  # (..., T, D/2) each
+    ra = a * cos - b * sin  # (..., T, D/2)
+    rb = a * sin + b * cos  # (..., T, D/2)
+    if interleaved:
+        out = np.stack([ra, rb], axis=-1)  # (..., T, D/2, 2)
+        return out.reshape(*out.shape[:-2], 2 * ra.shape[-1])  # (..., T, D)
+    return np.concatenate([ra, rb], axis=-1)  # (..., T, D)
 
 
 def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
@@ -154,7 +151,8 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     Each pair ``(a, b)`` of coordinates at position ``m`` becomes
     ``(a cos(m theta_i) - b sin(m theta_i), a sin(m theta_i) + b cos(m theta_i))``. The dot
     product of a rotated query at position ``m`` and a rotated key at position ``n`` depends on
-    the positions only through ``m - n``.
+    the positions only through ``m - n``. Checks its arguments, computes the angles with
+    :func:`rope_angles` and calls :func:`apply_rope_core`.
 
     Args:
         x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
@@ -169,29 +167,29 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
             default).
 
     Returns:
-        Array of the shape and floating dtype of ``x`` (integers promoted to float64); the
-        angles are computed in float64. Position 0 is the identity.
+        Array of the shape and floating dtype of ``x`` (integers and bools promoted to
+        float64). The angles are computed in float64 and the rotation in at least float32
+        (:func:`attnbook.attention.compute_dtype`), then cast back to the dtype of ``x``.
+        Position 0 is the identity.
 
     Raises:
         ValueError: if ``D`` is odd, ``positions`` does not end in ``T`` (e.g. shorter than the
             sequence) or does not broadcast to ``x.shape[:-1]`` (or would enlarge the output),
-            or a position is negative.
-        TypeError: if ``positions`` is not an integer array or ``base`` not a real number.
+            a position is negative, or ``base`` is not finite or ``<= 1``.
+        TypeError: if ``x`` is not a real numeric array, ``positions`` is not an integer array,
+            ``base`` not a real number or ``interleaved`` not a bool.
 
     Source: Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021),
     eq. 34; the half-split pairing is ``rotate_half`` in Hugging Face ``transformers``.
     """
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        if x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.integer):
-            raise TypeError(f"x must be a real array, got dtype {x.dtype}")
-        x = x.astype(np.float64)
+    x = checks.as_float_array(x, "x")
+    interleaved = checks.check_bool(interleaved, "interleaved")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, D); got shape {x.shape}")
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {x.shape} (D = {D})")
-    pos = _check_positions(positions, T, x.shape)
+    pos = checks.check_positions(positions, T, x.shape)
     given_shape = pos.shape
     if pos.ndim == 2 and x.ndim == 4:
         pos = pos[:, None, :]  # (B, 1, T): one row per batch element, broadcast over heads
@@ -205,16 +203,8 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
             f"{x.shape[:-1]} without enlarging x of shape {x.shape} (expected (T,) or (B, T), "
             "a 2-D array being read as (B, T) with a 4-D x)"
         )
-    cos, sin = rope_angles(pos, D, base=base)  # (..., T, D/2)
-    if interleaved:
-        a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
-    else:
-        a, b = x[..., : D // 2], x[..., D // 2 :]  # (..., T, D/2) each
-    ra = a * cos - b * sin  # (..., T, D/2)
-    rb = a * sin + b * cos  # (..., T, D/2)
-    out = np.empty(np.broadcast_shapes(ra.shape[:-1] + (D,), x.shape), dtype=x.dtype)
-    if interleaved:
-        out[..., 0::2], out[..., 1::2] = ra, rb
-    else:
-        out[..., : D // 2], out[..., D // 2 :] = ra, rb
-    return out
+    dtype = compute_dtype(x)
+    cos, sin = rope_angles(pos, D, base=base)  # (..., T, D/2), float64
+    out = apply_rope_core(x.astype(dtype, copy=False), cos.astype(dtype), sin.astype(dtype),
+                          interleaved)  # (..., T, D)
+    return out.astype(x.dtype, copy=False)
