@@ -81,6 +81,7 @@ def hf_attentions():
 # -- the equality tests with the real model ---------------------------------------------------
 
 
+@pytest.mark.slow  # loading sentence-transformers takes ~5 s
 def test_embeddings_equal_sentence_transformers(model, st_model):
     """A padded batch, and a > 256-piece input (truncated), vs sentence-transformers."""
     ours = np.concatenate([model.encode(SENTENCES), model.encode([LONG])])
@@ -98,6 +99,7 @@ def test_embeddings_equal_sentence_transformers(model, st_model):
     assert np.abs(ours[0] - ours[1]).max() > 1e-3
 
 
+@pytest.mark.slow  # loading sentence-transformers takes ~5 s
 def test_token_ids_equal_reference_tokenizer(model, st_model):
     """Word pieces, [CLS]/[SEP], padding and truncation at 256 as sentence-transformers does."""
     ids, mask, tokens = model.tokenize(SENTENCES + [LONG])
@@ -204,9 +206,11 @@ def test_referent_attention_hand_built():
     assert ra.shift[0, 0] == pytest.approx(-0.4 - 0.5, abs=1e-6)
     with pytest.raises(ValueError, match="margin"):
         ra.flipped_heads(-0.1)
+    with pytest.raises(TypeError, match="margin"):
+        ra.flipped_heads("0.1")
     with pytest.raises(ValueError, match="two candidates"):
-        pretrained.ReferentAttention(("a",), "it", ("x",), (("a",),),
-                                     np.zeros((1, 1, 1, 1))).preference
+        _ = pretrained.ReferentAttention(("a",), "it", ("x",), (("a",),),
+                                         np.zeros((1, 1, 1, 1))).preference
 
 
 # -- loading, caching, bad input ---------------------------------------------------------------
@@ -242,17 +246,40 @@ def test_encode_edge_cases_and_bad_input(model):
         model.encode(42)
     with pytest.raises(ValueError, match="batch_size"):
         model.encode(["a"], batch_size=0)
+    with pytest.raises(TypeError, match="batch_size"):
+        model.encode(["a"], batch_size=2.0)
     with pytest.raises(TypeError, match="sentence"):
         model.attentions(["not", "a", "string"])
     with pytest.raises(ValueError, match="banana"):
         pretrained.attention_of_token(pretrained.TIRED, "banana", model=model)
     with pytest.raises(ValueError, match="occurrence"):
         pretrained.attention_of_token(pretrained.TIRED, "it", occurrence=1, model=model)
+    with pytest.raises(TypeError, match="occurrence"):
+        pretrained.attention_of_token(pretrained.TIRED, "it", occurrence=0.0, model=model)
+    with pytest.raises(TypeError, match="candidates"):
+        pretrained.referent_attention(candidates="animal", model=model)
     ids, mask, _ = model.tokenize(["a b c"])
     with pytest.raises(ValueError, match="attention_mask"):
         model(ids, mask[:, :-1])
     with pytest.raises(ValueError, match="max_seq_len"):
         model(torch.zeros((1, 513), dtype=torch.int64))
+    with pytest.raises(TypeError, match="ids"):
+        model(torch.zeros((1, 3)))
+    with pytest.raises(ValueError, match="ids"):
+        model(torch.zeros(3, dtype=torch.int64))
+
+
+def test_encoder_constructor_arguments():
+    hf_cfg = json.loads((pretrained.minilm_dir() / "config.json").read_text())
+    cfg, _ = pretrained.bert_config_from_hf(hf_cfg)
+    with pytest.raises(ValueError, match="max_seq_length"):
+        pretrained.BertEncoder(cfg, max_seq_length=1)
+    with pytest.raises(TypeError, match="max_seq_length"):
+        pretrained.BertEncoder(cfg, max_seq_length=8.0)
+    with pytest.raises(TypeError, match="pad_token_id"):
+        pretrained.BertEncoder(cfg, pad_token_id=None)
+    with pytest.raises(ValueError, match="tokenizer"):
+        pretrained.BertEncoder(cfg).encode(["a"])
 
 
 def test_bert_config_from_hf_rejects_what_it_cannot_build():

@@ -46,8 +46,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks
 from .blocks import TransformerBlock
-from .models import ModelConfig
+from .config import ModelConfig
 from .nn import LayerNorm
 
 __all__ = [
@@ -80,6 +81,8 @@ MINILM_SOURCE = (
 
 # Checkpoint tensors that the sentence encoder does not use.
 _UNUSED_KEYS = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
+
+_NO_TOKENIZER = "this BertEncoder has no tokenizer; pass one or use load_minilm()"
 
 
 def minilm_dir() -> Path:
@@ -175,6 +178,7 @@ class BertEmbeddings(nn.Module):
     ``-> (B, T, d_model)`` float32.
 
     Raises:
+        TypeError: if ``ids`` is not an integer tensor.
         ValueError: if ``ids`` is not 2-D, ``T > max_seq_len``, or ``token_type_ids`` has
             another shape than ``ids``.
 
@@ -203,9 +207,11 @@ class BertEmbeddings(nn.Module):
             ``(B, T, d_model)`` float32 embeddings.
 
         Raises:
+            TypeError: if ``ids`` is not an integer tensor.
             ValueError: if ``ids`` is not 2-D, ``T > max_seq_len``, or ``token_type_ids`` has
                 another shape than ``ids``.
         """
+        ids = checks.check_int_tensor(ids, "ids")
         if ids.ndim != 2:
             raise ValueError(f"ids must be (B, T); got shape {tuple(ids.shape)}")
         T = ids.shape[1]
@@ -257,8 +263,11 @@ class BertEncoder(nn.Module):
         max_seq_length, pad_token_id, source.
 
     Raises:
-        ValueError: if ``config`` is not a Post-LN encoder with learned positions, or
-            ``max_seq_length`` is outside ``[2, max_seq_len]``.
+        TypeError: if ``type_vocab_size``, ``max_seq_length`` or ``pad_token_id`` is not an
+            integer.
+        ValueError: if ``config`` is not a Post-LN encoder with learned positions,
+            ``max_seq_length`` is outside ``[2, max_seq_len]``, ``type_vocab_size < 1`` or
+            ``pad_token_id < 0``.
     """
 
     def __init__(self, config: ModelConfig, type_vocab_size: int = 2, tokenizer=None, *,
@@ -269,10 +278,12 @@ class BertEncoder(nn.Module):
                 "BertEncoder needs arch='encoder', norm_first=False, positional='learned'; got "
                 f"arch={config.arch!r}, norm_first={config.norm_first}, "
                 f"positional={config.positional!r}")
-        max_seq_length = config.max_seq_len if max_seq_length is None else int(max_seq_length)
-        if not 2 <= max_seq_length <= config.max_seq_len:
-            raise ValueError(f"max_seq_length must be in [2, {config.max_seq_len}], "
-                             f"got {max_seq_length}")
+        if max_seq_length is None:
+            max_seq_length = config.max_seq_len
+        max_seq_length = checks.check_int(max_seq_length, "max_seq_length", 2,
+                                          config.max_seq_len)
+        type_vocab_size = checks.check_int(type_vocab_size, "type_vocab_size", 1)
+        pad_token_id = checks.check_int(pad_token_id, "pad_token_id")
         self.config = config
         self.embeddings = BertEmbeddings(config, type_vocab_size)
         self.layers = nn.ModuleList(
@@ -281,7 +292,7 @@ class BertEncoder(nn.Module):
             for _ in range(config.n_layers))
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
-        self.pad_token_id = int(pad_token_id)
+        self.pad_token_id = pad_token_id
         self.source = source
 
     # -- the network -----------------------------------------------------------------------
@@ -324,10 +335,6 @@ class BertEncoder(nn.Module):
 
     # -- text in, numbers out --------------------------------------------------------------
 
-    def _check_tokenizer(self):
-        if self.tokenizer is None:
-            raise ValueError("this BertEncoder has no tokenizer; pass one or use load_minilm()")
-
     def tokenize(self, sentences: Sequence[str]):
         """Word pieces of each sentence, ``[CLS] ... [SEP]``, truncated to ``max_seq_length``.
 
@@ -343,8 +350,9 @@ class BertEncoder(nn.Module):
             TypeError: if ``sentences`` is not a list/tuple of strings.
             ValueError: if the model has no tokenizer.
         """
-        self._check_tokenizer()
-        sentences = _check_sentences(sentences)
+        if self.tokenizer is None:
+            raise ValueError(_NO_TOKENIZER)
+        sentences = checks.check_strings(sentences, "sentences")
         encs = self.tokenizer.encode_batch(sentences) if sentences else []
         T = max((len(e.ids) for e in encs), default=0)
         ids = torch.full((len(encs), T), self.pad_token_id, dtype=torch.int64)  # (n, T)
@@ -371,17 +379,18 @@ class BertEncoder(nn.Module):
             ``(n, d_model)`` float32 array (``(n, 384)`` for all-MiniLM-L6-v2), unit rows.
 
         Raises:
-            TypeError: if ``sentences`` is not a string or a list/tuple of strings.
+            TypeError: if ``sentences`` is not a string or a list/tuple of strings, or
+                ``batch_size`` is not an integer.
             ValueError: if ``batch_size < 1`` or the model has no tokenizer.
 
         Source: all-MiniLM-L6-v2 model card ("Usage (HuggingFace Transformers)").
         """
         if isinstance(sentences, str):
             sentences = [sentences]
-        sentences = _check_sentences(sentences)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self._check_tokenizer()
+        sentences = checks.check_strings(sentences, "sentences")
+        batch_size = checks.check_int(batch_size, "batch_size", 1)
+        if self.tokenizer is None:
+            raise ValueError(_NO_TOKENIZER)
         out = np.zeros((len(sentences), self.config.d_model), dtype=np.float32)
         for start in range(0, len(sentences), batch_size):
             ids, mask, _ = self.tokenize(sentences[start:start + batch_size])
@@ -415,16 +424,6 @@ class BertEncoder(nn.Module):
         _, weights = self(ids, mask, need_weights=True)
         w = torch.stack([wl[0] for wl in weights])  # (layers, H, T, T)
         return tokens[0], w.numpy().astype(np.float32, copy=False)
-
-
-def _check_sentences(sentences) -> list[str]:
-    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
-        raise TypeError(
-            f"sentences must be a list or tuple of strings, got {type(sentences).__name__}")
-    for i, s in enumerate(sentences):
-        if not isinstance(s, str):
-            raise TypeError(f"sentences[{i}] must be a string, got {type(s).__name__}")
-    return list(sentences)
 
 
 # HF BERT parameter names -> ours (per layer, after "encoder.layer.{i}.").
@@ -572,8 +571,9 @@ def attention_of_token(sentence: str, token: str = "it", *, occurrence: int = 0,
     Raises:
         ValueError: if ``token`` is not a word piece of the sentence (the message lists them),
             or ``occurrence`` is out of range.
-        TypeError: if ``sentence`` is not a string.
+        TypeError: if ``sentence`` is not a string or ``occurrence`` not an integer.
     """
+    occurrence = checks.check_int(occurrence, "occurrence", None)
     model = load_minilm() if model is None else model
     tokens, weights = model.attentions(sentence)  # (layers, H, T, T)
     i = _find_token(tokens, token, occurrence)
@@ -601,8 +601,10 @@ class ReferentAttention:
 
     @property
     def preference(self) -> np.ndarray:
-        """``weights[:, 0] - weights[:, 1]``: ``(n_sentences, n_layers, n_heads)``; > 0 means
-        the query attends more to the first candidate than to the second.
+        """How much more the query attends to the first candidate than to the second.
+
+        ``weights[:, 0] - weights[:, 1]``, ``(n_sentences, n_layers, n_heads)``; > 0 means
+        the query attends more to the first candidate.
 
         Raises:
             ValueError: if there are fewer than two candidates.
@@ -613,7 +615,9 @@ class ReferentAttention:
 
     @property
     def shift(self) -> np.ndarray:
-        """``preference[1] - preference[0]``: ``(n_layers, n_heads)``; < 0 means the query moves
+        """How the preference changes from the first sentence to the second.
+
+        ``preference[1] - preference[0]``, ``(n_layers, n_heads)``; < 0 means the query moves
         towards the second candidate from the first sentence to the second.
 
         Raises:
@@ -638,14 +642,14 @@ class ReferentAttention:
             0-based.
 
         Raises:
+            TypeError: if ``margin`` is not a real number.
             ValueError: if there are fewer than two sentences or two candidates, or
-                ``margin < 0``.
+                ``margin`` is negative or not finite.
         """
         if self.weights.shape[0] < 2 or self.weights.shape[1] < 2:
             raise ValueError(f"need two sentences and two candidates; weights have shape "
                              f"{self.weights.shape}")
-        if margin < 0:
-            raise ValueError(f"margin must be >= 0, got {margin}")
+        margin = checks.check_real(margin, "margin", minimum=0)
         p0, p1 = self.preference[0], self.preference[1]  # (layers, H)
         flip = ((p0 > margin) & (p1 < -margin)) | ((p0 < -margin) & (p1 > margin))
         out = [(int(layer), int(head), float(p0[layer, head]), float(p1[layer, head]))
@@ -675,10 +679,10 @@ def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "i
 
     Raises:
         ValueError: if a sentence lacks the query or a candidate, or no candidates are given.
-        TypeError: if ``sentences`` is not a list/tuple of strings.
+        TypeError: if ``sentences`` or ``candidates`` is not a list/tuple of strings.
     """
-    sentences = _check_sentences(sentences)
-    candidates = tuple(candidates)
+    sentences = checks.check_strings(sentences, "sentences")
+    candidates = tuple(checks.check_strings(candidates, "candidates"))
     if not candidates:
         raise ValueError("candidates must name at least one word piece")
     model = load_minilm() if model is None else model
