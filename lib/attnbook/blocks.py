@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_choice, check_int
 from .nn import LayerNorm, MultiHeadAttention, RMSNorm, RotaryEmbedding
 
 __all__ = [
@@ -46,6 +47,7 @@ class FeedForward(nn.Module):
 
     Raises:
         ValueError: for an unknown activation or a size < 1.
+        TypeError: if a size is not an integer (bools and floats are rejected).
 
     Source: Vaswani et al. (2017), eq. 2.
     """
@@ -53,26 +55,17 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True,
                  dropout: float = 0.0):
         super().__init__()
-        if activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be >= 1, got {d_model} and {d_ff}")
-        self.activation = activation
+        self.activation = check_choice(activation, "activation", sorted(_ACTIVATIONS))
+        d_model, d_ff = check_int(d_model, "d_model", 1), check_int(d_ff, "d_ff", 1)
+        self.act = _ACTIVATIONS[activation]
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Apply the network to every position independently.
-
-        Args:
-            x: ``(..., d_model)`` input, e.g. ``(B, L, d_model)``, in the layers' dtype.
-
-        Returns:
-            ``(..., d_model)``, same dtype as ``x``.
-        """
-        return self.linear2(self.dropout(_ACTIVATIONS[self.activation](self.linear1(x))))
+        """``act(x W1 + b1) W2 + b2`` at each position: (..., d_model)."""
+        h = self.act(self.linear1(x))  # (..., d_ff)
+        return self.linear2(self.dropout(h))  # (..., d_model)
 
 
 class SwiGLU(nn.Module):
@@ -90,28 +83,22 @@ class SwiGLU(nn.Module):
 
     Raises:
         ValueError: if ``d_model`` or ``d_ff`` is < 1.
+        TypeError: if a size is not an integer (bools and floats are rejected).
 
     Source: Shazeer, "GLU Variants Improve Transformer" (2020), eq. 6.
     """
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False):
         super().__init__()
-        if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be >= 1, got {d_model} and {d_ff}")
+        d_model, d_ff = check_int(d_model, "d_model", 1), check_int(d_ff, "d_ff", 1)
         self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
         self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
         self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Apply the gated network to every position independently.
-
-        Args:
-            x: ``(..., d_model)`` input, e.g. ``(B, L, d_model)``, in the layers' dtype.
-
-        Returns:
-            ``(..., d_model)``, same dtype as ``x``.
-        """
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        """``(SiLU(x W_gate) * (x W_up)) W_down`` at each position."""
+        h = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., d_ff)
+        return self.down_proj(h)  # (..., d_model)
 
 
 def make_norm(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
@@ -130,11 +117,10 @@ def make_norm(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Modu
     Raises:
         ValueError: for another ``kind``.
     """
+    check_choice(kind, "norm", ("layernorm", "rmsnorm"))
     if kind == "layernorm":
         return LayerNorm(d_model, eps, bias=bias)
-    if kind == "rmsnorm":
-        return RMSNorm(d_model, eps)
-    raise ValueError(f"norm must be 'layernorm' or 'rmsnorm', got {kind!r}")
+    return RMSNorm(d_model, eps)
 
 
 def make_ffn(kind: str, d_model: int, d_ff: int, bias: bool, dropout: float) -> nn.Module:
@@ -154,8 +140,10 @@ def make_ffn(kind: str, d_model: int, d_ff: int, bias: bool, dropout: float) -> 
         A fresh ``torch.nn.Module`` mapping ``(..., d_model)`` to ``(..., d_model)``.
 
     Raises:
-        ValueError: (from :class:`FeedForward`) for another ``kind`` or a size < 1.
+        ValueError: for another ``kind`` or a size < 1.
+        TypeError: if a size is not an integer.
     """
+    check_choice(kind, "ffn", ("relu", "gelu", "swiglu"))
     if kind == "swiglu":
         return SwiGLU(d_model, d_ff, bias=bias)
     return FeedForward(d_model, d_ff, kind, bias=bias, dropout=dropout)
@@ -193,9 +181,26 @@ class TransformerBlock(nn.Module):
         head_dim: per-head width of the attention, default ``d_model // n_heads`` (see
             :class:`attnbook.nn.MultiHeadAttention`).
 
+    ``forward(x, mask=None, *, causal=False, window=None, positions=None, kv_cache=None)``
+    maps ``x (B, L, d_model)`` to ``(B, L, d_model)`` in the dtype of ``x``:
+
+    * ``mask``: boolean keep-mask (``True`` = may attend) or additive float mask,
+      broadcastable to ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` padding.
+    * ``causal``: hide later positions (decoder-only models), bottom-right aligned.
+    * ``window``: sliding-window size (the query itself included), with ``causal``.
+    * ``positions``: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles and
+      causal mask); default continues after the tokens in ``kv_cache``.
+    * ``kv_cache``: a cache of this layer's keys and values (see :mod:`attnbook.kv_cache`), or
+      ``None``.
+
+    It raises as :meth:`attnbook.nn.MultiHeadAttention.check_inputs` (shapes, positions,
+    masks, a window that contradicts the cache's).
+
     Raises:
         ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
             ``ffn``/``norm``.
+        TypeError: as :class:`attnbook.nn.MultiHeadAttention` (a size that is not an
+            integer).
 
     Source: Vaswani et al. (2017), section 3.1; Xiong et al., "On Layer Normalization in the
     Transformer Architecture" (2020), figure 1.
@@ -230,48 +235,24 @@ class TransformerBlock(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        window: int | None = None,
-        positions: torch.Tensor | None = None,
-        kv_cache=None,
-    ) -> torch.Tensor:
-        """Run the layer: self-attention, then the feed-forward network, each with its residual.
+    def forward(self, x, mask=None, *, causal=False, window=None,
+                positions=None, kv_cache=None):
+        """One layer: ``(B, L, d_model) -> (B, L, d_model)``.
 
-        Args:
-            x: ``(B, L, d_model)`` input.
-            mask: boolean keep-mask (``True`` = may attend) or additive float mask,
-                broadcastable to ``(B, n_heads, L, S_total)``, e.g. ``(B, 1, 1, S)`` padding.
-            causal: hide later positions (decoder-only models), bottom-right aligned.
-            window: sliding-window size (the query itself included), with ``causal``.
-            positions: integer ``(L,)`` or ``(B, L)`` positions of the queries (RoPE angles
-                and causal mask); default continues after the tokens in ``kv_cache``.
-            kv_cache: a cache of this layer's keys and values (see :mod:`attnbook.kv_cache`),
-                or ``None``.
-
-        Returns:
-            ``(B, L, d_model)``, same dtype as ``x``.
-
-        Raises:
-            ValueError: as :meth:`attnbook.nn.MultiHeadAttention.forward` (shapes, positions,
-                masks, a window that contradicts the cache's).
+        The arguments go to the self-attention (see the class docstring).
         """
 
-        def attn(h):
+        def attn(h):  # self-attention with the caller's mask, positions, cache
             return self.self_attn(h, mask=mask, causal=causal, window=window,
                                   positions=positions, kv_cache=kv_cache)
 
-        if self.norm_first:
+        if self.norm_first:  # Pre-LN: x + Sublayer(Norm(x))
             x = x + self.dropout1(attn(self.norm1(x)))
             x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:
+        else:  # Post-LN: Norm(x + Sublayer(x))
             x = self.norm1(x + self.dropout1(attn(x)))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return x
+        return x  # (B, L, d_model)
 
 
 class EncoderDecoderBlock(nn.Module):
@@ -301,9 +282,26 @@ class EncoderDecoderBlock(nn.Module):
         bias: biases in attention, FFN and LayerNorm.
         head_dim: per-head width of both attentions, default ``d_model // n_heads``.
 
+    ``forward(x, memory, *, self_mask=None, memory_mask=None, causal=True, kv_cache=None)``
+    maps ``x (B, L, d_model)`` to ``(B, L, d_model)`` in the dtype of ``x``:
+
+    * ``x``: decoder input (target embeddings or the previous layer's output).
+    * ``memory``: ``(B, S, d_model)`` encoder output that the cross-attention reads.
+    * ``self_mask``: keep-mask for the self-attention, broadcastable to
+      ``(B, H, L, L_total)``.
+    * ``memory_mask``: keep-mask for the cross-attention, e.g. source padding
+      ``(B, 1, 1, S)``.
+    * ``causal``: causal self-attention (default True).
+    * ``kv_cache``: cache of the self-attention (the cross-attention keys are recomputed).
+
+    It raises as :meth:`attnbook.nn.MultiHeadAttention.check_inputs`, e.g. if ``memory`` is
+    not ``(B, S, d_model)`` with the batch of ``x``.
+
     Raises:
         ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
             ``ffn``/``norm``.
+        TypeError: as :class:`attnbook.nn.MultiHeadAttention` (a size that is not an
+            integer).
 
     Source: Vaswani et al. (2017), section 3.1 ("Decoder") and figure 1.
     """
@@ -337,47 +335,26 @@ class EncoderDecoderBlock(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        *,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        causal: bool = True,
-        kv_cache=None,
-    ) -> torch.Tensor:
-        """Decode ``x (B, L, d_model)`` against the encoder output ``memory (B, S, d_model)``.
+    def forward(self, x, memory, *, self_mask=None, memory_mask=None,
+                causal=True, kv_cache=None):
+        """Decode ``x`` (B, L, d_model) against the encoder output ``memory``.
 
-        Args:
-            x: ``(B, L, d_model)`` decoder input (target embeddings or the previous layer).
-            memory: ``(B, S, d_model)`` encoder output that the cross-attention reads.
-            self_mask: keep-mask for the self-attention, broadcastable to ``(B, H, L, L_total)``.
-            memory_mask: keep-mask for the cross-attention, e.g. source padding
-                ``(B, 1, 1, S)``.
-            causal: causal self-attention (default True).
-            kv_cache: cache of the self-attention (the cross-attention keys are recomputed).
-
-        Returns:
-            ``(B, L, d_model)``, same dtype as ``x``.
-
-        Raises:
-            ValueError: as :meth:`attnbook.nn.MultiHeadAttention.forward`, e.g. if ``memory``
-                is not ``(B, S, d_model)`` with the batch of ``x``.
+        Returns ``(B, L, d_model)``; the arguments are in the class docstring.
         """
 
-        def sa(h):
-            return self.self_attn(h, mask=self_mask, causal=causal, kv_cache=kv_cache)
+        def self_attn(h):  # causal self-attention over the decoder's tokens
+            return self.self_attn(h, mask=self_mask, causal=causal,
+                                  kv_cache=kv_cache)
 
-        def ca(h):
+        def cross_attn(h):  # queries from h, keys and values from memory
             return self.cross_attn(h, memory, memory_mask)
 
-        if self.norm_first:
-            x = x + self.dropout1(sa(self.norm1(x)))
-            x = x + self.dropout2(ca(self.norm2(x)))
+        if self.norm_first:  # Pre-LN: x + Sublayer(Norm(x))
+            x = x + self.dropout1(self_attn(self.norm1(x)))
+            x = x + self.dropout2(cross_attn(self.norm2(x)))
             x = x + self.dropout3(self.ffn(self.norm3(x)))
-        else:
-            x = self.norm1(x + self.dropout1(sa(x)))
-            x = self.norm2(x + self.dropout2(ca(x)))
+        else:  # Post-LN: Norm(x + Sublayer(x))
+            x = self.norm1(x + self.dropout1(self_attn(x)))
+            x = self.norm2(x + self.dropout2(cross_attn(x)))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
-        return x
+        return x  # (B, L, d_model)

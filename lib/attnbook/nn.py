@@ -760,8 +760,8 @@ class MultiHeadAttention(nn.Module):
                 need_weights=False):
         """Attend from ``x`` (B, L, d_model) to itself, or to ``context``.
 
-        Returns ``(B, L, d_model)`` (and the weights if ``need_weights``);
-        the arguments and errors are described in the class docstring.
+        Returns ``(B, L, d_model)`` (and the weights if ``need_weights``).
+        Arguments: the class docstring; errors: :meth:`check_inputs`.
         """
         positions, window = self.check_inputs(
             x, context, mask, causal, window, positions, kv_cache)
@@ -771,7 +771,7 @@ class MultiHeadAttention(nn.Module):
         v = split_heads(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
         if self.rope is not None:  # rotate by position
             q, k = self.rope(q, positions), self.rope(k, positions)
-        k_positions = positions
+        k_positions = positions  # self-attention: keys at the queries' places
         if kv_cache is not None:  # append the new keys; read all cached ones
             k, v, k_positions = kv_cache.update(k, v, positions)
         mask = self.attention_mask(mask, positions, k_positions, causal, window)
@@ -1020,7 +1020,7 @@ class MultiHeadLatentAttention(nn.Module):
         c_kv, k_pe = kv_a.split([self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
         c_kv = self.kv_a_norm(c_kv)  # (B, L, d_c)
         k_pe = self.rope(k_pe, positions)  # (B, L, Dr), one RoPE key shared by all heads
-        k_positions = positions
+        k_positions = positions  # self-attention: keys at the queries' places
         if kv_cache is not None:
             c_kv, k_pe, k_positions = kv_cache.update(c_kv, k_pe, positions)  # (B, S, .)
         S = c_kv.shape[1]
