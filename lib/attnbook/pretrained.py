@@ -553,25 +553,30 @@ def _find_token(tokens: list[str], token: str, occurrence: int) -> int:
     return hits[occurrence]
 
 
-def attention_of_token(sentence: str, token: str = "it", *, occurrence: int = 0,
-                       model: BertEncoder | None = None) -> tuple[list[str], np.ndarray]:
-    """How one token of a sentence attends to every token, in every layer and head.
+def attention_of_token(
+    sentence: str,
+    token: str = "it",
+    *,
+    occurrence: int = 0,
+    model: BertEncoder | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """How one token attends to every token of a sentence, in every head.
 
     Args:
         sentence: the sentence.
-        token: the query word piece, lower-case as the tokenizer writes it (e.g. ``"it"``).
+        token: the query word piece, lower-case as the tokenizer writes it.
         occurrence: which occurrence of ``token`` (0 = first, -1 = last).
         model: default :func:`load_minilm` ``()``.
 
     Returns:
         ``(tokens, weights)``: the ``T`` word pieces and a float32 array
-        ``(n_layers, n_heads, T)`` — row ``weights[l, h]`` is the attention distribution of
-        ``token`` over the sentence in layer ``l`` (0-based), head ``h``; it sums to 1.
+        ``(n_layers, n_heads, T)``; row ``weights[l, h]`` is the attention of
+        ``token`` in layer ``l``, head ``h`` (0-based); it sums to 1.
 
     Raises:
-        ValueError: if ``token`` is not a word piece of the sentence (the message lists them),
-            or ``occurrence`` is out of range.
-        TypeError: if ``sentence`` is not a string or ``occurrence`` not an integer.
+        ValueError: ``token`` is not a word piece of the sentence, or
+            ``occurrence`` is out of range.
+        TypeError: ``sentence`` is not a string or ``occurrence`` not an int.
     """
     occurrence = checks.check_int(occurrence, "occurrence", None)
     model = load_minilm() if model is None else model
