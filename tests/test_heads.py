@@ -1,7 +1,9 @@
-"""Tests for attnbook.heads (NumPy) and attnbook.nn.MultiHeadAttention.
+"""Tests for attnbook.heads (NumPy, its cores and public functions) and
+attnbook.nn.MultiHeadAttention.
 
 References: torch.nn.functional.scaled_dot_product_attention (also enable_gqa=True),
-torch.nn.MultiheadAttention with copied weights, and hand-derived cases from issue 3.
+torch.nn.MultiheadAttention with copied weights, float64 formulas written here (a loop over
+heads and features), and hand-derived cases from issue 3.
 """
 
 import math
@@ -348,3 +350,215 @@ def test_split_merge_heads_roundtrip_and_layout():
     assert_close(heads.merge_heads(s), x, atol=0, rtol=0)
     with pytest.raises(ValueError, match="n_heads 3 must divide the feature size 8"):
         heads.split_heads(x, 3)
+
+
+# --- the cores, against independent references ----------------------------------------------
+
+
+def _torch_mha(d_model, n_heads, seed):
+    """torch's nn.MultiheadAttention (random biases) and its weights in the x @ W layout."""
+    torch.manual_seed(seed)
+    ref = torch.nn.MultiheadAttention(d_model, n_heads, batch_first=True, dtype=D64).eval()
+    with torch.no_grad():
+        ref.in_proj_bias.normal_()
+        ref.out_proj.bias.normal_()
+    w = ref.in_proj_weight.detach().numpy()
+    b = ref.in_proj_bias.detach().numpy()
+    d = d_model
+    params = dict(w_q=w[:d].T, w_k=w[d:2 * d].T, w_v=w[2 * d:].T,
+                  w_o=ref.out_proj.weight.detach().numpy().T,
+                  b_q=b[:d], b_k=b[d:2 * d], b_v=b[2 * d:],
+                  b_o=ref.out_proj.bias.detach().numpy())
+    return ref, params
+
+
+def test_split_heads_core_matches_index_formula():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 12))
+    got = heads.split_heads_core(x, 4)
+    assert got.shape == (2, 4, 3, 3)
+    for h in range(4):
+        for d in range(3):
+            # head h, dim d is feature h * D + d (torch's nn.MultiheadAttention convention)
+            assert np.array_equal(got[:, h, :, d], x[:, :, h * 3 + d])
+
+
+def test_merge_heads_core_is_concat_of_heads():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 4, 3, 5))  # (B, H, L, D)
+    expected = np.concatenate([x[:, h] for h in range(4)], axis=-1)  # Concat(head_1..head_H)
+    assert np.array_equal(heads.merge_heads_core(x), expected)
+    assert np.array_equal(heads.split_heads_core(expected, 4), x)
+    assert heads.merge_heads_core(np.zeros((2, 0, 5))).shape == (0, 10)  # L = 0
+
+
+def test_repeat_kv_core_interleaves_0011():
+    v = np.arange(2).reshape(1, 2, 1, 1) * np.ones((1, 2, 3, 4))  # KV head h is all h
+    got = heads.repeat_kv_core(v, 2)
+    assert_close(got[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
+    assert_close(heads.repeat_kv(v, 3)[0, :, 0, 0], [0, 0, 0, 1, 1, 1], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("H,H_kv", [(4, 4), (4, 2), (6, 1)])
+def test_gqa_core_matches_torch_enable_gqa(H, H_kv):
+    torch.manual_seed(7)
+    q = torch.randn(2, H, 5, 8, dtype=D64)
+    k, v = torch.randn(2, H_kv, 7, 8, dtype=D64), torch.randn(2, H_kv, 7, 6, dtype=D64)
+    keep = torch.rand(2, 1, 5, 7) > 0.3
+    keep[..., 0] = True
+    exp = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
+    out, w = heads.grouped_query_attention_core(q.numpy(), k.numpy(), v.numpy(), keep.numpy())
+    assert np.isfinite(out).all() and out.shape == (2, H, 5, 6)
+    assert_close(out, exp, atol=1e-12, rtol=1e-12)
+    assert_close(w.sum(-1), np.ones((2, H, 5)), atol=1e-12, rtol=0)
+    add = torch.randn(1, H, 5, 7, dtype=D64)
+    exp_a = F.scaled_dot_product_attention(q, k, v, attn_mask=add, scale=0.3, enable_gqa=True)
+    out_a, _ = heads.grouped_query_attention_core(q.numpy(), k.numpy(), v.numpy(),
+                                                  add.numpy(), 0.3)
+    assert_close(out_a, exp_a, atol=1e-12, rtol=1e-12)
+
+
+def test_gqa_core_matches_float64_loop_over_heads():
+    rng = np.random.default_rng(2)
+    q = rng.normal(size=(6, 3, 4))
+    k, v = rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
+    out, _ = heads.grouped_query_attention_core(q, k, v)
+    for h in range(6):
+        g = h // 3  # 6 query heads, 2 KV heads
+        s = q[h] @ k[g].T / math.sqrt(4)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        assert_close(out[h], p @ v[g], atol=1e-14, rtol=0)
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_mha_core_matches_torch_mha(cross):
+    ref, params = _torch_mha(16, 4, seed=8)
+    x = torch.randn(2, 4, 16, dtype=D64)
+    ctx = torch.randn(2, 7, 16, dtype=D64) if cross else x
+    keep = torch.rand(2, 1, 1, ctx.shape[1]) > 0.3
+    keep[..., 0] = True
+    out, w = heads.multi_head_attention_core(x.numpy(), ctx.numpy(), **params, n_heads=4,
+                                             n_kv_heads=4, mask=keep.numpy())
+    exp, exp_w = ref(x, ctx, ctx, key_padding_mask=~keep[:, 0, 0],
+                     average_attn_weights=False)
+    assert np.isfinite(out).all()
+    assert_close(out, exp, atol=1e-12, rtol=1e-12)
+    assert_close(w, exp_w, atol=1e-12, rtol=1e-12)
+    got = heads.multi_head_attention(x.numpy(), **params, n_heads=4, context=ctx.numpy(),
+                                     mask=keep.numpy())
+    assert_close(got, exp, atol=1e-12, rtol=1e-12)
+
+
+def test_mha_core_gqa_matches_float64_formula():
+    # H = 4 query heads over H_kv = 2 KV heads, written out head by head in float64
+    rng = np.random.default_rng(3)
+    d_model, D = 8, 2
+    x, ctx = rng.normal(size=(3, d_model)), rng.normal(size=(5, d_model))
+    w_q, w_o = rng.normal(size=(d_model, 4 * D)), rng.normal(size=(4 * D, d_model))
+    w_k, w_v = rng.normal(size=(d_model, 2 * D)), rng.normal(size=(d_model, 2 * D))
+    zeros = [np.zeros(n) for n in (4 * D, 2 * D, 2 * D, d_model)]
+    out, _ = heads.multi_head_attention_core(x, ctx, w_q, w_k, w_v, w_o, *zeros, 4, 2)
+    heads_out = []
+    for h in range(4):
+        g = h // 2
+        qh = x @ w_q[:, h * D:(h + 1) * D]
+        kh, vh = ctx @ w_k[:, g * D:(g + 1) * D], ctx @ w_v[:, g * D:(g + 1) * D]
+        s = qh @ kh.T / math.sqrt(D)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        heads_out.append(p / p.sum(-1, keepdims=True) @ vh)
+    expected = np.concatenate(heads_out, axis=-1) @ w_o
+    assert_close(out, expected, atol=1e-12, rtol=0)
+    got = heads.multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=4, n_kv_heads=2,
+                                     context=ctx)
+    assert_close(got, expected, atol=1e-12, rtol=0)
+
+
+# --- low precision ------------------------------------------------------------------------------
+
+
+def test_mha_float16_projections_beyond_65504_are_computed_in_float32():
+    # q = k = x @ w = 4 * 100 * 200 = 80000 per feature: inf in float16, exact in float32
+    x = np.full((1, 2, 4), 100.0, dtype=np.float16)
+    w_qk = np.full((4, 4), 200.0, dtype=np.float16)
+    w_v = (np.eye(4) / 100).astype(np.float16)  # v = x / 100 = 1
+    out = heads.multi_head_attention(x, w_qk, w_qk, w_v, np.eye(4, dtype=np.float16),
+                                     n_heads=2)
+    assert out.dtype == np.float16 and np.isfinite(out).all()
+    assert_close(out, np.ones((1, 2, 4)), atol=1e-3, rtol=0)
+    with np.errstate(over="ignore"):
+        assert np.isinf(x @ w_qk).all()  # what a float16 projection would give
+
+
+def test_mha_float16_error_within_twice_plain():
+    rng = np.random.default_rng(4)
+    x64, ctx64 = rng.normal(size=(2, 6, 16)), rng.normal(size=(2, 300, 16))
+    w64 = [rng.normal(size=(16, 16)) / 4 for _ in range(4)]
+    exact = heads.multi_head_attention(x64, *w64, n_heads=4, context=ctx64)
+    x, ctx = x64.astype(np.float16), ctx64.astype(np.float16)
+    w = [a.astype(np.float16) for a in w64]
+    got = heads.multi_head_attention(x, *w, n_heads=4, context=ctx)
+    assert got.dtype == np.float16 and np.isfinite(got).all()
+    zeros = [np.zeros(16, np.float16)] * 4
+    with np.errstate(all="ignore"):
+        plain, _ = heads.multi_head_attention_core(x, ctx, *w, *zeros, 4, 4)  # all float16
+    err = np.abs(got.astype(np.float64) - exact).max()
+    plain_err = np.abs(plain.astype(np.float64) - exact).max()
+    assert err <= 2 * plain_err + np.finfo(np.float16).eps, (err, plain_err)
+
+
+# --- arguments: the one check layer ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: heads.split_heads(np.zeros((2, 8)), 2.0), TypeError, "n_heads"),
+    (lambda: heads.split_heads(np.zeros((2, 8)), True), TypeError, "n_heads"),
+    (lambda: heads.split_heads(np.zeros((2, 8)), 0), ValueError, "n_heads"),
+    (lambda: heads.split_heads(np.zeros(8), 2), ValueError, r"\(8,\)"),
+    (lambda: heads.merge_heads(np.zeros((2, 8))), ValueError, r"\(2, 8\)"),
+    (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 2.5), TypeError, "n_rep"),
+    (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 0), ValueError, "n_rep"),
+    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2.0),
+     TypeError, "n_heads"),
+    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
+                                        b_q=np.zeros(3)), ValueError, r"b_q.*\(4,\)"),
+    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
+                                        context=np.zeros((1, 3, 5))), ValueError, "context"),
+    (lambda: heads.multi_head_attention(np.full((1, 3, 4), np.nan), *[np.eye(4)] * 4,
+                                        n_heads=2), ValueError, "x .*nan"),
+    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
+                                        causal=1), TypeError, "causal"),
+])
+def test_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_numpy_integer_and_0d_counts_are_accepted():
+    x = np.arange(16.0).reshape(2, 8)
+    expected = heads.split_heads(x, 4)
+    assert np.array_equal(heads.split_heads(x, np.int64(4)), expected)
+    assert np.array_equal(heads.split_heads(x, np.array(4)), expected)
+
+
+# --- moved from test_robustness (A14, B) --------------------------------------------------------
+
+
+def test_w_o_width_checked():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 3, 8))
+    w = [rng.normal(size=(8, 8)) for _ in range(3)]
+    with pytest.raises(ValueError, match="w_o"):
+        heads.multi_head_attention(x, *w, rng.normal(size=(8, 3)), n_heads=2)
+
+
+def test_numpy_functions_accept_tensors_and_reject_strings():
+    w = np.ones((2, 2))
+    with pytest.raises(TypeError, match="x"):
+        heads.multi_head_attention(np.array([["a", "b"]]), w, w, w, w, n_heads=1)
+    with pytest.raises(ValueError, match="q has 0 heads"):
+        heads.grouped_query_attention(np.zeros((0, 3, 4)), np.zeros((2, 3, 4)),
+                                      np.zeros((2, 3, 4)))
+    q = torch.randn(2, 3, 4, dtype=D64, requires_grad=True)
+    got = heads.grouped_query_attention(q, q, q)
+    assert_close(got, heads.grouped_query_attention(*(q.detach().numpy(),) * 3), atol=0, rtol=0)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import nn as ann
+from attnbook import positional
 from attnbook.positional import apply_rope, rope_frequencies, sinusoidal_encoding
 from attnbook.testing import assert_close
 
@@ -163,3 +164,142 @@ def test_rope_bad_inputs():
         apply_rope(np.zeros((4, 4)), np.arange(4.0))
     with pytest.raises(ValueError, match="broadcast"):
         apply_rope(np.zeros((2, 3, 4, 4)), np.zeros((5, 4), dtype=int))
+
+
+# --- the cores, against independent references ----------------------------------------------
+
+
+@pytest.mark.parametrize("d_model,base", [(1, 10000.0), (6, 10000.0), (7, 100.0)])
+def test_sinusoidal_core_matches_paper_formula_entrywise(d_model, base):
+    pe = positional.sinusoidal_encoding_core(5, d_model, base)
+    assert pe.shape == (5, d_model) and pe.dtype == np.float64
+    for pos in range(5):
+        for dim in range(d_model):
+            angle = pos / base ** (2 * (dim // 2) / d_model)
+            expected = math.sin(angle) if dim % 2 == 0 else math.cos(angle)
+            assert abs(pe[pos, dim] - expected) < 1e-12
+
+
+def _rotate_pairs_float64(x, pos, pairs, base=10000.0):
+    """Reference: the 2x2 rotation R(pos * theta_i) applied to each pair, written out."""
+    D = x.shape[-1]
+    out = np.array(x, dtype=np.float64)
+    for t, m in enumerate(pos):
+        for i, (j1, j2) in enumerate(pairs):
+            a = m * base ** (-2 * i / D)
+            rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+            out[..., t, [j1, j2]] = x[..., t, [j1, j2]] @ rot.T
+    return out
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_apply_rope_core_matches_rotation_matrices(interleaved):
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(2, 4, 8))
+    pos = np.array([0, 3, 17, 250])
+    pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + 4) for i in range(4)]
+    expected = _rotate_pairs_float64(x, pos, pairs)
+    cos, sin = positional.rope_angles(pos, 8)
+    got = positional.apply_rope_core(x, cos, sin, interleaved)
+    assert got.shape == x.shape
+    assert_close(got, expected, atol=1e-12, rtol=0)
+    assert_close(apply_rope(x, pos, interleaved=interleaved), expected, atol=1e-12, rtol=0)
+
+
+def test_apply_rope_core_hand_values():
+    # D = 4 at position 1: theta = [1, 0.01]; the pairs (a, b) -> (a cos - b sin, a sin + b cos)
+    cos, sin = np.cos([1.0, 0.01]), np.sin([1.0, 0.01])
+    assert_close(positional.apply_rope_core(X, cos, sin, True), INTERLEAVED_POS1,
+                 atol=5e-8, rtol=0)
+    assert_close(positional.apply_rope_core(X, cos, sin), HALF_SPLIT_POS1, atol=5e-8, rtol=0)
+
+
+def test_rope_angles_are_positions_times_frequencies():
+    cos, sin = positional.rope_angles(np.array([[0, 2], [5, 7]]), 4, base=100.0)
+    angles = np.array([[[0, 0], [2, 0.2]], [[5, 0.5], [7, 0.7]]])  # pos * 100^(-2i/4)
+    assert cos.shape == (2, 2, 2)
+    assert_close(cos, np.cos(angles), atol=1e-15, rtol=0)
+    assert_close(sin, np.sin(angles), atol=1e-15, rtol=0)
+
+
+# --- low precision ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_apply_rope_float16_error_within_twice_plain(interleaved):
+    rng = np.random.default_rng(11)
+    x64 = rng.normal(size=(3, 6, 16))
+    pos = np.array([0, 1, 1000, 5000, 20000, 60000])
+    exact = apply_rope(x64, pos, interleaved=interleaved)
+    x = x64.astype(np.float16)
+    got = apply_rope(x, pos, interleaved=interleaved)
+    assert got.dtype == np.float16 and np.isfinite(got).all()
+    theta = rope_frequencies(16).astype(np.float16)
+    angles = pos.astype(np.float16)[:, None] * theta  # plain: angles in float16
+    plain = positional.apply_rope_core(x, np.cos(angles), np.sin(angles), interleaved)
+    err = np.abs(got.astype(np.float64) - exact).max()
+    plain_err = np.abs(plain.astype(np.float64) - exact).max()
+    assert err <= 2 * plain_err + np.finfo(np.float16).eps, (err, plain_err)
+    # and as good as rounding the exact answer to float16 allows (input rounding included)
+    assert err <= 4 * np.finfo(np.float16).eps * np.abs(exact).max()
+
+
+def test_apply_rope_keeps_float32():
+    x = np.random.default_rng(12).normal(size=(3, 4)).astype(np.float32)
+    got = apply_rope(x, np.arange(3) * 1000)
+    assert got.dtype == np.float32
+    assert_close(got, apply_rope(x.astype(np.float64), np.arange(3) * 1000), atol=1e-5, rtol=0)
+
+
+# --- positions shapes (moved from test_robustness: A6, A7) ------------------------------------
+
+
+def test_numpy_and_torch_rope_read_bt_positions_per_batch_row():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 3, 5, 4))  # B == H == 3: the ambiguous case
+    pos = np.array([[0, 1, 2, 3, 4], [0, 0, 0, 1, 2], [0, 0, 1, 2, 3]])
+    expected = np.stack([positional.apply_rope(x[b], pos[b]) for b in range(3)])  # per row
+    assert_close(positional.apply_rope(x, pos), expected, atol=1e-12, rtol=0)
+    got = ann.apply_rope(torch.from_numpy(x), torch.from_numpy(pos))
+    assert_close(got, expected, atol=1e-12, rtol=0)
+
+
+def test_positions_may_not_enlarge_the_output():
+    with pytest.raises(ValueError, match="enlarging"):
+        positional.apply_rope(np.zeros((2, 3, 5, 4)), np.zeros((4, 1, 1, 5), int))
+    with pytest.raises(ValueError, match="enlarging"):
+        ann.apply_rope(torch.zeros(2, 3, 5, 4), torch.zeros(4, 1, 1, 5, dtype=torch.long))
+
+
+# --- arguments: the one check layer ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: sinusoidal_encoding(4, 8, base=1.0), ValueError, "base"),
+    (lambda: sinusoidal_encoding(4, 8, base=np.inf), ValueError, "base"),
+    (lambda: sinusoidal_encoding(4, 8, base="1e4"), TypeError, "base"),
+    (lambda: sinusoidal_encoding(4, 8, base=True), TypeError, "base"),
+    (lambda: sinusoidal_encoding(-1, 8), ValueError, "seq_len"),
+    (lambda: rope_frequencies(2.0), TypeError, "head_dim"),
+    (lambda: rope_frequencies(0), ValueError, "head_dim"),
+    (lambda: apply_rope(np.zeros((4, 4)), np.arange(4), interleaved=1), TypeError,
+     "interleaved"),
+    (lambda: apply_rope(np.array([["a", "b"]]), np.arange(1)), TypeError, "x"),
+    (lambda: apply_rope(np.zeros(4), np.arange(1)), ValueError, r"\(4,\)"),
+    (lambda: apply_rope(np.zeros((4, 4)), np.array([0, 1, -2, 3])), ValueError,
+     "positions must be >= 0"),
+    (lambda: apply_rope(np.zeros((4, 4)), np.ones(4, dtype=bool)), TypeError, "positions"),
+])
+def test_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_scalar_arrays_and_numpy_integers_are_accepted():
+    expected = sinusoidal_encoding(4, 6, base=100.0)
+    assert_close(sinusoidal_encoding(np.int64(4), np.array(6), base=np.array(100.0)), expected,
+                 atol=0, rtol=0)
+    # a boolean x is read as 0/1 numbers (the one rule: as_float_array)
+    got = apply_rope(np.ones((2, 4), dtype=bool), np.arange(2))
+    assert got.dtype == np.float64
+    assert_close(got, apply_rope(np.ones((2, 4)), np.arange(2)), atol=0, rtol=0)

@@ -317,8 +317,10 @@ def multi_head_attention(
                          f"d_model={d_model}) to map back to x's width; got {w['w_o'].shape}")
     b = {}
     for name, bias in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)):
-        d_out = w["w" + name[1:]].shape[1]
-        b[name] = np.zeros(d_out) if bias is None else checks.as_float_array(bias, name)
+        w_name = "w" + name[1:]
+        d_out = w[w_name].shape[1]
+        b[name] = (np.zeros(d_out, w[w_name].dtype) if bias is None
+                   else checks.as_float_array(bias, name))
         if b[name].shape != (d_out,):
             raise ValueError(f"bias {name} must have shape ({d_out},); got {b[name].shape}")
     for name, arr in (("x", x), ("context", src), *w.items(), *b.items()):
