@@ -46,6 +46,7 @@ __all__ = [
     "check_positions",
     "check_strings",
     "check_features",
+    "check_token_ids",
 ]
 
 
@@ -412,3 +413,25 @@ def check_features(x, name: str, size: int, *, ndim: int | None = None,
         raise ValueError(f"{name} must have {size_name}={size} entries in its last dimension; "
                          f"got shape {tuple(x.shape)}")
     return x
+
+
+def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
+    """``(B, T)`` integer token ids as a torch tensor (lists and NumPy arrays are converted).
+
+    Returns:
+        The ids, a ``(B, T)`` integer tensor.
+
+    Raises:
+        TypeError: the ids are not integers (floats and bools refused).
+        ValueError: not 2-D, or an id outside ``[0, vocab_size)`` (``>= 0`` if no
+            ``vocab_size`` is given).
+    """
+    ids = check_int_tensor(ids, name, None)
+    if ids.ndim != 2:
+        raise ValueError(f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
+                         "(add a batch axis with ids[None])")
+    top = math.inf if vocab_size is None else vocab_size
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= top):
+        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
+                         f"{int(ids.min())} to {int(ids.max())}")
+    return ids
