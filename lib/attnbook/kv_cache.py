@@ -26,13 +26,14 @@ import numbers
 import numpy as np
 import torch
 
-from .checks import check_int, check_int_tensor
+from .checks import check_bool, check_int, check_int_tensor, check_token_ids
 from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig
 
 __all__ = [
     "KVCache",
     "SlidingWindowCache",
     "LatentCache",
+    "greedy_generate_core",
     "greedy_generate",
     "kv_cache_bytes",
     "DTYPE_BYTES",
@@ -74,6 +75,15 @@ def _check_no_rewind(old: torch.Tensor | None, new: torch.Tensor) -> None:
         )
 
 
+def _cat_positions(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """Cached and new key positions, concatenated: ``(S + L,)``, or ``(B, S + L)`` per row."""
+    if old.ndim != new.ndim:  # per-row positions (left padding): make both (B, .)
+        B = max(old.shape[0] if old.ndim == 2 else 1, new.shape[0] if new.ndim == 2 else 1)
+        old = old.expand(B, -1) if old.ndim == 1 else old
+        new = new.expand(B, -1) if new.ndim == 1 else new
+    return torch.cat((old, new), dim=-1)
+
+
 class KVCache:
     """A growing cache of every token's keys and values, for one attention layer.
 
@@ -93,8 +103,24 @@ class KVCache:
         """Number of cached tokens ``S`` (0 before the first update)."""
         return 0 if self.k is None else self.k.shape[2]
 
-    def update(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor):
-        """Append ``L`` new tokens; return all keys, values and key positions.
+    def update(self, k, v, positions):
+        """Append ``L`` new tokens; return all cached keys, values, positions.
+
+        ``k``, ``v``: ``(B, H_kv, L, D)`` (RoPE applied); ``positions``: ``(L,)``
+        or ``(B, L)``. Returns ``(B, H_kv, S + L, D)`` twice and the keys'
+        positions ``(S + L,)`` or ``(B, S + L)``. Errors: :meth:`check_update`.
+        """
+        positions = self.check_update(k, v, positions)
+        if self.k is None:  # the first call: the prompt (prefill)
+            self.k, self.v, self.positions = k, v, positions
+        else:  # a decoding step: append along the sequence axis
+            self.k = torch.cat((self.k, k), dim=2)  # (B, H_kv, S + L, D)
+            self.v = torch.cat((self.v, v), dim=2)  # (B, H_kv, S + L, D)
+            self.positions = _cat_positions(self.positions, positions)
+        return self.k, self.v, self.positions
+
+    def check_update(self, k: torch.Tensor, v: torch.Tensor, positions) -> torch.Tensor:
+        """Check the arguments of :meth:`update` against each other and the cache.
 
         Args:
             k, v: ``(B, H_kv, L, D)`` new keys (RoPE already applied) and values.
@@ -102,8 +128,7 @@ class KVCache:
                 batches, see :func:`attnbook.masks.positions_from_attention_mask`).
 
         Returns:
-            ``(k_all, v_all, key_positions)`` of shapes ``(B, H_kv, S + L, D)`` and
-            ``(S + L,)`` (``(B, S + L)`` once per-row positions were given).
+            ``positions`` as an integer tensor on the device of ``k``.
 
         Raises:
             ValueError: if shapes disagree with each other or with the cached tensors, a
@@ -112,24 +137,14 @@ class KVCache:
             TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions, per_row=True).to(k.device)
-        if self.k is None:
-            self.k, self.v, self.positions = k, v, positions
-        else:
+        if self.k is not None:
             if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or \
                     v.shape[3] != self.v.shape[3]:
                 raise ValueError(f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not "
                                  f"match the cache {tuple(self.k.shape)}, {tuple(self.v.shape)} "
                                  "in (B, H_kv, ., D)")
             _check_no_rewind(self.positions, positions)
-            self.k = torch.cat((self.k, k), dim=2)  # (B, H_kv, S + L, D)
-            self.v = torch.cat((self.v, v), dim=2)  # (B, H_kv, S + L, D)
-            old, new = self.positions, positions
-            if old.ndim != new.ndim:  # per-row positions (left padding): make both (B, .)
-                B = k.shape[0]
-                old = old.expand(B, -1) if old.ndim == 1 else old
-                new = new.expand(B, -1) if new.ndim == 1 else new
-            self.positions = torch.cat((old, new), dim=-1)  # (S + L,) or (B, S + L)
-        return self.k, self.v, self.positions
+        return positions
 
     @property
     def nbytes(self) -> int:
@@ -294,18 +309,34 @@ class LatentCache:
 
 
 @torch.no_grad()
+def greedy_generate_core(model, ids, max_new_tokens):
+    """Greedy decoding with a KV cache: prefill, then one token a step.
+
+    ``ids``: ``(B, T)`` prompt; returns ``(B, T + max_new_tokens)`` ids.
+    """
+    caches = model.make_caches()  # one empty KV cache per layer
+    logits = model(ids, kv_caches=caches)  # prefill the prompt: (B, T, vocab)
+    for step in range(max_new_tokens):
+        nxt = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+        ids = torch.cat((ids, nxt), dim=1)  # (B, T + step + 1)
+        if step + 1 < max_new_tokens:  # decode: only the new token runs
+            logits = model(nxt, kv_caches=caches)  # (B, 1, vocab)
+    return ids
+
+
+@torch.no_grad()
 def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
                     use_cache: bool = True) -> torch.Tensor:
     """Greedy decoding: append the most likely next token ``max_new_tokens`` times.
 
     Without the cache every step re-runs the model on the whole sequence; with it the prompt is
-    processed once (prefill) and each step feeds only the newest token. Both give the same
-    tokens (up to floating-point ties).
+    processed once (prefill) and each step feeds only the newest token
+    (:func:`greedy_generate_core`). Both give the same tokens (up to floating-point ties).
 
     Args:
         model: a :class:`attnbook.models.DecoderOnlyModel` (anything with ``make_caches()`` and
             ``model(ids, kv_caches=...) -> logits (B, T, vocab)``).
-        ids: ``(B, T)`` prompt token ids, ``T >= 1``.
+        ids: ``(B, T)`` prompt token ids, ``T >= 1`` (lists and NumPy arrays are converted).
         max_new_tokens: number of tokens to generate.
         use_cache: use per-layer KV caches.
 
@@ -313,33 +344,23 @@ def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
         ``(B, T + max_new_tokens)`` token ids (the prompt followed by the generated tokens).
 
     Raises:
-        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` or ``max_new_tokens < 0``.
-        TypeError: if ``ids`` is not an integer tensor (NumPy arrays are converted) or
-            ``max_new_tokens`` is not an integer (bools and floats are rejected).
+        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` or holds a negative id, or
+            ``max_new_tokens < 0``.
+        TypeError: if ``ids`` is not an integer tensor or ``max_new_tokens`` is not an integer
+            (bools and floats are rejected), or ``use_cache`` is not a bool.
     """
-    if not isinstance(ids, torch.Tensor):
-        ids = torch.as_tensor(np.asarray(ids))
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"ids must be integer token ids, got dtype {ids.dtype}")
-    if ids.ndim != 2 or ids.shape[1] < 1:
+    ids = check_token_ids(ids, "ids")
+    if ids.shape[1] < 1:
         raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
-    out = ids
     if max_new_tokens == 0:
-        return out
-    if not use_cache:
-        for _ in range(max_new_tokens):
-            nxt = model(out)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
-            out = torch.cat((out, nxt), dim=1)
-        return out
-    caches = model.make_caches()
-    logits = model(ids, kv_caches=caches)  # prefill
-    for step in range(max_new_tokens):
-        nxt = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
-        out = torch.cat((out, nxt), dim=1)
-        if step + 1 < max_new_tokens:
-            logits = model(nxt, kv_caches=caches)
-    return out
+        return ids
+    if check_bool(use_cache, "use_cache"):
+        return greedy_generate_core(model, ids, max_new_tokens)
+    for _ in range(max_new_tokens):  # no cache: re-run the whole sequence
+        nxt = model(ids)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+        ids = torch.cat((ids, nxt), dim=1)
+    return ids
 
 
 def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
