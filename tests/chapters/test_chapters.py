@@ -47,11 +47,11 @@ from attnbook import attention, experiments, masks, scaling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the expected_chNN modules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER_DIR = ROOT / "chapters"
 
 #: The chapters written with this file, with their numbers (the H1 carries the number). Later
-#: chapters bring their expected values in a module of their own, ``tests/expected_chNN.py``
+#: chapters bring their expected values in a module of their own, ``tests/chapters/expected_chNN.py``
 #: (``NUMBER``, ``NAME``, ``expected()``), which ``EXPECTED_MODULES`` below adds to this dict.
 CHAPTERS = {
     "02-queries-keys-values": 2,
@@ -60,7 +60,7 @@ CHAPTERS = {
     "06-masks": 6,
 }
 
-#: ``tests/expected_chNN.py`` modules, one per later chapter.
+#: ``tests/chapters/expected_chNN.py`` modules, one per later chapter.
 EXPECTED_MODULES = [
     importlib.import_module(f"expected_ch{n:02d}") for n in (1, 5, 7, 8, 9, 10, 11, 12)
 ]

@@ -23,7 +23,7 @@ import yaml
 
 from conftest import BUILD_FLAGS, build_is_fresh
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STRICT_FLAGS = {"-W", "-n", "--keep-going", "--all"}
 #: Cell tags that let a chapter cell fail, or not run, without failing the build.
 FORBIDDEN_TAGS = {"raises-exception", "skip-execution"}

@@ -5,7 +5,7 @@ operated with real input (arrow keys on a range slider, a click on a checkbox, a
 select). After each change the figure must show exactly the precomputed frame of the new control
 values (read back from the plot's drawn data), and every explorer must have at least one control
 that changes what is drawn. The detailed, library-checked tests of individual explorers are in
-tests/test_browser_explorers.py; this file makes sure none is forgotten as chapters are added.
+tests/browser/test_browser_explorers.py; this file makes sure none is forgotten as chapters are added.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from browser import launch, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "03-scaling-variance.md"
 SERVER_START_S = 120
 NOTEBOOK_OPEN_MS = 120_000

@@ -30,7 +30,7 @@ NAME = "08-positional-encoding"
 class Tiny:
     """Expected value of a difference that a hand derivation says is 0: rounding level only.
 
-    Same interface as ``Tiny`` in tests/test_chapters.py (``bound``): a glued float ``x``
+    Same interface as ``Tiny`` in tests/chapters/test_chapters.py (``bound``): a glued float ``x``
     matches when ``0 <= x <= bound``.
     """
 

@@ -36,7 +36,7 @@ from attnbook.testing import assert_close  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SMALL = dict(n_samples=400, n_draws=60, seed=0)
 TIMEOUT_MS = 30_000
 

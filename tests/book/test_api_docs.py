@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib" / "attnbook"
 API_DIR = ROOT / "appendix" / "api"
 NOTATION = ROOT / "appendix" / "notation.md"

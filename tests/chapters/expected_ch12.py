@@ -28,7 +28,7 @@ from attnbook import attention, flash, linear
 
 NUMBER = 12
 NAME = "12-flashattention"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Check:
