@@ -36,9 +36,9 @@ HTML_DIR = BUILD_DIR / "html"
 #: Written by the Makefile's `html` target (and by `built_book`) only after a successful strict
 #: build, so a failed or interrupted build is never reused.
 BUILD_OK = BUILD_DIR / ".attnbook-build-ok"
-#: The strict build flags, exactly those of the Makefile's `html` target (tests/book/test_book_config.py
-#: checks that the two agree): every page rebuilt, warnings are errors, nitpicky references, and
-#: every warning reported before failing.
+#: The strict build flags, exactly those of the Makefile's `html` target
+#: (tests/book/test_book_config.py checks that the two agree): every page rebuilt, warnings are
+#: errors, nitpicky references, and every warning reported before failing.
 BUILD_FLAGS = ("--all", "-W", "-n", "--keep-going")
 #: What the HTML is built from; a build older than any of these is rebuilt.
 BOOK_SOURCES = (

@@ -5,8 +5,9 @@ each of which a stock Jupyter Book page gets wrong when opened offline:
 
 1. **plotly.js from ``_static``.** The ``plotly.min.js`` that ships inside the installed ``plotly``
    Python package (``plotly/package_data/plotly.min.js``) is copied once into
-   ``_build/html/_static`` and loaded by a plain ``<script>`` in the ``<head>`` of every page whose body contains a plotly
-   figure (a ``plotly-graph-div`` or a script that calls ``Plotly.``). Figures are rendered with
+   ``_build/html/_static`` and loaded by a plain ``<script>`` in the ``<head>`` of every page
+   whose body contains a plotly figure (a ``plotly-graph-div`` or a script that calls
+   ``Plotly.``). Figures are rendered with
    ``fig.to_html(include_plotlyjs=False, full_html=False)`` and only call the global
    ``window.Plotly``: the library is never inlined per figure and never loaded from a CDN. The
    script is synchronous, so it has run before the figures' inline scripts in the body.
@@ -25,10 +26,11 @@ each of which a stock Jupyter Book page gets wrong when opened offline:
    by the html builder, ``mathjax_path`` local (set by ``sphinx-mathjax-offline``).
 4. **An audit of the output** (``build-finished``): every written ``.html`` page is parsed and each
    ``<script src>``, ``<link href>`` (stylesheets, preloads, icons), ``<img src>``,
-   ``<iframe src>``, ``<source src>``, ``<video src>``/``<audio src>`` and ``<embed src>`` must be a relative URL that
-   points to a file that exists in the build; no page may contain a widget-state script or
-   require.js. Every violation is reported as a warning naming the page and the URL, so a theme
-   update that starts to pull a web font from a CDN fails ``make book`` instead of shipping.
+   ``<iframe src>``, ``<source src>``, ``<video src>``/``<audio src>`` and ``<embed src>``
+   must be a relative URL that points to a file that exists in the build; no page may contain
+   a widget-state script or require.js. Every violation is reported as a warning naming the
+   page and the URL, so a theme update that starts to pull a web font from a CDN fails
+   ``make book`` instead of shipping.
 
 MathJax itself comes from the ``sphinx-mathjax-offline`` extension (MathJax 3.2.2 copied into
 ``_static/mathjax``), loaded next to this one in ``_config.yml``.
@@ -36,7 +38,6 @@ MathJax itself comes from the ``sphinx-mathjax-offline`` extension (MathJax 3.2.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from html.parser import HTMLParser

@@ -6,7 +6,8 @@ Two kinds of test, both on the strict build from the ``built_book`` fixture:
   is a file of the book (nothing from a CDN), no ipywidgets state and no require.js is embedded,
   plotly.js is loaded once from ``_static`` on the pages with figures and never inlined, MathJax
   comes from ``_static/mathjax``, and each page weighs at most 2 MB without the shared ``_static``;
-* a browser test (Playwright driving Debian's Chromium, see tests/browser/browser.py) that opens **every**
+* a browser test (Playwright driving Debian's Chromium, see tests/browser/browser.py) that
+  opens **every**
   built page — chapters, intro, references, ``genindex.html``, ``search.html`` and the
   ``index.html`` redirect; none is left out — from a localhost server, with every request to any
   other origin aborted, and asserts: no request aborted or failed, no console error, no page

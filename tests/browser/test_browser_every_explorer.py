@@ -5,7 +5,8 @@ operated with real input (arrow keys on a range slider, a click on a checkbox, a
 select). After each change the figure must show exactly the precomputed frame of the new control
 values (read back from the plot's drawn data), and every explorer must have at least one control
 that changes what is drawn. The detailed, library-checked tests of individual explorers are in
-tests/browser/test_browser_explorers.py; this file makes sure none is forgotten as chapters are added.
+tests/browser/test_browser_explorers.py; this file makes sure none is forgotten as chapters are
+added.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_browser_explorers import ROOT, Guard, control_state, frame_for, wait_drawn
 
 from browser import launch, require_chromium
-from test_browser_explorers import ROOT, Guard, control_state, frame_for, wait_drawn
 
 
 def assert_drawn_matches(drawn: dict, frame: dict) -> None:
@@ -51,7 +52,8 @@ def drawn_signature(page, uid: str) -> str:
         """(id) => { const gd = document.getElementById(id + '-plot');
              const lay = gd.layout || {};
              return JSON.stringify({data: gd.data.map(t => [t.x, t.y, t.z, t.text, t.visible]),
-                                    title: lay.title, ann: (lay.annotations || []).map(a => a.text)});
+                                    title: lay.title,
+                                    ann: (lay.annotations || []).map(a => a.text)});
            }""",
         uid,
     )
@@ -105,7 +107,9 @@ def test_every_static_explorer_redraws_its_frames(chapter, built_book):
                     want = frame_for(spec, control_state(page, uid, spec))
                     assert_drawn_matches(wait_drawn(page, uid, want["flat"]), want)
                     changed_something |= drawn_signature(page, uid) != before
-                assert changed_something, f"{chapter}: no control of explorer {uid} changes the figure"
+                assert changed_something, (
+                    f"{chapter}: no control of explorer {uid} changes the figure"
+                )
             guard.check()
         finally:
             browser.close()

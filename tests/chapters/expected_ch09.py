@@ -25,8 +25,13 @@ import torch
 
 from attnbook import blocks, experiments, norms
 from attnbook.kv_cache import PRESETS
-from attnbook.models import (BASE_TRANSFORMER, DecoderOnlyModel, ModelConfig, count_parameters,
-                             param_count)
+from attnbook.models import (
+    BASE_TRANSFORMER,
+    DecoderOnlyModel,
+    ModelConfig,
+    count_parameters,
+    param_count,
+)
 
 NUMBER = 9
 NAME = "09-transformer-block"

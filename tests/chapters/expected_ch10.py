@@ -21,8 +21,13 @@ import numpy as np
 import torch
 
 from attnbook import masks, pretrained
-from attnbook.models import (BASE_TRANSFORMER, ModelConfig, build_model, count_parameters,
-                             param_count)
+from attnbook.models import (
+    BASE_TRANSFORMER,
+    ModelConfig,
+    build_model,
+    count_parameters,
+    param_count,
+)
 
 NUMBER = 10
 NAME = "10-architectures"

@@ -27,8 +27,14 @@ import numpy as np
 import torch
 
 from attnbook import attention, paged, widgets_cost
-from attnbook.kv_cache import HF_CONFIGS, PRESETS, KVCache, SlidingWindowCache, greedy_generate, \
-    kv_cache_bytes
+from attnbook.kv_cache import (
+    HF_CONFIGS,
+    PRESETS,
+    KVCache,
+    SlidingWindowCache,
+    greedy_generate,
+    kv_cache_bytes,
+)
 from attnbook.models import ModelConfig, build_model
 
 NUMBER = 11

@@ -33,10 +33,10 @@ import ast
 import functools
 import html
 import importlib
-import sys
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import jupytext
@@ -51,8 +51,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTER_DIR = ROOT / "chapters"
 
 #: The chapters written with this file, with their numbers (the H1 carries the number). Later
-#: chapters bring their expected values in a module of their own, ``tests/chapters/expected_chNN.py``
-#: (``NUMBER``, ``NAME``, ``expected()``), which ``EXPECTED_MODULES`` below adds to this dict.
+#: chapters bring their expected values in a module of their own,
+#: ``tests/chapters/expected_chNN.py`` (``NUMBER``, ``NAME``, ``expected()``), which
+#: ``EXPECTED_MODULES`` below adds to this dict.
 CHAPTERS = {
     "02-queries-keys-values": 2,
     "03-scaling-variance": 3,
@@ -252,7 +253,9 @@ def test_no_chapter_defines_attention_softmax_or_mask(name):
                             )
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnbook"):
                 imports_attnbook = True
-            if isinstance(node, ast.Import) and any(a.name.startswith("attnbook") for a in node.names):
+            if isinstance(node, ast.Import) and any(
+                a.name.startswith("attnbook") for a in node.names
+            ):
                 imports_attnbook = True
     assert imports_attnbook, f"{name} does not import attnbook"
 
@@ -309,11 +312,14 @@ def test_exercises_have_hidden_solutions_and_a_runnable_check(name):
     n_ex = len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE))
     assert 3 <= n_ex <= 5, f"{name}: {n_ex} exercises (want 3-5)"
     solutions = re.findall(r"```\{admonition\} Solution\n:class: dropdown\n", ex)
-    assert len(solutions) == n_ex, f"{name}: {n_ex} exercises but {len(solutions)} dropdown solutions"
+    assert len(solutions) == n_ex, (
+        f"{name}: {n_ex} exercises but {len(solutions)} dropdown solutions"
+    )
     # At least one exercise is checked by running a visible code cell placed among the exercises.
     nb_cells = notebook(name).cells
     start = next(i for i, c in enumerate(nb_cells)
-                 if c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.MULTILINE))
+                 if c.cell_type == "markdown"
+                 and re.search(r"^## Exercises", c.source, re.MULTILINE))
     runnable = [c for c in nb_cells[start:] if c.cell_type == "code"
                 and not {"remove-cell", "remove-input"} & set(tags(c))]
     assert runnable, f"{name}: no exercise is checked by running a visible cell"
@@ -321,7 +327,8 @@ def test_exercises_have_hidden_solutions_and_a_runnable_check(name):
 
 def test_exercise_section_parser_can_fail():
     """A chapter with two exercises, one solution not in a dropdown, is rejected."""
-    bad = ("## Exercises\n\n**Exercise 1.** a\n\n```{admonition} Solution\n:class: dropdown\n\nx\n```"
+    bad = ("## Exercises\n\n**Exercise 1.** a\n\n"
+           "```{admonition} Solution\n:class: dropdown\n\nx\n```"
            "\n\n**Exercise 2.** b\n\n```{admonition} Solution\n\ny\n```\n")
     ex = section(bad, "Exercises")
     assert len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE)) == 2
@@ -405,7 +412,10 @@ class Tiny:
 
 
 class Near:
-    """Expected value known only to a tolerance (float32 model weights computed in another process)."""
+    """Expected value known only to a tolerance.
+
+    (float32 model weights computed in another process)
+    """
 
     def __init__(self, value: float, atol: float):
         self.value, self.atol = float(value), atol
@@ -589,7 +599,8 @@ def expected_04() -> dict:
           "temp_pmax_one": attention.softmax(zt).max(),
           "temp_pmax_high": attention.softmax(zt / 16.0).max()}
     rng = np.random.default_rng(1)
-    q, k, v = rng.standard_normal((1, 64)), rng.standard_normal((16, 64)), rng.standard_normal((16, 1))
+    q, k = rng.standard_normal((1, 64)), rng.standard_normal((16, 64))
+    v = rng.standard_normal((16, 1))
     _, w = attention.scaled_dot_product_attention(q, k, v, return_weights=True)
     assert np.abs(w - attention.softmax(q @ k.T / 8.0)).max() <= 1e-15
     e |= {"temp_equiv_diff": Tiny(1e-15), "temp_sqrt_dk": 8.0}
@@ -623,7 +634,9 @@ def expected_06() -> dict:
     e |= {"tf_prefix_diff": Tiny(1e-12), "tf_future_diff": 0.0}
     e |= {"pad_shape": (2, 1, 1, 5), "pad_alone_diff": Tiny(1e-12),
           "pad_weight_on_pad": 0.0, "comb_shape": (2, 1, 5, 5), "comb_min_visible": 1}
-    left_keep = masks.combine_masks(masks.causal_mask(5), masks.padding_mask(np.array([[0, 0, 1, 1, 1]])))
+    left_keep = masks.combine_masks(
+        masks.causal_mask(5), masks.padding_mask(np.array([[0, 0, 1, 1, 1]]))
+    )
     rng = np.random.default_rng(2)
     ql, kl, vl = (rng.standard_normal((1, 1, 5, 4)) for _ in range(3))
     additive = np.where(left_keep, 0.0, -1e9)
@@ -808,7 +821,11 @@ def test_glued_values_equal_the_library(name, execute_dir):
         f"{name}: glued but not checked here: {sorted(set(glued) - set(expected))}; "
         f"checked here but not glued: {sorted(set(expected) - set(glued))}"
     )
-    wrong = {k: (glued[k], expected[k]) for k in expected if not same_value(glued[k], expected[k], glued)}
+    wrong = {
+        k: (glued[k], expected[k])
+        for k in expected
+        if not same_value(glued[k], expected[k], glued)
+    }
     assert not wrong, f"{name}: glued value != library value: {wrong}"
 
 
