@@ -17,12 +17,17 @@ from hypothesis.extra.numpy import arrays
 
 from attnbook.attention import (
     entropy,
+    entropy_core,
     masked_softmax,
+    masked_softmax_core,
     scaled_dot_product_attention,
+    scaled_dot_product_attention_core,
     softmax,
+    softmax_core,
     softmax_jacobian,
+    softmax_jacobian_core,
 )
-from attnbook.masks import causal_mask, padding_mask
+from attnbook.masks import additive_mask, causal_mask, padding_mask
 from attnbook.testing import assert_close
 
 T, F_ = True, False
@@ -255,7 +260,8 @@ def test_softmax_jacobian_matches_finite_differences():
     J = softmax_jacobian(softmax(z))
     h = 1e-6
     fd = np.stack(
-        [(softmax(z + h * np.eye(4)[j]) - softmax(z - h * np.eye(4)[j])) / (2 * h) for j in range(4)],
+        [(softmax(z + h * np.eye(4)[j]) - softmax(z - h * np.eye(4)[j])) / (2 * h)
+         for j in range(4)],
         axis=1,
     )
     assert_close(J, fd, atol=1e-9, rtol=0)
@@ -311,3 +317,228 @@ def test_batch_dims_that_do_not_broadcast():
 def test_vector_inputs_are_rejected():
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., seq, dim\)"):
         scaled_dot_product_attention(np.ones(4), np.ones((3, 4)), np.ones((3, 4)))
+
+
+# --- the cores against independent references ---------------------------------------------
+
+
+def _softmax64(z):
+    """float64 softmax written from the definition, one row at a time."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    for idx in np.ndindex(z.shape[:-1]):
+        e = np.array([math.exp(x) for x in z[idx]])
+        out[idx] = e / e.sum()
+    return out
+
+
+def test_softmax_core_matches_the_definition():
+    z = np.random.default_rng(20).standard_normal((3, 4, 6)) * 3
+    got = softmax_core(z)
+    _finite(got)
+    assert_close(got, _softmax64(z), atol=1e-15, rtol=0)
+    assert_close(softmax_core(z, axis=0), np.moveaxis(_softmax64(np.moveaxis(z, 0, -1)), -1, 0),
+                 atol=1e-15, rtol=0)
+
+
+def test_softmax_core_all_hidden_row_is_zero():
+    got = softmax_core(np.array([[-np.inf, -np.inf], [0.0, -np.inf]]))
+    assert got.tolist() == [[0.0, 0.0], [1.0, 0.0]]
+
+
+def test_masked_softmax_core_matches_softmax_of_the_visible_scores():
+    rng = np.random.default_rng(21)
+    scores = rng.standard_normal((5, 7))
+    keep = rng.random((5, 7)) < 0.6
+    keep[0] = False  # one empty row
+    got = masked_softmax_core(scores, keep)
+    _finite(got)
+    for i in range(5):
+        expected = np.zeros(7)
+        if keep[i].any():
+            expected[keep[i]] = _softmax64(scores[i, keep[i]])
+        assert_close(got[i], expected, atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["none", "keep", "additive"])
+def test_sdpa_core_matches_torch(kind):
+    rng = np.random.default_rng(22)
+    q, k, v = (rng.standard_normal((2, 3, n, 8)) for n in (4, 6, 6))
+    mask = {"none": None, "keep": rng.random((2, 1, 4, 6)) < 0.7,
+            "additive": rng.standard_normal((4, 6))}[kind]
+    if kind == "keep":
+        mask[..., 0] = True  # every query sees a key (torch gives nan for an empty row)
+    out, w = scaled_dot_product_attention_core(q, k, v, mask, scale=0.3)
+    tq, tk, tv = (torch.from_numpy(t) for t in (q, k, v))
+    tmask = None if mask is None else torch.from_numpy(mask)
+    ref = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask, scale=0.3)
+    _finite(out)
+    assert_close(out, ref, atol=1e-12, rtol=0)
+    assert_close(w.sum(-1), np.ones((2, 3, 4)), atol=1e-12, rtol=0)
+
+
+def test_sdpa_core_default_scale_is_one_over_sqrt_d():
+    rng = np.random.default_rng(23)
+    q, k = rng.standard_normal((3, 16)), rng.standard_normal((5, 16))
+    v = rng.standard_normal((5, 2))
+    out, w = scaled_dot_product_attention_core(q, k, v)
+    expected_w = _softmax64(np.array([[q[i] @ k[j] / 4.0 for j in range(5)] for i in range(3)]))
+    assert_close(w, expected_w, atol=1e-14, rtol=0)
+    assert_close(out, expected_w @ v, atol=1e-14, rtol=0)
+
+
+def test_softmax_jacobian_core_by_hand():
+    p = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    J = softmax_jacobian_core(p)
+    expected = np.array([[[p[b, i] * ((i == j) - p[b, j]) for j in range(3)] for i in range(3)]
+                         for b in range(2)])
+    assert_close(J, expected, atol=1e-16, rtol=0)
+    assert not J[1].any()  # one-hot: no gradient at all
+    assert softmax_jacobian_core(p.astype(np.float32)).dtype == np.float32
+
+
+def test_entropy_core_by_hand():
+    p = np.array([[0.5, 0.5, 0.0], [0.25, 0.25, 0.5]])
+    assert_close(entropy_core(p), [math.log(2), 1.5 * math.log(2)], atol=1e-15, rtol=0)
+    assert_close(entropy_core(p.T, axis=0), [math.log(2), 1.5 * math.log(2)], atol=1e-15, rtol=0)
+
+
+# --- low precision: sums in float32, results in the input's dtype -------------------------
+
+
+def test_float16_softmax_of_70000_equal_scores():
+    # the float16 sum of 70,000 ones overflows (max 65504): a float16 softmax returns zeros
+    x = np.full((2, 70_000), 3.0, np.float16)
+    w = softmax(x)
+    assert w.dtype == np.float16
+    _finite(w)
+    exact = 1 / 70_000
+    rounding = abs(float(np.float16(exact)) - exact)
+    err = np.abs(w.astype(np.float64) - exact).max()
+    assert err <= 2 * rounding + 1e-12, (err, rounding)
+    assert abs(w.astype(np.float64).sum(-1) - 1).max() < 70_000 * 2 * rounding + 1e-3
+
+
+def test_float16_masked_softmax_of_70000_visible_equal_scores():
+    n, visible = 100_000, 70_000
+    scores = np.full((1, n), -2.0, np.float16)
+    keep = np.zeros((1, n), bool)
+    keep[0, np.random.default_rng(24).permutation(n)[:visible]] = True
+    w = masked_softmax(scores, keep)
+    assert w.dtype == np.float16
+    _finite(w)
+    expected = np.where(keep, 1 / visible, 0.0)  # float64 reference
+    rounding = abs(float(np.float16(1 / visible)) - 1 / visible)
+    err = np.abs(w.astype(np.float64) - expected).max()
+    assert err <= 2 * rounding + 1e-12, (err, rounding)
+    assert (w[~keep] == 0).all()
+
+
+def test_float16_sdpa_over_70000_keys():
+    # q = k: equal scores, so the output is the mean of v (float64 reference)
+    S = 70_000
+    rng = np.random.default_rng(25)
+    v = rng.standard_normal((S, 2)).astype(np.float16)
+    q, k = np.ones((1, 4), np.float16), np.ones((S, 4), np.float16)
+    out = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == np.float16
+    _finite(out)
+    exact = v.astype(np.float64).mean(0, keepdims=True)
+    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
+    assert np.abs(out.astype(np.float64) - exact).max() <= 2 * rounding + 1e-3
+
+
+def test_float16_entropy_of_a_long_distribution():
+    # Zipf weights over 70,000 positions: the tail p ~ 1e-6 is subnormal in float16
+    n = 70_000
+    w = 1 / np.arange(1, n + 1)
+    p = (w / w.sum()).astype(np.float16)
+    p64 = p.astype(np.float64)
+    exact = -np.sum(p64[p64 > 0] * np.log(p64[p64 > 0]))  # float64, from the same p
+    got = entropy(p)
+    assert got.dtype == np.float16 and np.isfinite(got)
+    rounding = abs(float(np.float16(exact)) - exact)
+    assert abs(float(got) - exact) <= 2 * rounding + 1e-4, (float(got), exact)
+    uniform = np.full(n, 1 / n).astype(np.float16)  # log(70000) = 11.156
+    u64 = uniform.astype(np.float64)
+    exact_u = -np.sum(u64 * np.log(u64))
+    assert abs(float(entropy(uniform)) - exact_u) <= 2 * abs(float(np.float16(exact_u)) - exact_u) \
+        + 1e-4
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_numpy_sdpa_float16_scores_do_not_overflow(sign):
+    q = np.full((2, 4), 200.0, np.float16)
+    k = np.full((3, 4), sign * 200.0, np.float16)
+    v = np.array([[1.0], [2.0], [6.0]], np.float16)
+    out = scaled_dot_product_attention(q, k, v)
+    # every score is equal (q . k the same for every key), so the output is the mean of v
+    assert out.dtype == np.float16 and np.isfinite(out).all()
+    assert_close(out, np.full((2, 1), 3.0), atol=0, rtol=1e-3)
+
+
+def test_numpy_sdpa_overflow_error_names_the_scores_not_x():
+    q = np.full((1, 4), 1e20, np.float32)
+    with pytest.raises(ValueError, match="scores") as info:
+        scaled_dot_product_attention(q, q, np.ones((1, 1), np.float32))
+    assert "x of shape" not in str(info.value)
+
+
+def test_float16_additive_mask_row_is_plain_softmax():
+    q = np.array([[1.0, 0.0]], np.float16)
+    # equal scores of -40/sqrt(2): finfo(float16).min + (-28) overflows float16 to -inf
+    k = np.array([[-40.0, 0.0], [-40.0, 0.0]], np.float16)
+    v = np.array([[1.0], [3.0]], np.float16)
+    hidden = np.array([[False, False]])
+    for dtype in (np.float16, np.float32):
+        out, w = scaled_dot_product_attention(
+            q, k, v, additive_mask(hidden, dtype=dtype), return_weights=True)
+        assert_close(w, [[0.5, 0.5]], atol=1e-3, rtol=0)
+        assert_close(out, [[2.0]], atol=1e-3, rtol=0)
+
+
+# --- arguments: the one check rule (moved from test_robustness.py) ------------------------
+
+
+def test_non_bool_causal_rejected():
+    q = np.ones((2, 4))
+    for bad in ("no", 1, None):
+        with pytest.raises(TypeError, match="causal"):
+            scaled_dot_product_attention(q, q, q, causal=bad)
+
+
+@pytest.mark.parametrize("p", [[-0.5, 1.5], [math.nan, 1.0]])
+def test_entropy_rejects_non_probabilities(p):
+    with pytest.raises(ValueError, match="p of shape"):
+        entropy(np.array(p))
+
+
+@pytest.mark.parametrize("axis", [1.5, True, "a"])
+def test_softmax_axis_type(axis):
+    with pytest.raises(TypeError, match="axis"):
+        softmax(np.ones((2, 3)), axis=axis)
+
+
+@pytest.mark.parametrize("scale", ["abc", np.array([1.0, 2.0]), True])
+def test_sdpa_scale_type(scale):
+    q = np.ones((2, 4))
+    with pytest.raises(TypeError, match="scale"):
+        scaled_dot_product_attention(q, q, q, scale=scale)
+
+
+def test_sdpa_scale_accepts_0d_array_and_rejects_nan():
+    rng = np.random.default_rng(26)
+    q, k, v = rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 2))
+    assert_close(scaled_dot_product_attention(q, k, v, scale=np.array(0.5)),
+                 scaled_dot_product_attention(q, k, v, scale=0.5), atol=0, rtol=0)
+    with pytest.raises(ValueError, match="scale"):
+        scaled_dot_product_attention(q, k, v, scale=float("nan"))
+
+
+def test_numpy_functions_accept_tensors():
+    q = torch.randn(2, 4, requires_grad=True)
+    out = scaled_dot_product_attention(q, q, q)
+    expected = scaled_dot_product_attention(*(q.detach().numpy(),) * 3)
+    assert_close(out, expected, atol=0, rtol=0)
+    with pytest.raises(TypeError, match="x must be"):
+        softmax(np.array(["a", "b"]))

@@ -47,3 +47,215 @@ def test_check_token_ids():
         with pytest.raises(ValueError, match="vocab_size=5"):
             checks.check_token_ids(bad, vocab_size=5)
     assert checks.check_token_ids([[10**6]]).shape == (1, 1)  # no vocab_size: only >= 0
+
+
+# --- scalars -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [2.5, True, np.bool_(True), 2.0, "3", None, np.array(2.0)])
+def test_check_int_wrong_kind_is_type_error(bad):
+    with pytest.raises(TypeError, match="n must be an integer"):
+        checks.check_int(bad, "n")
+
+
+def test_check_int_accepts_numpy_and_0d_integers():
+    assert checks.check_int(np.int64(3), "n") == 3
+    assert checks.check_int(np.array(3), "n") == 3
+    assert checks.check_int(torch.tensor(3), "n") == 3
+    assert type(checks.check_int(np.int32(3), "n")) is int
+
+
+def test_check_int_bounds_are_value_errors():
+    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
+        checks.check_int(-1, "n")
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
+        checks.check_int(0, "n", 1)
+    with pytest.raises(ValueError, match="n must be <= 4, got 5"):
+        checks.check_int(5, "n", 0, 4)
+    assert checks.check_int(-7, "n", None) == -7
+    assert checks.check_int(4, "n", 0, 4) == 4  # bounds are inclusive
+
+
+@pytest.mark.parametrize("bad", ["3", True, None, 1j, np.array([0.5])])
+def test_check_real_wrong_kind_is_type_error(bad):
+    with pytest.raises(TypeError, match="x must be a real number"):
+        checks.check_real(bad, "x")
+
+
+def test_check_real_accepts_0d_arrays_and_tensors():
+    assert checks.check_real(np.array(0.5), "x") == 0.5
+    assert checks.check_real(torch.tensor(0.25), "x") == 0.25
+    assert checks.check_real(3, "x") == 3.0 and type(checks.check_real(3, "x")) is float
+
+
+def test_check_real_values():
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="x must be finite"):
+            checks.check_real(bad, "x")
+    assert checks.check_real(float("inf"), "x", allow_inf=True) == float("inf")
+    with pytest.raises(ValueError, match="x must be >= 0"):
+        checks.check_real(-0.1, "x", minimum=0)
+    assert checks.check_real(0.0, "x", minimum=0) == 0.0
+    with pytest.raises(ValueError, match="x must be > 0"):
+        checks.check_real(0.0, "x", minimum=0, strict=True)
+    with pytest.raises(ValueError, match="x must be < 1"):
+        checks.check_real(1.0, "x", maximum=1, strict=True)
+    with pytest.raises(ValueError, match="x must be <= 1"):
+        checks.check_real(1.5, "x", maximum=1)
+
+
+def test_check_bool():
+    assert checks.check_bool(np.bool_(True), "flag") is True
+    assert checks.check_bool(np.array(False), "flag") is False
+    assert checks.check_bool(torch.tensor(True), "flag") is True
+    for bad in (0, 1, "yes", None, np.array([True])):
+        with pytest.raises(TypeError, match="flag must be a bool"):
+            checks.check_bool(bad, "flag")
+
+
+def test_check_choice():
+    assert checks.check_choice("rope", "positional", ["rope", "learned"]) == "rope"
+    for bad in ("ROPE", None, True, np.array(["rope", "rope"])):
+        with pytest.raises(ValueError, match="positional must be one of"):
+            checks.check_choice(bad, "positional", ["rope", "learned"])
+
+
+def test_check_seed_and_rng():
+    assert checks.check_seed(0) == 0
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        checks.check_seed(-1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        checks.check_seed(1.0)
+    gen = np.random.default_rng(1)
+    assert checks.check_rng(gen) is gen
+    assert checks.check_rng(5).integers(1000) == np.random.default_rng(5).integers(1000)
+    assert checks.check_rng(np.array(5)).integers(1000) == np.random.default_rng(5).integers(1000)
+    assert isinstance(checks.check_rng(None), np.random.Generator)
+    for bad in (2.5, True, "x"):
+        with pytest.raises(TypeError, match="rng must be"):
+            checks.check_rng(bad)
+    with pytest.raises(ValueError, match="rng seed must be >= 0"):
+        checks.check_rng(-1)
+
+
+def test_check_axis():
+    assert checks.check_axis(-1, 3, (2, 3, 4)) == -1
+    assert checks.check_axis(np.int64(2), 3, (2, 3, 4)) == 2
+    for bad in (1.0, True, "0"):
+        with pytest.raises(TypeError, match="axis must be an integer"):
+            checks.check_axis(bad, 3, (2, 3, 4))
+    for bad in (3, -4):
+        with pytest.raises(ValueError, match=r"out of range for x of shape \(2, 3, 4\)"):
+            checks.check_axis(bad, 3, (2, 3, 4))
+
+
+# --- arrays --------------------------------------------------------------------------------
+
+
+def test_as_float_array():
+    f16 = np.ones(3, np.float16)
+    assert checks.as_float_array(f16, "x") is f16  # float dtype kept, no copy
+    assert checks.as_float_array([1, 2], "x").dtype == np.float64
+    assert checks.as_float_array(np.array([True]), "x").dtype == np.float64
+    t = torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    assert checks.as_float_array(t, "x").dtype == np.float32
+    for bad in (np.array(["a"]), np.array([1 + 2j]), [object()]):
+        with pytest.raises(TypeError, match="x must be"):
+            checks.as_float_array(bad, "x")
+
+
+def test_check_finite():
+    checks.check_finite(np.ones(2), "x")
+    for bad in (np.array([1.0, np.nan]), torch.tensor([np.inf])):
+        with pytest.raises(ValueError, match="x of shape .* contains nan or inf"):
+            checks.check_finite(bad, "x")
+
+
+def test_check_qkv():
+    q, k, v, batch = checks.check_qkv(np.ones((2, 1, 3, 4)), np.ones((3, 5, 4)),
+                                      np.ones((1, 5, 6)))
+    assert batch == (2, 3) and q.dtype == np.float64
+    with pytest.raises(ValueError, match="q has head_dim 64 but k has 32"):
+        checks.check_qkv(np.ones((2, 64)), np.ones((3, 32)), np.ones((3, 8)))
+    with pytest.raises(ValueError, match="k has 3 keys but v has 4"):
+        checks.check_qkv(np.ones((2, 8)), np.ones((3, 8)), np.ones((4, 8)))
+    with pytest.raises(ValueError, match=r"v must have shape \(\.\.\., seq, dim\)"):
+        checks.check_qkv(np.ones((2, 8)), np.ones((3, 8)), np.ones(3))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        checks.check_qkv(np.ones((2, 3, 4)), np.ones((3, 3, 4)), np.ones((3, 3, 4)))
+    with pytest.raises(ValueError, match="k of shape"):
+        checks.check_qkv(np.ones((2, 4)), np.full((3, 4), np.nan), np.ones((3, 4)))
+    with pytest.raises(TypeError, match="q must be"):
+        checks.check_qkv(np.array([["a"]]), np.ones((3, 4)), np.ones((3, 4)))
+
+
+def test_check_scale():
+    assert checks.check_scale(None, 16) == 0.25
+    assert checks.check_scale(None, 0) == 1.0
+    assert checks.check_scale(np.array(0.5), 16) == 0.5
+    with pytest.raises(TypeError, match="scale"):
+        checks.check_scale("0.5", 16)
+    with pytest.raises(ValueError, match="scale must be finite"):
+        checks.check_scale(float("inf"), 16)
+
+
+def test_check_broadcast_and_keep_mask():
+    checks.check_broadcast(np.ones((2, 1, 1, 5)), "mask", (2, 3, 4, 5))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 2, 4, 5\) does not broadcast"):
+        checks.check_broadcast(np.ones((2, 2, 4, 5)), "mask", (2, 3, 4, 5))
+    with pytest.raises(ValueError, match="does not broadcast"):  # would enlarge the scores
+        checks.check_broadcast(np.ones((2, 4, 5)), "mask", (4, 5))
+    keep = checks.check_keep_mask([[True, False]], "mask", (3, 2))
+    assert keep.dtype == bool
+    for bad in (np.ones((3, 2)), np.ones((3, 2), int)):
+        with pytest.raises(TypeError, match="mask must be a boolean keep-mask"):
+            checks.check_keep_mask(bad, "mask", (3, 2))
+    with pytest.raises(ValueError, match="broadcast"):
+        checks.check_keep_mask(np.ones((3, 3), bool), "mask", (3, 2))
+
+
+def test_check_int_array():
+    assert checks.check_int_array([], "ids").dtype == np.int64
+    assert checks.check_int_array(np.array([3, 0]), "ids", ndim=1).tolist() == [3, 0]
+    for bad in ([1.0, 2.0], [True]):
+        with pytest.raises(TypeError, match="ids must hold integers"):
+            checks.check_int_array(bad, "ids")
+    with pytest.raises(ValueError, match="ids must be >= 0, got min -2"):
+        checks.check_int_array([1, -2], "ids")
+    with pytest.raises(ValueError, match="ids must be 1-D"):
+        checks.check_int_array([[1]], "ids", ndim=1)
+
+
+# --- torch ---------------------------------------------------------------------------------
+
+
+def test_check_tensor_and_input_dtype():
+    x = torch.zeros(2, 3)
+    assert checks.check_tensor(x, "x", ndim=2) is x
+    assert checks.check_tensor(torch.zeros(2, dtype=torch.long), "x", floating=False) is not None
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        checks.check_tensor(np.zeros(2), "x")
+    with pytest.raises(TypeError, match="floating-point"):
+        checks.check_tensor(torch.zeros(2, dtype=torch.long), "x")
+    with pytest.raises(ValueError, match="x must be 3-D"):
+        checks.check_tensor(x, "x", ndim=3)
+    weight = torch.zeros(3, dtype=torch.float64)
+    checks.check_input_dtype(torch.zeros(3, dtype=torch.float64), weight)
+    with pytest.raises(TypeError, match="x has dtype torch.float32 but"):
+        checks.check_input_dtype(x, weight)
+
+
+def test_check_int_tensor_and_positions():
+    assert checks.check_int_tensor([1, 2], "pos").dtype == torch.int64
+    for bad in (torch.tensor([1.0]), torch.tensor([True]), np.array([0.5])):
+        with pytest.raises(TypeError, match="pos must be an integer tensor"):
+            checks.check_int_tensor(bad, "pos")
+    with pytest.raises(ValueError, match="pos must be >= 0"):
+        checks.check_int_tensor([-1], "pos")
+    got = checks.check_positions(np.arange(4), 4, (1, 4, 8))
+    assert isinstance(got, np.ndarray)
+    assert isinstance(checks.check_positions(torch.arange(4), 4, (1, 4, 8)), torch.Tensor)
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\) must end in .* 4"):
+        checks.check_positions(np.arange(3), 4, (1, 4, 8))
+    with pytest.raises(TypeError, match="positions"):
+        checks.check_positions(np.arange(4.0), 4, (1, 4, 8))

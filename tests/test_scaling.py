@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from attnbook.attention import softmax
-from attnbook.scaling import saturation_stats, score_samples, score_variance
+from attnbook.scaling import (
+    saturation_stats,
+    saturation_stats_core,
+    score_samples,
+    score_samples_core,
+    score_variance,
+)
+from attnbook.testing import assert_close
 
 
 @pytest.mark.parametrize("d_k", [1, 16, 256])
@@ -60,7 +67,66 @@ def test_scaling_keeps_weights_far_from_one_hot():
     assert scaled.mean_sorted_weights.sum() == pytest.approx(1.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
-def test_bad_dimensions_are_rejected(bad):
-    with pytest.raises(ValueError, match="d_k must be a positive integer"):
+def test_score_samples_core_is_the_scaled_dot_product_of_its_draws():
+    gen = np.random.default_rng(7)
+    q, k = gen.standard_normal((5, 4)), gen.standard_normal((5, 4))
+    expected = np.array([sum(q[n, t] * k[n, t] for t in range(4)) for n in range(5)])
+    got = score_samples_core(4, 5, True, np.random.default_rng(7))
+    assert_close(got, expected / 2.0, atol=1e-14, rtol=0)  # sqrt(4) = 2
+    got = score_samples_core(4, 5, False, np.random.default_rng(7))
+    assert_close(got, expected, atol=1e-14, rtol=0)
+
+
+def test_saturation_stats_core_on_two_keys_by_hand():
+    # q = [1, 0], keys [a, 0] and [0, 0]: scores a and 0, p = [e^a, 1] / (e^a + 1)
+    a = np.array([0.0, math.log(3.0)])
+    q = np.tile([[[1.0, 0.0]]], (2, 1, 1))  # (2, 1, 2)
+    k = np.stack([np.stack([[x, 0.0], [0.0, 0.0]]) for x in a])  # (2, 2, 2)
+    max_w, ent, sorted_p, jac = saturation_stats_core(q, k, 1.0)
+    p1 = np.array([0.5, 0.75])
+    assert_close(max_w, p1, atol=1e-15, rtol=0)
+    assert_close(ent, -(p1 * np.log(p1) + (1 - p1) * np.log(1 - p1)), atol=1e-15, rtol=0)
+    assert_close(sorted_p, np.stack([p1, 1 - p1], axis=-1), atol=1e-15, rtol=0)
+    assert_close(jac, 2 * p1 * (1 - p1), atol=1e-15, rtol=0)  # two keys: ||J||_F = 2 p1 p2
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_dimensions_below_one_are_value_errors(bad):
+    with pytest.raises(ValueError, match="d_k must be >= 1"):
         score_samples(bad, 10)
+    with pytest.raises(ValueError, match="n_keys must be >= 1"):
+        saturation_stats(4, bad, 10)
+
+
+@pytest.mark.parametrize("bad", [2.5, 2.0, True, "3"])
+def test_non_integer_dimensions_are_type_errors(bad):
+    # the one check rule: causal_mask(2.5) and score_samples(2.5, 10) fail alike
+    with pytest.raises(TypeError, match="d_k must be an integer"):
+        score_samples(bad, 10)
+    with pytest.raises(TypeError, match="n_draws must be an integer"):
+        saturation_stats(4, 4, bad)
+
+
+def test_score_variance_needs_two_samples():
+    with pytest.raises(ValueError, match="n_samples"):
+        score_variance(4, 1)
+
+
+def test_non_bool_flags_rejected():
+    with pytest.raises(TypeError, match="scaled"):
+        saturation_stats(4, 4, 10, scaled="no")
+    with pytest.raises(TypeError, match="scaled"):
+        score_samples(4, 10, scaled=1)
+
+
+@pytest.mark.parametrize("rng,exc", [("x", TypeError), (-1, ValueError), (True, TypeError),
+                                     (1.0, TypeError)])
+def test_rng_argument(rng, exc):
+    with pytest.raises(exc, match="rng"):
+        score_samples(4, 10, rng=rng)
+
+
+def test_rng_accepts_generator_seed_and_0d_array():
+    a = score_samples(3, 4, rng=np.random.default_rng(9))
+    assert np.array_equal(a, score_samples(3, 4, rng=9))
+    assert np.array_equal(a, score_samples(3, 4, rng=np.array(9)))

@@ -42,3 +42,27 @@ def test_accepts_torch_tensors_including_bfloat16():
 def test_within_tolerance_passes():
     assert_close([1.0, 2.0], [1.0 + 1e-9, 2.0], atol=1e-8, rtol=0)
     assert_close([100.0], [101.0], atol=0, rtol=0.011)
+
+
+@pytest.mark.parametrize("atol", [None, "a", True])
+def test_tolerance_of_the_wrong_kind_is_a_type_error(atol):
+    with pytest.raises(TypeError, match="atol"):
+        assert_close([1.0], [1.0], atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("rtol", [-1e-3, float("nan"), float("inf")])
+def test_tolerance_out_of_range_is_a_value_error(rtol):
+    with pytest.raises(ValueError, match="rtol"):
+        assert_close([1.0], [1.0], atol=0, rtol=rtol)
+
+
+def test_zero_d_array_tolerance_is_a_real_number():
+    assert_close([1.0], [1.05], atol=np.array(0.1), rtol=0)
+    with pytest.raises(AssertionError, match="not close"):
+        assert_close([1.0], [1.05], atol=np.array(0.01), rtol=0)
+
+
+def test_float16_inputs_are_compared_in_float64():
+    # 2049 is not a float16 (it rounds to 2048); the difference must be measured exactly
+    with pytest.raises(AssertionError, match="max abs diff 1.000e"):
+        assert_close(np.array([2048.0], np.float16), [2049.0], atol=0.5, rtol=0)

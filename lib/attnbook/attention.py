@@ -14,7 +14,6 @@ Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from . import checks
@@ -28,7 +27,9 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention_core",
     "scaled_dot_product_attention",
+    "softmax_jacobian_core",
     "softmax_jacobian",
+    "entropy_core",
     "entropy",
 ]
 
@@ -256,8 +257,20 @@ def scaled_dot_product_attention(
     return out
 
 
+def softmax_jacobian_core(p):
+    """Jacobian ``J = diag(p) - p p^T`` of the softmax at its output p.
+
+    p (..., n) -> J (..., n, n) with ``J[i, j] = d p_i / d z_j``.
+    """
+    eye = np.eye(p.shape[-1], dtype=p.dtype)  # (n, n)
+    diag = p[..., :, None] * eye  # (..., n, n) diag(p)
+    return diag - p[..., :, None] * p[..., None, :]  # (..., n, n)
+
+
 def softmax_jacobian(p) -> np.ndarray:
     """Jacobian of the softmax at output ``p``: ``J = diag(p) - p p^T``.
+
+    Checks its input and calls :func:`softmax_jacobian_core`.
 
     ``J[i, j] = d p_i / d z_j``. When ``p`` is close to one-hot (a saturated softmax) every
     entry of ``J`` is close to 0, which is why saturated attention passes almost no gradient
@@ -275,12 +288,20 @@ def softmax_jacobian(p) -> np.ndarray:
     p = checks.as_float_array(p, "p")
     if p.ndim == 0:
         raise ValueError("p must have at least one axis; got a scalar")
-    eye = np.eye(p.shape[-1], dtype=p.dtype)
-    return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]  # (..., n, n)
+    return softmax_jacobian_core(p)
+
+
+def entropy_core(p, axis=-1):
+    """Shannon entropy ``-sum p log p`` in nats along ``axis``, with 0 log 0 = 0."""
+    logp = np.log(np.where(p > 0, p, 1))  # log 1 = 0 where p = 0
+    return -np.sum(p * logp, axis=axis)
 
 
 def entropy(p, axis: int = -1) -> np.ndarray:
     """Shannon entropy ``-sum p log p`` in nats along ``axis`` (``0 log 0 = 0``).
+
+    Checks its input and calls :func:`entropy_core` in at least float32 (a float16 sum over
+    many positions loses the tail).
 
     A uniform distribution over ``n`` positions has entropy ``log n``; a one-hot one has 0.
 
@@ -303,6 +324,4 @@ def entropy(p, axis: int = -1) -> np.ndarray:
     if np.isnan(p).any() or (p < 0).any():
         raise ValueError(f"p of shape {p.shape} holds negative or nan entries; it must hold "
                          "probabilities")
-    pc = p.astype(compute_dtype(p))  # a float16 sum of many terms loses the tail
-    logp = np.log(np.where(pc > 0, pc, 1.0))
-    return (-np.sum(pc * logp, axis=axis)).astype(p.dtype)
+    return entropy_core(p.astype(compute_dtype(p)), axis).astype(p.dtype)

@@ -32,6 +32,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_seed",
+    "check_rng",
     "check_axis",
     "as_float_array",
     "check_finite",
@@ -314,6 +315,27 @@ def check_strings(values, name: str) -> list:
         if not isinstance(s, str):
             raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
     return list(values)
+
+
+def check_rng(value, name: str = "rng"):
+    """A ``numpy.random.Generator`` (returned as is) or a seed (an integer >= 0, or ``None``).
+
+    Returns:
+        A ``numpy.random.Generator``.
+
+    Raises:
+        TypeError: ``value`` is neither a Generator nor an integer (bools and floats refused).
+        ValueError: the seed is negative.
+    """
+    if isinstance(value, np.random.Generator):
+        return value
+    if value is not None:
+        value = _unwrap_scalar(value)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be a numpy.random.Generator or an integer seed, got "
+                            f"{_describe(value)}")
+        value = check_int(value, f"{name} seed", 0)
+    return np.random.default_rng(value)
 
 
 # ------------------------------------------------------------------------------------------

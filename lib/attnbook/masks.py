@@ -13,67 +13,60 @@ incremental decoding and chunked prefill need.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-__all__ = ["causal_mask", "padding_mask", "sliding_window_mask", "combine_masks"]
+from . import checks
+
+__all__ = [
+    "causal_mask_core",
+    "causal_mask",
+    "padding_mask_core",
+    "padding_mask",
+    "sliding_window_mask_core",
+    "sliding_window_mask",
+    "combine_masks",
+]
 
 
-def _check_length(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return int(value)
+def causal_mask_core(L, S):
+    """Causal keep-mask ``(L, S)``: query i sees keys ``j <= i + (S - L)``.
 
-
-def _check_broadcast(mask: np.ndarray, name: str, target_shape) -> None:
-    """Raise unless ``mask`` broadcasts to ``target_shape`` without enlarging it."""
-    target_shape = tuple(target_shape)
-    try:
-        result = np.broadcast_shapes(mask.shape, target_shape)
-    except ValueError:
-        result = None
-    if result != target_shape:
-        raise ValueError(
-            f"{name} of shape {mask.shape} does not broadcast to the scores' shape "
-            f"{target_shape} (expected e.g. (L, S) or (B, 1, 1, S))"
-        )
-
-
-def _check_keep_mask(mask, name: str, target_shape) -> np.ndarray:
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        raise TypeError(
-            f"{name} must be a boolean keep-mask (True = may attend); got dtype {mask.dtype} "
-            f"(shape {mask.shape})"
-        )
-    _check_broadcast(mask, name, target_shape)
-    return mask
+    Aligned bottom-right: the last query sees every key.
+    """
+    i = np.arange(L)[:, None]  # (L, 1)
+    j = np.arange(S)[None, :]  # (1, S)
+    return j <= i + (S - L)  # (L, S)
 
 
 def causal_mask(L: int, S: int | None = None) -> np.ndarray:
-    """Causal keep-mask, aligned bottom-right.
+    """Causal keep-mask, aligned bottom-right; checks its input and calls :func:`causal_mask_core`.
 
     Args:
-        L: number of queries.
-        S: number of keys; defaults to ``L``. With ``S > L`` the first ``S - L`` keys are the
-            cached past, visible to every query.
+        L: number of queries, an integer >= 0.
+        S: number of keys, an integer >= 0; defaults to ``L``. With ``S > L`` the first
+            ``S - L`` keys are the cached past, visible to every query.
 
     Returns:
         Boolean ``(L, S)`` array with ``mask[i, j] = j <= i + (S - L)``. When ``L > S`` the
         first ``L - S`` rows are all ``False`` (those queries have no key to see).
 
     Raises:
-        TypeError: if ``L`` or ``S`` is not an integer.
+        TypeError: if ``L`` or ``S`` is not an integer (``2.5``, ``2.0`` and ``True`` too).
         ValueError: if ``L`` or ``S`` is negative.
     """
-    L = _check_length(L, "L")
-    S = L if S is None else _check_length(S, "S")
-    i = np.arange(L)[:, None]  # (L, 1)
+    L = checks.check_int(L, "L")
+    S = L if S is None else checks.check_int(S, "S")
+    return causal_mask_core(L, S)
+
+
+def sliding_window_mask_core(L, window, S):
+    """Sliding-window keep-mask ``(L, S)``, aligned bottom-right.
+
+    Query i sits at position ``p = i + S - L`` and sees keys ``p - window < j <= p``.
+    """
+    p = np.arange(L)[:, None] + (S - L)  # (L, 1) position of each query
     j = np.arange(S)[None, :]  # (1, S)
-    return j <= i + (S - L)  # (L, S)
+    return (j <= p) & (j > p - window)  # (L, S)
 
 
 def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray:
@@ -82,11 +75,12 @@ def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray
     The window counts the query itself: query ``i`` (absolute position ``p = i + S - L``) sees
     keys ``p - window + 1, ..., p`` — at most ``window`` keys. ``window >= S`` gives the plain
     causal mask. This is the pattern of Mistral-7B's ``sliding_window`` (Jiang et al., 2023).
+    Checks its input and calls :func:`sliding_window_mask_core`.
 
     Args:
-        L: number of queries.
-        window: how many keys each query sees, itself included; at least 1.
-        S: number of keys; defaults to ``L``.
+        L: number of queries, an integer >= 0.
+        window: how many keys each query sees, itself included; an integer >= 1.
+        S: number of keys, an integer >= 0; defaults to ``L``.
 
     Returns:
         Boolean ``(L, S)`` keep-mask.
@@ -95,15 +89,17 @@ def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray
         TypeError: if an argument is not an integer.
         ValueError: if ``window < 1`` or a length is negative.
     """
-    window = _check_length(window, "window")
-    if window < 1:
-        raise ValueError(f"window must be >= 1 (it counts the query itself), got {window}")
-    L = _check_length(L, "L")
-    S = L if S is None else _check_length(S, "S")
+    window = checks.check_int(window, "window", 1)
+    L = checks.check_int(L, "L")
+    S = L if S is None else checks.check_int(S, "S")
     window = min(window, S + 1)  # any window >= S is the causal mask; keeps the ints small
-    pos = np.arange(L)[:, None] + (S - L)  # (L, 1) absolute position of each query
-    j = np.arange(S)[None, :]  # (1, S)
-    return (j <= pos) & (j > pos - window)  # (L, S)
+    return sliding_window_mask_core(L, window, S)
+
+
+def padding_mask_core(attention_mask):
+    """Keep-mask ``(B, 1, 1, S)`` from a ``(B, S)`` mask of 1 (token) and 0 (pad)."""
+    keep = attention_mask.astype(bool)  # (B, S)
+    return keep[:, None, None, :]  # (B, 1, 1, S): broadcasts over heads, queries
 
 
 def padding_mask(attention_mask) -> np.ndarray:
@@ -115,27 +111,29 @@ def padding_mask(attention_mask) -> np.ndarray:
 
     Returns:
         Boolean ``(B, 1, 1, S)`` keep-mask, ``True`` at real tokens; it broadcasts over heads
-        and queries.
+        and queries. Checks its input and calls :func:`padding_mask_core`.
 
     Raises:
+        TypeError: if ``attention_mask`` is not numeric (strings, objects).
         ValueError: if ``attention_mask`` is not 2-D or holds values other than 0 and 1.
     """
     am = np.asarray(attention_mask)
+    if am.dtype != np.bool_ and not (
+        np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
+    ):
+        raise TypeError(f"attention_mask must hold 0 and 1 (integers or bools); got dtype "
+                        f"{am.dtype} (shape {am.shape})")
     if am.ndim != 2:
         raise ValueError(
             f"attention_mask must have shape (B, S) with 1 = real token, 0 = pad; "
             f"got shape {am.shape}"
         )
-    if am.dtype != np.bool_:
-        if not (np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)):
-            raise ValueError(f"attention_mask must hold 0 and 1; got dtype {am.dtype}")
-        if not np.isin(am, (0, 1)).all():
-            bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
-            raise ValueError(
-                f"attention_mask of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}"
-            )
-    keep = am.astype(bool)
-    return keep[:, None, None, :]  # (B, 1, 1, S)
+    if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
+        bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
+        raise ValueError(
+            f"attention_mask of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}"
+        )
+    return padding_mask_core(am)
 
 
 def combine_masks(*masks) -> np.ndarray | None:
@@ -213,8 +211,8 @@ def prefill_chunk_mask(chunk_len: int, cache_len: int, window: int | None = None
     Source: chunked prefill as in Agrawal et al., "SARATHI" (2023); the mask is the
     bottom-right aligned causal mask of this module.
     """
-    chunk_len = _check_length(chunk_len, "chunk_len")
-    cache_len = _check_length(cache_len, "cache_len")
+    chunk_len = checks.check_int(chunk_len, "chunk_len")
+    cache_len = checks.check_int(cache_len, "cache_len")
     S = cache_len + chunk_len
     if window is None:
         return causal_mask(chunk_len, S)  # (L, S)
@@ -238,6 +236,7 @@ def positions_from_attention_mask(attention_mask) -> np.ndarray:
         int64 array ``(B, S)``: ``cumsum(mask) - 1`` at real tokens, 0 at padding.
 
     Raises:
+        TypeError: if ``attention_mask`` is not numeric.
         ValueError: if ``attention_mask`` is not 2-D or holds values other than 0 and 1.
     """
     keep = padding_mask(attention_mask)[:, 0, 0, :]  # (B, S) bool, validated

@@ -13,75 +13,68 @@ and the explorers plot what they return.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import entropy, softmax, softmax_jacobian
+from . import checks
+from .attention import entropy_core, softmax_core, softmax_jacobian_core
 
-__all__ = ["score_samples", "score_variance", "SaturationStats", "saturation_stats"]
+__all__ = [
+    "score_samples_core",
+    "score_samples",
+    "score_variance",
+    "SaturationStats",
+    "saturation_stats_core",
+    "saturation_stats",
+]
 
 # Draws are processed in chunks so that d_k = 1024 with 10^4 draws stays within a few MB.
 _CHUNK_ELEMENTS = 2_000_000
 
 
-def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+def score_samples_core(d_k, n_samples, scaled, rng):
+    """Scores ``q . k`` of ``n_samples`` pairs of i.i.d. standard-normal vectors.
 
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
-def _rng(seed_or_rng) -> np.random.Generator:
-    if isinstance(seed_or_rng, np.random.Generator):
-        return seed_or_rng
-    if seed_or_rng is not None:
-        if isinstance(seed_or_rng, (bool, np.bool_)) or not isinstance(seed_or_rng,
-                                                                       (int, np.integer)):
-            raise TypeError(f"rng must be a numpy.random.Generator or an integer seed, got "
-                            f"{seed_or_rng!r} ({type(seed_or_rng).__name__})")
-        if seed_or_rng < 0:
-            raise ValueError(f"rng seed must be >= 0, got {seed_or_rng}")
-    return np.random.default_rng(seed_or_rng)
+    Divided by ``sqrt(d_k)`` when ``scaled``. Returns shape (n_samples,).
+    """
+    q = rng.standard_normal((n_samples, d_k))  # (n, d_k)
+    k = rng.standard_normal((n_samples, d_k))  # (n, d_k)
+    scores = np.einsum("nd,nd->n", q, k)  # (n,) one dot product per pair
+    return scores * (1 / np.sqrt(d_k)) if scaled else scores
 
 
 def score_samples(d_k: int, n_samples: int, *, scaled: bool = True, rng=0) -> np.ndarray:
     """Draw attention scores ``q . k`` for i.i.d. standard-normal ``q, k`` in ``R^{d_k}``.
 
+    Checks its arguments and calls :func:`score_samples_core` on chunks of draws, so that a
+    large ``d_k * n_samples`` stays within a few MB (the chunk size depends on ``d_k`` only,
+    so a seed always gives the same scores).
+
     Args:
-        d_k: head dimension (the length of ``q`` and ``k``).
-        n_samples: number of independent (q, k) pairs.
+        d_k: head dimension (the length of ``q`` and ``k``), an integer >= 1.
+        n_samples: number of independent (q, k) pairs, an integer >= 1.
         scaled: divide each score by ``sqrt(d_k)`` as in Vaswani et al. (2017), eq. 1.
-        rng: a ``numpy.random.Generator`` or a seed.
+        rng: a ``numpy.random.Generator`` or an integer seed >= 0.
 
     Returns:
         float64 array ``(n_samples,)`` of scores. Unscaled they have variance ``d_k``, scaled
         variance 1 (in expectation).
 
     Raises:
-        ValueError: if ``d_k`` or ``n_samples`` is not a positive integer, or the seed is
-            negative.
-        TypeError: if ``scaled`` is not a bool or ``rng`` is neither a Generator nor an
-            integer seed.
+        TypeError: if ``d_k`` or ``n_samples`` is not an integer (``2.5``, ``True``), ``scaled``
+            is not a bool or ``rng`` is neither a Generator nor an integer seed.
+        ValueError: if ``d_k`` or ``n_samples`` is below 1, or the seed is negative.
+
+    Source: Vaswani et al. (2017), footnote 4.
     """
-    d_k = _check_positive_int(d_k, "d_k")
-    n_samples = _check_positive_int(n_samples, "n_samples")
-    scaled = _check_bool(scaled, "scaled")
-    gen = _rng(rng)
-    scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
-    chunk = max(1, _CHUNK_ELEMENTS // d_k)
-    parts = []
-    for start in range(0, n_samples, chunk):
-        m = min(chunk, n_samples - start)
-        q = gen.standard_normal((m, d_k))  # (m, d_k)
-        k = gen.standard_normal((m, d_k))  # (m, d_k)
-        parts.append(np.einsum("nd,nd->n", q, k) * scale)  # (m,)
+    d_k = checks.check_int(d_k, "d_k", 1)
+    n_samples = checks.check_int(n_samples, "n_samples", 1)
+    scaled = checks.check_bool(scaled, "scaled")
+    gen = checks.check_rng(rng)
+    chunk = max(1, _CHUNK_ELEMENTS // d_k)  # draws per chunk: memory stays bounded
+    parts = [score_samples_core(d_k, min(chunk, n_samples - start), scaled, gen)
+             for start in range(0, n_samples, chunk)]
     return np.concatenate(parts)
 
 
@@ -102,12 +95,12 @@ def score_variance(d_k: int, n_samples: int = 20_000, *, scaled: bool = False, r
         The sample variance (ddof = 1), a float.
 
     Raises:
-        ValueError: if ``d_k`` is not a positive integer or ``n_samples`` is not an integer
-            >= 2 (a sample variance needs two draws), or the seed is negative.
-        TypeError: if ``scaled`` is not a bool or ``rng`` is neither a Generator nor an
-            integer seed.
+        TypeError: if ``d_k`` or ``n_samples`` is not an integer, ``scaled`` is not a bool or
+            ``rng`` is neither a Generator nor an integer seed.
+        ValueError: if ``d_k < 1``, ``n_samples < 2`` (a sample variance needs two draws), or
+            the seed is negative.
     """
-    n_samples = _check_positive_int(n_samples, "n_samples")
+    n_samples = checks.check_int(n_samples, "n_samples")
     if n_samples < 2:
         raise ValueError(f"n_samples must be >= 2 for a sample variance (ddof=1), got {n_samples}")
     return float(np.var(score_samples(d_k, n_samples, scaled=scaled, rng=rng), ddof=1))
@@ -140,54 +133,68 @@ class SaturationStats:
     mean_jacobian_norm: float
 
 
+def saturation_stats_core(q, k, scale):
+    """How peaked each query's softmax over its own keys is.
+
+    q (m, 1, d_k), k (m, n, d_k). Returns, per draw, the largest weight, the
+    entropy (nats), the weights sorted in decreasing order and ||J||_F.
+    """
+    scores = (q @ np.swapaxes(k, -1, -2))[:, 0, :] * scale  # (m, n)
+    p = softmax_core(scores)  # (m, n)
+    jac = softmax_jacobian_core(p)  # (m, n, n)
+    jac_norm = np.sqrt((jac**2).sum(axis=(-2, -1)))  # (m,) Frobenius norm
+    sorted_p = -np.sort(-p, axis=-1)  # (m, n) decreasing
+    return p.max(axis=-1), entropy_core(p), sorted_p, jac_norm
+
+
 def saturation_stats(
     d_k: int, n_keys: int = 16, n_draws: int = 10_000, *, scaled: bool = True, rng=0
 ) -> SaturationStats:
     """Measure softmax saturation for one query against ``n_keys`` random keys.
 
     ``q`` and every key are drawn i.i.d. standard normal in ``R^{d_k}``; the weights are
-    ``softmax(q K^T * scale)`` with ``scale = 1/sqrt(d_k)`` when ``scaled`` else 1.
+    ``softmax(q K^T * scale)`` with ``scale = 1/sqrt(d_k)`` when ``scaled`` else 1. Checks its
+    arguments, draws in chunks (bounded memory), calls :func:`saturation_stats_core` on each
+    chunk and averages over the draws.
 
     Args:
-        d_k: head dimension, >= 1.
-        n_keys: keys per query, >= 1.
-        n_draws: number of independent (q, K) draws averaged over, >= 1.
+        d_k: head dimension, an integer >= 1.
+        n_keys: keys per query, an integer >= 1.
+        n_draws: number of independent (q, K) draws averaged over, an integer >= 1.
         scaled: apply the ``1/sqrt(d_k)`` scale.
-        rng: a ``numpy.random.Generator`` or a seed.
+        rng: a ``numpy.random.Generator`` or an integer seed >= 0.
 
     Returns:
         :class:`SaturationStats`.
 
     Raises:
-        ValueError: if ``d_k``, ``n_keys`` or ``n_draws`` is not a positive integer, or the
-            seed is negative.
-        TypeError: if ``scaled`` is not a bool (a string such as ``'no'`` is rejected) or
-            ``rng`` is neither a Generator nor an integer seed.
+        TypeError: if ``d_k``, ``n_keys`` or ``n_draws`` is not an integer, ``scaled`` is not
+            a bool (a string such as ``'no'`` is rejected) or ``rng`` is neither a Generator
+            nor an integer seed.
+        ValueError: if ``d_k``, ``n_keys`` or ``n_draws`` is below 1, or the seed is negative.
     """
-    d_k = _check_positive_int(d_k, "d_k")
-    n_keys = _check_positive_int(n_keys, "n_keys")
-    n_draws = _check_positive_int(n_draws, "n_draws")
-    scaled = _check_bool(scaled, "scaled")
-    gen = _rng(rng)
-    scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
-    chunk = max(1, _CHUNK_ELEMENTS // (d_k * n_keys))
+    d_k = checks.check_int(d_k, "d_k", 1)
+    n_keys = checks.check_int(n_keys, "n_keys", 1)
+    n_draws = checks.check_int(n_draws, "n_draws", 1)
+    scaled = checks.check_bool(scaled, "scaled")
+    gen = checks.check_rng(rng)
+    scale = 1 / np.sqrt(d_k) if scaled else 1.0
+    chunk = max(1, _CHUNK_ELEMENTS // (d_k * n_keys))  # draws per chunk: bounded memory
     sum_max = sum_ent = sum_jac = 0.0
     sum_sorted = np.zeros(n_keys)
     for start in range(0, n_draws, chunk):
         m = min(chunk, n_draws - start)
         q = gen.standard_normal((m, 1, d_k))  # (m, 1, d_k)
         k = gen.standard_normal((m, n_keys, d_k))  # (m, n_keys, d_k)
-        scores = (q @ np.swapaxes(k, -1, -2))[:, 0, :] * scale  # (m, n_keys)
-        p = softmax(scores, axis=-1)  # (m, n_keys)
-        sum_max += float(p.max(axis=-1).sum())
-        sum_ent += float(entropy(p).sum())
-        sum_sorted += -np.sort(-p, axis=-1).sum(axis=0)
-        jac = softmax_jacobian(p)  # (m, n_keys, n_keys)
-        sum_jac += float(np.sqrt((jac**2).sum(axis=(-2, -1))).sum())
+        max_w, ent, sorted_p, jac_norm = saturation_stats_core(q, k, scale)
+        sum_max += float(max_w.sum())
+        sum_ent += float(ent.sum())
+        sum_sorted += sorted_p.sum(axis=0)
+        sum_jac += float(jac_norm.sum())
     return SaturationStats(
         d_k=d_k,
         n_keys=n_keys,
-        scaled=bool(scaled),
+        scaled=scaled,
         n_draws=n_draws,
         mean_max_weight=sum_max / n_draws,
         mean_entropy=sum_ent / n_draws,

@@ -7,9 +7,9 @@ It never relies on ``max(0.0, nan)``-style reductions, which silently drop NaN.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from . import checks
 
 __all__ = ["assert_close", "to_numpy"]
 
@@ -59,18 +59,16 @@ def assert_close(actual, expected, *, atol: float, rtol: float) -> None:
             tolerance. The message gives the max and mean absolute difference, the number of
             mismatches and the worst index.
         ValueError: if ``atol`` or ``rtol`` is negative or not finite.
-        TypeError: if ``atol`` or ``rtol`` is not a real number (``None``, strings, bools).
+        TypeError: if ``atol`` or ``rtol`` is not a real number (``None``, strings, bools);
+            0-d arrays are accepted, as everywhere in :mod:`attnbook.checks`.
 
     Note:
         Both sides are converted to float64 first, so integers beyond ``2**53`` are compared
         after rounding (``2**53 + 1`` and ``2**53`` compare equal even with ``atol=0``);
         compare such integers exactly with ``np.array_equal``.
     """
-    for name, tol in (("atol", atol), ("rtol", rtol)):
-        if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {tol!r} ({type(tol).__name__})")
-    if not (np.isfinite(atol) and np.isfinite(rtol)) or atol < 0 or rtol < 0:
-        raise ValueError(f"atol and rtol must be finite and >= 0; got atol={atol}, rtol={rtol}")
+    atol = checks.check_real(atol, "atol", minimum=0.0)
+    rtol = checks.check_real(rtol, "rtol", minimum=0.0)
     a = to_numpy(actual)
     e = to_numpy(expected)
     if a.shape != e.shape:
