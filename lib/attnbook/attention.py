@@ -91,7 +91,7 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 
 
 def masked_softmax_core(scores, keep):
-    """Softmax of ``scores (..., L, S)`` over the keys where ``keep`` is True."""
+    """Softmax of scores (..., L, S) over the keys where ``keep`` is True."""
     hidden = np.where(keep, scores, -np.inf)  # replace, never add
     return softmax_core(hidden, axis=-1)  # (..., L, S)
 
@@ -292,7 +292,7 @@ def softmax_jacobian(p) -> np.ndarray:
 
 
 def entropy_core(p, axis=-1):
-    """Shannon entropy ``-sum p log p`` in nats along ``axis``, with 0 log 0 = 0."""
+    """Entropy ``-sum p log p`` (nats) along ``axis``, with 0 log 0 = 0."""
     logp = np.log(np.where(p > 0, p, 1))  # log 1 = 0 where p = 0
     return -np.sum(p * logp, axis=axis)
 

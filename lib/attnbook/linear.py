@@ -64,7 +64,7 @@ def elu_feature_map(x):
 
 
 def linear_attention_core(q, k, v, feature_map=elu_feature_map):
-    """``phi(q) [phi(k)^T v] / phi(q) [phi(k)^T 1]``: every query sees every key.
+    """phi(q) [phi(k)^T v] / phi(q) [phi(k)^T 1]: every query sees every key.
 
     q (..., L, D), k (..., S, D), v (..., S, Dv) -> (..., L, Dv).
     """
@@ -77,7 +77,7 @@ def linear_attention_core(q, k, v, feature_map=elu_feature_map):
 
 def linear_attention_causal_core(q, k, v, chunk_size=64,
                                  feature_map=elu_feature_map):
-    """Causal linear attention: query i sees keys j <= i (q, k, v of one length L).
+    """Causal linear attention: query i sees keys j <= i (one length L).
 
     Chunk by chunk: similarities inside the chunk directly (a lower triangle),
     earlier keys through the running sums. q, k (..., L, D), v (..., L, Dv)

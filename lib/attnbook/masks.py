@@ -62,7 +62,7 @@ def causal_mask(L: int, S: int | None = None) -> np.ndarray:
 def sliding_window_mask_core(L, window, S):
     """Sliding-window keep-mask ``(L, S)``, aligned bottom-right.
 
-    Query i sits at position ``p = i + S - L`` and sees keys ``p - window < j <= p``.
+    Query i sits at position p = i + S - L and sees keys p - window < j <= p.
     """
     p = np.arange(L)[:, None] + (S - L)  # (L, 1) position of each query
     j = np.arange(S)[None, :]  # (1, S)
@@ -97,9 +97,9 @@ def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray
 
 
 def padding_mask_core(attention_mask):
-    """Keep-mask ``(B, 1, 1, S)`` from a ``(B, S)`` mask of 1 (token) and 0 (pad)."""
+    """Keep-mask (B, 1, 1, S) from a (B, S) mask of 1 (token) and 0 (pad)."""
     keep = attention_mask.astype(bool)  # (B, S)
-    return keep[:, None, None, :]  # (B, 1, 1, S): broadcasts over heads, queries
+    return keep[:, None, None, :]  # (B, 1, 1, S): for every head and query
 
 
 def padding_mask(attention_mask) -> np.ndarray:

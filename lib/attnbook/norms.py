@@ -24,9 +24,9 @@ __all__ = ["layer_norm_core", "layer_norm", "rms_norm_core", "rms_norm"]
 
 
 def layer_norm_core(x, weight=1.0, bias=0.0, eps=1e-5):
-    """LayerNorm over the last axis: ``(x - mean) / sqrt(var + eps) * weight + bias``.
+    """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * w + b.
 
-    x (..., d_model); weight, bias (d_model,) or scalars. Biased variance.
+    x (..., d_model); weight w, bias b (d_model,) or scalars. Biased variance.
     """
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
     centred = x - mean  # (..., d_model)

@@ -34,7 +34,7 @@ _CHUNK_ELEMENTS = 2_000_000
 
 
 def score_samples_core(d_k, n_samples, scaled, rng):
-    """Scores ``q . k`` of ``n_samples`` pairs of i.i.d. standard-normal vectors.
+    """Scores q . k of ``n_samples`` pairs of i.i.d. standard-normal vectors.
 
     Divided by ``sqrt(d_k)`` when ``scaled``. Returns shape (n_samples,).
     """
