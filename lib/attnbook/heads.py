@@ -110,11 +110,11 @@ def merge_heads(x) -> np.ndarray:
 
 
 def repeat_kv_core(x, n_rep):
-    """Repeat each KV head ``n_rep`` times, interleaved: head h reads h // n_rep.
+    """Repeat each KV head n_rep times, interleaved: head h reads h // n_rep.
 
     ``(..., H_kv, S, D) -> (..., H_kv * n_rep, S, D)``.
     """
-    return np.repeat(x, n_rep, axis=-3)  # (..., H_kv * n_rep, S, D)
+    return np.repeat(x, n_rep, axis=-3)  # (..., H_kv*n_rep, S, D)
 
 
 def repeat_kv(x, n_rep: int) -> np.ndarray:
@@ -215,8 +215,9 @@ def grouped_query_attention(
     )
 
 
-def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-                              n_heads, n_kv_heads, mask=None):
+def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o,
+                              b_q, b_k, b_v, b_o, n_heads, n_kv_heads,
+                              mask=None):
     """Project, split into heads, attend, merge, project: Concat(heads) W^O.
 
     x (..., L, d_model), context (..., S, d_model); weights in the x @ W
@@ -225,9 +226,9 @@ def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o
     q = split_heads_core(x @ w_q + b_q, n_heads)  # (..., H, L, D)
     k = split_heads_core(context @ w_k + b_k, n_kv_heads)  # (..., H_kv, S, D)
     v = split_heads_core(context @ w_v + b_v, n_kv_heads)  # (..., H_kv, S, Dv)
-    out, weights = grouped_query_attention_core(q, k, v, mask)  # (..., H, L, Dv)
+    out, attn = grouped_query_attention_core(q, k, v, mask)  # (..., H, L, Dv)
     out = merge_heads_core(out)  # (..., L, H*Dv)
-    return out @ w_o + b_o, weights  # (..., L, d_model), (..., H, L, S)
+    return out @ w_o + b_o, attn  # (..., L, d_model), (..., H, L, S)
 
 
 def multi_head_attention(

@@ -128,10 +128,10 @@ def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
 
 
 def apply_rope_core(x, cos, sin, interleaved=False):
-    """Rotate each pair (a, b) of x (..., T, D) to (a cos - b sin, a sin + b cos).
+    """Rotate each pair (a, b) of x to (a cos - b sin, a sin + b cos).
 
-    cos and sin (..., T, D/2) hold the angles pos * theta_i. Pairs are
-    (2i, 2i+1) if interleaved, else (i, i + D/2) (the half-split layout).
+    x (..., T, D); cos, sin (..., T, D/2) of the angles pos * theta_i.
+    Pairs (2i, 2i+1) if interleaved, else (i, i + D/2) (half-split).
     """
     if interleaved:
         a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
