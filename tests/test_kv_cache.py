@@ -19,10 +19,17 @@ from attnbook.kv_cache import (
     LatentCache,
     SlidingWindowCache,
     greedy_generate,
+    greedy_generate_core,
     kv_cache_bytes,
 )
 from attnbook.masks import padding_mask, positions_from_attention_mask
-from attnbook.models import ModelConfig, build_model, count_parameters, param_count
+from attnbook.models import (
+    DecoderOnlyModel,
+    ModelConfig,
+    build_model,
+    count_parameters,
+    param_count,
+)
 from attnbook.testing import assert_close
 
 D64 = torch.float64
@@ -305,3 +312,97 @@ def test_mla_is_causal_and_matches_explicit_expansion():
         o = np_sdpa(qq, k, kv[..., 4:], causal=True)  # (4, 5, 3)
         exp = o.transpose(1, 0, 2).reshape(5, 12) @ m.o_proj.weight.numpy().T
     assert_close(m(x)[0], exp, atol=1e-12, rtol=0)
+
+
+# --- argument checks (moved from test_robustness.py: A1, A16, LOW, B) ----------------------
+
+
+BASE = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+
+
+def test_a1_kv_cache_bytes_matches_built_cache():
+    cfg = ModelConfig(**BASE, head_dim=6, positional="rope")
+    model = DecoderOnlyModel(cfg).eval()
+    caches = model.make_caches()
+    model(torch.tensor([[1, 2, 3]]), kv_caches=caches)
+    assert sum(c.nbytes for c in caches) == kv_cache_bytes(cfg, 3, dtype="float32")
+
+
+def test_a16_latent_cache_checks_positions_and_batch():
+    with pytest.raises(ValueError, match="positions must be"):
+        LatentCache().update(torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), torch.arange(7))
+    cache = LatentCache()
+    cache.update(torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), torch.arange(3))
+    with pytest.raises(ValueError, match="do not match the cache"):
+        cache.update(torch.zeros(2, 1, 4), torch.zeros(2, 1, 2), torch.tensor([3]))
+    with pytest.raises(ValueError, match="rewind"):
+        cache.update(torch.zeros(1, 1, 4), torch.zeros(1, 1, 2), torch.tensor([1]))
+
+
+def test_low_kv_cache_positions():
+    cache = KVCache()
+    with pytest.raises(TypeError, match="positions"):
+        cache.update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), torch.tensor([0.0, 1.0]))
+    cache.update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4), torch.arange(3))
+    with pytest.raises(ValueError, match="rewind"):
+        cache.update(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4), torch.tensor([0]))
+    sw = SlidingWindowCache(2)
+    sw.update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4), torch.arange(3))
+    with pytest.raises(ValueError, match="rewind"):
+        sw.update(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4), torch.tensor([1]))
+
+
+def test_b_greedy_generate_arguments():
+    model = DecoderOnlyModel(ModelConfig(**BASE, max_seq_len=8)).eval()
+    for bad in (2.5, True):
+        with pytest.raises(TypeError, match="max_new_tokens"):
+            greedy_generate(model, torch.tensor([[1]]), bad)
+    out = greedy_generate(model, np.array([[1, 2]]), 2)
+    assert torch.equal(out, greedy_generate(model, torch.tensor([[1, 2]]), 2))
+
+
+# --- the decode-step core --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positional", ["rope", "learned"])
+def test_greedy_generate_core_equals_full_pass_argmax(positional):
+    # reference: the argmax of the uncached model over the whole sequence, step by step
+    torch.manual_seed(3)
+    cfg = ModelConfig(vocab_size=11, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=32,
+                      max_seq_len=16, positional=positional, norm="rmsnorm", ffn="swiglu")
+    model = DecoderOnlyModel(cfg).double().eval()
+    ids = torch.tensor([[1, 5, 2], [7, 0, 3]])
+    expected = ids
+    with torch.no_grad():
+        for _ in range(5):
+            nxt = model(expected)[:, -1].argmax(dim=-1, keepdim=True)
+            expected = torch.cat((expected, nxt), dim=1)
+    got = greedy_generate_core(model, ids, 5)
+    assert got.shape == (2, 8) and torch.equal(got, expected)
+    assert torch.equal(greedy_generate(model, ids, 5), expected)
+    assert torch.equal(greedy_generate(model, ids, 5, use_cache=False), expected)
+
+
+def test_greedy_generate_core_fills_max_seq_len_exactly():
+    # T + max_new_tokens == max_seq_len: the last token is never fed, so no position overflows
+    model = DecoderOnlyModel(ModelConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=1,
+                                         d_ff=8, max_seq_len=4, positional="learned")).eval()
+    assert greedy_generate_core(model, torch.tensor([[1, 2]]), 2).shape == (1, 4)
+
+
+def test_kv_cache_update_appends_and_check_update_refuses_mismatch():
+    cache = KVCache()
+    k1, v1 = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 5)
+    k2, v2 = torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 5)
+    cache.update(k1, v1, torch.arange(3))
+    k, v, pos = cache.update(k2, v2, torch.tensor([3]))
+    assert torch.equal(k, torch.cat((k1, k2), 2)) and torch.equal(v, torch.cat((v1, v2), 2))
+    assert pos.tolist() == [0, 1, 2, 3] and cache.seq_len == 4
+    with pytest.raises(ValueError, match="does not match the cache"):
+        cache.update(torch.randn(1, 3, 1, 4), torch.randn(1, 3, 1, 5), torch.tensor([4]))
+    # per-row positions after shared ones: both become (B, S + L)
+    cache = KVCache()
+    cache.update(torch.zeros(2, 1, 2, 4), torch.zeros(2, 1, 2, 4), torch.arange(2))
+    _, _, pos = cache.update(torch.zeros(2, 1, 1, 4), torch.zeros(2, 1, 1, 4),
+                             torch.tensor([[2], [5]]))
+    assert pos.tolist() == [[0, 1, 2], [0, 1, 5]]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnbook import nn as ann
 from attnbook.models import (
     BASE_TRANSFORMER,
     DecoderOnlyModel,
@@ -166,3 +167,100 @@ def test_model_classes_check_arch():
         EncoderDecoderModel(cfg)
     with pytest.raises(ValueError, match="arch='encoder'"):
         EncoderOnlyModel(cfg.replace(arch="decoder"))
+
+
+# --- argument checks and head_dim (moved from test_robustness.py: A1, A5, A9, A10, B) -------
+
+
+BASE = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+
+
+@pytest.mark.parametrize("arch,extra", [("decoder", {}), ("encoder", {}),
+                                        ("encoder-decoder", {"n_encoder_layers": 1})])
+def test_a1_head_dim_is_built_and_counted(arch, extra):
+    cfg = ModelConfig(**BASE, head_dim=6, arch=arch, **extra)
+    assert cfg.head_dim != cfg.d_model // cfg.n_heads
+    model = build_model(cfg)
+    attns = [m for m in model.modules() if isinstance(m, ann.MultiHeadAttention)]
+    assert attns and all(m.head_dim == 6 for m in attns)
+    assert count_parameters(model) == param_count(cfg)
+    # hand count of one attention layer: q, o: 8*12 each (+12, +8 bias); k, v: 8*12 (+12)
+    mha = attns[0]
+    assert sum(p.numel() for p in mha.parameters()) == 4 * 8 * 12 + 3 * 12 + 8
+
+
+def test_a1_odd_head_dim_with_rope_is_rejected():
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        ModelConfig(**BASE, head_dim=3, positional="rope")
+
+
+@pytest.mark.parametrize("positional_kind", ["sinusoidal", "learned", "rope"])
+def test_a5_negative_positions_in_models(positional_kind):
+    model = DecoderOnlyModel(ModelConfig(**BASE, max_seq_len=8, positional=positional_kind))
+    with pytest.raises(ValueError, match="positions must be >= 0"):
+        model(torch.tensor([[3]]), positions=torch.tensor([-1]))
+
+
+@pytest.mark.parametrize("eps", [-1.0, math.nan, 0.0])
+def test_a9_model_config_eps_checked(eps):
+    with pytest.raises(ValueError, match="eps"):
+        ModelConfig(**BASE, eps=eps)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("sliding_window", -5), ("sliding_window", 0), ("sliding_window", 2.5),
+    ("kv_lora_rank", -3), ("kv_lora_rank", 2.5), ("n_encoder_layers", -1), ("rope_theta", 0.0),
+    ("q_lora_rank", 0), ("v_head_dim", 2.5),
+])
+def test_a10_model_config_checks_optional_sizes(field, value):
+    mla = {"qk_rope_head_dim": 2} if field in ("kv_lora_rank", "q_lora_rank", "v_head_dim") else {}
+    with pytest.raises(ValueError, match=f"{field} must be"):
+        ModelConfig(**BASE, **{field: value}, **mla)
+
+
+def test_a10_model_config_accepts_numpy_integers():
+    cfg = ModelConfig(**{**BASE, "d_model": np.int64(8)}, sliding_window=np.int32(4))
+    assert type(cfg.d_model) is int and cfg.d_model == 8 and type(cfg.sliding_window) is int
+
+
+def test_b_decoder_forward_arguments():
+    model = DecoderOnlyModel(ModelConfig(**BASE, max_seq_len=8))
+    with pytest.raises(ValueError, match=r"ids must be \(B, T\)"):
+        model(torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="one cache per layer"):
+        model(torch.tensor([[1, 2]]), kv_caches=[])
+    for bad in (torch.tensor([[11]]), torch.tensor([[-1]])):
+        with pytest.raises(ValueError, match="vocab_size"):
+            model(bad)
+    with pytest.raises(TypeError, match="ids must be an integer tensor"):
+        model(torch.tensor([[1.0]]))
+
+
+def test_b_encoder_attention_mask():
+    torch.manual_seed(0)
+    model = EncoderOnlyModel(ModelConfig(**BASE, arch="encoder")).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    ref = model(ids, torch.tensor([[1, 1, 0]]))
+    assert_close(model(ids, np.array([[1, 1, 0]])), ref, atol=0, rtol=0)
+    for bad in ([[1, 2, 0]], [[1, 0.5, 0]]):
+        with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+            model(ids, torch.tensor(bad))
+
+
+@pytest.mark.parametrize("hf,exc,match", [
+    (None, TypeError, "hf must be a dict"),
+    ({"hidden_size": None}, ValueError, "hidden_size"),
+    ({"hidden_size": 4096.7}, ValueError, "hidden_size"),
+    ({"hidden_act": "tanh"}, ValueError, "hidden_act"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, ValueError, "rope_scaling"),
+])
+def test_b_from_hf_config(hf, exc, match):
+    base = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+            "intermediate_size": 128, "vocab_size": 10}
+    with pytest.raises(exc, match=match):
+        ModelConfig.from_hf_config(None if hf is None else {**base, **hf})
+
+
+def test_b_from_hf_config_nested_text_config():
+    with pytest.raises(ValueError, match=r"pass hf\['text_config'\]"):
+        ModelConfig.from_hf_config({"text_config": {"hidden_size": 64}})

@@ -4,6 +4,9 @@ References: torch.nn.functional.scaled_dot_product_attention, torch.repeat_inter
 attention of attnbook.attention (float64) and hand-written masks.
 """
 
+import math
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import nn as ann
+from attnbook import positional
 from attnbook.attention import scaled_dot_product_attention as np_sdpa
+from attnbook.kv_cache import SlidingWindowCache
 from attnbook.masks import causal_mask, sliding_window_mask
 from attnbook.testing import assert_close
 
@@ -136,3 +141,187 @@ def test_module_additive_mask_combined_with_causal():
     got = m(x, mask=add, causal=True)
     assert torch.isfinite(got).all()
     assert_close(got, exp, atol=1e-12, rtol=0)
+
+
+# --- argument checks and low precision (moved from test_robustness.py: A3-A13, LOW, B) ---
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a3_torch_sdpa_low_precision_scores_do_not_overflow(dtype, sign):
+    q = torch.full((1, 1, 2, 64), 40.0, dtype=dtype)
+    k = torch.full((1, 1, 3, 64), sign * 40.0, dtype=dtype)
+    v = torch.tensor([1.0, 2.0, 6.0], dtype=dtype).view(1, 1, 3, 1)
+    out = ann.scaled_dot_product_attention(q, k, v)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    assert_close(out, torch.full((1, 1, 2, 1), 3.0), atol=0, rtol=1e-2)
+    mha_out = ann.MultiHeadAttention(64, 1).to(dtype)(torch.full((1, 2, 64), 40.0, dtype=dtype))
+    assert torch.isfinite(mha_out).all()
+
+
+def test_a5_negative_positions_in_torch_functions():
+    with pytest.raises(ValueError, match="positions must be >= 0"):
+        ann.apply_rope(torch.randn(5, 4), torch.tensor([0, 1, -2, 3, 4]))
+    with pytest.raises(ValueError, match="positions must be >= 0"):
+        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), positions=torch.tensor([-1, 0, 1]))
+    with pytest.raises(ValueError, match="q_positions must be >= 0"):
+        ann.position_keep_mask(torch.tensor([-1, 0]), torch.tensor([0, 1]))
+
+
+def test_a8_torch_sdpa_rejects_nonfinite_scale_and_masks():
+    q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    for scale in (math.nan, math.inf):
+        with pytest.raises(ValueError, match="scale must be finite"):
+            ann.scaled_dot_product_attention(q, k, v, scale=scale)
+    for fill in (math.inf, math.nan):
+        with pytest.raises(ValueError, match="additive mask .* nan or \\+inf"):
+            ann.scaled_dot_product_attention(q, k, v, torch.full((3, 5), fill))
+    with pytest.raises(ValueError, match="additive mask"):
+        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), mask=torch.full((3, 3), math.inf))
+
+
+@pytest.mark.parametrize("make", [lambda: ann.LayerNorm(4, eps=-1),
+                                  lambda: ann.RMSNorm(4, eps=0.0),
+                                  lambda: ann.LayerNorm(4, eps=math.nan)])
+def test_a9_torch_norm_eps_checked(make):
+    with pytest.raises(ValueError, match="eps"):
+        make()
+
+
+def test_a12_window_without_causal_is_rejected():
+    m = ann.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="causal=True"):
+        m(torch.randn(1, 3, 8), window=1)
+    with pytest.raises(ValueError, match="causal=True"):
+        m(torch.randn(1, 3, 8), kv_cache=SlidingWindowCache(2))
+    with pytest.raises(ValueError, match="causal=True"):
+        ann.position_keep_mask(torch.arange(3), torch.arange(3), causal=False, window=2)
+
+
+@pytest.mark.parametrize("base", [0.0, -1.0, 1.0, math.inf])
+def test_a13_torch_rope_base_checked(base):
+    with pytest.raises(ValueError, match="base"):
+        ann.apply_rope(torch.ones(2, 4), torch.arange(2), base=base)
+
+
+def test_a13_torch_rope_promotes_integer_input():
+    x = torch.ones(3, 4, dtype=torch.long)
+    got = ann.apply_rope(x, torch.arange(3))
+    expected = positional.apply_rope(np.ones((3, 4)), np.arange(3))  # float64 reference
+    assert got.is_floating_point()
+    assert_close(got, expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("make,exc,name", [
+    (lambda: ann.MultiHeadAttention(8, 2.0), TypeError, "n_heads"),
+    (lambda: ann.MultiHeadAttention(8.0, 2), TypeError, "d_model"),
+    (lambda: ann.MultiHeadAttention(8, True), TypeError, "n_heads"),
+    (lambda: ann.MultiHeadAttention(8, 2, head_dim=2.5), TypeError, "head_dim"),
+    (lambda: ann.MultiHeadLatentAttention(16, 2, 8.5, 4, 2, 4), TypeError, "kv_lora_rank"),
+    (lambda: ann.LayerNorm(2.5), TypeError, "d_model"),
+    (lambda: ann.LayerNorm(-1), ValueError, "d_model"),
+    (lambda: ann.repeat_kv(torch.zeros(1, 2, 3, 4), 2.5), TypeError, "n_rep"),
+    (lambda: ann.repeat_kv(torch.zeros(1, 2, 3, 4), True), TypeError, "n_rep"),
+    (lambda: ann.keep_mask_to_additive(torch.ones(2, dtype=torch.bool), dtype=np.float32),
+     TypeError, "dtype"),
+    (lambda: SlidingWindowCache(2.5), TypeError, "window"),
+    (lambda: SlidingWindowCache("3"), TypeError, "window"),
+    (lambda: ann.position_keep_mask(torch.arange(3), torch.arange(3), window=2.5), TypeError,
+     "window"),
+    (lambda: ann.position_keep_mask(torch.zeros(2, 3, dtype=torch.long),
+                                    torch.zeros(3, 4, dtype=torch.long)), ValueError, "batch"),
+])
+def test_b_constructor_and_helper_arguments(make, exc, name):
+    with pytest.raises(exc, match=name):
+        make()
+
+
+def test_b_torch_attention_dtypes():
+    q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(TypeError, match="share a dtype"):
+        ann.scaled_dot_product_attention(q.half(), q, q)
+    with pytest.raises(TypeError, match="q must be a floating"):
+        ann.scaled_dot_product_attention(q.long(), q, q)
+    with pytest.raises(TypeError, match="scale"):
+        ann.scaled_dot_product_attention(q, q, q, scale="a")
+    with pytest.raises(TypeError, match="dropout_p"):
+        ann.scaled_dot_product_attention(q, q, q, dropout_p="a")
+    with pytest.raises(ValueError, match="q has 0 heads"):
+        ann.scaled_dot_product_attention(torch.zeros(1, 0, 3, 4), torch.zeros(1, 2, 3, 4),
+                                         torch.zeros(1, 2, 3, 4))
+    with pytest.raises(TypeError, match="x has dtype torch.float64"):
+        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8, dtype=torch.float64))
+
+
+def test_b_position_keep_mask_numpy_and_list_inputs():
+    expected = torch.tensor([[True, False], [True, True]])
+    for qp, kp in ((np.arange(2), np.arange(2)), ([0, 1], [0, 1])):
+        got = ann.position_keep_mask(qp, kp)
+        assert got.dtype == torch.bool and torch.equal(got, expected)
+
+
+def test_b_mla_mask_arguments():
+    torch.manual_seed(0)
+    m = ann.MultiHeadLatentAttention(16, 2, 8, 4, 2, 4).eval()
+    x = torch.randn(1, 3, 16)
+    keep = [[True, False, False], [True, True, False], [True, True, True]]
+    assert_close(m(x, mask=keep, causal=False), m(x, causal=True), atol=1e-6, rtol=0)
+    with pytest.raises(TypeError, match="mask must be a boolean"):
+        m(x, mask=torch.ones(3, 3))
+
+
+def test_low_non_bool_flags_rejected():
+    with pytest.raises(TypeError, match="causal"):
+        ann.scaled_dot_product_attention(*(torch.ones(1, 1, 2, 4),) * 3, causal="no")
+
+
+# --- split_heads / merge_heads ---------------------------------------------------------------
+
+
+def test_split_and_merge_heads_match_numpy_heads():
+    from attnbook import heads
+
+    x = torch.randn(2, 5, 12, dtype=D64)
+    got = ann.split_heads(x, 3)
+    assert got.shape == (2, 3, 5, 4)
+    assert_close(got, heads.split_heads(x.numpy(), 3), atol=0, rtol=0)
+    assert torch.equal(ann.merge_heads(got), x)
+    with pytest.raises(ValueError, match="H=5"):
+        ann.split_heads(x, 5)
+    with pytest.raises(TypeError, match="n_heads"):
+        ann.split_heads(x, 3.0)
+    with pytest.raises(ValueError, match=r"\(B, H, L, D\)"):
+        ann.merge_heads(x)
+
+
+def test_mha_forward_with_cache_equals_full_causal_pass():
+    # the forward's cache branch: prefill 3 tokens, then 2 single steps == one causal pass
+    from attnbook.kv_cache import KVCache
+
+    torch.manual_seed(4)
+    m = ann.MultiHeadAttention(16, 4, 2, rope=ann.RotaryEmbedding()).double().eval()
+    x = torch.randn(2, 5, 16, dtype=D64)
+    full, w_full = m(x, causal=True, need_weights=True)
+    cache = KVCache()
+    parts = [m(x[:, :3], causal=True, kv_cache=cache)]
+    for t in (3, 4):
+        out, w = m(x[:, t:t + 1], causal=True, kv_cache=cache, need_weights=True)
+        parts.append(out)
+    assert w.shape == (2, 4, 1, 5)
+    assert_close(torch.cat(parts, 1), full, atol=1e-12, rtol=0)
+    assert_close(w[:, :, 0], w_full[:, :, 4], atol=1e-12, rtol=0)
+
+
+def test_mha_attention_mask_combines_and_checks():
+    m = ann.MultiHeadAttention(8, 2)
+    pos = torch.arange(3)
+    keep = m.attention_mask(None, pos, pos, True, None)
+    assert torch.equal(keep, torch.from_numpy(causal_mask(3)))
+    pad = torch.tensor([True, True, False])
+    assert torch.equal(m.attention_mask(pad, pos, pos, True, None), keep & pad)
+    add = m.attention_mask(torch.zeros(3, 3), pos, pos, True, None)
+    assert torch.equal(torch.isneginf(add), ~keep)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        m.attention_mask(torch.ones(4, 4, dtype=torch.bool), pos, pos, True, None)
+    with pytest.raises(TypeError, match="keep-mask or an additive"):
+        m.attention_mask(torch.ones(3, 3, dtype=torch.long), pos, pos, True, None)

@@ -6,9 +6,10 @@ the published configurations of :mod:`attnbook.kv_cache` (read from Hugging Face
 ``config.json`` files by :meth:`ModelConfig.from_hf_config`, the one place where Hugging Face
 field names are mapped to the book's).
 
-:func:`param_count` gives the number of parameters in closed form; the tests check it against
-the parameters of the modules built here (on the ``meta`` device, so that 7-billion-parameter
-configurations cost no memory) and against published totals.
+:func:`param_count` (from :mod:`attnbook.cost`) gives the number of parameters in closed
+form; the tests check it against the parameters of the modules built here (on the ``meta``
+device, so that 7-billion-parameter configurations cost no memory) and against published
+totals.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import torch
 from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
-from .checks import check_int_tensor, check_positions
+from .checks import check_int_tensor, check_positions, check_token_ids
 from .config import BASE_TRANSFORMER, ModelConfig
+from .cost import param_count  # the closed form lives in attnbook.cost
 from .nn import RotaryEmbedding
 from .positional import sinusoidal_encoding
 
@@ -35,54 +37,6 @@ __all__ = [
     "EncoderDecoderModel",
     "build_model",
 ]
-
-def param_count(config: ModelConfig) -> int:
-    """Number of parameters of the model :func:`build_model` builds for ``config``, in closed form.
-
-    Per attention layer ``d (H D) + 2 d (H_kv D) + (H D) d`` weights plus biases; per FFN
-    ``2 d d_ff`` (ReLU/GELU) or ``3 d d_ff`` (SwiGLU) plus biases; ``d`` (RMSNorm) or ``2 d``
-    (LayerNorm with bias) per norm; ``vocab d`` for the embedding, once more for an untied
-    output projection; ``max_seq_len d`` per learned position table.
-
-    Args:
-        config: a :class:`ModelConfig` without multi-head latent attention.
-
-    Returns:
-        The parameter count (an ``int``). For :data:`BASE_TRANSFORMER` this is 63,082,496.
-
-    Raises:
-        ValueError: for MLA configs (their mixture-of-experts layers are not modelled here).
-
-    Source: the module structure of :mod:`attnbook.blocks`; Vaswani et al. (2017), table 3.
-    """
-    if config.uses_mla:
-        raise ValueError(
-            f"param_count does not model MLA/mixture-of-experts configs ({config.name or config})"
-        )
-    d, H, Hkv, D, dff = (config.d_model, config.n_heads, config.kv_heads, config.head_size,
-                         config.d_ff)
-    qkv_bias = config.bias if config.qkv_bias is None else config.qkv_bias
-    attn = d * H * D + 2 * d * Hkv * D + H * D * d
-    attn += qkv_bias * (H * D + 2 * Hkv * D) + config.bias * d
-    if config.ffn == "swiglu":
-        ffn = 3 * d * dff + config.bias * (2 * dff + d)
-    else:
-        ffn = 2 * d * dff + config.bias * (dff + d)
-    norm = d * (2 if (config.norm == "layernorm" and config.bias) else 1)
-    self_layer = attn + ffn + 2 * norm
-    cross_layer = 2 * attn + ffn + 3 * norm
-    final = norm if config.norm_first else 0
-    emb = config.vocab_size * d
-    pos_table = config.max_seq_len * d if config.positional == "learned" else 0
-    if config.arch == "encoder":
-        return emb + pos_table + config.n_layers * self_layer + final
-    head = 0 if config.tie_embeddings else config.vocab_size * d
-    if config.arch == "decoder":
-        return emb + pos_table + config.n_layers * self_layer + final + head
-    src_emb = 0 if config.tie_embeddings else emb  # untied: separate source embedding
-    return (emb + src_emb + 2 * pos_table + config.n_encoder_layers * self_layer + final
-            + config.n_layers * cross_layer + final + head)
-
 
 def count_parameters(module: nn.Module) -> int:
     """Number of distinct parameters of ``module`` (shared tensors counted once).
@@ -113,7 +67,7 @@ class _Embedding(nn.Module):
             self.register_buffer("pe", pe.float(), persistent=False)  # (max_seq_len, d_model)
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        ids = _check_ids(ids, self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size)
         positions = check_positions(check_int_tensor(positions, "positions"), ids.shape[1],
                                     ids.shape)
         if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
@@ -135,25 +89,6 @@ class _Embedding(nn.Module):
 def _block_kwargs(config: ModelConfig) -> dict:
     return dict(n_kv_heads=config.n_kv_heads, ffn=config.ffn, norm_first=config.norm_first,
                 norm=config.norm, eps=config.eps, bias=config.bias, head_dim=config.head_dim)
-
-
-def _check_ids(ids, vocab_size: int, name: str = "ids") -> torch.Tensor:
-    """``(B, T)`` integer token ids in ``[0, vocab_size)``; NumPy arrays and lists accepted."""
-    if not isinstance(ids, torch.Tensor):
-        try:
-            ids = torch.as_tensor(np.asarray(ids))
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"{name} must be an integer tensor, got {type(ids).__name__}") \
-                from None
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must be integer token ids, got dtype {ids.dtype}")
-    if ids.ndim != 2:
-        raise ValueError(f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
-                         "(add a batch axis with ids[None])")
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
-                         f"{int(ids.min())} to {int(ids.max())}")
-    return ids
 
 
 def _padding_keep(attention_mask, shape, device, name: str):
@@ -231,7 +166,7 @@ class EncoderOnlyModel(nn.Module):
                 0 and 1.
             TypeError: if ``ids`` is not an integer tensor (or array).
         """
-        ids = _check_ids(ids, self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size)
         positions = _default_positions(ids, 0)
         x = self.embed(ids, positions)  # (B, T, d_model)
         keep = _padding_keep(attention_mask, ids.shape, ids.device, "attention_mask")
@@ -243,11 +178,22 @@ class EncoderOnlyModel(nn.Module):
 class DecoderOnlyModel(nn.Module):
     """Decoder-only (GPT/Llama-style) language model: causal self-attention and an LM head.
 
-    ``forward(ids (B, T), *, positions=None, kv_caches=None, mask=None) -> logits (B, T, vocab)``.
-    With ``kv_caches`` (one cache per layer, see :meth:`DecoderOnlyModel.make_caches`) the call
-    processes only the new tokens and appends their keys and values; ``positions`` default to
-    the tokens' places after the cached ones. ``mask`` is an extra keep-mask broadcastable to
-    ``(B, H, T, S_total)`` (e.g. left padding), ANDed with the causal (and sliding-window) mask.
+    ``forward(ids (B, T), *, positions=None, kv_caches=None, mask=None) -> logits (B, T, vocab)``
+    (unnormalized, in the parameters' dtype):
+
+    * ``ids``: ``(B, T)`` integer token ids: the whole sequence, or with ``kv_caches`` only the
+      tokens not yet cached (the prompt at prefill, one token per decoding step).
+    * ``positions``: integer ``(T,)`` or ``(B, T)`` absolute positions of ``ids``; default
+      ``arange(past, past + T)``, ``past`` the number of cached tokens.
+    * ``kv_caches``: ``None``, or the list from :meth:`make_caches` (one cache per layer),
+      updated in place: the call processes only the new tokens and appends their keys and
+      values.
+    * ``mask``: extra boolean keep-mask broadcastable to ``(B, n_heads, T, S_total)``, e.g.
+      left padding ``(B, 1, 1, S_total)``; ANDed with the causal (and sliding-window) mask.
+
+    ``forward`` raises as :meth:`check_inputs`, and for a position that is negative or exceeds
+    ``max_seq_len`` with absolute positions, or as :meth:`attnbook.nn.MultiHeadAttention.forward`
+    (masks, positions).
 
     Args:
         config: a :class:`attnbook.models.ModelConfig` with ``arch="decoder"`` and no
@@ -295,41 +241,44 @@ class DecoderOnlyModel(nn.Module):
         return [KVCache() for _ in self.layers]
 
     def forward(self, ids, *, positions=None, kv_caches=None, mask=None):
-        """Next-token logits for every position of ``ids``.
+        """Next-token logits ``(B, T, vocab_size)`` for the token ids ``(B, T)``.
+
+        The arguments are described in the class docstring, the errors in
+        :meth:`check_inputs`.
+        """
+        ids, positions = self.check_inputs(ids, positions, kv_caches)
+        x = self.embed(ids, positions)  # (B, T, d_model)
+        for i, layer in enumerate(self.layers):
+            cache = None if kv_caches is None else kv_caches[i]
+            x = layer(x, mask=mask, causal=True, positions=positions,
+                      window=self.config.sliding_window, kv_cache=cache)
+        if self.norm is not None:  # Pre-LN ends in a final norm
+            x = self.norm(x)
+        return self.lm_head(x)  # (B, T, vocab_size)
+
+    def check_inputs(self, ids, positions, kv_caches):
+        """Check the arguments of :meth:`forward`; return its ids and positions.
 
         Args:
-            ids: ``(B, T)`` integer token ids: the whole sequence, or with ``kv_caches`` only
-                the tokens not yet cached (the prompt at prefill, one token per decoding step).
-            positions: integer ``(T,)`` or ``(B, T)`` absolute positions of ``ids``; default
-                ``arange(past, past + T)``, ``past`` the number of cached tokens.
-            kv_caches: ``None``, or the list from :meth:`make_caches` (one cache per layer),
-                updated in place.
-            mask: extra boolean keep-mask broadcastable to ``(B, n_heads, T, S_total)``, e.g.
-                left padding ``(B, 1, 1, S_total)``; ANDed with the causal mask.
+            ids, positions, kv_caches: the arguments of :meth:`forward` (see the class
+                docstring).
 
         Returns:
-            ``(B, T, vocab_size)`` logits (unnormalized), in the parameters' dtype.
+            ``(ids, positions)``: the ids as a ``(B, T)`` integer tensor and the positions,
+            by default ``arange(past, past + T)`` with ``past`` the number of cached tokens.
 
         Raises:
-            ValueError: if ``kv_caches`` does not hold one cache per layer, ``ids`` is not
-                ``(B, T)`` or holds ids outside ``[0, vocab_size)``, a position is negative or
-                exceeds ``max_seq_len`` with absolute positions, or as
-                :meth:`attnbook.nn.MultiHeadAttention.forward` (masks, positions).
-            TypeError: if ``ids`` or ``positions`` is not an integer tensor (or array).
+            ValueError: if ``kv_caches`` does not hold one cache per layer, or ``ids`` is not
+                ``(B, T)`` or holds ids outside ``[0, vocab_size)``.
+            TypeError: if ``ids`` is not an integer tensor (or array).
         """
-        ids = _check_ids(ids, self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size)
         if kv_caches is not None and len(kv_caches) != len(self.layers):
             raise ValueError(f"need one cache per layer: {len(self.layers)}, got {len(kv_caches)}")
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if positions is None:
             positions = _default_positions(ids, past)
-        x = self.embed(ids, positions)  # (B, T, d_model)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, mask=mask, causal=True, window=self.config.sliding_window,
-                      positions=positions, kv_cache=None if kv_caches is None else kv_caches[i])
-        if self.norm is not None:
-            x = self.norm(x)
-        return self.lm_head(x)  # (B, T, vocab)
+        return ids, positions
 
 
 class EncoderDecoderModel(nn.Module):
@@ -396,7 +345,7 @@ class EncoderDecoderModel(nn.Module):
                 ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s.
             TypeError: if ``src`` is not an integer tensor (or array).
         """
-        src = _check_ids(src, self.config.vocab_size, "src")
+        src = check_token_ids(src, "src", self.config.vocab_size)
         x = self.src_embed(src, _default_positions(src, 0))
         keep = _padding_keep(src_attention_mask, src.shape, src.device, "src_attention_mask")
         for layer in self.encoder:
@@ -424,7 +373,7 @@ class EncoderDecoderModel(nn.Module):
                 or ``kv_caches`` does not hold one cache per decoder layer.
             TypeError: if ``tgt`` is not an integer tensor (or array).
         """
-        tgt = _check_ids(tgt, self.config.vocab_size, "tgt")
+        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
         if kv_caches is not None and len(kv_caches) != len(self.decoder):
             raise ValueError(f"need one cache per decoder layer: {len(self.decoder)}, got "
                              f"{len(kv_caches)}")
