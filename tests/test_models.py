@@ -84,7 +84,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="n_encoder_layers"):
         ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4,
                     arch="encoder-decoder")
-    with pytest.raises(ValueError, match="n_kv_heads must be a positive integer"):
+    with pytest.raises(ValueError, match="n_kv_heads must be >= 1"):
         ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_kv_heads=0, n_layers=1, d_ff=4)
     with pytest.raises(ValueError, match="vocab_size"):
         ModelConfig(vocab_size=0, d_model=8, n_heads=2, n_layers=1, d_ff=4)
@@ -207,15 +207,19 @@ def test_a9_model_config_eps_checked(eps):
         ModelConfig(**BASE, eps=eps)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("sliding_window", -5), ("sliding_window", 0), ("sliding_window", 2.5),
-    ("kv_lora_rank", -3), ("kv_lora_rank", 2.5), ("n_encoder_layers", -1), ("rope_theta", 0.0),
-    ("q_lora_rank", 0), ("v_head_dim", 2.5),
+@pytest.mark.parametrize("field,value,exc", [
+    ("sliding_window", -5, ValueError), ("sliding_window", 0, ValueError),
+    ("sliding_window", 2.5, TypeError), ("kv_lora_rank", -3, ValueError),
+    ("kv_lora_rank", 2.5, TypeError), ("n_encoder_layers", -1, ValueError),
+    ("rope_theta", 0.0, ValueError), ("q_lora_rank", 0, ValueError),
+    ("v_head_dim", 2.5, TypeError), ("d_model", 8.0, TypeError), ("n_heads", True, TypeError),
+    ("eps", "1e-5", TypeError), ("norm", "batchnorm", ValueError),
 ])
-def test_a10_model_config_checks_optional_sizes(field, value):
+def test_a10_model_config_checks_optional_sizes(field, value, exc):
+    # the one check rule: the wrong kind (2.5, 8.0, True, a string) is a TypeError
     mla = {"qk_rope_head_dim": 2} if field in ("kv_lora_rank", "q_lora_rank", "v_head_dim") else {}
-    with pytest.raises(ValueError, match=f"{field} must be"):
-        ModelConfig(**BASE, **{field: value}, **mla)
+    with pytest.raises(exc, match=f"{field} must be"):
+        ModelConfig(**{**BASE, field: value}, **mla)
 
 
 def test_a10_model_config_accepts_numpy_integers():

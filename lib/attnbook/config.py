@@ -6,7 +6,7 @@ the published configurations in :data:`PRESETS` (read from Hugging Face ``config
 :meth:`ModelConfig.from_hf_config`, the one place where Hugging Face field names are mapped to
 the book's).
 
-This module depends on nothing else in ``attnbook`` (and not on torch), so the models, the KV
+This module depends only on :mod:`attnbook.checks` (and not on torch), so the models, the KV
 cache, the cost formulas and the explorers can all import it without an import cycle.
 :mod:`attnbook.models` and :mod:`attnbook.kv_cache` re-export its names.
 """
@@ -14,12 +14,13 @@ cache, the cost formulas and the explorers can all import it without an import c
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+from .checks import check_choice, check_int, check_real
 
 __all__ = [
     "ModelConfig",
@@ -30,11 +31,6 @@ __all__ = [
 ]
 
 _ARCHS = ("encoder", "decoder", "encoder-decoder")
-
-
-def _is_int(v) -> bool:
-    """Python or NumPy integer, not a bool."""
-    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
 _POSITIONAL = ("sinusoidal", "learned", "rope", "none")
 _FFNS = ("relu", "gelu", "swiglu")
 _NORMS = ("layernorm", "rmsnorm")
@@ -77,10 +73,14 @@ class ModelConfig:
         source: where the numbers come from (paper, or model and its config.json).
 
     Sizes accept Python or NumPy integers (stored as ``int``); bools and floats are rejected.
+    The fields are checked by :mod:`attnbook.checks` (``TypeError`` for the wrong kind,
+    ``ValueError`` for a wrong value).
 
     Raises:
-        ValueError: if a size is not a positive integer (``n_encoder_layers``: >= 0; optional
-            sizes such as ``sliding_window`` or ``kv_lora_rank``: positive or ``None``),
+        TypeError: if a size is not an integer (``2.5``, ``2.0``, ``True``), or ``eps`` or
+            ``rope_theta`` is not a real number.
+        ValueError: if a size is below its minimum (1; ``n_encoder_layers``: 0; optional
+            sizes such as ``sliding_window`` or ``kv_lora_rank``: 1 or ``None``),
             ``eps`` is not finite and > 0, ``rope_theta`` is not finite and > 1, a choice
             (``arch``, ``positional``, ``ffn``, ``norm``) is unknown, ``n_heads`` does not
             divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
@@ -116,40 +116,22 @@ class ModelConfig:
     source: str = ""
 
     def __post_init__(self):
-        def set_int(f, v):
-            object.__setattr__(self, f, int(v))  # NumPy integers become Python ints
+        def set_checked(f, minimum):  # NumPy integers become Python ints
+            object.__setattr__(self, f, check_int(getattr(self, f), f, minimum))
 
         for f in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len"):
-            v = getattr(self, f)
-            if not _is_int(v) or v < 1:
-                raise ValueError(f"{f} must be a positive integer, got {v!r}")
-            set_int(f, v)
-        if not _is_int(self.n_encoder_layers) or self.n_encoder_layers < 0:
-            raise ValueError(
-                f"n_encoder_layers must be an integer >= 0, got {self.n_encoder_layers!r}")
-        set_int("n_encoder_layers", self.n_encoder_layers)
+            set_checked(f, 1)
+        set_checked("n_encoder_layers", 0)
         for f in ("n_kv_heads", "head_dim", "sliding_window", "kv_lora_rank", "q_lora_rank",
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            v = getattr(self, f)
-            if v is None:
-                continue
-            if not _is_int(v) or v < 1:
-                raise ValueError(f"{f} must be a positive integer or None, got {v!r}")
-            set_int(f, v)
+            if getattr(self, f) is not None:
+                set_checked(f, 1)
         for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
-            v = getattr(self, f)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or \
-                    not math.isfinite(v) or v <= lo:
-                raise ValueError(f"{f} must be a finite number > {lo:g}, got {v!r}")
-            object.__setattr__(self, f, float(v))
-        if self.arch not in _ARCHS:
-            raise ValueError(f"arch must be one of {_ARCHS}, got {self.arch!r}")
-        if self.positional not in _POSITIONAL:
-            raise ValueError(f"positional must be one of {_POSITIONAL}, got {self.positional!r}")
-        if self.ffn not in _FFNS:
-            raise ValueError(f"ffn must be one of {_FFNS}, got {self.ffn!r}")
-        if self.norm not in _NORMS:
-            raise ValueError(f"norm must be one of {_NORMS}, got {self.norm!r}")
+            object.__setattr__(self, f, check_real(getattr(self, f), f, minimum=lo, strict=True))
+        check_choice(self.arch, "arch", _ARCHS)
+        check_choice(self.positional, "positional", _POSITIONAL)
+        check_choice(self.ffn, "ffn", _FFNS)
+        check_choice(self.norm, "norm", _NORMS)
         if self.head_dim is None and self.kv_lora_rank is None and self.d_model % self.n_heads:
             raise ValueError(
                 f"n_heads {self.n_heads} must divide d_model {self.d_model} (or set head_dim)"
@@ -245,7 +227,7 @@ class ModelConfig:
                 return None
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
-            if not _is_int(v):
+            if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)):
                 raise ValueError(f"Hugging Face config field {key!r} must be an integer, got "
                                  f"{v!r}")
             return int(v)
