@@ -1,5 +1,7 @@
 # The two commands: `make book` (build the HTML book) and `make test` (run every test).
-# `make lab` opens the chapters as notebooks in JupyterLab. See README.md.
+# `make lab` opens the chapters as notebooks in JupyterLab. For contributors: `make unit` (the
+# library's tests alone, no book build, no browser, nothing slow) and `make lint` (ruff).
+# See README.md.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := book
@@ -27,7 +29,11 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 # Extra flags for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8899"`.
 LAB_ARGS ?=
 
-.PHONY: book test lab html clean
+# What `make unit` leaves out: tests marked in pyproject.toml as needing the built book, a browser
+# or many seconds.
+UNIT_MARKERS := not slow and not browser and not book
+
+.PHONY: book test unit lint lab html clean
 
 book: $(BOOK_STAMP)
 	@$(MAKE) --no-print-directory html
@@ -35,6 +41,14 @@ book: $(BOOK_STAMP)
 test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory html
 	$(VPY) -m pytest
+
+# The library's tests alone, without building the book (about a minute on two cores).
+unit: $(TEST_STAMP)
+	$(VPY) -m pytest -m "$(UNIT_MARKERS)"
+
+# pyflakes, pycodestyle, bugbear, isort and pydocstyle, configured in pyproject.toml.
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check .
 
 lab: $(BOOK_STAMP)
 	mkdir -p $(LAB_SETTINGS)

@@ -5,10 +5,15 @@ is read at decoration time), so it is set here, before test collection imports a
 machines that run the suite have no GPU; the interpreter runs the kernels on the CPU.
 """
 
+import ast
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # These machines are shared and noisy: no per-example deadline, and a modest example count.
@@ -22,13 +27,61 @@ settings.load_profile("attnbook")
 
 
 # --------------------------------------------------------------------------------------------------
+# Markers (declared in pyproject.toml). `make unit` runs `-m "not slow and not browser and not
+# book"`: the library's tests alone.
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+#: Tests that take many seconds, marked here because their files are a library module's test file
+#: (owned with that module). Paths are relative to tests/. A test marked `@pytest.mark.slow` in its
+#: own file needs no entry; an entry that names no existing test function fails the run.
+SLOW_TESTS = (
+    # Compiles every Triton kernel ahead of time for sm_80 and sm_90 (~74 s on two cores).
+    "test_flash_triton.py::test_kernels_compile_ahead_of_time_for_sm80_and_sm90",
+)
+
+
+def defined_tests(path: Path) -> set[str]:
+    """Names of the module-level functions of a test file (empty when the file is missing)."""
+    if not path.is_file():
+        return set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def stale_slow_tests(tests_dir: Path = TESTS_DIR, slow_tests=SLOW_TESTS) -> list[str]:
+    """The SLOW_TESTS entries whose file or function does not exist (a renamed or moved test)."""
+    return [
+        entry for entry in slow_tests
+        if entry.split("::")[1] not in defined_tests(tests_dir / entry.split("::")[0])
+    ]
+
+
+def relative_test_id(item) -> str:
+    """``item``'s node id relative to tests/, without parameters: ``test_x.py::test_y``."""
+    path = Path(str(item.path)).resolve()
+    rel = path.relative_to(TESTS_DIR).as_posix() if path.is_relative_to(TESTS_DIR) else path.name
+    return rel + "::" + getattr(item, "originalname", item.name)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `book` every test that uses the ``built_book`` fixture (even through another fixture).
+
+    A test that reaches the built HTML only through ``request.getfixturevalue("built_book")``
+    carries ``@pytest.mark.book`` itself. The tests listed in SLOW_TESTS are marked `slow`.
+    """
+    stale = stale_slow_tests()
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py: SLOW_TESTS names no such test: {stale}")
+    for item in items:
+        if "built_book" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.book)
+        if relative_test_id(item) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
+# --------------------------------------------------------------------------------------------------
 # The built book, shared by every test that reads the HTML (browser tests and others).
-
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "_build"

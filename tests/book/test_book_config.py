@@ -329,7 +329,7 @@ def makefile_problems(text: str) -> list[str]:
     """What the Makefile must do (issue 2, section 1), as a list of what it fails to do."""
     problems = []
     _variables, rules = parse_makefile(text)
-    for target in ("book", "test", "lab", "html"):
+    for target in ("book", "test", "unit", "lint", "lab", "html"):
         if target not in rules:
             problems.append(f"no `{target}` target")
     if problems:
@@ -367,6 +367,7 @@ def makefile_problems(text: str) -> list[str]:
                 problems.append("nothing creates .venv with `python3 -m venv`")
     if not any("pytest" in words for words in commands(rules["test"]["recipe"])):
         problems.append("`test` does not run pytest")
+    problems += unit_and_lint_problems(rules)
     lab = commands(rules["lab"]["recipe"])
     if not any(
         w[0] == "cp" and "jupyter/overrides.json" in w
@@ -375,6 +376,31 @@ def makefile_problems(text: str) -> list[str]:
         problems.append("`lab` does not install jupyter/overrides.json")
     if not any(w[0].endswith("jupyter") and w[1:2] == ["lab"] for w in lab):
         problems.append("`lab` does not start jupyter lab")
+    return problems
+
+
+#: What `make unit` must leave out (issue 9, item 4): the markers of pyproject.toml.
+UNIT_EXCLUDED = {"slow", "browser", "book"}
+
+
+def unit_and_lint_problems(rules: dict) -> list[str]:
+    """`unit` runs pytest without the excluded markers and builds nothing; `lint` runs ruff."""
+    problems = []
+    unit = [w[w.index("pytest") + 1:] for w in commands(rules["unit"]["recipe"]) if "pytest" in w]
+    if len(unit) != 1 or "-m" not in unit[0][:-1]:
+        problems.append(f"`unit` does not run one `pytest -m ...`: {unit}")
+    else:
+        expression = unit[0][unit[0].index("-m") + 1]
+        excluded = set(re.findall(r"\bnot\s+(\w+)", expression))
+        if excluded != UNIT_EXCLUDED or re.search(r"\bor\b", expression):
+            problems.append(
+                f"`unit` selects {expression!r}, not the tests without {sorted(UNIT_EXCLUDED)}"
+            )
+    if runs_make_target(rules, "unit", "html"):
+        problems.append("`unit` builds the book")
+    lint = [w for w in commands(rules["lint"]["recipe"]) if w[0].endswith("ruff")]
+    if lint != [[lint[0][0], "check", "."]] if lint else True:
+        problems.append(f"`lint` does not run `ruff check .`: {lint}")
     return problems
 
 
@@ -391,6 +417,14 @@ def test_makefile_check_can_fail():
     no_pytest = text.replace("$(VPY) -m pytest", "true")
     assert "`test` does not run pytest" in makefile_problems(no_pytest)
     assert "no `lab` target" in makefile_problems(text.replace("\nlab:", "\nnolab:"))
+    lax_unit = text.replace("UNIT_MARKERS := not slow and not browser and not book",
+                            "UNIT_MARKERS := not slow and not browser")
+    assert lax_unit != text, "the Makefile no longer defines UNIT_MARKERS as this test expects"
+    assert "`unit` selects 'not slow and not browser'" in "\n".join(makefile_problems(lax_unit))
+    no_lint = text.replace("$(VENV)/bin/ruff check .", "$(VENV)/bin/ruff format --check .")
+    assert "`lint` does not run `ruff check .`" in "\n".join(makefile_problems(no_lint))
+    building = text.replace("unit: $(TEST_STAMP)\n", "unit: $(TEST_STAMP) html\n")
+    assert "`unit` builds the book" in makefile_problems(building)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -428,6 +462,8 @@ def ci_problems(text: str) -> list[str]:
         problems.append("apt-get update does not precede the install")
     if not cmds or cmds[-1] != ["make", "test"]:
         problems.append("`make test` is not the last command")
+    if ["make", "lint"] not in cmds[:-1]:
+        problems.append("`make lint` does not run before `make test`")
     return problems
 
 
@@ -443,6 +479,9 @@ def test_ci_check_can_fail():
     assert "`set -euo pipefail` is not the first command" in problems, problems
     assert "chromium is not installed with apt-get install" in problems, problems
     assert "`make test` is not the last command" in ci_problems(text + "\necho done\n")
+    assert "`make lint` does not run before `make test`" in ci_problems(
+        text.replace("make lint\n", "")
+    )
 
 
 def readme_make_commands(text: str) -> list[str]:

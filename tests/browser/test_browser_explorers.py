@@ -319,6 +319,7 @@ def book_page(request, which: str) -> pathlib.Path:
 
 
 @pytest.mark.slow
+@pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_scaling_explorer(request):
     require_chromium()
     from playwright.sync_api import sync_playwright
@@ -335,6 +336,7 @@ def test_book_scaling_explorer(request):
 
 
 @pytest.mark.slow
+@pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_mask_explorer(request):
     require_chromium()
     from playwright.sync_api import sync_playwright
@@ -396,6 +398,7 @@ def check_referent_rows(drawn: dict, values: dict, rows) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_referent_explorer(request):
     require_chromium()
     from playwright.sync_api import sync_playwright
