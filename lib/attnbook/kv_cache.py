@@ -9,9 +9,10 @@ token's projections: ``O(T)`` work per step instead of re-running the whole pref
   "rolling buffer cache", Jiang et al., 2023, section 2) — enough for sliding-window attention.
 * :class:`LatentCache` keeps multi-head latent attention's compressed latent (DeepSeek-V2).
 * :func:`greedy_generate` decodes greedily with or without a cache (the results are equal).
-* :func:`kv_cache_bytes` computes the cache size of a configuration, and :data:`PRESETS`
-  holds published configurations, each read from its ``config.json`` fields by
-  :meth:`attnbook.models.ModelConfig.from_hf_config` and citing its source.
+* :func:`kv_cache_bytes` (from :mod:`attnbook.cost`) computes the cache size of a
+  configuration, and :data:`PRESETS` holds published configurations, each read from its
+  ``config.json`` fields by :meth:`attnbook.models.ModelConfig.from_hf_config` and citing
+  its source.
 
 Every cache has ``seq_len`` (tokens seen so far), ``window`` (``None`` or the window) and
 ``update(...)``, which appends the new entries and returns everything the new queries may
@@ -21,13 +22,11 @@ causal / window keep-mask).
 
 from __future__ import annotations
 
-import numbers
-
-import numpy as np
 import torch
 
 from .checks import check_bool, check_int, check_int_tensor, check_token_ids
-from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig
+from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig  # noqa: F401 (re-export)
+from .cost import kv_cache_bytes  # the formula lives in attnbook.cost
 
 __all__ = [
     "KVCache",
@@ -361,55 +360,3 @@ def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
         nxt = model(ids)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
         ids = torch.cat((ids, nxt), dim=1)
     return ids
-
-
-def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
-                   dtype: str = "bfloat16") -> int:
-    """Memory of the KV cache of a decoder after ``seq_len`` tokens, in bytes.
-
-    Standard (MHA/GQA/MQA) attention caches a key and a value per layer, KV head and token:
-    ``2 * n_layers * n_kv_heads * head_dim * bytes`` per token. Multi-head latent attention
-    caches ``kv_lora_rank + qk_rope_head_dim`` numbers per layer and token. With a sliding
-    window (and a ring-buffer cache) only ``min(seq_len, sliding_window)`` tokens are kept.
-    Encoder-decoder models: the decoder's self-attention cache only.
-
-    Qwen2-7B (28 layers, 4 KV heads of 128, bfloat16): 57344 bytes = 56 KiB per token,
-    7.0 GiB at 131072 tokens.
-
-    Args:
-        config: a :class:`attnbook.models.ModelConfig`, e.g. ``PRESETS["Qwen2-7B"]``.
-        seq_len: tokens in the cache (prompt plus generated).
-        batch: sequences in the batch.
-        dtype: storage dtype name, a key of :data:`DTYPE_BYTES`.
-
-    Returns:
-        Bytes, an ``int``.
-
-    Raises:
-        ValueError: for a negative ``seq_len``, ``batch < 1`` or an unknown dtype.
-        TypeError: if ``config`` is not a :class:`attnbook.models.ModelConfig`, or ``seq_len``
-            or ``batch`` is not an integer (bools, floats and strings are rejected; NumPy
-            integers are accepted).
-
-    Source: Pope et al., "Efficiently Scaling Transformer Inference" (2022), section 2;
-    DeepSeek-V2 (2024), table 1 for MLA.
-    """
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be an attnbook.models.ModelConfig, got "
-                        f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)")
-    for name, val in (("seq_len", seq_len), ("batch", batch)):
-        if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral):
-            raise TypeError(f"{name} must be an integer, got {val!r} ({type(val).__name__})")
-    seq_len, batch = int(seq_len), int(batch)
-    if seq_len < 0 or batch < 1:
-        raise ValueError(f"need seq_len >= 0 and batch >= 1, got seq_len={seq_len}, "
-                         f"batch={batch}")
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPE_BYTES)}")
-    if config.uses_mla:
-        per_layer_token = config.kv_lora_rank + config.qk_rope_head_dim
-    else:
-        per_layer_token = 2 * config.kv_heads * config.head_size
-    tokens = seq_len if config.sliding_window is None else min(seq_len, config.sliding_window)
-    total = config.n_layers * per_layer_token * tokens * batch * DTYPE_BYTES[dtype]
-    return int(total)

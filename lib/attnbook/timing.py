@@ -18,18 +18,21 @@ Wall-clock times depend on the machine, its load and the thread count, so they a
 as measured (and the book says so), never asserted in tests. FLOPs are counted, not timed:
 ``2`` per multiply-add of a matrix product, element-wise work (``tanh``, softmax, biases)
 not counted — the convention of ``torch.utils.flop_counter.FlopCounterMode``, which the tests
-use as the independent reference.
+use as the independent reference. The formulas :func:`rnn_flops` and
+:func:`attention_layer_flops` live in :mod:`attnbook.cost` and are importable from here too.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+
+from .checks import check_int
+from .cost import attention_layer_flops, rnn_flops  # the formulas live in attnbook.cost
 
 __all__ = [
     "Timing",
@@ -39,14 +42,6 @@ __all__ = [
     "RecurrenceVsAttentionTiming",
     "recurrence_vs_attention_timing",
 ]
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -99,9 +94,9 @@ def time_call(fn: Callable[[], object], *, repeat: int = 5, number: int = 1, war
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    repeat = _check_int("repeat", repeat, 1)
-    number = _check_int("number", number, 1)
-    warmup = _check_int("warmup", warmup, 0)
+    repeat = check_int(repeat, "repeat", 1)
+    number = check_int(number, "number", 1)
+    warmup = check_int(warmup, "warmup", 0)
     for _ in range(warmup):
         fn()
     times = []
@@ -111,69 +106,6 @@ def time_call(fn: Callable[[], object], *, repeat: int = 5, number: int = 1, war
             fn()
         times.append((clock() - t0) / number)
     return Timing(times_s=tuple(float(t) for t in times), number=number, warmup=warmup)
-
-
-def rnn_flops(seq_len, d_model: int, *, batch_size: int = 1):
-    """Matrix-multiply FLOPs of a vanilla RNN layer over ``seq_len`` steps.
-
-    Each step computes ``x_t W_ih^T`` and ``h_{t-1} W_hh^T`` with input and hidden width
-    ``d_model``: ``2 d_model^2`` multiply-adds per sequence, ``2`` FLOPs each, so
-    ``4 * batch_size * seq_len * d_model^2`` in all — linear in the length.
-
-    Args:
-        seq_len: int or integer array of sequence lengths ``n >= 1``.
-        d_model: input and hidden width ``d`` (>= 1).
-        batch_size: sequences ``B`` (>= 1).
-
-    Returns:
-        int64 array of the shape of ``seq_len`` (a 0-d array for an int): ``4 B n d^2``.
-
-    Raises:
-        ValueError: if a length or size is < 1.
-
-    Source: Vaswani et al. (2017), table 1 (recurrent layer: ``O(n d^2)`` per layer).
-    """
-    n = _lengths(seq_len)
-    d = _check_int("d_model", d_model, 1)
-    B = _check_int("batch_size", batch_size, 1)
-    return 4 * B * n * d * d
-
-
-def attention_layer_flops(seq_len, d_model: int, *, batch_size: int = 1):
-    """Matrix-multiply FLOPs of one self-attention layer (projections included) over ``n`` tokens.
-
-    The four projections ``Q, K, V`` and the output are ``n x d`` by ``d x d`` products,
-    ``8 n d^2`` FLOPs together; the scores ``Q K^T`` and the weighted sum ``A V`` are
-    ``2 n^2 d`` each, summed over the heads (``n_heads * head_dim = d``). A dense causal layer
-    computes every score and hides the future ones, so the causal mask does not change the count.
-    Total ``B (8 n d^2 + 4 n^2 d)``.
-
-    Args:
-        seq_len: int or integer array of sequence lengths ``n >= 1``.
-        d_model: model width ``d`` (>= 1), equal to ``n_heads * head_dim``.
-        batch_size: sequences ``B`` (>= 1).
-
-    Returns:
-        int64 array of the shape of ``seq_len`` (a 0-d array for an int).
-
-    Raises:
-        ValueError: if a length or size is < 1.
-
-    Source: Vaswani et al. (2017), section 3.2 and table 1 (self-attention: ``O(n^2 d)``).
-    """
-    n = _lengths(seq_len)
-    d = _check_int("d_model", d_model, 1)
-    B = _check_int("batch_size", batch_size, 1)
-    return B * (8 * n * d * d + 4 * n * n * d)
-
-
-def _lengths(seq_len) -> np.ndarray:
-    n = np.asarray(seq_len)
-    if n.dtype == bool or not np.issubdtype(n.dtype, np.integer):
-        raise ValueError(f"seq_len must hold integers, got {seq_len!r}")
-    if n.size and (n < 1).any():
-        raise ValueError(f"seq_len must be >= 1, got {seq_len!r}")
-    return n.astype(np.int64)
 
 
 @dataclass
@@ -260,18 +192,18 @@ def recurrence_vs_attention_timing(
     if not lens:
         raise ValueError("seq_lens must not be empty")
     for n in lens:
-        _check_int("seq_lens entry", n, 1)
+        check_int(n, "seq_lens entry", 1)
     if any(b <= a for a, b in zip(lens, lens[1:])):
         raise ValueError(f"seq_lens must be strictly increasing, got {lens}")
-    d_model = _check_int("d_model", d_model, 1)
-    n_heads = _check_int("n_heads", n_heads, 1)
+    d_model = check_int(d_model, "d_model", 1)
+    n_heads = check_int(n_heads, "n_heads", 1)
     if d_model % n_heads:
         raise ValueError(f"n_heads {n_heads} must divide d_model {d_model}")
-    batch_size = _check_int("batch_size", batch_size, 1)
-    repeat = _check_int("repeat", repeat, 1)
-    warmup = _check_int("warmup", warmup, 0)
-    num_threads = _check_int("num_threads", num_threads, 1)
-    seed = _check_int("seed", seed, 0)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    repeat = check_int(repeat, "repeat", 1)
+    warmup = check_int(warmup, "warmup", 0)
+    num_threads = check_int(num_threads, "num_threads", 1)
+    seed = check_int(seed, "seed", 0)
 
     previous = torch.get_num_threads()
     t_start = time.perf_counter()
@@ -306,9 +238,9 @@ def recurrence_vs_attention_timing(
         rnn_s=np.asarray(out["rnn"], dtype=np.float64),
         torch_rnn_s=np.asarray(out["torch_rnn"], dtype=np.float64),
         attention_s=np.asarray(out["attention"], dtype=np.float64),
-        rnn_flops=np.asarray(rnn_flops(n_arr, d_model, batch_size=batch_size)),
+        rnn_flops=np.asarray(rnn_flops(n_arr, d_model, batch=batch_size)),
         attention_flops=np.asarray(attention_layer_flops(n_arr, d_model,
-                                                         batch_size=batch_size)),
+                                                         batch=batch_size)),
         d_model=d_model, n_heads=n_heads, batch_size=batch_size, repeat=repeat,
         num_threads=num_threads, seed=seed, wall_time_s=time.perf_counter() - t_start,
     )

@@ -1,0 +1,294 @@
+"""Cost formulas: the FLOPs, bytes and parameter counts of attention layers and models.
+
+Every closed-form cost the book quotes lives here, under one naming convention:
+
+* ``seq_len`` is the number of tokens ``n`` (queries = keys in self-attention);
+* ``d_model`` the model width ``d`` (``n_heads * head_dim``), ``n_heads`` the heads ``H``;
+* ``batch`` the number of sequences ``B`` (always ``batch``, never ``batch_size``);
+* ``dtype`` the name of a storage type, a key of :data:`attnbook.config.DTYPE_BYTES`.
+
+FLOPs count ``2`` per multiply-add of a matrix product; element-wise work (softmax, biases,
+activations) is not counted — the convention of ``torch.utils.flop_counter.FlopCounterMode``,
+which the tests use as the independent reference. Sizes are checked by
+:mod:`attnbook.checks` (``TypeError`` for a non-integer, ``ValueError`` out of range).
+``seq_len`` may also be an integer array: the FLOP and score-byte formulas then return an
+int64 array of its shape.
+
+The older import paths keep working: :func:`kv_cache_bytes` from :mod:`attnbook.kv_cache`,
+:func:`param_count` from :mod:`attnbook.models`, :func:`rnn_flops` and
+:func:`attention_layer_flops` from :mod:`attnbook.timing`. This module imports no torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import check_choice, check_int, check_int_array, check_real
+from .config import DTYPE_BYTES, ModelConfig
+
+__all__ = [
+    "rnn_flops",
+    "attention_flops",
+    "attention_layer_flops",
+    "score_matrix_bytes",
+    "kv_cache_bytes_core",
+    "kv_cache_bytes",
+    "param_count",
+    "format_bytes",
+]
+
+
+def _sizes(seq_len):
+    """``seq_len`` (>= 0) as an ``int``, or as an int64 array if it is an array of lengths."""
+    if np.ndim(seq_len) == 0:
+        return check_int(seq_len, "seq_len", 0)
+    return check_int_array(seq_len, "seq_len", 0).astype(np.int64)
+
+
+def _check_config(config) -> ModelConfig:
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be an attnbook.config.ModelConfig, got "
+                        f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)")
+    return config
+
+
+def rnn_flops(seq_len, d_model: int, *, batch: int = 1):
+    """Matrix-multiply FLOPs of a vanilla RNN layer over ``seq_len`` steps: ``4 B n d^2``.
+
+    Each step computes ``x_t W_ih^T`` and ``h_{t-1} W_hh^T`` with input and hidden width
+    ``d_model``: ``2 d^2`` multiply-adds per token, ``2`` FLOPs each — linear in the length.
+
+    Args:
+        seq_len: sequence length ``n >= 0``, an int or an integer array of lengths.
+        d_model: input and hidden width ``d`` (>= 1).
+        batch: sequences ``B`` (>= 1).
+
+    Returns:
+        FLOPs: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if ``seq_len`` < 0 or ``d_model``/``batch`` < 1.
+
+    Source: Vaswani et al. (2017), table 1 (recurrent layer: ``O(n d^2)`` per layer).
+    """
+    n = _sizes(seq_len)
+    d = check_int(d_model, "d_model", 1)
+    return 4 * check_int(batch, "batch", 1) * n * d * d
+
+
+def attention_flops(seq_len, d_model: int, batch: int = 1):
+    """FLOPs of the two matmuls of one self-attention layer: ``4 B n^2 d``.
+
+    ``Q K^T`` and ``P V`` each take ``n * n * d`` multiply-adds summed over the heads
+    (``n_heads * head_dim = d``), 2 FLOPs each. The projections (``8 n d^2``, see
+    :func:`attention_layer_flops`) are not counted: they grow only linearly in ``n``. A dense
+    causal layer computes every score and hides the future ones, so the mask does not change
+    the count.
+
+    Args:
+        seq_len: ``n >= 0``, an int or an integer array of lengths.
+        d_model: ``n_heads * head_dim`` (>= 1).
+        batch: sequences ``B`` (>= 1).
+
+    Returns:
+        FLOPs: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if ``seq_len`` < 0 or ``d_model``/``batch`` < 1.
+
+    Source: Vaswani et al. (2017), table 1 (``O(n^2 d)`` per self-attention layer); Dao et
+    al. (2022), section 4 (the ``4 n^2 d`` FLOP count).
+    """
+    n = _sizes(seq_len)
+    d = check_int(d_model, "d_model", 1)
+    return 4 * check_int(batch, "batch", 1) * n * n * d
+
+
+def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
+    """Matrix-multiply FLOPs of one self-attention layer, projections included.
+
+    The four projections ``Q, K, V`` and the output are ``n x d`` by ``d x d`` products,
+    ``8 n d^2`` FLOPs together; the scores and the weighted sum add :func:`attention_flops`,
+    ``4 n^2 d``. Total ``B (8 n d^2 + 4 n^2 d)``.
+
+    Args:
+        seq_len: ``n >= 0``, an int or an integer array of lengths.
+        d_model: model width ``d`` (>= 1), equal to ``n_heads * head_dim``.
+        batch: sequences ``B`` (>= 1).
+
+    Returns:
+        FLOPs: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if ``seq_len`` < 0 or ``d_model``/``batch`` < 1.
+
+    Source: Vaswani et al. (2017), section 3.2 and table 1 (self-attention: ``O(n^2 d)``).
+    """
+    n = _sizes(seq_len)
+    d = check_int(d_model, "d_model", 1)
+    b = check_int(batch, "batch", 1)
+    return b * 8 * n * d * d + attention_flops(n, d, b)
+
+
+def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
+                       dtype: str = "float32"):
+    """Bytes of the attention score matrices of one layer: ``B * H * n * n`` numbers.
+
+    This is what a naive implementation materialises (once for the scores, and usually again
+    for the weights); FlashAttention never does.
+
+    Args:
+        seq_len: ``n >= 0`` (queries = keys), an int or an integer array of lengths.
+        n_heads: heads ``H`` (>= 1).
+        batch: sequences ``B`` (>= 1).
+        dtype: element type, a key of :data:`attnbook.config.DTYPE_BYTES`.
+
+    Returns:
+        Bytes: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: for a size out of range or an unknown dtype.
+    """
+    n = _sizes(seq_len)
+    h = check_int(n_heads, "n_heads", 1)
+    b = check_int(batch, "batch", 1)
+    size = DTYPE_BYTES[check_choice(dtype, "dtype", sorted(DTYPE_BYTES))]
+    total = b * h * n * n * size
+    return int(total) if np.ndim(total) == 0 else total.astype(np.int64)
+
+
+def kv_cache_bytes_core(config, seq_len, batch, dtype):
+    """Bytes of a decoder's KV cache after ``seq_len`` tokens of ``batch`` sequences.
+
+    A key and a value per layer, KV head and token (MLA: one latent per layer and token).
+    """
+    if config.uses_mla:  # the latent c_kv plus the shared RoPE key
+        per_token = config.kv_lora_rank + config.qk_rope_head_dim
+    else:  # a key and a value of head_dim numbers per KV head
+        per_token = 2 * config.kv_heads * config.head_size
+    if config.sliding_window is not None:  # a ring buffer keeps the window
+        seq_len = min(seq_len, config.sliding_window)
+    tokens = seq_len * batch
+    return config.n_layers * per_token * tokens * DTYPE_BYTES[dtype]
+
+
+def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
+                   dtype: str = "bfloat16") -> int:
+    """Memory of the KV cache of a decoder after ``seq_len`` tokens, in bytes.
+
+    Standard (MHA/GQA/MQA) attention caches a key and a value per layer, KV head and token:
+    ``2 * n_layers * n_kv_heads * head_dim * bytes`` per token. Multi-head latent attention
+    caches ``kv_lora_rank + qk_rope_head_dim`` numbers per layer and token. With a sliding
+    window (and a ring-buffer cache) only ``min(seq_len, sliding_window)`` tokens are kept.
+    Encoder-decoder models: the decoder's self-attention cache only. Validates its arguments
+    and calls :func:`kv_cache_bytes_core`. Also importable from :mod:`attnbook.kv_cache`.
+
+    Qwen2-7B (28 layers, 4 KV heads of 128, bfloat16): 57344 bytes = 56 KiB per token,
+    7.0 GiB at 131072 tokens.
+
+    Args:
+        config: a :class:`attnbook.config.ModelConfig`, e.g. ``PRESETS["Qwen2-7B"]``.
+        seq_len: tokens in the cache (prompt plus generated), >= 0.
+        batch: sequences in the batch, >= 1.
+        dtype: storage dtype name, a key of :data:`attnbook.config.DTYPE_BYTES`.
+
+    Returns:
+        Bytes, an ``int``.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`, or
+            ``seq_len`` or ``batch`` is not an integer (bools, floats and strings are
+            rejected; NumPy integers are accepted).
+        ValueError: for a negative ``seq_len``, ``batch < 1`` or an unknown dtype.
+
+    Source: Pope et al., "Efficiently Scaling Transformer Inference" (2022), section 2;
+    DeepSeek-V2 (2024), table 1 for MLA.
+    """
+    config = _check_config(config)
+    seq_len = check_int(seq_len, "seq_len", 0)
+    batch = check_int(batch, "batch", 1)
+    check_choice(dtype, "dtype", sorted(DTYPE_BYTES))
+    return int(kv_cache_bytes_core(config, seq_len, batch, dtype))
+
+
+def param_count(config: ModelConfig) -> int:
+    """Parameters of the model :func:`attnbook.models.build_model` builds for ``config``.
+
+    In closed form: per attention layer ``d (H D) + 2 d (H_kv D) + (H D) d`` weights plus
+    biases; per FFN ``2 d d_ff`` (ReLU/GELU) or ``3 d d_ff`` (SwiGLU) plus biases; ``d``
+    (RMSNorm) or ``2 d`` (LayerNorm with bias) per norm; ``vocab d`` for the embedding, once
+    more for an untied output projection; ``max_seq_len d`` per learned position table.
+    Also importable from :mod:`attnbook.models`.
+
+    Args:
+        config: a :class:`attnbook.config.ModelConfig` without multi-head latent attention.
+
+    Returns:
+        The parameter count (an ``int``). For ``BASE_TRANSFORMER`` this is 63,082,496.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
+        ValueError: for MLA configs (their mixture-of-experts layers are not modelled here).
+
+    Source: the module structure of :mod:`attnbook.blocks`; Vaswani et al. (2017), table 3.
+    """
+    config = _check_config(config)
+    if config.uses_mla:
+        raise ValueError(
+            f"param_count does not model MLA/mixture-of-experts configs ({config.name or config})"
+        )
+    d, H, Hkv, D, dff = (config.d_model, config.n_heads, config.kv_heads, config.head_size,
+                         config.d_ff)
+    qkv_bias = config.bias if config.qkv_bias is None else config.qkv_bias
+    attn = d * H * D + 2 * d * Hkv * D + H * D * d
+    attn += qkv_bias * (H * D + 2 * Hkv * D) + config.bias * d
+    if config.ffn == "swiglu":
+        ffn = 3 * d * dff + config.bias * (2 * dff + d)
+    else:
+        ffn = 2 * d * dff + config.bias * (dff + d)
+    norm = d * (2 if (config.norm == "layernorm" and config.bias) else 1)
+    self_layer = attn + ffn + 2 * norm
+    cross_layer = 2 * attn + ffn + 3 * norm
+    final = norm if config.norm_first else 0
+    emb = config.vocab_size * d
+    pos_table = config.max_seq_len * d if config.positional == "learned" else 0
+    if config.arch == "encoder":
+        return emb + pos_table + config.n_layers * self_layer + final
+    head = 0 if config.tie_embeddings else config.vocab_size * d
+    if config.arch == "decoder":
+        return emb + pos_table + config.n_layers * self_layer + final + head
+    src_emb = 0 if config.tie_embeddings else emb  # untied: separate source embedding
+    return (emb + src_emb + 2 * pos_table + config.n_encoder_layers * self_layer + final
+            + config.n_layers * cross_layer + final + head)
+
+
+def format_bytes(n) -> str:
+    """A byte count in binary units, e.g. ``57344 -> "56 KiB"``, ``3 * 2**29 -> "1.5 GiB"``.
+
+    Args:
+        n: number of bytes, an integer or float ``>= 0``.
+
+    Returns:
+        ``"<n> B"`` below 1 KiB; otherwise the largest unit of KiB, MiB, GiB, TiB (powers of
+        1024) in which the value is at least 1, with no decimals when it is a whole number and
+        three significant digits otherwise.
+
+    Raises:
+        TypeError: if ``n`` is not a real number.
+        ValueError: if ``n`` is negative, NaN or infinite.
+    """
+    x = check_real(n, "n", minimum=0.0)
+    if x < 1024:
+        return f"{x:g} B"
+    for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        v = x / 1024**power
+        if v >= 1:
+            if v.is_integer():
+                return f"{int(v)} {unit}"
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+

@@ -1,0 +1,188 @@
+"""Tests for attnbook.cost, the cost formulas (FLOPs, bytes, parameter counts).
+
+References: ``torch.utils.flop_counter.FlopCounterMode`` counting the matrix-multiply FLOPs of
+the very modules the formulas describe (``attnbook.rnn.VanillaRNN``, ``torch.nn.RNN``,
+``attnbook.nn.MultiHeadAttention``, the two matmuls of attention); the bytes of tensors
+actually allocated (``Tensor.nbytes``); and numbers worked out by hand. The parameter counts
+are checked against built modules and published totals in ``test_models.py`` and
+``test_kv_cache.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from attnbook import cost, kv_cache, models, timing
+from attnbook.config import PRESETS, ModelConfig
+from attnbook.nn import MultiHeadAttention
+from attnbook.rnn import VanillaRNN
+
+KiB, MiB, GiB = 2**10, 2**20, 2**30
+TINY = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+
+
+def counted_flops(fn) -> int:
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        fn()
+    return counter.get_total_flops()
+
+
+# --- FLOPs -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("B, n, d", [(1, 7, 8), (2, 5, 16), (3, 1, 4)])
+def test_flop_formulas_match_torch_flop_counter_on_the_modules(B, n, d):
+    torch.manual_seed(0)
+    x = torch.randn(B, n, d)  # (B, n, d_model)
+    ours = VanillaRNN(d, d)
+    ref = torch.nn.RNN(d, d, batch_first=True)
+    attn = MultiHeadAttention(d, 2)
+    rnn_expected = cost.rnn_flops(n, d, batch=B)
+    assert counted_flops(lambda: ours(x)) == rnn_expected
+    assert counted_flops(lambda: ref(x)) == rnn_expected
+    assert counted_flops(lambda: attn(x, causal=True)) == cost.attention_layer_flops(
+        n, d, batch=B)
+
+
+@pytest.mark.parametrize("B, H, n, D", [(1, 1, 5, 8), (2, 4, 7, 3)])
+def test_attention_flops_match_the_two_matmuls(B, H, n, D):
+    q, k, v = torch.randn(3, B, H, n, D)  # (B, H, n, D) each
+
+    def matmuls():
+        p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # (B, H, n, n)
+        return p @ v  # (B, H, n, D)
+
+    assert counted_flops(matmuls) == cost.attention_flops(n, H * D, batch=B)
+
+
+def test_flop_formulas_by_hand():
+    # n = 4, d = 8: RNN 4 * 4 * 64 = 1024; attention 8 * 4 * 64 + 4 * 16 * 8 = 2560.
+    assert cost.rnn_flops(4, 8) == 1024
+    assert cost.attention_layer_flops(4, 8) == 2560
+    assert cost.attention_flops(1000, 512) == 4 * 1000**2 * 512
+    assert cost.attention_flops(10, 8, batch=3) == 3 * 4 * 100 * 8
+    assert cost.attention_flops(0, 8) == 0
+    # Arrays broadcast, batch multiplies; the ratio is 2 + n / d (hand derivation).
+    n = np.array([16, 64, 1024])
+    ratio = (cost.attention_layer_flops(n, 64, batch=3)
+             / cost.rnn_flops(n, 64, batch=3))
+    np.testing.assert_allclose(ratio, 2 + n / 64, rtol=1e-15)
+    assert cost.rnn_flops(n, 64).dtype == np.int64
+    assert isinstance(cost.attention_layer_flops(np.int64(4), 8), int)
+
+
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: cost.rnn_flops(-1, 8), ValueError, "seq_len"),
+        (lambda: cost.rnn_flops(2.5, 8), TypeError, "seq_len"),
+        (lambda: cost.rnn_flops(4, 0), ValueError, "d_model"),
+        (lambda: cost.attention_layer_flops([4, -1], 8), ValueError, "seq_len"),
+        (lambda: cost.attention_layer_flops([4.0, 1.0], 8), TypeError, "seq_len"),
+        (lambda: cost.attention_layer_flops(4, 8, batch=0), ValueError, "batch"),
+        (lambda: cost.attention_flops(8, 0), ValueError, "d_model"),
+        (lambda: cost.attention_flops(8.0, 4), TypeError, "seq_len"),
+        (lambda: cost.attention_flops(8, True), TypeError, "d_model"),
+    ],
+)
+def test_flop_formulas_reject_bad_sizes(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+# --- bytes -------------------------------------------------------------------------------
+
+
+def test_score_matrix_bytes_equal_the_allocated_scores():
+    B, H, n = 2, 3, 17
+    scores = torch.empty(B, H, n, n, dtype=torch.bfloat16)  # (B, H, n, n)
+    assert cost.score_matrix_bytes(n, H, B, "bfloat16") == scores.nbytes
+    assert cost.score_matrix_bytes(2048) == 2048 * 2048 * 4
+    assert cost.score_matrix_bytes(32768) / cost.score_matrix_bytes(2048) == 256
+    lens = np.array([1, 2, 4])
+    assert cost.score_matrix_bytes(lens).tolist() == [4, 16, 64]
+    with pytest.raises(ValueError, match="dtype"):
+        cost.score_matrix_bytes(8, dtype="fp7")
+    with pytest.raises(ValueError, match="seq_len"):
+        cost.score_matrix_bytes(-1)
+
+
+def test_kv_cache_bytes_core_by_hand():
+    qwen = PRESETS["Qwen2-7B"]  # 28 layers, 4 KV heads of 128 dims
+    # 2 (k and v) * 28 * 4 * 128 * 2 bytes (bfloat16) = 57344 bytes = 56 KiB per token
+    assert cost.kv_cache_bytes_core(qwen, 1, 1, "bfloat16") == 56 * KiB
+    assert cost.kv_cache_bytes_core(qwen, 131072, 2, "float32") == 28 * GiB
+    mistral = PRESETS["Mistral-7B"]  # 32 layers, 8 KV heads of 128, window 4096
+    per_token = 2 * 32 * 8 * 128 * 2
+    assert cost.kv_cache_bytes_core(mistral, 100, 1, "bfloat16") == 100 * per_token
+    assert cost.kv_cache_bytes_core(mistral, 10**6, 1, "bfloat16") == 4096 * per_token
+    ds = PRESETS["DeepSeek-V2"]  # MLA: 60 layers, latent 512 + RoPE key 64
+    assert cost.kv_cache_bytes_core(ds, 1, 1, "bfloat16") == 60 * (512 + 64) * 2
+
+
+def test_kv_cache_bytes_equal_a_built_cache():
+    cfg = ModelConfig(**TINY, n_kv_heads=1, positional="rope", norm="rmsnorm")
+    per_layer = 2 * cfg.kv_heads * cfg.head_size  # a key and a value per KV head
+    k = torch.empty(3, cfg.kv_heads, 5, cfg.head_size)  # (B, H_kv, S, D) float32
+    caches_bytes = cfg.n_layers * 2 * k.nbytes
+    assert cost.kv_cache_bytes(cfg, 5, batch=3, dtype="float32") == caches_bytes
+    assert caches_bytes == cfg.n_layers * per_layer * 5 * 3 * 4
+
+
+@pytest.mark.parametrize("kwargs,name", [({"seq_len": 2.5}, "seq_len"),
+                                         ({"seq_len": True}, "seq_len"),
+                                         ({"seq_len": "10"}, "seq_len"),
+                                         ({"seq_len": math.nan}, "seq_len"),
+                                         ({"seq_len": 10, "batch": 1.5}, "batch")])
+def test_kv_cache_bytes_integer_arguments(kwargs, name):
+    with pytest.raises(TypeError, match=name):
+        cost.kv_cache_bytes(ModelConfig(**TINY), **kwargs)
+
+
+def test_kv_cache_bytes_numpy_integers_and_errors():
+    cfg = ModelConfig(**TINY)  # 1 layer, 2 heads of 4
+    # 2 (k and v) * 1 layer * 2 heads * 4 dims * 10 tokens * 2 bytes (bfloat16)
+    assert cost.kv_cache_bytes(cfg, np.int64(10), np.int32(1)) == 2 * 1 * 2 * 4 * 10 * 2
+    assert cost.kv_cache_bytes(cfg, np.array(10)) == 2 * 1 * 2 * 4 * 10 * 2
+    with pytest.raises(TypeError, match="ModelConfig"):
+        cost.kv_cache_bytes(dict(TINY), 10)
+    with pytest.raises(ValueError, match="dtype"):
+        cost.kv_cache_bytes(cfg, 10, dtype="float64x")
+    with pytest.raises(ValueError, match="seq_len"):
+        cost.kv_cache_bytes(cfg, -1)
+    with pytest.raises(ValueError, match="batch"):
+        cost.kv_cache_bytes(cfg, 1, batch=0)
+
+
+def test_param_count_refuses_a_dict_and_mla():
+    with pytest.raises(TypeError, match="ModelConfig"):
+        cost.param_count(dict(TINY))
+    with pytest.raises(ValueError, match="MLA"):
+        cost.param_count(PRESETS["DeepSeek-V2"])
+
+
+@pytest.mark.parametrize("n, text", [
+    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (57344, "56 KiB"), (69120, "67.5 KiB"),
+    (3 * 2**29, "1.5 GiB"), (7 * GiB, "7 GiB"), (512 * MiB, "512 MiB"), (2**40, "1 TiB"),
+])
+def test_format_bytes_by_hand(n, text):
+    assert cost.format_bytes(n) == text
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), (math.nan, ValueError),
+                                      (math.inf, ValueError), ("1", TypeError)])
+def test_format_bytes_rejects_bad_counts(bad, exc):
+    with pytest.raises(exc, match="n must be"):
+        cost.format_bytes(bad)
+
+
+def test_old_import_paths_are_the_same_functions():
+    assert kv_cache.kv_cache_bytes is cost.kv_cache_bytes
+    assert models.param_count is cost.param_count
+    assert timing.rnn_flops is cost.rnn_flops
+    assert timing.attention_layer_flops is cost.attention_layer_flops
