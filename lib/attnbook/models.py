@@ -122,8 +122,17 @@ def _default_positions(ids: torch.Tensor, past: int) -> torch.Tensor:
 class EncoderOnlyModel(nn.Module):
     """Encoder-only Transformer (BERT-style): bidirectional self-attention over the input.
 
-    ``forward(ids (B, T), attention_mask=None) -> (B, T, d_model)`` hidden states; the
-    optional ``attention_mask`` ``(B, T)`` (1 = token, 0 = padding) hides padding keys.
+    ``forward(ids (B, T), attention_mask=None) -> (B, T, d_model)`` hidden states (after the
+    final norm for Pre-LN), in the parameters' dtype:
+
+    * ``ids``: ``(B, T)`` integer token ids, ``T <= max_seq_len`` for absolute positions.
+    * ``attention_mask``: ``(B, T)`` with 1 (or True) for tokens and 0 for padding (Hugging
+      Face's convention), or ``None``; padding keys are hidden from every query.
+
+    ``forward`` raises ``ValueError`` if ``ids`` is not ``(B, T)`` or holds ids outside
+    ``[0, vocab_size)``, ``T`` exceeds ``max_seq_len`` with learned or sinusoidal positions, or
+    ``attention_mask`` is not ``(B, T)`` or holds values other than 0 and 1; ``TypeError`` if
+    ``ids`` is not an integer tensor (or array).
 
     Args:
         config: a :class:`attnbook.models.ModelConfig` with ``arch="encoder"``.
@@ -147,30 +156,17 @@ class EncoderOnlyModel(nn.Module):
         self.norm = (make_norm(config.norm, config.d_model, config.eps, config.bias)
                      if config.norm_first else None)
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
-        """Encode token ids into contextual hidden states.
+    def forward(self, ids, attention_mask=None):
+        """Hidden states ``(B, T, d_model)`` for the token ids ``(B, T)``.
 
-        Args:
-            ids: ``(B, T)`` integer token ids, ``T <= max_seq_len`` for absolute positions.
-            attention_mask: ``(B, T)`` with 1 (or True) for tokens and 0 for padding (Hugging
-                Face's convention), or ``None``; padding keys are hidden from every query.
-
-        Returns:
-            ``(B, T, d_model)`` hidden states (after the final norm for Pre-LN), in the
-            parameters' dtype (float32 by default).
-
-        Raises:
-            ValueError: if ``ids`` is not ``(B, T)`` or holds ids outside
-                ``[0, vocab_size)``, ``T`` exceeds ``max_seq_len`` with learned or sinusoidal
-                positions, or ``attention_mask`` is not ``(B, T)`` or holds values other than
-                0 and 1.
-            TypeError: if ``ids`` is not an integer tensor (or array).
+        The arguments and errors are described in the class docstring.
         """
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
-        positions = _default_positions(ids, 0)
+        positions = _default_positions(ids, 0)  # (T,)
         x = self.embed(ids, positions)  # (B, T, d_model)
-        keep = _padding_keep(attention_mask, ids.shape, ids.device, "attention_mask")
-        for layer in self.layers:
+        keep = _padding_keep(attention_mask, ids.shape, ids.device,
+                             "attention_mask")  # (B, 1, 1, T): hide padding keys
+        for layer in self.layers:  # bidirectional: no causal mask
             x = layer(x, mask=keep, positions=positions)
         return x if self.norm is None else self.norm(x)
 
@@ -377,19 +373,27 @@ class EncoderDecoderModel(nn.Module):
         if kv_caches is not None and len(kv_caches) != len(self.decoder):
             raise ValueError(f"need one cache per decoder layer: {len(self.decoder)}, got "
                              f"{len(kv_caches)}")
-        past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
-        x = self.tgt_embed(tgt, _default_positions(tgt, past))
         if memory.ndim != 3 or memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory must be (B={tgt.shape[0]}, S, d_model); got shape "
                              f"{tuple(memory.shape)}")
         keep = _padding_keep(src_attention_mask, memory.shape[:2], memory.device,
                              "src_attention_mask")
+        return self.decode_core(tgt, memory, keep, kv_caches)
+
+    def decode_core(self, tgt, memory, keep, kv_caches=None):
+        """The decoder stack: ids ``tgt (B, T)`` against ``memory (B, S, d)``.
+
+        ``keep``: ``(B, 1, 1, S)`` source keep-mask or ``None``. Returns
+        ``(B, T, vocab_size)`` logits. Called by :meth:`decode`, which checks.
+        """
+        past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
+        x = self.tgt_embed(tgt, _default_positions(tgt, past))  # (B, T, d)
         for i, layer in enumerate(self.decoder):
-            x = layer(x, memory, memory_mask=keep,
-                      kv_cache=None if kv_caches is None else kv_caches[i])
-        if self.decoder_norm is not None:
+            cache = None if kv_caches is None else kv_caches[i]
+            x = layer(x, memory, memory_mask=keep, kv_cache=cache)  # (B, T, d)
+        if self.decoder_norm is not None:  # Pre-LN ends in a final norm
             x = self.decoder_norm(x)
-        return self.lm_head(x)
+        return self.lm_head(x)  # (B, T, vocab_size)
 
     def forward(self, src, tgt, *, src_attention_mask=None):
         """Encode ``src`` and decode ``tgt`` against it (teacher forcing).
