@@ -259,3 +259,28 @@ def test_check_int_tensor_and_positions():
         checks.check_positions(np.arange(3), 4, (1, 4, 8))
     with pytest.raises(TypeError, match="positions"):
         checks.check_positions(np.arange(4.0), 4, (1, 4, 8))
+
+
+def test_check_qkv_tensors():
+    q, k = torch.zeros(1, 4, 3, 8), torch.zeros(1, 2, 5, 8)
+    assert checks.check_qkv_tensors(q, k, k)[0] is q
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        checks.check_qkv_tensors(q.numpy(), k, k)
+    with pytest.raises(TypeError, match="floating-point"):
+        checks.check_qkv_tensors(q.long(), k, k)
+    with pytest.raises(TypeError, match="share a dtype"):
+        checks.check_qkv_tensors(q.double(), k, k)
+    with pytest.raises(ValueError, match=r"shape \(B, H, seq, head_dim\)"):
+        checks.check_qkv_tensors(q[0], k, k)
+    with pytest.raises(ValueError, match="same shape"):
+        checks.check_qkv_tensors(q, k, k[:, :, :4])
+    with pytest.raises(ValueError, match="batch 1 but k has 2"):
+        checks.check_qkv_tensors(q, k.expand(2, -1, -1, -1), k.expand(2, -1, -1, -1))
+    with pytest.raises(ValueError, match="head_dim 8 but k has 4"):
+        checks.check_qkv_tensors(q, k[..., :4], k[..., :4])
+    with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
+        checks.check_qkv_tensors(q, k[:, :1].expand(1, 3, 5, 8), k[:, :1].expand(1, 3, 5, 8))
+    bad = k.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="v of shape .* contains nan or inf"):
+        checks.check_qkv_tensors(q, k, bad)

@@ -48,6 +48,7 @@ __all__ = [
     "check_strings",
     "check_features",
     "check_token_ids",
+    "check_qkv_tensors",
 ]
 
 
@@ -457,3 +458,43 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
         raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
                          f"{int(ids.min())} to {int(ids.max())}")
     return ids
+
+
+def check_qkv_tensors(q, k, v):
+    """Torch attention inputs ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``, ``H_kv | H``.
+
+    The inputs of :func:`attnbook.flash.flash_attention` and the Triton kernels: one
+    floating dtype and one device, finite values (an online softmax would turn a nan row
+    into a silent 0).
+
+    Raises:
+        TypeError: an input is not a floating-point tensor, or the dtypes differ.
+        ValueError: a rank other than 4, devices, batch or head_dim that differ, ``k`` and
+            ``v`` of different shapes, ``H_kv`` not dividing ``H``, or a nan/inf entry.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(t, name)
+        if t.dim() != 4:
+            raise ValueError(f"{name} must have shape (B, H, seq, head_dim); "
+                             f"got shape {tuple(t.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, "
+                         f"{v.device}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape (B, H_kv, S, D); got k "
+                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    (B, H, _, D), (B_k, H_kv, _, D_k) = q.shape, k.shape
+    shapes = f"(q {tuple(q.shape)}, k {tuple(k.shape)})"
+    if B_k != B:
+        raise ValueError(f"q has batch {B} but k has {B_k} {shapes}")
+    if D_k != D:
+        raise ValueError(f"q has head_dim {D} but k has {D_k} {shapes}")
+    if H_kv == 0 or H % H_kv:
+        raise ValueError(f"n_kv_heads must divide n_heads: q has {H} heads, k and v have "
+                         f"{H_kv} {shapes}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.numel():
+            check_finite(t, name)
+    return q, k, v
