@@ -18,6 +18,7 @@ from attnbook.masks import (
     causal_mask,
     causal_mask_core,
     combine_masks,
+    combine_masks_core,
     padding_mask,
     padding_mask_core,
     positions_from_attention_mask,
@@ -135,6 +136,17 @@ def test_padding_mask_core_by_hand():
     got = padding_mask_core(np.array([[1, 1, 0], [0, 1, 1]]))
     assert got.dtype == bool and got.shape == (2, 1, 1, 3)
     assert got[:, 0, 0].tolist() == [[True, True, False], [False, True, True]]
+
+
+def test_combine_masks_core_is_elementwise_and():
+    rng = np.random.default_rng(0)
+    a = rng.random((3, 4)) < 0.5  # (L, S)
+    b = rng.random((2, 1, 1, 4)) < 0.5  # (B, 1, 1, S)
+    got = combine_masks_core(a, b)
+    assert got.shape == (2, 1, 3, 4) and got.dtype == bool
+    for i0, i in np.ndindex(2, 3):
+        for j in range(4):
+            assert got[i0, 0, i, j] == (a[i, j] and b[i0, 0, 0, j])
 
 
 def test_one_check_rule_for_lengths():

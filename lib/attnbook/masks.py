@@ -24,6 +24,7 @@ __all__ = [
     "padding_mask",
     "sliding_window_mask_core",
     "sliding_window_mask",
+    "combine_masks_core",
     "combine_masks",
 ]
 
@@ -136,11 +137,20 @@ def padding_mask(attention_mask) -> np.ndarray:
     return padding_mask_core(am)
 
 
+def combine_masks_core(*masks):
+    """Logical AND of boolean keep-masks, broadcast to their common shape."""
+    shape = np.broadcast_shapes(*(m.shape for m in masks))
+    keep = np.ones(shape, dtype=bool)  # nothing hidden yet
+    for m in masks:
+        keep &= m  # hidden as soon as one mask hides it
+    return keep
+
+
 def combine_masks(*masks) -> np.ndarray | None:
     """Combine keep-masks by logical AND, with broadcasting.
 
     ``None`` entries are skipped (no constraint); if every entry is ``None`` the result is
-    ``None``.
+    ``None``. Checks the masks and calls :func:`combine_masks_core`.
 
     Args:
         *masks: boolean keep-masks, e.g. a causal ``(L, S)`` and a padding ``(B, 1, 1, S)``.
@@ -167,15 +177,12 @@ def combine_masks(*masks) -> np.ndarray | None:
     if not arrays:
         return None
     try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         raise ValueError(
             "masks do not broadcast together: shapes " + ", ".join(str(a.shape) for a in arrays)
         ) from None
-    out = np.ones(shape, dtype=bool)
-    for a in arrays:
-        out &= a
-    return out
+    return combine_masks_core(*arrays)
 
 
 # --------------------------------------------------------------------------------------------
