@@ -187,6 +187,10 @@ def test_state_size():
     ((np.zeros((2, 3, 4)), np.zeros((3, 3, 4)), np.zeros((3, 3, 2))), {}, ValueError, "broadcast"),
     ((np.zeros((3, 4)),) * 3, {"causal": True, "chunk_size": 0}, ValueError, "chunk_size"),
     ((np.zeros((3, 4)),) * 3, {"chunk_size": 2.0}, TypeError, "chunk_size"),
+    ((np.zeros((3, 4)),) * 3, {"chunk_size": True}, TypeError, "chunk_size"),
+    ((np.zeros((3, 4)),) * 3, {"causal": 1}, TypeError, "causal"),
+    ((np.full((3, 4), np.nan), np.zeros((3, 4)), np.zeros((3, 4))), {}, ValueError,
+     "q of shape .* contains nan"),
     ((np.array([["a"]], dtype=object),) * 3, {}, TypeError, "q must be a real numeric"),
 ])
 def test_errors_name_the_argument(args, kwargs, exc, match):
