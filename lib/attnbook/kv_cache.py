@@ -122,7 +122,8 @@ class KVCache:
         """Check the arguments of :meth:`update` against each other and the cache.
 
         Args:
-            k, v: ``(B, H_kv, L, D)`` new keys (RoPE already applied) and values.
+            k: ``(B, H_kv, L, D)`` new keys (RoPE already applied).
+            v: ``(B, H_kv, L, Dv)`` their values.
             positions: ``(L,)`` their absolute positions, or ``(B, L)`` per row (left-padded
                 batches, see :func:`attnbook.masks.positions_from_attention_mask`).
 
@@ -188,7 +189,8 @@ class SlidingWindowCache:
         """Attend-set for ``L`` new tokens, then store the last ``window`` of them.
 
         Args:
-            k, v: ``(B, H_kv, L, D)`` new keys and values.
+            k: ``(B, H_kv, L, D)`` new keys.
+            v: ``(B, H_kv, L, Dv)`` their values.
             positions: ``(L,)`` absolute positions, continuing the cached ones.
 
         Returns:

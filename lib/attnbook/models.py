@@ -256,8 +256,9 @@ class DecoderOnlyModel(nn.Module):
         """Check the arguments of :meth:`forward`; return its ids and positions.
 
         Args:
-            ids, positions, kv_caches: the arguments of :meth:`forward` (see the class
-                docstring).
+            ids: ``(B, T)`` integer token ids (tensor, array or nested list).
+            positions: ``None`` or the tokens' positions (checked by the embedding).
+            kv_caches: ``None`` or one cache per layer.
 
         Returns:
             ``(ids, positions)``: the ids as a ``(B, T)`` integer tensor and the positions,

@@ -785,8 +785,13 @@ class MultiHeadAttention(nn.Module):
         """Check the arguments of :meth:`forward`; return its positions and window.
 
         Args:
-            x, context, mask, causal, window, positions, kv_cache: the arguments of
-                :meth:`forward` (see the class docstring).
+            x: ``(B, L, d_model)`` queries' input.
+            context: ``None`` or ``(B, S, d_model)`` keys'/values' input.
+            mask: the caller's mask (checked later by :meth:`attention_mask`).
+            causal: hide later positions (a bool).
+            window: ``None`` or the sliding-window size.
+            positions: ``None`` or integer ``(L,)`` / ``(B, L)`` query positions.
+            kv_cache: ``None`` or a cache with ``seq_len``, ``window`` and ``update``.
 
         Returns:
             ``(positions, window)``: the queries' positions as an integer tensor on the device
