@@ -284,3 +284,27 @@ def test_check_qkv_tensors():
     bad[0, 0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="v of shape .* contains nan or inf"):
         checks.check_qkv_tensors(q, k, bad)
+
+
+def test_check_increasing():
+    assert checks.check_increasing([1, np.int64(4), 9], "stops", minimum=1) == (1, 4, 9)
+    assert checks.check_increasing(np.array([0.5, 1.0]), "g", integer=False) == (0.5, 1.0)
+    assert type(checks.check_increasing((2,), "stops")[0]) is int
+    with pytest.raises(TypeError, match="stops must be a sequence of integers"):
+        checks.check_increasing(5, "stops")
+    with pytest.raises(TypeError, match="stops must be a sequence"):
+        checks.check_increasing("123", "stops")
+    with pytest.raises(TypeError, match=r"stops\[1\] must be an integer, got 2.0"):
+        checks.check_increasing((1, 2.0), "stops")
+    with pytest.raises(TypeError, match=r"g\[0\] must be a real number"):
+        checks.check_increasing(("a",), "g", integer=False)
+    with pytest.raises(ValueError, match="stops must not be empty"):
+        checks.check_increasing((), "stops")
+    with pytest.raises(ValueError, match=r"stops\[0\] must be >= 1, got 0"):
+        checks.check_increasing((0, 1), "stops", minimum=1)
+    with pytest.raises(ValueError, match=r"stops\[1\] must be <= 10, got 11"):
+        checks.check_increasing((1, 11), "stops", maximum=10)
+    with pytest.raises(ValueError, match=r"stops must be strictly increasing, got \(1, 1\)"):
+        checks.check_increasing((1, 1), "stops")
+    with pytest.raises(ValueError, match="finite"):
+        checks.check_increasing((0.5, float("nan")), "g", integer=False)

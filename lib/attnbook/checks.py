@@ -33,6 +33,7 @@ __all__ = [
     "check_choice",
     "check_seed",
     "check_rng",
+    "check_increasing",
     "check_axis",
     "as_float_array",
     "check_finite",
@@ -337,6 +338,38 @@ def check_rng(value, name: str = "rng"):
                             f"{_describe(value)}")
         value = check_int(value, f"{name} seed", 0)
     return np.random.default_rng(value)
+
+
+def check_increasing(values, name: str, *, minimum=None, maximum=None,
+                     integer: bool = True) -> tuple:
+    """A non-empty, strictly increasing sequence of integers (or reals) within the bounds.
+
+    E.g. the stops of an explorer's slider. Each entry is checked as :func:`check_int` (or
+    :func:`check_real` if ``integer`` is false) would check it, named ``name[i]``.
+
+    Returns:
+        The entries as a tuple of ``int`` (or ``float``).
+
+    Raises:
+        TypeError: ``values`` is not a sequence (a string is refused), or an entry is not an
+            integer (a real number).
+        ValueError: it is empty, an entry lies outside the bounds, or the entries do not
+            strictly increase.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of "
+                        f"{'integers' if integer else 'numbers'}, got {_describe(values)}")
+    if len(values) == 0:
+        raise ValueError(f"{name} must not be empty")
+    if integer:
+        out = tuple(check_int(v, f"{name}[{i}]", minimum, maximum)
+                    for i, v in enumerate(values))
+    else:
+        out = tuple(check_real(v, f"{name}[{i}]", minimum=minimum, maximum=maximum)
+                    for i, v in enumerate(values))
+    if any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"{name} must be strictly increasing, got {out}")
+    return out
 
 
 # ------------------------------------------------------------------------------------------
