@@ -260,7 +260,8 @@ def multi_head_attention(
     Args:
         x: ``(..., L, d_model)`` input of the queries.
         w_q: ``(d_model, n_heads * head_dim)``.
-        w_k, w_v: ``(d_model, n_kv_heads * head_dim)`` (``w_v`` may use another head size).
+        w_k: ``(d_model, n_kv_heads * head_dim)``.
+        w_v: ``(d_model, n_kv_heads * head_dim_v)`` (the value heads may have another size).
         w_o: ``(n_heads * head_dim_v, d_model)``.
         n_heads: query heads ``H``.
         n_kv_heads: key/value heads ``H_kv`` (default ``H``); must divide ``H``.
@@ -268,7 +269,10 @@ def multi_head_attention(
             ``x`` (self-attention).
         mask: keep-mask or additive mask broadcastable to ``(..., H, L, S)``.
         causal: hide future keys (bottom-right aligned).
-        b_q, b_k, b_v, b_o: optional biases of matching output size.
+        b_q: optional bias ``(n_heads * head_dim,)`` of the query projection.
+        b_k: optional bias ``(n_kv_heads * head_dim,)`` of the key projection.
+        b_v: optional bias ``(n_kv_heads * head_dim_v,)`` of the value projection.
+        b_o: optional bias ``(d_model,)`` of the output projection.
         return_weights: also return the ``(..., H, L, S)`` weights.
 
     Returns:
