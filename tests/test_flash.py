@@ -25,6 +25,8 @@ from attnbook.flash import (
     flash_attention,
     select_backend,
     tiled_attention,
+    tiled_attention_backward_core,
+    tiled_attention_core,
     tiled_attention_steps,
     tiled_attention_torch,
 )
@@ -214,6 +216,75 @@ def test_numpy_bad_inputs_raise_named_errors():
         tiled_attention_steps(q, q, q, on_step=print)
 
 
+def test_numpy_core_any_tiling_equals_plain_softmax():
+    # The core alone, against a float64 softmax written here (no library attention).
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal((3, 2, 11, 5))  # (B, L = S, D) each
+    s = q @ np.swapaxes(k, -1, -2) * 0.4  # (B, L, S)
+    s = np.where(np.tril(np.ones((11, 11), bool)), s, -np.inf)  # causal, L = S
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    ref = (w / w.sum(axis=-1, keepdims=True)) @ v  # (B, L, D)
+    for block_q, block_k in [(1, 1), (4, 3), (11, 11), (64, 64)]:
+        out, lse = tiled_attention_core(q, k, v, 0.4, True, block_q, block_k)
+        assert np.isfinite(out).all()
+        assert_close(out, ref, atol=1e-13, rtol=0)
+        assert_close(lse, _reference_lse(q, k, 0.4, True), atol=1e-13, rtol=0)
+
+
+def test_numpy_core_reports_each_step_to_on_step():
+    q, k, v = _zero_qk_arange_v(5)
+    seen = []
+    tiled_attention_core(q, k, v, 1.0, False, 2, 3,
+                         on_step=lambda i, j, s, *rest: seen.append((i, j, s.shape)))
+    assert seen == [(0, 0, (2, 3)), (0, 3, (2, 2)), (2, 0, (2, 3)), (2, 3, (2, 2)),
+                    (4, 0, (1, 3)), (4, 3, (1, 2))]
+
+
+def test_numpy_float16_one_key_tiles_past_2048_keys():
+    # q = k = 0: every key gets weight 1/4096; v alternates 0 and 1, so the output is 0.5.
+    # A float16 running denominator would stop growing at 2048 (2048 + 1 rounds to 2048).
+    S = 4096
+    q = np.zeros((2, 4), np.float16)
+    k = np.zeros((S, 4), np.float16)
+    v = np.repeat((np.arange(S) % 2)[:, None], 4, axis=1).astype(np.float16)  # (S, 4)
+    out, lse = tiled_attention(q, k, v, block_q=2, block_k=1, return_lse=True)
+    assert out.dtype == np.float16 and lse.dtype == np.float16
+    assert np.isfinite(out).all()
+    assert (out == 0.5).all()
+    assert (lse == np.float16(math.log(S))).all()  # log(4096) rounded to float16
+
+
+def test_numpy_float16_random_tiles_within_one_ulp_of_float64():
+    rng = np.random.default_rng(8)
+    q, k, v = rng.standard_normal((3, 1, 3000, 8)).astype(np.float16)
+    q = q[:, :2]  # (1, 2, 8): two queries, 3000 keys
+    out = tiled_attention(q, k, v, block_q=2, block_k=1)
+    ref = scaled_dot_product_attention(*(a.astype(np.float64) for a in (q, k, v)))
+    assert out.dtype == np.float16 and np.isfinite(out).all()
+    # the float32 loop, rounded once to float16: within one float16 ulp of the exact value
+    ulp = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64)
+    assert (np.abs(out.astype(np.float64) - ref) <= ulp).all()
+
+
+def test_numpy_scale_as_a_0d_array_is_a_real_number():
+    rng = np.random.default_rng(9)
+    q, k, v = rng.standard_normal((3, 5, 4))
+    out = tiled_attention(q, k, v, scale=np.array(0.5), block_k=2)
+    ref = scaled_dot_product_attention(q, k, v, scale=np.array(0.5))
+    assert_close(out, ref, atol=1e-14, rtol=0)
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        tiled_attention(q, k, v, scale="0.5")
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        tiled_attention(q, k, v, causal=1)
+
+
+def test_numpy_zero_head_dim_gives_the_mean_of_the_visible_values():
+    # D = 0: every score is 0, so every visible key gets equal weight (hand-derived).
+    v = np.arange(8.0).reshape(4, 2)  # rows (0, 1), (2, 3), (4, 5), (6, 7)
+    out = tiled_attention(np.zeros((3, 0)), np.zeros((4, 0)), v, causal=True)
+    assert_close(out, [[1.0, 2.0], [2.0, 3.0], [3.0, 4.0]], atol=1e-15, rtol=0)
+
+
 def test_import_needs_neither_torch_nor_triton_nor_widgets():
     code = (
         "import sys\n"
@@ -362,6 +433,49 @@ def test_flash_attention_torch_backend_and_auto_choice_on_cpu():
     ref = reference_attention_torch(q, k, v, causal=True)
     assert_close(out, ref, atol=1e-6, rtol=0)
     assert_close(auto, out, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,S,block_q,block_k", [(7, 7, 3, 2), (5, 9, 2, 4), (9, 4, 4, 3)])
+def test_torch_backward_core_matches_float64_autograd(causal, L, S, block_q, block_k):
+    q, k, v = _qkv(2, 3, 3, L, S, 4, requires_grad=True)
+    ref = reference_attention_torch(q, k, v, causal=causal, scale=0.6)
+    do = torch.randn_like(ref)
+    ref_dq, ref_dk, ref_dv = torch.autograd.grad(ref, (q, k, v), do)
+    with torch.no_grad():
+        s = q @ k.transpose(-1, -2) * 0.6  # (B, H, L, S)
+        if causal:
+            s = s.masked_fill(~torch.from_numpy(causal_mask(L, S)), -math.inf)
+        lse = torch.logsumexp(s, dim=-1)  # (B, H, L); -inf where a row sees no key
+        lse = lse.masked_fill(lse == -math.inf, math.inf)
+        grads = tiled_attention_backward_core(q, k, v, ref, lse, do, 0.6, causal,
+                                              block_q, block_k)
+    for got, want in zip(grads, (ref_dq, ref_dk, ref_dv)):
+        assert torch.isfinite(got).all()
+        assert_close(got, want, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("fn", [flash_attention, tiled_attention_torch])
+@pytest.mark.parametrize("which,value", [("q", math.nan), ("k", math.inf), ("v", math.nan)])
+def test_torch_paths_reject_nonfinite_inputs(fn, which, value):
+    # The online softmax's empty-row guard would read a nan running max as "no key" and
+    # return 0, hiding the corruption (hostile review, finding A4).
+    t = {n: torch.randn(1, 1, 4, 16) for n in "qkv"}
+    t[which][0, 0, 1, 3] = value
+    with pytest.raises(ValueError, match=f"{which} of shape .* contains nan or inf"):
+        fn(t["q"], t["k"], t["v"])
+    assert "propagate" not in flash_attention.__doc__
+
+
+def test_torch_paths_accept_a_0d_scale_and_check_causal():
+    q, k, v = _qkv(1, 2, 1, 4, 6, 8)
+    out = tiled_attention_torch(q, k, v, scale=torch.tensor(0.3, dtype=torch.float64),
+                                block_k=4)
+    assert_close(out, reference_attention_torch(q, k, v, scale=0.3), atol=1e-12, rtol=0)
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        flash_attention(q, k, v, causal="yes")
+    with pytest.raises(TypeError, match="block_q must be an integer"):
+        tiled_attention_torch(q, k, v, block_q=2.0)
 
 
 def test_flash_attention_bad_inputs_raise_named_errors():

@@ -260,6 +260,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.slow  # compiles 36 kernels (~74 s on two cores)
 def test_kernels_compile_ahead_of_time_for_sm80_and_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     res = subprocess.run([sys.executable, "-c", _AOT_SCRIPT], env=env, capture_output=True,

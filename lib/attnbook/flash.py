@@ -4,16 +4,18 @@ Three implementations of the same algorithm, from the most readable to the faste
 
 :func:`tiled_attention`
     NumPy, inputs ``(..., L, D)`` like :func:`attnbook.attention.scaled_dot_product_attention`.
-    The forward loop of FlashAttention written to be read: for each block of queries it keeps a
-    running row maximum ``m``, a running denominator ``l`` and an unnormalised accumulator, and
-    rescales both by ``exp(m_old - m_new)`` whenever a new block of keys raises the maximum (the
-    *online softmax*). ``on_step`` (or :func:`tiled_attention_steps`) records every step for the
-    book's step-by-step figure.
+    The forward loop of FlashAttention written to be read (:func:`tiled_attention_core`, which
+    the public function validates for and calls in at least float32): for each block of
+    queries it keeps a running row maximum ``m``, a running denominator ``l`` and an
+    unnormalised accumulator, and rescales both by ``exp(m_old - m_new)`` whenever a new block
+    of keys raises the maximum (the *online softmax*). ``on_step`` (or
+    :func:`tiled_attention_steps`) records every step for the book's step-by-step figure.
 :func:`tiled_attention_torch`
     torch, ``(B, H, L, D)``, differentiable through a ``torch.autograd.Function`` whose
-    forward is the same tiled loop and whose backward is FlashAttention-2's: it recomputes the
-    probabilities ``P`` block by block from ``Q``, ``K`` and the saved log-sum-exp instead of
-    storing them. Runs on any device, CPU included.
+    forward is the same tiled loop and whose backward is FlashAttention-2's
+    (:func:`tiled_attention_backward_core`): it recomputes the probabilities ``P`` block by
+    block from ``Q``, ``K`` and the saved log-sum-exp instead of storing them. Runs on any
+    device, CPU included.
 :func:`flash_attention`
     The entry point for ``(B, H, L, D)`` torch tensors. ``backend="auto"`` takes the Triton
     kernel (:mod:`attnbook.flash_triton`) for CUDA tensors it supports and the tiled torch path
@@ -29,7 +31,8 @@ scale is ``1 / sqrt(D)``. The log-sum-exp of a row is ``log(sum_j exp(s_ij))`` o
 visible scores, ``-inf`` for a row that sees no key.
 
 Importing this module needs NumPy only: torch is imported inside the torch functions and
-Triton (``attnbook.flash_triton``) only when the kernel is used.
+Triton (``attnbook.flash_triton``) only when the kernel is used; ``flash_triton`` does not
+import this module (both validate through :func:`attnbook.checks.check_qkv_tensors`).
 
 Sources: Dao et al., "FlashAttention: Fast and Memory-Efficient Exact Attention with
 IO-Awareness" (2022), Algorithm 1 (forward); Dao, "FlashAttention-2: Faster Attention with
@@ -41,18 +44,26 @@ normalizer calculation for softmax" (2018), the running maximum and denominator.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .checks import check_qkv as _check_qkv
+from .attention import compute_dtype
+from .checks import (
+    check_bool,
+    check_int,
+    check_qkv,
+    check_qkv_tensors,
+    check_scale,
+)
 
 __all__ = [
     "TileStep",
+    "tiled_attention_core",
     "tiled_attention",
     "tiled_attention_steps",
+    "tiled_attention_backward_core",
     "tiled_attention_torch",
     "flash_attention",
     "select_backend",
@@ -106,30 +117,36 @@ class TileStep:
     out: np.ndarray
 
 
-def _check_block(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+def tiled_attention_core(q, k, v, scale, causal, bq, bk, on_step=None):
+    """Attention in tiles of bq queries x bk keys: out and log-sum-exp lse.
 
-
-def _check_scale(scale, head_dim: int) -> float:
-    if scale is None:
-        return 1.0 / math.sqrt(head_dim) if head_dim > 0 else 1.0
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number or None, got {scale!r}")
-    scale = float(scale)
-    if not math.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-    return scale
-
-
-def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` where ``den > 0``, else 0 (the row that saw no key)."""
-    out = np.zeros(np.broadcast_shapes(num.shape, den.shape), dtype=num.dtype)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
+    q (..., L, D), k (..., S, D), v (..., S, Dv) -> (..., L, Dv), (..., L)
+    """
+    L, S = q.shape[-2], k.shape[-2]
+    kt = k.swapaxes(-1, -2) * scale  # (..., D, S), scaled keys
+    out = np.zeros(q.shape[:-1] + v.shape[-1:], q.dtype)  # (..., L, Dv)
+    lse = np.zeros(q.shape[:-1], q.dtype)  # (..., L)
+    for i in range(0, L, bq):
+        m = np.full_like(q[..., i:i + bq, :1], -np.inf)  # (..., bq, 1) max
+        l = np.zeros_like(m)  # noqa: E741  (..., bq, 1) running denominator
+        acc = np.zeros(m.shape[:-1] + v.shape[-1:], q.dtype)  # (..., bq, Dv)
+        for j in range(0, S, bk):
+            s = q[..., i:i + bq, :] @ kt[..., j:j + bk]  # (..., bq, bk) scores
+            if causal:  # query r sees key c <= r + S - L
+                rows = np.arange(i, i + s.shape[-2])[:, None] + S - L
+                s = np.where(np.arange(j, j + s.shape[-1]) <= rows, s, -np.inf)
+            m_old, m = m, np.maximum(m, s.max(axis=-1, keepdims=True))
+            m_safe = np.where(m == -np.inf, 0, m)  # no visible key yet: 0
+            rescale = np.exp(m_old - m_safe)  # (..., bq, 1); 0 at the start
+            p = np.exp(s - m_safe)  # (..., bq, bk)
+            l = rescale * l + p.sum(axis=-1, keepdims=True)  # noqa: E741
+            acc = rescale * acc + p @ v[..., j:j + bk, :]  # (..., bq, Dv)
+            if on_step is not None:  # record the step (the book's figure)
+                on_step(i, j, s, m_old, m, rescale, p, l, acc)
+        l_safe = np.where(l > 0, l, 1)  # a row that saw no key: acc = 0
+        out[..., i:i + bq, :] = acc / l_safe  # (..., bq, Dv)
+        lse[..., i:i + bq] = (m + np.log(l_safe))[..., 0]  # -inf if no key
+    return out, lse
 
 
 def tiled_attention(
@@ -156,81 +173,65 @@ def tiled_attention(
 
     and the output is ``acc / l``. Only ``block_q x block_k`` scores exist at any time; the
     result equals ``softmax(q k^T * scale) v`` up to rounding, for every block size.
+    Validates its arguments and calls :func:`tiled_attention_core` in at least float32 (a
+    float16 running denominator would stop growing at 2048 one-key tiles).
 
     Args:
         q: queries ``(..., L, D)``, real (integers are promoted to float64).
         k: keys ``(..., S, D)``.
         v: values ``(..., S, Dv)``. The leading dimensions of ``q``, ``k`` and ``v`` broadcast.
         causal: hide future keys, aligned bottom-right (query ``i`` sees ``j <= i + S - L``).
-        scale: multiplier of the scores; ``None`` means ``1 / sqrt(D)``.
+        scale: multiplier of the scores (a real number, 0-d arrays accepted); ``None``
+            means ``1 / sqrt(D)``.
         block_q: queries per block (rows of a tile), >= 1.
         block_k: keys per block (columns of a tile), >= 1.
         return_lse: also return the log-sum-exp of each query's scaled visible scores.
         on_step: called with a :class:`TileStep` after every (query block, key block) step.
 
     Returns:
-        ``out`` ``(..., L, Dv)`` in the common dtype of the inputs (the arithmetic is done in
-        that dtype), and when ``return_lse`` also ``lse`` ``(..., L)``: ``m + log(l)``, which is
-        ``-inf`` for a query that sees no key. Such a query outputs 0.
+        ``out`` ``(..., L, Dv)`` in the common dtype of the inputs (computed in at least
+        float32 and cast back), and when ``return_lse`` also ``lse`` ``(..., L)``:
+        ``m + log(l)``, which is ``-inf`` for a query that sees no key. Such a query
+        outputs 0. The :class:`TileStep` records hold the compute dtype.
 
     Raises:
+        TypeError: for non-numeric inputs, a non-integer block size, a ``scale`` that is
+            not a real number, or a non-bool ``causal``/``return_lse``.
         ValueError: if the head dims of ``q`` and ``k`` or the lengths of ``k`` and ``v``
             differ, the leading dimensions do not broadcast, an input is not at least 2-D or
             contains nan/inf, ``scale`` is not finite, or a block size is < 1.
-        TypeError: for non-numeric inputs or a non-integer block size.
 
     Source: Dao et al. (2022), Algorithm 1; Dao (2023), Algorithm 1 (lse = m + log l).
     """
-    q, k, v, batch = _check_qkv(q, k, v)
-    block_q = _check_block(block_q, "block_q")
-    block_k = _check_block(block_k, "block_k")
+    q, k, v, batch = check_qkv(q, k, v)
+    block_q = check_int(block_q, "block_q", 1)
+    block_k = check_int(block_k, "block_k", 1)
+    causal = check_bool(causal, "causal")
+    return_lse = check_bool(return_lse, "return_lse")
     L, D = q.shape[-2], q.shape[-1]
     S, Dv = k.shape[-2], v.shape[-1]
-    scale = _check_scale(scale, D)
-
     dtype = np.result_type(q, k, v)
-    q = np.broadcast_to(q.astype(dtype, copy=False), (*batch, L, D))  # (..., L, D)
-    k = np.broadcast_to(k.astype(dtype, copy=False), (*batch, S, D))  # (..., S, D)
-    v = np.broadcast_to(v.astype(dtype, copy=False), (*batch, S, Dv))  # (..., S, Dv)
-    scale_t = np.asarray(scale, dtype=dtype)
-    neg_inf = np.asarray(-np.inf, dtype=dtype)
-    offset = S - L  # bottom-right causal alignment: query i sees keys j <= i + offset
+    cdt = compute_dtype(q, k, v)  # at least float32: sums of many tiles
+    scale = np.asarray(check_scale(scale, D), dtype=cdt)
+    q = np.broadcast_to(q.astype(cdt, copy=False), (*batch, L, D))  # (..., L, D)
+    k = np.broadcast_to(k.astype(cdt, copy=False), (*batch, S, D))  # (..., S, D)
+    v = np.broadcast_to(v.astype(cdt, copy=False), (*batch, S, Dv))  # (..., S, Dv)
+    if D == 0:  # every score is 0: the same as one zero dimension
+        q, k = np.zeros((*batch, L, 1), cdt), np.zeros((*batch, S, 1), cdt)
 
-    out = np.zeros((*batch, L, Dv), dtype=dtype)
-    lse = np.full((*batch, L), -np.inf, dtype=dtype)
-    for q0 in range(0, L, block_q):
-        q1 = min(q0 + block_q, L)
-        q_blk = q[..., q0:q1, :]  # (..., bq, D)
-        m = np.full((*batch, q1 - q0), -np.inf, dtype=dtype)  # running row max
-        l = np.zeros((*batch, q1 - q0), dtype=dtype)  # noqa: E741  running denominator
-        acc = np.zeros((*batch, q1 - q0, Dv), dtype=dtype)  # running unnormalised output
-        for k0 in range(0, S, block_k):
-            k1 = min(k0 + block_k, S)
-            s = (q_blk @ np.swapaxes(k[..., k0:k1, :], -1, -2)) * scale_t  # (..., bq, bk)
-            if causal:
-                keep = np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None] + offset
-                s = np.where(keep, s, neg_inf)  # replace, so nothing leaks from behind
-            m_new = np.maximum(m, s.max(axis=-1))  # (..., bq)
-            # A row that has seen no visible key yet has m_new = -inf; shift it by 0 so that
-            # exp(-inf - 0) = 0 instead of exp(-inf - (-inf)) = nan.
-            m_shift = np.where(np.isneginf(m_new), np.zeros((), dtype), m_new)
-            rescale = np.exp(m - m_shift)  # (..., bq); 0 while m_old = -inf
-            p = np.exp(s - m_shift[..., None])  # (..., bq, bk)
-            l = rescale * l + p.sum(axis=-1)  # noqa: E741
-            acc = rescale[..., None] * acc + p @ v[..., k0:k1, :]  # (..., bq, Dv)
-            if on_step is not None:
-                on_step(
-                    TileStep(
-                        q_start=q0, q_stop=q1, k_start=k0, k_stop=k1,
-                        scores=s.copy(), m_old=m.copy(), m_new=m_new.copy(),
-                        rescale=rescale.copy(), p=p.copy(), l=l.copy(), acc=acc.copy(),
-                        out=_safe_divide(acc, l[..., None]),
-                    )
-                )
-            m = m_new
-        out[..., q0:q1, :] = _safe_divide(acc, l[..., None])
-        seen = l > 0
-        lse[..., q0:q1] = np.where(seen, m + np.log(np.where(seen, l, 1.0)), neg_inf)
+    record = None
+    if on_step is not None:
+        def record(i, j, s, m_old, m_new, rescale, p, l, acc):  # noqa: E741
+            on_step(TileStep(
+                q_start=i, q_stop=i + s.shape[-2], k_start=j, k_stop=j + s.shape[-1],
+                scores=s.copy(), m_old=m_old[..., 0].copy(), m_new=m_new[..., 0].copy(),
+                rescale=rescale[..., 0].copy(), p=p.copy(), l=l[..., 0].copy(),
+                acc=acc.copy(), out=acc / np.where(l > 0, l, 1),
+            ))
+
+    out, lse = tiled_attention_core(q, k, v, scale, causal, block_q, block_k,
+                                    on_step=record)
+    out, lse = out.astype(dtype), lse.astype(dtype)
     if return_lse:
         return out, lse
     return out
@@ -240,7 +241,9 @@ def tiled_attention_steps(q, k, v, **kwargs):
     """Run :func:`tiled_attention` and return its output with the list of every step.
 
     Args:
-        q, k, v: as for :func:`tiled_attention`.
+        q: queries, as for :func:`tiled_attention`.
+        k: keys, as for :func:`tiled_attention`.
+        v: values, as for :func:`tiled_attention`.
         **kwargs: as for :func:`tiled_attention` (except ``on_step``).
 
     Returns:
@@ -261,56 +264,6 @@ def tiled_attention_steps(q, k, v, **kwargs):
 # --------------------------------------------------------------------------------------------
 # torch: tiled forward + FlashAttention-2 backward, on any device
 # --------------------------------------------------------------------------------------------
-
-
-def _check_torch_inputs(q, k, v, causal, scale):
-    """Validate ``(B, H, L, D)`` / ``(B, H_kv, S, D)`` tensors; return the scale as a float."""
-    import torch
-
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 4:
-            raise ValueError(
-                f"{name} must have shape (B, H, seq, head_dim); got shape {tuple(t.shape)}"
-            )
-        if not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(
-            f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}"
-        )
-    if k.shape != v.shape:
-        raise ValueError(
-            f"k and v must have the same shape (B, H_kv, S, D); got k {tuple(k.shape)} and "
-            f"v {tuple(v.shape)}"
-        )
-    B, H, _, D = q.shape
-    if k.shape[0] != B:
-        raise ValueError(
-            f"q has batch {B} but k has {k.shape[0]} (q {tuple(q.shape)}, k {tuple(k.shape)})"
-        )
-    if k.shape[-1] != D:
-        raise ValueError(
-            f"q has head_dim {D} but k has {k.shape[-1]} (q {tuple(q.shape)}, k {tuple(k.shape)})"
-        )
-    H_kv = k.shape[1]
-    if H_kv == 0 or H % H_kv != 0:
-        raise ValueError(
-            f"n_kv_heads must divide n_heads: q has {H} heads, k and v have {H_kv} "
-            f"(q {tuple(q.shape)}, k {tuple(k.shape)})"
-        )
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
-    # The online softmax's empty-row guard would read a nan or -inf running max as "no visible
-    # key" and return 0, hiding the corruption; reject non-finite inputs, as the NumPy
-    # attention.scaled_dot_product_attention and tiled_attention do.
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.numel() and not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name} of shape {tuple(t.shape)} contains nan or inf")
-    return _check_scale(scale, D)
 
 
 def _tiled_forward_torch(q, k, v, causal: bool, scale: float, block_q: int, block_k: int):
@@ -365,52 +318,50 @@ def _tiled_forward_torch(q, k, v, causal: bool, scale: float, block_q: int, bloc
     return out, lse.reshape(B, H, L)  # (B, H, L)
 
 
-def _tiled_backward_torch(do, q, k, v, out, lse, causal, scale, block_q, block_k):
-    """FlashAttention-2 backward: recompute P per tile from ``lse``; returns dq, dk, dv."""
-    import torch
+def tiled_attention_backward_core(q, k, v, out, lse, do, scale, causal,
+                                  bq, bk):
+    """FlashAttention-2 backward: dq, dk, dv, recomputing P tile by tile.
 
-    B, H, L, D = q.shape
-    H_kv, S = k.shape[1], k.shape[2]
-    G = H // H_kv
+    q, out, do (..., L, D); k, v (..., S, D); lse (..., L) from the forward,
+    +inf for a row that saw no key (its P is then 0). x.mT is x^T.
+    """
+    import torch  # (this module needs only NumPy until a torch path runs)
+
+    L, S = q.shape[-2], k.shape[-2]
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    delta = (do * out).sum(dim=-1)  # (..., L)  D_i = rowsum(dO_i * O_i)
+    for j in range(0, S, bk):
+        kj, vj = k[..., j:j + bk, :], v[..., j:j + bk, :]  # (..., bk, D)
+        for i in range(0, L, bq):
+            qi, doi = q[..., i:i + bq, :], do[..., i:i + bq, :]  # (..., bq, D)
+            s = qi @ kj.mT * scale  # (..., bq, bk)
+            if causal:  # query r sees key c <= r + S - L
+                r = torch.arange(i, i + s.shape[-2], device=s.device)[:, None]
+                c = torch.arange(j, j + s.shape[-1], device=s.device)
+                s = s.masked_fill(c > r + S - L, -math.inf)
+            p = torch.exp(s - lse[..., i:i + bq, None])  # (..., bq, bk)
+            dv[..., j:j + bk, :] += p.mT @ doi  # (..., bk, D)
+            dp = doi @ vj.mT  # (..., bq, bk)
+            ds = p * (dp - delta[..., i:i + bq, None])  # (..., bq, bk)
+            dq[..., i:i + bq, :] += ds @ kj * scale  # (..., bq, D)
+            dk[..., j:j + bk, :] += ds.mT @ qi * scale  # (..., bk, D)
+    return dq, dk, dv
+
+
+def _tiled_backward_torch(do, q, k, v, out, lse, causal, scale, block_q, block_k):
+    """The autograd backward: GQA heads expanded, float32/64, then the core."""
     cdt = lse.dtype
-    qg = q.reshape(B, H_kv, G * L, D).to(cdt)  # (B, H_kv, G*L, D)
-    dog = do.reshape(B, H_kv, G * L, D).to(cdt)  # (B, H_kv, G*L, D)
-    og = out.reshape(B, H_kv, G * L, D).to(cdt)  # (B, H_kv, G*L, D)
-    lseg = lse.reshape(B, H_kv, G * L)  # (B, H_kv, G*L)
-    # Rows that saw no key have lse = -inf and P = 0; use +inf so exp(s - lse) = 0, not nan.
-    lse_safe = torch.where(torch.isneginf(lseg), torch.full_like(lseg, math.inf), lseg)
-    delta = (dog * og).sum(dim=-1)  # (B, H_kv, G*L)  D_i = rowsum(dO_i * O_i)
-    pos = torch.arange(L, device=q.device).repeat(G)  # (G*L,)
-    offset = S - L
-    dq = torch.zeros_like(qg)  # (B, H_kv, G*L, D)
-    dk = torch.zeros(B, H_kv, S, D, dtype=cdt, device=q.device)
-    dv = torch.zeros(B, H_kv, S, D, dtype=cdt, device=q.device)
-    for k0 in range(0, S, block_k):
-        k1 = min(k0 + block_k, S)
-        k_blk = k[:, :, k0:k1].to(cdt)  # (B, H_kv, bk, D)
-        v_blk = v[:, :, k0:k1].to(cdt)  # (B, H_kv, bk, D)
-        dk_blk = torch.zeros_like(k_blk)
-        dv_blk = torch.zeros_like(v_blk)
-        for q0 in range(0, G * L, block_q):
-            q1 = min(q0 + block_q, G * L)
-            last_visible = pos[q0:q1] + offset  # (bq,)
-            if causal and k0 > int(last_visible.max()):
-                continue
-            s = (qg[:, :, q0:q1] @ k_blk.transpose(-1, -2)) * scale  # (B, H_kv, bq, bk)
-            if causal:
-                keep = torch.arange(k0, k1, device=q.device)[None, :] <= last_visible[:, None]
-                s = s.masked_fill(~keep, -math.inf)
-            p = torch.exp(s - lse_safe[:, :, q0:q1, None])  # (B, H_kv, bq, bk)
-            do_blk = dog[:, :, q0:q1]  # (B, H_kv, bq, D)
-            dv_blk += p.transpose(-1, -2) @ do_blk  # (B, H_kv, bk, D)
-            dp = do_blk @ v_blk.transpose(-1, -2)  # (B, H_kv, bq, bk)
-            ds = p * (dp - delta[:, :, q0:q1, None])  # (B, H_kv, bq, bk)
-            dq[:, :, q0:q1] += (ds @ k_blk) * scale  # (B, H_kv, bq, D)
-            dk_blk += (ds.transpose(-1, -2) @ qg[:, :, q0:q1]) * scale  # (B, H_kv, bk, D)
-        dk[:, :, k0:k1] = dk_blk
-        dv[:, :, k0:k1] = dv_blk
-    dq = dq.reshape(B, H, L, D).to(q.dtype)  # (B, H, L, D)
-    return dq, dk.to(k.dtype), dv.to(v.dtype)
+    G = q.shape[1] // k.shape[1]  # query heads per key/value head
+    qc, do, out = q.to(cdt), do.to(cdt), out.to(cdt)  # (B, H, L, D)
+    kx = k.to(cdt).repeat_interleave(G, dim=1)  # (B, H, S, D)
+    vx = v.to(cdt).repeat_interleave(G, dim=1)  # (B, H, S, D)
+    lse = lse.masked_fill(lse == -math.inf, math.inf)  # no key seen: P = 0
+    dq, dk, dv = tiled_attention_backward_core(qc, kx, vx, out, lse, do, scale,
+                                               causal, block_q, block_k)
+    B, H_kv, S, D = k.shape
+    dk = dk.reshape(B, H_kv, G, S, D).sum(dim=2)  # (B, H_kv, S, D)
+    dv = dv.reshape(B, H_kv, G, S, D).sum(dim=2)  # (B, H_kv, S, D)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
 def _make_tiled_function():
@@ -484,9 +435,11 @@ def tiled_attention_torch(
     Source: Dao (2023), Algorithms 1 and 2.
     """
     global _TILED_FUNCTION
-    scale = _check_torch_inputs(q, k, v, causal, scale)
-    block_q = _check_block(block_q, "block_q")
-    block_k = _check_block(block_k, "block_k")
+    check_qkv_tensors(q, k, v)
+    causal = check_bool(causal, "causal")
+    scale = check_scale(scale, q.shape[-1])
+    block_q = check_int(block_q, "block_q", 1)
+    block_k = check_int(block_k, "block_k", 1)
     if _TILED_FUNCTION is None:
         _TILED_FUNCTION = _make_tiled_function()
     return _TILED_FUNCTION.apply(q, k, v, bool(causal), scale, block_q, block_k)
@@ -514,7 +467,9 @@ def triton_unsupported_reason(q, k, v) -> str | None:
     float16, bfloat16 or float32; head_dim a multiple of 8 from 16 to 128.
 
     Args:
-        q, k, v: tensors as for :func:`flash_attention` (already validated shapes).
+        q: queries ``(B, H, L, D)`` as for :func:`flash_attention` (shapes validated).
+        k: keys ``(B, H_kv, S, D)``.
+        v: values ``(B, H_kv, S, D)``.
 
     Returns:
         A sentence naming the failed condition, or ``None``.
@@ -533,7 +488,9 @@ def select_backend(q, k, v, backend: str = "auto") -> str:
     always go to the torch path, even under the interpreter, which is far slower.
 
     Args:
-        q, k, v: the inputs of :func:`flash_attention`.
+        q: queries ``(B, H, L, D)``, as for :func:`flash_attention`.
+        k: keys ``(B, H_kv, S, D)``.
+        v: values ``(B, H_kv, S, D)``.
         backend: ``"auto"``, ``"triton"`` or ``"torch"``.
 
     Returns:
@@ -596,7 +553,9 @@ def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None
 
     Source: Dao et al. (2022); Dao (2023).
     """
-    scale = _check_torch_inputs(q, k, v, causal, scale)
+    check_qkv_tensors(q, k, v)
+    causal = check_bool(causal, "causal")
+    scale = check_scale(scale, q.shape[-1])
     chosen = select_backend(q, k, v, backend)
     if chosen == "triton":
         from . import flash_triton

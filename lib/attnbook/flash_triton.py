@@ -48,6 +48,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .checks import check_bool, check_qkv_tensors, check_scale
+
 __all__ = [
     "INTERPRET",
     "unsupported_reason",
@@ -55,10 +57,15 @@ __all__ = [
     "attention_backward",
     "flash_attention_triton",
     "kernel_config",
+    "compile_for_gpu",
+    "LOG2E",
+    "LN2",
 ]
 
-LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
-LN2 = 0.6931471805599453  # ln(2)
+#: log2(e): the kernels compute exp(x) as exp2(x * LOG2E) and keep m in log2 units.
+LOG2E = tl.constexpr(1.4426950408889634)
+#: ln(2): turns the kernels' base-2 log-sum-exp back into a natural log.
+LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
@@ -186,7 +193,7 @@ def _attn_fwd(
     o_ptrs = (O + off_b * stride_ob + off_h * stride_oh
               + offs_m[:, None] * stride_ol + offs_d[None, :] * stride_od)
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
-    lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * 0.6931471805599453, float("-inf"))
+    lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * LN2, float("-inf"))
     tl.store(LSE + off_bh * L + offs_m, lse, mask=m_valid)  # natural-log log-sum-exp
 
 
@@ -255,7 +262,7 @@ def _attn_bwd_dkdv(
             lse = tl.load(LSE + row_base + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
             delta = tl.load(DELTA + row_base + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
             # a row that saw no key has lse = -inf and P = 0: use +inf so exp2 gives 0, not nan
-            lse2 = tl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
+            lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
             st = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M)
             pt = tl.math.exp2(st * qk_scale_log2 - lse2[None, :])  # P^T, recomputed
             keep = n_valid[:, None] & m_valid[None, :]
@@ -316,7 +323,7 @@ def _attn_bwd_dq(
         do = do.to(tl.float32)
     lse = tl.load(LSE + off_bh * L + offs_m, mask=m_valid, other=0.0)
     delta = tl.load(DELTA + off_bh * L + offs_m, mask=m_valid, other=0.0)
-    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
+    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
     k_base = K + off_b * stride_kb + off_hkv * stride_kh
     v_base = V + off_b * stride_vb + off_hkv * stride_vh
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
@@ -361,7 +368,9 @@ def unsupported_reason(q, k, v) -> str | None:
     """Why the kernels cannot run ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``, or ``None``.
 
     Args:
-        q, k, v: torch tensors whose shapes :func:`attnbook.flash.flash_attention` validated.
+        q: queries ``(B, H, L, D)``, validated by :func:`attnbook.checks.check_qkv_tensors`.
+        k: keys ``(B, H_kv, S, D)``.
+        v: values ``(B, H_kv, S, D)``.
 
     Returns:
         A sentence naming the first failed condition (device, interpreter, dtype, head_dim,
@@ -444,10 +453,12 @@ def attention_forward(q, k, v, *, causal: bool = False, scale: float | None = No
 
     Args:
         q: ``(B, H, L, D)`` float16/bfloat16/float32, CUDA (or CPU under the interpreter).
-        k, v: ``(B, H_kv, S, D)``, same dtype and device, ``H_kv`` dividing ``H``.
+        k: keys ``(B, H_kv, S, D)``, same dtype and device, ``H_kv`` dividing ``H``.
+        v: values ``(B, H_kv, S, D)``, same dtype and device.
         causal: bottom-right causal mask.
         scale: score multiplier; ``None`` means ``1 / sqrt(D)``.
-        block_m, block_n: override the query/key block sizes (powers of two >= 16).
+        block_m: override the query block size (a power of two >= 16).
+        block_n: override the key block size (a power of two >= 16).
         upcast: cast every load to float32 (the constexpr ``UPCAST``); ``None`` means exactly
             when running under the interpreter. ``False`` under the interpreter runs the GPU's
             dtype flow (16-bit dot operands, probabilities cast to the value dtype) — valid
@@ -481,7 +492,7 @@ def attention_forward(q, k, v, *, causal: bool = False, scale: float | None = No
     _attn_fwd[grid](
         q, k, v, out, lse,
         *_strides(q), *_strides(k), *_strides(v), *_strides(out),
-        H, L, S, D, H // H_kv, scale * LOG2E,
+        H, L, S, D, H // H_kv, scale * LOG2E.value,
         CAUSAL=bool(causal), BLOCK_M=fwd["BLOCK_M"], BLOCK_N=fwd["BLOCK_N"],
         BLOCK_D=cfg["BLOCK_D"], UPCAST=INTERPRET if upcast is None else bool(upcast),
         DOT_PRECISION=_dot_precision(q.dtype),
@@ -501,9 +512,16 @@ def attention_backward(do, q, k, v, out, lse, *, causal: bool = False,
 
     Args:
         do: ``(B, H, L, D)`` gradient of the output, dtype of ``q``.
-        q, k, v: the forward inputs.
-        out, lse: what :func:`attention_forward` returned.
-        causal, scale, block_m, block_n, upcast: as in :func:`attention_forward`.
+        q: the forward's queries ``(B, H, L, D)``.
+        k: the forward's keys ``(B, H_kv, S, D)``.
+        v: the forward's values ``(B, H_kv, S, D)``.
+        out: the output :func:`attention_forward` returned.
+        lse: the log-sum-exp :func:`attention_forward` returned.
+        causal: as in :func:`attention_forward`.
+        scale: as in :func:`attention_forward`.
+        block_m: as in :func:`attention_forward`.
+        block_n: as in :func:`attention_forward`.
+        upcast: as in :func:`attention_forward`.
 
     Returns:
         ``(dq, dk, dv)`` with the shapes and dtype of ``q``, ``k``, ``v``; ``dk`` and ``dv``
@@ -538,12 +556,12 @@ def attention_backward(do, q, k, v, out, lse, *, causal: bool = False,
     _attn_bwd_dkdv[(triton.cdiv(S, bwd["BLOCK_N"]), B * H_kv)](
         q, k, v, do, lse, delta, dk, dv,
         *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dk), *_strides(dv),
-        H, H_kv, L, S, D, H // H_kv, scale, scale * LOG2E, **common,
+        H, H_kv, L, S, D, H // H_kv, scale, scale * LOG2E.value, **common,
     )
     _attn_bwd_dq[(triton.cdiv(L, bwd["BLOCK_M"]), B * H)](
         q, k, v, do, lse, delta, dq,
         *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq),
-        H, L, S, D, H // H_kv, scale, scale * LOG2E, **common,
+        H, L, S, D, H // H_kv, scale, scale * LOG2E.value, **common,
     )
     return dq, dk, dv
 
@@ -581,8 +599,9 @@ def flash_attention_triton(q, k, v, *, causal: bool = False, scale: float | None
         v: ``(B, H_kv, S, D)`` values, same dtype and device.
         causal: bottom-right causal mask, as in :func:`attention_forward`.
         scale: score multiplier; ``None`` means ``1 / sqrt(D)``.
-        block_m, block_n: block sizes for the forward and both backward kernels (powers of two
-            >= 16); ``None`` takes :func:`kernel_config`.
+        block_m: query block size of the forward and both backward kernels (a power of
+            two >= 16); ``None`` takes :func:`kernel_config`.
+        block_n: key block size, likewise.
 
     Returns:
         ``out`` ``(B, H, L, D)`` in the dtype of ``q``, differentiable with respect to ``q``,
@@ -596,9 +615,9 @@ def flash_attention_triton(q, k, v, *, causal: bool = False, scale: float | None
 
     Source: Dao (2023), Algorithms 1 and 2.
     """
-    from .flash import _check_torch_inputs
-
-    scale = _check_torch_inputs(q, k, v, causal, scale)
+    check_qkv_tensors(q, k, v)
+    causal = check_bool(causal, "causal")
+    scale = check_scale(scale, q.shape[-1])
     for name, b in (("block_m", block_m), ("block_n", block_n)):
         if b is not None and (b < 16 or b & (b - 1)):
             raise ValueError(f"{name} must be a power of two >= 16, got {b}")

@@ -166,7 +166,8 @@ def recurrence_vs_attention_timing(
         d_model: input, hidden and model width (>= 1), divisible by ``n_heads``.
         n_heads: attention heads (>= 1).
         batch_size: sequences per call (>= 1).
-        repeat, warmup: as :func:`time_call`.
+        repeat: timed blocks, as :func:`time_call`.
+        warmup: untimed calls first, as :func:`time_call`.
         seed: ``torch.manual_seed(seed)`` before the models and the inputs are made.
         num_threads: torch intra-op threads during the measurement (>= 1).
 
