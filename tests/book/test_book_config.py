@@ -21,7 +21,7 @@ import jupytext
 import pytest
 import yaml
 
-from conftest import BUILD_FLAGS, build_is_fresh
+from conftest import BUILD_FLAGS, build_is_fresh, stale_slow_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT_FLAGS = {"-W", "-n", "--keep-going", "--all"}
@@ -550,3 +550,11 @@ def test_built_book_reuses_only_a_successful_build_newer_than_every_source(tmp_p
     os.utime(sources[-1], (base - 10, base - 10))
     (html / "index.html").unlink()
     assert not build_is_fresh(tmp_path), "no index.html: must rebuild"
+
+
+def test_slow_test_list_names_existing_tests(tmp_path):
+    """conftest.SLOW_TESTS marks tests of other files slow; a renamed test must not drop out."""
+    assert stale_slow_tests() == []
+    (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n")
+    entries = ("test_x.py::test_a", "test_x.py::test_b", "test_y.py::test_a")
+    assert stale_slow_tests(tmp_path, entries) == ["test_x.py::test_b", "test_y.py::test_a"]
