@@ -17,6 +17,16 @@ from hypothesis import strategies as st
 from attnbook import paged
 
 
+def test_allocate_blocks_core_by_hand():
+    # Blocks of 4: a sequence of n tokens holds ceil(n / 4) blocks, the lowest free ids.
+    free, table = [1, 3, 4, 7], []
+    assert paged.allocate_blocks_core(table, 0, 5, 4, free) == [1, 3]  # 5 tokens: 2
+    assert paged.allocate_blocks_core(table, 5, 3, 4, free) == []  # 8 tokens: still 2
+    assert paged.allocate_blocks_core(table, 8, 1, 4, free) == [4]  # the 9th: a third
+    assert table == [1, 3, 4] and free == [7]
+    assert paged.allocate_blocks_core(table, 9, 0, 4, free) == []
+
+
 def test_block_table_by_hand():
     a = paged.BlockAllocator(num_blocks=8, block_size=4)
     assert a.append("A", 6) == [0, 1]  # 6 tokens -> 2 blocks, lowest ids first
@@ -59,6 +69,8 @@ def test_waste_is_less_than_one_block_per_sequence(lengths, block_size):
 
 def test_reserved_slot_formulas_by_hand():
     assert paged.paged_reserved_slots([1, 16, 17, 0], 16) == (1 + 1 + 2 + 0) * 16
+    assert paged.paged_reserved_slots([], 16) == 0  # no request, no block
+    assert paged.contiguous_reserved_slots([], 2048) == 0
     assert paged.contiguous_reserved_slots([1, 16, 17], 2048) == 3 * 2048
 
 
@@ -87,7 +99,10 @@ def test_simulate_decoding_zero_output_request_is_freed_after_step_1():
     (lambda: paged.BlockAllocator(4, 4).free("x"), KeyError, "unknown sequence"),
     (lambda: paged.BlockAllocator(4, 4).block_table("x"), KeyError, "unknown sequence"),
     (lambda: paged.contiguous_reserved_slots([3, 9], 8), ValueError, "exceed max_seq_len"),
-    (lambda: paged.paged_reserved_slots([], 8), ValueError, "seq_lens"),
+    (lambda: paged.paged_reserved_slots([[1, 2]], 8), ValueError, "seq_lens"),
+    (lambda: paged.paged_reserved_slots([True], 8), TypeError, "seq_lens"),
+    (lambda: paged.BlockAllocator(4, 4).append("x", 1.0), TypeError, "n_tokens"),
+    (lambda: paged.simulate_decoding([], []), ValueError, "at least one request"),
     (lambda: paged.paged_reserved_slots([1.5], 8), TypeError, "seq_lens"),
     (lambda: paged.simulate_decoding([3], [2, 2]), ValueError, "output_lens"),
     (lambda: paged.simulate_decoding([0], [2]), ValueError, "prompt"),
@@ -103,5 +118,10 @@ def test_errors(call, exc, match):
 def test_slot_out_of_range():
     a = paged.BlockAllocator(4, 4)
     a.append("s", 3)
-    with pytest.raises(ValueError, match=r"position must be an integer in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"position must be <= 2, got 3"):
         a.slot("s", 3)
+    with pytest.raises(ValueError, match=r"position must be >= 0"):
+        a.slot("s", -1)
+    with pytest.raises(TypeError, match="position must be an integer"):
+        a.slot("s", 1.0)
+    assert a.slot("s", np.int64(2)) == (0, 2)

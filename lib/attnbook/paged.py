@@ -25,13 +25,14 @@ fragmentation bounded by one block per request).
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import check_int, check_int_array
+
 __all__ = [
+    "allocate_blocks_core",
     "BlockAllocator",
     "contiguous_reserved_slots",
     "paged_reserved_slots",
@@ -40,23 +41,17 @@ __all__ = [
 ]
 
 
-def _check_int(value, name: str, lo: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value}")
-    return int(value)
+def allocate_blocks_core(table, length, n_tokens, block_size, free):
+    """Grow a sequence's block table by the blocks that n_tokens more need.
 
-
-def _check_lengths(lengths, name: str) -> np.ndarray:
-    arr = np.asarray(lengths)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if (arr < 0).any():
-        raise ValueError(f"{name} must be >= 0, got {arr.tolist()}")
-    return arr.astype(np.int64)
+    table: physical block ids in token order (token t sits in slot
+    t % block_size of block table[t // block_size]); free: the free list.
+    Returns the newly allocated block ids; the pool must hold enough.
+    """
+    blocks = -(-(length + n_tokens) // block_size)  # ceil: blocks to hold all
+    new = [free.pop(0) for _ in range(blocks - len(table))]  # lowest ids first
+    table.extend(new)
+    return new
 
 
 class BlockAllocator:
@@ -65,8 +60,9 @@ class BlockAllocator:
     Each sequence (request) owns a block table: the list of physical block ids holding its
     tokens in order, token ``t`` in slot ``t % block_size`` of block ``table[t // block_size]``.
     :meth:`append` adds tokens and takes a new block from the free list only when the last block
-    is full; :meth:`free` returns all of a sequence's blocks. Blocks are handed out lowest id
-    first, so a freed block is reused by the next sequence that needs one.
+    is full (:func:`allocate_blocks_core`); :meth:`free` returns all of a sequence's blocks.
+    Blocks are handed out lowest id first, so a freed block is reused by the next sequence
+    that needs one.
 
     Args:
         num_blocks: physical blocks in the pool, >= 1.
@@ -80,14 +76,16 @@ class BlockAllocator:
     """
 
     def __init__(self, num_blocks: int, block_size: int):
-        self.num_blocks = _check_int(num_blocks, "num_blocks", 1)
-        self.block_size = _check_int(block_size, "block_size", 1)
+        self.num_blocks = check_int(num_blocks, "num_blocks", 1)
+        self.block_size = check_int(block_size, "block_size", 1)
         self._free = list(range(self.num_blocks))  # ascending: pop(0) gives the lowest id
         self._tables: dict = {}
         self._lengths: dict = {}
 
     def append(self, seq_id, n_tokens: int = 1) -> list:
         """Add ``n_tokens`` tokens to sequence ``seq_id`` (created on first use).
+
+        Checks that the pool has the blocks, then calls :func:`allocate_blocks_core`.
 
         Args:
             seq_id: any hashable name of the sequence.
@@ -101,17 +99,18 @@ class BlockAllocator:
             ValueError: if ``n_tokens < 0``.
             MemoryError: if the pool has too few free blocks; nothing is allocated then.
         """
-        n_tokens = _check_int(n_tokens, "n_tokens", 0)
+        n_tokens = check_int(n_tokens, "n_tokens", 0)
         table = self._tables.get(seq_id, [])
         length = self._lengths.get(seq_id, 0)
-        need = math.ceil((length + n_tokens) / self.block_size) - len(table)
+        need = -(-(length + n_tokens) // self.block_size) - len(table)
         if need > len(self._free):
             raise MemoryError(
                 f"sequence {seq_id!r} needs {need} more blocks of {self.block_size} slots for "
                 f"{n_tokens} new tokens, but only {len(self._free)} of {self.num_blocks} are free"
             )
-        new = [self._free.pop(0) for _ in range(need)]
-        self._tables[seq_id] = table + new
+        table = list(table)  # a copy: nothing changes if the core fails
+        new = allocate_blocks_core(table, length, n_tokens, self.block_size, self._free)
+        self._tables[seq_id] = table
         self._lengths[seq_id] = length + n_tokens
         return new
 
@@ -158,16 +157,13 @@ class BlockAllocator:
 
         Raises:
             KeyError: if ``seq_id`` is unknown.
+            TypeError: if ``position`` is not an integer.
             ValueError: if ``position`` is outside the sequence.
         """
         if seq_id not in self._tables:
             raise KeyError(f"unknown sequence {seq_id!r}")
-        length = self._lengths[seq_id]
-        if isinstance(position, bool) or not isinstance(position, numbers.Integral) or not (
-            0 <= position < length
-        ):
-            raise ValueError(f"position must be an integer in [0, {length}), got {position!r}")
-        return self._tables[seq_id][position // self.block_size], int(position % self.block_size)
+        position = check_int(position, "position", 0, self._lengths[seq_id] - 1)
+        return self._tables[seq_id][position // self.block_size], position % self.block_size
 
     def length(self, seq_id) -> int:
         """Tokens stored for ``seq_id``.
@@ -218,11 +214,11 @@ def contiguous_reserved_slots(seq_lens, max_seq_len: int) -> int:
 
     Raises:
         TypeError: for non-integer lengths.
-        ValueError: if ``seq_lens`` is empty or not 1-D, a length is negative or exceeds
+        ValueError: if ``seq_lens`` is not 1-D, a length is negative or exceeds
             ``max_seq_len``, or ``max_seq_len < 1``.
     """
-    lens = _check_lengths(seq_lens, "seq_lens")
-    max_seq_len = _check_int(max_seq_len, "max_seq_len", 1)
+    lens = check_int_array(seq_lens, "seq_lens", 0, ndim=1)
+    max_seq_len = check_int(max_seq_len, "max_seq_len", 1)
     if (lens > max_seq_len).any():
         raise ValueError(f"seq_lens {lens.tolist()} exceed max_seq_len={max_seq_len}")
     return int(lens.size * max_seq_len)
@@ -241,11 +237,10 @@ def paged_reserved_slots(seq_lens, block_size: int) -> int:
 
     Raises:
         TypeError: for non-integer lengths or block size.
-        ValueError: if ``seq_lens`` is empty or not 1-D, a length is negative, or
-            ``block_size < 1``.
+        ValueError: if ``seq_lens`` is not 1-D, a length is negative, or ``block_size < 1``.
     """
-    lens = _check_lengths(seq_lens, "seq_lens")
-    block_size = _check_int(block_size, "block_size", 1)
+    lens = check_int_array(seq_lens, "seq_lens", 0, ndim=1)
+    block_size = check_int(block_size, "block_size", 1)
     return int(((lens + block_size - 1) // block_size).sum() * block_size)
 
 
@@ -294,21 +289,23 @@ def simulate_decoding(prompt_lens, output_lens, *, block_size: int = 16,
 
     Raises:
         TypeError: for non-integer arguments.
-        ValueError: if the two length lists differ in shape, a prompt is empty, or a request
-            would exceed ``max_seq_len``.
+        ValueError: if the length lists are empty or differ in shape, a prompt is empty, or a
+            request would exceed ``max_seq_len``.
         MemoryError: if ``num_blocks`` is too small for the batch.
 
     Source: Kwon et al. (2023), sections 3 and 4.
     """
-    prompts = _check_lengths(prompt_lens, "prompt_lens")
-    outputs = _check_lengths(output_lens, "output_lens")
+    prompts = check_int_array(prompt_lens, "prompt_lens", 0, ndim=1)
+    outputs = check_int_array(output_lens, "output_lens", 0, ndim=1)
+    if prompts.size == 0:
+        raise ValueError("prompt_lens must hold at least one request, got none")
     if prompts.shape != outputs.shape:
         raise ValueError(f"prompt_lens has shape {prompts.shape} but output_lens has "
                          f"{outputs.shape}")
     if (prompts < 1).any():
         raise ValueError(f"every prompt needs >= 1 token, got prompt_lens={prompts.tolist()}")
-    block_size = _check_int(block_size, "block_size", 1)
-    max_seq_len = _check_int(max_seq_len, "max_seq_len", 1)
+    block_size = check_int(block_size, "block_size", 1)
+    max_seq_len = check_int(max_seq_len, "max_seq_len", 1)
     total = prompts + outputs
     if (total > max_seq_len).any():
         raise ValueError(f"prompt + output lengths {total.tolist()} exceed "
