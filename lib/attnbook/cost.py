@@ -162,9 +162,9 @@ def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
 
 
 def kv_cache_bytes_core(config, seq_len, batch, dtype):
-    """Bytes of a decoder's KV cache after ``seq_len`` tokens of ``batch`` sequences.
+    """Bytes of the KV cache of seq_len tokens in each of batch sequences.
 
-    A key and a value per layer, KV head and token (MLA: one latent per layer and token).
+    A key and a value per layer, KV head and token (MLA: one latent vector).
     """
     if config.uses_mla:  # the latent c_kv plus the shared RoPE key
         per_token = config.kv_lora_rank + config.qk_rope_head_dim
