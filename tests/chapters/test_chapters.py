@@ -704,6 +704,7 @@ def test_worked_examples_match_formulas_and_the_issue():
     assert chunk.ravel().tolist() == [1.5, 2.0]
 
 
+@pytest.mark.slow  # the Monte Carlo estimates of chapters 3 and 4 (~6 s)
 def test_saturation_and_variance_match_theory_and_the_issue():
     """Monte Carlo values agree with theory within their error, whatever the seed."""
     e3 = expected_03()
