@@ -9,7 +9,8 @@ named), so that every check is shown to be able to fail:
 (b) **No private name crosses a module boundary**: no module imports a name starting with ``_``
     from another module of the package (``from .flash import _check``), or reaches one through
     a module it imported (``viz._axis(...)``). Dunder names (``__version__``) are not private.
-(c) **The package's ``__all__`` lists every module and subpackage** of ``lib/attnbook``.
+(c) **The package's ``__all__`` lists every module and subpackage** of ``lib/attnbook`` (and a
+    subpackage's ``__all__`` its own modules).
 (d) **Every module has its page in the API appendix**: ``attnbook.masks`` in
     ``appendix/api/masks.md``, ``attnbook.explorers.kv_cache`` in
     ``appendix/api/explorers/kv_cache.md``, a subpackage ``attnbook.explorers`` in
@@ -360,8 +361,11 @@ def test_no_private_name_crosses_a_module_boundary(package):
 
 
 def test_package_all_lists_every_module(package):
-    problems = missing_from_all(package)
-    assert not problems, "lib/attnbook/__init__.py:\n  " + "\n  ".join(problems)
+    problems = [p for name, mod in package.items() if mod.is_package
+                for p in missing_from_all(package, name)]
+    assert not problems, "__init__.py of the package and its subpackages:\n  " + (
+        "\n  ".join(problems)
+    )
 
 
 def test_every_module_has_an_api_page(package):
@@ -448,6 +452,15 @@ def test_all_check_can_fail():
     assert "attnbook.__all__ lists ghost, which is neither a module nor defined there" in problems
     assert literal_all("__all__ = ['a']\n__all__ += ('b',)\n") == ["a", "b"]
     assert missing_from_all(fake_package({"__init__.py": "x = 1\n"})) == ["attnbook has no __all__"]
+    assert missing_from_all(BROKEN, "attnbook.sub") == [
+        "attnbook.sub has no __all__"
+    ]
+    sub = fake_package({"__init__.py": "__all__ = ['sub']\n",
+                        "sub/__init__.py": "__all__ = ['leaf']\n", "sub/leaf.py": "",
+                        "sub/other.py": ""})
+    assert missing_from_all(sub, "attnbook.sub") == [
+        "attnbook.sub.__all__ omits the module attnbook.sub.other"
+    ]
 
 
 def test_api_page_check_can_fail():

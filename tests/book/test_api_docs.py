@@ -230,7 +230,9 @@ def test_built_api_page_documents_every_public_name(built_book, module):
     mod = import_module(module)
     page = built_book / f"{page_of(module)}.html"
     assert page.is_file(), f"{page} was not built"
-    names = {name: summary_line(getattr(mod, name)) for name in public_names(mod)}
+    # A subpackage's __all__ names its modules, which have pages of their own.
+    names = {name: summary_line(getattr(mod, name)) for name in public_names(mod)
+             if f"attnbook.{module}.{name}" not in PACKAGE}
     assert built_page_problems(module, names, page.read_text(encoding="utf-8")) == []
 
 
