@@ -1,4 +1,4 @@
-"""Reading the static explorers' embedded data in tests (shared by the tests/test_widgets*.py files).
+"""Reading the static explorers' embedded data in tests (shared by tests/test_explorers_*.py).
 
 An explorer's static HTML embeds its precomputed figures as JSON (``<script
 type="application/json" id="...-data">``): the controls with their options, the strides of the

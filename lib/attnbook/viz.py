@@ -5,7 +5,10 @@ Two kinds of things live here:
 * :func:`show` wraps a plotly figure in a displayable whose output carries both a static
   ``text/html`` rendering (for the built book, where plotly.js is loaded once per page from
   ``_static`` as ``window.Plotly``) and ``application/vnd.plotly.v1+json`` (for JupyterLab).
-* The *render functions* of the explorers in :mod:`attnbook.widgets`:
+* The book's figure style, shared by every figure and explorer: :data:`FONT`, the colours
+  :data:`BLUE`, :data:`ORANGE`, :data:`GREY`, :data:`GREEN`, :data:`EMPTY_TEMPLATE` and
+  :func:`axis_style`.
+* The *render functions* of the explorers in :mod:`attnbook.explorers`:
   :func:`scaling_figure`, :func:`mask_figure` and :func:`token_attention_figure`. Each takes
   the explorer's control values and returns a ``plotly.graph_objects.Figure`` computed with the
   library (``attnbook.scaling``, ``attnbook.masks``, ``attnbook.attention``, or attention
@@ -30,14 +33,23 @@ import numpy as np
 
 from . import masks as _masks
 from .attention import masked_softmax
+from .checks import check_choice, check_int, check_real, check_seed
 from .scaling import SaturationStats, saturation_stats, score_samples
 
 __all__ = [
     "StaticFigure",
     "show",
     "when_plotly_ready_js",
+    "EMPTY_TEMPLATE",
+    "FONT",
+    "BLUE",
+    "ORANGE",
+    "GREY",
+    "GREEN",
+    "axis_style",
     "ScalingData",
     "scaling_data",
+    "score_histogram",
     "scaling_figure",
     "MASK_TYPES",
     "explorer_keep_mask",
@@ -47,20 +59,38 @@ __all__ = [
     "token_attention_figure",
 ]
 
-# The explorers' figures set their style directly in the layout and use an empty template:
-# building plotly's stock templates costs ~30 ms per figure, too slow for a precomputed grid.
-_EMPTY_TEMPLATE: dict = {}
+#: The template of the book's figures: empty. The figures set their style directly in the
+#: layout (:data:`FONT`, :func:`axis_style`), because building plotly's stock templates costs
+#: ~30 ms per figure, too slow for an explorer's precomputed grid.
+EMPTY_TEMPLATE: dict = {}
 #: Seconds a static figure waits for ``window.Plotly`` before it says that plotly.js is missing.
 PLOTLY_WAIT_SECONDS = 60
 
-_FONT = dict(family="Helvetica, Arial, sans-serif", size=13)
-_BLUE = "#1f5fa8"
-_ORANGE = "#d9730d"
-_GREY = "#555555"
+#: Font of the book's figures (plotly ``layout.font``).
+FONT = dict(family="Helvetica, Arial, sans-serif", size=13)
+#: The book's first data colour (measured values, the published model).
+BLUE = "#1f5fa8"
+#: The book's second data colour (expected values, the chosen setting).
+ORANGE = "#d9730d"
+#: Reference lines and secondary text.
+GREY = "#555555"
+#: A third data colour.
+GREEN = "#2e7d32"
 
 
-def _axis(**kwargs) -> dict:
-    """Axis style of the book's figures (light grid, dark axis line), updated by ``kwargs``."""
+def axis_style(**kwargs) -> dict:
+    """The axis style of the book's figures, for a plotly ``layout.xaxis``/``yaxis`` entry.
+
+    A light grid, a dark axis line and ticks outside, with ``automargin`` on; every figure of
+    :mod:`attnbook.viz` and :mod:`attnbook.explorers` draws its axes with it.
+
+    Args:
+        **kwargs: plotly axis properties (``domain``, ``title``, ``type``, ``range``, ...);
+            they are added to the style and override it where they overlap.
+
+    Returns:
+        A new ``dict`` of axis properties.
+    """
     style = dict(
         gridcolor="#e6e6e6", zerolinecolor="#b0b0b0", linecolor="#444444", showline=True,
         ticks="outside", tickcolor="#444444", automargin=True,
@@ -290,7 +320,12 @@ def score_histogram(scores, n_bins: int = 41) -> tuple[np.ndarray, np.ndarray, f
     Returns:
         ``(centres, density, width)``: bin centres ``(n_bins,)``, probability densities
         ``(n_bins,)`` (``sum(density) * width == 1``) and the bin width.
+
+    Raises:
+        TypeError: if ``n_bins`` is not an integer.
+        ValueError: if ``n_bins`` < 1.
     """
+    n_bins = check_int(n_bins, "n_bins", 1)
     scores = np.asarray(scores, dtype=np.float64)
     m = float(np.max(np.abs(scores))) if scores.size else 1.0
     m = m if m > 0 else 1.0
@@ -326,7 +361,9 @@ def scaling_figure(
         d_k: head dimension, >= 1.
         scaled: divide scores by ``sqrt(d_k)``.
         n_keys: keys per query, >= 1.
-        n_samples, n_draws, seed: see :func:`scaling_data`.
+        n_samples: scores in the histogram (see :func:`scaling_data`).
+        n_draws: draws averaged in the softmax panel (see :func:`scaling_data`).
+        seed: seed of the histogram; the softmax panel uses ``seed + 1``.
         x_range: the score axis shows ``[-x_range, x_range]``; ``None`` fits the data. The
             explorer fixes it within each mode so that dragging ``d_k`` shows the spread.
         height: figure height in pixels.
@@ -335,13 +372,15 @@ def scaling_figure(
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is not a positive
-            integer, or ``x_range`` is not a positive number.
+        TypeError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is not an integer, or
+            ``x_range`` is not a real number.
+        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is < 1, or
+            ``x_range`` is not a finite positive number.
     """
     import plotly.graph_objects as go
 
-    if x_range is not None and not (isinstance(x_range, (int, float)) and x_range > 0):
-        raise ValueError(f"x_range must be a positive number or None, got {x_range!r}")
+    if x_range is not None:
+        x_range = check_real(x_range, "x_range", minimum=0.0, strict=True)
     data = scaling_data(
         d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws, seed=seed
     )
@@ -359,26 +398,26 @@ def scaling_figure(
     traces = [
         go.Bar(
             x=centres, y=density, width=width, name="measured scores",
-            marker=dict(color=_BLUE, line=dict(width=0)), opacity=0.75,
+            marker=dict(color=BLUE, line=dict(width=0)), opacity=0.75,
             xaxis="x", yaxis="y",
             meta=dict(variance=data.variance, expected_variance=data.expected_variance),
             hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>",
         ),
         go.Scatter(
             x=grid, y=pdf, mode="lines", name=f"expected {expected_name}",
-            line=dict(color=_ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
+            line=dict(color=ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
             hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>",
         ),
         go.Bar(
             x=ranks, y=stats.mean_sorted_weights, name="mean weight (sorted)",
-            marker=dict(color=_BLUE), xaxis="x2", yaxis="y2",
+            marker=dict(color=BLUE), xaxis="x2", yaxis="y2",
             meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
             hovertemplate="rank %{x}<br>mean weight %{y:.3f}<extra></extra>",
         ),
         go.Scatter(
             x=[0.5, data.n_keys + 0.5], y=[1 / data.n_keys] * 2, mode="lines",
             name=f"uniform 1/n = {_fmt(1 / data.n_keys)}",
-            line=dict(color=_GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
+            line=dict(color=GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
             hoverinfo="skip",
         ),
     ]
@@ -412,25 +451,25 @@ def scaling_figure(
             showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)",
         ),
     ]
-    x_axis = _axis(domain=[0.0, 0.43], title=dict(text="score"), zeroline=True, anchor="y")
+    x_axis = axis_style(domain=[0.0, 0.43], title=dict(text="score"), zeroline=True, anchor="y")
     if x_range is not None:
         x_axis["range"] = [-float(x_range), float(x_range)]
     else:
         x_axis["autorange"] = True
     layout = go.Layout(
-        template=_EMPTY_TEMPLATE,
-        font=_FONT,
+        template=EMPTY_TEMPLATE,
+        font=FONT,
         paper_bgcolor="white",
         plot_bgcolor="white",
         height=height,
         margin=dict(l=60, r=20, t=50, b=90),
         xaxis=x_axis,
-        yaxis=_axis(title=dict(text="probability density"), anchor="x", rangemode="tozero"),
-        xaxis2=_axis(
+        yaxis=axis_style(title=dict(text="probability density"), anchor="x", rangemode="tozero"),
+        xaxis2=axis_style(
             domain=[0.57, 1.0], title=dict(text="rank of the weight (1 = largest)"),
             anchor="y2", range=[0.5, data.n_keys + 0.5],
         ),
-        yaxis2=_axis(title=dict(text="mean attention weight"), anchor="x2", range=[0, 1.02]),
+        yaxis2=axis_style(title=dict(text="mean attention weight"), anchor="x2", range=[0, 1.02]),
         annotations=annotations,
         legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top"),
         bargap=0.05,
@@ -465,14 +504,14 @@ def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: 
         Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend).
 
     Raises:
+        TypeError: if ``seq_len``, ``window`` or ``n_pad`` is not an integer.
         ValueError: for an unknown ``mask_type`` or a ``seq_len``, ``window`` or ``n_pad`` out
             of range.
     """
-    if mask_type not in MASK_TYPES:
-        raise ValueError(f"mask_type must be one of {MASK_TYPES}, got {mask_type!r}")
-    _check_int_range(seq_len, "seq_len", 1, None)
-    _check_int_range(window, "window", 1, seq_len)
-    _check_int_range(n_pad, "n_pad", 0, seq_len)
+    check_choice(mask_type, "mask_type", MASK_TYPES)
+    seq_len = check_int(seq_len, "seq_len", 1)
+    window = check_int(window, "window", 1, seq_len)
+    n_pad = check_int(n_pad, "n_pad", 0, seq_len)
     L = int(seq_len)
     attention_mask = np.array([[1] * (L - n_pad) + [0] * n_pad])  # (B=1, S)
     if mask_type == "none":
@@ -490,15 +529,6 @@ def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: 
     return np.broadcast_to(keep, (1, 1, L, L))[0, 0].copy()  # (L, S)
 
 
-def _check_int_range(value, name: str, lo: int, hi: int | None) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < lo or (hi is not None and value > hi):
-        upper = "" if hi is None else f" and <= {hi}"
-        raise ValueError(f"{name} must be >= {lo}{upper}, got {value}")
-    return int(value)
-
-
 def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
     """The mask explorer's fixed raw scores: ``default_rng(seed).standard_normal((L, L))``.
 
@@ -508,9 +538,14 @@ def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
 
     Returns:
         float64 ``(seq_len, seq_len)`` scores (query rows, key columns).
+
+    Raises:
+        TypeError: if ``seq_len`` or ``seed`` is not an integer.
+        ValueError: if ``seq_len`` < 1 or ``seed`` < 0.
     """
-    _check_int_range(seq_len, "seq_len", 1, None)
-    return np.random.default_rng(seed).standard_normal((seq_len, seq_len))  # (L, S)
+    seq_len = check_int(seq_len, "seq_len", 1)
+    rng = np.random.default_rng(check_seed(seed))
+    return rng.standard_normal((seq_len, seq_len))  # (L, S)
 
 
 def mask_figure(
@@ -540,6 +575,7 @@ def mask_figure(
         ``plotly.graph_objects.Figure``.
 
     Raises:
+        TypeError: if a size or ``seed`` is not an integer.
         ValueError: for an unknown ``mask_type``, an argument out of range, or ``scores`` of
             the wrong shape.
     """
@@ -584,7 +620,7 @@ def mask_figure(
         go.Heatmap(
             z=keep.astype(np.int8), x=keys, y=queries, xaxis="x", yaxis="y",
             zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
-            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, _BLUE], [1, _BLUE]],
+            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, BLUE], [1, BLUE]],
             text=mask_text, texttemplate="%{z}", hovertemplate="%{text}<extra></extra>",
             name="keep-mask",
         ),
@@ -623,24 +659,24 @@ def mask_figure(
             dict(
                 text=f"queries {rows} see no key: their weights are all 0",
                 x=0.715, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
-                showarrow=False, font=dict(color=_ORANGE),
+                showarrow=False, font=dict(color=ORANGE),
             )
         )
     layout = go.Layout(
-        template=_EMPTY_TEMPLATE,
-        font=_FONT,
+        template=EMPTY_TEMPLATE,
+        font=FONT,
         paper_bgcolor="white",
         plot_bgcolor="white",
         height=height,
         title=dict(text=f"Mask: {_html.escape(detail)}, {L} tokens", x=0.5, xanchor="center"),
         margin=dict(l=70, r=20, t=80, b=100),
-        xaxis=_axis(domain=[0.0, 0.43], title=dict(text="key position j"), anchor="y",
-                    type="category", showgrid=False),
-        yaxis=_axis(title=dict(text="query position i"), anchor="x", autorange="reversed",
-                    type="category", showgrid=False),
-        xaxis2=_axis(domain=[0.5, 0.93], title=dict(text="key position j"), anchor="y2",
-                     type="category", showgrid=False),
-        yaxis2=_axis(anchor="x2", autorange="reversed", type="category", showgrid=False),
+        xaxis=axis_style(domain=[0.0, 0.43], title=dict(text="key position j"), anchor="y",
+                         type="category", showgrid=False),
+        yaxis=axis_style(title=dict(text="query position i"), anchor="x", autorange="reversed",
+                         type="category", showgrid=False),
+        xaxis2=axis_style(domain=[0.5, 0.93], title=dict(text="key position j"), anchor="y2",
+                          type="category", showgrid=False),
+        yaxis2=axis_style(anchor="x2", autorange="reversed", type="category", showgrid=False),
         annotations=annotations,
         showlegend=False,
     )
@@ -653,7 +689,7 @@ def mask_figure(
 
 #: Bar colours of the highlighted tokens of :func:`token_attention_figure`, in order (the first
 #: highlighted token orange, the second green, ...); every other token is drawn in light blue.
-HIGHLIGHT_COLORS = (_ORANGE, "#2e8b57", "#8e44ad", "#c0392b")
+HIGHLIGHT_COLORS = (ORANGE, "#2e8b57", "#8e44ad", "#c0392b")
 _OTHER_BAR = "#9db4d3"
 
 
@@ -706,8 +742,9 @@ def token_attention_figure(
         ValueError: if ``tokens`` and ``weights`` (or ``titles``) differ in length or are empty,
             an array is not 3-D, its last dimension differs from its sentence's token count, the
             sentences differ in ``(n_layers, n_heads)``, a weight is not finite, ``layer`` or
-            ``head`` is out of range or not an integer, ``query`` or a ``highlight`` token is not
-            in a sentence, or there are more highlights than colours.
+            ``head`` is out of range, ``query`` or a ``highlight`` token is not in a sentence,
+            or there are more highlights than colours.
+        TypeError: if ``layer`` or ``head`` is not an integer.
     """
     import plotly.graph_objects as go
 
@@ -733,8 +770,8 @@ def token_attention_figure(
         if not np.isfinite(w).all():
             raise ValueError(f"weights[{i}] holds non-finite values")
     n_layers, n_heads = weights[0].shape[:2]
-    layer = _check_int_range(layer, "layer", 0, n_layers - 1)
-    head = _check_int_range(head, "head", 0, n_heads - 1)
+    layer = check_int(layer, "layer", 0, n_layers - 1)
+    head = check_int(head, "head", 0, n_heads - 1)
     highlight = tuple(highlight)
     if len(highlight) > len(HIGHLIGHT_COLORS):
         raise ValueError(
@@ -764,12 +801,12 @@ def token_attention_figure(
         ticks[qi] = f"<b>{_html.escape(t[qi])}</b>"
         suffix = "" if i == 0 else str(i + 1)
         top = 1.0 - i * (panel + gap)
-        axes[f"xaxis{suffix}"] = _axis(
+        axes[f"xaxis{suffix}"] = axis_style(
             anchor=f"y{suffix}", tickmode="array", tickvals=list(range(len(t))),
             ticktext=ticks, tickangle=-40, range=[-0.6, len(t) - 0.4], showgrid=False,
             zeroline=False,
         )
-        axes[f"yaxis{suffix}"] = _axis(
+        axes[f"yaxis{suffix}"] = axis_style(
             anchor=f"x{suffix}", domain=[top - panel, top], range=[0, 1.0],
             title=dict(text=f"weight of “{_html.escape(query)}”"),
         )
@@ -796,8 +833,8 @@ def token_attention_figure(
             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=13),
         ))
     layout = go.Layout(
-        template=_EMPTY_TEMPLATE,
-        font=_FONT,
+        template=EMPTY_TEMPLATE,
+        font=FONT,
         paper_bgcolor="white",
         plot_bgcolor="white",
         height=height,

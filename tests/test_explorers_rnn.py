@@ -1,4 +1,4 @@
-"""Tests of the γ-and-distance explorer (attnbook.widgets_rnn) without a browser.
+"""Tests of the γ-and-distance explorer (attnbook.explorers.rnn) without a browser.
 
 References: the hand derivation for a linear RNN whose recurrent matrix is ``gamma`` times an
 orthogonal matrix (every step's Jacobian is ``gamma Q``, so ``||dh_T/dh_{T-k}||_2 = gamma^k``
@@ -20,7 +20,7 @@ import torch
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
-from attnbook import widgets_rnn  # noqa: E402
+from attnbook.explorers import rnn as rnnx  # noqa: E402
 from attnbook.rnn import VanillaRNN  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
@@ -61,7 +61,7 @@ def reference_tanh_norms(gamma, K, H, d_in, seed):
 
 @pytest.mark.parametrize("gamma", [0.5, 0.9, 1.0, 1.1])
 def test_linear_rnn_lies_on_gamma_power_and_tanh_matches_numpy(gamma):
-    d = widgets_rnn.gradient_decay_data(gamma, max_distance=30, hidden_size=6, input_size=3,
+    d = rnnx.gradient_decay_data(gamma, max_distance=30, hidden_size=6, input_size=3,
                                         seed=1)
     k = np.arange(31)
     assert d.distances.tolist() == k.tolist()
@@ -75,7 +75,7 @@ def test_linear_rnn_lies_on_gamma_power_and_tanh_matches_numpy(gamma):
 
 
 def test_the_book_example_point_nine_to_the_fifty():
-    d = widgets_rnn.gradient_decay_data(0.9, max_distance=50)
+    d = rnnx.gradient_decay_data(0.9, max_distance=50)
     # 0.9^50 = exp(50 ln 0.9) = 0.005154 (about 0.52 %).
     assert math.isclose(d.bound[50], math.exp(50 * math.log(0.9)), rel_tol=1e-13)
     assert 0.00515 < d.linear[50] < 0.00516
@@ -83,31 +83,43 @@ def test_the_book_example_point_nine_to_the_fifty():
 
 
 @pytest.mark.parametrize(
-    "call, name",
+    "call, exc, name",
     [
-        (lambda: widgets_rnn.gradient_decay_data(0.0), "gamma"),
-        (lambda: widgets_rnn.gradient_decay_data(float("nan")), "gamma"),
-        (lambda: widgets_rnn.gradient_decay_data(True), "gamma"),
-        (lambda: widgets_rnn.gradient_decay_data(0.9, max_distance=0), "max_distance"),
-        (lambda: widgets_rnn.gradient_decay_data(0.9, hidden_size=2.0), "hidden_size"),
-        (lambda: widgets_rnn.gradient_decay_figure(0.9, 0), "distance"),
-        (lambda: widgets_rnn.gradient_decay_figure(
-            0.9, 3, data=widgets_rnn.gradient_decay_data(0.8, max_distance=5)), "gamma"),
-        (lambda: widgets_rnn.gradient_decay_figure(
-            0.9, 3, data=widgets_rnn.gradient_decay_data(0.9, max_distance=5),
-            gamma_range=(1.0, 0.5)), "gamma_range"),
-        (lambda: widgets_rnn.gradient_decay_explorer(gamma=0.85), "gamma"),
-        (lambda: widgets_rnn.gradient_decay_explorer(distance=3), "distance"),
-        (lambda: widgets_rnn.gradient_decay_explorer(gamma_values=(0.9, 0.5), gamma=0.9),
+        (lambda: rnnx.gradient_decay_data(0.0), ValueError, "gamma"),
+        (lambda: rnnx.gradient_decay_data(2.5), ValueError, "gamma"),
+        (lambda: rnnx.gradient_decay_data(float("nan")), ValueError, "gamma"),
+        (lambda: rnnx.gradient_decay_data(True), TypeError, "gamma"),
+        (lambda: rnnx.gradient_decay_data("0.9"), TypeError, "gamma"),
+        (lambda: rnnx.gradient_decay_data(0.9, max_distance=0), ValueError, "max_distance"),
+        (lambda: rnnx.gradient_decay_data(0.9, hidden_size=2.0), TypeError, "hidden_size"),
+        (lambda: rnnx.gradient_decay_data(0.9, seed=-1), ValueError, "seed"),
+        (lambda: rnnx.gradient_decay_figure(0.9, 0), ValueError, "distance"),
+        (lambda: rnnx.gradient_decay_figure(
+            0.9, 3, data=rnnx.gradient_decay_data(0.8, max_distance=5)), ValueError, "gamma"),
+        (lambda: rnnx.gradient_decay_figure(
+            0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5),
+            gamma_range=(1.0, 0.5)), ValueError, "gamma_range"),
+        (lambda: rnnx.gradient_decay_figure(
+            0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5),
+            gamma_range=(0.0, 0.5)), ValueError, "gamma_range"),
+        (lambda: rnnx.gradient_decay_explorer(gamma=0.85), ValueError, "gamma"),
+        (lambda: rnnx.gradient_decay_explorer(distance=3), ValueError, "distance"),
+        (lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 0.5), gamma=0.9), ValueError,
          "gamma_values"),
-        (lambda: widgets_rnn.gradient_decay_explorer(distance_values=(0, 5), distance=5),
+        (lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 3.0), gamma=0.9), ValueError,
+         "gamma_values"),
+        (lambda: rnnx.gradient_decay_explorer(distance_values=(0, 5), distance=5), ValueError,
          "distance_values"),
-        (lambda: widgets_rnn.gradient_decay_explorer(distance_values=(), distance=5),
+        (lambda: rnnx.gradient_decay_explorer(distance_values=(), distance=5), ValueError,
+         "distance_values"),
+        (lambda: rnnx.gradient_decay_explorer(distance_values=(2.0, 5), distance=5), TypeError,
+         "distance_values"),
+        (lambda: rnnx.gradient_decay_explorer(distance_values=5, distance=5), TypeError,
          "distance_values"),
     ],
 )
-def test_bad_options_raise_value_error_naming_the_argument(call, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_options_raise_naming_the_argument(call, exc, name):
+    with pytest.raises(exc, match=name):
         call()
 
 
@@ -117,7 +129,7 @@ def test_bad_options_raise_value_error_naming_the_argument(call, name):
 
 
 def test_live_gamma_and_distance_sliders_recompute():
-    ex = widgets_rnn.gradient_decay_explorer(0.9, 20, **SMALL)
+    ex = rnnx.gradient_decay_explorer(0.9, 20, **SMALL)
     fig = ex.figure
     k = np.arange(21)
     assert_close(np.array(fig.data[0].y), np.maximum(0.9 ** k, 1e-11), atol=0, rtol=1e-12)
@@ -150,7 +162,7 @@ def test_live_gamma_and_distance_sliders_recompute():
 
 
 def test_static_frames_match_the_hand_derivation_and_numpy():
-    ex = widgets_rnn.gradient_decay_explorer(0.9, 20, **SMALL)
+    ex = rnnx.gradient_decay_explorer(0.9, 20, **SMALL)
     spec = embedded_spec(ex.static_html())
     assert spec["strides"] == [2, 1] and len(spec["frame_of"]) == 4
     assert len(set(spec["frame_of"])) == 4  # every setting draws a different figure
@@ -168,15 +180,15 @@ def test_static_frames_match_the_hand_derivation_and_numpy():
 
 
 def test_mimebundle_has_both_representations_and_fits_a_page():
-    ex = widgets_rnn.gradient_decay_explorer()
+    ex = rnnx.gradient_decay_explorer()
     bundle = ex._repr_mimebundle_()
     assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
     html = bundle["text/html"]
     assert "<script src" not in html and "cdn" not in html.lower() and "https://" not in html
     assert len(html.encode()) < 500_000
     spec = embedded_spec(html)
-    assert len(spec["frame_of"]) == len(widgets_rnn.GAMMA_VALUES) * len(
-        widgets_rnn.DISTANCE_VALUES)
+    assert len(spec["frame_of"]) == len(rnnx.GAMMA_VALUES) * len(
+        rnnx.DISTANCE_VALUES)
     for name in ("gamma", "distance"):
         m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
         assert m, f"no control {name}"

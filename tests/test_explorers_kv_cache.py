@@ -1,17 +1,14 @@
-"""Tests of the explorers of chapters 7 and 8 (attnbook.widgets_heads_pos), without a browser.
+"""Tests of the KV-cache calculator (attnbook.explorers.kv_cache) of chapters 7 and 11.
 
 The live path is driven as a reader would: set a control's ``value`` and read the
 ``FigureWidget``'s data. Expected values are written out here, independently of the explorer
 and of ``kv_cache_bytes``: KV-cache bytes as ``2 * layers * kv_heads * head_dim * tokens * batch *
-bytes`` from the published ``config.json`` fields, RoPE angles as ``m * base^(-2i/D)``, the
-sinusoidal curves as ``sin/cos(pos * base^(-2i/D))`` and the RoPE score of the all-ones query and
-key as ``(2/D) * sum_i cos(m theta_i)`` (each pair contributes ``(R_m [1, 1]) . [1, 1] =
-2 cos(m theta_i)``). The static path is checked by parsing the JSON embedded in ``text/html``.
+bytes`` from the published ``config.json`` fields, the weights as 2 bytes per parameter of a
+published "7B" model. The static path is checked by parsing the JSON embedded in ``text/html``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -21,13 +18,14 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook import kv_cache  # noqa: E402
-from attnbook import widgets_heads_pos as whp  # noqa: E402
+from attnbook.cost import format_bytes  # noqa: E402
+from attnbook.explorers import kv_cache as kvx  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
-BYTES = {"float32": 4, "bfloat16": 2, "float8": 1}
+BYTES = {"float32": 4, "bfloat16": 2, "float8": 1, "int4": 0.5}
 
 
 def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str) -> int:
@@ -48,40 +46,21 @@ def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str)
     return layers * per_layer * kept * batch * BYTES[dtype]
 
 
-# ------------------------------------------------------------------------------------------
-# Helpers
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("n, text", [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (57344, "56 KiB"), (69120, "67.5 KiB"),
-    (3 * 2**29, "1.5 GiB"), (7 * 2**30, "7 GiB"), (512 * 2**20, "512 MiB"), (2**40, "1 TiB"),
-])
-def test_format_bytes_by_hand(n, text):
-    assert whp.format_bytes(n) == text
-
-
-@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf")])
-def test_format_bytes_rejects_bad_counts(bad):
-    with pytest.raises(ValueError, match="n must be"):
-        whp.format_bytes(bad)
-
-
 def test_kv_variants_change_only_the_kv_heads():
     qwen = kv_cache.PRESETS["Qwen2-7B"]
-    v = whp.kv_variants(qwen)
+    v = kvx.kv_variants(qwen)
     assert list(v) == ["MHA", "published", "MQA"]
     assert [c.kv_heads for c in v.values()] == [28, 4, 1]
     assert v["published"] is qwen
     for c in v.values():
         assert (c.n_layers, c.n_heads, c.head_size, c.d_model) == (28, 28, 128, 3584)
-    ds = whp.kv_variants(kv_cache.PRESETS["DeepSeek-V2"])
+    ds = kvx.kv_variants(kv_cache.PRESETS["DeepSeek-V2"])
     assert ds["published"].uses_mla and not ds["MHA"].uses_mla and not ds["MQA"].uses_mla
     assert (ds["MHA"].kv_heads, ds["MHA"].head_size, ds["MQA"].kv_heads) == (128, 128, 1)
-    mistral = whp.kv_variants(kv_cache.PRESETS["Mistral-7B"])
+    mistral = kvx.kv_variants(kv_cache.PRESETS["Mistral-7B"])
     assert all(c.sliding_window == 4096 for c in mistral.values())
     with pytest.raises(TypeError, match="config"):
-        whp.kv_variants(kv_cache.HF_CONFIGS["Qwen2-7B"])
+        kvx.kv_variants(kv_cache.HF_CONFIGS["Qwen2-7B"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -100,7 +79,7 @@ def check_kv_figure(fig, model, context, batch, dtype, rtol=0.0):
         assert list(bars["meta"]["per_token"]) == [
             hand_kv_bytes(model, k, 1, 1, dtype) for k in variants]
     assert_close(np.array(bars["x"], dtype=float), np.array(want) / GIB, atol=0, rtol=rtol or 1e-12)
-    assert list(bars["text"]) == [whp.format_bytes(b) for b in want]
+    assert list(bars["text"]) == [format_bytes(b) for b in want]
     for curve, k in zip(curves, variants):
         xs = [int(t) for t in curve["x"]]
         ref = np.array([hand_kv_bytes(model, k, t, batch, dtype) for t in xs]) / GIB
@@ -110,7 +89,7 @@ def check_kv_figure(fig, model, context, batch, dtype, rtol=0.0):
 
 
 def test_kv_live_default_is_qwen2_and_the_controls_recompute():
-    ex = whp.kv_cache_explorer()
+    ex = kvx.kv_cache_explorer()
     assert ex.values == {"model": "Qwen2-7B", "context": 32768, "batch": 1, "dtype": "bfloat16"}
     want = check_kv_figure(ex.figure, "Qwen2-7B", 32768, 1, "bfloat16")
     # GQA with 4 of 28 KV heads keeps exactly one seventh of the MHA cache (hand: 4/28).
@@ -128,7 +107,7 @@ def test_kv_live_default_is_qwen2_and_the_controls_recompute():
 
 
 def test_kv_live_sliding_window_and_mla():
-    ex = whp.kv_cache_explorer(model="Mistral-7B", context=131072)
+    ex = kvx.kv_cache_explorer(model="Mistral-7B", context=131072)
     want = check_kv_figure(ex.figure, "Mistral-7B", 131072, 1, "bfloat16")
     # Only the 4096-token window is kept: 2 * 32 * 8 * 128 * 4096 * 2 bytes = 512 MiB.
     assert want[1] == 2 * 32 * 8 * 128 * 4096 * 2 == 512 * 2**20
@@ -144,11 +123,11 @@ def test_kv_live_sliding_window_and_mla():
 
 
 def test_kv_static_frames_match_hand_formula():
-    ex = whp.kv_cache_explorer()
+    ex = kvx.kv_cache_explorer()
     html = ex.static_html()
     spec = embedded_spec(html)
     assert [c["name"] for c in spec["controls"]] == ["model", "context", "batch", "dtype"]
-    assert len(spec["frame_of"]) == 5 * 5 * 4 * 3
+    assert len(spec["frame_of"]) == 5 * 8 * 4 * 4
     for values in (
         {"model": "Qwen2-7B", "context": 131072, "batch": 1, "dtype": "bfloat16"},
         {"model": "Llama-2-7B", "context": 4096, "batch": 16, "dtype": "float8"},
@@ -170,100 +149,72 @@ def test_kv_static_frames_match_hand_formula():
     assert q["data"][4]["text"][1] == "7 GiB"
 
 
-# ------------------------------------------------------------------------------------------
-# Position explorer
-# ------------------------------------------------------------------------------------------
-
-
-def hand_theta(pair, base, D=16):
-    return base ** (-2 * pair / D)
-
-
-def check_position_figure(data, m, pair, base, D=16, rtol=1e-12, atol=1e-12):
-    theta = hand_theta(pair, base, D)
-    trail_x, trail_y = np.array(data[1]["x"], float), np.array(data[1]["y"], float)
-    p = np.arange(m + 1)
-    assert_close(trail_x, np.cos(p * theta), atol=atol, rtol=rtol)
-    assert_close(trail_y, np.sin(p * theta), atol=atol, rtol=rtol)
-    assert_close(data[1]["meta"]["angle"], m * theta, atol=atol, rtol=rtol)
-    assert_close(data[1]["meta"]["wavelength"], 2 * math.pi / theta, atol=0, rtol=rtol or 1e-12)
-    pos = np.arange(65)
-    assert_close(np.array(data[2]["y"], float), np.sin(pos * theta), atol=atol, rtol=rtol)
-    assert_close(np.array(data[3]["y"], float), np.cos(pos * theta), atol=atol, rtol=rtol)
-    thetas = base ** (-np.arange(0, D, 2) / D)
-    score = (2 / D) * np.cos(pos[:, None] * thetas).sum(-1)
-    assert_close(np.array(data[5]["y"], float), score, atol=atol, rtol=rtol)
-    assert_close(np.array(data[6]["y"], float), score[m:m + 1], atol=atol, rtol=rtol)
-    assert list(data[4]["x"]) == [m, m]
-
-
-def test_position_live_controls_recompute():
-    ex = whp.position_explorer()
-    assert ex.values == {"position": 8, "pair": 1, "base": 10000.0}
-    data = [t.to_plotly_json() for t in ex.figure.data]
-    check_position_figure(data, 8, 1, 10000.0)
-    before = list(ex.figure.data[1].x)
-    ex.controls["position"].value = 32
-    ex.controls["pair"].value = 0
-    ex.controls["base"].value = 500000.0
-    assert list(ex.figure.data[1].x) != before
-    data = [t.to_plotly_json() for t in ex.figure.data]
-    check_position_figure(data, 32, 0, 500000.0)
-    # Pair 0 turns by exactly 1 rad per token whatever the base (theta_0 = base^0).
-    assert ex.figure.data[1].meta["theta"] == 1.0
-    ex.controls["pair"].value = 7
-    data = [t.to_plotly_json() for t in ex.figure.data]
-    check_position_figure(data, 32, 7, 500000.0)
-    assert ex.figure.data[1].meta["angle"] < 0.01  # the slowest pair barely moves
-    assert all(np.isfinite(np.array(t.y, float)).all() for t in ex.figure.data)
-
-
-def test_position_static_frames_match_hand_formula():
-    spec = embedded_spec(whp.position_explorer().static_html())
-    assert [c["name"] for c in spec["controls"]] == ["position", "pair", "base"]
-    assert len(spec["frame_of"]) == 10 * 8 * 3
-    for m, pair, base in [(0, 0, 100.0), (12, 3, 10000.0), (32, 7, 500000.0)]:
-        fr = static_frame(spec, {"position": m, "pair": pair, "base": base})
-        check_position_figure(fr["data"], m, pair, base, rtol=1e-3, atol=1e-4)
-    a = static_frame(spec, {"position": 4, "pair": 2, "base": 100.0})
-    b = static_frame(spec, {"position": 4, "pair": 2, "base": 10000.0})
-    assert a["data"][1] != b["data"][1] and a["data"][5] != b["data"][5]
-
-
-# ------------------------------------------------------------------------------------------
 # Display bundle, size, bad input
 # ------------------------------------------------------------------------------------------
 
 
-def test_mimebundles_are_self_contained_and_fit_a_page():
-    for ex, names in ((whp.kv_cache_explorer(), ("model", "context", "batch", "dtype")),
-                      (whp.position_explorer(), ("position", "pair", "base"))):
-        bundle = ex._repr_mimebundle_()
-        assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
-        html = bundle["text/html"]
-        assert "<script src" not in html and "https://" not in html
-        assert len(html.encode()) < 500_000, (ex.title, len(html))
-        for name in names:
-            m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
-            assert m, f"no control {name}"
-            assert f'<label for="{m.group(1)}">' in html
+def test_mimebundle_is_self_contained_and_fits_a_page():
+    ex = kvx.kv_cache_explorer()
+    bundle = ex._repr_mimebundle_()
+    assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
+    html = bundle["text/html"]
+    assert "<script src" not in html and "https://" not in html
+    assert len(html.encode()) < 500_000, (ex.title, len(html))
+    for name in ("model", "context", "batch", "dtype"):
+        m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
+        assert m, f"no control {name}"
+        assert f'<label for="{m.group(1)}">' in html
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: whp.kv_cache_explorer(model="GPT-5"), "model"),
-    (lambda: whp.kv_cache_explorer(context=1000), "context"),
-    (lambda: whp.kv_cache_explorer(batch=True), "batch"),
-    (lambda: whp.kv_cache_explorer(dtype="float64"), "dtype"),
-    (lambda: whp.kv_cache_figure(context=0), "context"),
-    (lambda: whp.kv_cache_figure(batch=-2), "batch"),
-    (lambda: whp.position_explorer(position=7), "position"),
-    (lambda: whp.position_explorer(pair=8), "pair"),
-    (lambda: whp.position_explorer(base=2.0), "base"),
-    (lambda: whp.position_explorer(head_dim=15), "head_dim"),
-    (lambda: whp.position_figure(position=65), "position"),
-    (lambda: whp.position_figure(head_dim=9), "head_dim"),
-    (lambda: whp.position_figure(base=1.0), "base"),
+# ------------------------------------------------------------------------------------------
+# The weights line (chapter 11) and the dtypes of both chapters
+# ------------------------------------------------------------------------------------------
+
+
+def test_weights_line_is_two_bytes_per_parameter_and_int4_halves_float8():
+    ex = kvx.kv_cache_explorer(model="Llama-2-7B", context=4096, batch=16, dtype="int4")
+    fig = ex.figure
+    want = check_kv_figure(fig, "Llama-2-7B", 4096, 16, "int4")
+    assert want[1] == 2 * 32 * 32 * 128 * 4096 * 16 // 2  # half a byte per number, by hand
+    weights = fig.data[5].meta["weights_bytes"]
+    # 2 bytes per parameter, about 6.74e9 parameters (published: "7B").
+    assert 6.5e9 < weights / 2 < 7.0e9
+    assert_close(np.array(fig.data[5].y), [weights / GIB] * 2, atol=0, rtol=1e-12)
+    ex.controls["dtype"].value = "float8"
+    assert list(fig.data[4].meta["bytes"]) == [2 * w for w in want]
+    ex.controls["model"].value = "DeepSeek-V2"  # MoE weights are not modelled: no line
+    assert fig.data[5].meta["weights_bytes"] is None and len(fig.data[5].y or []) == 0
+
+
+def test_weights_bytes_and_kv_variants_refuse_a_dict():
+    assert kvx.weights_bytes(kv_cache.PRESETS["DeepSeek-V2"]) is None
+    for fn in (kvx.weights_bytes, kvx.kv_variants):
+        with pytest.raises(TypeError, match="config"):
+            fn(kv_cache.HF_CONFIGS["Qwen2-7B"])
+
+
+def test_sliding_window_plateau_on_the_curve():
+    fig = kvx.kv_cache_figure("Mistral-7B", 1024)
+    x, y = np.array(fig.data[1].x), np.array(fig.data[1].y)
+    # window 4096: constant from 4K on, = 4096 tokens x 2 x 32 layers x 8 heads x 128 x 2 bytes
+    plateau = hand_kv_bytes("Mistral-7B", "published", 4096, 1, "bfloat16") / GIB
+    assert_close(y[x >= 4096], np.full((x >= 4096).sum(), plateau), atol=0, rtol=1e-12)
+    assert (np.diff(y[x <= 4096]) > 0).all()
+    assert "the cache stops growing" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: kvx.kv_cache_explorer(model="GPT-5"), ValueError, "model"),
+    (lambda: kvx.kv_cache_explorer(context=1000), ValueError, "context"),
+    (lambda: kvx.kv_cache_explorer(batch=True), ValueError, "batch"),
+    (lambda: kvx.kv_cache_explorer(dtype="float64"), ValueError, "dtype"),
+    (lambda: kvx.kv_cache_figure(model="GPT-5"), ValueError, "model"),
+    (lambda: kvx.kv_cache_figure(dtype="fp7"), ValueError, "dtype"),
+    (lambda: kvx.kv_cache_figure(context=0), ValueError, "context"),
+    (lambda: kvx.kv_cache_figure(batch=-2), ValueError, "batch"),
+    (lambda: kvx.kv_cache_figure(context=2.0), TypeError, "context"),
+    (lambda: kvx.kv_cache_figure(batch=True), TypeError, "batch"),
 ])
-def test_bad_options_raise_value_error_naming_the_argument(call, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_options_raise_naming_the_argument(call, exc, name):
+    with pytest.raises(exc, match=name):
         call()

@@ -1,4 +1,4 @@
-"""Tests of the norm-placement explorer (attnbook.widgets_block) without a browser.
+"""Tests of the norm-placement explorer (attnbook.explorers.block) without a browser.
 
 The reference gradient norms are computed here, independently of the explorer and of
 ``experiments.norm_placement_run``: the documented model (a ``DecoderOnlyModel`` with the run's
@@ -20,8 +20,8 @@ import torch.nn.functional as F
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
-from attnbook import widgets_block as wb  # noqa: E402
 from attnbook.experiments import copy_batch  # noqa: E402
+from attnbook.explorers import block as wb  # noqa: E402
 from attnbook.models import DecoderOnlyModel, ModelConfig  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
@@ -152,18 +152,20 @@ def test_display_bundle_has_both_front_ends(grads):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(depth=7), "depth"),
-    (dict(depth=True), "depth"),
-    (dict(placement="post"), "placement"),
-    (dict(depth_values=(3, 2)), "depth_values"),
-    (dict(depth_values=()), "depth_values"),
-    (dict(depth_values=(2, 200)), "depth_values"),
+@pytest.mark.parametrize("kwargs, exc, name", [
+    (dict(depth=7), ValueError, "depth"),
+    (dict(depth=True), ValueError, "depth"),
+    (dict(placement="post"), ValueError, "placement"),
+    (dict(depth_values=(3, 2)), ValueError, "depth_values"),
+    (dict(depth_values=()), ValueError, "depth_values"),
+    (dict(depth_values=(2, 200)), ValueError, "depth_values"),
+    (dict(depth_values=(2, 3.0)), TypeError, "depth_values"),
+    (dict(depth_values=3), TypeError, "depth_values"),
 ])
-def test_explorer_rejects_bad_arguments(kwargs, name, grads):
+def test_explorer_rejects_bad_arguments(kwargs, exc, name, grads):
     args = dict(depth=2, depth_values=DEPTHS, grads=grads)
     args.update(kwargs)
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(exc, match=name):
         wb.norm_placement_explorer(**args)
 
 

@@ -1,0 +1,41 @@
+"""The book's explorers, one module per concept: live in JupyterLab, static in the built book.
+
+An explorer is one call whose output is an ipywidgets explorer in JupyterLab (every change of a
+control recomputes the figure with ``attnbook``) and a self-contained static explorer in the
+built book (the figures for every combination of control values, precomputed by the same
+render function). :mod:`attnbook.explorers.base` holds that machinery
+(:class:`~attnbook.explorers.base.Control`, :class:`~attnbook.explorers.base.Explorer`); each
+other module holds the explorers of one concept, with their figures and slider stops:
+
+=====================  ======================================================================
+module                 explorers
+=====================  ======================================================================
+``rnn``                :func:`~attnbook.explorers.rnn.gradient_decay_explorer` (γ and distance)
+``pretrained``         :func:`~attnbook.explorers.pretrained.referent_explorer` (a real model)
+``scaling``            :func:`~attnbook.explorers.scaling.scaling_explorer` (√d_k)
+``masks``              :func:`~attnbook.explorers.masks.mask_explorer`
+``kv_cache``           :func:`~attnbook.explorers.kv_cache.kv_cache_explorer` (the calculator)
+``positional``         :func:`~attnbook.explorers.positional.position_explorer`
+``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
+``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(n²))
+=====================  ======================================================================
+
+Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
+the package itself imports none of them. plotly and ipywidgets are imported when an explorer or
+figure is built, torch only by the explorers that train or run a model (``rnn``, ``block``,
+``pretrained``). The modules of the first edition, :mod:`attnbook.widgets`,
+:mod:`attnbook.widgets_rnn`, :mod:`attnbook.widgets_heads_pos`, :mod:`attnbook.widgets_block`
+and :mod:`attnbook.widgets_cost`, re-export these names at their old import paths.
+"""
+
+__all__ = [
+    "base",
+    "rnn",
+    "pretrained",
+    "scaling",
+    "masks",
+    "kv_cache",
+    "positional",
+    "block",
+    "quadratic",
+]

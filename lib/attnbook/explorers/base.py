@@ -1,0 +1,496 @@
+"""The explorer machinery: one call, two front-ends — live ipywidgets, static HTML.
+
+An :class:`Explorer` has a few controls (:class:`Control`) and a render function
+``render(**values) -> Figure`` (from :mod:`attnbook.viz` or an explorer module of
+:mod:`attnbook.explorers`, computed with the library). Displayed, its output bundle carries both
+
+* ``application/vnd.jupyter.widget-view+json`` (with ``text/plain``): an ipywidgets layout of
+  the controls and a plotly ``FigureWidget``. Every change of a control calls ``render`` again
+  — a fresh computation by ``attnbook`` — and redraws the figure. JupyterLab shows this.
+* ``text/html``: a self-contained static explorer for the built book. ``render`` is called for
+  every combination of control values (the *grid*); the figures are embedded as JSON (floats
+  rounded to 4 significant digits, identical traces and frames stored once) next to native
+  HTML controls (``<input type="range">`` with a visible value, ``<select>``, a checkbox) that
+  redraw with ``Plotly.react``. No kernel is needed. plotly.js is not inlined and not fetched:
+  the page provides ``window.Plotly`` (the book loads it once from ``_static``), possibly after
+  the explorer's script has run, so the script waits for it
+  (:func:`attnbook.viz.when_plotly_ready_js`).
+
+Each front-end picks its own representation (MyST-NB's render priority; JupyterLab's widget
+renderer), so there is no environment switch. Also importable from :mod:`attnbook.widgets`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html as _html
+import itertools
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import viz
+from ..checks import check_choice
+
+__all__ = ["Control", "Explorer", "MAX_GRID"]
+
+#: Largest number of grid combinations an explorer precomputes for its static HTML.
+MAX_GRID = 2000
+
+_KINDS = ("slider", "toggle", "select")
+
+
+@dataclass
+class Control:
+    """One control of an explorer.
+
+    Attributes:
+        name: keyword passed to the render function.
+        label: visible label (HTML allowed in the static page, plain text in the widget).
+        kind: ``"slider"`` (stops over ``options``), ``"toggle"`` (a checkbox; options
+            ``(False, True)``) or ``"select"`` (a drop-down).
+        options: the values the control can take, in order (JSON-serialisable scalars).
+        default: the initial value, one of ``options``.
+        labels: text shown for each option; defaults to ``str(option)``.
+        plain_label: the label as plain text (ipywidgets descriptions, aria labels).
+    """
+
+    name: str
+    label: str
+    kind: str
+    options: Sequence[Any]
+    default: Any
+    labels: Sequence[str] | None = None
+    plain_label: str | None = None
+
+    def __post_init__(self):
+        check_choice(self.kind, f"kind of control {self.name!r}", _KINDS)
+        self.options = tuple(self.options)
+        if self.kind == "toggle" and (self.options != (False, True)
+                                      or not all(isinstance(o, bool) for o in self.options)):
+            raise ValueError(f"a toggle's options must be (False, True), got {self.options}")
+        if not self.options:
+            raise ValueError(f"control {self.name!r} has no options")
+        if self.default not in self.options:
+            raise ValueError(
+                f"{self.name}={self.default!r} is not one of the allowed values {self.options}"
+            )
+        if self.labels is None:
+            self.labels = tuple(str(o) for o in self.options)
+        self.labels = tuple(self.labels)
+        if len(self.labels) != len(self.options):
+            raise ValueError(
+                f"control {self.name!r} has {len(self.options)} options but "
+                f"{len(self.labels)} labels"
+            )
+        if self.plain_label is None:
+            self.plain_label = self.label
+
+    def make_widget(self):
+        """The ipywidgets control for the live explorer.
+
+        Returns:
+            A new ``ipywidgets.SelectionSlider`` (``kind="slider"``), ``ipywidgets.Checkbox``
+            (``"toggle"``) or ``ipywidgets.Dropdown`` (``"select"``), set to the default
+            value and labelled with the plain-text label.
+        """
+        import ipywidgets as w
+
+        style = {"description_width": "initial"}
+        layout = w.Layout(width="auto", min_width="220px", margin="2px 24px 2px 0")
+        pairs = list(zip(self.labels, self.options))
+        if self.kind == "slider":
+            return w.SelectionSlider(
+                options=pairs, value=self.default, description=self.plain_label,
+                continuous_update=False, style=style, layout=layout,
+            )
+        if self.kind == "toggle":
+            return w.Checkbox(
+                value=bool(self.default), description=self.plain_label, indent=False,
+                style=style, layout=layout,
+            )
+        return w.Dropdown(
+            options=pairs, value=self.default, description=self.plain_label, style=style,
+            layout=layout,
+        )
+
+
+def _round_json(obj, digits: int = 4):
+    """A JSON-ready copy of ``obj`` with floats rounded to ``digits`` significant digits."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:  # plotly's base64 typed-array encoding of NumPy
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            if obj.get("shape"):
+                arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
+            return _round_json(arr, digits)
+        return {k: _round_json(v, digits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_round_json(v, digits) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _round_json(obj.tolist(), digits)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x):
+            raise ValueError(f"cannot embed the non-finite number {x} in a static explorer")
+        r = float(f"{x:.{digits}g}")
+        return int(r) if r.is_integer() and abs(r) < 1e15 else r
+    return obj
+
+
+def _json_dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+class Explorer:
+    """Controls plus a render function, displayed live (JupyterLab) and static (built book).
+
+    Args:
+        controls: the :class:`Control` s, in display order.
+        render: ``render(**values) -> plotly.graph_objects.Figure``; must return the same
+            trace types in the same order for every combination of values.
+        title: plain-text name of the explorer (aria label of its control group).
+        active: optional ``active(values) -> set of control names`` that matter for these
+            values; the others are greyed out and, when the grid is precomputed, set to their
+            default so that equal figures are rendered once.
+        values: initial values (defaults: each control's ``default``).
+
+    Attributes:
+        controls: dict ``name -> ipywidgets`` control. Setting a control's ``value`` recomputes
+            and redraws :attr:`figure`.
+        figure: the ``plotly.graph_objects.FigureWidget``.
+        widget: the ipywidgets layout (controls above the figure).
+
+    Raises:
+        ValueError: if the grid of all combinations exceeds :data:`MAX_GRID`, or a value is not
+            one of its control's options.
+    """
+
+    def __init__(
+        self, controls: Sequence[Control], render: Callable[..., Any], *, title: str,
+        active: Callable[[dict], set] | None = None, values: dict | None = None,
+    ):
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        self._specs = list(controls)
+        names = [c.name for c in self._specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"control names must be unique, got {names}")
+        n_grid = math.prod(len(c.options) for c in self._specs)
+        if n_grid > MAX_GRID:
+            raise ValueError(
+                f"the controls span {n_grid} combinations; at most {MAX_GRID} can be precomputed"
+            )
+        for name, value in (values or {}).items():
+            spec = self._spec(name)
+            if value not in spec.options:
+                raise ValueError(f"{name}={value!r} is not one of {spec.options}")
+            spec.default = value
+        self._render = render
+        self._active = active
+        self.title = title
+        self._static_html: str | None = None
+        self.controls = {c.name: c.make_widget() for c in self._specs}
+        self.figure = go.FigureWidget(render(**self.values))
+        for ctl in self.controls.values():
+            ctl.observe(self._on_change, names="value")
+        self._update_disabled()
+        box = w.HBox(
+            list(self.controls.values()),
+            layout=w.Layout(flex_flow="row wrap", align_items="center"),
+        )
+        self.widget = w.VBox([box, self.figure])
+
+    def _spec(self, name: str) -> Control:
+        for c in self._specs:
+            if c.name == name:
+                return c
+        names = [c.name for c in self._specs]
+        raise ValueError(f"no control named {name!r}; the controls are {names}")
+
+    @property
+    def values(self) -> dict:
+        """The current value of every control, ``{name: value}``."""
+        if not hasattr(self, "controls"):
+            return {c.name: c.default for c in self._specs}
+        return {name: ctl.value for name, ctl in self.controls.items()}
+
+    def _canonical(self, values: dict) -> dict:
+        if self._active is None:
+            return dict(values)
+        keep = self._active(values)
+        return {c.name: (values[c.name] if c.name in keep else c.default) for c in self._specs}
+
+    def _update_disabled(self) -> None:
+        if self._active is None:
+            return
+        keep = self._active(self.values)
+        for name, ctl in self.controls.items():
+            ctl.disabled = name not in keep
+
+    def _on_change(self, change) -> None:
+        self._update_disabled()
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Recompute the figure for the current values and update :attr:`figure` in place."""
+        new = self._render(**self.values)
+        fig = self.figure
+        same_types = [t.type for t in fig.data] == [t.type for t in new.data]
+        with fig.batch_update():
+            if same_types:
+                for trace, new_trace in zip(fig.data, new.data):
+                    spec = new_trace.to_plotly_json()
+                    spec.pop("type", None)
+                    spec.pop("uid", None)
+                    trace.update(spec, overwrite=True)
+            else:
+                fig.data = []
+                fig.add_traces(list(new.data))
+            layout = new.layout.to_plotly_json()
+            layout.pop("template", None)
+            fig.layout.update(layout, overwrite=True)
+
+    # ---------------------------------------------------------------------------------------
+    # Static HTML
+    # ---------------------------------------------------------------------------------------
+
+    def static_spec(self) -> dict:
+        """The precomputed grid as a JSON-ready dict (what the static HTML embeds).
+
+        Keys: ``controls`` (name, kind, labels, options, default index), ``strides`` (the
+        grid is flattened in C order over the controls' option indices), ``frame_of`` (grid
+        index -> frame index), ``frames`` (each ``{"data": [trace indices], "layout": diff}``),
+        ``traces`` (the distinct traces), ``layout`` (the base layout; a frame's layout is the
+        base updated with its diff, ``null`` removing a key), ``inactive`` (per grid index, the
+        names of the controls greyed out) and ``config``.
+
+        Returns:
+            The dict described above; floats are rounded to 4 significant digits and identical
+            traces and frames are stored once.
+        """
+        specs = self._specs
+        sizes = [len(c.options) for c in specs]
+        strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+        rendered: dict[str, int] = {}  # canonical values -> frame index
+        frames: list[dict] = []
+        frame_keys: dict[str, int] = {}
+        traces: list = []
+        trace_index: dict[str, int] = {}
+        frame_of: list[int] = []
+        inactive: list[list[str]] = []
+        base_layout = None
+        for combo in itertools.product(*(c.options for c in specs)):
+            values = dict(zip((c.name for c in specs), combo))
+            canon = self._canonical(values)
+            key = _json_dumps(canon)
+            if self._active is not None:
+                act = self._active(values)
+                inactive.append([c.name for c in specs if c.name not in act])
+            if key not in rendered:
+                fig = self._render(**canon).to_plotly_json()
+                data = []
+                for t in fig["data"]:
+                    t = _round_json({k: v for k, v in t.items() if k != "uid"})
+                    s = _json_dumps(t)
+                    if s not in trace_index:
+                        trace_index[s] = len(traces)
+                        traces.append(t)
+                    data.append(trace_index[s])
+                layout = _round_json(fig["layout"])
+                if base_layout is None:
+                    base_layout = layout
+                diff = {k: v for k, v in layout.items() if base_layout.get(k) != v}
+                diff.update({k: None for k in base_layout if k not in layout})
+                frame = {"data": data, "layout": diff}
+                fkey = _json_dumps(frame)
+                if fkey not in frame_keys:
+                    frame_keys[fkey] = len(frames)
+                    frames.append(frame)
+                rendered[key] = frame_keys[fkey]
+            frame_of.append(rendered[key])
+        return {
+            "controls": [
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "labels": list(c.labels),
+                    "options": _round_json(list(c.options)),
+                    "default": c.options.index(c.default),
+                }
+                for c in specs
+            ],
+            "strides": strides,
+            "frame_of": frame_of,
+            "frames": frames,
+            "traces": traces,
+            "layout": base_layout,
+            "inactive": inactive if self._active is not None else None,
+            "config": {"displaylogo": False, "responsive": True},
+        }
+
+    def static_html(self) -> str:
+        """The self-contained static explorer (computed once, then cached).
+
+        Element ids start with a random per-instance prefix, so several explorers (or the same
+        one displayed twice) can share a page. The prefix is on the outer ``<div>``'s ``id``; the
+        plot is ``{prefix}-plot``, the embedded JSON ``{prefix}-data`` and each control
+        ``{prefix}-{name}``.
+
+        Returns:
+            An HTML ``str``: the controls, the plot ``<div>``, the :meth:`static_spec` JSON and
+            the script that redraws the plot on input (plotly.js itself is not included).
+        """
+        if self._static_html is None:
+            self._static_html = self._build_static_html()
+        return self._static_html
+
+    def _build_static_html(self) -> str:
+        spec = self.static_spec()
+        uid = "attnbook-explorer-" + uuid.uuid4().hex[:12]
+        rows = []
+        for c in self._specs:
+            cid = f"{uid}-{c.name}"
+            idx = c.options.index(c.default)
+            if c.kind == "slider":
+                rows.append(
+                    f'<div class="attnbook-ctl"><label for="{cid}">{c.label}</label>'
+                    f'<input type="range" id="{cid}" min="0" max="{len(c.options) - 1}" '
+                    f'step="1" value="{idx}" aria-valuetext="{_html.escape(c.labels[idx])}">'
+                    f'<output id="{cid}-value" for="{cid}" aria-live="polite">'
+                    f"{_html.escape(c.labels[idx])}</output></div>"
+                )
+            elif c.kind == "toggle":
+                checked = " checked" if c.default else ""
+                rows.append(
+                    f'<div class="attnbook-ctl"><input type="checkbox" id="{cid}"{checked}>'
+                    f'<label for="{cid}">{c.label}</label>'
+                    f'<output id="{cid}-value" for="{cid}" aria-live="polite">'
+                    f'{"on" if c.default else "off"}</output></div>'
+                )
+            else:
+                opts = "".join(
+                    f'<option value="{i}"{" selected" if i == idx else ""}>'
+                    f"{_html.escape(lab)}</option>"
+                    for i, lab in enumerate(c.labels)
+                )
+                rows.append(
+                    f'<div class="attnbook-ctl"><label for="{cid}">{c.label}</label>'
+                    f'<select id="{cid}">{opts}</select></div>'
+                )
+        payload = _json_dumps(spec).replace("</", "<\\/")
+        body = _STATIC_JS.replace("__UID__", json.dumps(uid))
+        script = viz.when_plotly_ready_js(body, target_id=f"{uid}-plot")
+        height = (spec["layout"] or {}).get("height", 450)
+        return (
+            f'<div class="attnbook-explorer" id="{uid}">'
+            f"<style>{_STATIC_CSS}</style>"
+            f'<div class="attnbook-controls" role="group" '
+            f'aria-label="{_html.escape(self.title)}: controls">{"".join(rows)}</div>'
+            f'<div id="{uid}-plot" class="attnbook-explorer-plot plotly-graph-div" '
+            f'style="width:100%;height:{int(height)}px" role="figure" '
+            f'aria-label="{_html.escape(self.title)}"></div>'
+            f"<noscript>This explorer needs JavaScript.</noscript>"
+            f'<script type="application/json" id="{uid}-data">{payload}</script>'
+            f"<script>{script}</script>"
+            f"</div>"
+        )
+
+    # ---------------------------------------------------------------------------------------
+    # Display
+    # ---------------------------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/plain"] = f"<{self.title}: {self.values}>"
+        bundle["text/html"] = self.static_html()
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<{self.title}: {self.values}>"
+
+
+_STATIC_CSS = (
+    ".attnbook-explorer{margin:1em 0;}"
+    ".attnbook-explorer .attnbook-controls{display:flex;flex-wrap:wrap;gap:.4em 1.6em;"
+    "align-items:center;font-size:.95em;margin-bottom:.3em;}"
+    ".attnbook-explorer .attnbook-ctl{display:flex;align-items:center;gap:.45em;}"
+    ".attnbook-explorer .attnbook-ctl input[type=range]{width:12em;}"
+    ".attnbook-explorer .attnbook-ctl output{min-width:2.5em;font-variant-numeric:tabular-nums;"
+    "font-weight:600;}"
+    ".attnbook-explorer .attnbook-ctl.attnbook-inactive{opacity:.45;}"
+)
+
+# The static explorer's script (runs once window.Plotly exists). It only looks values up in the
+# embedded JSON: every number it draws was computed in Python by attnbook.
+_STATIC_JS = r"""
+var uid = __UID__;
+var root = document.getElementById(uid);
+var plot = document.getElementById(uid + '-plot');
+var spec = JSON.parse(document.getElementById(uid + '-data').textContent);
+function copy(x) { return JSON.parse(JSON.stringify(x)); }
+function currentIndex() {
+  var flat = 0;
+  spec.controls.forEach(function (c, i) {
+    var el = document.getElementById(uid + '-' + c.name);
+    var k = c.kind === 'toggle' ? (el.checked ? 1 : 0) : parseInt(el.value, 10);
+    flat += k * spec.strides[i];
+  });
+  return flat;
+}
+function frameFigure(flat) {
+  var frame = spec.frames[spec.frame_of[flat]];
+  var layout = copy(spec.layout);
+  Object.keys(frame.layout).forEach(function (k) {
+    if (frame.layout[k] === null) { delete layout[k]; } else { layout[k] = copy(frame.layout[k]); }
+  });
+  var data = frame.data.map(function (i) { return copy(spec.traces[i]); });
+  return {data: data, layout: layout};
+}
+function syncLabels(flat) {
+  spec.controls.forEach(function (c) {
+    var el = document.getElementById(uid + '-' + c.name);
+    var out = document.getElementById(uid + '-' + c.name + '-value');
+    if (c.kind === 'slider') {
+      var text = c.labels[parseInt(el.value, 10)];
+      out.textContent = text;
+      el.setAttribute('aria-valuetext', text);
+    } else if (c.kind === 'toggle') {
+      out.textContent = el.checked ? 'on' : 'off';
+    }
+    var off = spec.inactive ? spec.inactive[flat].indexOf(c.name) >= 0 : false;
+    el.disabled = off;
+    el.parentNode.classList.toggle('attnbook-inactive', off);
+  });
+}
+var shown = -1;
+function draw(first) {
+  var flat = currentIndex();
+  syncLabels(flat);
+  if (flat === shown) { return; }
+  shown = flat;
+  plot.setAttribute('data-grid-index', String(flat));
+  plot.setAttribute('data-frame', String(spec.frame_of[flat]));
+  var fig = frameFigure(flat);
+  if (first) { Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
+  else { Plotly.react(plot, fig.data, fig.layout, spec.config); }
+}
+spec.controls.forEach(function (c) {
+  var el = document.getElementById(uid + '-' + c.name);
+  el.addEventListener('input', function () { draw(false); });
+  el.addEventListener('change', function () { draw(false); });
+});
+draw(true);
+"""

@@ -1,0 +1,114 @@
+"""Tests of the position explorer (attnbook.explorers.positional) of chapter 8, without a browser.
+
+The live path is driven as a reader would: set a control's ``value`` and read the
+``FigureWidget``'s data. Expected values are written out here, independently of the explorer:
+RoPE angles as ``m * base^(-2i/D)``, the sinusoidal curves as ``sin/cos(pos * base^(-2i/D))``
+and the RoPE score of the all-ones query and key as ``(2/D) * sum_i cos(m theta_i)`` (each pair
+contributes ``(R_m [1, 1]) . [1, 1] = 2 cos(m theta_i)``). The static path is checked by parsing
+the JSON embedded in ``text/html``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+
+from attnbook.explorers import positional as posx  # noqa: E402
+from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def hand_theta(pair, base, D=16):
+    return base ** (-2 * pair / D)
+
+
+def check_position_figure(data, m, pair, base, D=16, rtol=1e-12, atol=1e-12):
+    theta = hand_theta(pair, base, D)
+    trail_x, trail_y = np.array(data[1]["x"], float), np.array(data[1]["y"], float)
+    p = np.arange(m + 1)
+    assert_close(trail_x, np.cos(p * theta), atol=atol, rtol=rtol)
+    assert_close(trail_y, np.sin(p * theta), atol=atol, rtol=rtol)
+    assert_close(data[1]["meta"]["angle"], m * theta, atol=atol, rtol=rtol)
+    assert_close(data[1]["meta"]["wavelength"], 2 * math.pi / theta, atol=0, rtol=rtol or 1e-12)
+    pos = np.arange(65)
+    assert_close(np.array(data[2]["y"], float), np.sin(pos * theta), atol=atol, rtol=rtol)
+    assert_close(np.array(data[3]["y"], float), np.cos(pos * theta), atol=atol, rtol=rtol)
+    thetas = base ** (-np.arange(0, D, 2) / D)
+    score = (2 / D) * np.cos(pos[:, None] * thetas).sum(-1)
+    assert_close(np.array(data[5]["y"], float), score, atol=atol, rtol=rtol)
+    assert_close(np.array(data[6]["y"], float), score[m:m + 1], atol=atol, rtol=rtol)
+    assert list(data[4]["x"]) == [m, m]
+
+
+def test_position_live_controls_recompute():
+    ex = posx.position_explorer()
+    assert ex.values == {"position": 8, "pair": 1, "base": 10000.0}
+    data = [t.to_plotly_json() for t in ex.figure.data]
+    check_position_figure(data, 8, 1, 10000.0)
+    before = list(ex.figure.data[1].x)
+    ex.controls["position"].value = 32
+    ex.controls["pair"].value = 0
+    ex.controls["base"].value = 500000.0
+    assert list(ex.figure.data[1].x) != before
+    data = [t.to_plotly_json() for t in ex.figure.data]
+    check_position_figure(data, 32, 0, 500000.0)
+    # Pair 0 turns by exactly 1 rad per token whatever the base (theta_0 = base^0).
+    assert ex.figure.data[1].meta["theta"] == 1.0
+    ex.controls["pair"].value = 7
+    data = [t.to_plotly_json() for t in ex.figure.data]
+    check_position_figure(data, 32, 7, 500000.0)
+    assert ex.figure.data[1].meta["angle"] < 0.01  # the slowest pair barely moves
+    assert all(np.isfinite(np.array(t.y, float)).all() for t in ex.figure.data)
+
+
+def test_position_static_frames_match_hand_formula():
+    spec = embedded_spec(posx.position_explorer().static_html())
+    assert [c["name"] for c in spec["controls"]] == ["position", "pair", "base"]
+    assert len(spec["frame_of"]) == 10 * 8 * 3
+    for m, pair, base in [(0, 0, 100.0), (12, 3, 10000.0), (32, 7, 500000.0)]:
+        fr = static_frame(spec, {"position": m, "pair": pair, "base": base})
+        check_position_figure(fr["data"], m, pair, base, rtol=1e-3, atol=1e-4)
+    a = static_frame(spec, {"position": 4, "pair": 2, "base": 100.0})
+    b = static_frame(spec, {"position": 4, "pair": 2, "base": 10000.0})
+    assert a["data"][1] != b["data"][1] and a["data"][5] != b["data"][5]
+
+
+def test_mimebundle_is_self_contained_and_fits_a_page():
+    ex = posx.position_explorer()
+    bundle = ex._repr_mimebundle_()
+    assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
+    html = bundle["text/html"]
+    assert "<script src" not in html and "https://" not in html
+    assert len(html.encode()) < 500_000, (ex.title, len(html))
+    for name in ("position", "pair", "base"):
+        m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
+        assert m, f"no control {name}"
+        assert f'<label for="{m.group(1)}">' in html
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: posx.position_explorer(position=7), ValueError, "position"),
+    (lambda: posx.position_explorer(pair=8), ValueError, "pair"),
+    (lambda: posx.position_explorer(base=2.0), ValueError, "base"),
+    (lambda: posx.position_explorer(head_dim=15), ValueError, "head_dim"),
+    (lambda: posx.position_explorer(head_dim=34), ValueError, "head_dim"),
+    (lambda: posx.position_explorer(head_dim=16.0), TypeError, "head_dim"),
+    (lambda: posx.position_figure(position=65), ValueError, "position"),
+    (lambda: posx.position_figure(position=2.0), TypeError, "position"),
+    (lambda: posx.position_figure(pair=8), ValueError, "pair"),
+    (lambda: posx.position_figure(head_dim=9), ValueError, "head_dim"),
+    (lambda: posx.position_figure(base=1.0), ValueError, "base"),
+    (lambda: posx.position_figure(base="10000"), TypeError, "base"),
+    (lambda: posx.position_figure(max_position=0), ValueError, "max_position"),
+])
+def test_bad_options_raise_naming_the_argument(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()

@@ -1,0 +1,66 @@
+"""Tests of the O(n²) meter (attnbook.explorers.quadratic): live widgets and static frames.
+
+Expected values come from hand formulas (n² numbers of a given byte size; 4 n² d FLOPs), not
+from the explorer's own output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+
+from attnbook.explorers import quadratic as qx  # noqa: E402
+from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+GIB = 2**30
+
+
+def test_quadratic_meter_live_slider_recomputes():
+    ex = qx.quadratic_cost_explorer(seq_len=2048, n_heads=1, dtype="float32")
+    fig = ex.figure
+    assert fig.data[1].meta["factor"] == 1.0
+    assert fig.data[1].meta["bytes"] == 2048**2 * 4
+    ex.controls["seq_len"].value = 32768
+    ex.controls["n_heads"].value = 32
+    assert fig.data[1].meta["factor"] == 256.0  # (32768 / 2048)² by hand
+    assert fig.data[1].meta["bytes"] == 32 * 32768**2 * 4
+    assert fig.data[1].meta["flops"] == 4 * 32768**2 * (32 * 128)
+    assert_close(fig.data[1].y[0], 32 * 32768**2 * 4 / GIB, atol=0, rtol=1e-12)  # 128 GiB
+    assert list(fig.data[0].x) == [2**i for i in range(9, 18)]
+    assert_close(np.array(fig.data[0].y), [32 * (2**i) ** 2 * 4 / GIB for i in range(9, 18)],
+                 atol=0, rtol=1e-12)
+    assert_close(np.array(fig.data[2].y), [(2**i / 2048) ** 2 for i in range(9, 18)], atol=0,
+                 rtol=1e-12)
+    assert "256× the cost" in fig.layout.title.text
+    ex.controls["dtype"].value = "bfloat16"
+    assert fig.data[1].meta["bytes"] == 32 * 32768**2 * 2
+
+
+def test_quadratic_meter_static_frames():
+    spec = embedded_spec(qx.quadratic_cost_explorer().static_html())
+    assert len(spec["frame_of"]) == 9 * 3 * 2
+    a = static_frame(spec, {"seq_len": 4096, "n_heads": 8, "dtype": "float32"})
+    b = static_frame(spec, {"seq_len": 8192, "n_heads": 8, "dtype": "float32"})
+    assert a["data"][1]["y"][0] == pytest.approx(8 * 4096**2 * 4 / GIB, rel=1e-3)
+    assert b["data"][1]["y"][0] == pytest.approx(4 * a["data"][1]["y"][0], rel=1e-3)
+    assert a["data"][1] != b["data"][1]
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: qx.quadratic_cost_explorer(seq_len=1000), ValueError, "seq_len"),
+    (lambda: qx.quadratic_cost_explorer(n_heads=True), ValueError, "n_heads"),
+    (lambda: qx.quadratic_cost_explorer(dtype="int4"), ValueError, "dtype"),
+    (lambda: qx.quadratic_cost_explorer(head_dim=0), ValueError, "head_dim"),
+    (lambda: qx.quadratic_cost_figure(seq_len=3), ValueError, "seq_len"),
+    (lambda: qx.quadratic_cost_figure(ref_len=2048.0), TypeError, "ref_len"),
+    (lambda: qx.quadratic_cost_figure(n_heads=0), ValueError, "n_heads"),
+    (lambda: qx.quadratic_cost_figure(dtype="fp7"), ValueError, "dtype"),
+    (lambda: qx.quadratic_cost_figure(512, seq_lens=(1024, 512)), ValueError, "seq_lens"),
+])
+def test_bad_options_raise(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()

@@ -1,0 +1,152 @@
+"""Tests of the √d_k explorer (attnbook.explorers.scaling) without a browser.
+
+The live path is driven as a reader would: set a control's ``value`` and read the
+``FigureWidget``'s data. Expected values come from independent calls to the library
+(``score_samples``, ``saturation_stats``) with the documented seeds, binned here — never from
+the explorer's own cache. The static path is checked by parsing the JSON embedded in the
+explorer's ``text/html``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+
+from attnbook.explorers import scaling  # noqa: E402
+from attnbook.scaling import saturation_stats, score_samples  # noqa: E402
+from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+# Small sample counts keep these tests fast; the defaults are exercised by the size test.
+SMALL = dict(n_samples=400, n_draws=60, seed=3)
+
+
+def small_scaling(**kwargs):
+    return scaling.scaling_explorer(**{**SMALL, **kwargs})
+
+
+def expected_histogram(d_k, scaled, n_samples, seed, n_bins=41):
+    """Reference histogram: an independent draw of the same scores, binned here."""
+    s = score_samples(d_k, n_samples, scaled=scaled, rng=seed)
+    m = np.abs(s).max()
+    density, edges = np.histogram(s, bins=np.linspace(-m, m, n_bins + 1), density=True)
+    return s, (edges[:-1] + edges[1:]) / 2, density
+
+
+# ------------------------------------------------------------------------------------------
+# Scaling explorer: live
+# ------------------------------------------------------------------------------------------
+
+
+def test_scaling_live_d_k_slider_recomputes():
+    ex = small_scaling()
+    fig = ex.figure
+    assert ex.controls["d_k"].value == 64
+    before = np.array(fig.data[2].y)
+    ex.controls["d_k"].value = 256
+    # Softmax panel: an independent saturation_stats call with the documented seed (seed + 1).
+    ref = saturation_stats(256, 16, SMALL["n_draws"], scaled=True, rng=SMALL["seed"] + 1)
+    after = np.array(fig.data[2].y)
+    assert not np.allclose(before, after), "the figure did not change when d_k changed"
+    assert_close(after, ref.mean_sorted_weights, atol=1e-12, rtol=1e-12)
+    assert_close(fig.data[2].meta["mean_max_weight"], ref.mean_max_weight, atol=1e-12, rtol=0)
+    assert_close(fig.data[2].meta["mean_entropy"], ref.mean_entropy, atol=1e-12, rtol=0)
+    # Histogram panel: the same scores, drawn again here and binned with np.histogram.
+    s, centres, density = expected_histogram(256, True, SMALL["n_samples"], SMALL["seed"])
+    assert_close(np.array(fig.data[0].x), centres, atol=1e-12, rtol=1e-12)
+    assert_close(np.array(fig.data[0].y), density, atol=1e-12, rtol=1e-12)
+    assert_close(fig.data[0].meta["variance"], np.var(s, ddof=1), atol=0, rtol=1e-12)
+    assert fig.data[0].meta["expected_variance"] == 1.0
+    # The histogram integrates to 1 (a property of a density, derived by hand).
+    assert math.isclose(float(np.sum(fig.data[0].y) * fig.data[0].width), 1.0, rel_tol=1e-9)
+    texts = " ".join(a.text for a in fig.layout.annotations)
+    assert "d<sub>k</sub> = 256" in texts
+    assert f"mean max weight {ref.mean_max_weight:.3g}" in texts
+
+
+def test_scaling_live_toggle_off_gives_variance_d_k():
+    ex = small_scaling()
+    ex.controls["d_k"].value = 256
+    ex.controls["scaled"].value = False
+    fig = ex.figure
+    s = score_samples(256, SMALL["n_samples"], scaled=False, rng=SMALL["seed"])
+    assert fig.data[0].meta["expected_variance"] == 256.0
+    assert_close(fig.data[0].meta["variance"], np.var(s, ddof=1), atol=0, rtol=1e-12)
+    # Statistical check against the theory (Var(q.k) = d_k): within 5 standard errors.
+    se = 256 * math.sqrt(2 / SMALL["n_samples"])
+    assert abs(fig.data[0].meta["variance"] - 256) < 5 * se
+    ref = saturation_stats(256, 16, SMALL["n_draws"], scaled=False, rng=SMALL["seed"] + 1)
+    assert_close(np.array(fig.data[2].y), ref.mean_sorted_weights, atol=1e-12, rtol=1e-12)
+    # Unscaled d_k = 256 saturates: the largest weight dominates (hand bound, not a snapshot).
+    assert fig.data[2].meta["mean_max_weight"] > 0.8
+    # The expected-density curve is N(0, 256): its peak is 1/sqrt(2 pi 256).
+    assert_close(max(fig.data[1].y), 1 / math.sqrt(2 * math.pi * 256), atol=0, rtol=1e-3)
+
+
+def test_scaling_live_n_keys_slider():
+    ex = small_scaling()
+    ex.controls["n_keys"].value = 4
+    fig = ex.figure
+    ref = saturation_stats(64, 4, SMALL["n_draws"], scaled=True, rng=SMALL["seed"] + 1)
+    assert_close(np.array(fig.data[2].y), ref.mean_sorted_weights, atol=1e-12, rtol=1e-12)
+    assert list(fig.data[2].x) == [1, 2, 3, 4]
+    assert_close(np.array(fig.data[3].y), [0.25, 0.25], atol=0, rtol=0)
+    assert_close(float(np.sum(fig.data[2].y)), 1.0, atol=1e-12, rtol=0)
+
+
+def test_static_scaling_frames_match_library():
+    ex = scaling.scaling_explorer(
+        d_k_values=(1, 16, 256), n_keys_values=(4, 16), d_k=16, **SMALL
+    )
+    html = ex.static_html()
+    spec = embedded_spec(html)
+    assert spec["strides"] == [4, 2, 1]
+    assert len(spec["frame_of"]) == 3 * 2 * 2
+    for d_k, scaled, n in [(256, False, 4), (1, True, 16)]:
+        fr = static_frame(spec, {"d_k": d_k, "scaled": scaled, "n_keys": n})
+        ref = saturation_stats(d_k, n, SMALL["n_draws"], scaled=scaled, rng=SMALL["seed"] + 1)
+        # Floats are stored with 4 significant digits.
+        assert_close(fr["data"][2]["y"], ref.mean_sorted_weights, atol=1e-12, rtol=1e-3)
+        s, centres, density = expected_histogram(d_k, scaled, SMALL["n_samples"], SMALL["seed"])
+        assert_close(fr["data"][0]["y"], density, atol=1e-12, rtol=1e-3)
+        assert_close(fr["data"][0]["x"], centres, atol=1e-9, rtol=1e-3)
+        assert_close(fr["data"][0]["meta"]["variance"], np.var(s, ddof=1), atol=0, rtol=1e-3)
+        assert fr["data"][0]["meta"]["expected_variance"] == (1 if scaled else d_k)
+        # Fixed score axis per mode: 4 sqrt(max d_k) unscaled, 4 (four sigma of N(0, 1)) scaled.
+        assert fr["layout"]["xaxis"]["range"] == ([-4, 4] if scaled else [-64, 64])
+    # Different settings give different frames; the toggle is part of the grid.
+    f1 = static_frame(spec, {"d_k": 256, "scaled": True, "n_keys": 16})
+    f2 = static_frame(spec, {"d_k": 256, "scaled": False, "n_keys": 16})
+    assert f1["data"][0] != f2["data"][0]
+
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(d_k=48), ValueError, "d_k"),
+        (dict(d_k=0), ValueError, "d_k"),
+        (dict(d_k=True), ValueError, "d_k"),
+        (dict(n_keys=5), ValueError, "n_keys"),
+        (dict(scaled="yes"), TypeError, "scaled"),
+        (dict(scaled=1), TypeError, "scaled"),
+        (dict(d_k_values=(4, 2, 8), d_k=4), ValueError, "d_k_values"),
+        (dict(d_k_values=(0, 1)), ValueError, "d_k_values"),
+        (dict(d_k_values=(1, 2.5)), TypeError, "d_k_values"),
+        (dict(n_samples=0), ValueError, "n_samples"),
+        (dict(n_samples=1), ValueError, "n_samples"),
+        (dict(n_draws=2.5), TypeError, "n_draws"),
+        (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+        (dict(seed="a"), TypeError, "seed must be an integer, got 'a'"),
+        (dict(seed=None), TypeError, "seed must be an integer, got None"),
+    ],
+)
+def test_bad_options_raise_naming_the_argument(kwargs, exc, name):
+    # A seed of None would draw a different figure on every build.
+    with pytest.raises(exc, match=name):
+        scaling.scaling_explorer(**kwargs)

@@ -1,0 +1,76 @@
+"""Tests of the figure helpers (attnbook.viz): the static display of a figure, the book's figure
+style and the figure builders' checks of their arguments.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+
+from attnbook import viz  # noqa: E402
+
+
+def test_show_bundle():
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[4, 1, 2]), layout=dict(title=dict(text="t")))
+    bundle = viz.show(fig)._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", "application/vnd.plotly.v1+json"}
+    assert bundle["application/vnd.plotly.v1+json"]["data"][0]["y"] == [4, 1, 2]
+    json.dumps(bundle["application/vnd.plotly.v1+json"])  # serialisable as it must be
+    html = bundle["text/html"]
+    assert "Plotly.newPlot" in html and "window.Plotly" in html and "<script src" not in html
+    assert len(html) < 20_000  # plotly.js is not inlined
+    with pytest.raises(TypeError, match="fig"):
+        viz.show({"data": []})
+
+
+def test_axis_style_is_the_book_style_updated_by_the_arguments():
+    style = viz.axis_style(title=dict(text="t"), showline=False)
+    assert style["gridcolor"] == "#e6e6e6" and style["ticks"] == "outside"
+    assert style["title"] == {"text": "t"} and style["showline"] is False
+    assert viz.axis_style() is not viz.axis_style()  # a new dict each time
+    assert viz.EMPTY_TEMPLATE == {} and viz.FONT["size"] == 13
+
+
+def test_token_attention_figure_rejects_bad_input():
+    t = ["[CLS]", "it", "animal", "street", "[SEP]"]
+    w = np.full((2, 3, 5), 0.2)
+    fig = viz.token_attention_figure([t], [w], 1, 2)
+    assert list(fig.data[0].y) == [0.2] * 5 and fig.data[0].meta["layer"] == 2
+    for call, name in [
+        (lambda: viz.token_attention_figure([t], [w[..., :4]], 0, 0), "weights"),
+        (lambda: viz.token_attention_figure([t], [w[0]], 0, 0), "weights"),
+        (lambda: viz.token_attention_figure([t, t], [w], 0, 0), "tokens"),
+        (lambda: viz.token_attention_figure([t, t], [w, w[:1]], 0, 0), "n_layers"),
+        (lambda: viz.token_attention_figure([t], [w], 2, 0), "layer"),
+        (lambda: viz.token_attention_figure([t], [w], 0, -1), "head"),
+        (lambda: viz.token_attention_figure([t], [w * np.nan], 0, 0), "non-finite"),
+        (lambda: viz.token_attention_figure([t], [w], 0, 0, query="they"), "query"),
+        (lambda: viz.token_attention_figure([t], [w], 0, 0, highlight=("moon",)), "moon"),
+        (lambda: viz.token_attention_figure([t], [w], 0, 0, titles=["a", "b"]), "titles"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: viz.token_attention_figure([["it"]], [np.ones((1, 1, 1))], 0.0, 0), TypeError,
+     "layer"),
+    (lambda: viz.mask_figure("causal", scores=np.zeros((3, 3))), ValueError, "scores"),
+    (lambda: viz.mask_figure("diagonal"), ValueError, "mask_type"),
+    (lambda: viz.explorer_keep_mask("causal", 4, window=2.0), TypeError, "window"),
+    (lambda: viz.explorer_keep_mask("padding", 4, n_pad=5), ValueError, "n_pad"),
+    (lambda: viz.mask_scores(0), ValueError, "seq_len"),
+    (lambda: viz.mask_scores(4, seed=None), TypeError, "seed"),
+    (lambda: viz.scaling_figure(x_range=0), ValueError, "x_range"),
+    (lambda: viz.scaling_figure(x_range="4"), TypeError, "x_range"),
+    (lambda: viz.score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
+])
+def test_figure_builders_check_their_arguments(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
