@@ -85,19 +85,25 @@ def test_viz_keeps_its_names():
         assert hasattr(viz, name), name
 
 
-def test_every_name_a_chapter_imports_from_the_old_modules_exists():
+def test_every_name_a_chapter_imports_from_an_explorer_module_exists():
+    # Old paths and new ones (attnbook.explorers.<concept>) alike.
     # from attnbook.widgets_x import a, b   /   from attnbook import widgets_x; widgets_x.a
     found = 0
     for path in sorted((ROOT / "chapters").glob("*.md")):
         text = path.read_text(encoding="utf-8")
-        for mod, names in re.findall(r"from attnbook\.(widgets\w*|viz) import ([\w, ]+)", text):
-            for name in (n.strip() for n in names.split(",")):
+        imports = re.findall(r"from attnbook\.(widgets\w*|viz|explorers\.\w+) import "
+                             r"(?:\(([^)]*)\)|([\w, ]+))", text)
+        for mod, grouped, plain in imports:
+            names = grouped or plain
+            for name in filter(None, (n.strip() for n in names.split(","))):
                 module = importlib.import_module(f"attnbook.{mod}")
                 assert hasattr(module, name), f"{path.name}: attnbook.{mod}.{name}"
                 found += 1
-        for mod in re.findall(r"from attnbook import (widgets\w*|viz)\b", text):
-            module = importlib.import_module(f"attnbook.{mod}")
+        for pkg, mod in re.findall(r"from attnbook(\.explorers)? import (\w+)\b", text):
+            if not pkg and not (mod.startswith("widgets") or mod == "viz"):
+                continue
+            module = importlib.import_module(f"attnbook{pkg}.{mod}")
             for name in set(re.findall(rf"\b{mod}\.(\w+)", text)):
-                assert hasattr(module, name), f"{path.name}: attnbook.{mod}.{name}"
+                assert hasattr(module, name), f"{path.name}: attnbook{pkg}.{mod}.{name}"
                 found += 1
     assert found >= 10  # the chapters do import explorers from these modules
