@@ -36,8 +36,6 @@ TESTS_DIR = Path(__file__).resolve().parent
 #: (owned with that module). Paths are relative to tests/. A test marked `@pytest.mark.slow` in its
 #: own file needs no entry; an entry that names no existing test function fails the run.
 SLOW_TESTS = (
-    # Compiles every Triton kernel ahead of time for sm_80 and sm_90 (~74 s on two cores).
-    "test_flash_triton.py::test_kernels_compile_ahead_of_time_for_sm80_and_sm90",
     # Starts benchmarks/cpu_flash.py four times, each importing torch (~12 s).
     "test_flash.py::test_cpu_benchmark_worker_runs_one_point",
 )
