@@ -33,6 +33,7 @@ import ast
 import functools
 import html
 import importlib
+import inspect
 import json
 import math
 import re
@@ -268,6 +269,75 @@ def test_definition_detector_can_fail():
     assert not FORBIDDEN_NAME.search("plot_weights")
 
 
+def library_aliases(code: str) -> dict[str, str]:
+    """``{local name: dotted path}`` of the names a chapter imports from ``attnbook``."""
+    aliases = {}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnbook"):
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("attnbook"):
+                    aliases[a.asname or a.name.split(".")[0]] = a.asname and a.name or "attnbook"
+    return aliases
+
+
+def resolve_library(path: str):
+    """The object at a dotted path under ``attnbook`` (module, then attributes), or None."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def shown_code(code: str) -> list[tuple[str, object]]:
+    """Each argument of each ``show_code(...)`` call, with the library object it names or None.
+
+    Only calls of the ``show_code`` imported from ``attnbook.listing`` count; an argument must
+    be a (dotted) name imported from ``attnbook`` that names a function, method or class.
+    """
+    aliases = library_aliases(code)
+    if aliases.get("show_code") != "attnbook.listing.show_code":
+        return []
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "show_code"):
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords if k.arg == "full")]:
+            text = ast.unparse(arg)
+            head, _, rest = text.partition(".")
+            obj = None
+            if re.fullmatch(r"[\w.]+", text) and head in aliases:
+                obj = resolve_library(aliases[head] + ("." + rest if rest else ""))
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                obj = None
+            found.append((text, obj))
+    return found
+
+
+def test_shown_code_check_can_fail():
+    code = (
+        "from attnbook import attention\nfrom attnbook.masks import causal_mask as cm\n"
+        "from attnbook.listing import show_code\n"
+        "show_code(attention.softmax_core, full=attention.softmax)\n"
+        "show_code(cm)\nshow_code(attention.no_such_core, full=attention.softmax)\n"
+        "show_code(np.exp)\n"
+    )
+    shown = dict(shown_code(code))
+    assert shown["attention.softmax_core"] is attention.softmax_core
+    assert shown["cm"] is masks.causal_mask
+    assert shown["attention.no_such_core"] is None and shown["np.exp"] is None
+    assert shown_code(code.replace("from attnbook.listing import show_code\n", "")) == []
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_follows_the_rhythm(name):
     text = prose(name)
@@ -286,22 +356,19 @@ def test_chapter_follows_the_rhythm(name):
         positions.append(idx[0])
     assert positions == sorted(positions), f"{name}: sections out of order: {headings}"
     assert headings[-1].startswith("Exercises"), f"{name}: the exercises come last"
-    # The library code is shown with literalinclude :pyobject:, and each object exists.
-    includes = re.findall(r"```\{literalinclude\} (\S+)\n:pyobject: (\w+)", text)
-    assert includes, f"{name}: no literalinclude of the library code"
-    for rel, obj in includes:
-        path = (CHAPTER_DIR / rel).resolve()
-        assert path.is_file(), f"{name}: literalinclude of a missing file {rel}"
-        defined = {n.name for n in ast.parse(path.read_text()).body
-                   if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        assert obj in defined, f"{name}: {rel} has no top-level {obj}"
+    # The library code is shown by attnbook.listing.show_code (the core open, the full public
+    # function collapsed), and every object it is given exists in the library.
+    code = "\n".join(c.source for c in cells(name, "code"))
+    shown = shown_code(code)
+    assert shown, f"{name}: no show_code(...) of the library code"
+    missing = [expr for expr, obj in shown if obj is None]
+    assert not missing, f"{name}: show_code is given what the library does not have: {missing}"
     # A misconceptions box.
     mis = section(text, "Common misconceptions")
     assert re.search(r"```\{admonition\} Common misconceptions\n:class: (warning|caution|danger)",
                      mis), f"{name}: the misconceptions are not in an admonition box"
     assert mis.count("- **") >= 3, f"{name}: fewer than three misconceptions"
     # A figure or an explorer: a matplotlib figure shown, or an explorer displayed.
-    code = "\n".join(c.source for c in cells(name, "code"))
     assert "plt.show()" in code, f"{name}: no figure"
 
 
