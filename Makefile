@@ -42,7 +42,7 @@ test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory html
 	$(VPY) -m pytest
 
-# The library's tests alone, without building the book (about a minute on two cores).
+# The library's tests alone, without building the book (about 40 s on two cores).
 unit: $(TEST_STAMP)
 	$(VPY) -m pytest -m "$(UNIT_MARKERS)"
 
