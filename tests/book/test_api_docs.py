@@ -34,7 +34,14 @@ import numpy as np
 import pytest
 import yaml
 
-from test_package import api_page, eval_rst_blocks, public_module_names, read_package
+from test_package import (
+    api_page,
+    eval_rst_blocks,
+    literal_all,
+    public_module_names,
+    read_package,
+    resolve_from,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib" / "attnbook"
@@ -131,6 +138,87 @@ def test_api_page_check_can_fail():
 
 
 # --------------------------------------------------------------------------------------------------
+# 1. Coverage of the API reference: names re-exported from another module
+
+
+def reexports(source: str, module: str, package=None) -> dict[str, str]:
+    """``{name: its home}`` for the names of ``__all__`` imported from another module.
+
+    Such a name (``attnbook.kv_cache.PRESETS``, defined in ``attnbook.config``) keeps working at
+    its old path. It is documented once, on its home's page; the old page excludes it from
+    autodoc (documented again, a re-exported constant would show the docstring of its type,
+    ``dict``'s) and declares it with a one-line ``.. py:data::`` (``py:function``, ``py:class``)
+    entry that links to its home, so that the old anchor and short cross-references still work.
+    """
+    package = PACKAGE if package is None else package
+    mod = package[f"attnbook.{module}"]
+    mod = type(mod)(mod.name, mod.is_package, source, mod.path)
+    imported = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom):
+            target = resolve_from(mod, node)
+            if target and (target == "attnbook" or target.startswith("attnbook.")):
+                for alias in node.names:
+                    if f"{target}.{alias.name}" not in package:
+                        imported[alias.asname or alias.name] = f"{target}.{alias.name}"
+    return {name: imported[name] for name in literal_all(source) or [] if name in imported}
+
+
+def reexport_page_problems(module: str, homes: dict[str, str], page_text: str) -> list[str]:
+    """The page of a module that re-exports: excludes those names, declares each with a link."""
+    problems = []
+    page = f"{page_of(module)}.md"
+    directives = "\n".join(eval_rst_blocks(page_text))
+    match = re.search(r"^\s+:exclude-members:(.*)$", directives, flags=re.M)
+    excluded = {n.strip() for n in match.group(1).split(",")} if match else set()
+    # A name of the module itself may be excluded to be documented by its own directive (a
+    # large constant with `.. autodata:: NAME` and `:no-value:`).
+    own = set(re.findall(r"^\.\. auto(?:data|function|class):: ([\w.]+)", directives, flags=re.M))
+    if not set(homes) <= excluded or excluded - set(homes) - own:
+        problems.append(f"{page} excludes {sorted(excluded)}, not the re-exported {sorted(homes)}")
+    entries = dict(re.findall(r"^\.\. py:(?:data|function|class):: (\w+)[^\n]*\n((?:\n|   .*\n)*)",
+                              directives, flags=re.M))
+    for name, home in homes.items():
+        if name not in entries:
+            problems.append(f"{page} does not declare the re-exported {name}")
+        elif f"`{home}`" not in entries[name]:
+            problems.append(f"{page}: the entry of {name} does not link to {home}")
+    return problems
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_reexported_names_are_documented_once(module):
+    homes = reexports(inspect.getsource(import_module(module)), module)
+    text = (ROOT / f"{page_of(module)}.md").read_text(encoding="utf-8")
+    assert reexport_page_problems(module, homes, text) == []
+
+
+def test_reexport_check_can_fail():
+    source = ("from .config import PRESETS\nfrom . import masks\n"
+              "from .cost import format_bytes as fb\nimport numpy as np\n"
+              "__all__ = ['PRESETS', 'fb', 'masks', 'own']\nown = 1\n")
+    homes = reexports(source, "kv_cache")
+    assert homes == {"PRESETS": "attnbook.config.PRESETS", "fb": "attnbook.cost.format_bytes"}
+    page = ("```{eval-rst}\n.. automodule:: attnbook.kv_cache\n   :members:\n"
+            "   :exclude-members: PRESETS\n```\n\n```{eval-rst}\n"
+            ".. py:data:: PRESETS\n\n   Defined in :data:`attnbook.config.DTYPE_BYTES`.\n```\n")
+    problems = reexport_page_problems("kv_cache", homes, page)
+    assert problems == [
+        "appendix/api/kv_cache.md excludes ['PRESETS'], not the re-exported ['PRESETS', 'fb']",
+        "appendix/api/kv_cache.md: the entry of PRESETS does not link to attnbook.config.PRESETS",
+        "appendix/api/kv_cache.md does not declare the re-exported fb",
+    ]
+    fixed = page.replace(": PRESETS\n", ": PRESETS, fb\n").replace("DTYPE_BYTES", "PRESETS")
+    fixed += ("```{eval-rst}\n.. py:function:: fb\n\n"
+              "   See :func:`attnbook.cost.format_bytes`.\n```\n")
+    assert reexport_page_problems("kv_cache", homes, fixed) == []
+    own = fixed.replace(": PRESETS, fb\n", ": PRESETS, fb, own\n")
+    assert "excludes ['PRESETS', 'fb', 'own']" in reexport_page_problems("kv_cache", homes, own)[0]
+    own += "```{eval-rst}\n.. autodata:: own\n   :no-value:\n```\n"
+    assert reexport_page_problems("kv_cache", homes, own) == []
+
+
+# --------------------------------------------------------------------------------------------------
 # 1. Coverage of the API reference: the built HTML
 
 
@@ -193,7 +281,8 @@ def summary_line(obj) -> str | None:
     return doc.splitlines()[0] if doc else ""
 
 
-def built_page_problems(module: str, names: dict[str, str | None], html: str) -> list[str]:
+def built_page_problems(module: str, names: dict[str, str | None], html: str,
+                        homes: dict[str, str] | None = None) -> list[str]:
     """Names of ``attnbook.<module>`` missing from its built page, or shown without docstring.
 
     Args:
@@ -201,9 +290,20 @@ def built_page_problems(module: str, names: dict[str, str | None], html: str) ->
         names: each public name and the first line of its docstring (None for data, whose
             doc-comment is only required to be non-empty).
         html: the built page.
+        homes: re-exported names and where they are defined: each must be linked to its home's
+            description, not documented again.
     """
     objects, counts = documented_objects(html)
     problems = []
+    hrefs = set(re.findall(r'href="[^"]*#([^"]+)"', html))
+    for name, home in (homes or {}).items():
+        ident = f"attnbook.{module}.{name}"
+        if ident not in objects:
+            problems.append(f"{ident} (re-exported) is not declared on its page")
+        elif counts[ident] > 1:
+            problems.append(f"{ident} is documented {counts[ident]} times")
+        if home not in hrefs:
+            problems.append(f"{ident}: no link to its home {home}")
     for name, summary in names.items():
         ident = f"attnbook.{module}.{name}"
         if ident not in objects:
@@ -231,9 +331,10 @@ def test_built_api_page_documents_every_public_name(built_book, module):
     page = built_book / f"{page_of(module)}.html"
     assert page.is_file(), f"{page} was not built"
     # A subpackage's __all__ names its modules, which have pages of their own.
+    homes = reexports(inspect.getsource(mod), module)
     names = {name: summary_line(getattr(mod, name)) for name in public_names(mod)
-             if f"attnbook.{module}.{name}" not in PACKAGE}
-    assert built_page_problems(module, names, page.read_text(encoding="utf-8")) == []
+             if f"attnbook.{module}.{name}" not in PACKAGE and name not in homes}
+    assert built_page_problems(module, names, page.read_text(encoding="utf-8"), homes) == []
 
 
 def test_built_api_index_links_every_module_page(built_book):
@@ -272,6 +373,12 @@ def test_built_page_check_can_fail():
     assert "does not show its docstring's summary" in "\n".join(
         built_page_problems("m", {"f": "Softmax of the scores."}, wrong)
     )
+    # Re-exports: declared once on the old page, with a link to their home.
+    homes = {"f": "attnbook.home.f", "g": "attnbook.home.g"}
+    linked = html + '<a class="reference internal" href="home.html#attnbook.home.g">g</a>'
+    problems = built_page_problems("m", {}, linked, homes)
+    assert problems == ["attnbook.m.f: no link to its home attnbook.home.f",
+                        "attnbook.m.g (re-exported) is not declared on its page",]
 
 
 # --------------------------------------------------------------------------------------------------
