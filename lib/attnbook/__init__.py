@@ -33,6 +33,11 @@ Submodules are imported lazily by the chapters (``from attnbook import attention
 __version__ = "0.1.0"
 
 __all__ = [
+    # the check layer, configurations and cost formulas (NumPy only)
+    "checks",
+    "config",
+    "cost",
+    "listing",
     # NumPy (no torch needed)
     "attention",
     "masks",
@@ -40,6 +45,8 @@ __all__ = [
     "heads",
     "positional",
     "norms",
+    "linear",
+    "paged",
     "testing",
     # torch
     "nn",
@@ -51,7 +58,13 @@ __all__ = [
     "flash_triton",
     "experiments",
     "pretrained",
-    # the book's figures and explorers (plotly, ipywidgets)
+    "timing",
+    # the book's figures and explorers (plotly, ipywidgets); widgets* re-export explorers.*
     "viz",
+    "explorers",
     "widgets",
+    "widgets_rnn",
+    "widgets_block",
+    "widgets_heads_pos",
+    "widgets_cost",
 ]

@@ -1,4 +1,4 @@
-"""Model configurations: :class:`ModelConfig`, the original base Transformer, and published models.
+"""Model configurations: ``ModelConfig``, the original base Transformer, and published models.
 
 One configuration dataclass, :class:`ModelConfig`, describes every model of the book — the
 original base Transformer (:data:`BASE_TRANSFORMER`), GPT-style and Llama-style decoders, and
@@ -168,7 +168,7 @@ class ModelConfig:
             **changes: new values of fields, by name (e.g. ``n_kv_heads=2``).
 
         Returns:
-            A new :class:`attnbook.models.ModelConfig`, validated like any other; ``self`` is
+            A new :class:`attnbook.config.ModelConfig`, validated like any other; ``self`` is
             unchanged (the config is frozen).
 
         Raises:
@@ -364,7 +364,7 @@ _SOURCES = {
     "DeepSeek-V2": "deepseek-ai/DeepSeek-V2 config.json; DeepSeek-AI, DeepSeek-V2 (2024)",
 }
 
-#: :class:`attnbook.models.ModelConfig` presets built from :data:`HF_CONFIGS` by ``from_hf_config``.
+#: :class:`attnbook.config.ModelConfig` presets built from :data:`HF_CONFIGS` by ``from_hf_config``.
 PRESETS = {
     name: ModelConfig.from_hf_config(hf, name=name, source=_SOURCES[name])
     for name, hf in HF_CONFIGS.items()

@@ -62,9 +62,9 @@ __all__ = [
     "LN2",
 ]
 
-#: log2(e): the kernels compute exp(x) as exp2(x * LOG2E) and keep m in log2 units.
+#: log2(e). The kernels compute exp(x) as exp2(x * LOG2E) and keep m in log2 units.
 LOG2E = tl.constexpr(1.4426950408889634)
-#: ln(2): turns the kernels' base-2 log-sum-exp back into a natural log.
+#: ln(2), which turns the kernels' base-2 log-sum-exp back into a natural log.
 LN2 = tl.constexpr(0.6931471805599453)
 
 

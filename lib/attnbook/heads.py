@@ -251,8 +251,9 @@ def multi_head_attention(
 ):
     """Multi-head (or grouped-query) attention with projections, ``Concat(heads) W^O``.
 
-    Checks the arguments, computes in at least float32 (:func:`attnbook.attention.
-    compute_dtype`) and runs the steps of :func:`multi_head_attention_core` — project,
+    Checks the arguments, computes in at least float32
+    (:func:`attnbook.attention.compute_dtype`) and runs the steps of
+    :func:`multi_head_attention_core` — project,
     :func:`split_heads_core`, attend, :func:`merge_heads_core`, project — with
     :func:`grouped_query_attention` as the attention step, so that ``mask`` and ``causal``
     are checked and combined as in :func:`attnbook.attention.scaled_dot_product_attention`.

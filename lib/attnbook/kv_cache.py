@@ -11,7 +11,7 @@ token's projections: ``O(T)`` work per step instead of re-running the whole pref
 * :func:`greedy_generate` decodes greedily with or without a cache (the results are equal).
 * :func:`kv_cache_bytes` (from :mod:`attnbook.cost`) computes the cache size of a
   configuration, and :data:`PRESETS` holds published configurations, each read from its
-  ``config.json`` fields by :meth:`attnbook.models.ModelConfig.from_hf_config` and citing
+  ``config.json`` fields by :meth:`attnbook.config.ModelConfig.from_hf_config` and citing
   its source.
 
 Every cache has ``seq_len`` (tokens seen so far), ``window`` (``None`` or the window) and

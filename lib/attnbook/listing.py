@@ -9,7 +9,7 @@ and keeps the validated public function one click away::
 The result is Markdown (a fenced ``python`` block, and the full function inside a collapsed
 ``<details>`` element), which both MyST-NB and JupyterLab render with syntax highlighting, so
 the code a chapter teaches is visible wherever the chapter is read. The source is read from the
-installed module with :func:`inspect.getsource`: the listing is the tested code itself, never a
+installed module with ``inspect.getsource``: the listing is the tested code itself, never a
 copy.
 
 A shown core must fit a page: at most :data:`MAX_LINES` lines and :data:`MAX_COLUMNS` columns,

@@ -3,8 +3,8 @@
 One configuration dataclass, :class:`ModelConfig`, describes every model of the book — the
 original base Transformer (:data:`BASE_TRANSFORMER`), GPT-style and Llama-style decoders, and
 the published configurations of :mod:`attnbook.kv_cache` (read from Hugging Face
-``config.json`` files by :meth:`ModelConfig.from_hf_config`, the one place where Hugging Face
-field names are mapped to the book's).
+``config.json`` files by :meth:`attnbook.config.ModelConfig.from_hf_config`, the one place
+where Hugging Face field names are mapped to the book's).
 
 :func:`param_count` (from :mod:`attnbook.cost`) gives the number of parameters in closed
 form; the tests check it against the parameters of the modules built here (on the ``meta``
@@ -135,7 +135,7 @@ class EncoderOnlyModel(nn.Module):
     ``ids`` is not an integer tensor (or array).
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig` with ``arch="encoder"``.
+        config: a :class:`attnbook.config.ModelConfig` with ``arch="encoder"``.
 
     Raises:
         ValueError: if ``config.arch`` is not ``"encoder"``.
@@ -192,7 +192,7 @@ class DecoderOnlyModel(nn.Module):
     (masks, positions).
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig` with ``arch="decoder"`` and no
+        config: a :class:`attnbook.config.ModelConfig` with ``arch="decoder"`` and no
             multi-head latent attention.
 
     Raises:
@@ -287,7 +287,7 @@ class EncoderDecoderModel(nn.Module):
     in the encoder and in the cross-attention.
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig` with ``arch="encoder-decoder"`` and
+        config: a :class:`attnbook.config.ModelConfig` with ``arch="encoder-decoder"`` and
             absolute (sinusoidal, learned or no) positions, e.g.
             :data:`attnbook.models.BASE_TRANSFORMER`.
 
@@ -415,7 +415,7 @@ def build_model(config: ModelConfig) -> nn.Module:
     """The model class for ``config.arch``: encoder-only, decoder-only or encoder-decoder.
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig`.
+        config: a :class:`attnbook.config.ModelConfig`.
 
     Returns:
         A freshly initialized :class:`attnbook.models.EncoderOnlyModel`,

@@ -106,7 +106,7 @@ def minilm_dir() -> Path:
 
 
 def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[ModelConfig, int]:
-    """Map a Hugging Face BERT ``config.json`` to a :class:`attnbook.models.ModelConfig`.
+    """Map a Hugging Face BERT ``config.json`` to a :class:`attnbook.config.ModelConfig`.
 
     Field mapping: ``hidden_size -> d_model``, ``num_attention_heads -> n_heads``,
     ``num_hidden_layers -> n_layers``, ``intermediate_size -> d_ff``,
@@ -121,7 +121,7 @@ def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[
 
     Returns:
         ``(config, type_vocab_size)``: the model config and the number of token types
-        (segments) of the token-type embedding, which :class:`attnbook.models.ModelConfig`
+        (segments) of the token-type embedding, which :class:`attnbook.config.ModelConfig`
         has no field for.
 
     Raises:
@@ -170,7 +170,7 @@ class BertEmbeddings(nn.Module):
     ``x = LayerNorm(E_word[ids] + E_pos[0..T-1] + E_type[token_type_ids])``.
 
     Args:
-        config: a :class:`attnbook.models.ModelConfig` with ``positional="learned"``
+        config: a :class:`attnbook.config.ModelConfig` with ``positional="learned"``
             (``vocab_size``, ``d_model``, ``max_seq_len``, ``eps``).
         type_vocab_size: number of token types (2 in BERT: sentence A and B).
 

@@ -59,7 +59,7 @@ __all__ = [
     "token_attention_figure",
 ]
 
-#: The template of the book's figures: empty. The figures set their style directly in the
+#: The template of the book's figures, which is empty. The figures set their style directly in the
 #: layout (:data:`FONT`, :func:`axis_style`), because building plotly's stock templates costs
 #: ~30 ms per figure, too slow for an explorer's precomputed grid.
 EMPTY_TEMPLATE: dict = {}

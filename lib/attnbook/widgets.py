@@ -1,7 +1,7 @@
 """The explorers of chapters 2, 3 and 6 at their first import path (a thin re-export).
 
 The code now lives in :mod:`attnbook.explorers`, one module per concept:
-:class:`Control`, :class:`Explorer` and :data:`MAX_GRID` in :mod:`attnbook.explorers.base`,
+``Control``, ``Explorer`` and ``MAX_GRID`` in :mod:`attnbook.explorers.base`,
 :func:`scaling_explorer` in :mod:`attnbook.explorers.scaling`, :func:`mask_explorer` in
 :mod:`attnbook.explorers.masks` and :func:`referent_explorer` in
 :mod:`attnbook.explorers.pretrained`. Every name the book has shown keeps working here

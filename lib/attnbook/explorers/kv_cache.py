@@ -33,7 +33,7 @@ __all__ = [
     "kv_cache_explorer",
 ]
 
-#: Stops of the context-length slider, in tokens: the powers of two from 1 Ki to 128 Ki.
+#: Stops of the context-length slider, in tokens (the powers of two from 1 Ki to 128 Ki).
 CONTEXT_VALUES = tuple(2**p for p in range(10, 18))
 #: Stops of the batch-size slider (sequences decoded together).
 BATCH_VALUES = (1, 4, 16, 64)

@@ -19,7 +19,7 @@ __all__ = ["D_K_VALUES", "N_KEYS_VALUES", "SCALED_X_RANGE", "scaling_explorer"]
 D_K_VALUES = tuple(2**i for i in range(11))
 #: Stops of the number of keys ``n_keys`` in the scaling explorer.
 N_KEYS_VALUES = (4, 8, 16, 32, 64)
-#: Half-width of the score axis when the scores are scaled (N(0, 1): 4 standard deviations).
+#: Half-width of the score axis when the scores are scaled (N(0, 1), so 4 standard deviations).
 SCALED_X_RANGE = 4.0
 
 
