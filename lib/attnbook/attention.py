@@ -246,6 +246,7 @@ def scaled_dot_product_attention(
             f"{np.dtype(dtype).name}) overflow to inf for q of shape {q.shape} and k of "
             f"shape {k.shape}; rescale q or k, or pass float64 inputs"
         )
+    del scores, overflow  # free the n x n check arrays before the core allocates its own
     mask_c = keep  # a keep-mask, an additive mask, or both folded into one additive mask
     if additive is not None:
         add = additive.astype(dtype, copy=False)
