@@ -74,3 +74,45 @@ def test_token_attention_figure_rejects_bad_input():
 def test_figure_builders_check_their_arguments(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_figsize_fills_the_column_at_one_dot_per_css_pixel():
+    # Hand derivation: 688 px column at 100 dpi is 6.88 in; aspect 0.5 halves the height.
+    assert viz.figsize(0.5) == pytest.approx((6.88, 3.44))
+    assert viz.figsize(1.0, width=0.5) == pytest.approx((3.44, 3.44))
+    assert viz.FIG_WIDTH_IN * viz.FIG_DPI == pytest.approx(viz.COLUMN_PX)
+
+
+@pytest.mark.parametrize(
+    "kwargs, err",
+    [
+        (dict(aspect=0), ValueError),
+        (dict(aspect=-1.0), ValueError),
+        (dict(aspect="wide"), TypeError),
+        (dict(aspect=0.5, width=1.5), ValueError),
+        (dict(aspect=0.5, width=0), ValueError),
+    ],
+)
+def test_figsize_rejects_bad_arguments(kwargs, err):
+    with pytest.raises(err, match="aspect|width"):
+        viz.figsize(**kwargs)
+
+
+def test_use_book_style_draws_column_wide_png():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    with matplotlib.rc_context():
+        viz.use_book_style()
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        plt.close(fig)
+        assert matplotlib.rcParams["xtick.labelsize"] >= 9
+    assert Image.open(io.BytesIO(buf.getvalue())).size[0] == viz.COLUMN_PX

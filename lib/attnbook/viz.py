@@ -47,6 +47,11 @@ __all__ = [
     "GREY",
     "GREEN",
     "axis_style",
+    "COLUMN_PX",
+    "FIG_DPI",
+    "FIG_WIDTH_IN",
+    "figsize",
+    "use_book_style",
     "ScalingData",
     "scaling_data",
     "score_histogram",
@@ -76,6 +81,64 @@ ORANGE = "#d9730d"
 GREY = "#555555"
 #: A third data colour.
 GREEN = "#2e7d32"
+
+#: Width in CSS pixels of the book's text column at a 1280 px wide window (the Sphinx Book
+#: Theme's article column, measured in Chromium). A figure drawn wider is shrunk on the page,
+#: and so is its text.
+COLUMN_PX = 688
+#: Dots per inch of the book's matplotlib figures: one dot is one CSS pixel on the page.
+FIG_DPI = 100
+#: Width in inches of a matplotlib figure that fills the column (``COLUMN_PX / FIG_DPI``).
+FIG_WIDTH_IN = COLUMN_PX / FIG_DPI
+
+
+def figsize(aspect: float = 0.5, *, width: float = 1.0) -> tuple[float, float]:
+    """Matplotlib ``figsize`` of a figure shown at its drawn size in the book's column.
+
+    Args:
+        aspect: Height over width of the figure, a positive number.
+        width: Fraction of the column the figure spans, in (0, 1].
+
+    Returns:
+        ``(width_in, height_in)`` in inches, to pass as ``plt.subplots(figsize=...)``.
+
+    Raises:
+        TypeError: If ``aspect`` or ``width`` is not a real number.
+        ValueError: If ``aspect`` is not positive or ``width`` is outside (0, 1].
+    """
+    aspect = check_real(aspect, "aspect", minimum=0, strict=True)
+    width = check_real(width, "width", minimum=0, strict=True)
+    if width > 1:
+        raise ValueError(f"width must be in (0, 1] (a fraction of the column), got {width}")
+    w = FIG_WIDTH_IN * width
+    return (w, w * aspect)
+
+
+def use_book_style() -> None:
+    """Set matplotlib's defaults to the book's: column-wide figures at one dot per CSS pixel.
+
+    At :data:`FIG_DPI` one point is 100/72 CSS pixels, so tick labels (10 pt) are 14 px on the
+    page and labels, titles and legends 14-18 px, when a figure is drawn with :func:`figsize` —
+    the size at which the book shows it. Layout is ``constrained`` so labels do not collide.
+    Call it once, in a chapter's first code cell.
+    """
+    import matplotlib as mpl
+
+    mpl.rcParams.update(
+        {
+            "figure.figsize": figsize(0.5),
+            "figure.dpi": FIG_DPI,
+            "savefig.dpi": FIG_DPI,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "xtick.labelsize": 10,
+            "ytick.labelsize": 10,
+            "legend.fontsize": 10,
+            "figure.titlesize": 13,
+            "figure.constrained_layout.use": True,
+        }
+    )
 
 
 def axis_style(**kwargs) -> dict:
