@@ -57,6 +57,7 @@ __all__ = [
     "score_histogram",
     "scaling_figure",
     "MASK_TYPES",
+    "PAD_SIDES",
     "explorer_keep_mask",
     "mask_scores",
     "mask_figure",
@@ -86,7 +87,7 @@ GREEN = "#2e7d32"
 #: Theme's article column, measured in Chromium). A figure drawn wider is shrunk on the page,
 #: and so is its text.
 COLUMN_PX = 688
-#: Dots per inch of the book's matplotlib figures: one dot is one CSS pixel on the page.
+#: Dots per inch of the book's matplotlib figures (one dot is one CSS pixel on the page).
 FIG_DPI = 100
 #: Width in inches of a matplotlib figure that fills the column (``COLUMN_PX / FIG_DPI``).
 FIG_WIDTH_IN = COLUMN_PX / FIG_DPI
@@ -514,6 +515,8 @@ def scaling_figure(
             showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)",
         ),
     ]
+    # Head room over the tallest bar or curve: the statistics box (top left) stays clear of it.
+    y_top = 1.5 * max(float(np.max(density)), float(np.max(pdf)))
     x_axis = axis_style(domain=[0.0, 0.43], title=dict(text="score"), zeroline=True, anchor="y")
     if x_range is not None:
         x_axis["range"] = [-float(x_range), float(x_range)]
@@ -527,7 +530,8 @@ def scaling_figure(
         height=height,
         margin=dict(l=60, r=20, t=50, b=90),
         xaxis=x_axis,
-        yaxis=axis_style(title=dict(text="probability density"), anchor="x", rangemode="tozero"),
+        yaxis=axis_style(title=dict(text="probability density"), anchor="x",
+                         range=[0, y_top]),
         xaxis2=axis_style(
             domain=[0.57, 1.0], title=dict(text="rank of the weight (1 = largest)"),
             anchor="y2", range=[0.5, data.n_keys + 0.5],
@@ -546,14 +550,20 @@ def scaling_figure(
 
 #: Mask types offered by the mask explorer, in display order.
 MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
+#: Where the mask explorer's padding tokens are: at the end (``"right"``) or the start.
+PAD_SIDES = ("right", "left")
 
 
-def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0):
+def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0,
+                       pad_side: str = "right"):
     """The ``(seq_len, seq_len)`` keep-mask that the mask explorer shows (:mod:`attnbook.masks`).
 
-    A batch of one sequence whose last ``n_pad`` keys are padding (right padding). ``"none"``
-    keeps everything; ``"causal"`` is :func:`~attnbook.masks.causal_mask`; ``"padding"`` is
-    :func:`~attnbook.masks.padding_mask` of ``[1] * (seq_len - n_pad) + [0] * n_pad``;
+    A batch of one sequence with ``n_pad`` padding keys: the last ones (``pad_side="right"``,
+    right padding) or the first ones (``"left"``, left padding, as decoder-only models batch
+    prompts for generation). ``"none"`` keeps everything; ``"causal"`` is
+    :func:`~attnbook.masks.causal_mask`; ``"padding"`` is :func:`~attnbook.masks.padding_mask`
+    of ``[1] * (seq_len - n_pad) + [0] * n_pad`` (right) or ``[0] * n_pad + [1] * (seq_len -
+    n_pad)`` (left);
     ``"causal + padding"`` combines the two with :func:`~attnbook.masks.combine_masks`;
     ``"sliding window"`` is :func:`~attnbook.masks.sliding_window_mask` with ``window``.
 
@@ -561,22 +571,28 @@ def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: 
         mask_type: one of :data:`MASK_TYPES`.
         seq_len: number of tokens (queries = keys), >= 1.
         window: keys each query sees under the sliding window, itself included, 1..seq_len.
-        n_pad: number of padding tokens at the end, 0..seq_len (used by the padding types).
+        n_pad: number of padding tokens, 0..seq_len (used by the padding types).
+        pad_side: where the padding is, one of :data:`PAD_SIDES` (``"right"``: at the end,
+            ``"left"``: at the start).
 
     Returns:
-        Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend).
+        Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend). Under causal +
+        left padding the first ``n_pad`` queries see no key at all (empty rows).
 
     Raises:
         TypeError: if ``seq_len``, ``window`` or ``n_pad`` is not an integer.
-        ValueError: for an unknown ``mask_type`` or a ``seq_len``, ``window`` or ``n_pad`` out
-            of range.
+        ValueError: for an unknown ``mask_type`` or ``pad_side``, or a ``seq_len``,
+            ``window`` or ``n_pad`` out of range.
     """
     check_choice(mask_type, "mask_type", MASK_TYPES)
+    check_choice(pad_side, "pad_side", PAD_SIDES)
     seq_len = check_int(seq_len, "seq_len", 1)
     window = check_int(window, "window", 1, seq_len)
     n_pad = check_int(n_pad, "n_pad", 0, seq_len)
     L = int(seq_len)
-    attention_mask = np.array([[1] * (L - n_pad) + [0] * n_pad])  # (B=1, S)
+    real = [1] * (L - n_pad)
+    pads = [0] * n_pad
+    attention_mask = np.array([real + pads if pad_side == "right" else pads + real])  # (1, S)
     if mask_type == "none":
         keep = np.ones((L, L), dtype=bool)
     elif mask_type == "causal":
@@ -613,7 +629,7 @@ def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
 
 def mask_figure(
     mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
-    seed: int = 0, scores=None, height: int = 430,
+    seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
 ):
     """Figure of the mask explorer: the keep-mask and the attention weights it produces.
 
@@ -628,23 +644,26 @@ def mask_figure(
     Args:
         mask_type: one of :data:`MASK_TYPES`.
         window: sliding-window size, 1..seq_len (ignored by the other types).
-        n_pad: padding tokens at the end, 0..seq_len (ignored by the types without padding).
+        n_pad: padding tokens, 0..seq_len (ignored by the types without padding).
         seq_len: number of tokens.
         seed: seed of :func:`mask_scores` when ``scores`` is not given.
         scores: optional ``(seq_len, seq_len)`` raw scores to use instead.
         height: figure height in pixels.
+        pad_side: ``"right"`` (padding at the end) or ``"left"`` (at the start); see
+            :func:`explorer_keep_mask`.
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer.
-        ValueError: for an unknown ``mask_type``, an argument out of range, or ``scores`` of
-            the wrong shape.
+        ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range,
+            or ``scores`` of the wrong shape.
     """
     import plotly.graph_objects as go
 
-    keep = explorer_keep_mask(mask_type, seq_len, window=window, n_pad=n_pad)  # (L, S)
+    keep = explorer_keep_mask(mask_type, seq_len, window=window, n_pad=n_pad,
+                              pad_side=pad_side)  # (L, S)
     L = int(seq_len)
     if scores is None:
         scores = mask_scores(L, seed)
@@ -655,8 +674,10 @@ def mask_figure(
         )
     weights = masked_softmax(scores, keep)  # (L, S)
     uses_pad = mask_type in ("padding", "causal + padding")
-    is_pad = [uses_pad and j >= L - n_pad for j in range(L)]
+    is_pad = [uses_pad and (j >= L - n_pad if pad_side == "right" else j < n_pad)
+              for j in range(L)]
     keys = [f"{j} pad" if is_pad[j] else str(j) for j in range(L)]
+    key_ticks = [f"{j}<br>pad" if is_pad[j] else str(j) for j in range(L)]  # no rotation
     queries = [str(i) for i in range(L)]
     empty = ~keep.any(axis=-1)  # (L,) queries with no visible key
 
@@ -690,19 +711,19 @@ def mask_figure(
         go.Heatmap(
             z=weights, x=keys, y=queries, xaxis="x2", yaxis="y2",
             zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-            colorbar=dict(title=dict(text="weight"), x=0.95, xanchor="left", len=0.9,
-                          thickness=14),
+            colorbar=dict(title=dict(text="weight", side="right"), x=0.95, xanchor="left",
+                          len=0.9, thickness=14),
             text=weight_text, texttemplate="%{z:.2f}", textfont=dict(size=11),
             hovertemplate="%{text}<extra></extra>", name="weights",
         ),
     ]
+    where = "at the end" if pad_side == "right" else "at the start"
+    pad_text = f"{n_pad} pad token{'s' if n_pad != 1 else ''} {where}"
     detail = {
         "none": "no mask",
         "causal": "causal",
-        "padding": f"padding ({n_pad} pad token{'s' if n_pad != 1 else ''} at the end)",
-        "causal + padding": (
-            f"causal + padding ({n_pad} pad token{'s' if n_pad != 1 else ''} at the end)"
-        ),
+        "padding": f"padding ({pad_text})",
+        "causal + padding": f"causal + padding ({pad_text})",
         "sliding window": f"sliding window of {window} (the query itself included)",
     }[mask_type]
     annotations = [
@@ -734,11 +755,13 @@ def mask_figure(
         title=dict(text=f"Mask: {_html.escape(detail)}, {L} tokens", x=0.5, xanchor="center"),
         margin=dict(l=70, r=20, t=80, b=100),
         xaxis=axis_style(domain=[0.0, 0.43], title=dict(text="key position j"), anchor="y",
-                         type="category", showgrid=False),
+                         type="category", showgrid=False, tickmode="array", tickvals=keys,
+                         ticktext=key_ticks, tickangle=0),
         yaxis=axis_style(title=dict(text="query position i"), anchor="x", autorange="reversed",
                          type="category", showgrid=False),
         xaxis2=axis_style(domain=[0.5, 0.93], title=dict(text="key position j"), anchor="y2",
-                          type="category", showgrid=False),
+                          type="category", showgrid=False, tickmode="array", tickvals=keys,
+                          ticktext=key_ticks, tickangle=0),
         yaxis2=axis_style(anchor="x2", autorange="reversed", type="category", showgrid=False),
         annotations=annotations,
         showlegend=False,
