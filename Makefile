@@ -28,6 +28,9 @@ BUILD_OK    := _build/.attnbook-build-ok
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 # Extra flags for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8899"`.
 LAB_ARGS ?=
+# Jupyter refuses to start as root without --allow-root (containers, many cloud notebooks run as
+# root); the flag is added only there.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # What `make unit` leaves out: tests marked in pyproject.toml as needing the built book, a browser
 # or many seconds.
@@ -50,10 +53,13 @@ unit: $(TEST_STAMP)
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 
+# jupyter/jupyter_server_config.py (through JUPYTER_CONFIG_PATH) serves each chapter with the
+# kernel's language_info, so that JupyterLab does not mark a chapter modified when it opens.
 lab: $(BOOK_STAMP)
 	mkdir -p $(LAB_SETTINGS)
 	cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ROOT) $(LAB_ARGS)
 
 # The build alone, without the set-up.
 html:
