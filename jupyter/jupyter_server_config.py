@@ -28,6 +28,7 @@ class ChapterContentsManager(_Jupytext):
     """Jupytext's contents manager; text notebooks come with the kernel's ``language_info``."""
 
     async def get(self, path, content=True, type=None, format=None, **kwargs):  # noqa: A002
+        """Jupytext's model of ``path``; a text notebook gets the kernel's ``language_info``."""
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if content and model.get("type") == "notebook" and not path.endswith(".ipynb"):
             metadata = model["content"]["metadata"]
