@@ -265,7 +265,8 @@ def test_norm_placement_run_learns_the_copy():
 
 def test_long_range_recall_run_learns_and_matches_parameter_counts():
     r = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2, d_ff=32,
-                                steps=150, batch_size=32, eval_per_k=32, seed=0)
+                                steps=150, batch_size=32, eval_every=10, eval_per_k=32,
+                                window=20, seed=0)
     vocab_size = 4 + 4 + 1
     assert np.array_equal(r.ks, np.arange(1, 5))
     for cell, torch_cls in (("rnn", torch.nn.RNN), ("lstm", torch.nn.LSTM)):
@@ -275,10 +276,80 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
         assert abs(r.n_params[cell] - r.n_params["attention"]) <= 0.05 * r.n_params["attention"]
     # At distances up to 4 every model can carry the token; each must use the input.
     for name in ("rnn", "lstm", "attention"):
-        assert r.loss[name].shape == (150,)
-        assert r.accuracy[name].shape == (4,)
+        n_run = len(r.loss[name])
+        assert 1 <= n_run <= 150 and r.accuracy[name].shape == (4,)
         assert r.eval_loss[name] < learned_bound(4), name
         assert r.accuracy[name].mean() > 2 * r.chance_accuracy, name
+        # Measurements every 10 updates from 0, the last one after the last update.
+        at, hist = r.eval_steps[name], r.accuracy_history[name]
+        assert at[0] == 0 and at[-1] == n_run and hist.shape == (len(at), 4)
+        assert np.array_equal(at[:-1], np.arange(0, n_run, 10)[:len(at) - 1])
+        assert_close(hist[-1], r.accuracy[name], atol=0, rtol=0)
+        # Stopped early exactly when every distance reached solve_accuracy at once.
+        solved = (hist >= r.solve_accuracy).all(axis=1)
+        if r.solved_step[name] is None:
+            assert n_run == 150 and not solved.any()
+        else:
+            assert r.solved_step[name] == n_run and solved[-1] and not solved[:-1].any()
+        for j in range(4):  # first measurement at or above the threshold, by a loop
+            hits = [s for s, a in zip(at, hist[:, j]) if a >= r.solve_accuracy]
+            got = r.steps_to_solve[name][j]
+            assert (got == hits[0]) if hits else np.isnan(got)
+        if n_run >= 40:
+            expected = np.mean(r.loss[name][-20:]) / np.mean(r.loss[name][-40:-20]) - 1
+            assert r.loss_change[name] == pytest.approx(expected, rel=1e-12)
+        else:
+            assert np.isnan(r.loss_change[name])
+        assert r.signal_gradient[name].shape == (4,)
+        assert np.isfinite(r.signal_gradient[name]).all() and (r.signal_gradient[name] > 0).all()
+
+
+def test_relative_loss_change_hand_cases():
+    assert E.relative_loss_change([4.0, 4.0, 2.0, 2.0], 2) == pytest.approx(-0.5)
+    assert E.relative_loss_change([9.0, 1.0, 1.0, 3.0, 3.0], 2) == pytest.approx(2.0)
+    assert E.relative_loss_change([1.0, 1.0, 1.0], 1) == 0.0
+    assert math.isnan(E.relative_loss_change([1.0, 2.0, 3.0], 2))  # needs 2 * window values
+    with pytest.raises(ValueError, match="window"):
+        E.relative_loss_change([1.0, 2.0], 0)
+    with pytest.raises(TypeError, match="window"):
+        E.relative_loss_change([1.0, 2.0], 1.0)
+    with pytest.raises(ValueError, match="curve"):
+        E.relative_loss_change([[1.0, 2.0]], 1)
+    with pytest.raises(TypeError, match="curve"):
+        E.relative_loss_change(["a", "b"], 1)
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"clip_norm": 0.0}, ValueError, "clip_norm"), ({"clip_norm": "1"}, TypeError, "clip_norm"),
+    ({"solve_accuracy": 1.5}, ValueError, "solve_accuracy"),
+    ({"solve_accuracy": 0.0}, ValueError, "solve_accuracy"),
+    ({"eval_every": 0}, ValueError, "eval_every"), ({"window": 0}, ValueError, "window")])
+def test_long_range_recall_run_rejects_bad_settings(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        E.long_range_recall_run(**kwargs)
+
+
+def test_signal_gradient_matches_autograd_on_the_embeddings():
+    """The hook-based measurement against torch.autograd.grad on explicit embeddings."""
+    max_k, n_signal, n_noise, d_model = 5, 3, 4, 8
+    vocab = n_signal + n_noise + 1
+    gen = torch.Generator().manual_seed(3)
+    k = torch.tensor([1, 2, 3, 4, 5, 5, 2, 1, 3, 4])
+    ids, target, _ = E.delayed_recall_batch(10, max_k, n_signal, n_noise, gen, k=k)
+    torch.manual_seed(0)
+    model = E._RecurrentClassifier("rnn", vocab, d_model, 6).double()
+    got = E._signal_gradient(model, lambda m, x: m(x), ids, target, k, max_k)
+    e = model.embed(ids).detach().requires_grad_(True)  # (N, T, d_model)
+    _, h = model.rnn(e)
+    per_seq = F.cross_entropy(model.head(h), target, reduction="none")  # (N,)
+    norms = np.empty(len(k))
+    for b in range(len(k)):  # each sequence's own loss, its own signal position
+        (g,) = torch.autograd.grad(per_seq[b], e, retain_graph=True)
+        norms[b] = g[b, max_k - int(k[b])].norm().item()
+        assert g[np.arange(len(k)) != b].abs().max() == 0  # no leak between sequences
+    expected = np.array([norms[(k == d).numpy()].mean() for d in range(1, max_k + 1)])
+    assert_close(got, expected, atol=0, rtol=1e-10)
+    assert all(p.grad is None for p in model.parameters())  # leaves no gradient behind
 
 
 def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():

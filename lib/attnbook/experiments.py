@@ -12,8 +12,9 @@ the chapters plot and glue into the text:
   learning rate without warmup — per-layer gradient norms at initialisation and loss curves —
   and then Post-LN with a linear warmup;
 * :func:`long_range_recall_run` (chapter 01): a vanilla RNN, an LSTM and a one-layer attention
-  model of similar parameter counts, trained for the same number of steps to output the token
-  ``k`` positions back; accuracy against ``k``;
+  model of similar parameter counts learn to output the token ``k`` positions back, each until
+  it is solved at every ``k`` or a budget of updates is spent; the gradient that reaches the
+  answer token at initialisation, and accuracy against ``k`` during training;
 * :func:`cross_attention_run` (chapter 05): a tiny encoder-decoder learns to reverse a sequence;
   its cross-attention map on one example.
 
@@ -75,6 +76,7 @@ __all__ = [
     "norm_placement_run",
     "LongRangeRecallResult",
     "long_range_recall_run",
+    "relative_loss_change",
     "CrossAttentionResult",
     "cross_attention_run",
     "first_step_below",
@@ -734,21 +736,46 @@ class LongRangeRecallResult:
 
     Attributes:
         ks: int64 ``(max_k,)`` distances ``1 .. max_k``.
-        accuracy: per model, float64 ``(max_k,)`` held-out accuracy at each distance.
-        loss: per model, float64 ``(steps,)`` training cross-entropy (nats).
-        eval_loss: per model, held-out cross-entropy over all distances.
+        accuracy: per model, float64 ``(max_k,)`` held-out accuracy at each distance after
+            the last update.
+        eval_steps: per model, int64 ``(n_evals,)``: the numbers of updates after which the
+            held-out accuracy was measured (0, ``eval_every``, ``2 * eval_every``, ...).
+        accuracy_history: per model, float64 ``(n_evals, max_k)`` held-out accuracy at each
+            measurement and distance.
+        steps_to_solve: per model, float64 ``(max_k,)``: the first measured number of updates
+            after which the accuracy at that distance was at least ``solve_accuracy``
+            (``nan`` if never within the budget).
+        solved_step: per model, the number of updates after which the accuracy was at least
+            ``solve_accuracy`` at every distance at once (training stopped there), or ``None``
+            if that did not happen within ``steps``.
+        signal_gradient: per model, float64 ``(max_k,)``: at initialisation (before the first
+            update), the mean over the held-out sequences at each distance of the norm of the
+            gradient of the sequence's cross-entropy with respect to the embedding of its
+            signal token — how much training signal reaches the token that holds the answer.
+        loss: per model, float64 ``(steps_run,)`` training cross-entropy (nats).
+        loss_change: per model, the convergence check: relative change of the mean training
+            loss from the previous ``window`` updates to the last ``window`` updates,
+            ``mean(last) / mean(previous) - 1`` (``nan`` if fewer than ``2 * window`` updates).
+        eval_loss: per model, held-out cross-entropy over all distances after the last update.
         n_params: per model, parameter count (embedding and readout included).
         hidden_size: per recurrent model, the hidden size chosen to match the attention
             model's parameter count.
         chance_loss, chance_accuracy: ``log(n_signal)`` and ``1/n_signal``.
-        time_s: per model, wall-clock seconds of its training.
-        max_k, n_signal, n_noise, d_model, steps, batch_size, lr, eval_per_k, seed: settings.
+        time_s: per model, wall-clock seconds of its training (evaluations included).
+        max_k, n_signal, n_noise, d_model, steps, batch_size, lr, clip_norm, eval_every,
+            eval_per_k, solve_accuracy, window, seed: settings (``steps`` is the budget).
         wall_time_s, cpu_time_s: the whole run.
     """
 
     ks: np.ndarray
     accuracy: dict
+    eval_steps: dict
+    accuracy_history: dict
+    steps_to_solve: dict
+    solved_step: dict
+    signal_gradient: dict
     loss: dict
+    loss_change: dict
     eval_loss: dict
     n_params: dict
     hidden_size: dict
@@ -762,24 +789,94 @@ class LongRangeRecallResult:
     steps: int
     batch_size: int
     lr: float
+    clip_norm: float | None
+    eval_every: int
     eval_per_k: int
+    solve_accuracy: float
+    window: int
     seed: int
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
 
 
-def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 8,
+def relative_loss_change(curve, window: int) -> float:
+    """Convergence check: ``mean(curve[-window:]) / mean(curve[-2 window:-window]) - 1``.
+
+    A value near 0 means the loss no longer moves (a plateau); ``-0.3`` means the last
+    ``window`` steps averaged 30 % less than the ``window`` before them (still learning).
+
+    Args:
+        curve: 1-D sequence of per-step losses, float.
+        window: number of steps in each of the two windows compared (>= 1).
+
+    Returns:
+        The relative change as a Python float; ``nan`` if ``curve`` has fewer than
+        ``2 * window`` values.
+
+    Raises:
+        TypeError: if ``curve`` is not numeric or ``window`` not an integer.
+        ValueError: if ``curve`` is not 1-D or ``window < 1``.
+    """
+    c = checks.as_float_array(curve, "curve").astype(np.float64)
+    if c.ndim != 1:
+        raise ValueError(f"curve must be 1-D, got shape {c.shape}")
+    window = checks.check_int(window, "window", 1)
+    if c.size < 2 * window:
+        return math.nan
+    return float(c[-window:].mean() / c[-2 * window:-window].mean() - 1.0)
+
+
+def _token_embedding(model: nn.Module) -> nn.Embedding:
+    """The token embedding of a recall model (recurrent classifier or decoder-only model)."""
+    return model.embed if isinstance(model.embed, nn.Embedding) else model.embed.tokens
+
+
+def _signal_gradient(model: nn.Module, read, ids, target, k, max_k: int) -> np.ndarray:
+    """Mean norm of d(loss_b)/d(embedding of the signal token of b) per distance 1 .. max_k.
+
+    ids (N, max_k + 1); target and k (N,). The losses are summed, so each sequence's gradient
+    is that of its own loss.
+    """
+    store = {}
+
+    def keep(module, inputs, output):
+        output.retain_grad()
+        store["e"] = output  # (N, T, d_model)
+
+    handle = _token_embedding(model).register_forward_hook(keep)
+    try:
+        with torch.enable_grad():
+            model.zero_grad(set_to_none=True)
+            F.cross_entropy(read(model, ids), target, reduction="sum").backward()
+    finally:
+        handle.remove()
+    model.zero_grad(set_to_none=True)
+    rows = torch.arange(len(ids))
+    g = store["e"].grad[rows, ids.shape[1] - 1 - k].norm(dim=-1)  # (N,) at the signal
+    sums = torch.zeros(max_k, dtype=torch.float64).index_add_(0, k - 1, g.double())
+    counts = torch.bincount(k - 1, minlength=max_k).double()
+    return (sums / counts).numpy()  # (max_k,)
+
+
+def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 8,
                           d_model: int = 32, n_heads: int = 2, d_ff: int = 64,
-                          steps: int = 300, batch_size: int = 64, lr: float = 3e-3,
-                          eval_per_k: int = 64, seed: int = 0, num_threads: int = 1,
+                          steps: int = 1000, batch_size: int = 64, lr: float = 3e-3,
+                          clip_norm: float | None = 1.0, eval_every: int = 25,
+                          eval_per_k: int = 64, solve_accuracy: float = 0.95,
+                          window: int = 50, seed: int = 0, num_threads: int = 1,
                           progress: bool = False) -> LongRangeRecallResult:
-    """A vanilla RNN, an LSTM and one attention layer recall the token ``k`` positions back.
+    """A vanilla RNN, an LSTM and one attention layer learn to recall the token ``k`` back.
 
     Task (:func:`delayed_recall_batch`): a signal token, then ``k - 1`` noise tokens, then a
-    query; the answer is the signal token. ``k`` is uniform over ``1 .. max_k`` during training;
-    accuracy is measured separately at every ``k`` on ``eval_per_k`` held-out sequences.
+    query; the answer is the signal token. ``k`` is uniform over ``1 .. max_k`` during training.
+    Every ``eval_every`` updates the held-out accuracy is measured separately at every ``k`` on
+    ``eval_per_k`` fixed sequences; a model stops training at the first measurement at which it
+    is at least ``solve_accuracy`` at every distance (the task is solved), or after ``steps``
+    updates (the budget). For a model that used the whole budget, ``loss_change`` says whether
+    its loss was still moving (:func:`relative_loss_change`).
 
-    Models, each trained for the same ``steps`` on the same batches with the same Adam ``lr``:
+    Models, each trained on the same batches in the same order with the same Adam ``lr`` and
+    the same gradient clipping:
 
     * ``"attention"``: :class:`attnbook.models.DecoderOnlyModel` with one Pre-LN layer
       (``n_heads`` heads, ReLU FFN of width ``d_ff``, learned positions), read at the query;
@@ -794,8 +891,14 @@ def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 
         n_signal, n_noise: vocabulary sizes of the answer and the filler.
         d_model: embedding width (all models) and attention width.
         n_heads, d_ff: the attention layer's heads and feed-forward width.
-        steps, batch_size, lr: Adam updates, sequences per update, learning rate.
+        steps: the budget: at most this many Adam updates per model.
+        batch_size, lr: sequences per update, learning rate.
+        clip_norm: ``torch.nn.utils.clip_grad_norm_`` threshold applied before every update,
+            or ``None`` for no clipping.
+        eval_every: updates between two held-out measurements.
         eval_per_k: held-out sequences per distance.
+        solve_accuracy: accuracy in (0, 1] that counts as solved at a distance.
+        window: steps per window of the convergence check.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -804,25 +907,33 @@ def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 
         :class:`LongRangeRecallResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
-        ValueError: if a size is < 1, ``lr`` is not positive or ``seed`` is negative.
+        TypeError: if a size or ``seed`` is not an integer, or ``lr``, ``clip_norm`` or
+            ``solve_accuracy`` not a real number.
+        ValueError: if a size is < 1, ``lr`` or ``clip_norm`` is not positive,
+            ``solve_accuracy`` is outside (0, 1] or ``seed`` is negative.
 
     Source: the task is the "remember a symbol over a gap" setting of Hochreiter & Schmidhuber
-    (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013).
+    (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013),
+    whose clipping rule (section 3.2) every model gets.
     """
     for name, v in dict(max_k=max_k, n_signal=n_signal, n_noise=n_noise, d_model=d_model,
                         n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size,
-                        eval_per_k=eval_per_k).items():
+                        eval_every=eval_every, eval_per_k=eval_per_k, window=window).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    if clip_norm is not None:
+        clip_norm = checks.check_real(clip_norm, "clip_norm", minimum=0, strict=True)
+    solve_accuracy = checks.check_real(solve_accuracy, "solve_accuracy", minimum=0,
+                                       maximum=1, strict=True)
     seed = checks.check_seed(seed)
     vocab_size = n_signal + n_noise + 1
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
     eval_ids, eval_target, _ = delayed_recall_batch(
         len(k_eval), max_k, n_signal, n_noise, torch.Generator().manual_seed(seed + 1), k=k_eval)
-    out = {name: {} for name in ("accuracy", "loss", "eval_loss", "n_params", "hidden_size",
-                                 "time_s")}
+    out = {name: {} for name in ("accuracy", "eval_steps", "accuracy_history", "steps_to_solve",
+                                 "solved_step", "signal_gradient", "loss", "loss_change",
+                                 "eval_loss", "n_params", "hidden_size", "time_s")}
     with _run_context(num_threads) as clock:
         config = ModelConfig(
             vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
@@ -843,25 +954,65 @@ def long_range_recall_run(*, max_k: int = 32, n_signal: int = 8, n_noise: int = 
             out["n_params"][name] = count_parameters(model)
             read = ((lambda m, ids: m(ids)[:, -1]) if name == "attention"
                     else (lambda m, ids: m(ids)))
+
+            def evaluate(model=model, read=read):
+                model.eval()
+                with torch.no_grad():
+                    logits = read(model, eval_ids)  # (N, vocab)
+                    hit = (logits.argmax(-1) == eval_target).double().view(max_k, eval_per_k)
+                    loss = float(F.cross_entropy(logits, eval_target))
+                model.train()
+                return hit.mean(dim=1).numpy(), loss  # (max_k,), nats
+
+            model.train()
+            out["signal_gradient"][name] = _signal_gradient(model, read, eval_ids, eval_target,
+                                                            k_eval, max_k)
             gen = torch.Generator().manual_seed(seed)
-
-            def batch_loss(step, model=model, gen=gen, read=read):
-                ids, target, _ = delayed_recall_batch(batch_size, max_k, n_signal, n_noise, gen)
-                return F.cross_entropy(read(model, ids), target)
-
+            opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
+            losses, history, at = [], [], []
             t0 = time.perf_counter()
-            out["loss"][name] = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
-                                       desc=f"recall: {name}")
+            model.train()
+            bar = _steps(steps, progress, f"recall: {name}")
+            solved = None
+            for step in range(steps + 1):
+                if step % eval_every == 0 or step == steps:
+                    acc, _ = evaluate()
+                    history.append(acc)
+                    at.append(step)
+                    if (acc >= solve_accuracy).all():
+                        solved = step
+                        break
+                if step == steps:
+                    break
+                ids, target, _ = delayed_recall_batch(batch_size, max_k, n_signal, n_noise, gen)
+                loss = F.cross_entropy(read(model, ids), target)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if clip_norm is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                opt.step()
+                losses.append(float(loss.detach()))
+                if progress:
+                    bar.update(1)
+            if progress:
+                bar.close()
+            model.eval()
             out["time_s"][name] = time.perf_counter() - t0
-            with torch.no_grad():
-                logits = read(model, eval_ids)  # (N, vocab)
-                out["eval_loss"][name] = float(F.cross_entropy(logits, eval_target))
-                hit = (logits.argmax(-1) == eval_target).double().view(max_k, eval_per_k)
-                out["accuracy"][name] = hit.mean(dim=1).numpy()
+            hist = np.array(history)  # (n_evals, max_k)
+            at = np.array(at, dtype=np.int64)  # (n_evals,)
+            reached = hist >= solve_accuracy  # (n_evals, max_k)
+            first = np.where(reached.any(0), at[np.argmax(reached, axis=0)], np.nan)
+            out["accuracy"][name], out["eval_loss"][name] = evaluate()
+            out["eval_steps"][name], out["accuracy_history"][name] = at, hist
+            out["steps_to_solve"][name] = first.astype(np.float64)  # (max_k,)
+            out["solved_step"][name] = solved
+            out["loss"][name] = np.array(losses, dtype=np.float64)
+            out["loss_change"][name] = relative_loss_change(out["loss"][name], window)
     return LongRangeRecallResult(
         ks=ks, chance_loss=math.log(n_signal), chance_accuracy=1.0 / n_signal, max_k=max_k,
         n_signal=n_signal, n_noise=n_noise, d_model=d_model, steps=steps,
-        batch_size=batch_size, lr=lr, eval_per_k=eval_per_k, seed=seed,
+        batch_size=batch_size, lr=lr, clip_norm=clip_norm, eval_every=eval_every,
+        eval_per_k=eval_per_k, solve_accuracy=solve_accuracy, window=window, seed=seed,
         wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
 
 
