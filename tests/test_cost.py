@@ -186,3 +186,47 @@ def test_old_import_paths_are_the_same_functions():
     assert models.param_count is cost.param_count
     assert timing.rnn_flops is cost.rnn_flops
     assert timing.attention_layer_flops is cost.attention_layer_flops
+
+
+# --- scores: what grows with the number of heads (chapter 7) ---------------------------------
+
+
+def test_score_count_by_hand_and_against_the_weights_the_library_returns():
+    # By hand: 8 heads of 256 x 256 scores, one head of the same; batch 3, a length array.
+    assert cost.score_count(256, 8) == 8 * 256 * 256 == 524288
+    assert cost.score_count(256) == 65536
+    assert cost.score_count(5, 2, batch=3) == 150
+    assert cost.score_count_core(5, 2, 3) == 150
+    assert cost.score_count(np.array([0, 1, 4]), 2).tolist() == [0, 2, 32]
+    # Independent reference: the weights array the library materialises, one entry per score.
+    from attnbook import attention
+
+    B, H, n, D = 2, 3, 7, 4
+    q = k = v = np.zeros((B, H, n, D))  # (B, H, n, D)
+    _, w = attention.scaled_dot_product_attention(q, k, v, causal=True, return_weights=True)
+    assert w.shape == (B, H, n, n) and cost.score_count(n, H, batch=B) == w.size
+    # ... and the score matrices' bytes are the count times the bytes per number.
+    assert cost.score_matrix_bytes(n, H, B, "bfloat16") == 2 * cost.score_count(n, H, B)
+
+
+def test_score_count_grows_with_heads_while_the_matmul_flops_do_not():
+    from attnbook import nn as ann
+
+    d, n = 512, 64
+    for h in (1, 8):  # h heads of d / h: FlopCounterMode counts the same matmul FLOPs
+        q = torch.zeros(1, h, n, d // h)  # (B, H, L, D)
+        with FlopCounterMode(display=False) as counter:
+            ann.scaled_dot_product_attention(q, q, q)
+        assert counter.get_total_flops() == cost.attention_flops(n, d)
+    assert cost.score_count(n, 8) == 8 * cost.score_count(n, 1)
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"seq_len": 2.0}, TypeError, "seq_len"), ({"seq_len": -1}, ValueError, "seq_len"),
+    ({"seq_len": 4, "n_heads": 0}, ValueError, "n_heads"),
+    ({"seq_len": 4, "n_heads": True}, TypeError, "n_heads"),
+    ({"seq_len": 4, "batch": 0}, ValueError, "batch"),
+])
+def test_score_count_rejects_bad_sizes(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        cost.score_count(**kwargs)

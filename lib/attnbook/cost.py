@@ -30,6 +30,8 @@ __all__ = [
     "rnn_flops",
     "attention_flops",
     "attention_layer_flops",
+    "score_count_core",
+    "score_count",
     "score_matrix_bytes",
     "kv_cache_bytes_core",
     "kv_cache_bytes",
@@ -131,6 +133,47 @@ def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
     d = check_int(d_model, "d_model", 1)
     b = check_int(batch, "batch", 1)
     return b * 8 * n * d * d + attention_flops(n, d, b)
+
+
+def score_count_core(seq_len, n_heads, batch):
+    """Scores of one attention layer: one per batch, head, query and key.
+
+    Each is one exponential in the softmax and one stored number in a
+    plain implementation.
+    """
+    return batch * n_heads * seq_len * seq_len  # B * H * L * S, with S = L
+
+
+def score_count(seq_len, n_heads: int = 1, batch: int = 1):
+    """Attention scores of one self-attention layer: ``B * H * n^2``.
+
+    Unlike the matrix-multiply FLOPs (:func:`attention_flops`, the same for ``H`` heads of
+    ``d / H`` as for one head of ``d``), this count grows with the number of heads: every head
+    scores every (query, key) pair. It is the number of exponentials the softmax evaluates
+    (element-wise work, not counted in FLOPs here) and the number of entries of the score
+    matrices a plain implementation stores (:func:`score_matrix_bytes` is this count times the
+    bytes per number). A dense causal layer computes every score, so the mask does not change
+    it. Validates its arguments and calls :func:`score_count_core`.
+
+    Args:
+        seq_len: ``n >= 0`` (queries = keys), an int or an integer array of lengths.
+        n_heads: heads ``H`` (>= 1).
+        batch: sequences ``B`` (>= 1).
+
+    Returns:
+        The number of scores: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if ``seq_len`` < 0 or ``n_heads``/``batch`` < 1.
+
+    Source: Vaswani et al. (2017), section 3.2.2 (each head computes its own
+    ``softmax(Q K^T / sqrt(d_k))``).
+    """
+    n = _sizes(seq_len)
+    h = check_int(n_heads, "n_heads", 1)
+    b = check_int(batch, "batch", 1)
+    return score_count_core(n, h, b)
 
 
 def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
