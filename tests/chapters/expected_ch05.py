@@ -2,10 +2,11 @@
 
 ``expected()`` returns, for every name the chapter glues, either
 
-* a value — from a hand derivation (shapes, ``1 / n``, ``log(vocab)``, ``m (m - 1) / 2``, the
-  blocks of a causal mask) or recomputed here with the library on the chapter's stated inputs
-  and seeds (the seeded, deterministic training run ``cross_attention_run``, about 10 s of CPU);
-  compare with ``rel_tol=1e-9``; or
+* a value — from a hand derivation (shapes, ``1 / L``, ``log(vocab)``, ``S (S - 1) / 2``, the
+  blocks of a causal mask), from a float64 NumPy formula written out here (the decoder-only
+  pass: its prompt shares and its distance from cross-attention), or recomputed here with the
+  library on the chapter's stated inputs and seeds (the seeded, deterministic training run
+  ``cross_attention_run``, about 10 s of CPU); compare with ``rel_tol=1e-9``; or
 * a :class:`Check` — for differences that a hand derivation says are 0 up to rounding:
   ``check.matches(actual, glued)`` must be True (``glued``: every value the chapter glued).
 """
@@ -46,37 +47,73 @@ def tiny(bound: float = 1e-12) -> Check:
                  f"0 up to rounding (<= {bound:g})")
 
 
+def _softmax_rows(scores: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Row softmax over the kept entries, written out: exp(s - max) / sum, 0 where hidden."""
+    s = np.where(keep, scores, -np.inf)
+    e = np.where(keep, np.exp(s - s.max(axis=-1, keepdims=True)), 0.0)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def decoder_only() -> dict:
+    """The chapter's decoder-only pass over [prompt (5) | answer (3)], as float64 formulas.
+
+    The projections are the chapter's: ``default_rng(0)`` draws Y (3, 8), Z (5, 8), then W_Q,
+    W_K, W_V (8, 4) scaled by ``1/sqrt(8)``; the sequence is ``default_rng(1)``'s (8, 8) draw.
+    Scores ``q k / sqrt(4)``, a lower-triangular keep-mask, softmax by hand. Returns the answer
+    rows' weight on the prompt (lambda) and their largest distance from cross-attention (a
+    softmax over the prompt keys only), with the largest entry of the latter for scale.
+    """
+    rng = np.random.default_rng(0)
+    rng.standard_normal((3, 8)), rng.standard_normal((5, 8))          # Y, Z
+    w_q, w_k, w_v = (rng.standard_normal((8, 4)) / math.sqrt(8) for _ in range(3))
+    x = np.random.default_rng(1).standard_normal((8, 8))              # [prompt | answer]
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    scores = q @ k.T / 2.0                                            # sqrt(d_k) = 2
+    weights = _softmax_rows(scores, np.tril(np.ones((8, 8), dtype=bool)))
+    out = weights @ v
+    cross_w = _softmax_rows(scores[5:, :5], np.ones((3, 5), dtype=bool))
+    cross = cross_w @ v[:5]
+    share = weights[5:, :5].sum(axis=-1)
+    return {"share": share, "cross_diff": float(np.abs(out[5:] - cross).max()),
+            "cross_scale": float(np.abs(cross).max())}
+
+
 @functools.lru_cache(maxsize=None)
 def expected() -> dict:
     from attnbook import experiments
 
     e: dict = {}
-    # Shapes (n = 3 queries, m = 5 or 7 source tokens, d_v = 4) by hand.
+    # Shapes (L = 3 queries, S = 5 or 7 source tokens, d_v = 4) by hand.
     e |= {"sh_self_weights": (3, 3), "sh_cross_weights": (3, 5), "sh_self_out": (3, 4),
           "sh_cross_out": (3, 4), "sh_m7_weights": (3, 7), "sh_m7_out": (3, 4),
           # rows of a softmax sum to 1; a sum does not depend on the order of its terms;
           # each query's row depends only on that query.
           "sh_row_sum_dev": tiny(1e-12), "sh_perm_diff": tiny(1e-12), "sh_q2_diff": tiny(1e-12)}
-    # The torch module: (B, H, n, n), (B, H, n, m), (B, n, d_model) with B = 1, H = 2, d = 16.
+    # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
     e |= {"mha_self_w": (1, 2, 3, 3), "mha_cross_w": (1, 2, 3, 5), "mha_cross_out": (1, 3, 16)}
     # The reversal run (seeded, one thread: deterministic), recomputed.
     run = experiments.cross_attention_run(n=8, vocab=16, steps=400, seed=0)
     cross = run.cross_attention[0]                      # (H, n, n)
     mirror = 8 - 1 - np.arange(8)
-    hits = cross.argmax(axis=-1) == mirror              # (H, n)
+    hits = cross.argmax(axis=-1) == mirror              # (H, L)
+    n_hits = int(hits.sum())
+    phrase = "in every row" if n_hits == 16 else f"in {n_hits} of the 16 rows"
     e |= {"ca_n": 8, "ca_vocab": 16, "ca_steps": 400, "ca_params": run.n_params,
           "ca_accuracy": run.eval_accuracy, "ca_eval_loss": run.eval_loss,
           "ca_chance_loss": math.log(16), "ca_uniform": 1 / 8,
           "ca_mirror_h1": float(run.mirror_mass[0, 0]),
           "ca_mirror_h2": float(run.mirror_mass[0, 1]),
-          "ca_argmax_hits": int(hits.sum()), "ca_argmax_total": 2 * 8,
+          "ca_argmax_phrase": phrase,
           "ca_min_mirror_example": float(cross[:, np.arange(8), mirror].min()),
           "ca_steps_half": experiments.first_step_below(run.loss, math.log(16) / 2, window=10)}
-    # Decoder-only: the blocks of the causal mask over [prompt (5) | answer (3)], by hand.
-    e |= {"do_m": 5, "do_n": 3,
-          # hidden keys get weight exactly 0, so the restricted softmax is the cross-attention's
-          "do_equiv_diff": tiny(1e-12)}
-    # Exercises: (B, H, n, m) and (B, n, d_model); the prefix mask adds m (m - 1) / 2 pairs.
+    # Decoder-only over [prompt (5) | answer (3)]: the mixture identity is exact up to rounding;
+    # the prompt's share and the distance from cross-attention from the float64 formulas above.
+    do = decoder_only()
+    assert (do["share"] < 1).all() and do["cross_diff"] > 0.01  # not cross-attention
+    e |= {"do_S": 5, "do_L": 3, "do_mix_diff": tiny(1e-12),
+          "do_share_min": float(do["share"].min()), "do_share_max": float(do["share"].max()),
+          "do_cross_diff": do["cross_diff"], "do_cross_scale": do["cross_scale"]}
+    # Exercises: (B, H, L, S) and (B, L, d_model); the prefix mask adds S (S - 1) / 2 pairs.
     e |= {"ex1_w_shape": (1, 8, 7, 12), "ex1_out_shape": (1, 7, 512),
           "ex4_added": 5 * 4 // 2}
     return e
