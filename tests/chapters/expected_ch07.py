@@ -5,7 +5,12 @@ library on the chapter's inputs, and wherever possible also by hand — and asse
 an independent derivation says:
 
 * FLOP counts: ``torch.utils.flop_counter.FlopCounterMode`` on the library's attention, checked
-  against the hand count ``2 * 2 * L * S * H * D`` (two matrix products per head).
+  against the hand count ``2 * 2 * L * S * H * D`` (two matrix products per head); the whole
+  layer's glued counts against ``8 L d^2 + 4 L^2 d`` by hand.
+* What grows with the heads: ``H L^2`` scores (exponentials), ``H L^2 * 4`` bytes of float32
+  scores, by hand; the measured peak memory (``tracemalloc``) of the NumPy attention checked
+  against the hand bound of its three score-sized float32 arrays (scores, exponentials,
+  weights), plus the inputs' size at most.
 * KV-cache sizes: ``kv_cache.kv_cache_bytes`` on the presets, checked against
   ``2 * layers * kv_heads * head_dim * tokens * bytes`` written out from the ``config.json``
   fields in ``kv_cache.HF_CONFIGS`` (and DeepSeek-V2's ``(kv_lora_rank + qk_rope_head_dim)``).
@@ -78,6 +83,21 @@ def expected() -> dict:
     assert f_heads == f_wide == hand
     e |= {"base_d_model": d_model, "base_n_heads": H, "base_head_dim": D, "flop_L": L,
           "flops_heads": hand, "flops_wide": hand, "flops_formula": hand}
+    layer = 8 * L * d_model**2 + 4 * L * L * d_model  # projections + the two products
+    e |= {"layer_flops_wide": layer, "layer_flops_heads": layer, "layer_flops_formula": layer}
+    # Per score: H L^2 exponentials and float32 numbers (MiB); 1 head vs 8 heads.
+    e |= {"exps_wide": L * L, "exps_heads": H * L * L,
+          "scores_mib_wide": L * L * 4 / 2**20, "scores_mib_heads": H * L * L * 4 / 2**20}
+    scores_8, scores_1, qkv_1 = H * L * L * 4 / 2**20, L * L * 4 / 2**20, L * d_model * 4 / 2**20
+
+    def peak_heads(v, g):  # three (H, L, L) float32 arrays live at once, plus at most q, k, v
+        return isinstance(v, float) and 3 * scores_8 <= v <= 3 * scores_8 + 3 * qkv_1
+
+    def peak_wide(v, g):  # below the heads' peak, above one head's three score arrays
+        return isinstance(v, float) and 3 * scores_1 <= v < g["peak_mib_heads"]
+
+    e |= {"peak_mib_heads": peak_heads, "peak_mib_wide": peak_wide,
+          "peak_over_scores": lambda v, g: math.isclose(v, g["peak_mib_heads"] / scores_8)}
     # --- same parameters, different function (the chapter's seeded NumPy example) ------------
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, d_model))
@@ -99,7 +119,12 @@ def expected() -> dict:
           "minilm_distinct_l0": len(set(top[0].tolist())),
           "minilm_tv_mean_l0": float(tv[iu].mean()), "minilm_tv_max_l0": float(tv[iu].max()),
           "minilm_cls_share": 100 * float(cls.mean()), "minilm_cls_heads": int(cls.sum()),
-          "minilm_total_heads": 72}
+          "minilm_total_heads": 72,
+          "minilm_l0_tokens": ", ".join(f"“{tok}”" for tok in
+                                        dict.fromkeys(tokens[j] for j in top[0])),
+          "minilm_cls_l0": int(cls[0].sum()), "minilm_cls_last": int(cls[-1].sum()),
+          "minilm_cls_max_last": float(w_it[-1, :, tokens.index("[CLS]")].max()),
+          "minilm_max_last": float(w_it[-1].max())}
     assert 0 <= e["minilm_tv_mean_l0"] <= e["minilm_tv_max_l0"] <= 1
     # --- KV cache of Qwen2-7B and friends (bfloat16: 2 bytes) --------------------------------
     qwen = kv_cache.PRESETS["Qwen2-7B"]
