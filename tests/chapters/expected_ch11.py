@@ -11,9 +11,11 @@
   relies on — ratios equal to the glued times they are computed from, speed-ups above 1.
 
 Hand formulas used: KV cache per token ``2 * layers * kv_heads * head_dim * 2`` bytes
-(bfloat16); score matrix ``n * n * bytes``; ``4 n^2 d_model`` FLOPs; the keys read when
-generating ``n`` tokens with a cache, ``n (n + 1) / 2``; the positions processed without a cache,
-``sum_{s < N} (T + s)``, and with it ``T + N - 1``.
+(bfloat16); score matrix ``L * L * bytes``; ``4 L^2 d_model`` FLOPs; the keys read when
+generating ``L`` tokens with a cache, ``L (L + 1) / 2``; the positions processed without a cache,
+``sum_{s < N} (P + s)`` for a prompt of ``P`` tokens, and with it ``P + N - 1``; a decoder's
+weights from its ``config.json`` (embedding and untied output, q/k/v/o projections with Qwen2's
+q/k/v biases, a SwiGLU FFN, two RMSNorms a layer and a final one), two bytes each in bfloat16.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import tracemalloc
 import numpy as np
 import torch
 
-from attnbook import attention, paged, widgets_cost
+from attnbook import attention, cost, paged
+from attnbook.explorers import kv_cache as kv_explorer
 from attnbook.kv_cache import (
     HF_CONFIGS,
     PRESETS,
@@ -68,6 +71,17 @@ def _peak_bytes(n: int) -> int:
     return peak
 
 
+def _hand_weights_bf16(name: str) -> int:
+    """Bytes of a Llama-style decoder's weights in bfloat16, from its ``config.json``."""
+    hf = HF_CONFIGS[name]
+    h, ff, vocab = hf["hidden_size"], hf["intermediate_size"], hf["vocab_size"]
+    kv = hf["num_key_value_heads"] * (h // hf["num_attention_heads"])
+    bias = hf["model_type"] == "qwen2"  # Qwen2 has biases on q, k and v
+    layer = 2 * h * h + 2 * h * kv + bias * (h + 2 * kv) + 3 * h * ff + 2 * h
+    emb = vocab * h * (1 if hf.get("tie_word_embeddings") else 2)
+    return 2 * (hf["num_hidden_layers"] * layer + h + emb)
+
+
 def _hand_kv_per_token(name: str) -> int:
     hf = HF_CONFIGS[name]
     head_dim = hf["hidden_size"] // hf["num_attention_heads"]
@@ -92,6 +106,13 @@ def expected() -> dict:
     # scores, weights and one temporary, plus boolean input checks (n*n bytes each)
     assert 2.9 < mem_in_nxn < 3.6
     e["meas_time_ratio"] = Check(lambda a, g: a > 0, "a positive ratio of two timings")
+
+    def time_phrase_ok(a, g):
+        r = g["meas_time_ratio"]
+        word = "more" if r > 4 * 1.15 else "close" if r >= 4 / 1.15 else "less"
+        return a.startswith(word)
+
+    e["meas_time_phrase"] = Check(time_phrase_ok, "more/close to/less than 4x, per the ratio")
     e["meas_ms_max"] = Check(lambda a, g: a > 0, "a positive time in ms")
     # --- 2K -> 32K -------------------------------------------------------------------------
     e["wall_factor"] = float((32768 / 2048) ** 2)
@@ -99,7 +120,11 @@ def expected() -> dict:
     e["wall_head_gib"] = 32768**2 * 4 / 2**30  # 4.0
     e["wall_layer_gib"] = 32 * 32768**2 * 2 / 2**30  # 64
     e["wall_tflop"] = 4 * 32768**2 * 32 * 128 / 1e12
-    assert widgets_cost.score_matrix_bytes(32768) == 32768**2 * 4
+    assert cost.score_matrix_bytes(32768) == 32768**2 * 4
+    mistral_w = _hand_weights_bf16("Mistral-7B")
+    assert mistral_w == 2 * 7_241_732_096  # Mistral-7B's published parameter count
+    e["wall_weights_gib"] = mistral_w / 2**30
+    e["wall_layer_over_weights"] = 32 * 32768**2 * 2 / mistral_w
     # --- KV-cache decoding: rerun the chapter's generation (deterministic, ~2 s) ------------
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -119,6 +144,9 @@ def expected() -> dict:
     e["kv_t_cache"] = Check(lambda x, g: x > 0, "a positive time")
     e["kv_speedup"] = Check(lambda x, g: _close(x, g["kv_t_full"] / g["kv_t_cache"]) and x > 1,
                             "speed-up = glued t_full / t_cache, above 1")
+    e["kv_speedup_phrase"] = Check(
+        lambda x, g: ("smaller" in x) == (g["kv_speedup"] < g["kv_positions_ratio"]),
+        "says 'smaller' exactly when the speed-up is below the ratio of positions")
     # --- cache sizes of real configs --------------------------------------------------------
     qwen = PRESETS["Qwen2-7B"]
     assert kv_cache_bytes(qwen, 1) == _hand_kv_per_token("Qwen2-7B") == 57344
@@ -131,6 +159,23 @@ def expected() -> dict:
     e["llama2_kib_per_token"] = _hand_kv_per_token("Llama-2-7B") / 1024  # 512
     e["llama2_over_qwen"] = _hand_kv_per_token("Llama-2-7B") / 57344
     e["qwen_batch32_gib"] = 57344 * 32768 * 32 / 2**30
+    qwen_w = _hand_weights_bf16("Qwen2-7B")
+    assert qwen_w == 2 * 7_615_616_512  # Qwen2-7B's published parameter count
+    e["qwen_weights_gib"] = qwen_w / 2**30
+    e["qwen_batch32_over_weights"] = 57344 * 32768 * 32 / qwen_w
+    # --- the KV-cache calculator, opened at 131072 tokens and batch 4 -----------------------
+    assert kv_explorer.CONTEXT_VALUES[0] == 1024 and kv_explorer.CONTEXT_VALUES[-1] == 131072
+    e["kvx_ctx_range"] = "1K to 128K tokens"
+    assert kv_explorer.BATCH_VALUES == (1, 4, 16, 64)
+    e["kvx_batches"] = "1, 4, 16 or 64"
+    e["kvx_batch"] = 4
+    e["kvx_qwen_gib"] = 57344 * 131072 * 4 / 2**30  # 28
+    e["kvx_over_weights"] = 57344 * 131072 * 4 / qwen_w
+    assert 57344 * 131072 < qwen_w < 57344 * 131072 * 4  # one sequence below, four above
+    e["kvx_ds_heads"] = 128
+    # DeepSeek-V2 (its table 1): MHA with 128 heads of 128 caches 2 * 128 * 128 numbers per
+    # layer and token; MLA caches the latent (512) and the shared RoPE key (64)
+    e["kvx_ds_mha_over_pub"] = 2 * 128 * 128 / (512 + 64)
     # --- PagedAttention demo (hand: blocks of 4, lowest free id first) ----------------------
     pool = paged.BlockAllocator(num_blocks=12, block_size=4)
     pool.append("A", 6)

@@ -91,12 +91,24 @@ def expected() -> dict:
         return data[(data["method"] == method) & (data["n"] == n_max)][0]
 
     naive, tiled = row("naive"), row("tiled_numpy")
+    n_prev = int(np.unique(data["n"])[-2])
+
+    def extra_prev(method):
+        return int(data[(data["method"] == method) & (data["n"] == n_prev)][0]["extra_bytes"])
+
     e["cpu_n_max"] = n_max
     e["cpu_naive_mib"] = int(naive["extra_bytes"]) / 2**20
     e["cpu_tiled_mib"] = int(tiled["extra_bytes"]) / 2**20
     e["cpu_ratio"] = int(naive["extra_bytes"]) / int(tiled["extra_bytes"])
     e["cpu_naive_in_nxn"] = int(naive["extra_bytes"]) / (n_max * n_max * 4)
     e["cpu_tiled_pct_nxn"] = 100 * int(tiled["extra_bytes"]) / (n_max * n_max * 4)
+    e["cpu_out_pct_tiled"] = 100 * n_max * 64 * 4 / int(tiled["extra_bytes"])  # the output
+    e["cpu_naive_growth"] = int(naive["extra_bytes"]) / extra_prev("naive")
+    e["cpu_tiled_growth"] = int(tiled["extra_bytes"]) / extra_prev("tiled_numpy")
+    assert 3.5 < e["cpu_naive_growth"] < 4.5  # what the prose says: as L^2 predicts
+    e["cpu_sdpa_pct_nxn"] = 100 * int(row("sdpa")["extra_bytes"]) / (n_max * n_max * 4)
+    # the prose says it allocates even less than the tiled loop
+    assert int(row("sdpa")["extra_bytes"]) < int(tiled["extra_bytes"])
     # --- Triton kernel under the interpreter, same seeded inputs ----------------------------
     import torch
     import torch.nn.functional as F
@@ -123,8 +135,14 @@ def expected() -> dict:
     e["tr_err_plain"] = (plain32.double() - ref64).abs().max().item()
     assert e["tr_err_kernel"] <= 2 * e["tr_err_plain"] + 1e-6  # the low-precision rule
     e["tr_seconds"] = Check(lambda x, g: x > 0, "a positive time")
+    ratio = e["tr_err_kernel"] / e["tr_err_plain"]
+    e["tr_err_phrase"] = ("the same rounding level as" if ratio <= 2
+                          else f"{ratio:.0f} times the error of")
+    gpu_csv = ROOT / "benchmarks" / "results" / "gpu_flash.csv"
+    e["gpu_phrase"] = "has" if gpu_csv.exists() else "has no"
     # --- linear attention: timings (checks) and the retrieval example (recomputed) ----------
     e["lin_n_factor"] = 8.0
+    e["lin_n_min"], e["lin_n_max"] = 512, 4096
     e["lin_growth_soft"] = Check(lambda x, g: x > 0, "a positive ratio of timings")
     e["lin_growth_lin"] = Check(lambda x, g: x > 0, "a positive ratio of timings")
     e["lin_speedup_max"] = Check(lambda x, g: x > 1, "linear attention faster at n = 4096")
@@ -136,6 +154,7 @@ def expected() -> dict:
     e["ret_soft"] = float(w_soft[17])
     e["ret_lin"] = float(sim[0, 17] / sim.sum())
     e["ret_uniform"] = 1 / 64
+    e["ret_lin_over_uniform"] = e["ret_lin"] * 64
     assert e["ret_soft"] > 10 * e["ret_lin"] > 10 * e["ret_uniform"]
     e["state_linear"] = 128 * 128 + 128
     e["state_kv_32k"] = 2 * 32768 * 128
