@@ -19,16 +19,22 @@ def embedded_spec(html: str) -> dict:
     return json.loads(m.group(2).replace("<\\/", "</"))
 
 
-def static_frame(spec: dict, values: dict) -> dict:
-    """The figure (data + layout) the static page draws for ``values`` (option values by name)."""
+def static_frame(spec: dict, values: dict, *, narrow: bool = False) -> dict:
+    """The figure (data + layout) the static page draws for ``values`` (option values by name).
+
+    ``narrow=True``: the variant a plot narrower than ``spec["narrow_below"]`` px draws.
+    """
+    from attnbook.explorers.base import apply_patch
+
     flat = 0
     for c, stride in zip(spec["controls"], spec["strides"]):
         flat += c["options"].index(values[c["name"]]) * stride
     frame = spec["frames"][spec["frame_of"][flat]]
-    layout = dict(spec["layout"])
-    for k, v in frame["layout"].items():
-        if v is None:
-            layout.pop(k, None)
-        else:
-            layout[k] = v
+    if narrow:
+        layout = apply_patch(spec["narrow_layout"], frame["narrow_layout"])
+        data = [spec["traces"][e] if isinstance(e, int)
+                else apply_patch(spec["traces"][e["t"]], spec["patches"][e["p"]])
+                for e in frame.get("narrow_data", frame["data"])]
+        return {"data": data, "layout": layout}
+    layout = apply_patch(spec["layout"], frame["layout"])
     return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}

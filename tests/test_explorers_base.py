@@ -80,3 +80,68 @@ def test_explorer_rejects_a_grid_too_large_and_duplicate_names():
         Explorer(twice, render, title="twice")
     with pytest.raises(ValueError, match="a=3 is not one of"):
         Explorer(twice[:1], render, title="one", values={"a": 3})
+
+
+# ------------------------------------------------------------------------------------------
+# Live sliders a person can drag (issue 10: tracks of 3 px in JupyterLab)
+# ------------------------------------------------------------------------------------------
+
+
+def px(value: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)px", value or "")
+    assert m, f"not a px length: {value!r}"
+    return float(m.group(1))
+
+
+@pytest.mark.parametrize("which", ["quadratic", "kv_cache", "masks", "scaling"])
+def test_live_sliders_get_a_row_and_a_track_of_150_px(which):
+    from attnbook.explorers.kv_cache import kv_cache_explorer
+    from attnbook.explorers.quadratic import quadratic_cost_explorer
+
+    ex = {"quadratic": quadratic_cost_explorer, "kv_cache": kv_cache_explorer,
+          "masks": mask_explorer, "scaling": lambda: scaling_explorer(n_samples=50,
+                                                                      n_draws=5)}[which]()
+    sliders = [(c, ex.controls[c.name]) for c in ex._specs if c.kind == "slider"]
+    assert sliders
+    for spec, w in sliders:
+        assert w.layout.width == "100%", "a slider shares its row and gets squeezed"
+        assert w.style.description_width == "initial"
+        # Independent estimate: JupyterLab's 13 px UI font is about 7 px per character; the
+        # label and the longest value (e.g. "131,072") are drawn beside the track.
+        label_px = 7 * len(w.description) + 10
+        value_px = 7 * max(len(t) for t in spec.labels) + 10
+        assert px(w.layout.min_width) - label_px - value_px >= 150, (spec.name, w.layout)
+        assert px(w.layout.max_width) >= px(w.layout.min_width)
+    # Drop-downs and checkboxes keep their natural width.
+    for c in ex._specs:
+        if c.kind != "slider":
+            assert ex.controls[c.name].layout.width == "auto"
+
+
+# ------------------------------------------------------------------------------------------
+# The narrow (phone) variant of the static frames
+# ------------------------------------------------------------------------------------------
+
+
+def test_static_spec_carries_a_stacked_narrow_variant():
+    from attnbook.explorers import reflow
+    from explorer_util import static_frame
+
+    spec = embedded_spec(mask_explorer().static_html())
+    assert spec["narrow_below"] == reflow.STACK_BELOW_PX
+    values = {"mask_type": "causal + padding", "window": 3, "n_pad": 2, "pad_side": "left"}
+    wide, narrow = static_frame(spec, values), static_frame(spec, values, narrow=True)
+    # Same numbers in both variants; the narrow one stacks the two heatmaps.
+    for a, b in zip(wide["data"], narrow["data"]):
+        assert a["z"] == b["z"]
+    assert wide["layout"]["xaxis2"]["domain"][0] > wide["layout"]["xaxis"]["domain"][1]
+    assert narrow["layout"]["xaxis"]["domain"] == narrow["layout"]["xaxis2"]["domain"] == [0, 1]
+    top, bottom = narrow["layout"]["yaxis"]["domain"], narrow["layout"]["yaxis2"]["domain"]
+    assert bottom[1] < top[0]
+    assert narrow["layout"]["height"] > wide["layout"]["height"]
+    # The caption of the empty rows is there in both, below the last panel when stacked.
+    for fr in (wide, narrow):
+        notes = [a for a in fr["layout"]["annotations"] if "see no key" in a["text"]]
+        assert len(notes) == 1 and notes[0]["y"] < 0
+    # Every frame's title still names its setting in the narrow variant.
+    assert "at the start" in reflow.title_text(narrow["layout"]).replace("<br>", " ")

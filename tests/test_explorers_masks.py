@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
-from attnbook import masks  # noqa: E402
+from attnbook import masks, viz  # noqa: E402
 from attnbook.attention import masked_softmax  # noqa: E402
 from attnbook.explorers.masks import mask_explorer  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
@@ -85,22 +85,65 @@ def test_static_mask_frames_match_library_and_dedupe():
     scores = np.random.default_rng(0).standard_normal((L, L))
     i, j = np.indices((L, L))
     for values, keep in [
-        ({"mask_type": "causal", "window": 3, "n_pad": 2}, j <= i),
-        ({"mask_type": "padding", "window": 3, "n_pad": 2}, np.broadcast_to(j < L - 2, (L, L))),
-        ({"mask_type": "sliding window", "window": 4, "n_pad": 0}, (j <= i) & (j > i - 4)),
+        ({"mask_type": "causal", "window": 3, "n_pad": 2, "pad_side": "right"}, j <= i),
+        ({"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "right"},
+         np.broadcast_to(j < L - 2, (L, L))),
+        ({"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "left"},
+         np.broadcast_to(j >= 2, (L, L))),
+        ({"mask_type": "sliding window", "window": 4, "n_pad": 0, "pad_side": "right"},
+         (j <= i) & (j > i - 4)),
     ]:
         fr = static_frame(spec, values)
         assert_close(fr["data"][0]["z"], keep.astype(float), atol=0, rtol=0)
         assert_close(fr["data"][1]["z"], reference_weights(scores, keep), atol=1e-12, rtol=1e-3)
     # Controls that do not matter for a type do not multiply the frames.
-    a = static_frame(spec, {"mask_type": "causal", "window": 1, "n_pad": 0})
-    b = static_frame(spec, {"mask_type": "causal", "window": 8, "n_pad": 7})
+    a = static_frame(spec, {"mask_type": "causal", "window": 1, "n_pad": 0, "pad_side": "right"})
+    b = static_frame(spec, {"mask_type": "causal", "window": 8, "n_pad": 7, "pad_side": "left"})
     assert a == b
-    assert len(spec["frame_of"]) == 5 * 8 * 9
-    # none 1 + causal 1 + padding 9 + causal+padding 9 + sliding 8 = 28 distinct figures
-    assert len(spec["frames"]) == 28
+    assert len(spec["frame_of"]) == 5 * 8 * 9 * 2
+    # none 1 + causal 1 + padding 9 x 2 sides + causal+padding 9 x 2 + sliding 8 = 46 figures
+    assert len(spec["frames"]) == 46
     flat = spec["controls"][0]["options"].index("causal") * spec["strides"][0]
-    assert sorted(spec["inactive"][flat]) == ["n_pad", "window"]
+    assert sorted(spec["inactive"][flat]) == ["n_pad", "pad_side", "window"]
+
+
+def test_left_padding_keep_mask_by_hand():
+    # L = 4, one pad token at the start (left padding), causal: query i sees keys 1..i, so
+    # query 0 (the pad token itself) sees no key at all.
+    want = np.array([
+        [0, 0, 0, 0],
+        [0, 1, 0, 0],
+        [0, 1, 1, 0],
+        [0, 1, 1, 1],
+    ], dtype=bool)
+    got = viz.explorer_keep_mask("causal + padding", 4, n_pad=1, pad_side="left")
+    assert got.dtype == bool and (got == want).all()
+    # Right padding (the default) hides the last key instead; every query sees key 0.
+    right = viz.explorer_keep_mask("causal + padding", 4, n_pad=1)
+    assert (right == np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]],
+                              dtype=bool)).all()
+    with pytest.raises(ValueError, match="pad_side"):
+        viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="middle")
+
+
+def test_mask_explorer_left_padding_shows_the_empty_rows():
+    L = 8
+    ex = mask_explorer(pad_side="left", n_pad=2)  # the default type: causal + padding
+    fig = ex.figure
+    keep = np.array(fig.data[0].z, dtype=bool)
+    i, j = np.indices((L, L))
+    assert (keep == ((j <= i) & (j >= 2))).all()
+    w = np.array(fig.data[1].z)
+    assert (w[:2] == 0).all(), "the left-padding queries 0 and 1 see no key"
+    assert_close(w[2:].sum(axis=-1), np.ones(L - 2), atol=1e-12, rtol=0)
+    assert list(fig.data[1].x)[:2] == ["0 pad", "1 pad"]
+    assert any("queries 0, 1 see no key" in a.text for a in fig.layout.annotations)
+    # Switching the side live moves the pad keys to the end: no empty row.
+    ex.controls["pad_side"].value = "right"
+    assert (np.array(fig.data[1].z).sum(axis=-1) > 0.999).all()
+    # The side is greyed out when the type has no padding.
+    ex.controls["mask_type"].value = "causal"
+    assert ex.controls["pad_side"].disabled
 
 
 
@@ -116,6 +159,7 @@ def test_static_mask_frames_match_library_and_dedupe():
         (dict(seq_len=1, window=1, n_pad=0), ValueError, "seq_len"),
         (dict(seq_len=17), ValueError, "seq_len"),
         (dict(seed=None), TypeError, "seed must be an integer, got None"),
+        (dict(pad_side="top"), ValueError, "pad_side"),
     ],
 )
 def test_bad_options_raise_naming_the_argument(kwargs, exc, name):

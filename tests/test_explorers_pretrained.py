@@ -14,6 +14,7 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers.pretrained import referent_explorer  # noqa: E402
+from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
 
@@ -30,6 +31,11 @@ def it_rows():
 @pytest.fixture(scope="module")
 def referent():
     return referent_explorer()
+
+
+def shown_title(fig) -> str:
+    """The live figure's title as one line (the title annotation, its <br> as spaces)."""
+    return title_text(fig.layout.to_plotly_json()).replace("<br>", " ")
 
 
 def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
@@ -55,7 +61,7 @@ def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
             for word in ("animal", "street"):
                 assert meta["highlight"][word] == pytest.approx(
                     float(w[layer - 1, head - 1, t.index(word)]), abs=0)
-        assert fig.layout.title.text == f"Attention of “it”: layer {layer}, head {head}"
+        assert shown_title(fig) == f"Attention of “it”: layer {layer}, head {head}"
         # The corner annotation prints the two weights and their difference, 3 decimals.
         a = float(w2[layer - 1, head - 1, t2.index("animal")])
         s = float(w2[layer - 1, head - 1, t2.index("street")])
@@ -83,7 +89,7 @@ def test_referent_static_frames_are_the_library_rows(referent, it_rows):
                 # Floats are stored with 4 significant digits.
                 assert_close(np.array(fr["data"][i]["y"], dtype=float),
                              w[layer - 1, head - 1].astype(float), atol=1e-12, rtol=1e-3)
-            assert fr["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+            assert title_text(fr["layout"]).endswith(f"layer {layer}, head {head}")
 
 
 def test_referent_explorer_starts_where_asked_and_rejects_bad_input(it_rows):

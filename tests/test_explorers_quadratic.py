@@ -13,10 +13,16 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import quadratic as qx  # noqa: E402
+from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
 
 GIB = 2**30
+
+
+def shown_title(fig) -> str:
+    """The live figure's title as one line (the title annotation, its <br> as spaces)."""
+    return title_text(fig.layout.to_plotly_json()).replace("<br>", " ")
 
 
 def test_quadratic_meter_live_slider_recomputes():
@@ -35,7 +41,7 @@ def test_quadratic_meter_live_slider_recomputes():
                  atol=0, rtol=1e-12)
     assert_close(np.array(fig.data[2].y), [(2**i / 2048) ** 2 for i in range(9, 18)], atol=0,
                  rtol=1e-12)
-    assert "256× the cost" in fig.layout.title.text
+    assert "256× the cost" in shown_title(fig)
     ex.controls["dtype"].value = "bfloat16"
     assert fig.data[1].meta["bytes"] == 32 * 32768**2 * 2
 

@@ -113,3 +113,97 @@ def test_every_static_explorer_redraws_its_frames(chapter, built_book):
             guard.check()
         finally:
             browser.close()
+
+
+def explorer_label_findings(page, *, name: str, width: int) -> list[dict]:
+    """Overlapping or clipped text of the page's explorers (tests/browser/layout.py's measure).
+
+    Numbers drawn on the data (heatmap cells) overlapping one another are not counted here;
+    every other text element of an explorer's figure (titles, subplot titles, axis titles,
+    ticks, legend, colour bar, captions) and of its controls is.
+    """
+    import layout
+
+    titles = page.eval_on_selector_all(
+        ".attnbook-explorer .attnbook-explorer-plot", "els => els.map(e => e.getAttribute("
+        "'aria-label'))")
+    found = layout.measure(page, name=name, width=width)
+    return [f for f in found if f["kind"] == "labels" and f["sub"] != "data-overlap"
+            and any(f["what"].startswith(t[:50]) for t in titles)]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("chapter", chapters_with_explorers())
+def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
+    """No explorer text overlaps another or leaves its figure, before and after a slider moves.
+
+    At 390 px (a phone; the column is ~358 px) the explorers draw their narrow frames
+    (stacked panels, wrapped text); the check is repeated after one slider of every explorer
+    has moved, so a redraw cannot bring the wide layout back.
+    """
+    require_chromium()
+    import layout
+    from playwright.sync_api import sync_playwright
+
+    path = Path(built_book) / f"{chapter}.html"
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": layout.VIEWPORT_HEIGHT})
+            guard = Guard(page)
+            layout.load(page, path.as_uri())
+            want = "narrow" if width < 520 else "wide"
+            modes = page.eval_on_selector_all(".attnbook-explorer-plot",
+                                              "els => els.map(e => e.dataset.layout)")
+            assert modes and set(modes) == {want}, modes
+            before = explorer_label_findings(page, name=chapter, width=width)
+            assert not before, "\n".join(layout.format_finding(f) for f in before)
+            assert layout.step_sliders(page) >= 1
+            modes = page.eval_on_selector_all(".attnbook-explorer-plot",
+                                              "els => els.map(e => e.dataset.layout)")
+            assert set(modes) == {want}, f"a redraw changed the layout: {modes}"
+            after = explorer_label_findings(page, name=chapter, width=width)
+            assert not after, "\n".join(layout.format_finding(f) for f in after)
+            guard.check()
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.book  # the built page, through request.getfixturevalue
+def test_explorer_switches_layout_when_the_window_is_resized(built_book):
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    chapter = "chapters/06-masks"
+    path = Path(built_book) / f"{chapter}.html"
+    if not path.is_file():
+        pytest.skip(f"the built book has no {chapter}.html")
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            guard = Guard(page)
+            page.goto(path.as_uri())
+            uid = page.eval_on_selector(".attnbook-explorer", "e => e.id")
+            plot = page.locator(f"#{uid}-plot")
+            page.wait_for_function("id => document.getElementById(id + '-plot')._fullData",
+                                   arg=uid)
+            assert plot.get_attribute("data-layout") == "wide"
+            wide_h = plot.bounding_box()["height"]
+            page.set_viewport_size({"width": 390, "height": 900})
+            page.wait_for_function(
+                "id => document.getElementById(id + '-plot').dataset.layout === 'narrow'",
+                arg=uid)
+            page.wait_for_timeout(300)
+            assert plot.bounding_box()["height"] > wide_h  # stacked panels are taller
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.wait_for_function(
+                "id => document.getElementById(id + '-plot').dataset.layout === 'wide'",
+                arg=uid)
+            guard.check()
+        finally:
+            browser.close()

@@ -35,11 +35,20 @@ import numpy as np
 
 from .. import viz
 from ..checks import check_choice
+from . import reflow
 
-__all__ = ["Control", "Explorer", "MAX_GRID"]
+__all__ = ["Control", "Explorer", "MAX_GRID", "MIN_TRACK_PX", "SLIDER_MAX_PX", "make_patch",
+           "apply_patch"]
 
 #: Largest number of grid combinations an explorer precomputes for its static HTML.
 MAX_GRID = 2000
+#: Shortest track in px of a live slider (a person can drag it).
+MIN_TRACK_PX = 150
+#: Widest a live slider gets, in px (label, track and value).
+SLIDER_MAX_PX = 640
+#: Width in px reserved per character of a live slider's label or value (JupyterLab's 13 px
+#: UI font averages about 7 px per character; 9 leaves room for wide glyphs).
+LABEL_CHAR_PX = 9
 
 _KINDS = ("slider", "toggle", "select")
 
@@ -90,13 +99,25 @@ class Control:
         if self.plain_label is None:
             self.plain_label = self.label
 
+    def slider_min_px(self) -> int:
+        """Smallest width in px of the live slider (label, longest value and track).
+
+        The track gets :data:`MIN_TRACK_PX`; the label and the value are counted at
+        :data:`LABEL_CHAR_PX` px per character.
+        """
+        label = len(self.plain_label or "") * LABEL_CHAR_PX + 12
+        value = max(len(t) for t in self.labels) * LABEL_CHAR_PX + 16
+        return int(label + value + MIN_TRACK_PX)
+
     def make_widget(self):
         """The ipywidgets control for the live explorer.
 
         Returns:
-            A new ``ipywidgets.SelectionSlider`` (``kind="slider"``), ``ipywidgets.Checkbox``
-            (``"toggle"``) or ``ipywidgets.Dropdown`` (``"select"``), set to the default
-            value and labelled with the plain-text label.
+            A new ``ipywidgets.SelectionSlider`` (``kind="slider"``; a row of its own, width
+            100 % up to :data:`SLIDER_MAX_PX` px and at least :meth:`slider_min_px`, so its
+            track is at least :data:`MIN_TRACK_PX` px), ``ipywidgets.Checkbox`` (``"toggle"``)
+            or ``ipywidgets.Dropdown`` (``"select"``), set to the default value and labelled
+            with the plain-text label.
         """
         import ipywidgets as w
 
@@ -104,9 +125,14 @@ class Control:
         layout = w.Layout(width="auto", min_width="220px", margin="2px 24px 2px 0")
         pairs = list(zip(self.labels, self.options))
         if self.kind == "slider":
+            # A row of its own, as wide as the output (up to SLIDER_MAX_PX): in a row of
+            # auto-width controls the label and the value take most of a 220 px slider and
+            # leave a track of a few px.
             return w.SelectionSlider(
                 options=pairs, value=self.default, description=self.plain_label,
-                continuous_update=False, style=style, layout=layout,
+                continuous_update=False, style=style,
+                layout=w.Layout(width="100%", max_width=f"{SLIDER_MAX_PX}px",
+                                min_width=f"{self.slider_min_px()}px", margin="2px 0"),
             )
         if self.kind == "toggle":
             return w.Checkbox(
@@ -145,8 +171,82 @@ def _round_json(obj, digits: int = 4):
     return obj
 
 
+def _plain_json(obj):
+    """``obj`` with typed arrays turned into nested lists, values unchanged.
+
+    Plotly's base64 typed arrays (``{"dtype", "bdata"}``) and NumPy arrays become lists, which
+    is what :func:`reflow.fit_figure` reads.
+    """
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            if obj.get("shape"):
+                arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
+            return arr.tolist()
+        return {k: _plain_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
+
+
 def _json_dumps(obj) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+_SET, _LIST, _DEL = "$set", "$list", "$del"
+
+
+def make_patch(base, new):
+    """A compact patch that turns JSON value ``base`` into ``new`` (see :func:`apply_patch`).
+
+    Dicts are diffed key by key (``{"$del": 1}`` removes a key), lists of equal length index
+    by index (``{"$list": {"3": patch}}``), anything else is replaced (a scalar as itself, a
+    dict or list as ``{"$set": value}``). Equal values give ``None`` (no patch).
+    """
+    if base == new:
+        return None
+    if isinstance(base, dict) and isinstance(new, dict):
+        out = {}
+        for k, v in new.items():
+            if k not in base:
+                out[k] = {_SET: v} if isinstance(v, (dict, list)) else v
+            elif base[k] != v:
+                out[k] = make_patch(base[k], v)
+        for k in base:
+            if k not in new:
+                out[k] = {_DEL: 1}
+        return out
+    if isinstance(base, list) and isinstance(new, list) and len(base) == len(new):
+        return {_LIST: {str(i): make_patch(b, n) for i, (b, n) in enumerate(zip(base, new))
+                        if b != n}}
+    return {_SET: new} if isinstance(new, (dict, list)) else new
+
+
+def apply_patch(base, patch):
+    """``base`` changed by a patch of :func:`make_patch` (a new value; ``base`` is not changed).
+
+    The static explorers' script applies patches the same way (``applyPatch``).
+    """
+    if patch is None:
+        return json.loads(json.dumps(base))
+    if isinstance(patch, dict):
+        if _SET in patch:
+            return json.loads(json.dumps(patch[_SET]))
+        if _LIST in patch:
+            out = json.loads(json.dumps(base))
+            for i, p in patch[_LIST].items():
+                out[int(i)] = apply_patch(out[int(i)], p)
+            return out
+        out = json.loads(json.dumps(base)) if isinstance(base, dict) else {}
+        for k, p in patch.items():
+            if isinstance(p, dict) and _DEL in p:
+                out.pop(k, None)
+            else:
+                out[k] = apply_patch(out.get(k), p)
+        return out
+    return patch
 
 
 class Explorer:
@@ -199,7 +299,7 @@ class Explorer:
         self.title = title
         self._static_html: str | None = None
         self.controls = {c.name: c.make_widget() for c in self._specs}
-        self.figure = go.FigureWidget(render(**self.values))
+        self.figure = go.FigureWidget(self._live_figure())
         for ctl in self.controls.values():
             ctl.observe(self._on_change, names="value")
         self._update_disabled()
@@ -236,13 +336,20 @@ class Explorer:
         for name, ctl in self.controls.items():
             ctl.disabled = name not in keep
 
+    def _live_figure(self):
+        """The figure for the current values, its text wrapped to the book's column width."""
+        import plotly.graph_objects as go
+
+        fig = self._render(**self.values)
+        return go.Figure(reflow.fit_figure(_plain_json(fig.to_plotly_json()), viz.COLUMN_PX))
+
     def _on_change(self, change) -> None:
         self._update_disabled()
         self.redraw()
 
     def redraw(self) -> None:
         """Recompute the figure for the current values and update :attr:`figure` in place."""
-        new = self._render(**self.values)
+        new = self._live_figure()
         fig = self.figure
         same_types = [t.type for t in fig.data] == [t.type for t in new.data]
         with fig.batch_update():
@@ -268,10 +375,20 @@ class Explorer:
 
         Keys: ``controls`` (name, kind, labels, options, default index), ``strides`` (the
         grid is flattened in C order over the controls' option indices), ``frame_of`` (grid
-        index -> frame index), ``frames`` (each ``{"data": [trace indices], "layout": diff}``),
-        ``traces`` (the distinct traces), ``layout`` (the base layout; a frame's layout is the
-        base updated with its diff, ``null`` removing a key), ``inactive`` (per grid index, the
-        names of the controls greyed out) and ``config``.
+        index -> frame index), ``frames`` (each ``{"data": [trace indices], "layout": patch,
+        "narrow_layout": patch}`` and, where the narrow traces differ, ``"narrow_data"``: per
+        trace an index or ``{"t": trace index, "p": index into patches}``), ``traces`` (the
+        distinct traces), ``patches`` (the distinct trace patches),
+        ``layout`` (the base layout; a frame's layout is the base changed by its patch, see
+        :func:`make_patch`), ``narrow_layout`` (the same for the narrow variant),
+        ``narrow_below`` (plot width in px below which the page draws the
+        narrow variant), ``inactive`` (per grid index, the names of the controls greyed out)
+        and ``config``.
+
+        Every rendered figure is stored twice, fitted by
+        :func:`attnbook.explorers.reflow.fit_figure` to the book's column
+        (:data:`attnbook.viz.COLUMN_PX`) and to a phone's
+        (:data:`attnbook.explorers.reflow.NARROW_PX`: stacked panels, wrapped text).
 
         Returns:
             The dict described above; floats are rounded to 4 significant digits and identical
@@ -288,6 +405,9 @@ class Explorer:
         frame_of: list[int] = []
         inactive: list[list[str]] = []
         base_layout = None
+        narrow_layout = None
+        patches: list = []  # distinct patches of wide traces into narrow ones
+        patch_index: dict[str, int] = {}
         for combo in itertools.product(*(c.options for c in specs)):
             values = dict(zip((c.name for c in specs), combo))
             canon = self._canonical(values)
@@ -296,21 +416,39 @@ class Explorer:
                 act = self._active(values)
                 inactive.append([c.name for c in specs if c.name not in act])
             if key not in rendered:
-                fig = self._render(**canon).to_plotly_json()
+                raw = _plain_json(self._render(**canon).to_plotly_json())
+                wide = reflow.fit_figure(raw, viz.COLUMN_PX)
+                narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
+                wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
+                             for t in wide["data"]]
                 data = []
-                for t in fig["data"]:
-                    t = _round_json({k: v for k, v in t.items() if k != "uid"})
+                for t in wide_data:
                     s = _json_dumps(t)
                     if s not in trace_index:
                         trace_index[s] = len(traces)
                         traces.append(t)
                     data.append(trace_index[s])
-                layout = _round_json(fig["layout"])
+                layout = _round_json(wide["layout"])
+                n_layout = _round_json(narrow["layout"])
                 if base_layout is None:
-                    base_layout = layout
-                diff = {k: v for k, v in layout.items() if base_layout.get(k) != v}
-                diff.update({k: None for k in base_layout if k not in layout})
-                frame = {"data": data, "layout": diff}
+                    base_layout, narrow_layout = layout, n_layout
+                frame = {"data": data, "layout": make_patch(base_layout, layout) or {},
+                         "narrow_layout": make_patch(narrow_layout, n_layout) or {}}
+                # A narrow trace is stored as a patch of its wide trace (usually a few keys).
+                n_data = []
+                for i, t in zip(data, narrow["data"]):
+                    t = _round_json({k: v for k, v in t.items() if k != "uid"})
+                    p = make_patch(traces[i], t)
+                    if p is None:
+                        n_data.append(i)
+                        continue
+                    ps = _json_dumps(p)
+                    if ps not in patch_index:
+                        patch_index[ps] = len(patches)
+                        patches.append(p)
+                    n_data.append({"t": i, "p": patch_index[ps]})
+                if n_data != data:
+                    frame["narrow_data"] = n_data
                 fkey = _json_dumps(frame)
                 if fkey not in frame_keys:
                     frame_keys[fkey] = len(frames)
@@ -333,6 +471,9 @@ class Explorer:
             "frames": frames,
             "traces": traces,
             "layout": base_layout,
+            "narrow_layout": narrow_layout,
+            "patches": patches,
+            "narrow_below": reflow.STACK_BELOW_PX,
             "inactive": inactive if self._active is not None else None,
             "config": {"displaylogo": False, "responsive": True},
         }
@@ -426,8 +567,10 @@ _STATIC_CSS = (
     ".attnbook-explorer{margin:1em 0;}"
     ".attnbook-explorer .attnbook-controls{display:flex;flex-wrap:wrap;gap:.4em 1.6em;"
     "align-items:center;font-size:.95em;margin-bottom:.3em;}"
-    ".attnbook-explorer .attnbook-ctl{display:flex;align-items:center;gap:.45em;}"
-    ".attnbook-explorer .attnbook-ctl input[type=range]{width:12em;}"
+    ".attnbook-explorer .attnbook-ctl{display:flex;align-items:center;gap:.45em;"
+    "max-width:100%;}"
+    ".attnbook-explorer .attnbook-ctl input[type=range]{width:12em;flex:0 1 12em;"
+    "min-width:6em;}"
     ".attnbook-explorer .attnbook-ctl output{min-width:2.5em;font-variant-numeric:tabular-nums;"
     "font-weight:600;}"
     ".attnbook-explorer .attnbook-ctl.attnbook-inactive{opacity:.45;}"
@@ -450,13 +593,41 @@ function currentIndex() {
   });
   return flat;
 }
-function frameFigure(flat) {
+function narrowNow() {
+  var w = plot.clientWidth || root.clientWidth;
+  return !!spec.narrow_layout && w > 0 && w < spec.narrow_below;
+}
+function applyPatch(base, p) {
+  if (p === null || p === undefined) { return copy(base); }
+  if (typeof p === 'object' && !Array.isArray(p)) {
+    if ('$set' in p) { return copy(p['$set']); }
+    var out;
+    if ('$list' in p) {
+      out = copy(base);
+      Object.keys(p['$list']).forEach(function (i) {
+        out[+i] = applyPatch(out[+i], p['$list'][i]);
+      });
+      return out;
+    }
+    out = (base && typeof base === 'object' && !Array.isArray(base)) ? copy(base) : {};
+    Object.keys(p).forEach(function (k) {
+      var v = p[k];
+      if (v && typeof v === 'object' && '$del' in v) { delete out[k]; }
+      else { out[k] = applyPatch(out[k], v); }
+    });
+    return out;
+  }
+  return p;
+}
+function frameFigure(flat, narrow) {
   var frame = spec.frames[spec.frame_of[flat]];
-  var layout = copy(spec.layout);
-  Object.keys(frame.layout).forEach(function (k) {
-    if (frame.layout[k] === null) { delete layout[k]; } else { layout[k] = copy(frame.layout[k]); }
+  var layout = narrow ? applyPatch(spec.narrow_layout, frame.narrow_layout)
+                      : applyPatch(spec.layout, frame.layout);
+  var idx = (narrow && frame.narrow_data) ? frame.narrow_data : frame.data;
+  var data = idx.map(function (e) {
+    return typeof e === 'number' ? copy(spec.traces[e])
+                                 : applyPatch(spec.traces[e.t], spec.patches[e.p]);
   });
-  var data = frame.data.map(function (i) { return copy(spec.traces[i]); });
   return {data: data, layout: layout};
 }
 function syncLabels(flat) {
@@ -475,15 +646,19 @@ function syncLabels(flat) {
     el.parentNode.classList.toggle('attnbook-inactive', off);
   });
 }
-var shown = -1;
+var shown = -1, shownNarrow = null;
 function draw(first) {
   var flat = currentIndex();
   syncLabels(flat);
-  if (flat === shown) { return; }
+  var narrow = narrowNow();
+  if (flat === shown && narrow === shownNarrow) { return; }
   shown = flat;
+  shownNarrow = narrow;
   plot.setAttribute('data-grid-index', String(flat));
   plot.setAttribute('data-frame', String(spec.frame_of[flat]));
-  var fig = frameFigure(flat);
+  plot.setAttribute('data-layout', narrow ? 'narrow' : 'wide');
+  var fig = frameFigure(flat, narrow);
+  if (fig.layout.height) { plot.style.height = fig.layout.height + 'px'; }
   if (first) { Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
   else { Plotly.react(plot, fig.data, fig.layout, spec.config); }
 }
@@ -491,6 +666,11 @@ spec.controls.forEach(function (c) {
   var el = document.getElementById(uid + '-' + c.name);
   el.addEventListener('input', function () { draw(false); });
   el.addEventListener('change', function () { draw(false); });
+});
+var resizeTimer = null;
+window.addEventListener('resize', function () {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(function () { draw(false); }, 150);
 });
 draw(true);
 """

@@ -124,7 +124,7 @@ def _describe(config) -> str:
 
 
 def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                    dtype: str = "bfloat16", *, height: int = 460):
+                    dtype: str = "bfloat16", *, height: int = 520):
     """Figure of the KV-cache calculator: cache size against context, and at one context.
 
     Left: the KV cache in GiB (log-log) against the context length, 512 to 131072 tokens, for
@@ -216,7 +216,7 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
         plot_bgcolor="white", height=height,
         title=dict(text=title, x=0.5, xanchor="center"),
-        margin=dict(l=70, r=40, t=90, b=60),
+        margin=dict(l=70, r=40, t=90, b=130),
         xaxis=axis_style(domain=[0.0, 0.42], type="log", title=dict(text="context (tokens)"),
                          anchor="y", dtick=1),
         yaxis=axis_style(type="log", title=dict(text="GiB"), anchor="x",
@@ -224,8 +224,8 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
         xaxis2=axis_style(domain=[0.68, 0.93], title=dict(text="GiB at the chosen context"),
                           anchor="y2", rangemode="tozero"),
         yaxis2=axis_style(anchor="x2", autorange="reversed", showgrid=False),
-        legend=dict(x=0.0, y=1.0, xanchor="left", yanchor="top",
-                    bgcolor="rgba(255,255,255,0.8)"),
+        # Below the panels: inside the left panel it would hide the MHA curve.
+        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.25, yanchor="top"),
         bargap=0.35,
     )
     return go.Figure(data=traces, layout=layout)

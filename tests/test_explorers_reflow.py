@@ -1,0 +1,225 @@
+"""Tests of attnbook.explorers.reflow: wrapped text, stacked panels, heatmap numbers, and the
+patches the static explorers store their frames as (attnbook.explorers.base)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+
+from attnbook.explorers import reflow
+from attnbook.explorers.base import apply_patch, make_patch
+from attnbook.explorers.reflow import (
+    CHAR_EM,
+    NARROW_PX,
+    PANEL_PX,
+    STACK_BELOW_PX,
+    fit_figure,
+    text_width_px,
+    title_text,
+    wrap_html,
+)
+
+# --------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------
+
+
+def test_wrap_breaks_at_spaces_greedily():
+    # At 10 px a character is CHAR_EM * 10 = 5.8 px: "aaa bbb" is 7 chars = 40.6 px.
+    assert CHAR_EM == 0.58
+    assert wrap_html("aaa bbb ccc", 45, 10) == "aaa bbb<br>ccc"
+    assert wrap_html("aaa bbb ccc", 70, 10) == "aaa bbb ccc"  # 11 chars = 63.8 px fit
+    assert wrap_html("aaa bbb ccc", 20, 10) == "aaa<br>bbb<br>ccc"
+
+
+def test_wrap_keeps_tags_whole_and_existing_breaks():
+    text = "<span style='color:#d9730d'>animal</span> 0.123 · street 0.456"
+    out = wrap_html(text, 80, 10)  # 13 visible chars per line at most
+    assert "<span style='color:#d9730d'>animal</span>" in out  # the tag was not split
+    assert re.sub(r"<br>", " ", out) == text
+    for line in out.split("<br>"):
+        assert text_width_px(line, 10) <= 80 or " " not in reflow.visible_text(line)
+    assert wrap_html("one<br>two three", 1000, 10) == "one<br>two three"
+    # A word longer than the width stays whole on its own line.
+    assert wrap_html("x supercalifragilistic y", 30, 10) == "x<br>supercalifragilistic<br>y"
+
+
+def test_text_width_counts_visible_characters_and_small_subscripts():
+    assert text_width_px("abcd", 10) == pytest.approx(4 * 5.8)
+    assert text_width_px("<b>abcd</b>", 10) == pytest.approx(4 * 5.8)
+    # d<sub>k</sub>: "d" full, "k" at 70 %.
+    assert text_width_px("d<sub>k</sub>", 10) == pytest.approx(1.7 * 5.8)
+
+
+# --------------------------------------------------------------------------------------------
+# Stacking
+# --------------------------------------------------------------------------------------------
+
+
+def two_panels(height=460, t=50, b=90):
+    """A figure shaped like the scaling explorer's: two panels side by side."""
+    return {
+        "data": [
+            {"type": "bar", "x": [1, 2], "y": [1, 2], "xaxis": "x", "yaxis": "y", "name": "a"},
+            {"type": "scatter", "x": [1, 2], "y": [2, 1], "xaxis": "x2", "yaxis": "y2",
+             "name": "b"},
+        ],
+        "layout": {
+            "height": height, "margin": {"l": 60, "r": 20, "t": t, "b": b},
+            "xaxis": {"domain": [0.0, 0.43], "anchor": "y"},
+            "yaxis": {"anchor": "x"},
+            "xaxis2": {"domain": [0.57, 1.0], "anchor": "y2"},
+            "yaxis2": {"anchor": "x2"},
+            "annotations": [
+                {"text": "Left panel title", "x": 0.215, "y": 1.0, "xref": "paper",
+                 "yref": "paper", "xanchor": "center", "yanchor": "bottom"},
+                {"text": "Right panel title", "x": 0.785, "y": 1.0, "xref": "paper",
+                 "yref": "paper", "xanchor": "center", "yanchor": "bottom"},
+                {"text": "box", "x": 0.99, "y": 0.97, "xref": "paper", "yref": "paper",
+                 "xanchor": "right", "yanchor": "top"},
+                {"text": "a caption under the figure", "x": 0.5, "y": -0.3, "xref": "paper",
+                 "yref": "paper", "xanchor": "center", "yanchor": "top"},
+            ],
+            "legend": {"orientation": "h", "x": 0.5, "y": -0.24, "yanchor": "top"},
+        },
+    }
+
+
+def test_narrow_figure_stacks_side_by_side_panels():
+    fig = two_panels()
+    before = copy.deepcopy(fig)
+    out = fit_figure(fig, NARROW_PX)
+    assert fig == before, "fit_figure changed its input"
+    lay = out["layout"]
+    # Both panels span the full width, the left one on top, each PANEL_PX px tall.
+    assert lay["xaxis"]["domain"] == [0.0, 1.0] and lay["xaxis2"]["domain"] == [0.0, 1.0]
+    (a0, a1), (b0, b1) = lay["yaxis"]["domain"], lay["yaxis2"]["domain"]
+    assert a1 == pytest.approx(1.0) and b0 == pytest.approx(0.0)
+    assert b1 < a0, "the panels overlap"
+    paper = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+    assert (a1 - a0) * paper == pytest.approx(PANEL_PX, abs=1)
+    assert (b1 - b0) * paper == pytest.approx(PANEL_PX, abs=1)
+    # The gap holds the upper panel's axis and the lower panel's title.
+    assert (a0 - b1) * paper >= 64 + 13 * 1.3
+    ann = {a["text"]: a for a in lay["annotations"]}
+    assert ann["Left panel title"]["y"] == pytest.approx(a1)
+    assert ann["Right panel title"]["y"] == pytest.approx(b1)
+    assert ann["Right panel title"]["x"] == 0.5
+    # The box keeps its place relative to its panel: x 0.99 in [0.57, 1] -> 0.42 / 0.43.
+    assert ann["box"]["x"] == pytest.approx(0.42 / 0.43, abs=1e-6)
+    assert ann["box"]["y"] == pytest.approx(b0 + 0.97 * (b1 - b0), abs=1e-6)
+    # Caption and legend go below the last panel; the figure is taller than before.
+    assert ann["a caption under the figure"]["y"] < 0 and lay["legend"]["y"] < 0
+    assert lay["height"] > 460
+
+
+def test_wide_figure_keeps_its_panels_side_by_side():
+    out = fit_figure(two_panels(), 688)
+    lay = out["layout"]
+    assert lay["xaxis"]["domain"] == [0.0, 0.43] and lay["xaxis2"]["domain"] == [0.57, 1.0]
+    assert "domain" not in lay["yaxis"]
+    assert STACK_BELOW_PX > NARROW_PX and fit_figure(two_panels(), STACK_BELOW_PX)[
+        "layout"]["xaxis2"]["domain"] == [0.57, 1.0]
+
+
+def test_long_title_wraps_and_gets_room():
+    fig = two_panels()
+    title = ("m = 8, i = 1, base 500 000: θ<sub>i</sub> = 0.194 rad/token, angle "
+             "m·θ<sub>i</sub> = 1.55 rad, wavelength 2π/θ<sub>i</sub> = 32.4 tokens")
+    fig["layout"]["title"] = {"text": title, "font": {"size": 14}}
+    for width in (688, NARROW_PX):
+        lay = fit_figure(fig, width)["layout"]
+        text = title_text(lay)
+        assert re.sub("<br>", " ", text) == title
+        lines = text.split("<br>")
+        assert len(lines) >= 2
+        assert all(text_width_px(line, 14) <= width - 16 for line in lines)
+        # The top margin holds every line of the title (and the panel titles below it).
+        assert lay["margin"]["t"] >= len(lines) * 14 * 1.3 + 13 * 1.3
+
+
+def test_panel_titles_grow_upwards_without_overlap():
+    fig = two_panels(t=20)  # room for one line of subplot title
+    fig["layout"]["annotations"][0]["text"] = "A long subplot title that cannot fit its panel"
+    lay = fit_figure(fig, 688)["layout"]
+    a = lay["annotations"][0]
+    n = a["text"].count("<br>") + 1
+    assert n == 2
+    # The top margin grows to hold both lines; the plot area keeps its height.
+    assert lay["margin"]["t"] >= n * 13 * 1.3
+    assert lay["height"] - lay["margin"]["t"] - lay["margin"]["b"] == 460 - 20 - 90
+
+
+def heat(n, template="%{z:.2f}"):
+    z = [[round(0.1 * (i + j) % 1, 2) for j in range(n)] for i in range(n)]
+    return {
+        "data": [{"type": "heatmap", "z": z, "xaxis": "x", "yaxis": "y", "texttemplate": template,
+                  "textfont": {"size": 11}},
+                 {"type": "heatmap", "z": z, "xaxis": "x2", "yaxis": "y2",
+                  "texttemplate": template, "colorbar": {"x": 0.95}}],
+        "layout": {"height": 430, "margin": {"l": 70, "r": 20, "t": 80, "b": 100},
+                   "xaxis": {"domain": [0, 0.43]}, "xaxis2": {"domain": [0.5, 0.93]},
+                   "yaxis": {}, "yaxis2": {"anchor": "x2"}},
+    }
+
+
+def test_heatmap_numbers_fit_their_cells_or_are_left_out():
+    # 8 x 8 stacked at 358 px: cells of about (358 - 62 - 60) / 8 = 29.5 px hold "0.00".
+    out = fit_figure(heat(8), NARROW_PX)
+    t = out["data"][0]
+    assert t["texttemplate"] == "%{z:.2f}"
+    size = t["textfont"]["size"]
+    cell = (NARROW_PX - out["layout"]["margin"]["l"] - out["layout"]["margin"]["r"]) / 8
+    assert reflow.MIN_CELL_FONT <= size and 4 * CHAR_EM * size <= cell - 4
+    # The colour bar follows the lower panel.
+    cb = out["data"][1]["colorbar"]
+    y0, y1 = out["layout"]["yaxis2"]["domain"]
+    assert cb["y"] == pytest.approx((y0 + y1) / 2) and cb["len"] == pytest.approx(y1 - y0)
+    # 16 x 16: cells of ~15 px cannot hold "0.00" at 9 px (4 x 0.58 x 9 = 20.9 px).
+    out16 = fit_figure(heat(16), NARROW_PX)
+    assert out16["data"][0]["texttemplate"] == ""
+    # A keep-mask's 0/1 ("%{z}") needs one character: it stays.
+    mask = heat(16, "%{z}")
+    mask["data"][0]["z"] = [[int(i >= j) for j in range(16)] for i in range(16)]
+    assert fit_figure(mask, NARROW_PX)["data"][0]["texttemplate"] == "%{z}"
+
+
+def test_fit_figure_rejects_bad_input():
+    with pytest.raises(ValueError, match="width"):
+        fit_figure(two_panels(), 0)
+    with pytest.raises(ValueError, match="layout"):
+        fit_figure({"data": []}, 358)
+
+
+# --------------------------------------------------------------------------------------------
+# Patches
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base,new",
+    [
+        ({"a": 1, "b": [1, 2, 3]}, {"a": 1, "b": [1, 5, 3]}),
+        ({"a": 1, "b": {"c": 2}}, {"b": {"c": 3, "d": [1]}}),
+        ({"annotations": [{"text": "x", "y": 1}]}, {"annotations": [{"text": "y", "y": 1},
+                                                                    {"text": "z"}]}),
+        ({"a": [1, 2]}, {"a": "now a string"}),
+        ({"t": {"text": "a"}}, {"t": {"text": ""}, "u": None}),
+    ],
+)
+def test_patch_round_trip(base, new):
+    p = make_patch(base, new)
+    assert apply_patch(base, p) == new
+    assert apply_patch(base, json.loads(json.dumps(p))) == new  # survives JSON
+    assert make_patch(new, new) is None
+
+
+def test_patch_of_one_changed_annotation_text_is_small():
+    base = {"annotations": [{"text": f"title {i}", "x": 0.5, "font": {"size": 14}}
+                            for i in range(5)]}
+    new = copy.deepcopy(base)
+    new["annotations"][3]["text"] = "changed"
+    assert make_patch(base, new) == {"annotations": {"$list": {"3": {"text": "changed"}}}}
