@@ -363,10 +363,15 @@ def test_chapter_follows_the_rhythm(name):
     assert shown, f"{name}: no show_code(...) of the library code"
     missing = [expr for expr, obj in shown if obj is None]
     assert not missing, f"{name}: show_code is given what the library does not have: {missing}"
-    # A misconceptions box.
+    # A misconceptions box: a div styled by book/_static/attnbook.css, not an admonition titled
+    # "Common misconceptions" (the heading already says it; the title was read twice).
     mis = section(text, "Common misconceptions")
-    assert re.search(r"```\{admonition\} Common misconceptions\n:class: (warning|caution|danger)",
-                     mis), f"{name}: the misconceptions are not in an admonition box"
+    assert re.search(r"^(:{3,})\{div\} misconceptions\n.*?^\1$", mis, re.S | re.M), (
+        f"{name}: the misconceptions are not in a `::::{{div}} misconceptions` box"
+    )
+    assert "{admonition} Common misconceptions" not in mis, (
+        f"{name}: 'Common misconceptions' is both the heading and the box's title"
+    )
     assert mis.count("- **") >= 3, f"{name}: fewer than three misconceptions"
     # A figure or an explorer: a matplotlib figure shown, or an explorer displayed.
     assert "plt.show()" in code, f"{name}: no figure"
