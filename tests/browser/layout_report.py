@@ -111,7 +111,8 @@ def measure_book(
     One Chromium; one context and one tab per width, reused for every page. The widths run
     concurrently (two tabs at once keep two cores busy), the pages of one width in turn.
     With ``step_sliders`` the labels are measured again after every explorer's first slider
-    moved one step (those findings say "after a slider step").
+    moved one step; label findings not already found as loaded are added, their ``what``
+    starting "after a slider step".
     """
     path = chromium_path()
     if path is None:
@@ -151,8 +152,10 @@ async def _measure(base, path, pages, widths, step_sliders, progress):
             found = await page.evaluate(layout.MEASURE_JS, args)
             if step_sliders and await page.evaluate(layout.STEP_SLIDERS_JS, layout.TIMEOUT_MS):
                 after = await page.evaluate(layout.MEASURE_JS, args)
+                seen = {(f["sub"], f["what"]) for f in found}
                 found += [{**f, "what": "after a slider step: " + f["what"]}
-                          for f in after if f["kind"] == "labels"]
+                          for f in after
+                          if f["kind"] == "labels" and (f["sub"], f["what"]) not in seen]
             found = [{"page": name, "width": width, **f} for f in found]
             findings[width].extend(found)
             if progress:
