@@ -195,11 +195,18 @@ def chapter_escape_hatches(nb) -> list[str]:
     return problems
 
 
+#: Pages listed before the chapters ("Start here"): how to run the book (run.md).
+FRONT_PAGES = ("run",)
+
+
 def test_toc_lists_existing_chapters_then_references():
     chapters = toc_chapters()
     assert chapters[-1] == "references", "the bibliography page closes the book"
     missing = [c for c in chapters if not (ROOT / f"{c}.md").is_file()]
     assert not missing, f"_toc.yml lists chapters that do not exist: {missing}"
+    front = list(FRONT_PAGES)
+    assert chapters[: len(front)] == front, f"_toc.yml does not open with {front}: {chapters}"
+    chapters = chapters[len(front):]
     numbered = [c for c in chapters[:-1] if c.startswith("chapters/")]
     numbers = [int(re.match(r"chapters/(\d+)-", c).group(1)) for c in numbered]
     assert numbers == sorted(numbers), f"chapters out of order: {chapters}"
@@ -302,11 +309,16 @@ def parse_makefile(text: str) -> tuple[dict[str, str], dict[str, dict]]:
 
 
 def commands(recipe: list[str]) -> list[list[str]]:
-    """Shell words of each recipe line (``a && b`` counts as two commands)."""
+    """Shell words of each recipe line (``a && b`` counts as two commands).
+
+    Leading environment assignments (``NAME=value cmd ...``) are dropped: the command is ``cmd``.
+    """
     out = []
     for line in recipe:
         for part in re.split(r"&&|;", line):
             words = shlex.split(part)
+            while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+                words = words[1:]
             if words:
                 out.append(words)
     return out
