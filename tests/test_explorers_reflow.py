@@ -223,3 +223,31 @@ def test_patch_of_one_changed_annotation_text_is_small():
     new = copy.deepcopy(base)
     new["annotations"][3]["text"] = "changed"
     assert make_patch(base, new) == {"annotations": {"$list": {"3": {"text": "changed"}}}}
+
+
+def test_slanted_ticks_that_collide_on_a_phone_get_steeper_and_the_panel_below_moves():
+    # Two panels in one column (the referent explorer's shape), 13 slanted category labels.
+    labels = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because",
+              "it", "was", "tired"]
+    axis = {"tickangle": -40, "ticktext": labels, "tickvals": list(range(13))}
+    fig = {
+        "data": [{"type": "bar", "y": [0.1] * 13, "xaxis": "x", "yaxis": "y"},
+                 {"type": "bar", "y": [0.1] * 13, "xaxis": "x2", "yaxis": "y2"}],
+        "layout": {
+            "height": 710, "margin": {"l": 70, "r": 20, "t": 110, "b": 70},
+            "xaxis": dict(axis, anchor="y"), "xaxis2": dict(axis, anchor="y2"),
+            "yaxis": {"anchor": "x", "domain": [0.62, 1.0]},
+            "yaxis2": {"anchor": "x2", "domain": [0.0, 0.38]},
+            "annotations": [{"text": "second sentence", "x": 0.0, "y": 0.38, "xref": "paper",
+                             "yref": "paper", "xanchor": "left", "yanchor": "bottom"}],
+        },
+    }
+    wide = fit_figure(fig, 688)["layout"]
+    assert wide["xaxis"]["tickangle"] == -40  # 41 px per label at 688 px is enough
+    narrow = fit_figure(fig, NARROW_PX)["layout"]
+    # (358 - 90) / 13 = 20.6 px per label; at 13 px a line is 16.9 px, so the slant must be
+    # at least asin(16.9 / 20.6) = 55 degrees: the first stop that fits is 60.
+    assert narrow["xaxis"]["tickangle"] == -60
+    # The lower panel's top moves down by what the upper ticks gained, and its title with it.
+    top = narrow["yaxis2"]["domain"][1]
+    assert top < 0.38 and narrow["annotations"][0]["y"] == pytest.approx(top)

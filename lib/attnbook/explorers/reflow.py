@@ -338,6 +338,7 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
     plot_h = max(height - m["t"] - m["b"], 50.0)
     font = _font_size(layout, _BASE_FONT)
     extra_bottom = 0.0
+    growth = _steepen_ticks(layout, ps, plot_w, font) if width < STACK_BELOW_PX else {}
     groups: dict = {}
     top_px = 0.0  # height of what sits right above the plot area (subplot titles)
     for a in layout.get("annotations") or []:
@@ -361,6 +362,8 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
             avail = min(plot_w * min(x, 1 - x) * 2 + m["l"] + m["r"], width) - 8
         before = _n_lines(a["text"])
         a["text"] = wrap_html(a["text"], max(avail, 60.0), size)
+        if _n_lines(a["text"]) > before and anchor in ("left", "right") and "align" not in a:
+            a["align"] = anchor  # wrapped lines line up with the anchored edge
         extra = (_n_lines(a["text"]) - before) * size * _LINE
         if above:
             key = (ps.index(p), round(y, 6))
@@ -379,8 +382,16 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
             if y >= 1 - 1e-9:
                 top_px = max(top_px, float(a.get("yshift", 0)) + _n_lines(a["text"]) * size
                              * _LINE)
-        if push and y < 1 - 1e-9:
-            _shrink_panel_top(layout, ps[pi], push / plot_h)
+        if y < 1 - 1e-9:
+            # An inner panel of a column: the panel and its titles move down by the lines
+            # gained and by what the tick labels of the panel above now need.
+            above_panel = min((q for q in ps if q["yd"][0] >= ps[pi]["yd"][1] - 1e-9),
+                              key=lambda q: q["yd"][0], default=None)
+            need = push + (growth.get(above_panel["x"], 0.0) if above_panel else 0.0)
+            if need:
+                top = _shrink_panel_top(layout, ps[pi], need / plot_h)
+                for _, a, _, _ in items:
+                    a["y"] = round(top, 6)
     legend = layout.get("legend") or {}
     if legend and float(legend.get("y", 1)) >= 1 and legend.get("yanchor") == "bottom":
         legend["y"] = round(1 + (top_px + 4) / plot_h, 6)
@@ -389,6 +400,8 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
     new_t = float(m["t"])
     if title:
         size = _font_size(title, font * 1.4)
+        if width < STACK_BELOW_PX:
+            size = min(size, 15.0)
         text = wrap_html(title["text"], width - 20, size)
         layout["title"] = {"text": ""}
         ann = _title_annotation(title, text, size, top_px + 6)
@@ -406,6 +419,33 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
             _fit_heatmap_text(trace, layout, plot_w, plot_h, ps)
 
 
+def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> dict:
+    """Slanted tick labels too close for their angle get the smallest steeper angle that fits.
+
+    Returns:
+        ``{x axis name: px}``: how much taller each changed axis's tick labels get.
+    """
+    growth = {}
+    for p in ps:
+        ax = layout.get(p["x"]) or {}
+        angle = ax.get("tickangle")
+        labels = ax.get("ticktext") or ax.get("tickvals")
+        if not isinstance(angle, (int, float)) or not angle or abs(angle) >= 90 or not labels:
+            continue
+        size = _font_size({"font": ax.get("tickfont")}, font)
+        spacing = plot_w * (p["xd"][1] - p["xd"][0]) / len(labels)
+        longest = max(text_width_px(str(t), size) for t in labels)
+        old = abs(angle)
+        for new in (old, 50, 60, 70, 90):
+            if new >= old and spacing >= size * _LINE / math.sin(math.radians(new)):
+                break
+        if new != old:
+            ax["tickangle"] = -new if angle < 0 else new
+            growth[p["x"]] = longest * (math.sin(math.radians(new))
+                                        - math.sin(math.radians(old)))
+    return growth
+
+
 def _gap_share(ps: list[dict], p: dict) -> float:
     """Half of the free paper width on each side of panel ``p`` in its row (for its title)."""
     row = sorted((q["xd"] for q in ps if q["yd"] == p["yd"]))
@@ -415,10 +455,13 @@ def _gap_share(ps: list[dict], p: dict) -> float:
     return (left + right) / 2
 
 
-def _shrink_panel_top(layout: dict, p: dict, frac: float) -> None:
+def _shrink_panel_top(layout: dict, p: dict, frac: float) -> float:
+    """Lower the top of panel ``p`` by ``frac`` of the paper (at most half the panel)."""
     yax = layout.setdefault(p["y"], {})
     y0, y1 = yax.get("domain", [0.0, 1.0])
-    yax["domain"] = [y0, max(y0 + 0.5 * (y1 - y0), y1 - frac)]
+    top = max(y0 + 0.5 * (y1 - y0), y1 - frac)
+    yax["domain"] = [y0, round(top, 6)]
+    return top
 
 
 def _stack(fig: dict, ps: list[dict], width: float) -> None:
