@@ -570,3 +570,31 @@ def test_slow_test_list_names_existing_tests(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n")
     entries = ("test_x.py::test_a", "test_x.py::test_b", "test_y.py::test_a")
     assert stale_slow_tests(tmp_path, entries) == ["test_x.py::test_b", "test_y.py::test_a"]
+
+
+#: The front matter every chapter carries: the one JupyterLab leaves as it is (a chapter opened
+#: and saved there is unchanged: tests/browser/test_browser_lab.py checks it on chapter 1).
+#: JupyterLab writes the kernel's own display name ("Python 3 (ipykernel)") into the notebook;
+#: Jupytext's version stays out (jupytext.toml).
+CHAPTER_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+"""
+
+
+@pytest.mark.parametrize("chapter", sorted((ROOT / "chapters").glob("*.md")), ids=lambda p: p.name)
+def test_chapter_header_is_the_one_jupyterlab_keeps(chapter):
+    text = chapter.read_text(encoding="utf-8")
+    assert text.startswith(CHAPTER_HEADER), (
+        f"{chapter.name}'s front matter differs from tests/book/test_book_config.py's "
+        "CHAPTER_HEADER; JupyterLab would rewrite it on save:\n" + text[: len(CHAPTER_HEADER)]
+    )
