@@ -167,20 +167,25 @@ def heat(n, template="%{z:.2f}"):
 
 
 def test_heatmap_numbers_fit_their_cells_or_are_left_out():
-    # 8 x 8 stacked at 358 px: cells of about (358 - 62 - 60) / 8 = 29.5 px hold "0.00".
+    # 8 x 8 stacked at 358 px: the colour bar goes (the cells print the numbers), and cells
+    # of (358 - 62 - 14) / 8 = 35 px hold "0.00" at the 11 px asked for (4 x 0.58 x 11 = 26).
     out = fit_figure(heat(8), NARROW_PX)
     t = out["data"][0]
     assert t["texttemplate"] == "%{z:.2f}"
-    size = t["textfont"]["size"]
+    assert out["layout"]["margin"]["r"] == 14 and out["data"][1]["showscale"] is False
+    size = t.get("textfont", {}).get("size", 11)
     cell = (NARROW_PX - out["layout"]["margin"]["l"] - out["layout"]["margin"]["r"]) / 8
-    assert reflow.MIN_CELL_FONT <= size and 4 * CHAR_EM * size <= cell - 4
-    # The colour bar follows the lower panel.
-    cb = out["data"][1]["colorbar"]
-    y0, y1 = out["layout"]["yaxis2"]["domain"]
-    assert cb["y"] == pytest.approx((y0 + y1) / 2) and cb["len"] == pytest.approx(y1 - y0)
-    # 16 x 16: cells of ~15 px cannot hold "0.00" at 9 px (4 x 0.58 x 9 = 20.9 px).
+    assert size == 11 and 4 * CHAR_EM * size <= cell - 4
+    # 16 x 16: cells of ~17 px cannot hold "0.00" at 9 px (4 x 0.58 x 9 = 20.9 px): the
+    # numbers are left out and the colour bar, next to its (lower) panel, gives the scale.
     out16 = fit_figure(heat(16), NARROW_PX)
     assert out16["data"][0]["texttemplate"] == ""
+    assert out16["data"][1]["texttemplate"] == "" and out16["data"][1]["showscale"] is True
+    cb = out16["data"][1]["colorbar"]
+    y0, y1 = out16["layout"]["yaxis2"]["domain"]
+    assert cb["y"] == pytest.approx((y0 + y1) / 2) and cb["len"] == pytest.approx(y1 - y0)
+    # Wide (688 px, side by side), 8 x 8: cells of ~32 px keep the numbers at 11 px.
+    assert fit_figure(heat(8), 688)["data"][0].get("textfont", {}).get("size") == 11
     # A keep-mask's 0/1 ("%{z}") needs one character: it stays.
     mask = heat(16, "%{z}")
     mask["data"][0]["z"] = [[int(i >= j) for j in range(16)] for i in range(16)]

@@ -471,6 +471,13 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     font = _font_size(layout, _BASE_FONT)
     order = sorted(range(len(ps)), key=lambda i: ps[i]["xd"][0])  # left to right -> top down
     new_l, new_r = min(m["l"], 62), 14
+    # A heatmap that prints its numbers on the cells needs no colour bar on a phone: the
+    # width goes to the cells (the bar comes back if the numbers do not fit).
+    unbarred = [t for t in fig["data"] if t.get("type") == "heatmap" and t.get("colorbar")
+                is not None and t.get("showscale", True) is not False
+                and "%{z" in str(t.get("texttemplate", ""))]
+    for t in unbarred:
+        t["showscale"] = False
     if layout.get("coloraxis") or any(t.get("colorbar") and t.get("showscale", True)
                                       for t in fig["data"]):
         new_r = 60
@@ -585,7 +592,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     # Colour bars follow their panel.
     for trace in fig["data"]:
         cb = trace.get("colorbar")
-        if cb is not None and trace.get("showscale", True) is not False:
+        if cb is not None:
             i = next((j for j, p in enumerate(ps) if _axis_id(p["x"]) == trace.get("xaxis", "x")),
                      None)
             if i is not None:
@@ -617,6 +624,10 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     for trace in fig["data"]:
         if trace.get("type") == "heatmap":
             _fit_heatmap_text(trace, layout, plot_w, paper_h, _ps_after(layout, ps))
+    for t in unbarred:
+        if not t.get("texttemplate"):
+            t["showscale"] = True  # the numbers were left out: the colour bar says the values
+            layout["margin"]["r"] = 60
 
 
 def _ps_after(layout: dict, ps: list[dict]) -> list[dict]:
