@@ -125,6 +125,8 @@ def expected() -> dict:
           "llama3_theta": th3,
           "llama2_ctx": kv_cache.HF_CONFIGS["Llama-2-7B"]["max_position_embeddings"],
           "llama3_ctx": kv_cache.HF_CONFIGS["Llama-3-8B"]["max_position_embeddings"]}
+    # degrees the slowest Llama-2 pair turns over its context: 360 * context / wavelength
+    e["slow_turn2_deg"] = 360 * e["llama2_ctx"] / e["wl_llama2_longest"]
     e["mis_same_pos_diff"] = Tiny(1e-12)  # R_m q . R_m k = q . k
     # --- exercises ---------------------------------------------------------------------------
     w16 = 10000.0 ** (-np.arange(0, 16, 2) / 16)

@@ -131,9 +131,26 @@ def _training() -> dict:
          "step_post": steps["post_ln"], "step_pre": steps["pre_ln"],
          "step_warm": steps["post_ln_warmup"],
          "eval_post": run.eval_loss["post_ln"], "eval_pre": run.eval_loss["pre_ln"],
-         "eval_warm": run.eval_loss["post_ln_warmup"],
-         "acc_min": float(min(run.eval_accuracy.values())),
-         "warm_gain": steps["post_ln"] - steps["post_ln_warmup"]}
+         "eval_warm": run.eval_loss["post_ln_warmup"]}
+    # The chapter's wording, written out here case by case from the run's numbers.
+    acc = sorted(run.eval_accuracy.values())
+    if acc[0] == 1.0:
+        e["acc_phrase"] = "every held-out accuracy is 100%"
+    elif round(acc[0], 3) == round(acc[-1], 3):
+        e["acc_phrase"] = f"every held-out accuracy is {acc[0]:.1%}"
+    else:
+        e["acc_phrase"] = f"held-out accuracies from {acc[0]:.1%} to {acc[-1]:.1%}"
+
+    def order(first, second, a, b):
+        if a == b:
+            return f"{first} crossed at the same step as {second}"
+        n = abs(b - a)
+        return (f"{first} crossed {n} step{'s' if n != 1 else ''} "
+                f"{'before' if a < b else 'after'} {second}")
+
+    e["pre_vs_post"] = order("Pre-LN", "Post-LN", steps["pre_ln"], steps["post_ln"])
+    e["warm_vs_post"] = order("Post-LN with warmup", "plain Post-LN", steps["post_ln_warmup"],
+                              steps["post_ln"])
     # The Pre-LN residual stream at initialisation (same model and first batch as the run).
     ids, _ = experiments.copy_batch(16, 8, 16, torch.Generator().manual_seed(0))
     rms = {}
@@ -178,7 +195,7 @@ def _parameters() -> dict:
 
 
 def _explorer() -> dict:
-    from attnbook.widgets_block import DEPTH_VALUES, gradient_norms_at_init
+    from attnbook.explorers.block import DEPTH_VALUES, gradient_norms_at_init
 
     grads = gradient_norms_at_init()
     depths = sorted(grads)
@@ -192,7 +209,12 @@ def _explorer() -> dict:
     return {"ex_depth_min": 2, "ex_depth_max": 48,
             "ex_post_last_min": float(post_last[0]), "ex_post_last_max": float(post_last[-1]),
             "ex_pre_last_min": float(pre_last[0]), "ex_pre_last_max": float(pre_last[-1]),
-            "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0])}
+            "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0]),
+            "ex_post_rises": sum(int(b > a) for a, b in zip(grads[48]["post_ln"][:-1],
+                                                            grads[48]["post_ln"][1:])),
+            "ex_pre_rises": sum(int(b > a) for a, b in zip(grads[48]["pre_ln"][:-1],
+                                                           grads[48]["pre_ln"][1:])),
+            "ex_deep_steps": 47}
 
 
 @functools.lru_cache(maxsize=None)
