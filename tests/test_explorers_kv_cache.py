@@ -150,6 +150,8 @@ def test_kv_static_frames_match_hand_formula():
     b = static_frame(spec, {"model": "Qwen2-7B", "context": 1024, "batch": 4, "dtype": "bfloat16"})
     assert a["data"][4] != b["data"][4]
     assert title_text(a["layout"]) != title_text(b["layout"])
+    # The legend sits below the panels (inside the left one it hid the MHA curve, issue 10).
+    assert a["layout"]["legend"]["y"] < 0 and a["layout"]["legend"]["yanchor"] == "top"
     # Qwen2-7B at 131072 tokens: 7 GiB (the issue's number), shown as a bar label.
     q = static_frame(spec, {"model": "Qwen2-7B", "context": 131072, "batch": 1,
                             "dtype": "bfloat16"})

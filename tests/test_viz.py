@@ -116,3 +116,19 @@ def test_use_book_style_draws_column_wide_png():
         plt.close(fig)
         assert matplotlib.rcParams["xtick.labelsize"] >= 9
     assert Image.open(io.BytesIO(buf.getvalue())).size[0] == viz.COLUMN_PX
+
+
+@pytest.mark.parametrize("d_k,scaled", [(1, False), (1, True), (64, True), (1024, False)])
+def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled):
+    # Issue 10: the box (3 lines at 13 px, from 3 % below the top) covered a bar at 1280 px.
+    # The plot area is height - t - b = 460 - 50 - 90 = 320 px at the column's width, 230 px
+    # stacked on a phone; every bar and the expected curve must stay under the box there.
+    x_range = 4.0 if scaled else 4 * 1024**0.5  # as the explorer fixes it
+    fig = viz.scaling_figure(d_k, scaled, 16, n_samples=400, n_draws=20, x_range=x_range)
+    top = fig.layout.yaxis.range[1]
+    box_px = 3 * 13 * 1.3
+    for panel_px in (320, 230):
+        free = 1 - (box_px + 0.03 * panel_px) / panel_px  # fraction of the axis under the box
+        assert max(fig.data[0].y) <= free * top
+        curve = np.array(fig.data[1].y)[np.abs(np.array(fig.data[1].x)) <= x_range]
+        assert curve.max() <= free * top
