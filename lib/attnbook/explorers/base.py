@@ -667,10 +667,14 @@ spec.controls.forEach(function (c) {
   el.addEventListener('input', function () { draw(false); });
   el.addEventListener('change', function () { draw(false); });
 });
+// A window resize, or the explorer's box changing width (a sidebar, a <details> opened),
+// may cross the narrow threshold; draw() does nothing unless the frame or the variant changes.
 var resizeTimer = null;
-window.addEventListener('resize', function () {
+function onResize() {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(function () { draw(false); }, 150);
-});
+}
+window.addEventListener('resize', onResize);
+if (window.ResizeObserver) { new ResizeObserver(onResize).observe(root); }
 draw(true);
 """
