@@ -11,10 +11,17 @@ at the end, whatever happened. Every request that is not to the test's own serve
 
 When the chapter does not exist yet, a tiny MyST notebook that calls ``scaling_explorer()`` is
 used instead (and the drawn data is also compared with the library).
+
+``test_lab_chapter_opens_unmodified`` opens chapter 1 the way ``make lab`` serves it (the
+repository's ``jupytext.toml`` next to ``chapters/``, ``jupyter/`` on ``JUPYTER_CONFIG_PATH``),
+waits until the kernel is idle, and checks that neither the tab nor the document model is marked
+modified; then saves the untouched chapter from JupyterLab and checks that the file on disk is
+byte for byte what it was.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import pathlib
@@ -36,6 +43,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "03-scaling-variance.md"
+#: The chapter opened and saved by test_lab_chapter_opens_unmodified.
+UNMODIFIED_CHAPTER = ROOT / "chapters" / "01-rnn-bottleneck.md"
 SERVER_START_S = 120
 NOTEBOOK_OPEN_MS = 120_000
 RUN_ALL_MS = int(os.environ.get('ATTNBOOK_LAB_RUN_MS', 300_000))
@@ -51,7 +60,7 @@ jupytext:
     extension: .md
     format_name: myst
 kernelspec:
-  display_name: Python 3
+  display_name: Python 3 (ipykernel)
   language: python
   name: python3
 ---
@@ -95,7 +104,7 @@ def write_settings(settings_dir: pathlib.Path) -> None:
 class LabServer:
     """``jupyter lab`` in its own process group, stopped by :meth:`stop` (idempotent)."""
 
-    def __init__(self, root: pathlib.Path, work: pathlib.Path):
+    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_args: tuple[str, ...] = ()):
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.log_path = work / "jupyter-lab.log"
@@ -105,6 +114,8 @@ class LabServer:
             JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
             JUPYTER_RUNTIME_DIR=str(work / "runtime"),
             JUPYTER_CONFIG_DIR=str(work / "config"),
+            # As `make lab`: jupyter/jupyter_server_config.py (the chapters' language_info).
+            JUPYTER_CONFIG_PATH=str(ROOT / "jupyter"),
             PYTHONUNBUFFERED="1",
         )
         env.pop("TRITON_INTERPRET", None)
@@ -116,6 +127,7 @@ class LabServer:
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *extra_args,
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
             cmd.append("--allow-root")
@@ -158,10 +170,16 @@ class LabServer:
                     break
                 time.sleep(0.3)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # the group this test started
-                self.proc.wait(timeout=10)
+                # SIGINT is ignored when the tests run as a background job of a shell; SIGTERM
+                # also shuts the server and its kernels down.
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # the group this test started
+                    self.proc.wait(timeout=10)
         self._log.close()
 
 
@@ -236,10 +254,8 @@ def run_in_lab(browser, server, name, library, tmp_path):
     output = page.locator(".jp-OutputArea-output", has=slider).first
     plot = output.locator(".js-plotly-plot").first
     plot.wait_for(timeout=RUN_ALL_MS)
-    page.wait_for_function(
-        "(gd) => gd.data && gd.data.length >= 3 && gd._fullData",
-        arg=plot.element_handle(), timeout=RUN_ALL_MS,
-    )
+    wait_until(plot, "(gd) => !!(gd.data && gd.data.length >= 3 && gd._fullData)", None,
+               RUN_ALL_MS)
     readout = slider.locator(".widget-readout")
     before_dk = int(readout.text_content().strip())
     before = drawn(plot)
@@ -255,18 +271,16 @@ def run_in_lab(browser, server, name, library, tmp_path):
     page.mouse.down()
     page.mouse.move(min(x0 + 0.25 * track["width"], track["x"] + track["width"] - 2), y0, steps=15)
     page.mouse.up()
-    page.wait_for_function(
-        "([el, v]) => parseInt(el.textContent, 10) !== v",
-        arg=[readout.element_handle(), before_dk], timeout=REDRAW_MS,
-    )
+    wait_until(readout, "(el, v) => parseInt(el.textContent, 10) !== v", before_dk, REDRAW_MS)
     new_dk = int(readout.text_content().strip())
     assert new_dk > before_dk
 
     # The kernel recomputes and the FigureWidget redraws for the new d_k.
-    page.wait_for_function(
-        "([gd, t]) => gd.layout.annotations && gd.layout.annotations.some(a => a.text.includes(t))",
-        arg=[plot.element_handle(), f"d<sub>k</sub> = {new_dk}"],
-        timeout=REDRAW_MS,
+    wait_until(
+        plot,
+        "(gd, t) => !!(gd.layout.annotations"
+        " && gd.layout.annotations.some(a => a.text.includes(t)))",
+        f"d<sub>k</sub> = {new_dk}", REDRAW_MS,
     )
     after = drawn(plot)
     assert after["hist_y"] != before["hist_y"], "the histogram did not change"
@@ -293,6 +307,28 @@ def run_in_lab(browser, server, name, library, tmp_path):
     page.close()
 
 
+def wait_until(locator, predicate: str, arg, timeout_ms: int) -> None:
+    """Poll ``predicate(element, arg)`` on the element ``locator`` finds now, until it is true.
+
+    A locator is resolved again at every poll, so a widget view that re-renders (a new plot
+    element) is followed; an element handle taken once would go stale.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    last = None
+    while True:
+        try:
+            last = locator.evaluate(predicate, arg, timeout=5_000)
+            if last:
+                return
+        except Exception as e:  # noqa: BLE001 - the element is being replaced; poll again
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"not true within {timeout_ms / 1000:.0f} s: {predicate} (last: {last!r})"
+            )
+        time.sleep(0.25)
+
+
 def drawn(plot) -> dict:
     return plot.evaluate(
         """(gd) => ({
@@ -302,3 +338,75 @@ def drawn(plot) -> dict:
              meta: gd.data[0].meta || {},
            })"""
     )
+
+
+def test_lab_chapter_opens_unmodified(tmp_path):
+    """A chapter opened in JupyterLab is not marked modified; saving it rewrites nothing."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path / "root"
+    (root / "chapters").mkdir(parents=True)
+    shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
+    name = f"chapters/{UNMODIFIED_CHAPTER.name}"
+    original = UNMODIFIED_CHAPTER.read_bytes()
+    (root / name).write_bytes(original)
+
+    # window.jupyterapp gives the test the document model (its dirty flag, its save()).
+    server = LabServer(root, tmp_path, extra_args=("--LabApp.expose_app_in_browser=True",))
+    try:
+        server.wait_ready()
+        with sync_playwright() as p:
+            browser = launch(p)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.route(
+                    "**/*",
+                    lambda r: r.continue_() if r.request.url.startswith(server.base) else r.abort(),
+                )
+                page.goto(f"{server.base}/lab/tree/{name}?token={server.token}")
+                page.locator(".jp-NotebookPanel").first.wait_for(timeout=NOTEBOOK_OPEN_MS)
+                # The kernel has started and answered (kernelspec and language_info are set
+                # from its reply): the status bar says "Idle".
+                page.locator(".jp-StatusBar-Item", has_text="Idle").first.wait_for(
+                    timeout=NOTEBOOK_OPEN_MS
+                )
+                page.wait_for_function(
+                    """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                               return w && w.context && w.context.isReady
+                                 && w.sessionContext.session && w.sessionContext.session.kernel
+                                 && w.context.model.getMetadata('language_info').version; }""",
+                    timeout=NOTEBOOK_OPEN_MS,
+                )
+                page.wait_for_timeout(1500)  # anything that would dirty it has had its turn
+                tab = page.locator(
+                    ".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=UNMODIFIED_CHAPTER.name
+                )
+                assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), (
+                    "the chapter's tab is marked modified right after opening"
+                )
+                state = page.evaluate(
+                    """() => { const m = window.jupyterapp.shell.currentWidget.context.model;
+                               return {dirty: m.dirty,
+                                       kernelspec: m.getMetadata('kernelspec')}; }"""
+                )
+                assert state["dirty"] is False, f"the document model is dirty: {state}"
+                assert state["kernelspec"]["name"] == "python3"
+                # Save the untouched chapter from JupyterLab: the file must not change.
+                page.evaluate("() => window.jupyterapp.shell.currentWidget.context.save()")
+                saved = (root / name).read_bytes()
+                assert saved == original, "saving from JupyterLab rewrote the chapter:\n" + "".join(
+                    difflib.unified_diff(
+                        original.decode().splitlines(True), saved.decode().splitlines(True),
+                        "before", "after saving",
+                    )
+                )
+            finally:
+                browser.close()
+    except BaseException:
+        print(server.log_tail())
+        raise
+    finally:
+        server.stop()
+    # The server's own record of the save (the file was written, not skipped).
+    assert "Saving file at /" + name in server.log_path.read_text()
