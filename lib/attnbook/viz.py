@@ -550,7 +550,7 @@ def scaling_figure(
 
 #: Mask types offered by the mask explorer, in display order.
 MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
-#: Where the mask explorer's padding tokens are: at the end (``"right"``) or the start.
+#: Where the mask explorer's padding tokens are, at the end (``"right"``) or the start.
 PAD_SIDES = ("right", "left")
 
 

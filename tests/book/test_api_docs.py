@@ -550,7 +550,7 @@ def test_notation_rope_pairs_and_rotation_match_apply_rope():
     from attnbook.positional import apply_rope
 
     rows = find_table("pairing")
-    D = int(re.search(r"\$D = (\d+)\$", " | ".join(rows[0])).group(1))
+    D = int(re.search(r"\$(?:D|d_k) = (\d+)\$", " | ".join(rows[0])).group(1))
     base = 10000.0
     p = 3  # any position > 0; the rotation angles p * theta_i are then distinct and nonzero
     for row in rows[1:]:

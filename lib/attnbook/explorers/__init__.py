@@ -5,7 +5,9 @@ control recomputes the figure with ``attnbook``) and a self-contained static exp
 built book (the figures for every combination of control values, precomputed by the same
 render function). :mod:`attnbook.explorers.base` holds that machinery
 (:class:`~attnbook.explorers.base.Control`, :class:`~attnbook.explorers.base.Explorer`); each
-other module holds the explorers of one concept, with their figures and slider stops:
+other module holds the explorers of one concept, with their figures and slider stops, and
+:mod:`attnbook.explorers.reflow` fits every figure to the width it is shown at (a phone's
+column stacks the panels):
 
 =====================  ======================================================================
 module                 explorers
@@ -17,7 +19,7 @@ module                 explorers
 ``kv_cache``           :func:`~attnbook.explorers.kv_cache.kv_cache_explorer` (the calculator)
 ``positional``         :func:`~attnbook.explorers.positional.position_explorer`
 ``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
-``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(n²))
+``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(L²))
 =====================  ======================================================================
 
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
@@ -30,6 +32,7 @@ and :mod:`attnbook.widgets_cost`, re-export these names at their old import path
 
 __all__ = [
     "base",
+    "reflow",
     "rnn",
     "pretrained",
     "scaling",

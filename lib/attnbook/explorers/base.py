@@ -37,7 +37,8 @@ from .. import viz
 from ..checks import check_choice
 from . import reflow
 
-__all__ = ["Control", "Explorer", "MAX_GRID", "MIN_TRACK_PX", "SLIDER_MAX_PX", "make_patch",
+__all__ = ["Control", "Explorer", "MAX_GRID", "MIN_TRACK_PX", "SLIDER_MAX_PX", "LABEL_CHAR_PX",
+           "make_patch",
            "apply_patch"]
 
 #: Largest number of grid combinations an explorer precomputes for its static HTML.
