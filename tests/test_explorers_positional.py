@@ -1,15 +1,18 @@
 """Tests of the position explorer (attnbook.explorers.positional) of chapter 8, without a browser.
 
 The live path is driven as a reader would: set a control's ``value`` and read the
-``FigureWidget``'s data. Expected values are written out here, independently of the explorer:
-RoPE angles as ``m * base^(-2i/D)``, the sinusoidal curves as ``sin/cos(pos * base^(-2i/D))``
-and the RoPE score of the all-ones query and key as ``(2/D) * sum_i cos(m theta_i)`` (each pair
-contributes ``(R_m [1, 1]) . [1, 1] = 2 cos(m theta_i)``). The static path is checked by parsing
-the JSON embedded in ``text/html``.
+``FigureWidget``'s data. Expected values are written out here, independently of the explorer
+(``m`` below is the chosen position, the book's ``i``, and ``pair`` the book's ``r``):
+RoPE angles as ``m * base^(-2 pair/D)``, the sinusoidal curves as
+``sin/cos(pos * base^(-2 pair/D))`` and the RoPE score of the all-ones query and key as
+``(2/D) * sum_r cos(m theta_r)`` (each pair contributes ``(R_m [1, 1]) . [1, 1] =
+2 cos(m theta_r)``). The static path is checked by parsing the JSON embedded in ``text/html``.
+The labels are checked against the book's notation (appendix A).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -20,6 +23,7 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import positional as posx  # noqa: E402
+from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
 
@@ -92,6 +96,32 @@ def test_mimebundle_is_self_contained_and_fits_a_page():
         m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
         assert m, f"no control {name}"
         assert f'<label for="{m.group(1)}">' in html
+
+
+def test_labels_use_the_books_notation():
+    # Position i (query), key j, offset i - j, pair r, theta_r; not RoFormer's m, n and i.
+    ex = posx.position_explorer(position=12, pair=3)
+    layout = ex.figure.layout.to_plotly_json()
+    title = title_text(layout).replace("<br>", " ")
+    assert title.startswith("i = 12, r = 3, base 10 000: θ<sub>r</sub> = ")
+    assert "angle i·θ<sub>r</sub> = " in title and "2π/θ<sub>r</sub> = " in title
+    heads = " ".join(a["text"] for a in layout["annotations"]).replace("<br>", " ")
+    assert "RoPE rotates pair r by i·θ<sub>r</sub>" in heads
+    assert "sinusoidal encoding, same θ<sub>r</sub>" in heads
+    assert layout["xaxis"]["title"]["text"] == "dim 2r"
+    assert layout["yaxis"]["title"]["text"] == "dim 2r+1"
+    assert layout["xaxis2"]["title"]["text"] == "position p"
+    assert layout["xaxis3"]["title"]["text"] == "offset Δ = i − j"
+    assert [t.name for t in ex.figure.data[2:4]] == ["dim 2r: sin(p·θ<sub>r</sub>)",
+                                                     "dim 2r+1: cos(p·θ<sub>r</sub>)"]
+    assert ex.controls["position"].description == "position i"
+    assert ex.controls["pair"].description == "pair r"
+    html = ex.static_html()
+    assert '-position">position i</label>' in html and '-pair">pair r</label>' in html
+    frames = json.dumps(embedded_spec(html), ensure_ascii=False)  # every precomputed figure
+    shown = title + heads + frames
+    for old in ("m = ", "m·θ", "θ<sub>i</sub>", "m − n", "pair i", "position m", "dim 2i"):
+        assert old not in shown, old
 
 
 @pytest.mark.parametrize("call, exc, name", [

@@ -1,10 +1,13 @@
-"""Tests of the O(n²) meter (attnbook.explorers.quadratic): live widgets and static frames.
+"""Tests of the O(L²) meter (attnbook.explorers.quadratic): live widgets and static frames.
 
-Expected values come from hand formulas (n² numbers of a given byte size; 4 n² d FLOPs), not
-from the explorer's own output.
+Expected values come from hand formulas (L² numbers of a given byte size; 4 L² d FLOPs), not
+from the explorer's own output. The labels are checked against the book's notation (the
+sequence length is L, appendix A).
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -54,6 +57,29 @@ def test_quadratic_meter_static_frames():
     assert a["data"][1]["y"][0] == pytest.approx(8 * 4096**2 * 4 / GIB, rel=1e-3)
     assert b["data"][1]["y"][0] == pytest.approx(4 * a["data"][1]["y"][0], rel=1e-3)
     assert a["data"][1] != b["data"][1]
+
+
+def test_labels_use_the_books_notation():
+    # The sequence length is L (the literature's n appears only in the chapter's prose).
+    ex = qx.quadratic_cost_explorer(seq_len=32768, n_heads=32, dtype="float32")
+    layout = ex.figure.layout.to_plotly_json()
+    title = shown_title(ex.figure)
+    assert title.startswith("L = 32,768: ")
+    assert title.endswith("the cost at L₀ = 2,048")
+    assert layout["xaxis"]["title"]["text"] == "sequence length L"
+    assert layout["xaxis2"]["title"]["text"] == "sequence length L"
+    assert layout["yaxis"]["title"]["text"] == "GiB of L × L scores (one layer)"
+    assert layout["yaxis2"]["title"]["text"] == "cost relative to L₀ = 2,048"
+    assert [t.name for t in ex.figure.data] == ["score matrices", "chosen L", "(L / L₀)²",
+                                                "L / L₀ (linear)"]
+    assert ex.controls["seq_len"].description == "sequence length L"
+    assert ex.title == "O(L²) meter"
+    html = ex.static_html()
+    assert '-seq_len">sequence length L</label>' in html
+    frames = json.dumps(embedded_spec(html), ensure_ascii=False)  # every precomputed figure
+    shown = title + frames + " ".join(str(t.hovertemplate) for t in ex.figure.data)
+    for old in ("n = ", "n₀", "length n", "n × n", "chosen n", "O(n"):
+        assert old not in shown, old
 
 
 @pytest.mark.parametrize("call, exc, name", [

@@ -1,7 +1,7 @@
 """Tests of the γ-and-distance explorer (attnbook.explorers.rnn) without a browser.
 
 References: the hand derivation for a linear RNN whose recurrent matrix is ``gamma`` times an
-orthogonal matrix (every step's Jacobian is ``gamma Q``, so ``||dh_T/dh_{T-k}||_2 = gamma^k``
+orthogonal matrix (every step's Jacobian is ``gamma Q``, so ``||dh_L/dh_{L-Δ}||_2 = gamma^Δ``
 exactly); and, for the tanh RNN, a float64 NumPy computation written here — the hidden states
 ``h_s``, the per-step Jacobians ``diag(1 - h_s^2) W_hh`` and the spectral norm of their
 product — from the weights the documented seeds produce. The live path is driven by setting
@@ -10,6 +10,7 @@ control values; the static path is read from the JSON embedded in the explorer's
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -153,7 +154,27 @@ def test_live_gamma_and_distance_sliders_recompute():
     assert_close(np.array(fig.data[4].y), np.maximum(g ** 5, 1e-11), atol=0, rtol=1e-12)
     assert list(fig.data[5].x) == [1.1]
     texts = " ".join(a.text for a in fig.layout.annotations)
-    assert "k = 5" in texts and "linear RNN 1.61" in texts  # 1.1^5 = 1.61051
+    assert "Δ = 5:" in texts and "linear RNN 1.61" in texts  # 1.1^5 = 1.61051
+
+
+def test_labels_use_the_books_notation():
+    # The distance is Δ = L - t (the last step is L), not k = T - t.
+    ex = rnnx.gradient_decay_explorer(0.9, 20, **SMALL)
+    layout = ex.figure.layout.to_plotly_json()
+    texts = " ".join(a["text"] for a in layout["annotations"]).replace("<br>", " ")
+    assert "‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = 0.9" in texts
+    assert "The bound at Δ = 20 against γ" in texts
+    assert "Δ = 20: γ<sup>Δ</sup> = " in texts
+    assert layout["xaxis"]["title"]["text"] == "distance Δ = L − t (steps)"
+    assert ex.figure.data[0].name == "bound γ<sup>Δ</sup>"
+    assert "∂h<sub>L</sub>/∂h<sub>t</sub>" in ex.figure.data[1].hovertemplate
+    assert ex.controls["distance"].description == "distance Δ"
+    html = ex.static_html()
+    assert '-distance">distance Δ</label>' in html
+    frames = json.dumps(embedded_spec(html), ensure_ascii=False)  # every precomputed figure
+    shown = texts + frames + " ".join(str(t.hovertemplate) for t in ex.figure.data)
+    for old in ("k = ", "T − t", "h_T", "<sub>T", "γ<sup>k</sup>", "distance k"):
+        assert old not in shown, old
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,16 +1,20 @@
 """Positional information: sinusoidal encodings and rotary position embeddings (RoPE), in NumPy.
 
+Notation (as in the book): ``p`` is a token position, ``i`` and ``j`` are the positions of a
+query and a key, ``r`` indexes a pair of dimensions, ``L`` is the number of positions and ``D``
+(``head_dim``) the head dimension ``d_k``.
+
 Sinusoidal encoding (Vaswani et al., 2017, section 3.5) in the paper's **interleaved** layout:
-dimension ``2i`` holds ``sin(pos * base^(-2i/d_model))`` and dimension ``2i + 1`` the cosine
+dimension ``2r`` holds ``sin(p * base^(-2r/d_model))`` and dimension ``2r + 1`` the cosine
 of the same angle. An odd ``d_model`` ends on a sine.
 
 RoPE (Su et al., 2021, eq. 34) rotates pairs of dimensions of a query or key by the angle
-``pos * theta_i`` with ``theta_i = base^(-2i/D)``, ``i = 0 .. D/2 - 1``. Two pairings are in use
+``p * theta_r`` with ``theta_r = base^(-2r/D)``, ``r = 0 .. D/2 - 1``. Two pairings are in use
 and both are supported:
 
-* ``interleaved=True``: pairs ``(2i, 2i + 1)``, as in the RoFormer paper and Meta's original
+* ``interleaved=True``: pairs ``(2r, 2r + 1)``, as in the RoFormer paper and Meta's original
   Llama code;
-* ``interleaved=False`` (default): pairs ``(i, i + D/2)``, the "rotate-half" layout of Hugging
+* ``interleaved=False`` (default): pairs ``(r, r + D/2)``, the "rotate-half" layout of Hugging
   Face ``transformers`` (GPT-NeoX, Llama, Qwen2, Mistral).
 
 They are the same rotation of permuted coordinates: for ``D = 4``,
@@ -40,28 +44,28 @@ __all__ = [
 
 
 def sinusoidal_encoding_core(seq_len, d_model, base=10000.0):
-    """PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = the cosine.
+    """PE[p, 2r] = sin(p / base^(2r/d_model)), PE[p, 2r+1] = the cosine.
 
     Returns a float64 (seq_len, d_model) array; an odd d_model ends on a sine.
     """
     pos = np.arange(seq_len)[:, None]  # (L, 1)
-    two_i = np.arange(0, d_model, 2)  # (ceil(d_model/2),) the even dims 2i
-    angles = pos * base ** (-two_i / d_model)  # (L, ceil(d_model/2))
+    two_r = np.arange(0, d_model, 2)  # (ceil(d_model/2),) the even dims 2r
+    angles = pos * base ** (-two_r / d_model)  # (L, ceil(d_model/2))
     pe = np.zeros((seq_len, d_model))  # (L, d_model)
-    pe[:, 0::2] = np.sin(angles)  # even dims 2i: sine
-    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # odd dims 2i+1: cosine
+    pe[:, 0::2] = np.sin(angles)  # even dims 2r: sine
+    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # odd dims 2r+1: cosine
     return pe
 
 
 def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     """The fixed sinusoidal positional encoding of the original Transformer.
 
-    ``PE[pos, 2i] = sin(pos / base^(2i / d_model))`` and
-    ``PE[pos, 2i + 1] = cos(pos / base^(2i / d_model))``. Checks its arguments and calls
-    :func:`sinusoidal_encoding_core`.
+    ``PE[p, 2r] = sin(p / base^(2r / d_model))`` and
+    ``PE[p, 2r + 1] = cos(p / base^(2r / d_model))`` for the position ``p`` and the pair ``r``.
+    Checks its arguments and calls :func:`sinusoidal_encoding_core`.
 
     Args:
-        seq_len: number of positions (``pos = 0 .. seq_len - 1``).
+        seq_len: number of positions ``L`` (``p = 0 .. L - 1``).
         d_model: model width; any positive integer, odd included (the last column is then a
             sine).
         base: the wavelength base, 10000 in the paper.
@@ -83,7 +87,7 @@ def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) ->
 
 
 def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
-    """RoPE's rotation frequencies ``theta_i = base^(-2i / head_dim)``, ``i = 0 .. head_dim/2 - 1``.
+    """RoPE's rotation frequencies ``theta_r = base^(-2r / head_dim)``, ``r = 0 .. head_dim/2 - 1``.
 
     Args:
         head_dim: the (even) dimension of each query/key head.
@@ -91,7 +95,8 @@ def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
             config.json).
 
     Returns:
-        float64 array ``(head_dim // 2,)``, in radians per position, decreasing from 1.
+        float64 array ``(head_dim // 2,)`` indexed by the pair ``r``, in radians per position,
+        decreasing from 1.
 
     Raises:
         ValueError: if ``head_dim`` is odd or < 2, or ``base`` is not finite or ``<= 1``.
@@ -107,15 +112,15 @@ def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
 
 
 def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
-    """Cosines and sines of the RoPE angles ``pos * theta_i``, computed in float64.
+    """Cosines and sines of the RoPE angles ``p * theta_r``, computed in float64.
 
     Args:
-        positions: non-negative integer array ``(..., T)``.
+        positions: non-negative integer array ``(..., L)`` of positions ``p``.
         head_dim: even head dimension ``D``.
         base: see :func:`rope_frequencies`.
 
     Returns:
-        ``(cos, sin)``, each float64 ``(..., T, D/2)``.
+        ``(cos, sin)``, each float64 ``(..., L, D/2)``: entry ``[..., p, r]`` for the pair ``r``.
 
     Raises:
         ValueError: as :func:`rope_frequencies`, or for negative positions.
@@ -123,47 +128,47 @@ def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
     """
     theta = rope_frequencies(head_dim, base=base)  # (D/2,)
     pos = checks.check_int_array(positions, "positions")
-    angles = pos.astype(np.float64)[..., None] * theta  # (..., T, D/2)
+    angles = pos.astype(np.float64)[..., None] * theta  # (..., L, D/2)
     return np.cos(angles), np.sin(angles)
 
 
 def apply_rope_core(x, cos, sin, interleaved=False):
     """Rotate each pair (a, b) of x to (a cos - b sin, a sin + b cos).
 
-    x (..., T, D); cos, sin (..., T, D/2) of the angles pos * theta_i.
-    Pairs (2i, 2i+1) if interleaved, else (i, i + D/2) (half-split).
+    x (..., L, D); cos, sin (..., L, D/2) of the angles p * theta_r.
+    Pairs (2r, 2r+1) if interleaved, else (r, r + D/2) (half-split).
     """
     if interleaved:
-        a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
+        a, b = x[..., 0::2], x[..., 1::2]  # (..., L, D/2) each
     else:
-        a, b = np.split(x, 2, axis=-1)  # (..., T, D/2) each
-    ra = a * cos - b * sin  # (..., T, D/2)
-    rb = a * sin + b * cos  # (..., T, D/2)
+        a, b = np.split(x, 2, axis=-1)  # (..., L, D/2) each
+    ra = a * cos - b * sin  # (..., L, D/2)
+    rb = a * sin + b * cos  # (..., L, D/2)
     if interleaved:
-        out = np.stack([ra, rb], axis=-1)  # (..., T, D/2, 2)
-        return out.reshape(*out.shape[:-2], 2 * ra.shape[-1])  # (..., T, D)
-    return np.concatenate([ra, rb], axis=-1)  # (..., T, D)
+        out = np.stack([ra, rb], axis=-1)  # (..., L, D/2, 2)
+        return out.reshape(*out.shape[:-2], 2 * ra.shape[-1])  # (..., L, D)
+    return np.concatenate([ra, rb], axis=-1)  # (..., L, D)
 
 
 def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
     """Rotate queries or keys by their positions (rotary position embedding).
 
-    Each pair ``(a, b)`` of coordinates at position ``m`` becomes
-    ``(a cos(m theta_i) - b sin(m theta_i), a sin(m theta_i) + b cos(m theta_i))``. The dot
-    product of a rotated query at position ``m`` and a rotated key at position ``n`` depends on
-    the positions only through ``m - n``. Checks its arguments, computes the angles with
+    Each pair ``r`` of coordinates ``(a, b)`` at position ``p`` becomes
+    ``(a cos(p theta_r) - b sin(p theta_r), a sin(p theta_r) + b cos(p theta_r))``. The dot
+    product of a rotated query at position ``i`` and a rotated key at position ``j`` depends on
+    the positions only through the offset ``i - j``. Checks its arguments, computes the angles with
     :func:`rope_angles` and calls :func:`apply_rope_core`.
 
     Args:
-        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
-        positions: non-negative integer positions of the ``T`` tokens: ``(T,)`` (the same for
-            every row) or ``(B, T)`` (one row per batch element, e.g. a left-padded batch, see
+        x: ``(..., L, D)`` queries or keys, e.g. ``(B, H, L, D)``; ``D`` even.
+        positions: non-negative integer positions of the ``L`` tokens: ``(L,)`` (the same for
+            every row) or ``(B, L)`` (one row per batch element, e.g. a left-padded batch, see
             :func:`attnbook.masks.positions_from_attention_mask`). With a 4-D ``x`` a
-            ``(B, T)`` array is applied to every head (read as ``(B, 1, T)``), exactly as
-            :func:`attnbook.nn.apply_rope` reads it; any other shape ``(..., T)`` must
+            ``(B, L)`` array is applied to every head (read as ``(B, 1, L)``), exactly as
+            :func:`attnbook.nn.apply_rope` reads it; any other shape ``(..., L)`` must
             broadcast to ``x.shape[:-1]`` without enlarging it.
         base: the frequency base ``rope_theta``.
-        interleaved: pair dimensions ``(2i, 2i + 1)`` (True) or ``(i, i + D/2)`` (False,
+        interleaved: pair dimensions ``(2r, 2r + 1)`` (True) or ``(r, r + D/2)`` (False,
             default).
 
     Returns:
@@ -173,7 +178,7 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
         Position 0 is the identity.
 
     Raises:
-        ValueError: if ``D`` is odd, ``positions`` does not end in ``T`` (e.g. shorter than the
+        ValueError: if ``D`` is odd, ``positions`` does not end in ``L`` (e.g. shorter than the
             sequence) or does not broadcast to ``x.shape[:-1]`` (or would enlarge the output),
             a position is negative, or ``base`` is not finite or ``<= 1``.
         TypeError: if ``x`` is not a real numeric array, ``positions`` is not an integer array,
@@ -185,14 +190,14 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     x = checks.as_float_array(x, "x")
     interleaved = checks.check_bool(interleaved, "interleaved")
     if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., T, D); got shape {x.shape}")
-    T, D = x.shape[-2], x.shape[-1]
+        raise ValueError(f"x must have shape (..., L, D); got shape {x.shape}")
+    L, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {x.shape} (D = {D})")
-    pos = checks.check_positions(positions, T, x.shape)
+    pos = checks.check_positions(positions, L, x.shape)
     given_shape = pos.shape
     if pos.ndim == 2 and x.ndim == 4:
-        pos = pos[:, None, :]  # (B, 1, T): one row per batch element, broadcast over heads
+        pos = pos[:, None, :]  # (B, 1, L): one row per batch element, broadcast over heads
     try:
         ok = np.broadcast_shapes(pos.shape, x.shape[:-1]) == x.shape[:-1]
     except ValueError:
@@ -200,11 +205,11 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     if not ok:
         raise ValueError(
             f"positions of shape {given_shape} do not broadcast to x.shape[:-1] = "
-            f"{x.shape[:-1]} without enlarging x of shape {x.shape} (expected (T,) or (B, T), "
-            "a 2-D array being read as (B, T) with a 4-D x)"
+            f"{x.shape[:-1]} without enlarging x of shape {x.shape} (expected (L,) or (B, L), "
+            "a 2-D array being read as (B, L) with a 4-D x)"
         )
     dtype = compute_dtype(x)
-    cos, sin = rope_angles(pos, D, base=base)  # (..., T, D/2), float64
+    cos, sin = rope_angles(pos, D, base=base)  # (..., L, D/2), float64
     out = apply_rope_core(x.astype(dtype, copy=False), cos.astype(dtype), sin.astype(dtype),
-                          interleaved)  # (..., T, D)
+                          interleaved)  # (..., L, D)
     return out.astype(x.dtype, copy=False)

@@ -1,20 +1,21 @@
 """Recurrent networks and the vanishing gradient that motivated attention.
 
-A recurrent network carries one hidden state through the sequence: ``h_t = f(h_{t-1}, x_t)``.
-What token ``t`` contributes to ``h_T`` must pass through ``T - t`` applications of the
+A recurrent network carries one hidden state of size ``d_h`` (``hidden_size``, ``H`` in the
+shape comments) through the sequence ``x_1 .. x_L``: ``h_t = f(h_{t-1}, x_t)``. What token ``t``
+contributes to the last state ``h_L`` must pass through ``Δ = L - t`` applications of the
 recurrence, so by the chain rule
 
-``dh_T/dh_t = prod_{s=t+1..T} dh_s/dh_{s-1}``,
+``dh_L/dh_t = prod_{s=t+1..L} dh_s/dh_{s-1}``,
 
 and for the vanilla RNN ``h_s = tanh(W_hh h_{s-1} + W_ih x_s + b)`` each factor is
 ``diag(tanh'(.)) W_hh``, whose norm is at most ``gamma = ||W_hh||_2``. Hence
-``||dh_T/dh_t|| <= gamma^(T - t)``: with ``gamma = 0.9`` a distance of 50 leaves
+``||dh_L/dh_t|| <= gamma^Δ``: with ``gamma = 0.9`` a distance of ``Δ = 50`` leaves
 ``0.9^50 = 0.52 %`` of the signal (Bengio et al., 1994; Pascanu et al., 2013, section 2.1).
 Attention connects every pair of positions in one step instead.
 
 This module holds a vanilla RNN and an LSTM (Hochreiter & Schmidhuber, 1997) in torch, with the
 same parameter layout as ``torch.nn.RNN`` / ``torch.nn.LSTM`` (gate order i, f, g, o), and
-:func:`jacobian_norms`, which measures ``||dh_T/dh_t||_2`` over the distance ``T - t``.
+:func:`jacobian_norms`, which measures ``||dh_L/dh_t||_2`` over the distance ``Δ = L - t``.
 
 Each algorithm is a short core that the book shows (:func:`rnn_step_core`,
 :func:`lstm_step_core`, :func:`jacobian_norms_core`); the modules and public functions check
@@ -60,7 +61,7 @@ class VanillaRNN(nn.Module):
 
     Args:
         input_size: features of ``x_t``.
-        hidden_size: features of ``h_t``.
+        hidden_size: features of ``h_t``, the hidden size ``d_h`` (``H`` below).
         nonlinearity: ``"tanh"`` (as ``torch.nn.RNN``) or ``"identity"`` (a linear RNN, whose
             Jacobians are exactly powers of ``W_hh``).
         bias: learn ``b_ih`` and ``b_hh``.
@@ -95,10 +96,10 @@ class VanillaRNN(nn.Module):
             self.bias_ih = self.bias_hh = None
 
     def init_state(self, x: torch.Tensor) -> torch.Tensor:
-        """Zero state ``(B, H)`` for input ``x (B, T, input_size)``.
+        """Zero state ``(B, H)`` for input ``x (B, L, input_size)``.
 
         Args:
-            x: ``(B, T, input_size)`` input; only its batch size, dtype and device are used.
+            x: ``(B, L, input_size)`` input; only its batch size, dtype and device are used.
 
         Returns:
             ``(B, hidden_size)`` zeros of the dtype and device of ``x``.
@@ -133,15 +134,15 @@ class VanillaRNN(nn.Module):
         return state
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
-        """Run over ``x (B, T, input_size)``; return ``(outputs (B, T, H), h_T (B, H))``.
+        """Run over ``x (B, L, input_size)``; return ``(outputs (B, L, H), h_L (B, H))``.
 
         Args:
-            x: ``(B, T, input_size)`` input sequence (batch first).
+            x: ``(B, L, input_size)`` input sequence (batch first).
             h0: ``(B, hidden_size)`` initial state, or ``None`` for zeros.
 
         Returns:
-            ``(outputs, h_T)``: ``outputs (B, T, hidden_size)`` holds ``h_1 .. h_T`` (as
-            ``torch.nn.RNN(batch_first=True)``'s output), ``h_T (B, hidden_size)`` the last.
+            ``(outputs, h_L)``: ``outputs (B, L, hidden_size)`` holds ``h_1 .. h_L`` (as
+            ``torch.nn.RNN(batch_first=True)``'s output), ``h_L (B, hidden_size)`` the last.
 
         Raises:
             TypeError: if ``x`` is not a floating-point tensor.
@@ -153,7 +154,7 @@ class VanillaRNN(nn.Module):
         for t in range(x.shape[1]):
             h = self.step(x[:, t], h)
             outs.append(h)
-        return torch.stack(outs, dim=1), h  # (B, T, H), (B, H)
+        return torch.stack(outs, dim=1), h  # (B, L, H), (B, H)
 
 
 def lstm_step_core(x_t, h, c, w_ih, w_hh, b):
@@ -179,7 +180,7 @@ class LSTM(nn.Module):
 
     Args:
         input_size: features of ``x_t``.
-        hidden_size: features ``H`` of ``h_t`` and ``c_t``.
+        hidden_size: features ``H`` of ``h_t`` and ``c_t``, the hidden size ``d_h``.
 
     Raises:
         TypeError: if a size is not an integer.
@@ -207,7 +208,7 @@ class LSTM(nn.Module):
         """Zero ``(h, c)``, each ``(B, H)``.
 
         Args:
-            x: ``(B, T, input_size)`` input; only its batch size, dtype and device are used.
+            x: ``(B, L, input_size)`` input; only its batch size, dtype and device are used.
 
         Returns:
             ``(h, c)``, each ``(B, hidden_size)`` zeros of the dtype and device of ``x``.
@@ -242,15 +243,15 @@ class LSTM(nn.Module):
         return state[0]
 
     def forward(self, x: torch.Tensor, state=None):
-        """Run over ``x (B, T, input_size)``; return ``(outputs (B, T, H), (h_T, c_T))``.
+        """Run over ``x (B, L, input_size)``; return ``(outputs (B, L, H), (h_L, c_L))``.
 
         Args:
-            x: ``(B, T, input_size)`` input sequence (batch first).
+            x: ``(B, L, input_size)`` input sequence (batch first).
             state: initial ``(h_0, c_0)``, each ``(B, hidden_size)``, or ``None`` for zeros.
 
         Returns:
-            ``(outputs, (h_T, c_T))``: ``outputs (B, T, hidden_size)`` holds ``h_1 .. h_T``,
-            ``h_T`` and ``c_T`` are ``(B, hidden_size)``.
+            ``(outputs, (h_L, c_L))``: ``outputs (B, L, hidden_size)`` holds ``h_1 .. h_L``,
+            ``h_L`` and ``c_L`` are ``(B, hidden_size)``.
 
         Raises:
             TypeError: if ``x`` is not a floating-point tensor.
@@ -266,51 +267,51 @@ class LSTM(nn.Module):
 
 
 def jacobian_norms_core(model, x, state):
-    """Norms ||dh_T/dh_{T-k}||_2, k = 0 .. T-1, of one sequence x (1, T, d_in).
+    """Norms ||dh_L/dh_{L-Δ}||_2, Δ = 0 .. L-1, of one sequence x (1, L, d_in).
 
-    Runs the steps, then backpropagates each unit vector of h_T to every h_t.
+    Runs the steps, then backpropagates each unit vector of h_L to every h_t.
     """
     hs = []
     for t in range(x.shape[1]):
         state = model.step(x[:, t], state)
         hs.append(model.hidden(state))  # h_t (1, H), a node of the graph
-    h_T = hs[-1]  # (1, H)
-    H = h_T.shape[-1]
-    jac = h_T.new_zeros(len(hs), H, H)  # jac[t][i, j] = dh_T[i] / dh_t[j]
+    h_L = hs[-1]  # (1, H)
+    H = h_L.shape[-1]
+    jac = h_L.new_zeros(len(hs), H, H)  # jac[t][i, j] = dh_L[i] / dh_t[j]
     for i in range(H):
-        e = torch.zeros_like(h_T)  # (1, H)
+        e = torch.zeros_like(h_L)  # (1, H)
         e[0, i] = 1.0
-        grads = torch.autograd.grad(h_T, hs, grad_outputs=e,
+        grads = torch.autograd.grad(h_L, hs, grad_outputs=e,
                                     retain_graph=True, allow_unused=True)
         for t, g in enumerate(grads):
-            if g is not None:  # h_t that h_T does not depend on: row stays 0
+            if g is not None:  # h_t that h_L does not depend on: row stays 0
                 jac[t, i] = g[0]
-    norms = torch.linalg.matrix_norm(jac, ord=2)  # (T,) indexed by step t
-    return norms.flip(0)  # (T,) indexed by distance k = T - t
+    norms = torch.linalg.matrix_norm(jac, ord=2)  # (L,) indexed by step t
+    return norms.flip(0)  # (L,) indexed by distance Δ = L - t
 
 
 def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
-    """Spectral norms ``||dh_T/dh_t||_2`` for every distance ``k = T - t``, ``k = 0 .. T - 1``.
+    """Spectral norms ``||dh_L/dh_t||_2`` for every distance ``Δ = L - t``, ``Δ = 0 .. L - 1``.
 
-    ``h_t`` is the hidden vector after step ``t`` (``t = 1 .. T``); entry ``k`` of the result is
-    the largest singular value of the ``(H, H)`` Jacobian ``dh_T / dh_{T-k}`` (entry 0 is the
-    identity, norm 1). For the LSTM the derivative is taken with respect to ``h_t`` with the
+    ``h_t`` is the hidden vector after step ``t`` (``t = 1 .. L``); entry ``Δ`` of the result is
+    the largest singular value of the ``(d_h, d_h)`` Jacobian ``dh_L / dh_{L-Δ}`` (entry 0 is
+    the identity, norm 1). For the LSTM the derivative is taken with respect to ``h_t`` with the
     cell ``c_t`` held fixed. Computed by :func:`jacobian_norms_core`, which backpropagates the
-    ``H`` unit vectors from ``h_T`` to every intermediate ``h_t``, for the first sequence of the
+    ``d_h`` unit vectors from ``h_L`` to every intermediate ``h_t``, for the first sequence of the
     batch (with gradients enabled, also inside ``torch.no_grad()``).
 
     Args:
         model: :class:`VanillaRNN` or :class:`LSTM` (anything with ``weight_ih``,
             ``init_state``, ``step`` and ``hidden``).
-        x: ``(B, T, input_size)`` floating-point input; only ``x[0]`` is used.
+        x: ``(B, L, input_size)`` floating-point input; only ``x[0]`` is used.
         state: initial state, default zeros.
 
     Returns:
-        float64 array ``(T,)``: ``norms[k] = ||dh_T/dh_{T-k}||_2``.
+        float64 array ``(L,)``: ``norms[Δ] = ||dh_L/dh_{L-Δ}||_2``.
 
     Raises:
         TypeError: if ``x`` is not a floating-point tensor.
-        ValueError: if ``x`` is not ``(B, T, input_size)`` with ``B >= 1`` and ``T >= 1``.
+        ValueError: if ``x`` is not ``(B, L, input_size)`` with ``B >= 1`` and ``L >= 1``.
 
     Source: Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural
     networks" (2013), eqs. 3-7.
@@ -327,16 +328,16 @@ def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
 
 
 def gamma_estimate(gamma: float, distance) -> np.ndarray:
-    """The bound ``gamma^k`` on ``||dh_T/dh_{T-k}||`` when every step's Jacobian has norm <= gamma.
+    """The bound ``gamma^Δ`` on ``||dh_L/dh_{L-Δ}||`` when every step's Jacobian has norm <= gamma.
 
     ``gamma_estimate(0.9, 50) = 0.00515`` (about 0.5 %).
 
     Args:
         gamma: bound on the per-step Jacobian norm, e.g. ``||W_hh||_2`` for a tanh RNN.
-        distance: int or array of distances ``k >= 0``.
+        distance: int or array of distances ``Δ >= 0``.
 
     Returns:
-        float64 array (or scalar) ``gamma ** k``.
+        float64 array (or scalar) ``gamma ** Δ``.
 
     Raises:
         TypeError: if ``gamma`` is not a real number or ``distance`` is not numeric.

@@ -1,6 +1,6 @@
 """The cost explorers of chapter 11 at their first import path (a thin re-export).
 
-The code now lives elsewhere: the O(n²) meter (:func:`quadratic_cost_explorer`,
+The code now lives elsewhere: the O(L²) meter (:func:`quadratic_cost_explorer`,
 :func:`quadratic_cost_figure`, :data:`SEQ_LEN_VALUES`) in :mod:`attnbook.explorers.quadratic`;
 the KV-cache calculator (:func:`kv_cache_explorer`, :func:`kv_cache_figure`,
 :data:`CONTEXT_VALUES`) in :mod:`attnbook.explorers.kv_cache` — one calculator for chapters 7

@@ -1,13 +1,14 @@
-"""The γ-and-distance explorer of chapter 1: how a gradient shrinks (or grows) over k steps.
+"""The γ-and-distance explorer of chapter 1: how a gradient shrinks (or grows) over Δ steps.
 
-For a recurrent network ``h_t = tanh(W_hh h_{t-1} + W_ih x_t + b)`` the chain rule gives
-``dh_T/dh_{T-k} = prod_s diag(tanh'(a_s)) W_hh``, whose spectral norm is at most
-``gamma^k`` with ``gamma = ||W_hh||_2`` (Bengio et al., 1994; Pascanu et al., 2013, section 2.1).
-The explorer lets the reader choose ``gamma`` and the distance ``k`` and shows, for a
+For a recurrent network ``h_t = tanh(W_hh h_{t-1} + W_ih x_t + b)`` run for ``L`` steps, the
+chain rule gives ``dh_L/dh_t = prod_s diag(tanh'(a_s)) W_hh`` over the ``Δ = L - t`` steps
+``s = t+1 .. L``, whose spectral norm is at most ``gamma^Δ`` with ``gamma = ||W_hh||_2``
+(Bengio et al., 1994; Pascanu et al., 2013, section 2.1).
+The explorer lets the reader choose ``gamma`` and the distance ``Δ`` and shows, for a
 recurrent matrix ``W_hh = gamma * Q`` (``Q`` orthogonal, so ``||W_hh||_2 = gamma`` exactly):
 
-* the bound ``gamma^k`` (:func:`attnbook.rnn.gamma_estimate`);
-* ``||dh_T/dh_{T-k}||_2`` measured with :func:`attnbook.rnn.jacobian_norms` on a *linear* RNN
+* the bound ``gamma^Δ`` (:func:`attnbook.rnn.gamma_estimate`);
+* ``||dh_L/dh_{L-Δ}||_2`` measured with :func:`attnbook.rnn.jacobian_norms` on a *linear* RNN
   with that ``W_hh`` — every step's Jacobian is ``gamma Q``, so it lies on the bound;
 * the same measurement on a *tanh* RNN with that ``W_hh`` — ``tanh' <= 1`` pushes it below;
 * the bound at the chosen distance against ``gamma``: the knife-edge at ``gamma = 1`` between
@@ -41,7 +42,7 @@ __all__ = [
 
 #: Slider stops of ``gamma = ||W_hh||_2``: vanishing (< 1), the edge (1) and exploding (> 1).
 GAMMA_VALUES = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0, 1.01, 1.05, 1.1)
-#: Slider stops of the distance ``k = T - t`` in steps.
+#: Slider stops of the distance ``Δ = L - t`` in steps.
 DISTANCE_VALUES = (1, 2, 5, 10, 20, 30, 50, 75, 100)
 #: The y axis of the norm panel (log scale), fixed so that settings can be compared.
 Y_RANGE = (1e-10, 1e5)
@@ -52,11 +53,11 @@ class GradientDecay:
 
     Attributes:
         gamma: spectral norm of the recurrent matrix ``W_hh``.
-        distances: int64 ``(K + 1,)`` distances ``k = 0 .. K``.
-        bound: float64 ``(K + 1,)`` ``gamma^k``.
-        linear: float64 ``(K + 1,)`` measured ``||dh_T/dh_{T-k}||_2`` of the linear RNN.
+        distances: int64 ``(K + 1,)`` distances ``Δ = 0 .. K``.
+        bound: float64 ``(K + 1,)`` ``gamma^Δ``.
+        linear: float64 ``(K + 1,)`` measured ``||dh_L/dh_{L-Δ}||_2`` of the linear RNN.
         tanh: float64 ``(K + 1,)`` the same for the tanh RNN.
-        hidden_size, input_size, seed: settings.
+        hidden_size, input_size, seed: settings (``hidden_size`` is ``d_h``).
     """
 
     gamma: float
@@ -77,7 +78,7 @@ def _gamma(value, name: str = "gamma") -> float:
 
 def gradient_decay_data(gamma: float, *, max_distance: int = 100, hidden_size: int = 16,
                         input_size: int = 4, seed: int = 0) -> GradientDecay:
-    """Measure ``||dh_T/dh_{T-k}||_2`` for ``k = 0 .. max_distance`` with ``||W_hh||_2 = gamma``.
+    """Measure ``||dh_L/dh_{L-Δ}||_2`` for ``Δ = 0 .. max_distance``, ``||W_hh||_2 = gamma``.
 
     Two :class:`attnbook.rnn.VanillaRNN` s in float64 (``nonlinearity="identity"`` and
     ``"tanh"``) share every parameter: ``W_ih`` and the biases from torch's default
@@ -88,8 +89,8 @@ def gradient_decay_data(gamma: float, *, max_distance: int = 100, hidden_size: i
 
     Args:
         gamma: the spectral norm ``||W_hh||_2``, in ``(0, 2]``.
-        max_distance: largest distance ``K`` (1..400); the sequences have ``K + 1`` steps.
-        hidden_size: ``H`` (1..64).
+        max_distance: largest distance ``K`` (1..400); the sequences have ``L = K + 1`` steps.
+        hidden_size: the hidden size ``d_h`` (1..64).
         input_size: features of ``x_t`` (1..64).
         seed: seed of the weights (``seed``) and the inputs (``seed + 1``), >= 0.
 
@@ -143,7 +144,7 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
                           gamma_range: tuple = (0.5, 1.1), height: int = 440):
     """Figure of the γ-and-distance explorer.
 
-    Left panel (log y): the bound ``gamma^k`` against ``k``, the measured norms of the linear
+    Left panel (log y): the bound ``gamma^Δ`` against ``Δ``, the measured norms of the linear
     and the tanh RNN (:func:`gradient_decay_data`), a vertical line at ``distance`` and the
     three values there. Right panel (log y): the bound ``gamma^distance`` against ``gamma`` over
     ``gamma_range``, with the chosen ``gamma`` marked and the level 1 (no change) dotted.
@@ -154,7 +155,7 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
 
     Args:
         gamma: ``||W_hh||_2`` in ``(0, 2]``.
-        distance: ``k``, between 1 and the data's largest distance.
+        distance: ``Δ``, between 1 and the data's largest distance.
         data: the measurements for this ``gamma`` (default: :func:`gradient_decay_data`
             ``(gamma)``).
         gamma_range: ``(low, high)`` of the right panel's axis, ``0 < low < high``.
@@ -192,31 +193,33 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
     at = dict(bound=float(data.bound[distance]), linear=float(data.linear[distance]),
               tanh=float(data.tanh[distance]))
     g_grid = np.linspace(lo, hi, 121)
-    g_curve = np.array([gamma_estimate(float(g), distance) for g in g_grid])  # (121,) gamma^k
+    g_curve = np.array([gamma_estimate(float(g), distance) for g in g_grid])  # (121,) gamma^Δ
     traces = [
-        go.Scatter(x=k, y=clip(data.bound), mode="lines", name="bound γ<sup>k</sup>",
+        go.Scatter(x=k, y=clip(data.bound), mode="lines", name="bound γ<sup>Δ</sup>",
                    line=dict(color=GREY, dash="dash", width=2), xaxis="x", yaxis="y",
-                   hovertemplate="k = %{x}<br>γ<sup>k</sup> = %{y:.3g}<extra></extra>"),
+                   hovertemplate="Δ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"),
         go.Scatter(x=k[::5], y=clip(data.linear[::5]), mode="markers",
                    name="linear RNN, measured", marker=dict(color=BLUE, size=7),
                    xaxis="x", yaxis="y",
-                   hovertemplate="k = %{x}<br>‖∂h_T/∂h_t‖ = %{y:.3g}<extra>linear</extra>"),
+                   hovertemplate="Δ = %{x}<br>‖∂h<sub>L</sub>/∂h<sub>t</sub>‖ = %{y:.3g}"
+                   "<extra>linear</extra>"),
         go.Scatter(x=k, y=clip(data.tanh), mode="lines", name="tanh RNN, measured",
                    line=dict(color=ORANGE, width=2.5), xaxis="x", yaxis="y",
-                   hovertemplate="k = %{x}<br>‖∂h_T/∂h_t‖ = %{y:.3g}<extra>tanh</extra>"),
+                   hovertemplate="Δ = %{x}<br>‖∂h<sub>L</sub>/∂h<sub>t</sub>‖ = %{y:.3g}"
+                   "<extra>tanh</extra>"),
         go.Scatter(x=[distance] * 3, y=clip([at["bound"], at["linear"], at["tanh"]]),
-                   mode="markers", name=f"at k = {distance}",
+                   mode="markers", name=f"at Δ = {distance}",
                    marker=dict(color=[GREY, BLUE, ORANGE], size=12,
                                symbol="circle-open", line=dict(width=3)),
                    xaxis="x", yaxis="y", meta=at, showlegend=False,
-                   hovertemplate="k = %{x}: %{y:.3g}<extra></extra>"),
+                   hovertemplate="Δ = %{x}: %{y:.3g}<extra></extra>"),
         go.Scatter(x=g_grid, y=clip(g_curve), mode="lines",
                    name=f"γ<sup>{distance}</sup> against γ",
                    line=dict(color=GREEN, width=2.5), xaxis="x2", yaxis="y2",
-                   hovertemplate="γ = %{x:.3f}<br>γ<sup>k</sup> = %{y:.3g}<extra></extra>"),
+                   hovertemplate="γ = %{x:.3f}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"),
         go.Scatter(x=[gamma], y=clip([at["bound"]]), mode="markers", name="chosen γ",
                    marker=dict(color=GREEN, size=12), xaxis="x2", yaxis="y2",
-                   showlegend=False, hovertemplate="γ = %{x}<br>γ<sup>k</sup> = %{y:.3g}"
+                   showlegend=False, hovertemplate="γ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}"
                    "<extra></extra>"),
         go.Scatter(x=[lo, hi], y=[1.0, 1.0], mode="lines", name="1 (no change)",
                    line=dict(color=GREY, dash="dot", width=1.5), xaxis="x2", yaxis="y2",
@@ -224,13 +227,13 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
     ]
     log_lo, log_hi = math.log10(Y_RANGE[0]), math.log10(Y_RANGE[1])
     annotations = [
-        dict(text=f"‖∂h<sub>T</sub>/∂h<sub>T−k</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma:g}",
+        dict(text=f"‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma:g}",
              x=0.27, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
              showarrow=False, font=dict(size=14)),
-        dict(text=f"The bound at k = {distance} against γ",
+        dict(text=f"The bound at Δ = {distance} against γ",
              x=0.83, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
              showarrow=False, font=dict(size=14)),
-        dict(text=(f"k = {distance}:<br>γ<sup>k</sup> = {_fmt_norm(at['bound'])}"
+        dict(text=(f"Δ = {distance}:<br>γ<sup>Δ</sup> = {_fmt_norm(at['bound'])}"
                    f"<br>linear RNN {_fmt_norm(at['linear'])}"
                    f"<br>tanh RNN {_fmt_norm(at['tanh'])}"),
              x=0.01, y=0.03, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
@@ -239,7 +242,7 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
     layout = go.Layout(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
         height=height, margin=dict(l=70, r=20, t=50, b=90),
-        xaxis=axis_style(domain=[0.0, 0.56], title=dict(text="distance k = T − t (steps)"),
+        xaxis=axis_style(domain=[0.0, 0.56], title=dict(text="distance Δ = L − t (steps)"),
                          range=[0, K], anchor="y"),
         yaxis=axis_style(type="log", range=[log_lo, log_hi], exponentformat="power",
                          title=dict(text="gradient norm"), anchor="x"),
@@ -271,7 +274,7 @@ def gradient_decay_explorer(
         distance: initial distance, one of ``distance_values``.
         gamma_values: the slider's stops, increasing numbers in ``(0, 2]``.
         distance_values: the slider's stops, increasing integers in ``[1, 400]``.
-        hidden_size: ``H`` of the measured RNNs.
+        hidden_size: the hidden size ``d_h`` of the measured RNNs.
         seed: as :func:`gradient_decay_data`.
 
     Returns:
@@ -302,7 +305,7 @@ def gradient_decay_explorer(
     controls = [
         Control("gamma", "γ = ‖W<sub>hh</sub>‖₂", "slider", g_stops, float(gamma),
                 labels=[f"{g:g}" for g in g_stops], plain_label="γ = ‖W_hh‖₂"),
-        Control("distance", "distance k", "slider", d_stops, int(distance),
-                plain_label="distance k"),
+        Control("distance", "distance Δ", "slider", d_stops, int(distance),
+                plain_label="distance Δ"),
     ]
     return Explorer(controls, render, title="γ-and-distance explorer")
