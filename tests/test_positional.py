@@ -181,7 +181,7 @@ def test_sinusoidal_core_matches_paper_formula_entrywise(d_model, base):
 
 
 def _rotate_pairs_float64(x, pos, pairs, base=10000.0):
-    """Reference: the 2x2 rotation R(pos * theta_i) applied to each pair, written out."""
+    """Reference: the 2x2 rotation R(pos * theta_r) applied to each pair r, written out."""
     D = x.shape[-1]
     out = np.array(x, dtype=np.float64)
     for t, m in enumerate(pos):

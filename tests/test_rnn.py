@@ -1,8 +1,9 @@
 """Tests for attnbook.rnn.
 
 References: torch.nn.RNN and torch.nn.LSTM with copied weights; torch.autograd.functional.jacobian
-of the unrolled map h_t -> h_T; and the hand-derived case of a linear RNN whose recurrent matrix
-is gamma times an orthogonal matrix, where ||dh_T/dh_t|| = gamma^(T-t) exactly.
+of the unrolled map h_t -> h_L; and the hand-derived case of a linear RNN whose recurrent matrix
+is gamma times an orthogonal matrix, where ||dh_L/dh_t|| = gamma^Δ, Δ = L - t, exactly (the
+tests' code names the last step T and the distance k).
 """
 
 import numpy as np
