@@ -1157,3 +1157,68 @@ EXPECTED["04-softmax-saturation"] = lambda: {**_expected_04_before_issue10(),
                                              **expected_04_temperature_wording()}
 SAVED_RUN_EXPECTED["04-softmax-saturation"] = lambda saved: {
     **_expected_04_run_before_issue10(saved), **expected_04_run_wording(saved)}
+
+
+# --- Visible code runs as shown (issue 10) -----------------------------------------------------
+# A reader copies the code a page shows, top to bottom. A name that a visible cell reads must
+# therefore be defined by a visible cell (or the same cell) before it, never only by a cell the
+# page removes (tags remove-cell / remove-input). hide-input cells stay on the page, one click
+# away, and count as visible.
+
+HIDDEN_TAGS = {"remove-cell", "remove-input"}
+
+
+def names_stored_and_loaded(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """Names a cell binds (assignments, imports, defs, arguments) and names it reads."""
+    stored, loaded = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            stored.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            stored.add(node.name)
+    return stored, loaded
+
+
+def hidden_dependencies(code_cells: list[tuple[str, bool]]) -> list[tuple[int, str]]:
+    """(visible cell index, name) for each name a visible cell reads from a removed cell only."""
+    visible, hidden, problems = set(), set(), []
+    for index, (source, is_hidden) in enumerate(code_cells):
+        lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        stored, loaded = names_stored_and_loaded(ast.parse("\n".join(lines)))
+        if is_hidden:
+            hidden |= stored
+            continue
+        for name in sorted(loaded - stored - visible):
+            if name in hidden:
+                problems.append((index, name))
+        visible |= stored
+    return problems
+
+
+def test_hidden_dependency_finder_can_fail():
+    cells_ = [("big_layer = 3", True), ("print(big_layer)", False)]
+    assert hidden_dependencies(cells_) == [(1, "big_layer")]
+    # Defined again in the open, or in the same cell: fine.
+    assert hidden_dependencies([("x = 1", True), ("x = 2", False), ("print(x)", False)]) == []
+    assert hidden_dependencies([("x = 1", True), ("x = 2\nprint(x)", False)]) == []
+    # Imports and function arguments bind names too.
+    assert hidden_dependencies([("import numpy as np", True), ("np.zeros(2)", False)]) == [
+        (1, "np")
+    ]
+    assert hidden_dependencies([("a = 1", True), ("def f(a):\n    return a", False)]) == []
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_visible_code_does_not_depend_on_removed_cells(name):
+    code_cells = [(c.source, bool(HIDDEN_TAGS & set(tags(c)))) for c in cells(name, "code")]
+    problems = hidden_dependencies(code_cells)
+    assert not problems, (
+        f"{name}: visible code cells read names defined only in removed cells "
+        f"(cell index, name): {problems}"
+    )
