@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 
+import numpy as np
 import pytest
 
 from attnbook.explorers import reflow
@@ -199,6 +201,80 @@ def test_fit_figure_rejects_bad_input():
         fit_figure({"data": []}, 358)
 
 
+@pytest.mark.parametrize("width,exc", [(True, TypeError), ("400", TypeError), (None, TypeError),
+                                       (math.nan, ValueError), (math.inf, ValueError),
+                                       (-1, ValueError)])
+def test_fit_figure_rejects_bad_width_naming_it(width, exc):
+    with pytest.raises(exc, match="width"):
+        fit_figure(two_panels(), width)
+
+
+def test_fit_figure_accepts_numpy_widths():
+    assert fit_figure(two_panels(), np.int64(358)) == fit_figure(two_panels(), 358)
+    assert fit_figure(two_panels(), np.float32(688)) == fit_figure(two_panels(), 688)
+
+
+@pytest.mark.parametrize("fig", [None, [], "fig"])
+def test_fit_figure_rejects_non_dict_figure(fig):
+    with pytest.raises(TypeError, match="fig"):
+        fit_figure(fig, 358)
+
+
+@pytest.mark.parametrize("data", [{"type": "bar"}, [None], ["x"]])
+def test_fit_figure_rejects_data_that_is_not_trace_dicts(data):
+    with pytest.raises(TypeError, match=r"fig\['data'\]"):
+        fit_figure({"data": data, "layout": {}}, 358)
+
+
+@pytest.mark.parametrize("z", [[[]], [[None, None]], [[1, 2], None]])
+def test_fit_figure_heatmap_without_numbers_to_draw(z):
+    # Empty rows, gaps only, a missing row: nothing to measure, the figure is still fitted.
+    fig = heat(4)
+    fig["data"][0]["z"] = z
+    out = fit_figure(fig, NARROW_PX)
+    assert out["data"][0]["texttemplate"] == "%{z:.2f}"
+
+
+def test_fit_figure_tiny_width_keeps_ticks_sane():
+    # Below the margins the plot width is floored (as unstacked figures are): the tick step
+    # stays a small number, not 2 ** 1000.
+    fig = two_panels()
+    for ax in ("xaxis", "xaxis2"):
+        fig["layout"][ax].update(range=[0, 100], dtick=1)
+    for width in (1, 10):
+        out = fit_figure(fig, width)
+        assert out["layout"]["xaxis"]["dtick"] <= 128
+        json.dumps(out, allow_nan=False)
+
+
+@pytest.mark.parametrize("args,exc,name", [
+    ((None, 100), TypeError, "text"), ((5, 100), TypeError, "text"),
+    (("a b c", math.nan), ValueError, "max_px"), (("a b c", "100"), TypeError, "max_px"),
+    (("a b c", 100, 0), ValueError, "font_px"), (("a b c", 100, -1), ValueError, "font_px"),
+    (("a b c", 100, math.nan), ValueError, "font_px"),
+])
+def test_wrap_html_rejects_bad_input(args, exc, name):
+    with pytest.raises(exc, match=name):
+        wrap_html(*args)
+
+
+@pytest.mark.parametrize("args,exc,name", [
+    ((None, 13), TypeError, "text"), (("abc", math.nan), ValueError, "font_px"),
+    (("abc", -1), ValueError, "font_px"), (("abc", True), TypeError, "font_px"),
+])
+def test_text_width_px_rejects_bad_input(args, exc, name):
+    with pytest.raises(exc, match=name):
+        text_width_px(*args)
+
+
+@pytest.mark.parametrize("layout", [None, "title", ["xaxis"]])
+def test_title_text_and_panels_reject_non_dict_layouts(layout):
+    with pytest.raises(TypeError, match="layout"):
+        title_text(layout)
+    with pytest.raises(TypeError, match="layout"):
+        reflow.panels(layout)
+
+
 # --------------------------------------------------------------------------------------------
 # Patches
 # --------------------------------------------------------------------------------------------
@@ -213,6 +289,10 @@ def test_fit_figure_rejects_bad_input():
                                                                     {"text": "z"}]}),
         ({"a": [1, 2]}, {"a": "now a string"}),
         ({"t": {"text": "a"}}, {"t": {"text": ""}, "u": None}),
+        ({"a": 1, "b": 2}, {"a": None, "b": 2}),  # a value becomes null
+        ([1, 2, 3], [1, None, 3]),
+        ({"a": {"b": 1}}, {"a": None}),
+        (5, None),
     ],
 )
 def test_patch_round_trip(base, new):
@@ -220,6 +300,14 @@ def test_patch_round_trip(base, new):
     assert apply_patch(base, p) == new
     assert apply_patch(base, json.loads(json.dumps(p))) == new  # survives JSON
     assert make_patch(new, new) is None
+
+
+def test_patch_never_holds_a_bare_null():
+    # The page's applyPatch reads a null patch as "no change" and cannot copy a missing
+    # value: a value set to (or added as) null is spelled {"$set": null}.
+    assert make_patch({"a": 1}, {"a": None}) == {"a": {"$set": None}}
+    assert make_patch({}, {"u": None}) == {"u": {"$set": None}}
+    assert make_patch([1, 2], [1, None]) == {"$list": {"1": {"$set": None}}}
 
 
 def test_patch_of_one_changed_annotation_text_is_small():

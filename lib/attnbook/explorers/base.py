@@ -204,15 +204,18 @@ def make_patch(base, new):
 
     Dicts are diffed key by key (``{"$del": 1}`` removes a key), lists of equal length index
     by index (``{"$list": {"3": patch}}``), anything else is replaced (a scalar as itself, a
-    dict or list as ``{"$set": value}``). Equal values give ``None`` (no patch).
+    dict, list or ``None`` as ``{"$set": value}``: a bare ``None`` means no patch). Equal
+    values give ``None`` (no patch).
     """
     if base == new:
         return None
+    if new is None:  # a bare None would read as "no change"
+        return {_SET: None}
     if isinstance(base, dict) and isinstance(new, dict):
         out = {}
         for k, v in new.items():
             if k not in base:
-                out[k] = {_SET: v} if isinstance(v, (dict, list)) else v
+                out[k] = {_SET: v} if isinstance(v, (dict, list)) or v is None else v
             elif base[k] != v:
                 out[k] = make_patch(base[k], v)
         for k in base:

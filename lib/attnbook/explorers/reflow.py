@@ -33,6 +33,8 @@ import html as _html
 import math
 import re
 
+from ..checks import check_real
+
 __all__ = [
     "NARROW_PX",
     "STACK_BELOW_PX",
@@ -79,7 +81,14 @@ def text_width_px(text: str, font_px: float) -> float:
 
     Every visible character counts :data:`CHAR_EM` em; characters inside ``<sub>``/``<sup>``
     count 70 % (plotly draws them smaller).
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``font_px`` not a real number.
+        ValueError: if ``font_px`` is not a finite positive number.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    font_px = check_real(font_px, "font_px", minimum=0, strict=True)
     small = sum(len(visible_text(m.group(2))) for m in _SMALL.finditer(str(text)))
     n = len(visible_text(text)) - 0.3 * small
     return n * CHAR_EM * font_px
@@ -116,9 +125,17 @@ def wrap_html(text: str, max_px: float, font_px: float = _BASE_FONT) -> str:
 
     Returns:
         The text with line breaks; unchanged when every line already fits.
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``max_px``/``font_px`` not a real number.
+        ValueError: if ``max_px`` is nan or ``font_px`` not a finite positive number.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    max_px = check_real(max_px, "max_px", allow_inf=True)
+    font_px = check_real(font_px, "font_px", minimum=0, strict=True)
     out_lines = []
-    for line in _BR.split(str(text)):
+    for line in _BR.split(text):
         if text_width_px(line, font_px) <= max_px:
             out_lines.append(line)
             continue
@@ -153,6 +170,11 @@ def _axis_name(ref: str) -> str:
     return ref[0] + "axis" + ref[1:]
 
 
+def _check_layout(layout) -> None:
+    if not isinstance(layout, dict):
+        raise TypeError(f"layout must be a plotly layout dict, got {type(layout).__name__}")
+
+
 def panels(layout: dict) -> list[dict]:
     """The panels of a layout: each x axis with the y axis it is anchored to.
 
@@ -160,7 +182,11 @@ def panels(layout: dict) -> list[dict]:
         One dict per x axis, in axis order: ``{"x": "xaxis2", "y": "yaxis2", "xd": [x0, x1],
         "yd": [y0, y1]}`` (domains in paper coordinates, ``[0, 1]`` where unset). Overlaying
         axes (``overlaying`` set) are not panels of their own.
+
+    Raises:
+        TypeError: if ``layout`` is not a dict.
     """
+    _check_layout(layout)
     names = sorted((k for k in layout if re.fullmatch(r"xaxis\d*", k)),
                    key=lambda k: int(k[5:] or 1))
     out = []
@@ -212,6 +238,10 @@ def _fit_heatmap_text(trace: dict, layout: dict, plot_w: float, plot_h: float,
     z = trace.get("z")
     if not tt or not isinstance(z, list) or not z or not isinstance(z[0], list):
         return
+    values = [v for row in z if isinstance(row, list) for v in row
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not values:  # no number to draw (empty rows, only gaps)
+        return
     m = re.fullmatch(r"%\{z(?::\.(\d+)f)?\}", tt)
     if not m:
         return
@@ -220,12 +250,11 @@ def _fit_heatmap_text(trace: dict, layout: dict, plot_w: float, plot_h: float,
     p = next((p for p in ps if p["x"] == x_ref), None)
     xd = p["xd"] if p else [0.0, 1.0]
     yd = (layout.get(y_ref) or {}).get("domain", [0.0, 1.0])
-    n_rows, n_cols = len(z), max(len(r) for r in z)
+    n_rows, n_cols = len(z), max(len(r) for r in z if isinstance(r, list))
     cell_w = plot_w * (xd[1] - xd[0]) / n_cols
     cell_h = plot_h * (yd[1] - yd[0]) / n_rows
     digits = m.group(1)
-    chars = max(len(f"{v:.{int(digits)}f}" if digits else str(v))
-                for row in z for v in row if v is not None)
+    chars = max(len(f"{v:.{int(digits)}f}" if digits else str(v)) for v in values)
     size = _font_size(trace.get("textfont") and {"font": trace["textfont"]},
                       _font_size(layout, _BASE_FONT))
     fits = min((cell_w - 4) / (chars * CHAR_EM), cell_h - 4)
@@ -250,7 +279,7 @@ def _legend_px(fig: dict, width: float) -> float:
         return 0.0
     rows, used = 1, 0.0
     for name in items:
-        w = text_width_px(name, font) + 50
+        w = text_width_px(str(name), font) + 50
         if used and used + w > width:
             rows, used = rows + 1, 0.0
         used += w
@@ -272,12 +301,21 @@ def fit_figure(fig: dict, width: float) -> dict:
         extra lines; heatmap cell numbers that do not fit are shrunk or left out.
 
     Raises:
-        ValueError: if ``width`` is not a positive number or ``fig`` has no ``layout``.
+        TypeError: if ``width`` is not a real number, ``fig`` is not a dict or its ``data``
+            is not a list of trace dicts.
+        ValueError: if ``width`` is not a finite positive number or ``fig`` has no ``layout``.
     """
-    if not isinstance(width, (int, float)) or not width > 0:
-        raise ValueError(f"width must be a positive number of px, got {width!r}")
-    if not isinstance(fig, dict) or not isinstance(fig.get("layout"), dict):
-        raise ValueError("fig must be plotly JSON: a dict with 'data' and 'layout'")
+    width = check_real(width, "width", minimum=0, strict=True)
+    if not isinstance(fig, dict):
+        raise TypeError(f"fig must be plotly JSON (a dict with 'data' and 'layout'), got "
+                        f"{type(fig).__name__}")
+    if not isinstance(fig.get("layout"), dict):
+        raise ValueError("fig must be plotly JSON: a dict with 'data' and 'layout', got "
+                         f"layout {fig.get('layout')!r}")
+    data = fig.get("data") or []
+    if not isinstance(data, (list, tuple)) or not all(isinstance(t, dict) for t in data):
+        raise TypeError("fig['data'] must be a list of trace dicts, got "
+                        f"{type(data).__name__} {str(data)[:60]}")
     fig = {"data": copy.deepcopy(list(fig.get("data") or [])),
            "layout": copy.deepcopy(fig["layout"])}
     layout = fig["layout"]
@@ -317,7 +355,12 @@ def _title_annotation(title: dict, text: str, size: float, yshift: float) -> dic
 
 
 def title_text(layout: dict) -> str:
-    """The title of a fitted layout: the ``"title"`` annotation's text, else ``title.text``."""
+    """The title of a fitted layout: the ``"title"`` annotation's text, else ``title.text``.
+
+    Raises:
+        TypeError: if ``layout`` is not a dict.
+    """
+    _check_layout(layout)
     for a in layout.get("annotations") or []:
         if a.get("name") == "title":
             return str(a.get("text", ""))
@@ -361,7 +404,7 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
         else:
             avail = min(plot_w * min(x, 1 - x) * 2 + m["l"] + m["r"], width) - 8
         before = _n_lines(a["text"])
-        a["text"] = wrap_html(a["text"], max(avail, 60.0), size)
+        a["text"] = wrap_html(str(a["text"]), max(avail, 60.0), size)
         if _n_lines(a["text"]) > before and anchor in ("left", "right") and "align" not in a:
             a["align"] = anchor  # wrapped lines line up with the anchored edge
         extra = (_n_lines(a["text"]) - before) * size * _LINE
@@ -402,7 +445,7 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
         size = _font_size(title, font * 1.4)
         if width < STACK_BELOW_PX:
             size = min(size, 15.0)
-        text = wrap_html(title["text"], width - 20, size)
+        text = wrap_html(str(title["text"]), width - 20, size)
         layout["title"] = {"text": ""}
         ann = _title_annotation(title, text, size, top_px + 6)
         layout["annotations"] = list(layout.get("annotations") or []) + [ann]
@@ -481,7 +524,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     if layout.get("coloraxis") or any(t.get("colorbar") and t.get("showscale", True)
                                       for t in fig["data"]):
         new_r = 60
-    plot_w = width - new_l - new_r
+    plot_w = max(width - new_l - new_r, 50.0)  # a tiny width: as _wrap_in_place
     annotations = layout.get("annotations") or []
     # Classify the paper annotations: above a panel, inside a panel, or a caption.
     above = {i: [] for i in range(len(ps))}
@@ -509,7 +552,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
         need = 0.0
         for a in sorted(items, key=lambda a: float(a.get("yshift", 0))):
             size = _font_size(a, font)
-            a["text"] = wrap_html(a["text"], width - 16, size)
+            a["text"] = wrap_html(str(a["text"]), width - 16, size)
             a.update(x=0.5, xanchor="center")
             if need:
                 a["yshift"] = need + 2
@@ -522,13 +565,13 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     title_px = 0.0
     if title:
         size = min(_font_size(title, font * 1.4), 15.0)
-        text = wrap_html(title["text"], width - 16, size)
+        text = wrap_html(str(title["text"]), width - 16, size)
         title_px = _n_lines(text) * size * _LINE + 10
         title_ann = _title_annotation(title, text, size, 0.0)
         layout["title"] = {"text": ""}
     for a in top_notes:
         size = _font_size(a, font)
-        a["text"] = wrap_html(a["text"], width - 16, size)
+        a["text"] = wrap_html(str(a["text"]), width - 16, size)
         title_px += _n_lines(a["text"]) * size * _LINE
     # Pixel rows from the top of the plot area: panel, gap (axis + next title), panel, ...
     tops, cursor = [], 0.0
@@ -547,7 +590,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     caption_px = 0.0
     for a in below:
         size = _font_size(a, font)
-        a["text"] = wrap_html(a["text"], width - 16, size)
+        a["text"] = wrap_html(str(a["text"]), width - 16, size)
         caption_px += _n_lines(a["text"]) * size * _LINE + 4
     new_b = _AXIS_PX + legend_px + caption_px + 8
     # Axis domains and the panel map (old panel -> new y domain).
