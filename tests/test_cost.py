@@ -209,6 +209,20 @@ def test_score_count_by_hand_and_against_the_weights_the_library_returns():
     assert cost.score_matrix_bytes(n, H, B, "bfloat16") == 2 * cost.score_count(n, H, B)
 
 
+def test_score_count_of_lengths_too_large_for_int64_raises_instead_of_wrapping():
+    # 2**40 tokens: 2**80 scores. An int64 array would wrap around to 0 silently.
+    with pytest.raises(ValueError, match="seq_len.*int64"):
+        cost.score_count(np.array([1, 2**40]))
+    with pytest.raises(ValueError, match="seq_len.*int64"):
+        cost.score_count(np.array([2**31]), 1024, batch=1024)
+    with pytest.raises(ValueError, match="seq_len.*int64"):
+        cost.score_matrix_bytes(np.array([2**31]), 1024, 1024)
+    assert cost.score_count(2**40) == 2**80  # a Python int is exact
+    big = np.array([2**31 - 1])  # the largest n with n**2 in int64 ... times 1 head
+    assert cost.score_count(big).tolist() == [(2**31 - 1) ** 2]
+    assert cost.score_count(np.array([], dtype=np.int64)).tolist() == []
+
+
 def test_score_count_grows_with_heads_while_the_matmul_flops_do_not():
     from attnbook import nn as ann
 

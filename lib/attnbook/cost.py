@@ -165,7 +165,8 @@ def score_count(seq_len, n_heads: int = 1, batch: int = 1):
 
     Raises:
         TypeError: if a size is not an integer.
-        ValueError: if ``seq_len`` < 0 or ``n_heads``/``batch`` < 1.
+        ValueError: if ``seq_len`` < 0 or ``n_heads``/``batch`` < 1, or if ``seq_len`` is an
+            array and a count does not fit in int64.
 
     Source: Vaswani et al. (2017), section 3.2.2 (each head computes its own
     ``softmax(Q K^T / sqrt(d_k))``).
@@ -173,7 +174,16 @@ def score_count(seq_len, n_heads: int = 1, batch: int = 1):
     n = _sizes(seq_len)
     h = check_int(n_heads, "n_heads", 1)
     b = check_int(batch, "batch", 1)
+    if np.ndim(n) and n.size:
+        _check_int64(score_count_core(int(n.max()), h, b), "score_count", n.max())
     return score_count_core(n, h, b)
+
+
+def _check_int64(largest: int, what: str, seq_len) -> None:
+    """Raise if ``largest`` (a Python int) would overflow the int64 result array."""
+    if largest > np.iinfo(np.int64).max:
+        raise ValueError(f"{what} of seq_len up to {int(seq_len)} is {largest}, more than "
+                         f"int64 holds: pass seq_len as a Python int for an exact count")
 
 
 def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
@@ -194,12 +204,15 @@ def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
 
     Raises:
         TypeError: if a size is not an integer.
-        ValueError: for a size out of range or an unknown dtype.
+        ValueError: for a size out of range or an unknown dtype, or if ``seq_len`` is an
+            array and a count does not fit in int64.
     """
     n = _sizes(seq_len)
     h = check_int(n_heads, "n_heads", 1)
     b = check_int(batch, "batch", 1)
     size = DTYPE_BYTES[check_choice(dtype, "dtype", sorted(DTYPE_BYTES))]
+    if np.ndim(n) and n.size:
+        _check_int64(b * h * int(n.max()) ** 2 * size, "score_matrix_bytes", n.max())
     total = b * h * n * n * size
     return int(total) if np.ndim(total) == 0 else total.astype(np.int64)
 
