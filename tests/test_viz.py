@@ -70,6 +70,16 @@ def test_token_attention_figure_rejects_bad_input():
     (lambda: viz.scaling_figure(x_range=0), ValueError, "x_range"),
     (lambda: viz.scaling_figure(x_range="4"), TypeError, "x_range"),
     (lambda: viz.score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
+    # Were plotly's "Invalid value ... for the 'height' property" / NumPy's "could not convert
+    # string to float", naming neither argument.
+    (lambda: viz.mask_figure(height=-5), ValueError, "height"),
+    (lambda: viz.mask_figure(height="a"), TypeError, "height"),
+    (lambda: viz.mask_figure(scores=[["a"] * 8] * 8), TypeError, "scores"),
+    (lambda: viz.scaling_figure(height=-1), ValueError, "height"),
+    (lambda: viz.scaling_figure(height="x"), TypeError, "height"),
+    (lambda: viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="LEFT"), ValueError,
+     "pad_side"),
+    (lambda: viz.mask_figure(pad_side=None), ValueError, "pad_side"),
 ])
 def test_figure_builders_check_their_arguments(call, exc, name):
     with pytest.raises(exc, match=name):

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import masks as _masks
 from .attention import masked_softmax
-from .checks import check_choice, check_int, check_real, check_seed
+from .checks import as_float_array, check_choice, check_int, check_real, check_seed
 from .scaling import SaturationStats, saturation_stats, score_samples
 
 __all__ = [
@@ -436,13 +436,14 @@ def scaling_figure(
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is not an integer, or
-            ``x_range`` is not a real number.
-        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is < 1, or
-            ``x_range`` is not a finite positive number.
+        TypeError: if ``d_k``, ``n_keys``, ``n_samples``, ``n_draws`` or ``height`` is not an
+            integer, or ``x_range`` is not a real number.
+        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is < 1, ``height``
+            < 10 (plotly's least), or ``x_range`` is not a finite positive number.
     """
     import plotly.graph_objects as go
 
+    height = check_int(height, "height", 10)
     if x_range is not None:
         x_range = check_real(x_range, "x_range", minimum=0.0, strict=True)
     data = scaling_data(
@@ -656,18 +657,20 @@ def mask_figure(
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer.
-        ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range,
-            or ``scores`` of the wrong shape.
+        TypeError: if a size, ``seed`` or ``height`` is not an integer, or ``scores`` is not
+            a real numeric array.
+        ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range
+            (``height`` >= 10, plotly's least), or ``scores`` of the wrong shape.
     """
     import plotly.graph_objects as go
 
     keep = explorer_keep_mask(mask_type, seq_len, window=window, n_pad=n_pad,
                               pad_side=pad_side)  # (L, S)
+    height = check_int(height, "height", 10)
     L = int(seq_len)
     if scores is None:
         scores = mask_scores(L, seed)
-    scores = np.asarray(scores, dtype=np.float64)
+    scores = as_float_array(scores, "scores").astype(np.float64)
     if scores.shape != (L, L):
         raise ValueError(
             f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}"
