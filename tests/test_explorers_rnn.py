@@ -95,6 +95,8 @@ def test_the_book_example_point_nine_to_the_fifty():
         (lambda: rnnx.gradient_decay_data(0.9, hidden_size=2.0), TypeError, "hidden_size"),
         (lambda: rnnx.gradient_decay_data(0.9, seed=-1), ValueError, "seed"),
         (lambda: rnnx.gradient_decay_figure(0.9, 0), ValueError, "distance"),
+        (lambda: rnnx.gradient_decay_figure(0.9, 3, data=0.9), TypeError, "data"),
+        (lambda: rnnx.gradient_decay_figure(0.9, 3, data={"gamma": 0.9}), TypeError, "data"),
         (lambda: rnnx.gradient_decay_figure(
             0.9, 3, data=rnnx.gradient_decay_data(0.8, max_distance=5)), ValueError, "gamma"),
         (lambda: rnnx.gradient_decay_figure(

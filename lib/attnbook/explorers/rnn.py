@@ -165,8 +165,8 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``gamma`` is not a real number, ``distance`` not an integer, or
-            ``gamma_range`` not a pair of numbers.
+        TypeError: if ``gamma`` is not a real number, ``distance`` not an integer,
+            ``data`` not a :class:`GradientDecay` or ``gamma_range`` not a pair of numbers.
         ValueError: if ``gamma`` or ``distance`` is out of range, ``data`` was measured for
             another ``gamma``, or ``gamma_range`` is not increasing and positive.
     """
@@ -176,6 +176,9 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
 
     gamma = _gamma(gamma)
     data = gradient_decay_data(gamma) if data is None else data
+    if not isinstance(data, GradientDecay):
+        raise TypeError(f"data must be a GradientDecay (from gradient_decay_data) or None, got "
+                        f"{type(data).__name__}")
     if not math.isclose(data.gamma, gamma, rel_tol=1e-12):
         raise ValueError(f"data was measured for gamma={data.gamma}, not gamma={gamma}")
     K = int(data.distances[-1])
