@@ -21,6 +21,7 @@ measured on a held-out set drawn from a different generator than the training ba
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -319,11 +320,33 @@ def test_relative_loss_change_hand_cases():
         E.relative_loss_change(["a", "b"], 1)
 
 
+@pytest.mark.parametrize("curve", [[1.0, math.nan, 1.0, 1.0], [1.0, 1.0, math.inf, 1.0],
+                                   [math.nan, 2.0, 1.0, 1.0]])
+def test_relative_loss_change_rejects_non_finite_losses(curve):
+    # Was nan, or -1.0 for an inf (a plateau read as "the loss fell to 0").
+    with pytest.raises(ValueError, match="curve"):
+        E.relative_loss_change(curve, 1)
+
+
+def test_relative_loss_change_when_the_earlier_window_averages_zero():
+    # 0 / 0 gave nan with a RuntimeWarning; x / 0 gave inf.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert E.relative_loss_change([0.0, 0.0, 0.0, 0.0], 2) == 0.0
+        with pytest.raises(ValueError, match="curve.*averages 0"):
+            E.relative_loss_change([0.0, 0.0, 1.0, 1.0], 2)
+
+
 @pytest.mark.parametrize("kwargs, exc, name", [
     ({"clip_norm": 0.0}, ValueError, "clip_norm"), ({"clip_norm": "1"}, TypeError, "clip_norm"),
     ({"solve_accuracy": 1.5}, ValueError, "solve_accuracy"),
     ({"solve_accuracy": 0.0}, ValueError, "solve_accuracy"),
-    ({"eval_every": 0}, ValueError, "eval_every"), ({"window": 0}, ValueError, "window")])
+    ({"eval_every": 0}, ValueError, "eval_every"), ({"window": 0}, ValueError, "window"),
+    ({"clip_norm": math.nan}, ValueError, "clip_norm"),
+    ({"clip_norm": math.inf}, ValueError, "clip_norm"),
+    ({"clip_norm": -1.0}, ValueError, "clip_norm"), ({"clip_norm": True}, TypeError, "clip_norm"),
+    ({"window": 1.5}, TypeError, "window"),
+    ({"progress": "no"}, TypeError, "progress"), ({"progress": 0}, TypeError, "progress")])
 def test_long_range_recall_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.long_range_recall_run(**kwargs)

@@ -811,19 +811,28 @@ def relative_loss_change(curve, window: int) -> float:
 
     Returns:
         The relative change as a Python float; ``nan`` if ``curve`` has fewer than
-        ``2 * window`` values.
+        ``2 * window`` values; ``0.0`` if both windows average exactly 0.
 
     Raises:
         TypeError: if ``curve`` is not numeric or ``window`` not an integer.
-        ValueError: if ``curve`` is not 1-D or ``window < 1``.
+        ValueError: if ``curve`` is not 1-D, holds nan or inf, or the earlier window
+            averages 0 while the later one does not (no relative change), or ``window < 1``.
     """
     c = checks.as_float_array(curve, "curve").astype(np.float64)
     if c.ndim != 1:
         raise ValueError(f"curve must be 1-D, got shape {c.shape}")
+    checks.check_finite(c, "curve")
     window = checks.check_int(window, "window", 1)
     if c.size < 2 * window:
         return math.nan
-    return float(c[-window:].mean() / c[-2 * window:-window].mean() - 1.0)
+    last, before = c[-window:].mean(), c[-2 * window:-window].mean()
+    if before == 0:
+        if last == 0:
+            return 0.0
+        raise ValueError(f"curve's earlier window (values {c.size - 2 * window}.."
+                         f"{c.size - window - 1}) averages 0 and its last {window} average "
+                         f"{last:.3g}: the relative change is undefined")
+    return float(last / before - 1.0)
 
 
 def _token_embedding(model: nn.Module) -> nn.Embedding:
@@ -907,8 +916,8 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
         :class:`LongRangeRecallResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer, or ``lr``, ``clip_norm`` or
-            ``solve_accuracy`` not a real number.
+        TypeError: if a size or ``seed`` is not an integer, ``lr``, ``clip_norm`` or
+            ``solve_accuracy`` not a real number, or ``progress`` not a bool.
         ValueError: if a size is < 1, ``lr`` or ``clip_norm`` is not positive,
             ``solve_accuracy`` is outside (0, 1] or ``seed`` is negative.
 
@@ -926,6 +935,7 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
     solve_accuracy = checks.check_real(solve_accuracy, "solve_accuracy", minimum=0,
                                        maximum=1, strict=True)
     seed = checks.check_seed(seed)
+    progress = checks.check_bool(progress, "progress")
     vocab_size = n_signal + n_noise + 1
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
