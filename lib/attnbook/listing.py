@@ -21,13 +21,15 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-__all__ = ["MAX_LINES", "MAX_COLUMNS", "Listing", "source_of", "show_code"]
+__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "Listing", "source_of", "show_code"]
 
 #: The longest listing a chapter may show, in lines (The Annotated Transformer's attention is
 #: 10 lines, nanoGPT's ``forward`` 25).
 MAX_LINES = 30
 #: The widest line a shown listing may have, in characters (fits the text column at 1280 px).
 MAX_COLUMNS = 79
+#: HTML class of the collapsed ``<details>`` block that holds the full public function.
+FULL_CLASS = "attnbook-full-listing"
 
 
 def source_of(obj) -> str:
@@ -71,7 +73,9 @@ class Listing:
         parts = [_fence(self.core)]
         if self.full is not None:
             # Blank lines around the fence: it must be Markdown, not part of the HTML block.
-            parts.append(f"<details><summary>{self.summary}</summary>\n\n"
+            # The class lets the book's stylesheet wrap its long docstring lines (the full
+            # function is read, not copied line by line; the core above never wraps).
+            parts.append(f'<details class="{FULL_CLASS}"><summary>{self.summary}</summary>\n\n'
                          f"{_fence(self.full)}\n\n</details>")
         return "\n\n".join(parts)
 
