@@ -99,6 +99,20 @@ def test_scaling_live_n_keys_slider():
     assert_close(float(np.sum(fig.data[2].y)), 1.0, atol=1e-12, rtol=0)
 
 
+def test_scaling_controls_and_titles_name_the_key_count_S():
+    # Issue 10, one meaning per symbol (appendix/notation.md): S is the number of keys; chapter 3
+    # uses n for a sample count, so the explorer must not call the keys n.
+    ex = small_scaling(n_keys=8)
+    spec = ex._spec("n_keys")
+    assert (spec.label, spec.plain_label) == ("keys S", "keys S")
+    assert ex.controls["n_keys"].description == "keys S"
+    fig = ex.figure
+    titles = [a.text.replace("<br>", " ") for a in fig.layout.annotations]  # wrapped titles
+    assert "Softmax weights of one query over S = 8 keys" in titles
+    assert fig.data[3].name == "uniform 1/S = 0.125"
+    assert not any("n =" in t or "1/n" in t for t in titles + [fig.data[3].name])
+
+
 def test_static_scaling_frames_match_library():
     ex = scaling.scaling_explorer(
         d_k_values=(1, 16, 256), n_keys_values=(4, 16), d_k=16, **SMALL

@@ -142,3 +142,21 @@ def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled):
         assert max(fig.data[0].y) <= free * top
         curve = np.array(fig.data[1].y)[np.abs(np.array(fig.data[1].x)) <= x_range]
         assert curve.max() <= free * top
+
+
+def test_mask_weight_numbers_are_readable_at_the_column_width():
+    # Issue 10: the weights drawn on the 8 x 8 heatmap were 11 px (digits about 7 px tall) at
+    # 1280 px. The weights panel is wider now and draws them at 14 px; the reflow keeps that at
+    # the column's width (it only shrinks numbers that do not fit their cells, e.g. on a phone).
+    from attnbook.explorers import reflow
+
+    fig = json.loads(viz.mask_figure("causal + padding", n_pad=2, pad_side="left").to_json())
+    weights = next(t for t in fig["data"] if t["name"] == "weights")
+    assert weights["textfont"]["size"] >= 14
+    fitted = reflow.fit_figure(fig, viz.COLUMN_PX)
+    weights = next(t for t in fitted["data"] if t["name"] == "weights")
+    assert weights["texttemplate"] == "%{z:.2f}" and weights["textfont"]["size"] >= 14
+    # Each cell is wide enough for "0.54" at that size (the reflow's own estimate of a digit).
+    plot_w = viz.COLUMN_PX - fitted["layout"]["margin"]["l"] - fitted["layout"]["margin"]["r"]
+    lo, hi = fitted["layout"]["xaxis2"]["domain"]
+    assert plot_w * (hi - lo) / 8 - 4 >= 4 * reflow.CHAR_EM * 14

@@ -288,7 +288,7 @@ def run_in_lab(browser, server, name, library, tmp_path):
     assert after["hist_y"] != before["hist_y"], "the histogram did not change"
     scaled = output.locator(".widget-checkbox input[type=checkbox]").first.is_checked()
     n_keys = int(
-        output.locator(".widget-slider", has=page.locator(".widget-label", has_text="keys n"))
+        output.locator(".widget-slider", has=page.locator(".widget-label", has_text="keys S"))
         .first.locator(".widget-readout").text_content().strip()
     )
     # Expected variance: 1 with scaling, d_k without (Vaswani et al., 2017, footnote 4).

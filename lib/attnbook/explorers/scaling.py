@@ -87,6 +87,6 @@ def scaling_explorer(
             "scaled", "divide scores by √d<sub>k</sub>", "toggle", (False, True), scaled,
             plain_label="divide scores by √d_k",
         ),
-        Control("n_keys", "keys n", "slider", n_keys_values, int(n_keys), plain_label="keys n"),
+        Control("n_keys", "keys S", "slider", n_keys_values, int(n_keys), plain_label="keys S"),
     ]
     return Explorer(controls, render, title="√d_k explorer")
