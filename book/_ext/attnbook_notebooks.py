@@ -14,13 +14,29 @@ Registered in ``_config.yml`` (``sphinx: config: extensions``). For every chapte
    ``ipynb_source`` before the theme builds its buttons. A "Run this chapter" button next to it
    leads to the page on running the book (``run.md``).
 3. **A visible line under the chapter's title**: "Run this chapter yourself: download the
-   notebook NN-topic.ipynb · how to run it", with the same two links.
+   notebook NN-topic.ipynb · the book's code (zip) · how to run it", with the same links and
+   the source archive.
+
+And once per HTML build:
+
+4. **The book's code.** A notebook imports ``attnbook``, so a reader who has only the HTML book
+   needs the package too. At ``builder-inited`` the extension zips the source tree the book is
+   built from (``source_archive``: the repository's files, without ``.venv``, ``_build``,
+   caches, other hidden files or ``.ipynb``; ``.gitignore`` and ``.ci/`` stay) into
+   ``_build/html/_downloads/attnbook-source.zip``, every file under one folder,
+   ``attnbook-source/``. Entries are sorted and carry a fixed date and normalised permissions,
+   so two builds of the same files write the same bytes. The role ``{attnbook-source}`text```
+   links it from a page (``run.md``), with its size; the chapter line above links it too.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import io
+import os
 import posixpath
 import re
+import zipfile
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -40,6 +56,18 @@ RUN_PAGE = "run"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 #: Where the notebooks go, relative to the HTML output (the theme links ``_sources/<page>.ipynb``).
 SOURCES = "_sources"
+#: The source archive, relative to the HTML output.
+ARCHIVE = "_downloads/attnbook-source.zip"
+#: The folder every member of the archive is in (what ``unzip`` creates).
+ARCHIVE_ROOT = "attnbook-source"
+#: Folders left out of the archive wherever they are (hidden ones are left out anyway).
+EXCLUDED_DIRS = ("_build", "__pycache__", "*.egg-info", "_scratch", "node_modules")
+#: Files left out of the archive (hidden ones are left out anyway).
+EXCLUDED_FILES = ("*.ipynb", "*.pyc", "*.pyo", "*.zip")
+#: Hidden entries at the top of the tree that the archive keeps.
+KEPT_HIDDEN = (".gitignore", ".ci")
+#: A fixed date for every entry (the earliest a zip can hold), so builds are byte-identical.
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def is_chapter(docname: str) -> bool:
@@ -119,10 +147,13 @@ def add_run_line(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         return
     ipynb = notebook_name(docname)
     href = _relative(docname, f"{SOURCES}/{ipynb}")
+    archive = _relative(docname, ARCHIVE)
     parts = [
         '<p class="attnbook-run-links">Run this chapter yourself: download the notebook ',
         f'<a class="reference download" href="{escape(href)}" download>'
         f"<code>{escape(posixpath.basename(ipynb))}</code></a>",
+        f' · <a class="reference download attnbook-source" href="{escape(archive)}" download>'
+        "the book's code (zip)</a>",
     ]
     if RUN_PAGE in app.env.all_docs:
         run = app.builder.get_relative_uri(docname, RUN_PAGE)
@@ -131,8 +162,106 @@ def add_run_line(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     section.insert(1, nodes.raw("", "".join(parts), format="html"))
 
 
+def archive_files(root: str | Path) -> list[str]:
+    """The files of the tree at ``root`` that go into the source archive, as sorted POSIX paths.
+
+    Left out: hidden files and folders (``.git``, ``.venv``, tool caches) except
+    ``KEPT_HIDDEN`` at the top, the folders ``EXCLUDED_DIRS`` (``_build``, ``__pycache__``, ...)
+    anywhere, the files ``EXCLUDED_FILES`` (``*.ipynb``, ...) and symbolic links.
+    """
+    root = Path(root)
+    files = []
+    for here, dirs, names in os.walk(root):
+        rel = Path(here).relative_to(root)
+        top = rel == Path(".")
+
+        def keep(name: str, excluded: tuple[str, ...], top: bool = top) -> bool:
+            if name.startswith(".") and not (top and name in KEPT_HIDDEN):
+                return False
+            return not any(fnmatch.fnmatch(name, pattern) for pattern in excluded)
+
+        dirs[:] = sorted(
+            d for d in dirs if keep(d, EXCLUDED_DIRS) and not Path(here, d).is_symlink()
+        )
+        for name in names:
+            path = Path(here, name)
+            if keep(name, EXCLUDED_FILES) and path.is_file() and not path.is_symlink():
+                files.append((rel / name).as_posix())
+    return sorted(files)
+
+
+def source_archive(root: str | Path) -> bytes:
+    """The zip of ``archive_files(root)``, each under ``attnbook-source/``: deterministic bytes.
+
+    Entries are in sorted order, dated ``ZIP_DATE``, with mode 0644 (0755 for a file the owner
+    may execute, such as ``.ci/run``), deflated at level 9.
+    """
+    root = Path(root)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for rel in archive_files(root):
+            path = root / rel
+            info = zipfile.ZipInfo(f"{ARCHIVE_ROOT}/{rel}", date_time=ZIP_DATE)
+            info.create_system = 3  # Unix, so that the permissions below are read back
+            mode = 0o755 if path.stat().st_mode & 0o100 else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes(), compresslevel=9)
+    return buffer.getvalue()
+
+
+def write_source_archive(app: Sphinx) -> None:
+    """``builder-inited``: zip the book's source into ``ARCHIVE`` under the HTML output."""
+    if app.builder.format != "html":
+        return
+    target = Path(app.outdir, ARCHIVE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(source_archive(app.srcdir))
+
+
+def archive_size(app: Sphinx) -> str:
+    """The archive's size as a reader reads it: ``"612 kB"`` (decimal, rounded)."""
+    size = Path(app.outdir, ARCHIVE).stat().st_size
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    return f"{round(size / 1000)} kB"
+
+
+class source_archive_ref(nodes.Inline, nodes.TextElement):
+    """A link to the source archive; made into HTML at ``doctree-resolved``."""
+
+
+def source_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{attnbook-source}`text```: a download link to the source archive, then its size."""
+    return [source_archive_ref(rawtext, text or posixpath.basename(ARCHIVE))], []
+
+
+def resolve_archive_refs(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """``doctree-resolved``: each ``{attnbook-source}`` becomes a link (HTML) or its text."""
+    for ref in list(doctree.findall(source_archive_ref)):
+        if app.builder.format != "html":
+            ref.replace_self(nodes.Text(ref.astext()))
+            continue
+        href = _relative(docname, ARCHIVE)
+        html = (
+            f'<a class="reference download attnbook-source" href="{escape(href)}" download>'
+            f"{escape(ref.astext())}</a> ({escape(archive_size(app))})"
+        )
+        ref.replace_self(nodes.raw("", html, format="html"))
+
+
+def always_rewrite_run_page(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: the run page quotes the archive's size, which any edit changes."""
+    return [RUN_PAGE] if RUN_PAGE in env.found_docs else []
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (Sphinx entry point)."""
+    app.add_node(source_archive_ref)
+    app.add_role("attnbook-source", source_archive_role)
+    app.connect("builder-inited", write_source_archive)
+    app.connect("env-get-outdated", always_rewrite_run_page)
+    app.connect("doctree-resolved", resolve_archive_refs)
     app.connect("html-page-context", write_notebook, priority=450)
     app.connect("html-page-context", add_run_button, priority=550)
     app.connect("doctree-resolved", add_run_line)

@@ -7,12 +7,22 @@ by Jupytext, which the extension uses), with no outputs and the ``python3`` kern
 On the built book: each chapter's ``_sources/chapters/NN-topic.ipynb`` exists, is valid, holds
 the same code cells, and the chapter's page links it twice (the download menu and the line
 under the title) and links the "Run it yourself" page.
+
+The source archive (``_downloads/attnbook-source.zip``): without a build, ``source_archive``
+zips a small tree made here with every kind of file it must leave out, and the repository
+itself (what it keeps is what Git tracks); the bytes do not depend on the files' dates. On the
+built book the archive exists, and the run page and every chapter link it.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import shutil
+import subprocess
 import sys
+import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -153,6 +163,10 @@ def test_built_chapter_offers_its_notebook(built_book, chapter):
     to_run = [a for a in links if resolve(page, a["href"]) == run_page]
     assert any(not a["in_article"] for a in to_run), "no 'Run this chapter' header button"
     assert any(a["in_article"] for a in to_run), "no 'how to run it' link under the title"
+    archive = (built_book / ext.ARCHIVE).resolve()
+    assert any(
+        a["in_article"] and "download" in a and resolve(page, a["href"]) == archive for a in links
+    ), "no link to the book's code under the title"
 
 
 def test_run_page_is_linked_from_the_introduction(built_book):
@@ -160,3 +174,119 @@ def test_run_page_is_linked_from_the_introduction(built_book):
     run_page = (built_book / "run.html").resolve()
     links = [a for a in page_links(index) if a["in_article"]]
     assert any(resolve(index, a["href"]) == run_page for a in links)
+
+
+# --------------------------------------------------------------------------------------------------
+# The source archive
+
+#: A tree with what the archive keeps (True) and what it must leave out (False).
+TREE = {
+    "Makefile": True,
+    "README.md": True,
+    ".gitignore": True,
+    ".ci/run": True,
+    "chapters/01-a.md": True,
+    "chapters/01-a.ipynb": False,
+    "chapters/.ipynb_checkpoints/01-a-checkpoint.ipynb": False,
+    "lib/attnbook/__init__.py": True,
+    "lib/attnbook/__pycache__/__init__.cpython-311.pyc": False,
+    "lib/attnbook.egg-info/PKG-INFO": False,
+    "lib/attnbook/.hidden": False,
+    "benchmarks/results/cpu.csv": True,
+    "benchmarks/_scratch/tmp.csv": False,
+    ".git/config": False,
+    ".venv/bin/python": False,
+    ".pytest_cache/README.md": False,
+    ".ruff_cache/x": False,
+    ".hypothesis/examples/x": False,
+    ".jupyter_cache/global.db": False,
+    ".env": False,
+    "_build/html/index.html": False,
+    "_build/html/_downloads/attnbook-source.zip": False,
+    "tests/test_x.py": True,
+}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "repo"
+    for i, rel in enumerate(TREE):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"file {i}: {rel}\n")
+    (root / ".ci" / "run").chmod(0o755)
+    (root / "lib" / "attnbook" / "__init__.py").chmod(0o600)
+    (root / "link.md").symlink_to(root / "README.md")
+    (root / "linked-lib").symlink_to(root / "lib", target_is_directory=True)
+    return root
+
+
+def members(data: bytes) -> dict[str, zipfile.ZipInfo]:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert zf.testzip() is None
+        return {info.filename: info for info in zf.infolist()}
+
+
+def test_source_archive_keeps_the_sources_and_leaves_out_the_rest(tree):
+    data = ext.source_archive(tree)
+    kept = sorted(rel for rel, keep in TREE.items() if keep)
+    info = members(data)
+    assert list(info) == [f"attnbook-source/{rel}" for rel in kept]  # sorted, one folder
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for rel in kept:
+            assert zf.read(f"attnbook-source/{rel}") == (tree / rel).read_bytes()
+    modes = {name[len("attnbook-source/"):]: i.external_attr >> 16 for name, i in info.items()}
+    assert modes[".ci/run"] == 0o100755  # unzip keeps the script executable
+    assert modes["lib/attnbook/__init__.py"] == 0o100644
+    assert modes["README.md"] == 0o100644
+    assert {i.date_time for i in info.values()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_source_archive_is_byte_identical_whatever_the_dates(tree):
+    first = ext.source_archive(tree)
+    for path in tree.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (1_900_000_000, 1_900_000_000))
+    assert ext.source_archive(tree) == first
+    (tree / "README.md").write_text("changed\n")
+    assert ext.source_archive(tree) != first  # the bytes do follow the contents
+
+
+def test_source_archive_of_the_repository():
+    files = ext.archive_files(ROOT)
+    for rel in (
+        "lib/attnbook/__init__.py", "pyproject.toml", "requirements.txt",
+        "requirements-test.txt", "Makefile", "jupytext.toml", "jupyter/overrides.json",
+        "jupyter/jupyter_server_config.py", "README.md", "CONTRIBUTING.md",
+        "benchmarks/results/cpu_flash.csv", "book/_ext/attnbook_notebooks.py",
+    ):
+        assert rel in files
+    assert {f"chapters/{c.name}" for c in CHAPTERS} <= set(files)
+    for rel in files:
+        parts = rel.split("/")
+        assert not rel.endswith((".ipynb", ".pyc")), rel
+        assert not {".git", ".venv", "_build", "__pycache__"} & set(parts), rel
+        assert not any(p.endswith(".egg-info") for p in parts), rel
+    git = shutil.which("git")
+    if git and (ROOT / ".git").exists():
+        tracked = subprocess.run(
+            [git, "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        missing = [rel for rel in tracked if (ROOT / rel).is_file() and rel not in files]
+        assert missing == [], "tracked files the archive leaves out"
+    size = len(ext.source_archive(ROOT))
+    assert size < 2_000_000, f"the archive is {size} bytes"
+
+
+def test_built_book_carries_its_source(built_book):
+    archive = built_book / ext.ARCHIVE
+    assert archive.is_file(), f"{archive} was not written"
+    info = members(archive.read_bytes())
+    for rel in ("lib/attnbook/__init__.py", "requirements.txt", "Makefile", "run.md"):
+        assert f"attnbook-source/{rel}" in info
+    assert not [name for name in info if name.endswith(".ipynb") or "/_build/" in name]
+    page = built_book / "run.html"
+    links = [a for a in page_links(page) if a["in_article"] and "download" in a]
+    assert any(resolve(page, a["href"]) == archive.resolve() for a in links), (
+        "the run page does not link the archive"
+    )
