@@ -731,11 +731,11 @@ def mask_figure(
     }[mask_type]
     annotations = [
         dict(
-            text="Keep-mask (1 = may attend)", x=0.18, y=1.0, xref="paper", yref="paper",
+            text="Keep-mask (1 = may attend)", x=0.175, y=1.0, xref="paper", yref="paper",
             xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14),
         ),
         dict(
-            text="Weights = masked_softmax(scores, mask)", x=0.685, y=1.0, xref="paper",
+            text="Weights = masked_softmax(scores, mask)", x=0.675, y=1.0, xref="paper",
             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
             font=dict(size=14),
         ),
@@ -745,7 +745,7 @@ def mask_figure(
         annotations.append(
             dict(
                 text=f"queries {rows} see no key: their weights are all 0",
-                x=0.685, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
+                x=0.675, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
                 showarrow=False, font=dict(color=ORANGE),
             )
         )
@@ -757,12 +757,12 @@ def mask_figure(
         height=height,
         title=dict(text=f"Mask: {_html.escape(detail)}, {L} tokens", x=0.5, xanchor="center"),
         margin=dict(l=70, r=20, t=80, b=100),
-        xaxis=axis_style(domain=[0.0, 0.36], title=dict(text="key position j"), anchor="y",
+        xaxis=axis_style(domain=[0.0, 0.35], title=dict(text="key position j"), anchor="y",
                          type="category", showgrid=False, tickmode="array", tickvals=keys,
                          ticktext=key_ticks, tickangle=0),
         yaxis=axis_style(title=dict(text="query position i"), anchor="x", autorange="reversed",
                          type="category", showgrid=False),
-        xaxis2=axis_style(domain=[0.44, 0.93], title=dict(text="key position j"), anchor="y2",
+        xaxis2=axis_style(domain=[0.42, 0.93], title=dict(text="key position j"), anchor="y2",
                           type="category", showgrid=False, tickmode="array", tickvals=keys,
                           ticktext=key_ticks, tickangle=0),
         yaxis2=axis_style(anchor="x2", autorange="reversed", type="category", showgrid=False),
