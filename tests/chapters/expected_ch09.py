@@ -127,7 +127,7 @@ def _training() -> dict:
          "g_pre_ratio": float(g_pre[-1] / g_pre[0]),
          "g_post_increasing_steps": int((np.diff(g_post) > 0).sum()), "g_n_steps": 11,
          "np_steps": 120, "np_lr": 1e-3, "np_warmup": 24, "np_batch": 16,
-         "np_chance": math.log(16),
+         "np_chance": math.log(16), "np_half": math.log(16) / 2,
          "step_post": steps["post_ln"], "step_pre": steps["pre_ln"],
          "step_warm": steps["post_ln_warmup"],
          "eval_post": run.eval_loss["post_ln"], "eval_pre": run.eval_loss["pre_ln"],
@@ -167,8 +167,15 @@ def _training() -> dict:
                 x = layer(x, causal=True)
                 sizes.append(float(x.pow(2).mean().sqrt()))
         rms[norm_first] = np.array(sizes)
-    e |= {"rms_post_max_dev": float(np.abs(rms[False] - 1).max()),
-          "rms_pre_first": float(rms[True][0]), "rms_pre_last": float(rms[True][-1])}
+    dev = float(np.abs(rms[False] - 1).max())
+    # One significant digit times a power of ten, by hand: 2.3e-07 -> "2 × 10⁻⁷" (no-break spaces).
+    power = math.floor(math.log10(dev))
+    digit = round(dev / 10.0 ** power)
+    if digit == 10:
+        digit, power = 1, power + 1
+    sup = dict(zip("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    e["rms_post_max_dev_text"] = f"{digit}\u00a0×\u00a010" + "".join(sup[c] for c in str(power))
+    e |= {"rms_pre_first": float(rms[True][0]), "rms_pre_last": float(rms[True][-1])}
     # Exercise 4: a final LayerNorm of d_model gains and biases.
     e |= {"ex4_extra": 2 * 64, "ex4_post_params": run.n_params}
     return e
@@ -206,7 +213,37 @@ def _explorer() -> dict:
     pre_last = [grads[L]["pre_ln"][-1] for L in depths]
     # The chapter asserts (no longer glues) that Post-LN is above Pre-LN at every depth.
     assert all(grads[L]["post_ln"].mean() > grads[L]["pre_ln"].mean() for L in depths)
-    return {"ex_depth_min": 2, "ex_depth_max": 48,
+    # The last layers against the depth dependence of Xiong et al.'s bounds, worded case by case.
+    gap = [float(a - b) for a, b in zip(post_last, pre_last)]
+    pre_fall, sqrt_fall = pre_last[0] / pre_last[-1], math.sqrt(48 / 2)
+
+    def steady(values, against, along):
+        k = sum(int(b < a) for a, b in zip(values[:-1], values[1:]))
+        return (f"it {along} at every step" if k == 0 else
+                f"it {against} at {k} of the 8 steps between neighbouring depths")
+
+    post_flat = max(post_last) / min(post_last) <= 1.1
+    if pre_fall >= 0.8 * sqrt_fall and pre_fall <= 1.25 * sqrt_fall:
+        pre = "about like"
+    elif pre_fall < 0.5 * sqrt_fall:
+        pre = "much more slowly than"
+    elif pre_fall < 0.8 * sqrt_fall:
+        pre = "more slowly than"
+    else:
+        pre = "faster than"
+    # For the default seed: Post-LN roughly doubles, Pre-LN falls far less than sqrt(24) = 4.9.
+    assert not post_flat and pre_fall < 0.5 * sqrt_fall
+    return {"ex_gap_min": gap[0], "ex_gap_max": gap[-1],
+            "ex_post_factor": float(post_last[-1] / post_last[0]), "ex_pre_fall": float(pre_fall),
+            "ex_sqrt_fall": sqrt_fall,
+            "ex_post_steady": steady(post_last, "falls", "grows"),
+            "ex_gap_steady": steady(gap, "narrows", "widens"),
+            "ex_post_dep": ("varies by less than 10% over the grid" if post_flat
+                            else "is not independent of the depth"),
+            "ex_pre_rate": pre,
+            "ex_agree": ("in direction and roughly in form" if post_flat and pre == "about like"
+                         else "only in the direction of the gap"),
+            "ex_depth_min": 2, "ex_depth_max": 48,
             "ex_post_last_min": float(post_last[0]), "ex_post_last_max": float(post_last[-1]),
             "ex_pre_last_min": float(pre_last[0]), "ex_pre_last_max": float(pre_last[-1]),
             "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0]),
