@@ -220,7 +220,9 @@ def test_plotly_js_comes_once_from_static_and_is_never_inlined(built_book):
             if "defer" in attrs or "async" in attrs:
                 problems.append(f"{rel}: plotly.min.js is deferred; inline figures would run first")
         for script in parsed.scripts:
-            if len(script["text"]) > 500_000:
+            # plotly.min.js is ~3.6 MB; the largest explorer (the KV-cache calculator, every
+            # frame fitted to the column and to a phone) is ~0.6 MB of JSON.
+            if len(script["text"]) > 1_500_000:
                 problems.append(f"{rel}: an inline script of {len(script['text'])} chars")
     assert not problems, "\n".join(problems)
     chapters = [p for p in toc_files() if p.startswith("chapters/")]

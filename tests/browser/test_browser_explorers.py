@@ -238,7 +238,14 @@ def exercise_masks(page, uid: str, *, scores: np.ndarray | None) -> None:
     drawn = wait_drawn(page, uid, frame["flat"])
     assert_drawn_matches(drawn, frame)
     keep = np.array(drawn["data"][0]["z"], dtype=float)
-    assert (keep[:, keep.shape[1] - values["n_pad"]:] == 0).all(), "a pad key is visible"
+    # The pad keys sit at the end or, with the "padding at" control on "left", at the start
+    # (chapter 6 opens the explorer with left padding).
+    n_pad = values["n_pad"]
+    if values.get("pad_side", "right") == "left":
+        pad_keys = keep[:, :n_pad]
+    else:
+        pad_keys = keep[:, keep.shape[1] - n_pad:]
+    assert pad_keys.shape[1] == n_pad and (pad_keys == 0).all(), "a pad key is visible"
     assert page.locator(f"#{uid}-window").is_disabled()
 
 
