@@ -244,3 +244,32 @@ def test_score_count_grows_with_heads_while_the_matmul_flops_do_not():
 def test_score_count_rejects_bad_sizes(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         cost.score_count(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        # 4 * 2**40 * (2**12)**2 = 2**66 FLOPs: past int64 (2**63 - 1).
+        (cost.rnn_flops, (np.array([1, 2**40]), 2**12)),
+        # 4 * (2**31)**2 * 2**10 = 2**74.
+        (cost.attention_flops, (np.array([2**31]), 2**10)),
+        (cost.attention_layer_flops, (np.array([2**31]), 2**10)),
+    ],
+)
+def test_flop_counts_too_large_for_int64_raise_instead_of_wrapping(fn, args):
+    with pytest.raises(ValueError, match="seq_len.*int64"):
+        fn(*args)
+    # A Python int is exact (hand derivation of the same products).
+    n, d = int(args[0].max()), args[1]
+    expected = {
+        cost.rnn_flops: 4 * n * d * d,
+        cost.attention_flops: 4 * n * n * d,
+        cost.attention_layer_flops: 8 * n * d * d + 4 * n * n * d,
+    }[fn]
+    assert fn(n, d) == expected
+
+
+def test_flop_counts_of_arrays_that_fit_int64_are_unchanged():
+    n = np.array([0, 1, 2**20])
+    assert cost.rnn_flops(n, 64).tolist() == [4 * x * 64 * 64 for x in n.tolist()]
+    assert cost.attention_flops(n, 64).tolist() == [4 * x * x * 64 for x in n.tolist()]

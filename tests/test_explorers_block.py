@@ -178,3 +178,10 @@ def test_grads_must_cover_the_depths(grads):
         wb.norm_placement_figure(3, "both", bad)
     with pytest.raises(ValueError, match="depth"):
         wb.norm_placement_figure(4, "both", grads)
+
+
+@pytest.mark.parametrize("bad", [2.5, [1.0, 2.0], "norms"])
+def test_grads_of_the_wrong_kind_raise_a_type_error_naming_grads(bad):
+    # Before: 2.5 gave "'float' object is not iterable" from sorted(), naming nothing.
+    with pytest.raises(TypeError, match="grads must be a dict"):
+        wb.norm_placement_explorer(3, depth_values=DEPTHS, grads=bad)

@@ -76,7 +76,10 @@ def rnn_flops(seq_len, d_model: int, *, batch: int = 1):
     """
     n = _sizes(seq_len)
     d = check_int(d_model, "d_model", 1)
-    return 4 * check_int(batch, "batch", 1) * n * d * d
+    b = check_int(batch, "batch", 1)
+    if np.ndim(n) and n.size:
+        _check_int64(4 * b * int(n.max()) * d * d, "rnn_flops", n.max())
+    return 4 * b * n * d * d
 
 
 def attention_flops(seq_len, d_model: int, batch: int = 1):
@@ -105,7 +108,10 @@ def attention_flops(seq_len, d_model: int, batch: int = 1):
     """
     n = _sizes(seq_len)
     d = check_int(d_model, "d_model", 1)
-    return 4 * check_int(batch, "batch", 1) * n * n * d
+    b = check_int(batch, "batch", 1)
+    if np.ndim(n) and n.size:
+        _check_int64(4 * b * int(n.max()) ** 2 * d, "attention_flops", n.max())
+    return 4 * b * n * n * d
 
 
 def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
@@ -132,6 +138,9 @@ def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
     n = _sizes(seq_len)
     d = check_int(d_model, "d_model", 1)
     b = check_int(batch, "batch", 1)
+    if np.ndim(n) and n.size:
+        m = int(n.max())
+        _check_int64(b * 8 * m * d * d + 4 * b * m * m * d, "attention_layer_flops", m)
     return b * 8 * n * d * d + attention_flops(n, d, b)
 
 

@@ -234,7 +234,8 @@ def norm_placement_explorer(
         :class:`~attnbook.explorers.base.Explorer`.
 
     Raises:
-        TypeError: if ``depth_values`` is not a sequence of integers.
+        TypeError: if ``depth_values`` is not a sequence of integers, or ``grads`` is neither
+            ``None`` nor a dict.
         ValueError: naming the argument, if ``depth`` or ``placement`` is not one of its
             options, ``depth_values`` is empty, out of range or not increasing, or ``grads``
             does not cover exactly ``depth_values`` or is not shaped as
@@ -246,6 +247,10 @@ def norm_placement_explorer(
     if grads is None:
         grads = gradient_norms_at_init(depths, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
                                        vocab=vocab, batch_size=batch_size, seed=seed)
+    elif not isinstance(grads, dict):
+        raise TypeError(
+            f"grads must be a dict (depth -> norms, as gradient_norms_at_init returns) or "
+            f"None, got {type(grads).__name__}")
     elif tuple(sorted(grads)) != depths:
         raise ValueError(
             f"grads covers depths {tuple(sorted(grads))} but depth_values is {depths}")
