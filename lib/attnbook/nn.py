@@ -192,22 +192,23 @@ def apply_rope(
     """Rotary position embedding in torch; same math as :func:`attnbook.positional.apply_rope`.
 
     Args:
-        x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even. Integer tensors
+        x: ``(..., L, D)`` queries or keys, e.g. ``(B, H, L, D)``; ``D`` even. Integer tensors
             are promoted to float32 (rotating in the integer dtype would truncate).
-        positions: non-negative integer positions ``(T,)`` (the same for every row) or
-            ``(B, T)`` (one row per batch element, e.g. for a left-padded batch). With a 4-D
-            ``x`` a ``(B, T)`` tensor is applied to every head (read as ``(B, 1, T)``); any
+        positions: non-negative integer positions ``(L,)`` (the same for every row) or
+            ``(B, L)`` (one row per batch element, e.g. for a left-padded batch). With a 4-D
+            ``x`` a ``(B, L)`` tensor is applied to every head (read as ``(B, 1, L)``); any
             other shape must broadcast to ``x.shape[:-1]`` without enlarging it. The NumPy
             :func:`attnbook.positional.apply_rope` reads shapes the same way.
         base: the frequency base ``rope_theta``, finite and > 1.
-        interleaved: pairs ``(2i, 2i+1)`` if True, else ``(i, i + D/2)`` (default).
+        interleaved: pairs ``(2r, 2r+1)`` if True, else ``(r, r + D/2)`` (default), for pair
+            index ``r``.
 
     Returns:
         Tensor of the shape of ``x`` and its floating dtype (float32 for integer ``x``);
         angles are computed in float32 (float64 for float64 input).
 
     Raises:
-        ValueError: if ``D`` is odd, ``positions`` does not end in ``T``, is negative, or
+        ValueError: if ``D`` is odd, ``positions`` does not end in ``L``, is negative, or
             does not broadcast to ``x.shape[:-1]`` (or would enlarge the output), or ``base``
             is not finite and > 1.
         TypeError: if ``x`` is not a real tensor or ``positions`` is not an integer tensor.
@@ -221,14 +222,14 @@ def apply_rope(
     if not x.is_floating_point():
         x = x.to(torch.float32)
     if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., T, D); got {tuple(x.shape)}")
+        raise ValueError(f"x must have shape (..., L, D); got {tuple(x.shape)}")
     base = check_real(base, "base", minimum=1.0, strict=True)
-    T, D = x.shape[-2], x.shape[-1]
+    L, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
-    pos = check_positions(check_int_tensor(positions, "positions"), T, x.shape).to(x.device)
+    pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
     if pos.ndim == 2 and x.ndim == 4:
-        pos = pos[:, None, :]  # (B, 1, T) broadcasts over heads
+        pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
     try:
         ok = tuple(torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))) == tuple(
             x.shape[:-1])
@@ -238,22 +239,22 @@ def apply_rope(
         raise ValueError(
             f"positions of shape {tuple(pos.shape)} do not broadcast to x.shape[:-1] = "
             f"{tuple(x.shape[:-1])} without enlarging x of shape {tuple(x.shape)} "
-            "(use (T,) or (B, T))"
+            "(use (L,) or (B, L))"
         )
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
     theta = base ** (-torch.arange(0, D, 2, dtype=cdt, device=x.device) / D)  # (D/2,)
-    angles = pos.to(cdt)[..., None] * theta  # (..., T, D/2)
+    angles = pos.to(cdt)[..., None] * theta  # (..., L, D/2)
     cos, sin = angles.cos(), angles.sin()
     xc = x.to(cdt)
     if interleaved:
-        a, b = xc[..., 0::2], xc[..., 1::2]  # (..., T, D/2)
+        a, b = xc[..., 0::2], xc[..., 1::2]  # (..., L, D/2)
     else:
-        a, b = xc[..., : D // 2], xc[..., D // 2 :]  # (..., T, D/2)
-    ra, rb = a * cos - b * sin, a * sin + b * cos  # (..., T, D/2)
+        a, b = xc[..., : D // 2], xc[..., D // 2 :]  # (..., L, D/2)
+    ra, rb = a * cos - b * sin, a * sin + b * cos  # (..., L, D/2)
     if interleaved:
-        out = torch.stack((ra, rb), dim=-1).flatten(-2)  # (..., T, D) pairs (2i, 2i+1)
+        out = torch.stack((ra, rb), dim=-1).flatten(-2)  # (..., L, D) pairs (2r, 2r+1)
     else:
-        out = torch.cat((ra, rb), dim=-1)  # (..., T, D) pairs (i, i + D/2)
+        out = torch.cat((ra, rb), dim=-1)  # (..., L, D) pairs (r, r + D/2)
     return out.to(x.dtype)
 
 
@@ -278,8 +279,8 @@ class RotaryEmbedding(nn.Module):
         """Rotate ``x`` by its positions with this module's ``base`` and pairing.
 
         Args:
-            x: ``(..., T, D)`` queries or keys, e.g. ``(B, H, T, D)``; ``D`` even.
-            positions: integer positions ``(T,)`` or ``(B, T)``.
+            x: ``(..., L, D)`` queries or keys, e.g. ``(B, H, L, D)``; ``D`` even.
+            positions: integer positions ``(L,)`` or ``(B, L)``.
 
         Returns:
             Tensor of the shape and dtype of ``x`` (see :func:`apply_rope`).
