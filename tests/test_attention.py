@@ -542,3 +542,151 @@ def test_numpy_functions_accept_tensors():
     assert_close(out, expected, atol=0, rtol=0)
     with pytest.raises(TypeError, match="x must be"):
         softmax(np.array(["a", "b"]))
+
+
+# --- additive (Bahdanau) attention ----------------------------------------------------------
+# The reference is an explicit loop over (batch, i, j) in float64, written from Bahdanau et al.
+# (2015), appendix A.1.2: e_ij = v_a . tanh(W_a s + U_a h_j), then a softmax over the visible j.
+
+from attnbook.attention import (  # noqa: E402
+    additive_attention,
+    additive_attention_core,
+    additive_scores,
+    additive_scores_core,
+)
+
+
+def _additive_loop(q, k, v, W_q, W_k, v_a, keep=None):
+    """Float64 additive attention by explicit loops over the batch, queries and keys."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    B, L, _ = q.shape
+    S = k.shape[1]
+    scores = np.zeros((B, L, S))
+    out = np.zeros((B, L, v.shape[-1]))
+    weights = np.zeros((B, L, S))
+    for b in range(B):
+        for i in range(L):
+            for j in range(S):
+                hidden = [math.tanh(sum(W_q[a, c] * q[b, i, c] for c in range(q.shape[-1]))
+                                    + sum(W_k[a, c] * k[b, j, c] for c in range(k.shape[-1])))
+                          for a in range(len(v_a))]
+                scores[b, i, j] = sum(v_a[a] * hidden[a] for a in range(len(v_a)))
+            visible = [j for j in range(S) if keep is None or keep[b, i, j]]
+            if not visible:
+                continue  # no visible key: output 0, weights 0
+            top = max(scores[b, i, j] for j in visible)
+            ex = {j: math.exp(scores[b, i, j] - top) for j in visible}
+            total = sum(ex.values())
+            for j in visible:
+                weights[b, i, j] = ex[j] / total
+                out[b, i] += weights[b, i, j] * v[b, j]
+    return scores, out, weights
+
+
+def _additive_inputs(B=2, L=3, S=5, d_q=4, d_k=6, d_v=2, d_a=7, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((B, L, d_q)), rng.standard_normal((B, S, d_k)),
+            rng.standard_normal((B, S, d_v)), rng.standard_normal((d_a, d_q)) / 2,
+            rng.standard_normal((d_a, d_k)) / 2, rng.standard_normal(d_a))
+
+
+def test_additive_attention_matches_an_explicit_loop():
+    q, k, v, W_q, W_k, v_a = _additive_inputs()
+    ref_s, ref_out, ref_w = _additive_loop(q, k, v, W_q, W_k, v_a)
+    s = additive_scores(q, k, W_q, W_k, v_a)
+    out, w = additive_attention(q, k, v, W_q, W_k, v_a, return_weights=True)
+    assert s.shape == (2, 3, 5) and out.shape == (2, 3, 2) and w.shape == (2, 3, 5)
+    for got, want in ((s, ref_s), (out, ref_out), (w, ref_w)):
+        _finite(got)
+        assert_close(got, want, atol=1e-12, rtol=1e-12)
+    # The cores compute the same thing without the checks.
+    assert_close(additive_scores_core(q, k, W_q, W_k, v_a), ref_s, atol=1e-12, rtol=1e-12)
+    assert_close(additive_attention_core(q, k, v, W_q, W_k, v_a)[0], ref_out, atol=1e-12,
+                 rtol=1e-12)
+
+
+def test_additive_scores_by_hand():
+    # d_a = 1, W_q = [[1]], W_k = [[2]], v_a = [3]: s_ij = 3 tanh(q_i + 2 k_j).
+    q = np.array([[0.0], [0.5]])
+    k = np.array([[0.0], [-0.25], [1.0]])
+    s = additive_scores(q, k, [[1.0]], [[2.0]], [3.0])
+    want = [[0.0, 3 * math.tanh(-0.5), 3 * math.tanh(2.0)],
+            [3 * math.tanh(0.5), 0.0, 3 * math.tanh(2.5)]]
+    assert_close(s, want, atol=1e-15, rtol=0)
+    # |s_ij| <= ||v_a||_1 whatever the inputs: tanh saturates.
+    big = additive_scores(1e6 * np.ones((2, 1)), np.ones((3, 1)), [[1.0], [-1.0]],
+                          [[1.0], [1.0]], [2.0, -0.5])
+    assert np.abs(big).max() <= 2.5 and np.isfinite(big).all()
+
+
+def test_additive_attention_keep_mask_and_all_hidden_row():
+    q, k, v, W_q, W_k, v_a = _additive_inputs(seed=1)
+    keep = np.ones((2, 3, 5), dtype=bool)
+    keep[0, 1, [0, 3]] = False
+    keep[1, 2, :] = False                     # query 2 of batch 1 sees nothing
+    _, ref_out, ref_w = _additive_loop(q, k, v, W_q, W_k, v_a, keep)
+    out, w = additive_attention(q, k, v, W_q, W_k, v_a, keep, return_weights=True)
+    _finite(out)
+    _finite(w)
+    assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    assert_close(w, ref_w, atol=1e-12, rtol=1e-12)
+    assert np.all(w[~keep] == 0.0)
+    assert np.all(out[1, 2] == 0.0) and np.all(w[1, 2] == 0.0)
+    # A padding mask (S,) broadcasts; hiding keys equals leaving them out.
+    pad = np.array([True, True, True, False, False])
+    out_pad = additive_attention(q, k, v, W_q, W_k, v_a, pad)
+    out_cut = additive_attention(q, k[:, :3], v[:, :3], W_q, W_k, v_a)
+    assert_close(out_pad, out_cut, atol=1e-12, rtol=1e-12)
+
+
+def test_additive_attention_equal_scores_average_the_values():
+    # v_a = 0 makes every score 0: each visible key gets weight 1/(visible keys).
+    q, k, v, W_q, W_k, _ = _additive_inputs(seed=2)
+    out = additive_attention(q, k, v, W_q, W_k, np.zeros(7))
+    assert_close(out, np.repeat(v.mean(axis=1, keepdims=True), 3, axis=1), atol=1e-12,
+                 rtol=1e-12)
+
+
+def test_additive_attention_empty_keys_and_dtype():
+    q, k, v, W_q, W_k, v_a = _additive_inputs()
+    out, w = additive_attention(q, k[:, :0], v[:, :0], W_q, W_k, v_a, return_weights=True)
+    assert out.shape == (2, 3, 2) and w.shape == (2, 3, 0) and not out.any()
+    q32, k32, v32 = (x.astype(np.float32) for x in (q, k, v))
+    out32 = additive_attention(q32, k32, v32, W_q.astype(np.float32), W_k.astype(np.float32),
+                               v_a.astype(np.float32))
+    assert out32.dtype == np.float32
+    _, ref_out, _ = _additive_loop(q, k, v, W_q, W_k, v_a)
+    assert_close(out32, ref_out, atol=1e-5, rtol=1e-5)
+    # A single head without batch dims, and leading dims that broadcast.
+    out2 = additive_attention(q[0], k[0], v[0], W_q, W_k, v_a)
+    assert_close(out2, ref_out[0], atol=1e-12, rtol=1e-12)
+    out3 = additive_attention(q[:1], k, v, W_q, W_k, v_a)
+    assert out3.shape == (2, 3, 2)
+
+
+@pytest.mark.parametrize("change, exc, words", [
+    (dict(W_q=np.ones((7, 5))), ValueError, "W_q"),
+    (dict(W_k=np.ones((7, 4))), ValueError, "W_k"),
+    (dict(v_a=np.ones(6)), ValueError, "d_a"),
+    (dict(v_a=np.ones((7, 1))), ValueError, "v_a"),
+    (dict(W_q=np.ones(4)), ValueError, "W_q"),
+    (dict(v=np.ones((2, 4, 2))), ValueError, "v has 4 values"),
+    (dict(q=np.ones(4)), ValueError, "q must have shape"),
+    (dict(k=np.ones((3, 5, 6))), ValueError, "do not broadcast"),
+    (dict(q=np.full((2, 3, 4), np.nan)), ValueError, "q of shape"),
+    (dict(v_a=["a"] * 7), TypeError, "v_a"),
+    (dict(mask=np.ones((3, 5))), TypeError, "mask"),
+    (dict(mask=np.ones((4, 5), dtype=bool)), ValueError, "mask"),
+    (dict(return_weights=1), TypeError, "return_weights"),
+])
+def test_additive_attention_bad_arguments_are_named(change, exc, words):
+    q, k, v, W_q, W_k, v_a = _additive_inputs()
+    args = dict(q=q, k=k, v=v, W_q=W_q, W_k=W_k, v_a=v_a) | change
+    with pytest.raises(exc, match=words):
+        additive_attention(**args)
+
+
+def test_additive_scores_names_bad_shapes():
+    q, k, _, W_q, W_k, v_a = _additive_inputs()
+    with pytest.raises(ValueError, match=r"W_k has shape \(7, 6\).*d_k = 3"):
+        additive_scores(q, k[..., :3], W_q, W_k, v_a)

@@ -273,3 +273,36 @@ def test_flop_counts_of_arrays_that_fit_int64_are_unchanged():
     n = np.array([0, 1, 2**20])
     assert cost.rnn_flops(n, 64).tolist() == [4 * x * 64 * 64 for x in n.tolist()]
     assert cost.attention_flops(n, 64).tolist() == [4 * x * x * 64 for x in n.tolist()]
+
+
+# --- additive (Bahdanau) scores ---------------------------------------------------------------
+
+
+def test_additive_score_flops_by_hand_and_by_the_flop_counter():
+    # L = 3, S = 5, d_q = 4, d_k = 6, d_a = 7: projections 2*3*4*7 = 168 and 2*5*6*7 = 420,
+    # the reduction with v_a 2*3*5*7 = 210; total 798.
+    assert cost.additive_score_flops(3, 5, 4, 6, 7) == 798
+    assert cost.additive_score_flops(3, 5, 4, 6, 7, batch=2) == 2 * 798
+    assert cost.additive_score_flops(0, 5, 4, 6, 7) == 420    # keys are still projected
+    # The same computation in torch, counted by FlopCounterMode (tanh and + are not counted).
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 6)
+    W_q, W_k, v_a = torch.randn(7, 4), torch.randn(7, 6), torch.randn(7, 1)
+    counted = counted_flops(lambda: torch.tanh((q @ W_q.T)[:, :, None, :]
+                                               + (k @ W_k.T)[:, None, :, :]) @ v_a)
+    assert counted == cost.additive_score_flops(3, 5, 4, 6, 7, batch=2)
+
+
+def test_additive_score_flops_arrays_and_errors():
+    n = np.array([1, 2, 8])
+    got = cost.additive_score_flops(n, 16, 32, 32, 32)
+    assert got.dtype == np.int64
+    assert got.tolist() == [2 * 32 * (L * 32 + 16 * 32 + L * 16) for L in (1, 2, 8)]
+    with pytest.raises(ValueError, match="seq_len.*int64"):
+        cost.additive_score_flops(np.array([2**40]), 2**40, 1, 1, 1)
+    for kwargs, exc, name in ((dict(kv_len=-1), ValueError, "kv_len"),
+                              (dict(d_a=0), ValueError, "d_a"),
+                              (dict(d_q=2.0), TypeError, "d_q"),
+                              (dict(batch=0), ValueError, "batch")):
+        args = dict(seq_len=3, kv_len=5, d_q=4, d_k=6, d_a=7) | kwargs
+        with pytest.raises(exc, match=name):
+            cost.additive_score_flops(**args)

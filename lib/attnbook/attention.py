@@ -9,7 +9,10 @@ keys ``(..., S, D)``, values ``(..., S, Dv)``; boolean masks are keep-masks (``T
 attend); causal masks are aligned bottom-right; a query with no visible key outputs 0.
 
 Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
-``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``.
+``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``. The additive score of attention's first
+use in translation, ``v_a^T tanh(W_q q_i + W_k k_j)``, follows Bahdanau, Cho and Bengio,
+"Neural Machine Translation by Jointly Learning to Align and Translate" (ICLR 2015), section 3.1
+and appendix A.1.2.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ __all__ = [
     "softmax_jacobian",
     "entropy_core",
     "entropy",
+    "additive_scores_core",
+    "additive_scores",
+    "additive_attention_core",
+    "additive_attention",
 ]
 
 
@@ -326,3 +333,164 @@ def entropy(p, axis: int = -1) -> np.ndarray:
         raise ValueError(f"p of shape {p.shape} holds negative or nan entries; it must hold "
                          "probabilities")
     return entropy_core(p.astype(compute_dtype(p)), axis).astype(p.dtype)
+
+
+def additive_scores_core(q, k, W_q, W_k, v_a):
+    """Additive (Bahdanau) scores ``v_a^T tanh(W_q q_i + W_k k_j)``.
+
+    q (..., L, d_q), k (..., S, d_k), W_q (d_a, d_q), W_k (d_a, d_k),
+    v_a (d_a,) -> scores (..., L, S). Materialises an (..., L, S, d_a) array.
+    """
+    q_a = q @ W_q.T  # (..., L, d_a)
+    k_a = k @ W_k.T  # (..., S, d_a)
+    hidden = np.tanh(q_a[..., :, None, :]
+                     + k_a[..., None, :, :])  # (..., L, S, d_a)
+    return hidden @ v_a  # (..., L, S)
+
+
+def additive_attention_core(q, k, v, W_q, W_k, v_a, keep=None):
+    """Additive attention: scores, masked softmax over the keys, weighted values.
+
+    v (..., S, d_v); ``keep`` a boolean keep-mask broadcasting to (..., L, S)
+    or None. Returns the output (..., L, d_v) and the weights (..., L, S).
+    """
+    scores = additive_scores_core(q, k, W_q, W_k, v_a)  # (..., L, S)
+    if keep is not None:
+        scores = np.where(keep, scores, -np.inf)  # hidden: weight 0
+    weights = softmax_core(scores, axis=-1)  # (..., L, S)
+    return weights @ v, weights  # (..., L, d_v), (..., L, S)
+
+
+def _check_additive(q, k, W_q, W_k, v_a, v=None):
+    """The arrays of :func:`additive_scores` / :func:`additive_attention`, checked.
+
+    Returns ``(q, k, W_q, W_k, v_a, v, batch)`` with ``batch`` the broadcast leading shape.
+    """
+    named = {"q": q, "k": k, "W_q": W_q, "W_k": W_k, "v_a": v_a}
+    if v is not None:
+        named["v"] = v
+    arrs = {name: checks.as_float_array(x, name) for name, x in named.items()}
+    for name in ("q", "k", "v"):
+        if name in arrs and arrs[name].ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq, dim); got shape "
+                             f"{arrs[name].shape}")
+    for name, ndim, layout in (("W_q", 2, "(d_a, d_q)"), ("W_k", 2, "(d_a, d_k)"),
+                               ("v_a", 1, "(d_a,)")):
+        if arrs[name].ndim != ndim:
+            raise ValueError(f"{name} must have shape {layout}; got shape {arrs[name].shape}")
+    for name, arr in arrs.items():
+        checks.check_finite(arr, name)
+    q, k, W_q, W_k, v_a = (arrs[n] for n in ("q", "k", "W_q", "W_k", "v_a"))
+    if W_q.shape[1] != q.shape[-1]:
+        raise ValueError(f"W_q has shape {W_q.shape} (d_a, d_q) but q has d_q = {q.shape[-1]} "
+                         f"(q.shape={q.shape})")
+    if W_k.shape[1] != k.shape[-1]:
+        raise ValueError(f"W_k has shape {W_k.shape} (d_a, d_k) but k has d_k = {k.shape[-1]} "
+                         f"(k.shape={k.shape})")
+    if not W_q.shape[0] == W_k.shape[0] == v_a.shape[0]:
+        raise ValueError(f"W_q, W_k and v_a disagree on d_a: W_q.shape={W_q.shape}, "
+                         f"W_k.shape={W_k.shape}, v_a.shape={v_a.shape}")
+    leading = [q.shape[:-2], k.shape[:-2]]
+    v = arrs.get("v")
+    if v is not None:
+        if k.shape[-2] != v.shape[-2]:
+            raise ValueError(f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
+                             f"(k.shape={k.shape}, v.shape={v.shape})")
+        leading.append(v.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(*leading)
+    except ValueError:
+        shapes = ", ".join(f"{n}.shape={arrs[n].shape}" for n in ("q", "k", "v") if n in arrs)
+        raise ValueError(f"the leading (batch/head) dimensions do not broadcast: {shapes}") \
+            from None
+    return q, k, W_q, W_k, v_a, v, batch
+
+
+def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
+    """Additive (Bahdanau) attention scores ``s_ij = v_a^T tanh(W_q q_i + W_k k_j)``.
+
+    Checks its arguments and calls :func:`additive_scores_core` in the compute dtype (at least
+    float32). Unlike the dot product, queries and keys may have different widths (``d_q`` and
+    ``d_k``): both are projected to the alignment width ``d_a`` first. The core materialises
+    the ``(..., L, S, d_a)`` array of ``tanh`` arguments before reducing it with ``v_a`` —
+    ``d_a`` times the memory of the score matrix. There is no scale: ``tanh`` keeps every
+    term in ``[-1, 1]``, so ``|s_ij| <= ||v_a||_1``.
+
+    Args:
+        q: queries ``(..., L, d_q)`` (Bahdanau's decoder states ``s_{i-1}``).
+        k: keys ``(..., S, d_k)`` (Bahdanau's annotations ``h_j``).
+        W_q: ``(d_a, d_q)``, Bahdanau's ``W_a``.
+        W_k: ``(d_a, d_k)``, Bahdanau's ``U_a``.
+        v_a: ``(d_a,)``, Bahdanau's ``v_a``.
+
+    Returns:
+        Scores ``(..., L, S)`` (the leading dimensions of ``q`` and ``k`` broadcast), in the
+        common dtype of the inputs.
+
+    Raises:
+        TypeError: if an input is not a real numeric array.
+        ValueError: if ``q`` or ``k`` has fewer than 2 dimensions, ``W_q``/``W_k`` are not 2-D
+            or ``v_a`` not 1-D, ``W_q`` does not match ``d_q`` or ``W_k`` ``d_k``, the three
+            parameters disagree on ``d_a``, the leading dimensions do not broadcast, or an
+            input holds nan or inf.
+
+    Source: Bahdanau, Cho and Bengio (2015), section 3.1 (``e_ij = a(s_{i-1}, h_j)``) and
+    appendix A.1.2 (``a(s_{i-1}, h_j) = v_a^T tanh(W_a s_{i-1} + U_a h_j)``).
+    """
+    q, k, W_q, W_k, v_a, _, batch = _check_additive(q, k, W_q, W_k, v_a)
+    out_dtype = np.result_type(q, k, W_q, W_k, v_a)
+    dtype = compute_dtype(out_dtype)
+    qc, kc, wq, wk, va = (x.astype(dtype, copy=False) for x in (q, k, W_q, W_k, v_a))
+    scores = additive_scores_core(qc, kc, wq, wk, va)  # (..., L, S)
+    return np.broadcast_to(scores, (*batch, q.shape[-2], k.shape[-2])).astype(out_dtype)
+
+
+def additive_attention(q, k, v, W_q, W_k, v_a, mask=None, *, return_weights: bool = False):
+    """Additive (Bahdanau) attention: ``softmax_j(v_a^T tanh(W_q q_i + W_k k_j)) v``.
+
+    Checks its arguments and calls :func:`additive_attention_core` in the compute dtype (at
+    least float32), then casts back. The scores are :func:`additive_scores`; a keep-mask is
+    applied by replacing the hidden scores, as in :func:`scaled_dot_product_attention`, and a
+    query with no visible key (every key hidden, or ``S = 0``) gets output 0 and weights 0.
+
+    Args:
+        q: queries ``(..., L, d_q)``.
+        k: keys ``(..., S, d_k)``.
+        v: values ``(..., S, d_v)`` (Bahdanau uses the annotations themselves, ``v = k``).
+        W_q: ``(d_a, d_q)``.
+        W_k: ``(d_a, d_k)``.
+        v_a: ``(d_a,)``.
+        mask: ``None`` or a boolean keep-mask (``True`` = may attend) that broadcasts to the
+            scores' shape ``(..., L, S)`` without enlarging it.
+        return_weights: also return the attention weights.
+
+    Returns:
+        ``out`` ``(..., L, d_v)``, and when ``return_weights`` the weights ``(..., L, S)``, in
+        the common dtype of the inputs.
+
+    Raises:
+        TypeError: if an input is not a real numeric array, ``mask`` is not boolean, or
+            ``return_weights`` is not a bool.
+        ValueError: for the shape errors of :func:`additive_scores`, ``k`` and ``v`` of
+            different lengths ``S``, a mask that does not broadcast to ``(..., L, S)``, or an
+            input holding nan or inf.
+
+    Source: Bahdanau, Cho and Bengio (2015), section 3.1, eqs. (5) and (6) (the weights
+    ``alpha_ij`` and the context ``c_i = sum_j alpha_ij h_j``) and appendix A.1.2 (the score).
+    """
+    q, k, W_q, W_k, v_a, v, batch = _check_additive(q, k, W_q, W_k, v_a, v)
+    return_weights = checks.check_bool(return_weights, "return_weights")
+    L, S = q.shape[-2], k.shape[-2]
+    scores_shape = (*batch, L, S)
+    keep = None if mask is None else checks.check_keep_mask(mask, "mask", scores_shape)
+    out_dtype = np.result_type(q, k, v, W_q, W_k, v_a)
+    dtype = compute_dtype(out_dtype)
+    if S == 0:  # no key at all: every query outputs 0
+        out = np.zeros((*batch, L, v.shape[-1]), out_dtype)
+        return (out, np.zeros(scores_shape, out_dtype)) if return_weights else out
+    qc, kc, vc, wq, wk, va = (x.astype(dtype, copy=False) for x in (q, k, v, W_q, W_k, v_a))
+    out, weights = additive_attention_core(qc, kc, vc, wq, wk, va, keep)
+    out = np.broadcast_to(out, (*batch, L, v.shape[-1])).astype(out_dtype)
+    if return_weights:
+        return out, np.broadcast_to(weights, scores_shape).astype(out_dtype)
+    return out

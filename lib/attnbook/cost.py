@@ -30,6 +30,7 @@ __all__ = [
     "rnn_flops",
     "attention_flops",
     "attention_layer_flops",
+    "additive_score_flops",
     "score_count_core",
     "score_count",
     "score_matrix_bytes",
@@ -142,6 +143,50 @@ def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
         m = int(n.max())
         _check_int64(b * 8 * m * d * d + 4 * b * m * m * d, "attention_layer_flops", m)
     return b * 8 * n * d * d + attention_flops(n, d, b)
+
+
+def additive_score_flops(seq_len, kv_len: int, d_q: int, d_k: int, d_a: int, *,
+                         batch: int = 1):
+    """Matrix-multiply FLOPs of additive (Bahdanau) scores: ``2 B d_a (L d_q + S d_k + L S)``.
+
+    :func:`attnbook.attention.additive_scores_core` projects the ``L`` queries
+    (``2 L d_q d_a``) and the ``S`` keys (``2 S d_k d_a``), then reduces each of the ``L S``
+    vectors ``tanh(W_q q_i + W_k k_j)`` with ``v_a`` (``2 L S d_a``). The ``L S d_a``
+    additions and ``tanh`` evaluations between the two are element-wise work and, by this
+    module's convention, not counted: by this count the additive score costs exactly what a
+    dot product of queries and keys projected to width ``d_a`` costs (``2 L S d_a`` for
+    ``Q K^T``, the same projections) — what differs is the element-wise work and the
+    ``(L, S, d_a)`` array it goes through, which the FLOP count does not see.
+
+    Args:
+        seq_len: queries ``L >= 0``, an int or an integer array of lengths.
+        kv_len: keys ``S >= 0``.
+        d_q: query width (>= 1).
+        d_k: key width (>= 1).
+        d_a: alignment width ``d_a``, the rows of ``W_q`` and ``W_k`` (>= 1).
+        batch: sequences ``B`` (>= 1).
+
+    Returns:
+        FLOPs: an ``int``, or an int64 array of the shape of ``seq_len``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if ``seq_len`` or ``kv_len`` < 0, another size < 1, or ``seq_len`` is an
+            array and a count does not fit in int64.
+
+    Source: Bahdanau, Cho and Bengio (2015), appendix A.1.2 (the alignment model
+    ``v_a^T tanh(W_a s_{i-1} + U_a h_j)``).
+    """
+    n = _sizes(seq_len)
+    s = check_int(kv_len, "kv_len", 0)
+    dq = check_int(d_q, "d_q", 1)
+    dk = check_int(d_k, "d_k", 1)
+    da = check_int(d_a, "d_a", 1)
+    b = check_int(batch, "batch", 1)
+    if np.ndim(n) and n.size:
+        m = int(n.max())
+        _check_int64(2 * b * da * (m * dq + s * dk + m * s), "additive_score_flops", m)
+    return 2 * b * da * (n * dq + s * dk + n * s)
 
 
 def score_count_core(seq_len, n_heads, batch):
