@@ -310,3 +310,117 @@ def test_load_rejects_missing_files_and_wrong_shapes(tmp_path):
               str(tmp_path / "model.safetensors"))
     with pytest.raises(ValueError, match=r"\(384, 383\)"):
         pretrained.load_minilm(str(tmp_path))
+
+
+# -- hidden states, cosine similarity and senses (chapter 2, "the three steps") --------------
+
+
+@pytest.fixture(scope="module")
+def hf_hidden():
+    """sentence -> (tokens, (layers + 1, T, d) float32 hidden states) from transformers'
+    BertModel with ``output_hidden_states=True`` (embedding output first); memoised."""
+    from transformers import AutoModel, AutoTokenizer
+
+    d = str(pretrained.minilm_dir())
+    m = AutoModel.from_pretrained(d).eval()
+    tok = AutoTokenizer.from_pretrained(d)
+
+    @functools.lru_cache(maxsize=None)
+    def run(sentence):
+        enc = tok(sentence, return_tensors="pt")
+        with torch.no_grad():
+            out = m(**enc, output_hidden_states=True)
+        h = torch.stack([x[0] for x in out.hidden_states]).numpy()  # (layers + 1, T, d)
+        return tok.convert_ids_to_tokens(enc["input_ids"][0].tolist()), h
+
+    return run
+
+
+def test_hidden_states_equal_transformers(model, hf_hidden):
+    for s in [*SENTENCES[:4], *pretrained.APPLE_CONTEXTS]:
+        tokens, h = model.hidden_states(s)
+        ref_tokens, ref_h = hf_hidden(s)
+        assert tokens == ref_tokens
+        assert h.shape == (7, len(tokens), 384) and h.dtype == np.float32
+        assert np.isfinite(h).all()
+        assert_close(h, ref_h, atol=1e-4, rtol=0)
+        ids, mask, _ = model.tokenize([s])
+        with torch.no_grad():
+            last = model(ids, mask)[0].numpy()
+        assert_close(h[-1], last, atol=1e-6, rtol=0)  # the same computation as forward
+
+
+def test_cosine_similarity_hand_values_and_float64_formula():
+    # By hand: [1, 0] vs [1, 1] -> 1/sqrt(2); [3, 4] vs [4, 3] -> 24/25; opposite -> -1.
+    got = pretrained.cosine_similarity([[1, 0], [3, 4], [1, 2]], [[1, 1], [4, 3], [-2, -4]])
+    assert_close(got, np.array([2**-0.5, 24 / 25, -1.0]), atol=1e-15, rtol=0)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 1, 16)).astype(np.float32)
+    b = rng.standard_normal((3, 16))
+    got = pretrained.cosine_similarity(a, b)  # broadcasts to (5, 3)
+    assert got.shape == (5, 3) and got.dtype == np.float64
+    ref = np.array([[np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y))
+                     for y in b.astype(np.float64)] for x in a[:, 0].astype(np.float64)])
+    assert_close(got, ref, atol=1e-14, rtol=0)
+
+
+@pytest.mark.parametrize("a, b, exc, match", [
+    ([1.0, 0.0], [1.0, 0.0, 0.0], ValueError, "same length"),
+    (1.0, [1.0], ValueError, "same length"),
+    (np.ones((2, 3)), np.ones((4, 3)), ValueError, "do not broadcast"),
+    ([0.0, 0.0], [1.0, 0.0], ValueError, "a of shape .* zero vector"),
+    ([1.0, 0.0], [np.nan, 0.0], ValueError, "b of shape"),
+    (["x", "y"], [1.0, 0.0], TypeError, "a must"),
+])
+def test_cosine_similarity_rejects_bad_input(a, b, exc, match):
+    with pytest.raises(exc, match=match):
+        pretrained.cosine_similarity(a, b)
+
+
+def test_sense_similarity_equals_independent_recomputation(model, hf_hidden):
+    """Anchors and cosines recomputed from transformers' hidden states, in float64."""
+    r = pretrained.sense_similarity()
+    n = len(pretrained.APPLE_CONTEXTS)
+    assert r.similarity.shape == (n, 2, 7) and r.similarity.dtype == np.float64
+    assert r.anchor_sentences[1][0] == "Tell me about the company."
+    for si, sense in enumerate(pretrained.SENSES):
+        vecs = []
+        for t in pretrained.ANCHOR_TEMPLATES:
+            tokens, h = hf_hidden(t.format(sense))
+            vecs.append(h[:, tokens.index(sense)].astype(np.float64))  # (7, d)
+        anchor = np.mean(vecs, axis=0)  # (7, d)
+        for ci, c in enumerate(pretrained.APPLE_CONTEXTS):
+            tokens, h = hf_hidden(c)
+            v = h[:, tokens.index("apple")].astype(np.float64)  # (7, d)
+            ref = (v * anchor).sum(-1) / (np.linalg.norm(v, axis=-1)
+                                          * np.linalg.norm(anchor, axis=-1))
+            assert_close(r.similarity[ci, si], ref, atol=1e-5, rtol=0)
+    assert_close(r.margin, r.similarity[:, 0] - r.similarity[:, 1], atol=0, rtol=0)
+
+
+def test_word_vectors_and_uncased_apple(model, hf_hidden):
+    # "Apple" and "apple" are one word piece; at the embedding output (layer 0) two contexts
+    # with "apple" at the same position give the same vector (nothing has mixed in yet).
+    a = pretrained.word_vectors("I ate an apple.", "apple", model=model)
+    b = pretrained.word_vectors("I saw an Apple.", "apple", model=model)
+    assert a.shape == (7, 384)
+    assert_close(a[0], b[0], atol=1e-6, rtol=0)
+    assert np.abs(a[1:] - b[1:]).max() > 1e-2  # the layers see the context
+    tokens, h = hf_hidden("I ate an apple.")
+    assert_close(a, h[:, tokens.index("apple")], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(contexts=()), ValueError, "contexts must not be empty"),
+    (dict(contexts="I ate an apple."), TypeError, "contexts"),
+    (dict(senses=("fruit", 3)), TypeError, r"senses\[1\]"),
+    (dict(templates=("no slot",)), ValueError, r"templates\[0\]"),
+    (dict(word=b"apple"), TypeError, "word"),
+    (dict(contexts=("I ate a pear.",)), ValueError, "'apple' is not among"),
+])
+def test_sense_similarity_rejects_bad_input(model, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        pretrained.sense_similarity(model=model, **kwargs)
+    with pytest.raises(ValueError, match="fewer than two|need two"):
+        _ = pretrained.SenseSimilarity(("x",), "apple", ("fruit",), (("a",),),
+                                       np.zeros((1, 1, 7))).margin

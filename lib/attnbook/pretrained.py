@@ -63,6 +63,14 @@ __all__ = [
     "attention_of_token",
     "ReferentAttention",
     "referent_attention",
+    "APPLE_CONTEXTS",
+    "SENSES",
+    "ANCHOR_TEMPLATES",
+    "cosine_similarity_core",
+    "cosine_similarity",
+    "word_vectors",
+    "SenseSimilarity",
+    "sense_similarity",
 ]
 
 #: The first sentence of the coreference example, in which "it" refers to the animal
@@ -72,6 +80,26 @@ TIRED = "The animal didn't cross the street because it was too tired."
 #: The second sentence of the pair, the same words as :data:`TIRED` but "wide", so that "it"
 #: refers to the street instead of the animal.
 WIDE = "The animal didn't cross the street because it was too wide."
+
+#: Contexts of the ambiguous word "apple" for :func:`sense_similarity`: two about the fruit,
+#: two about the company, one that says neither. The model is uncased (its tokenizer lower-cases),
+#: so "Apple" and "apple" are the same word piece; only the context differs.
+APPLE_CONTEXTS = (
+    "I ate an apple.",
+    "She peeled the apple.",
+    "Apple released a new chip.",
+    "Apple's stock fell.",
+    "I saw an apple.",
+)
+#: The two senses of "apple" that :func:`sense_similarity` compares, named by anchor words.
+SENSES = ("fruit", "company")
+#: Neutral frames for the anchor words of :func:`sense_similarity`; every sense word is put
+#: in the same frames, so the anchors differ only by the word itself.
+ANCHOR_TEMPLATES = (
+    "Tell me about the {}.",
+    "This is the {}.",
+    "We talked about the {}.",
+)
 
 #: Where the model and its numbers come from.
 MINILM_SOURCE = (
@@ -425,6 +453,39 @@ class BertEncoder(nn.Module):
         w = torch.stack([wl[0] for wl in weights])  # (layers, H, T, T)
         return tokens[0], w.numpy().astype(np.float32, copy=False)
 
+    @torch.no_grad()
+    def hidden_states(self, sentence: str) -> tuple[list[str], np.ndarray]:
+        """The contextual vector of every word piece after the embeddings and after each layer.
+
+        The same computation as :meth:`forward` (``hidden[-1]`` is its output), keeping the
+        input of every layer: ``hidden[0]`` is the embedding output (word + position + type,
+        LayerNorm) and ``hidden[l]`` the output of layer ``l`` (1-based), as ``transformers``'
+        ``output_hidden_states=True`` returns them.
+
+        Args:
+            sentence: a string.
+
+        Returns:
+            ``(tokens, hidden)``: the ``T`` word pieces (``[CLS]`` first, ``[SEP]`` last) and a
+            float32 array ``(n_layers + 1, T, d_model)`` — ``(7, T, 384)`` for
+            all-MiniLM-L6-v2.
+
+        Raises:
+            TypeError: if ``sentence`` is not a string.
+            ValueError: if the model has no tokenizer.
+        """
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a string, got {type(sentence).__name__}")
+        ids, mask, tokens = self.tokenize([sentence])
+        x = self.embeddings(ids)  # (1, T, d_model)
+        keep = mask.bool()[:, None, None, :]  # (1, 1, 1, T) keep-mask
+        hidden = [x[0]]
+        for layer in self.layers:
+            x = layer(x, mask=keep)  # (1, T, d_model)
+            hidden.append(x[0])
+        h = torch.stack(hidden)  # (n_layers + 1, T, d_model)
+        return tokens[0], h.numpy().astype(np.float32, copy=False)
+
 
 # HF BERT parameter names -> ours (per layer, after "encoder.layer.{i}.").
 _LAYER_MAP = {
@@ -701,3 +762,167 @@ def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "i
                np.zeros((0, len(candidates), model.config.n_layers, model.config.n_heads),
                         dtype=np.float32))  # (n_sentences, n_candidates, layers, H)
     return ReferentAttention(tuple(sentences), query, candidates, tuple(all_tokens), weights)
+
+
+# -- contextual vectors and senses ---------------------------------------------------------------
+
+
+def cosine_similarity_core(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of the angle between vectors: ``a . b / (|a| |b|)`` along the last axis.
+
+    ``a (..., d)`` and ``b (..., d)`` broadcast; returns ``(...)``.
+    """
+    dot = (a * b).sum(axis=-1)  # (...)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # (...)
+    return dot / norms
+
+
+def cosine_similarity(a, b) -> np.ndarray:
+    """Cosine similarity of vectors along the last axis, in float64.
+
+    Args:
+        a: ``(..., d)`` real array.
+        b: ``(..., d)`` real array, broadcastable with ``a`` in the leading dimensions.
+
+    Returns:
+        float64 array of the broadcast leading shape ``(...)``, values in ``[-1, 1]``.
+
+    Raises:
+        TypeError: if ``a`` or ``b`` is not a real numeric array.
+        ValueError: if either is 0-d, their last dimensions differ, the leading dimensions do
+            not broadcast, an entry is not finite, or a vector is zero (no direction).
+    """
+    a = checks.as_float_array(a, "a").astype(np.float64)
+    b = checks.as_float_array(b, "b").astype(np.float64)
+    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"a and b must be vectors of the same length d in their last axis; got "
+                         f"shapes {a.shape} and {b.shape}")
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") \
+            from None
+    checks.check_finite(a, "a")
+    checks.check_finite(b, "b")
+    for name, x in (("a", a), ("b", b)):
+        if (np.linalg.norm(x, axis=-1) == 0).any():
+            raise ValueError(f"{name} of shape {x.shape} holds a zero vector, which has no "
+                             "direction")
+    return np.clip(cosine_similarity_core(a, b), -1.0, 1.0)
+
+
+def word_vectors(sentence: str, word: str, *, occurrence: int = 0,
+                 model: BertEncoder | None = None) -> np.ndarray:
+    """The contextual vector of one word piece of a sentence, after the embeddings and each layer.
+
+    Args:
+        sentence: the sentence.
+        word: the word piece, lower-case as the tokenizer writes it (e.g. ``"apple"``).
+        occurrence: which occurrence of ``word`` (0 = first, -1 = last).
+        model: default :func:`load_minilm` ``()``.
+
+    Returns:
+        float32 ``(n_layers + 1, d_model)``: row 0 the embedding output, row ``l`` the output
+        of layer ``l`` (see :meth:`BertEncoder.hidden_states`).
+
+    Raises:
+        TypeError: if ``sentence`` is not a string or ``occurrence`` not an integer.
+        ValueError: if ``word`` is not a word piece of the sentence or ``occurrence`` is out
+            of range.
+    """
+    occurrence = checks.check_int(occurrence, "occurrence", None)
+    model = load_minilm() if model is None else model
+    tokens, hidden = model.hidden_states(sentence)  # (layers + 1, T, d_model)
+    return hidden[:, _find_token(tokens, word, occurrence)].copy()  # (layers + 1, d_model)
+
+
+@dataclass(frozen=True)
+class SenseSimilarity:
+    """How close a word's contextual vector is to each sense anchor, per context and layer.
+
+    Attributes:
+        contexts: the ``n_contexts`` sentences containing the word.
+        word: the word piece (e.g. ``"apple"``).
+        senses: the ``n_senses`` anchor words (e.g. ``("fruit", "company")``).
+        anchor_sentences: per sense, the sentences its anchor is averaged over.
+        similarity: float64 ``(n_contexts, n_senses, n_layers + 1)``: the cosine similarity of
+            the word's vector in each context with each sense's anchor, at the same layer
+            (index 0 the embedding output, index ``l`` layer ``l``).
+    """
+
+    contexts: tuple[str, ...]
+    word: str
+    senses: tuple[str, ...]
+    anchor_sentences: tuple[tuple[str, ...], ...]
+    similarity: np.ndarray
+
+    @property
+    def margin(self) -> np.ndarray:
+        """Similarity to the first sense minus similarity to the second.
+
+        ``similarity[:, 0] - similarity[:, 1]``, ``(n_contexts, n_layers + 1)``; > 0 means
+        the word's vector is closer to the first sense's anchor.
+
+        Raises:
+            ValueError: if there are fewer than two senses.
+        """
+        if self.similarity.shape[1] < 2:
+            raise ValueError(f"need two senses; similarity has shape {self.similarity.shape}")
+        return self.similarity[:, 0] - self.similarity[:, 1]
+
+
+def sense_similarity(contexts: Sequence[str] = APPLE_CONTEXTS, word: str = "apple",
+                     senses: Sequence[str] = SENSES, *,
+                     templates: Sequence[str] = ANCHOR_TEMPLATES,
+                     model: BertEncoder | None = None) -> SenseSimilarity:
+    """Layer by layer, how close a word's contextual vector is to each sense's anchor.
+
+    For each sense word ``s`` (e.g. ``"fruit"``) the *anchor* at layer ``l`` is the mean, over
+    the neutral ``templates`` (``"Tell me about the {}."`` ...), of the contextual vector of
+    ``s`` at layer ``l``. The result is the cosine similarity
+    (:func:`cosine_similarity`) of ``word``'s vector (its first occurrence) in each context with
+    each anchor, at the same layer. Layer 0 is the embedding output: there the word's vector
+    differs between contexts only through its position, so any change with the context comes
+    from the attention layers.
+
+    A cosine similarity of two vectors of a model is not a similarity of meanings: contextual
+    vectors of BERT-style models share a common direction, so unrelated words already have a
+    positive cosine (Ethayarajh, 2019); compare the senses with each other (:attr:`margin`)
+    and the contexts with each other, not with 0.
+
+    Args:
+        contexts: sentences that each contain ``word`` as a word piece.
+        word: the word piece to follow, lower-case.
+        senses: anchor word pieces, each a single word piece of the tokenizer.
+        templates: format strings with one ``{}`` for the anchor word.
+        model: default :func:`load_minilm` ``()``.
+
+    Returns:
+        A :class:`SenseSimilarity`, ``similarity`` ``(n_contexts, n_senses, n_layers + 1)``.
+
+    Raises:
+        TypeError: if ``contexts``, ``senses`` or ``templates`` is not a list/tuple of strings,
+            or ``word`` is not a string.
+        ValueError: if ``contexts``, ``senses`` or ``templates`` is empty, a template does not
+            hold exactly one ``{}``, or a context (or anchor sentence) lacks its word.
+    """
+    contexts = checks.check_strings(contexts, "contexts")
+    senses = checks.check_strings(senses, "senses")
+    templates = checks.check_strings(templates, "templates")
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a string, got {type(word).__name__}")
+    for name, values in (("contexts", contexts), ("senses", senses), ("templates", templates)):
+        if not values:
+            raise ValueError(f"{name} must not be empty")
+    for i, t in enumerate(templates):
+        if t.count("{}") != 1:
+            raise ValueError(f"templates[{i}] must hold exactly one '{{}}', got {t!r}")
+    model = load_minilm() if model is None else model
+    anchor_sentences = tuple(tuple(t.format(s) for t in templates) for s in senses)
+    anchors = np.stack([
+        np.mean([word_vectors(a, s, model=model) for a in sents], axis=0)
+        for s, sents in zip(senses, anchor_sentences)])  # (n_senses, layers + 1, d_model)
+    vectors = np.stack([word_vectors(c, word, model=model)
+                        for c in contexts])  # (n_contexts, layers + 1, d_model)
+    sim = cosine_similarity(vectors[:, None], anchors[None])  # (n_contexts, n_senses, layers + 1)
+    return SenseSimilarity(tuple(contexts), word, tuple(senses), anchor_sentences, sim)
