@@ -20,6 +20,7 @@ module                 explorers
 ``positional``         :func:`~attnbook.explorers.positional.position_explorer`
 ``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
 ``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(L²))
+``temperature``        :func:`~attnbook.explorers.temperature.temperature_explorer` (T)
 =====================  ======================================================================
 
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
@@ -41,4 +42,5 @@ __all__ = [
     "positional",
     "block",
     "quadratic",
+    "temperature",
 ]

@@ -1,0 +1,156 @@
+"""Tests of the temperature explorer (attnbook.explorers.temperature) without a browser.
+
+Expected values are independent of the explorer: the limits T -> 0 and T -> inf worked out by
+hand (one-hot: entropy 0, J = 0; uniform: entropy ln S, ||J||_F = sqrt(S - 1) / S), and a
+float64 formula for every other T — the softmax written out, the entropy as -sum p ln p, and
+||J||_F from the entries J_ij = p_i (delta_ij - p_j) summed in a Python loop — never the
+library's softmax, entropy or softmax_jacobian.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+
+from attnbook.explorers import temperature as tx  # noqa: E402
+from attnbook.explorers.reflow import title_text  # noqa: E402
+from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+Z2 = np.array([1.0, 4.0, 0.5, 0.2])  # chapter 2's scores
+
+
+def reference(z, T):
+    """Float64 formula: weights, entropy (nats) and ||diag(p) - p p^T||_F at temperature T."""
+    x = np.asarray(z, dtype=np.float64) / T
+    e = np.exp(x - x.max())
+    p = e / e.sum()
+    nz = p[p > 0]
+    h = float(-(nz * np.log(nz)).sum())
+    sq = sum((p[i] * ((i == j) - p[j])) ** 2 for i in range(len(p)) for j in range(len(p)))
+    return p, h, math.sqrt(sq)
+
+
+def test_frobenius_formula_of_the_reference_by_hand():
+    # Two keys at 1/2: J = [[1/4, -1/4], [-1/4, 1/4]], ||J||_F = 1/2.
+    _, h, j = reference([0.0, 0.0], 1.0)
+    assert math.isclose(j, 0.5, rel_tol=1e-15) and math.isclose(h, math.log(2), rel_tol=1e-15)
+
+
+def test_sweep_limits_by_hand():
+    for z in (Z2, tx.temperature_scores("scaled")):
+        S = len(z)
+        hot = tx.temperature_sweep(z, [1e6])
+        assert_close(hot.weights[0], np.full(S, 1 / S), atol=1e-5, rtol=0)
+        assert abs(hot.entropy[0] - math.log(S)) < 1e-9
+        assert abs(hot.jacobian_norm[0] - math.sqrt(S - 1) / S) < 1e-6
+        cold = tx.temperature_sweep(z, [1e-3])
+        one_hot = np.zeros(S)
+        one_hot[np.argmax(z)] = 1.0
+        assert_close(cold.weights[0], one_hot, atol=1e-12, rtol=0)
+        assert cold.entropy[0] < 1e-9 and cold.jacobian_norm[0] < 1e-9
+
+
+def test_sweep_matches_the_float64_formula():
+    temps = np.geomspace(0.05, 40, 17)
+    for z in (Z2, tx.temperature_scores("unscaled")):
+        sw = tx.temperature_sweep(z, temps)
+        assert sw.weights.shape == (17, len(z))
+        for i, T in enumerate(temps):
+            p, h, j = reference(z, T)
+            assert_close(sw.weights[i], p, atol=1e-13, rtol=1e-12)
+            assert_close(sw.entropy[i], h, atol=1e-12, rtol=1e-12)
+            assert_close(sw.jacobian_norm[i], j, atol=1e-12, rtol=1e-12)
+
+
+def test_unscaled_scores_at_T_8_equal_scaled_scores_at_T_1():
+    # The unscaled set is the scaled one times sqrt(64): dividing by T = 8 undoes it.
+    a = tx.temperature_sweep(tx.temperature_scores("unscaled"), [8.0])
+    b = tx.temperature_sweep(tx.temperature_scores("scaled"), [1.0])
+    assert_close(a.weights, b.weights, atol=1e-15, rtol=1e-14)
+    z = np.random.default_rng(0).standard_normal(16)
+    assert_close(tx.temperature_scores("scaled"), z, atol=0, rtol=0)
+
+
+def test_live_slider_recomputes():
+    ex = tx.temperature_explorer()
+    fig = ex.figure
+    assert ex.values == {"T": 1.0, "score_set": "chapter 2"}
+    p, h, j = reference(Z2, 1.0)
+    assert_close(np.array(fig.data[0].y), p, atol=1e-12, rtol=1e-12)
+    T = tx.T_VALUES[4]  # 1/8
+    ex.controls["T"].value = T
+    p, h, j = reference(Z2, T)
+    assert_close(np.array(fig.data[0].y), p, atol=1e-12, rtol=1e-12)
+    assert_close(fig.data[3].y[0], h, atol=1e-12, rtol=1e-12)
+    assert_close(fig.data[6].y[0], j, atol=1e-12, rtol=1e-12)
+    assert fig.data[3].x[0] == T and fig.data[6].x[0] == T
+    assert_close(fig.data[4].y[0], math.log(4), atol=0, rtol=1e-15)   # the ln S line
+    assert_close(fig.data[7].y[0], math.sqrt(3) / 4, atol=0, rtol=1e-15)
+    ex.controls["score_set"].value = "scaled"
+    assert len(fig.data[0].y) == 16
+    assert_close(fig.data[4].y[0], math.log(16), atol=0, rtol=1e-15)
+
+
+def test_curves_span_the_slider_range_and_saturate_at_both_ends():
+    fig = tx.temperature_figure(1.0, "chapter 2")
+    x = np.array(fig.data[2].x)
+    assert math.isclose(x[0], tx.T_VALUES[0]) and math.isclose(x[-1], tx.T_VALUES[-1])
+    ent, jac = np.array(fig.data[2].y), np.array(fig.data[5].y)
+    assert ent[0] < 0.01 and ent[-1] > 0.99 * math.log(4)
+    assert np.all(np.diff(ent) > 0)  # entropy grows with T for distinct scores
+    assert jac[0] < 0.01
+    # 16 scores: the Jacobian norm is not largest at uniform weights (sqrt(15)/16, by hand)
+    # but at a T in between, where a few keys share the weight.
+    jac16 = np.array(tx.temperature_figure(1.0, "scaled").data[5].y)
+    peak = int(np.argmax(jac16))
+    assert 0 < peak < len(jac16) - 1
+    assert jac16[peak] > 1.2 * math.sqrt(15) / 16
+
+
+def test_static_frames_hold_the_library_values():
+    spec = embedded_spec(tx.temperature_explorer().static_html())
+    assert len(spec["frame_of"]) == len(tx.T_VALUES) * len(tx.SCORE_SETS) == 111
+    for T, name in ((0.25, "chapter 2"), (4.0, "scaled"), (8.0, "unscaled")):
+        frame = static_frame(spec, {"T": T, "score_set": name})
+        p, h, j = reference(tx.temperature_scores(name), T)
+        assert_close(np.array(frame["data"][0]["y"]), p, atol=0, rtol=1e-3)  # 4 digits kept
+        assert frame["data"][3]["y"][0] == pytest.approx(h, rel=1e-3)
+        assert frame["data"][6]["y"][0] == pytest.approx(j, rel=1e-3)
+    a = static_frame(spec, {"T": 8.0, "score_set": "unscaled"})
+    b = static_frame(spec, {"T": 1.0, "score_set": "scaled"})
+    assert a["data"][0]["y"] == b["data"][0]["y"]
+
+
+def test_labels_use_the_books_notation():
+    ex = tx.temperature_explorer()
+    layout = ex.figure.layout.to_plotly_json()
+    assert layout["xaxis2"]["title"]["text"] == "temperature T"
+    assert ex.controls["T"].description == "temperature T"
+    assert "of ln 4 = 1.386 nats" in title_text(layout).replace("<br>", " ")
+    assert '-T">temperature T</label>' in ex.static_html()
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: tx.temperature_explorer(T=3.0), ValueError, "T"),
+    (lambda: tx.temperature_explorer(score_set="mine"), ValueError, "score_set"),
+    (lambda: tx.temperature_figure(T=0.0), ValueError, "T"),
+    (lambda: tx.temperature_figure(T="1"), TypeError, "T"),
+    (lambda: tx.temperature_figure(t_range=(2.0, 1.0)), ValueError, "t_range"),
+    (lambda: tx.temperature_figure(t_range=(0.0, 1.0)), ValueError, "t_range"),
+    (lambda: tx.temperature_figure(height=2.5), TypeError, "height"),
+    (lambda: tx.temperature_sweep([1.0, 2.0], [1.0, -1.0]), ValueError, "temperatures"),
+    (lambda: tx.temperature_sweep([1.0, np.inf], [1.0]), ValueError, "scores"),
+    (lambda: tx.temperature_sweep([], [1.0]), ValueError, "scores"),
+    (lambda: tx.temperature_sweep([[1.0]], [1.0]), ValueError, "scores"),
+    (lambda: tx.temperature_sweep([1.0], [[1.0]]), ValueError, "temperatures"),
+    (lambda: tx.temperature_sweep(["a"], [1.0]), TypeError, "scores"),
+])
+def test_bad_arguments_are_named(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
