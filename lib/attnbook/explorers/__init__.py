@@ -21,6 +21,7 @@ module                 explorers
 ``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
 ``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(L²))
 ``temperature``        :func:`~attnbook.explorers.temperature.temperature_explorer` (T)
+``three_steps``        :func:`~attnbook.explorers.three_steps.three_steps_explorer` (apple)
 =====================  ======================================================================
 
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
@@ -43,4 +44,5 @@ __all__ = [
     "block",
     "quadratic",
     "temperature",
+    "three_steps",
 ]

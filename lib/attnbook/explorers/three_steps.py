@@ -1,0 +1,289 @@
+"""The three steps explorer: dot product, softmax, weighted sum — and "apple" pinned by its context.
+
+A reader picks a context for the ambiguous word "apple" and sees, for that word's query, the
+three steps of scaled dot-product attention (Vaswani et al., 2017, eq. 1): the scores
+``c q . k_j`` with every key, the softmax weights, and the weighted sum of the values, which
+moves the word's vector from its ambiguous start towards the *fruit* or the *company*
+direction.
+
+The vectors are hand-made and tiny so that every number can be checked by hand: two named
+dimensions, ``food`` and ``tech``, small integers (:data:`DIMS`, :data:`QUERY`,
+:data:`KEYS`, :data:`VALUES`). In this toy the projections :math:`W_Q, W_K, W_V` are already
+applied: each word simply *has* a key and a value. The sense directions are the two axes
+(:data:`SENSE_DIRECTIONS`). The attention itself is
+:func:`attnbook.attention.scaled_dot_product_attention`; :func:`three_steps` returns every
+number the figure draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import attention
+from ..checks import check_choice, check_real
+from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
+from .base import Control, Explorer
+
+__all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
+           "SCALES", "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
+
+#: The named dimensions of every hand-made vector: (food, tech).
+DIMS = ("food", "tech")
+#: The ambiguous word whose query is followed.
+WORD = "apple"
+#: The query of "apple": it asks equally for food and for tech, (food, tech) = (1, 1).
+QUERY = (1, 1)
+#: The key of each word (lower case), (food, tech): how strongly it answers a query for food
+#: or for tech. Words that say nothing about either have the key (0, 0).
+KEYS = {
+    "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
+    "chip": (0, 2), "stock": (0, 2),
+    "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
+    "fell": (0, 0), "saw": (0, 0),
+}
+#: The value of each word, (food, tech): what it hands over when attended to. The value of
+#: "apple" is its starting vector, (1, 1): on its own the word is as much fruit as company.
+VALUES = {
+    "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
+    "chip": (0, 2), "stock": (0, 2),
+    "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
+    "fell": (0, 0), "saw": (0, 0),
+}
+#: The contexts the explorer offers, as words; "apple" attends to every word, itself included
+#: (self-attention).
+CONTEXTS = {
+    "I ate an apple": ("I", "ate", "an", "apple"),
+    "She peeled the apple": ("She", "peeled", "the", "apple"),
+    "Apple released a new chip": ("Apple", "released", "a", "new", "chip"),
+    "Apple's stock fell": ("Apple", "'s", "stock", "fell"),
+    "I saw an apple": ("I", "saw", "an", "apple"),
+}
+#: The two senses as directions of the (food, tech) plane.
+SENSE_DIRECTIONS = {"fruit": (1, 0), "company": (0, 1)}
+#: The score multipliers ``c`` the explorer offers; ``1/sqrt(2)`` is the Transformer's
+#: ``1/sqrt(d_k)`` for ``d_k = 2``.
+SCALES = (0.0, 0.5, 1 / math.sqrt(2), 1.0, 2.0, 4.0)
+
+
+@dataclass(frozen=True)
+class ThreeSteps:
+    """Every number of the three steps for one context.
+
+    Attributes:
+        context: the context's name (a key of :data:`CONTEXTS`).
+        words: the ``S`` words of the context.
+        target: index of "apple" among ``words``.
+        scale: the score multiplier ``c``.
+        query: ``(2,)`` the query of "apple".
+        keys: ``(S, 2)`` the keys, one row per word.
+        values: ``(S, 2)`` the values, one row per word.
+        dots: ``(S,)`` the dot products ``q . k_j``.
+        scores: ``(S,)`` the scores ``c q . k_j``.
+        weights: ``(S,)`` the softmax of the scores (sums to 1).
+        output: ``(2,)`` the output ``o = sum_j weights_j v_j``.
+        start: ``(2,)`` the value of "apple" itself, its starting vector.
+        cos_start: ``(2,)`` cosine of ``start`` with the fruit and company directions.
+        cos_output: ``(2,)`` cosine of ``output`` with the fruit and company directions.
+    """
+
+    context: str
+    words: tuple[str, ...]
+    target: int
+    scale: float
+    query: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    dots: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    start: np.ndarray
+    cos_start: np.ndarray
+    cos_output: np.ndarray
+
+
+def _cos_senses(x: np.ndarray) -> np.ndarray:
+    """Cosine of ``x (2,)`` with each sense direction, ``(2,)``; 0 for the zero vector."""
+    d = np.array(list(SENSE_DIRECTIONS.values()), dtype=np.float64)  # (2 senses, 2)
+    n = float(np.linalg.norm(x))
+    return d @ x / (np.linalg.norm(d, axis=1) * n) if n > 0 else np.zeros(len(d))
+
+
+def three_steps(context: str = "I ate an apple", scale: float | None = None) -> ThreeSteps:
+    """The three steps of attention for the query of "apple" in one context.
+
+    ``dots = K q``, ``scores = c dots``, ``weights = softmax(scores)``, ``output = weights V``;
+    the weights and the output come from
+    :func:`attnbook.attention.scaled_dot_product_attention` with ``scale=c``.
+
+    Args:
+        context: a key of :data:`CONTEXTS`.
+        scale: the multiplier ``c`` of the dot products, finite and >= 0; ``None`` for
+            ``1/sqrt(d_k) = 1/sqrt(2)``.
+
+    Returns:
+        A :class:`ThreeSteps` (float64 arrays).
+
+    Raises:
+        ValueError: if ``context`` is not a key of :data:`CONTEXTS`, or ``scale`` is negative
+            or not finite.
+        TypeError: if ``scale`` is not a real number.
+
+    Source: Vaswani et al. (2017), eq. 1.
+    """
+    check_choice(context, "context", tuple(CONTEXTS))
+    d_k = len(DIMS)
+    scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", minimum=0.0)
+    words = CONTEXTS[context]
+    lower = [w.lower() for w in words]
+    q = np.array(QUERY, dtype=np.float64)  # (d_k,)
+    k = np.array([KEYS[w] for w in lower], dtype=np.float64)  # (S, d_k)
+    v = np.array([VALUES[w] for w in lower], dtype=np.float64)  # (S, d_v)
+    out, w = attention.scaled_dot_product_attention(
+        q[None], k, v, scale=scale, return_weights=True)  # (1, d_v), (1, S)
+    dots = k @ q  # (S,)
+    start = v[lower.index(WORD)]
+    return ThreeSteps(context, tuple(words), lower.index(WORD), float(scale), q, k, v, dots,
+                      scale * dots, w[0], out[0], start, _cos_senses(start),
+                      _cos_senses(out[0]))
+
+
+def _scale_label(c: float) -> str:
+    return "1/√2" if math.isclose(c, 1 / math.sqrt(2)) else f"{c:g}"
+
+
+def three_steps_figure(context: str = "I ate an apple", scale: float | None = None, *,
+                       height: int = 400):
+    """Figure of the three steps explorer: scores, weights, and the output in the plane.
+
+    Left: the scores ``c q . k_j`` of "apple"'s query with every word of the context. Middle:
+    their softmax, the weights. Right: the (food, tech) plane with the values of the words
+    (grey points), the fruit and company directions (dashed), the starting vector of "apple"
+    (grey arrow) and the output ``o`` (orange arrow). Trace order: 0 scores, 1 weights,
+    2 fruit direction, 3 company direction, 4 values, 5 start, 6 output; ``meta`` of trace 6
+    holds ``output``, ``cos_output`` and ``cos_start`` (fruit, company).
+
+    Args:
+        context: a key of :data:`CONTEXTS`.
+        scale: the multiplier ``c`` (default ``1/sqrt(2)``).
+        height: figure height in px.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        As :func:`three_steps`.
+    """
+    import plotly.graph_objects as go
+
+    r = three_steps(context, scale)
+    x = list(range(len(r.words)))
+    ticks = [f"<b>{w}</b>" if i == r.target else w for i, w in enumerate(r.words)]
+    colors = [ORANGE if i == r.target else BLUE for i in x]
+    lim = 2.4
+    # Group words whose values coincide, so that each point has one label.
+    groups: dict[tuple, list[str]] = {}
+    for i, (word, val) in enumerate(zip(r.words, r.values)):
+        groups.setdefault(tuple(val), []).append(f"{word} (start)" if i == r.target else word)
+    pts = list(groups)
+    c_txt = _scale_label(r.scale)
+    traces = [
+        go.Bar(x=x, y=r.scores, marker=dict(color=colors), name="scores",
+               text=[f"{s:.2f}" for s in r.scores], textposition="outside",
+               cliponaxis=False, xaxis="x", yaxis="y", showlegend=False,
+               hovertemplate="%{y:.3f}<extra>score</extra>"),
+        go.Bar(x=x, y=r.weights, marker=dict(color=colors), name="weights",
+               text=[f"{a:.2f}" for a in r.weights], textposition="outside",
+               cliponaxis=False, xaxis="x2", yaxis="y2", showlegend=False,
+               hovertemplate="%{y:.3f}<extra>weight</extra>"),
+    ]
+    for (name, d), color in zip(SENSE_DIRECTIONS.items(), (GREEN, "#8e44ad")):
+        end = np.array(d, dtype=float) * lim / np.linalg.norm(d)
+        traces.append(go.Scatter(
+            x=[0, end[0]], y=[0, end[1]], mode="lines+text", name=name,
+            text=["", name], textposition="top left" if d[0] > 0 else "middle right",
+            line=dict(color=color, dash="dash", width=2), textfont=dict(color=color),
+            xaxis="x3", yaxis="y3", showlegend=False, hoverinfo="skip"))
+    traces += [
+        go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers+text",
+                   name="values", text=[", ".join(groups[p]) for p in pts],
+                   textposition="bottom right", marker=dict(color=GREY, size=8),
+                   textfont=dict(color=GREY, size=11), xaxis="x3", yaxis="y3",
+                   showlegend=False, hovertemplate="value (%{x}, %{y})<extra></extra>"),
+        go.Scatter(x=[0, r.start[0]], y=[0, r.start[1]], mode="lines+markers",
+                   name="start", line=dict(color=GREY, width=2),
+                   marker=dict(symbol="arrow", angleref="previous", size=[0, 12]),
+                   xaxis="x3", yaxis="y3", showlegend=False,
+                   hovertemplate="start (%{x:.2f}, %{y:.2f})<extra></extra>"),
+        go.Scatter(x=[0, r.output[0]], y=[0, r.output[1]], mode="lines+markers+text",
+                   name="output", text=["", "o"], textposition="top right",
+                   line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
+                   marker=dict(symbol="arrow", angleref="previous", size=[0, 14],
+                               color=ORANGE),
+                   xaxis="x3", yaxis="y3", showlegend=False,
+                   meta=dict(output=r.output.tolist(), cos_output=r.cos_output.tolist(),
+                             cos_start=r.cos_start.tolist()),
+                   hovertemplate="o = (%{x:.3f}, %{y:.3f})<extra></extra>"),
+    ]
+    cf, cc = r.cos_output
+    title = (f"“{context}”: o = ({r.output[0]:.2f}, {r.output[1]:.2f}); "
+             f"cos to fruit {cf:.2f}, to company {cc:.2f}")
+    sub = [(f"1. scores {c_txt}·q·k<sub>j</sub>", 0.13),
+           ("2. weights α<sub>j</sub> (softmax)", 0.5),
+           ("3. o = Σ α<sub>j</sub> v<sub>j</sub>", 0.87)]
+    annotations = [dict(text=t, x=xc, y=1.0, xref="paper", yref="paper", xanchor="center",
+                        yanchor="bottom", showarrow=False, font=dict(size=13))
+                   for t, xc in sub]
+    # The score axis depends on c only (the largest dot product of the vocabulary is 2), so
+    # that switching the context changes the bars, not the axis.
+    top_dot = max(float(np.dot(QUERY, k)) for k in KEYS.values())
+    s_top = max(r.scale * top_dot, 0.5)
+    word_axis = dict(tickmode="array", tickvals=x, ticktext=ticks, tickangle=-45,
+                     range=[-0.6, len(x) - 0.4], showgrid=False, zeroline=False)
+    layout = go.Layout(
+        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
+        height=height,
+        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=13)),
+        margin=dict(l=50, r=20, t=90, b=80),
+        xaxis=axis_style(domain=[0.0, 0.26], anchor="y", **word_axis),
+        yaxis=axis_style(anchor="x", range=[0, 1.3 * s_top], title=dict(text="score")),
+        xaxis2=axis_style(domain=[0.37, 0.63], anchor="y2", **word_axis),
+        yaxis2=axis_style(anchor="x2", range=[0, 1.15], title=dict(text="weight")),
+        xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3", range=[-0.3, lim + 0.2],
+                          title=dict(text="food"), zeroline=True, dtick=1),
+        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2], title=dict(text="tech"),
+                          zeroline=True, dtick=1, scaleanchor="x3", scaleratio=1),
+        annotations=annotations, bargap=0.3,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def three_steps_explorer(context: str = "I ate an apple",
+                         scale: float = 1 / math.sqrt(2)) -> Explorer:
+    """The three steps explorer (chapter 2): pick a context, watch "apple" move.
+
+    Controls: ``context`` (a drop-down over :data:`CONTEXTS`) and ``scale`` (a slider over the
+    multipliers :data:`SCALES` of the dot products; ``1/√2`` is the Transformer's
+    ``1/sqrt(d_k)``). The figure is :func:`three_steps_figure`.
+
+    Args:
+        context: initial context, a key of :data:`CONTEXTS`.
+        scale: initial multiplier, one of :data:`SCALES`.
+
+    Returns:
+        :class:`~attnbook.explorers.base.Explorer` (``5 x 6 = 30`` precomputed settings).
+
+    Raises:
+        ValueError: if ``context`` or ``scale`` is not one of its control's options.
+    """
+    check_choice(context, "context", tuple(CONTEXTS))
+    check_choice(scale, "scale", SCALES)
+    controls = [
+        Control("context", "context", "select", tuple(CONTEXTS), context),
+        Control("scale", "score scale c", "slider", SCALES, scale,
+                labels=[_scale_label(c) for c in SCALES]),
+    ]
+    return Explorer(controls, three_steps_figure, title="three steps explorer")

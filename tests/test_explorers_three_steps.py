@@ -1,0 +1,105 @@
+"""Tests of the three steps explorer (attnbook.explorers.three_steps).
+
+Expected values are derived by hand from the documented constants (the query (1, 1), the keys
+and values (0, 0), (2, 0), (0, 2), (0, 1), (1, 1)), with math.exp, never from the explorer's
+own output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+
+from attnbook.explorers import three_steps as ts  # noqa: E402
+from attnbook.testing import assert_close  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+R2 = math.sqrt(2)
+
+
+def test_ate_an_apple_by_hand():
+    r = ts.three_steps("I ate an apple")  # default scale 1/sqrt(d_k) = 1/sqrt(2)
+    assert r.words == ("I", "ate", "an", "apple") and r.target == 3
+    assert_close(r.dots, np.array([0.0, 2.0, 0.0, 2.0]), atol=0, rtol=0)
+    assert_close(r.scores, np.array([0.0, R2, 0.0, R2]), atol=1e-15, rtol=0)
+    e = math.exp(R2)
+    w_hi, w_lo = e / (2 + 2 * e), 1 / (2 + 2 * e)  # two scores sqrt(2), two scores 0
+    assert_close(r.weights, np.array([w_lo, w_hi, w_lo, w_hi]), atol=1e-15, rtol=0)
+    # o = w_hi * v_ate + w_hi * v_apple = w_hi * ((2, 0) + (1, 1)) = (3 w_hi, w_hi)
+    assert_close(r.output, np.array([3 * w_hi, w_hi]), atol=1e-15, rtol=0)
+    assert_close(r.cos_output, np.array([3, 1]) / math.sqrt(10), atol=1e-15, rtol=0)
+    assert_close(r.cos_start, np.array([1, 1]) / R2, atol=1e-15, rtol=0)
+    assert np.isfinite(r.output).all()
+
+
+def test_tech_context_and_neutral_context_by_hand():
+    r = ts.three_steps("Apple released a new chip")
+    e2, e1 = math.exp(R2), math.exp(1 / R2)  # dots 2 (apple, released, chip), 1 (new), 0 (a)
+    z = 3 * e2 + e1 + 1
+    assert_close(r.weights, np.array([e2, e2, 1, e1, e2]) / z, atol=1e-15, rtol=0)
+    # o = (e2 (1, 1) + e2 (0, 2) + e1 (0, 1) + e2 (0, 2)) / z = (e2, 5 e2 + e1) / z
+    assert_close(r.output, np.array([e2, 5 * e2 + e1]) / z, atol=1e-15, rtol=0)
+    assert r.cos_output[1] > r.cos_output[0]
+    # Nothing in "I saw an apple" speaks for either sense: o stays on the diagonal.
+    n = ts.three_steps("I saw an apple")
+    assert_close(n.cos_output, np.array([1, 1]) / R2, atol=1e-15, rtol=0)
+
+
+def test_scale_zero_gives_the_mean_and_large_scale_a_near_lookup():
+    for name, words in ts.CONTEXTS.items():
+        r = ts.three_steps(name, 0.0)
+        S = len(words)
+        assert_close(r.weights, np.full(S, 1 / S), atol=1e-15, rtol=0)
+        mean = np.mean([ts.VALUES[w.lower()] for w in words], axis=0)
+        assert_close(r.output, mean, atol=1e-15, rtol=0)
+    big = ts.three_steps("Apple's stock fell", 40.0)
+    # the two keys with dot 2 ("apple", "stock") share almost all the weight
+    assert_close(big.output, (np.array([1, 1]) + np.array([0, 2])) / 2, atol=1e-12, rtol=0)
+
+
+def test_constants_are_small_integers_and_cover_every_context():
+    for table in (ts.KEYS, ts.VALUES):
+        for word, vec in table.items():
+            assert len(vec) == len(ts.DIMS) and all(isinstance(x, int) and abs(x) <= 2
+                                                     for x in vec), word
+    for words in ts.CONTEXTS.values():
+        assert sum(w.lower() == ts.WORD for w in words) == 1
+        assert all(w.lower() in ts.KEYS and w.lower() in ts.VALUES for w in words)
+
+
+def test_explorer_live_and_static():
+    ex = ts.three_steps_explorer()
+    meta = ex.figure.data[6].meta
+    assert_close(np.array(meta["cos_output"]), np.array([3, 1]) / math.sqrt(10), atol=1e-12,
+                 rtol=0)
+    ex.controls["context"].value = "Apple's stock fell"
+    assert_close(np.array(ex.figure.data[6].meta["cos_output"]),
+                 np.array([1, 3]) / math.sqrt(10), atol=1e-12, rtol=0)  # the mirror image
+    ex.controls["scale"].value = 0.0
+    assert_close(np.array(ex.figure.data[1].y), np.full(4, 0.25), atol=1e-15, rtol=0)
+    spec = embedded_spec(ex.static_html())
+    assert len(spec["frame_of"]) == len(ts.CONTEXTS) * len(ts.SCALES)
+    f = static_frame(spec, {"context": "I ate an apple", "scale": round(1 / R2, 4)})
+    e = math.exp(R2)
+    assert f["data"][1]["y"] == pytest.approx([1, e, 1, e] / np.float64(2 + 2 * e), rel=1e-3)
+    narrow = static_frame(spec, {"context": "I ate an apple", "scale": round(1 / R2, 4)},
+                          narrow=True)
+    assert narrow["data"][1]["y"] == f["data"][1]["y"]
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: ts.three_steps("I ate a pear"), ValueError, "context"),
+    (lambda: ts.three_steps(scale=-1.0), ValueError, "scale"),
+    (lambda: ts.three_steps(scale=math.inf), ValueError, "scale"),
+    (lambda: ts.three_steps(scale="big"), TypeError, "scale"),
+    (lambda: ts.three_steps_explorer(scale=0.3), ValueError, "scale"),
+    (lambda: ts.three_steps_explorer(context="apple"), ValueError, "context"),
+])
+def test_bad_input_raises(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
