@@ -1153,8 +1153,10 @@ _SAID_IN_WORDS_02 = {"exs_naive_n_nan", "rw_n_flips_margin"}
 EXPECTED["02-queries-keys-values"] = lambda: {
     **{k: v for k, v in _expected_02_before_issue10().items() if k not in _SAID_IN_WORDS_02},
     **EXPECTED_02_WORDING}
-EXPECTED["04-softmax-saturation"] = lambda: {**_expected_04_before_issue10(),
-                                             **expected_04_temperature_wording()}
+# Issue 11: chapter 04's temperature explorer section (tests/chapters/expected_ch04_temperature.py).
+EXPECTED["04-softmax-saturation"] = lambda: {
+    **_expected_04_before_issue10(), **expected_04_temperature_wording(),
+    **importlib.import_module("expected_ch04_temperature").expected()}
 SAVED_RUN_EXPECTED["04-softmax-saturation"] = lambda saved: {
     **_expected_04_run_before_issue10(saved), **expected_04_run_wording(saved)}
 
