@@ -16,6 +16,7 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import three_steps as ts  # noqa: E402
+from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, static_frame  # noqa: E402
 
@@ -72,6 +73,20 @@ def test_constants_are_small_integers_and_cover_every_context():
         assert all(w.lower() in ts.KEYS and w.lower() in ts.VALUES for w in words)
 
 
+def test_without_itself_apple_takes_only_the_context():
+    # "I ate an apple" without apple's own key: scores (0, sqrt 2, 0) over I, ate, an.
+    r = ts.three_steps("I ate an apple", include_self=False)
+    assert r.words == ("I", "ate", "an") and r.target is None
+    e = math.exp(R2)
+    assert_close(r.output, np.array([2 * e / (e + 2), 0.0]), atol=1e-15, rtol=0)
+    assert_close(r.cos_output, np.array([1.0, 0.0]), atol=1e-15, rtol=0)
+    # Nothing in "I saw an apple" but apple itself: without it the output is 0, no direction.
+    z = ts.three_steps("I saw an apple", include_self=False)
+    assert_close(z.weights, np.full(3, 1 / 3), atol=1e-15, rtol=0)
+    assert_close(z.output, np.zeros(2), atol=0, rtol=0)
+    assert np.isnan(z.cos_output).all()
+
+
 def test_explorer_live_and_static():
     ex = ts.three_steps_explorer()
     meta = ex.figure.data[6].meta
@@ -80,16 +95,20 @@ def test_explorer_live_and_static():
     ex.controls["context"].value = "Apple's stock fell"
     assert_close(np.array(ex.figure.data[6].meta["cos_output"]),
                  np.array([1, 3]) / math.sqrt(10), atol=1e-12, rtol=0)  # the mirror image
-    ex.controls["scale"].value = 0.0
-    assert_close(np.array(ex.figure.data[1].y), np.full(4, 0.25), atol=1e-15, rtol=0)
+    ex.controls["context"].value = "I saw an apple"
+    ex.controls["include_self"].value = False
+    assert ex.figure.data[6].meta["cos_output"] is None
+    assert "no direction" in title_text(ex.figure.layout.to_plotly_json())
     spec = embedded_spec(ex.static_html())
-    assert len(spec["frame_of"]) == len(ts.CONTEXTS) * len(ts.SCALES)
-    f = static_frame(spec, {"context": "I ate an apple", "scale": round(1 / R2, 4)})
+    assert len(spec["frame_of"]) == len(ts.CONTEXTS) * 2
+    f = static_frame(spec, {"context": "I ate an apple", "include_self": True})
     e = math.exp(R2)
     assert f["data"][1]["y"] == pytest.approx([1, e, 1, e] / np.float64(2 + 2 * e), rel=1e-3)
-    narrow = static_frame(spec, {"context": "I ate an apple", "scale": round(1 / R2, 4)},
+    narrow = static_frame(spec, {"context": "I ate an apple", "include_self": True},
                           narrow=True)
     assert narrow["data"][1]["y"] == f["data"][1]["y"]
+    g = static_frame(spec, {"context": "I ate an apple", "include_self": False})
+    assert g["data"][1]["y"] == pytest.approx([1, e, 1] / np.float64(2 + e), rel=1e-3)
 
 
 @pytest.mark.parametrize("call, exc, name", [
@@ -97,7 +116,8 @@ def test_explorer_live_and_static():
     (lambda: ts.three_steps(scale=-1.0), ValueError, "scale"),
     (lambda: ts.three_steps(scale=math.inf), ValueError, "scale"),
     (lambda: ts.three_steps(scale="big"), TypeError, "scale"),
-    (lambda: ts.three_steps_explorer(scale=0.3), ValueError, "scale"),
+    (lambda: ts.three_steps(include_self=1), TypeError, "include_self"),
+    (lambda: ts.three_steps_explorer(include_self="yes"), TypeError, "include_self"),
     (lambda: ts.three_steps_explorer(context="apple"), ValueError, "context"),
 ])
 def test_bad_input_raises(call, exc, name):

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import attention
-from ..checks import check_choice, check_real
+from ..checks import check_bool, check_choice, check_real
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
 from .base import Control, Explorer
 
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
-           "SCALES", "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
+           "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
 
 #: The named dimensions of every hand-made vector: (food, tech).
 DIMS = ("food", "tech")
@@ -63,9 +63,6 @@ CONTEXTS = {
 }
 #: The two senses as directions of the (food, tech) plane.
 SENSE_DIRECTIONS = {"fruit": (1, 0), "company": (0, 1)}
-#: The score multipliers ``c`` the explorer offers; ``1/sqrt(2)`` is the Transformer's
-#: ``1/sqrt(d_k)`` for ``d_k = 2``.
-SCALES = (0.0, 0.5, 1 / math.sqrt(2), 1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -74,8 +71,9 @@ class ThreeSteps:
 
     Attributes:
         context: the context's name (a key of :data:`CONTEXTS`).
-        words: the ``S`` words of the context.
-        target: index of "apple" among ``words``.
+        words: the ``S`` words whose keys and values "apple" attends to: the context's words,
+            "apple" itself included unless ``include_self`` was false.
+        target: index of "apple" among ``words``, or ``None`` if it does not attend to itself.
         scale: the score multiplier ``c``.
         query: ``(2,)`` the query of "apple".
         keys: ``(S, 2)`` the keys, one row per word.
@@ -86,12 +84,13 @@ class ThreeSteps:
         output: ``(2,)`` the output ``o = sum_j weights_j v_j``.
         start: ``(2,)`` the value of "apple" itself, its starting vector.
         cos_start: ``(2,)`` cosine of ``start`` with the fruit and company directions.
-        cos_output: ``(2,)`` cosine of ``output`` with the fruit and company directions.
+        cos_output: ``(2,)`` cosine of ``output`` with the fruit and company directions (nan
+            for a zero output, which has no direction).
     """
 
     context: str
     words: tuple[str, ...]
-    target: int
+    target: int | None
     scale: float
     query: np.ndarray
     keys: np.ndarray
@@ -106,13 +105,14 @@ class ThreeSteps:
 
 
 def _cos_senses(x: np.ndarray) -> np.ndarray:
-    """Cosine of ``x (2,)`` with each sense direction, ``(2,)``; 0 for the zero vector."""
+    """Cosine of ``x (2,)`` with each sense direction, ``(2,)``; nan for the zero vector."""
     d = np.array(list(SENSE_DIRECTIONS.values()), dtype=np.float64)  # (2 senses, 2)
     n = float(np.linalg.norm(x))
-    return d @ x / (np.linalg.norm(d, axis=1) * n) if n > 0 else np.zeros(len(d))
+    return d @ x / (np.linalg.norm(d, axis=1) * n) if n > 0 else np.full(len(d), np.nan)
 
 
-def three_steps(context: str = "I ate an apple", scale: float | None = None) -> ThreeSteps:
+def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
+                include_self: bool = True) -> ThreeSteps:
     """The three steps of attention for the query of "apple" in one context.
 
     ``dots = K q``, ``scores = c dots``, ``weights = softmax(scores)``, ``output = weights V``;
@@ -123,6 +123,8 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None) -> 
         context: a key of :data:`CONTEXTS`.
         scale: the multiplier ``c`` of the dot products, finite and >= 0; ``None`` for
             ``1/sqrt(d_k) = 1/sqrt(2)``.
+        include_self: whether "apple" attends to itself too, as in self-attention (its own
+            key and value among the others); ``False`` leaves only the other words.
 
     Returns:
         A :class:`ThreeSteps` (float64 arrays).
@@ -130,14 +132,15 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None) -> 
     Raises:
         ValueError: if ``context`` is not a key of :data:`CONTEXTS`, or ``scale`` is negative
             or not finite.
-        TypeError: if ``scale`` is not a real number.
+        TypeError: if ``scale`` is not a real number or ``include_self`` not a bool.
 
     Source: Vaswani et al. (2017), eq. 1.
     """
     check_choice(context, "context", tuple(CONTEXTS))
     d_k = len(DIMS)
     scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", minimum=0.0)
-    words = CONTEXTS[context]
+    include_self = check_bool(include_self, "include_self")
+    words = tuple(w for w in CONTEXTS[context] if include_self or w.lower() != WORD)
     lower = [w.lower() for w in words]
     q = np.array(QUERY, dtype=np.float64)  # (d_k,)
     k = np.array([KEYS[w] for w in lower], dtype=np.float64)  # (S, d_k)
@@ -145,8 +148,9 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None) -> 
     out, w = attention.scaled_dot_product_attention(
         q[None], k, v, scale=scale, return_weights=True)  # (1, d_v), (1, S)
     dots = k @ q  # (S,)
-    start = v[lower.index(WORD)]
-    return ThreeSteps(context, tuple(words), lower.index(WORD), float(scale), q, k, v, dots,
+    start = np.array(VALUES[WORD], dtype=np.float64)  # (d_v,)
+    target = lower.index(WORD) if include_self else None
+    return ThreeSteps(context, words, target, float(scale), q, k, v, dots,
                       scale * dots, w[0], out[0], start, _cos_senses(start),
                       _cos_senses(out[0]))
 
@@ -155,19 +159,21 @@ def _scale_label(c: float) -> str:
     return "1/√2" if math.isclose(c, 1 / math.sqrt(2)) else f"{c:g}"
 
 
-def three_steps_figure(context: str = "I ate an apple", scale: float | None = None, *,
-                       height: int = 400):
+def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
+                       scale: float | None = None, height: int = 400):
     """Figure of the three steps explorer: scores, weights, and the output in the plane.
 
-    Left: the scores ``c q . k_j`` of "apple"'s query with every word of the context. Middle:
-    their softmax, the weights. Right: the (food, tech) plane with the values of the words
-    (grey points), the fruit and company directions (dashed), the starting vector of "apple"
-    (grey arrow) and the output ``o`` (orange arrow). Trace order: 0 scores, 1 weights,
-    2 fruit direction, 3 company direction, 4 values, 5 start, 6 output; ``meta`` of trace 6
-    holds ``output``, ``cos_output`` and ``cos_start`` (fruit, company).
+    Left: the scores ``c q . k_j`` of "apple"'s query with every word it attends to. Middle:
+    their softmax, the weights. Right: the (food, tech) plane with the values of the other
+    words (grey points), the fruit and company directions (dashed), the starting vector of
+    "apple" (its own value, grey arrow) and the output ``o`` (orange arrow). Trace order:
+    0 scores, 1 weights, 2 fruit direction, 3 company direction, 4 values, 5 start, 6 output;
+    ``meta`` of trace 6 holds ``output``, ``cos_output`` (``None`` for a zero output) and
+    ``cos_start`` (fruit, company).
 
     Args:
         context: a key of :data:`CONTEXTS`.
+        include_self: whether "apple" attends to itself (see :func:`three_steps`).
         scale: the multiplier ``c`` (default ``1/sqrt(2)``).
         height: figure height in px.
 
@@ -179,17 +185,17 @@ def three_steps_figure(context: str = "I ate an apple", scale: float | None = No
     """
     import plotly.graph_objects as go
 
-    r = three_steps(context, scale)
+    r = three_steps(context, scale, include_self=include_self)
     x = list(range(len(r.words)))
     ticks = [f"<b>{w}</b>" if i == r.target else w for i, w in enumerate(r.words)]
     colors = [ORANGE if i == r.target else BLUE for i in x]
     lim = 2.4
-    # Group words whose values coincide, so that each point has one label.
+    # Group the other words whose values coincide, so that each point has one label.
     groups: dict[tuple, list[str]] = {}
     for i, (word, val) in enumerate(zip(r.words, r.values)):
-        groups.setdefault(tuple(val), []).append(f"{word} (start)" if i == r.target else word)
+        if i != r.target:
+            groups.setdefault(tuple(val), []).append(word)
     pts = list(groups)
-    c_txt = _scale_label(r.scale)
     traces = [
         go.Bar(x=x, y=r.scores, marker=dict(color=colors), name="scores",
                text=[f"{s:.2f}" for s in r.scores], textposition="outside",
@@ -207,31 +213,36 @@ def three_steps_figure(context: str = "I ate an apple", scale: float | None = No
             text=["", name], textposition="top left" if d[0] > 0 else "middle right",
             line=dict(color=color, dash="dash", width=2), textfont=dict(color=color),
             xaxis="x3", yaxis="y3", showlegend=False, hoverinfo="skip"))
+    finite = bool(np.isfinite(r.cos_output).all())
     traces += [
         go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers+text",
                    name="values", text=[", ".join(groups[p]) for p in pts],
                    textposition="bottom right", marker=dict(color=GREY, size=8),
                    textfont=dict(color=GREY, size=11), xaxis="x3", yaxis="y3",
                    showlegend=False, hovertemplate="value (%{x}, %{y})<extra></extra>"),
-        go.Scatter(x=[0, r.start[0]], y=[0, r.start[1]], mode="lines+markers",
-                   name="start", line=dict(color=GREY, width=2),
-                   marker=dict(symbol="arrow", angleref="previous", size=[0, 12]),
+        go.Scatter(x=[0, r.start[0]], y=[0, r.start[1]], mode="lines+markers+text",
+                   name="start", text=["", f"{WORD} (start)"], textposition="top center",
+                   line=dict(color=GREY, width=2), textfont=dict(color=GREY, size=11),
+                   marker=dict(symbol="arrow", angleref="previous", size=[0, 12],
+                               color=GREY),
                    xaxis="x3", yaxis="y3", showlegend=False,
                    hovertemplate="start (%{x:.2f}, %{y:.2f})<extra></extra>"),
         go.Scatter(x=[0, r.output[0]], y=[0, r.output[1]], mode="lines+markers+text",
-                   name="output", text=["", "o"], textposition="top right",
+                   name="output", text=["", "o"], textposition="middle right",
                    line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
                    marker=dict(symbol="arrow", angleref="previous", size=[0, 14],
                                color=ORANGE),
                    xaxis="x3", yaxis="y3", showlegend=False,
-                   meta=dict(output=r.output.tolist(), cos_output=r.cos_output.tolist(),
+                   meta=dict(output=r.output.tolist(),
+                             cos_output=r.cos_output.tolist() if finite else None,
                              cos_start=r.cos_start.tolist()),
                    hovertemplate="o = (%{x:.3f}, %{y:.3f})<extra></extra>"),
     ]
-    cf, cc = r.cos_output
-    title = (f"“{context}”: o = ({r.output[0]:.2f}, {r.output[1]:.2f}); "
-             f"cos to fruit {cf:.2f}, to company {cc:.2f}")
-    sub = [(f"1. scores {c_txt}·q·k<sub>j</sub>", 0.13),
+    o_txt = f"o = ({r.output[0]:.2f}, {r.output[1]:.2f})"
+    title = (f"“{context}”: {o_txt}; cos to fruit {r.cos_output[0]:.2f}, to company "
+             f"{r.cos_output[1]:.2f}" if finite else
+             f"“{context}”: {o_txt}, no direction: the other words carry nothing")
+    sub = [(f"1. scores {_scale_label(r.scale)}·q·k<sub>j</sub>", 0.13),
            ("2. weights α<sub>j</sub> (softmax)", 0.5),
            ("3. o = Σ α<sub>j</sub> v<sub>j</sub>", 0.87)]
     annotations = [dict(text=t, x=xc, y=1.0, xref="paper", yref="paper", xanchor="center",
@@ -261,29 +272,30 @@ def three_steps_figure(context: str = "I ate an apple", scale: float | None = No
     return go.Figure(data=traces, layout=layout)
 
 
-def three_steps_explorer(context: str = "I ate an apple",
-                         scale: float = 1 / math.sqrt(2)) -> Explorer:
+def three_steps_explorer(context: str = "I ate an apple", include_self: bool = True) -> Explorer:
     """The three steps explorer (chapter 2): pick a context, watch "apple" move.
 
-    Controls: ``context`` (a drop-down over :data:`CONTEXTS`) and ``scale`` (a slider over the
-    multipliers :data:`SCALES` of the dot products; ``1/√2`` is the Transformer's
-    ``1/sqrt(d_k)``). The figure is :func:`three_steps_figure`.
+    Controls: ``context`` (a drop-down over :data:`CONTEXTS`) and ``include_self`` (a
+    checkbox: "apple" attends to itself too, as in self-attention; off, only the other words
+    count). The scale is the Transformer's ``1/sqrt(d_k) = 1/sqrt(2)``. The figure is
+    :func:`three_steps_figure`.
 
     Args:
         context: initial context, a key of :data:`CONTEXTS`.
-        scale: initial multiplier, one of :data:`SCALES`.
+        include_self: initial state of the checkbox.
 
     Returns:
-        :class:`~attnbook.explorers.base.Explorer` (``5 x 6 = 30`` precomputed settings).
+        :class:`~attnbook.explorers.base.Explorer` (``5 x 2 = 10`` precomputed settings).
 
     Raises:
-        ValueError: if ``context`` or ``scale`` is not one of its control's options.
+        ValueError: if ``context`` is not a key of :data:`CONTEXTS`.
+        TypeError: if ``include_self`` is not a bool.
     """
     check_choice(context, "context", tuple(CONTEXTS))
-    check_choice(scale, "scale", SCALES)
+    include_self = check_bool(include_self, "include_self")
     controls = [
         Control("context", "context", "select", tuple(CONTEXTS), context),
-        Control("scale", "score scale c", "slider", SCALES, scale,
-                labels=[_scale_label(c) for c in SCALES]),
+        Control("include_self", "apple attends to itself", "toggle", (False, True),
+                include_self),
     ]
     return Explorer(controls, three_steps_figure, title="three steps explorer")
