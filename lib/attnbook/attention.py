@@ -349,7 +349,7 @@ def additive_scores_core(q, k, W_q, W_k, v_a):
 
 
 def additive_attention_core(q, k, v, W_q, W_k, v_a, keep=None):
-    """Additive attention: scores, masked softmax over the keys, weighted values.
+    """Additive attention: scores, masked softmax, weighted sum of values.
 
     v (..., S, d_v); ``keep`` a boolean keep-mask broadcasting to (..., L, S)
     or None. Returns the output (..., L, d_v) and the weights (..., L, S).

@@ -78,6 +78,39 @@ def decoder_only() -> dict:
             "cross_scale": float(np.abs(cross).max())}
 
 
+def additive_example() -> dict:
+    """The chapter's additive-attention example, as float64 loops over i, j (no library call).
+
+    ``default_rng(0)`` draws, in the chapter's order, Y (3, 8), Z (5, 8), W_Q, W_K, W_V (8, 4),
+    Z7 (7, 8), a permutation of 5, then W_q, W_k (6, 8) scaled by ``1/sqrt(8)`` and v_a (6,).
+    Scores ``v_a . tanh(W_q y_i + W_k z_j)`` (Bahdanau et al. 2015, appendix A.1.2), a softmax
+    by hand, values ``Z W_V``. Returns the weights, and the output with v_a = 0 next to the
+    mean of the values (equal by hand: every score 0, so every weight 1/5).
+    """
+    rng = np.random.default_rng(0)
+    y, z = rng.standard_normal((3, 8)), rng.standard_normal((5, 8))
+    _, _, w_v = (rng.standard_normal((8, 4)) / math.sqrt(8) for _ in range(3))
+    rng.standard_normal((7, 8)), rng.permutation(5)                   # Z7, perm
+    w_q, w_k = (rng.standard_normal((6, 8)) / math.sqrt(8) for _ in range(2))
+    v_a = rng.standard_normal(6)
+    values = z @ w_v
+    weights = np.zeros((3, 5))
+    for i in range(3):
+        s = [sum(v_a[a] * math.tanh(w_q[a] @ y[i] + w_k[a] @ z[j]) for a in range(6))
+             for j in range(5)]
+        e = [math.exp(x - max(s)) for x in s]
+        weights[i] = [x / sum(e) for x in e]
+    return {"weights": weights, "out": weights @ values, "mean_value": values.mean(axis=0)}
+
+
+def timing_ratios(actual, glued) -> bool:
+    """The measured time ratios: floats, additive slower than the dot product (the prose says
+    so), the smaller one first."""
+    lo, hi = glued.get("add_ratio_min"), glued.get("add_ratio_max")
+    return (isinstance(lo, float) and isinstance(hi, float) and 1.0 < lo <= hi
+            and actual in (lo, hi))
+
+
 @functools.lru_cache(maxsize=None)
 def expected() -> dict:
     from attnbook import experiments
@@ -113,6 +146,20 @@ def expected() -> dict:
     e |= {"do_S": 5, "do_L": 3, "do_mix_diff": tiny(1e-12),
           "do_share_min": float(do["share"].min()), "do_share_max": float(do["share"].max()),
           "do_cross_diff": do["cross_diff"], "do_cross_scale": do["cross_scale"]}
+    # Additive attention: shapes (L, S) and (L, d_v) by hand; rows sum to 1 and v_a = 0 gives
+    # the mean of the values, both exact up to rounding (checked against the loop above).
+    add = additive_example()
+    assert np.allclose(add["weights"].sum(axis=1), 1.0)
+    e |= {"add_weights_shape": (3, 5), "add_out_shape": (3, 4), "add_d_a": 6,
+          "add_w_max": float(add["weights"].max()),
+          "add_row_sum_dev": tiny(1e-12), "add_flat_diff": tiny(1e-12)}
+    # Its cost: matmul FLOPs 2 d (L d + S d + L S) for both by hand; d = 64, L = S = 64 ... 256;
+    # the (256, 256, 64) float32 array is 16 MiB, the 256 x 256 scores 256 KiB; the time ratios
+    # are measured, so only checked for consistency.
+    e |= {"add_t_d": 64, "add_t_n_min": 64, "add_t_n_max": 256, "add_flops_equal": "equal",
+          "add_big_bytes": "16 MiB", "add_score_bytes": "256 KiB",
+          "add_ratio_min": Check(timing_ratios, "a measured ratio > 1, min <= max"),
+          "add_ratio_max": Check(timing_ratios, "a measured ratio > 1, min <= max")}
     # Exercises: (B, H, L, S) and (B, L, d_model); the prefix mask adds S (S - 1) / 2 pairs.
     e |= {"ex1_w_shape": (1, 8, 7, 12), "ex1_out_shape": (1, 7, 512),
           "ex4_added": 5 * 4 // 2}
