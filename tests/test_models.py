@@ -268,3 +268,72 @@ def test_b_from_hf_config(hf, exc, match):
 def test_b_from_hf_config_nested_text_config():
     with pytest.raises(ValueError, match=r"pass hf\['text_config'\]"):
         ModelConfig.from_hf_config({"text_config": {"hidden_size": 64}})
+
+
+# --- dropout and the embedding scale (issue 11) ---------------------------------------------
+
+
+def _decoder(**kw):
+    cfg = dict(vocab_size=13, d_model=16, n_heads=2, n_layers=2, d_ff=32, positional="learned",
+               max_seq_len=16)
+    cfg.update(kw)
+    torch.manual_seed(0)
+    return DecoderOnlyModel(ModelConfig(**cfg))
+
+
+def test_dropout_acts_in_training_mode_only():
+    plain = _decoder(dropout=0.0).eval()
+    noisy = _decoder(dropout=0.3)
+    noisy.load_state_dict(plain.state_dict())  # same weights
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    noisy.eval()
+    assert_close(noisy(ids), plain(ids), atol=0, rtol=0)  # eval: dropout off, same function
+    noisy.train()
+    torch.manual_seed(1)
+    a = noisy(ids)
+    b = noisy(ids)
+    assert not torch.equal(a, b)  # fresh masks each call
+    assert not torch.equal(a, plain(ids))
+    p = [m.p for m in noisy.modules() if isinstance(m, torch.nn.Dropout)]
+    n_layers = 2  # embedding + (residual x2 + FFN) per layer
+    assert p == [0.3] * (1 + 3 * n_layers)
+    assert all(layer.self_attn.dropout == 0.3 for layer in noisy.layers)  # attention weights
+
+
+def test_dropout_reaches_every_stack_of_an_encoder_decoder():
+    model = build_model(BASE_TRANSFORMER.replace(vocab_size=10, d_model=16, n_heads=2,
+                                                 d_ff=32, n_layers=1, n_encoder_layers=1))
+    p = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert p == {0.1}  # Vaswani et al. section 5.4: P_drop = 0.1 for the base model
+
+
+def test_embed_scale_multiplies_the_token_embedding_by_sqrt_d_model():
+    ids = torch.tensor([[3, 1, 4]])
+    pos = torch.arange(3)
+    for positional, default in (("learned", False), ("sinusoidal", True), ("rope", False)):
+        for flag in (None, True, False):
+            model = _decoder(positional=positional, embed_scale=flag).eval()
+            scaled = default if flag is None else flag
+            assert model.config.scales_embeddings is scaled
+            tokens = model.embed.tokens.weight.detach()[ids[0]]  # (3, 16)
+            expected = tokens * (4.0 if scaled else 1.0)  # sqrt(16)
+            if positional == "learned":
+                expected = expected + model.embed.positions.weight.detach()[pos]
+            elif positional == "sinusoidal":
+                expected = expected + torch.from_numpy(sinusoidal_encoding(16, 16)).float()[pos]
+            assert_close(model.embed(ids, pos)[0], expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("field, value, exc", [
+    ("dropout", 1.0, ValueError), ("dropout", -0.1, ValueError), ("dropout", math.nan, ValueError),
+    ("dropout", "0.1", TypeError), ("embed_scale", 1, TypeError), ("embed_scale", "yes", TypeError),
+])
+def test_dropout_and_embed_scale_are_validated(field, value, exc):
+    with pytest.raises(exc, match=field):
+        ModelConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8, **{field: value})
+
+
+def test_dropout_does_not_change_the_parameter_count():
+    cfg = BASE_TRANSFORMER.replace(dropout=0.0)
+    assert param_count(cfg) == param_count(BASE_TRANSFORMER)
+    assert BASE_TRANSFORMER.dropout == 0.1 and BASE_TRANSFORMER.scales_embeddings

@@ -57,6 +57,9 @@ __all__ = [
     "flash",
     "flash_triton",
     "experiments",
+    "text",
+    "training",
+    "sampling",
     "pretrained",
     "timing",
     # the book's figures and explorers (plotly, ipywidgets); widgets* re-export explorers.*

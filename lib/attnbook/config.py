@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_choice, check_int, check_real
+from .checks import check_bool, check_choice, check_int, check_real
 
 __all__ = [
     "ModelConfig",
@@ -59,14 +59,22 @@ class ModelConfig:
         ffn: ``"relu"``, ``"gelu"`` or ``"swiglu"``.
         bias: biases in every linear layer and LayerNorm.
         qkv_bias: biases of the query/key/value projections; ``None`` means ``bias``.
-        positional: ``"sinusoidal"`` (added to the embeddings, which are scaled by
-            ``sqrt(d_model)``, Vaswani et al. section 3.4), ``"learned"``, ``"rope"`` or
-            ``"none"``.
+        positional: ``"sinusoidal"`` (added to the embeddings, which are then scaled by
+            ``sqrt(d_model)`` unless ``embed_scale=False``, Vaswani et al. section 3.4),
+            ``"learned"``, ``"rope"`` or ``"none"``.
         rope_theta: RoPE base.
         tie_embeddings: the output projection reuses the token embedding
             (``tie_word_embeddings``); in an encoder-decoder model the encoder and decoder also
             share it, as in the original.
         sliding_window: attention window in tokens (Mistral-7B-v0.1: 4096) or ``None``.
+        dropout: dropout probability ``P_drop`` in ``[0, 1)``, active in training mode only:
+            on the sum of embeddings and positions, on the attention weights, inside the
+            feed-forward network and on each sublayer's output before the residual addition
+            (Vaswani et al. section 5.4, "Residual Dropout": 0.1 for the base model).
+        embed_scale: multiply the token embeddings by ``sqrt(d_model)`` (Vaswani et al.
+            section 3.4, "we multiply those weights by sqrt(d_model)"); ``None`` (the default)
+            means "iff ``positional == 'sinusoidal'``", the book's earlier behaviour. Resolved
+            by :attr:`scales_embeddings`.
         kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim:
             multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none.
         name: a label.
@@ -77,11 +85,13 @@ class ModelConfig:
     ``ValueError`` for a wrong value).
 
     Raises:
-        TypeError: if a size is not an integer (``2.5``, ``2.0``, ``True``), or ``eps`` or
-            ``rope_theta`` is not a real number.
+        TypeError: if a size is not an integer (``2.5``, ``2.0``, ``True``), ``eps``,
+            ``rope_theta`` or ``dropout`` is not a real number, or ``embed_scale`` is neither a
+            bool nor ``None``.
         ValueError: if a size is below its minimum (1; ``n_encoder_layers``: 0; optional
             sizes such as ``sliding_window`` or ``kv_lora_rank``: 1 or ``None``),
-            ``eps`` is not finite and > 0, ``rope_theta`` is not finite and > 1, a choice
+            ``eps`` is not finite and > 0, ``rope_theta`` is not finite and > 1,
+            ``dropout`` is not in ``[0, 1)``, a choice
             (``arch``, ``positional``, ``ffn``, ``norm``) is unknown, ``n_heads`` does not
             divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
             ``n_heads``, or RoPE meets an odd ``head_dim``.
@@ -112,6 +122,8 @@ class ModelConfig:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
+    dropout: float = 0.0
+    embed_scale: bool | None = None
     name: str = ""
     source: str = ""
 
@@ -128,6 +140,12 @@ class ModelConfig:
                 set_checked(f, 1)
         for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
             object.__setattr__(self, f, check_real(getattr(self, f), f, minimum=lo, strict=True))
+        object.__setattr__(self, "dropout",
+                           check_real(self.dropout, "dropout", minimum=0.0, maximum=1.0))
+        if self.dropout >= 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.embed_scale is not None:
+            object.__setattr__(self, "embed_scale", check_bool(self.embed_scale, "embed_scale"))
         check_choice(self.arch, "arch", _ARCHS)
         check_choice(self.positional, "positional", _POSITIONAL)
         check_choice(self.ffn, "ffn", _FFNS)
@@ -155,6 +173,16 @@ class ModelConfig:
     def head_size(self) -> int:
         """``head_dim``, resolved (``d_model // n_heads`` when unset)."""
         return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def scales_embeddings(self) -> bool:
+        """``embed_scale``, resolved: True when token embeddings are scaled by ``sqrt(d_model)``.
+
+        By default (``embed_scale=None``) only with sinusoidal positions.
+        """
+        if self.embed_scale is None:
+            return self.positional == "sinusoidal"
+        return self.embed_scale
 
     @property
     def uses_mla(self) -> bool:
@@ -288,14 +316,16 @@ class ModelConfig:
 
 #: The base model of Vaswani et al. (2017), table 3 — N = 6 encoder and 6 decoder layers,
 #: d_model 512, h = 8 heads, d_ff 2048, Post-LN, ReLU, sinusoidal positions, shared source/target
-#: embedding and output projection (section 3.4), and a 37000-token shared BPE vocabulary for
-#: WMT 2014 English-German (section 5.1). The paper reports about 65M parameters (table 3).
+#: embedding and output projection (section 3.4), a 37000-token shared BPE vocabulary for
+#: WMT 2014 English-German (section 5.1) and dropout P_drop 0.1 (section 5.4). The paper reports
+#: about 65M parameters (table 3).
 BASE_TRANSFORMER = ModelConfig(
     vocab_size=37000, d_model=512, n_heads=8, n_layers=6, n_encoder_layers=6, d_ff=2048,
     arch="encoder-decoder", max_seq_len=512, norm="layernorm", norm_first=False, eps=1e-5,
-    ffn="relu", bias=True, positional="sinusoidal", tie_embeddings=True,
+    ffn="relu", bias=True, positional="sinusoidal", tie_embeddings=True, dropout=0.1,
     name="Transformer base",
-    source="Vaswani et al., 'Attention Is All You Need' (2017), table 3 and sections 3.4, 5.1",
+    source="Vaswani et al., 'Attention Is All You Need' (2017), table 3 and sections 3.4, "
+           "5.1, 5.4",
 )
 
 

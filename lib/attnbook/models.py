@@ -52,13 +52,20 @@ def count_parameters(module: nn.Module) -> int:
 
 
 class _Embedding(nn.Module):
-    """Token embedding plus absolute positions (sinusoidal or learned) for one stack."""
+    """Token embedding plus absolute positions (sinusoidal or learned) for one stack.
+
+    ``dropout(tokens(ids) * scale + position)``: ``scale`` is ``sqrt(d_model)`` when
+    ``config.scales_embeddings`` (Vaswani et al. section 3.4) and 1 otherwise; the dropout
+    (``config.dropout``, training mode only) is the paper's dropout "to the sums of the
+    embeddings and the positional encodings" (section 5.4).
+    """
 
     def __init__(self, config: ModelConfig, tokens: nn.Embedding):
         super().__init__()
         self.config = config
         self.tokens = tokens
-        self.scale = math.sqrt(config.d_model) if config.positional == "sinusoidal" else 1.0
+        self.scale = math.sqrt(config.d_model) if config.scales_embeddings else 1.0
+        self.dropout = nn.Dropout(config.dropout)
         self.positions = None
         if config.positional == "learned":
             self.positions = nn.Embedding(config.max_seq_len, config.d_model)
@@ -83,12 +90,13 @@ class _Embedding(nn.Module):
             x = x + self.positions(positions)
         elif self.config.positional == "sinusoidal":
             x = x + self.pe.to(x.dtype)[positions]
-        return x
+        return self.dropout(x)  # (B, T, d_model)
 
 
 def _block_kwargs(config: ModelConfig) -> dict:
     return dict(n_kv_heads=config.n_kv_heads, ffn=config.ffn, norm_first=config.norm_first,
-                norm=config.norm, eps=config.eps, bias=config.bias, head_dim=config.head_dim)
+                norm=config.norm, eps=config.eps, bias=config.bias, head_dim=config.head_dim,
+                dropout=config.dropout)
 
 
 def _padding_keep(attention_mask, shape, device, name: str):

@@ -1,0 +1,237 @@
+"""Generating text from a decoder: greedy, temperature and top-k sampling; attention maps.
+
+* :func:`sample_next_core` picks the next token from the last position's logits: the argmax
+  at temperature 0, otherwise a draw from ``softmax(logits / temperature)`` restricted to the
+  ``top_k`` most likely tokens (Fan et al., 2018, section 5.4; Holtzman et al., 2020,
+  section 3).
+* :func:`generate` appends ``max_new_tokens`` tokens. With the KV cache it processes the prompt
+  once (prefill) and then feeds one token per step, as
+  :func:`attnbook.kv_cache.greedy_generate_core` does; without it every step re-runs the model
+  on the whole sequence. Both paths draw from the same generator in the same order, so with the
+  same seed they give the same tokens (up to floating-point ties).
+* :func:`attention_maps` returns every layer's and head's attention weights for a sequence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .checks import check_bool, check_int, check_real, check_token_ids
+
+__all__ = ["sample_next_core", "sample_next", "generate_core", "generate", "attention_maps"]
+
+
+def sample_next_core(logits, temperature, top_k, generator):
+    """Next token ids ``(B, 1)`` from the last position's logits ``(B, V)``.
+
+    Temperature 0 is greedy (argmax); otherwise divide by the temperature, keep the
+    ``top_k`` largest logits (``None``: all), softmax, and draw one token.
+    """
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    logits = logits.float() / temperature  # (B, V)
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1) k-th largest
+        logits = logits.masked_fill(logits < kth, -math.inf)  # drop the rest
+    probs = torch.softmax(logits, dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+
+
+def _check_sampling(temperature, top_k, vocab_size):
+    temperature = check_real(temperature, "temperature", minimum=0.0)
+    if top_k is not None:
+        top_k = check_int(top_k, "top_k", 1, vocab_size)
+    return temperature, top_k
+
+
+def _make_generator(seed, generator):
+    if seed is not None and generator is not None:
+        raise ValueError("pass seed or generator, not both")
+    if generator is not None:
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got "
+                            f"{type(generator).__name__}")
+        return generator
+    gen = torch.Generator()
+    if seed is not None:
+        gen.manual_seed(check_int(seed, "seed", 0))
+    else:
+        gen.seed()
+    return gen
+
+
+def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
+                seed: int | None = None, generator: torch.Generator | None = None):
+    """Next token ids from logits: greedy at temperature 0, else temperature and top-k sampling.
+
+    Args:
+        logits: ``(B, V)`` floating tensor (unnormalized scores of the next token).
+        temperature: >= 0 and finite; 0 is greedy (argmax), 1 samples the model's
+            distribution, lower sharpens it, higher flattens it.
+        top_k: sample only among the ``top_k`` largest logits (ties at the k-th value are
+            kept), ``1 <= top_k <= V``; ``None`` keeps all.
+        seed: seed of a fresh ``torch.Generator`` (``None``: a random seed).
+        generator: a ``torch.Generator`` to draw from instead of ``seed``.
+
+    Returns:
+        ``(B, 1)`` int64 token ids.
+
+    Raises:
+        TypeError: if ``logits`` is not a floating tensor, ``top_k``/``seed`` not an integer,
+            ``temperature`` not a real number or ``generator`` not a ``torch.Generator``.
+        ValueError: if ``logits`` is not 2-D, ``temperature`` is negative or not finite,
+            ``top_k`` is outside ``[1, V]``, or both ``seed`` and ``generator`` are given.
+
+    Source: Fan et al., "Hierarchical Neural Story Generation" (2018), section 5.4 (top-k);
+    Ackley, Hinton & Sejnowski (1985) for the temperature of a Boltzmann distribution.
+    """
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point tensor, got "
+                        f"{getattr(logits, 'dtype', type(logits).__name__)}")
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be (B, V), got shape {tuple(logits.shape)}")
+    temperature, top_k = _check_sampling(temperature, top_k, logits.shape[1])
+    return sample_next_core(logits, temperature, top_k, _make_generator(seed, generator))
+
+
+@torch.no_grad()
+def generate_core(model, ids, max_new_tokens, temperature, top_k, generator):
+    """Sampling with a KV cache: prefill the prompt, then one token a step.
+
+    ``ids``: ``(B, T)`` prompt; returns ``(B, T + max_new_tokens)`` ids.
+    """
+    caches = model.make_caches()  # one empty KV cache per layer
+    logits = model(ids, kv_caches=caches)  # prefill: (B, T, V)
+    for step in range(max_new_tokens):
+        nxt = sample_next_core(logits[:, -1], temperature, top_k, generator)  # (B, 1)
+        ids = torch.cat((ids, nxt), dim=1)  # (B, T + step + 1)
+        if step + 1 < max_new_tokens:  # decode: only the new token runs
+            logits = model(nxt, kv_caches=caches)  # (B, 1, V)
+    return ids
+
+
+@torch.no_grad()
+def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
+             top_k: int | None = None, use_cache: bool = True, seed: int | None = None,
+             generator: torch.Generator | None = None) -> torch.Tensor:
+    """Append ``max_new_tokens`` sampled tokens to ``ids``, with or without the KV cache.
+
+    The model is put in eval mode (no dropout) for the call and its mode restored afterwards.
+    With ``use_cache`` the prompt runs once and each step feeds only the newest token
+    (:func:`generate_core`); without, each step re-runs the whole sequence. Both draw one
+    token per step from the same generator, so the same seed gives the same tokens.
+
+    Args:
+        model: a :class:`attnbook.models.DecoderOnlyModel` (anything with ``config``,
+            ``make_caches()`` and ``model(ids, kv_caches=...) -> (B, T, V)`` logits).
+        ids: ``(B, T)`` prompt token ids, ``T >= 1`` (tensor, array or nested list).
+        max_new_tokens: tokens to append, >= 0.
+        temperature: >= 0; 0 is greedy decoding (see :func:`sample_next`).
+        top_k: keep the ``top_k`` most likely tokens, ``1 <= top_k <= vocab_size``, or
+            ``None``.
+        use_cache: decode with per-layer KV caches.
+        seed: seed of a fresh generator (``None``: random, unless ``generator`` is given).
+        generator: a ``torch.Generator`` to draw from.
+
+    Returns:
+        ``(B, T + max_new_tokens)`` int64 token ids: the prompt, then the new tokens.
+
+    Raises:
+        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` and ids in
+            ``[0, vocab_size)``; the total length exceeds ``max_seq_len`` with absolute
+            (learned or sinusoidal) positions; ``temperature`` or ``top_k`` is out of range;
+            or both ``seed`` and ``generator`` are given.
+        TypeError: if ``model`` is not a ``torch.nn.Module`` with a ``config``, or an
+            argument has the wrong type.
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
+        raise TypeError(f"model must be a DecoderOnlyModel (a torch.nn.Module with a config), "
+                        f"got {type(model).__name__}")
+    cfg = model.config
+    ids = check_token_ids(ids, "ids", cfg.vocab_size)
+    if ids.shape[1] < 1:
+        raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
+    temperature, top_k = _check_sampling(temperature, top_k, cfg.vocab_size)
+    use_cache = check_bool(use_cache, "use_cache")
+    total = ids.shape[1] + max_new_tokens
+    if cfg.positional in ("learned", "sinusoidal") and total > cfg.max_seq_len:
+        raise ValueError(
+            f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens "
+            f"exceeds max_seq_len {cfg.max_seq_len} of {cfg.positional} positions (RoPE with "
+            "a sliding_window has no such limit)")
+    gen = _make_generator(seed, generator)
+    if max_new_tokens == 0:
+        return ids
+    was_training = model.training
+    model.eval()
+    try:
+        if use_cache:
+            return generate_core(model, ids, max_new_tokens, temperature, top_k, gen)
+        for _ in range(max_new_tokens):  # no cache: re-run the whole sequence
+            logits = model(ids)[:, -1]  # (B, V)
+            ids = torch.cat((ids, sample_next_core(logits, temperature, top_k, gen)), dim=1)
+        return ids
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def attention_maps(model, ids) -> np.ndarray:
+    """Every layer's and head's attention weights of a decoder-only model on one sequence.
+
+    Each layer's self-attention is run a second time on the input it received during a plain
+    forward pass, asking for its weights (``need_weights=True``), in eval mode (no dropout).
+
+    Args:
+        model: a :class:`attnbook.models.DecoderOnlyModel`.
+        ids: ``(T,)`` or ``(1, T)`` token ids in ``[0, vocab_size)``.
+
+    Returns:
+        ``(n_layers, n_heads, T, T)`` float64 array: entry ``[l, h, i, j]`` is the weight of
+        key ``j`` in query ``i``'s output in head ``h`` of layer ``l``; each row sums to 1 and
+        is 0 above the diagonal (and outside a sliding window).
+
+    Raises:
+        TypeError: if ``model`` has no ``layers`` of self-attention blocks or ``ids`` are not
+            integers.
+        ValueError: if ``ids`` is not one sequence of ids in ``[0, vocab_size)``.
+    """
+    layers = getattr(model, "layers", None)
+    if not isinstance(model, nn.Module) or layers is None or not all(
+            hasattr(layer, "self_attn") for layer in layers):
+        raise TypeError(f"model must be a DecoderOnlyModel, got {type(model).__name__}")
+    ids = torch.as_tensor(ids) if not isinstance(ids, torch.Tensor) else ids
+    if ids.ndim == 1:
+        ids = ids[None]
+    ids = check_token_ids(ids, "ids", model.config.vocab_size)
+    if ids.shape[0] != 1:
+        raise ValueError(f"ids must be one sequence, (T,) or (1, T); got shape "
+                         f"{tuple(ids.shape)}")
+    calls = []
+
+    def keep(module, args, kwargs):  # record the self-attention's input and keyword args
+        calls.append((module, args, dict(kwargs)))
+
+    hooks = [layer.self_attn.register_forward_pre_hook(keep, with_kwargs=True)
+             for layer in layers]
+    was_training = model.training
+    model.eval()
+    try:
+        model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    try:
+        maps = []
+        for module, args, kwargs in calls:
+            kwargs.update(need_weights=True, kv_cache=None)
+            _, w = module(*args, **kwargs)  # (1, H, T, T)
+            maps.append(w[0].double().cpu().numpy())
+    finally:
+        model.train(was_training)
+    return np.stack(maps)  # (n_layers, H, T, T)

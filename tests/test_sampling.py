@@ -1,0 +1,207 @@
+"""Tests for attnbook.sampling: next-token sampling, generation with and without the KV cache,
+attention maps.
+
+References: hand-computed softmax probabilities (frequencies of many draws within a loose
+binomial bound), argmax for temperature 0 and top-k = 1, the library's independent greedy
+decoder (attnbook.kv_cache.greedy_generate), and a NumPy recomputation of every layer's
+attention weights from its own query/key projections.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.kv_cache import greedy_generate
+from attnbook.models import DecoderOnlyModel, ModelConfig
+from attnbook.sampling import attention_maps, generate, sample_next
+from attnbook.training import gpt2_init_
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def small_model(positional="rope", **kw):
+    cfg = ModelConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=64,
+                      positional=positional, max_seq_len=64, **kw)
+    torch.manual_seed(0)
+    model = DecoderOnlyModel(cfg)
+    with torch.no_grad():  # logits spread enough that sampling is not near-uniform
+        gpt2_init_(model, std=0.3)
+    return model.eval()
+
+
+# --- sample_next ----------------------------------------------------------------------------
+
+
+def test_temperature_zero_and_top_k_one_are_greedy():
+    logits = torch.randn(6, 9, generator=torch.Generator().manual_seed(0))
+    greedy = logits.argmax(-1, keepdim=True)
+    torch.testing.assert_close(sample_next(logits, temperature=0.0), greedy)
+    for t in (0.5, 1.0, 3.0):
+        torch.testing.assert_close(sample_next(logits, temperature=t, top_k=1, seed=1), greedy)
+
+
+def _frequencies(logits_row, n, **kw):
+    logits = torch.as_tensor(logits_row, dtype=torch.float32).expand(n, -1)
+    draws = sample_next(logits, seed=0, **kw)[:, 0].numpy()
+    return np.bincount(draws, minlength=len(logits_row)) / n
+
+
+@pytest.mark.parametrize("temperature, top_k, expected", [
+    (1.0, None, [1 / 6, 2 / 6, 3 / 6]),  # softmax(log [1, 2, 3])
+    (2.0, None, np.sqrt([1, 2, 3]) / np.sqrt([1, 2, 3]).sum()),  # p^(1/T), renormalised
+    (0.5, None, np.array([1, 4, 9]) / 14),
+    (1.0, 2, [0.0, 2 / 5, 3 / 5]),  # the smallest logit is dropped
+])
+def test_sampling_frequencies_match_hand_computed_probabilities(temperature, top_k, expected):
+    n = 40_000
+    freq = _frequencies(np.log([1.0, 2.0, 3.0]), n, temperature=temperature, top_k=top_k)
+    expected = np.asarray(expected)
+    sigma = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(freq - expected) <= 5 * sigma + 1e-12), (freq, expected)
+
+
+def test_sample_next_is_reproducible_with_a_seed():
+    logits = torch.zeros(50, 7)
+    a = sample_next(logits, seed=3)
+    torch.testing.assert_close(a, sample_next(logits, seed=3))
+    gen = torch.Generator().manual_seed(3)
+    torch.testing.assert_close(a, sample_next(logits, generator=gen))
+
+
+def test_sample_next_rejects_bad_arguments():
+    logits = torch.zeros(2, 5)
+    with pytest.raises(ValueError, match="temperature"):
+        sample_next(logits, temperature=-0.1)
+    with pytest.raises(ValueError, match="temperature"):
+        sample_next(logits, temperature=math.nan)
+    with pytest.raises(ValueError, match="top_k"):
+        sample_next(logits, top_k=6)
+    with pytest.raises(ValueError, match="top_k"):
+        sample_next(logits, top_k=0)
+    with pytest.raises(TypeError, match="top_k"):
+        sample_next(logits, top_k=2.0)
+    with pytest.raises(ValueError, match="logits"):
+        sample_next(torch.zeros(5))
+    with pytest.raises(TypeError, match="logits"):
+        sample_next(torch.zeros(2, 5, dtype=torch.int64))
+    with pytest.raises(ValueError, match="seed or generator"):
+        sample_next(logits, seed=0, generator=torch.Generator())
+
+
+# --- generate -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positional, window", [("rope", None), ("rope", 6), ("learned", None)])
+@pytest.mark.parametrize("temperature, top_k", [(0.0, None), (1.0, None), (0.8, 3)])
+def test_generate_with_cache_equals_without(positional, window, temperature, top_k):
+    model = small_model(positional, sliding_window=window)
+    prompt = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    kw = dict(temperature=temperature, top_k=top_k, seed=7)
+    cached = generate(model, prompt, 20, use_cache=True, **kw)
+    full = generate(model, prompt, 20, use_cache=False, **kw)
+    assert cached.shape == (2, 24)
+    torch.testing.assert_close(cached[:, :4], prompt)
+    torch.testing.assert_close(cached, full)
+
+
+def test_greedy_generate_matches_the_kv_cache_greedy_decoder():
+    model = small_model()
+    prompt = torch.tensor([[3, 1, 4, 1, 5]])
+    ours = generate(model, prompt, 15, temperature=0.0)
+    torch.testing.assert_close(ours, greedy_generate(model, prompt, 15, use_cache=False))
+
+
+def test_sampled_generations_differ_between_seeds_and_agree_within_one():
+    model = small_model()
+    prompt = torch.tensor([[1, 2]])
+    a = generate(model, prompt, 30, temperature=1.0, seed=0)
+    assert not torch.equal(a, generate(model, prompt, 30, temperature=1.0, seed=1))
+    torch.testing.assert_close(a, generate(model, prompt, 30, temperature=1.0, seed=0))
+
+
+def test_generate_uses_eval_mode_and_restores_it():
+    model = small_model(dropout=0.5).train()
+    prompt = torch.tensor([[1, 2, 3]])
+    a = generate(model, prompt, 10, temperature=0.0, use_cache=True)
+    b = generate(model, prompt, 10, temperature=0.0, use_cache=False)
+    torch.testing.assert_close(a, b)  # no dropout noise
+    assert model.training
+
+
+def test_generate_rejects_bad_arguments():
+    model = small_model("learned")
+    prompt = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="max_seq_len"):
+        generate(model, prompt, 62)
+    with pytest.raises(ValueError, match="top_k"):
+        generate(model, prompt, 2, top_k=12)
+    with pytest.raises(ValueError, match="vocab_size"):
+        generate(model, [[1, 11]], 2)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(model, prompt, -1)
+    with pytest.raises(TypeError, match="use_cache"):
+        generate(model, prompt, 2, use_cache=1)
+    with pytest.raises(TypeError, match="model"):
+        generate(torch.nn.Linear(2, 2), prompt, 2)
+    torch.testing.assert_close(generate(model, prompt, 0), prompt)
+
+
+# --- attention maps -------------------------------------------------------------------------
+
+
+def _numpy_attention(model, ids):
+    """Each layer's weights from its own q/k projections, in float64 NumPy (learned positions)."""
+    inputs = []
+    hooks = [layer.norm1.register_forward_hook(lambda m, a, out: inputs.append(out))
+             for layer in model.layers]
+    with torch.no_grad():
+        model(ids)
+    for h in hooks:
+        h.remove()
+    maps = []
+    for layer, h in zip(model.layers, inputs, strict=True):
+        att = layer.self_attn
+        x = h[0].double().numpy()  # (T, d_model)
+        def np64(t):
+            return t.detach().double().numpy()
+
+        q = x @ np64(att.q_proj.weight).T + np64(att.q_proj.bias)  # (T, H*D)
+        k = x @ np64(att.k_proj.weight).T + np64(att.k_proj.bias)
+        T, H, D = x.shape[0], att.n_heads, att.head_dim
+        q = q.reshape(T, H, D).transpose(1, 0, 2)  # (H, T, D)
+        k = k.reshape(T, H, D).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(D)  # (H, T, T)
+        s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        maps.append(w / w.sum(-1, keepdims=True))
+    return np.stack(maps)
+
+
+def test_attention_maps_match_a_numpy_recomputation():
+    model = small_model("learned")
+    ids = torch.tensor([[1, 5, 2, 9, 3, 3, 0, 7]])
+    maps = attention_maps(model, ids)
+    assert maps.shape == (2, 4, 8, 8) and maps.dtype == np.float64
+    assert np.isfinite(maps).all()
+    np.testing.assert_allclose(maps, _numpy_attention(model, ids), atol=1e-5)
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(maps, k=1) == 0)  # causal: nothing above the diagonal
+    np.testing.assert_allclose(attention_maps(model, ids[0]), maps)  # (T,) works too
+
+
+def test_attention_maps_respect_the_sliding_window_and_restore_the_mode():
+    model = small_model("rope", sliding_window=3, dropout=0.2).train()
+    maps = attention_maps(model, torch.arange(8)[None])
+    assert np.all(np.tril(maps, k=-3) == 0)  # keys more than 2 back are hidden
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)
+    assert model.training
+    with pytest.raises(ValueError, match="one sequence"):
+        attention_maps(model, torch.zeros(2, 4, dtype=torch.int64))
