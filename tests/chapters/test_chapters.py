@@ -545,6 +545,7 @@ def expected_02() -> dict:
           "exsh_WQ": (512, 64), "exsh_Q": (10, 64), "exsh_scores": (10, 10), "exsh_out": (10, 64),
           "exc_implied_z4": 4.0 + math.log(0.08 / 0.86)}
     e |= expected_02_real_model()
+    e |= importlib.import_module("expected_ch02").expected()  # three steps, "apple"
     return e
 
 

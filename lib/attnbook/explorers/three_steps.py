@@ -230,8 +230,9 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
         go.Scatter(x=[0, r.output[0]], y=[0, r.output[1]], mode="lines+markers+text",
                    name="output", text=["", "o"], textposition="middle right",
                    line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
-                   marker=dict(symbol="arrow", angleref="previous", size=[0, 14],
-                               color=ORANGE),
+                   # a zero output has no direction: a ring at the origin, not an arrow
+                   marker=dict(symbol="arrow" if finite else "circle-open",
+                               angleref="previous", size=[0, 14], color=ORANGE),
                    xaxis="x3", yaxis="y3", showlegend=False,
                    meta=dict(output=r.output.tolist(),
                              cos_output=r.cos_output.tolist() if finite else None,
