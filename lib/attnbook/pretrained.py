@@ -81,7 +81,7 @@ TIRED = "The animal didn't cross the street because it was too tired."
 #: refers to the street instead of the animal.
 WIDE = "The animal didn't cross the street because it was too wide."
 
-#: Contexts of the ambiguous word "apple" for :func:`sense_similarity`: two about the fruit,
+#: Contexts of the ambiguous word "apple" for :func:`sense_similarity`, two about the fruit,
 #: two about the company, one that says neither. The model is uncased (its tokenizer lower-cases),
 #: so "Apple" and "apple" are the same word piece; only the context differs.
 APPLE_CONTEXTS = (

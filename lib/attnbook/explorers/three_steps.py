@@ -30,13 +30,13 @@ from .base import Control, Explorer
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
            "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
 
-#: The named dimensions of every hand-made vector: (food, tech).
+#: The named dimensions of every hand-made vector, (food, tech).
 DIMS = ("food", "tech")
 #: The ambiguous word whose query is followed.
 WORD = "apple"
-#: The query of "apple": it asks equally for food and for tech, (food, tech) = (1, 1).
+#: The query of "apple". It asks equally for food and for tech, (food, tech) = (1, 1).
 QUERY = (1, 1)
-#: The key of each word (lower case), (food, tech): how strongly it answers a query for food
+#: The key of each word (lower case), (food, tech), or how strongly it answers a query for food
 #: or for tech. Words that say nothing about either have the key (0, 0).
 KEYS = {
     "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
@@ -44,8 +44,8 @@ KEYS = {
     "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
     "fell": (0, 0), "saw": (0, 0),
 }
-#: The value of each word, (food, tech): what it hands over when attended to. The value of
-#: "apple" is its starting vector, (1, 1): on its own the word is as much fruit as company.
+#: The value of each word, (food, tech), or what it hands over when attended to. The value of
+#: "apple" is its starting vector (1, 1). On its own the word is as much fruit as company.
 VALUES = {
     "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
     "chip": (0, 2), "stock": (0, 2),
