@@ -421,6 +421,12 @@ def test_word_vectors_and_uncased_apple(model, hf_hidden):
 def test_sense_similarity_rejects_bad_input(model, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         pretrained.sense_similarity(model=model, **kwargs)
+    with pytest.raises(TypeError, match="sentence must be a string"):
+        model.hidden_states(["I ate an apple."])
+    with pytest.raises(TypeError, match="occurrence"):
+        pretrained.word_vectors("I ate an apple.", "apple", occurrence=0.0, model=model)
+    with pytest.raises(ValueError, match="occurrence 1"):
+        pretrained.word_vectors("I ate an apple.", "apple", occurrence=1, model=model)
     with pytest.raises(ValueError, match="fewer than two|need two"):
         _ = pretrained.SenseSimilarity(("x",), "apple", ("fruit",), (("a",),),
                                        np.zeros((1, 1, 7))).margin
