@@ -20,8 +20,10 @@ module                 explorers
 ``positional``         :func:`~attnbook.explorers.positional.position_explorer`
 ``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
 ``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(L²))
+``flash``              :func:`~attnbook.explorers.flash.flash_explorer` (the tiled loop)
 ``temperature``        :func:`~attnbook.explorers.temperature.temperature_explorer` (T)
 ``three_steps``        :func:`~attnbook.explorers.three_steps.three_steps_explorer` (apple)
+``lm_attention``       :func:`~attnbook.explorers.lm_attention.lm_attention_explorer` (a trained LM)
 =====================  ======================================================================
 
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
@@ -45,4 +47,6 @@ __all__ = [
     "quadratic",
     "temperature",
     "three_steps",
+    "lm_attention",
+    "flash",
 ]

@@ -1,0 +1,357 @@
+"""Step through FlashAttention: the tiled loop's online softmax, one tile at a time.
+
+The explorer replays the steps that :func:`attnbook.flash.tiled_attention_steps` records
+(:class:`attnbook.flash.TileStep`) on a small fixed example (:func:`flash_example`: ``L = S = 8``
+positions, head width ``D = 4``, one number per value so that a row's accumulator ``a_i`` is
+one number). For a block size of queries and of keys, the causal mask on or off and a step,
+:func:`flash_step_figure` draws
+
+* the ``L x S`` score matrix: the tiles already computed shaded, the tile of this step outlined,
+  the tiles not yet visited blank (their scores do not exist yet), and in this tile the score
+  that raised a row's running maximum;
+* for each query row ``i`` of this step's block, the running maximum ``m_i`` and denominator
+  ``ell_i`` and the accumulator ``a_i`` before and after the step, and the rescale factor
+  ``r_i = exp(m_i - m_i_new)`` that multiplied the old ``ell_i`` and ``a_i``;
+* once the last key block of a row block is done, ``max |a_i / ell_i - out_i|`` against plain
+  softmax attention (:func:`attnbook.attention.scaled_dot_product_attention`).
+
+The notation is the book's (appendix A: ``m_i``, ``ell_i``; chapter 12: ``r_i``, ``a_i``). This
+module imports no torch.
+
+Source: Dao et al., "FlashAttention" (2022), Algorithm 1; Milakov & Gimelshein, "Online
+normalizer calculation for softmax" (2018).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import scaled_dot_product_attention
+from ..checks import check_bool, check_choice, check_int, check_seed
+from ..flash import tiled_attention_steps
+from ..viz import EMPTY_TEMPLATE, FONT, ORANGE, axis_style
+from .base import Control, Explorer
+
+__all__ = [
+    "SEQ_LEN",
+    "HEAD_DIM",
+    "BLOCK_SIZES",
+    "STEP_VALUES",
+    "STATE_COLUMNS",
+    "flash_example",
+    "flash_step_figure",
+    "flash_explorer",
+]
+
+#: Number of queries ``L`` and of keys ``S`` of the explorer's example.
+SEQ_LEN = 8
+#: Head width ``D`` of the example's queries and keys (values have one number each).
+HEAD_DIM = 4
+#: The block sizes offered for the queries (rows of a tile) and the keys (columns).
+BLOCK_SIZES = (2, 4, 8)
+#: The stops of the step slider, 1 to the most steps any setting takes
+#: ``(SEQ_LEN / 2) ** 2``; a setting with fewer steps shows its last step beyond its end.
+STEP_VALUES = tuple(range(1, (SEQ_LEN // min(BLOCK_SIZES)) ** 2 + 1))
+#: The columns of the state panel, in order (trace 1's ``x``).
+STATE_COLUMNS = ("m_old", "m_new", "rescale", "l_old", "l_new", "a_old", "a_new")
+_STATE_TICKS = ("m<sub>i</sub><br>before", "m<sub>i</sub><br>after", "r<sub>i</sub>",
+                "ℓ<sub>i</sub><br>before", "ℓ<sub>i</sub><br>after", "a<sub>i</sub><br>before",
+                "a<sub>i</sub><br>after")
+# Status of a score cell (trace 0's z) and its colour.
+_NOT_YET, _DONE, _CURRENT, _HIDDEN, _NEW_MAX = 0, 1, 2, 3, 4
+_STATUS_COLORS = ("#ffffff", "#e2e2e2", "#fde2c4", "#b5b5b5", "#f0a35e")
+# State cell: plain, the row's maximum rose, no number (a row outside this step's block).
+_PLAIN, _ROSE, _EMPTY = 0, 1, 2
+_STATE_COLORS = ("#eef2f8", "#f0a35e", "#ffffff")
+_MINUS = "\u2212"
+
+
+def _steps_colorscale(colors) -> list:
+    """A plotly colorscale that gives integer ``z = 0, 1, ...`` the colours in order."""
+    n = len(colors)
+    scale = []
+    for i, c in enumerate(colors):
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    return scale
+
+
+def _num(x: float, digits: int = 2) -> str:
+    """``x`` with ``digits`` decimals and a true minus sign; ``-inf`` as −∞."""
+    if x == -np.inf:
+        return _MINUS + "∞"
+    text = f"{x:.{digits}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text.replace("-", _MINUS)
+
+
+def _rows(start: int, stop: int) -> str:
+    return f"{start}–{stop - 1}" if stop - start > 1 else str(start)
+
+
+def flash_example(seed: int = 0):
+    """The explorer's fixed example: queries, keys and values drawn from one seeded generator.
+
+    ``rng = numpy.random.default_rng(seed)``; then, in this order, ``q`` =
+    ``rng.standard_normal((SEQ_LEN, HEAD_DIM))``, ``k`` the same shape and ``v`` =
+    ``rng.standard_normal((SEQ_LEN, 1))``. The scale of the scores is the default
+    ``1 / sqrt(HEAD_DIM)``.
+
+    Args:
+        seed: seed of the generator, an integer >= 0.
+
+    Returns:
+        ``(q, k, v)``: float64 arrays ``(L, D)``, ``(S, D)`` and ``(S, 1)`` with
+        ``L = S =`` :data:`SEQ_LEN` and ``D =`` :data:`HEAD_DIM`.
+
+    Raises:
+        TypeError: if ``seed`` is not an integer.
+        ValueError: if ``seed`` is negative.
+    """
+    rng = np.random.default_rng(check_seed(seed))
+    q = rng.standard_normal((SEQ_LEN, HEAD_DIM))  # (L, D)
+    k = rng.standard_normal((SEQ_LEN, HEAD_DIM))  # (S, D)
+    v = rng.standard_normal((SEQ_LEN, 1))  # (S, Dv = 1)
+    return q, k, v
+
+
+def _check_setting(block_q, block_k, causal, step):
+    check_choice(block_q, "block_q", BLOCK_SIZES)
+    check_choice(block_k, "block_k", BLOCK_SIZES)
+    causal = check_bool(causal, "causal")
+    step = check_int(step, "step", 1, STEP_VALUES[-1])
+    return int(block_q), int(block_k), causal, step
+
+
+def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
+                      *, seed: int = 0, height: int = 540):
+    """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
+
+    Runs :func:`attnbook.flash.tiled_attention_steps` (``block_q``, ``block_k``, ``causal``,
+    default scale) and draws step ``k = min(step, n)`` of its ``n`` steps (steps go through the
+    key blocks of the first query block, then of the next, ...).
+
+    Trace 0 (left, the score matrix ``(L, S)``): ``z`` is the status of each cell (0 not yet
+    computed, 1 computed in an earlier step, 2 in this step's tile, 3 hidden by the causal mask,
+    4 the score in this tile that raised its row's running maximum); ``text`` is the score
+    ``s_ij`` of every cell computed so far (−∞ where hidden) and empty elsewhere. The tile of
+    this step is outlined (``layout.shapes``). Trace 1 (right, one row per query ``i``): ``x`` is
+    :data:`STATE_COLUMNS` — ``m_i``, ``ell_i`` and ``a_i`` before and after the step and the
+    rescale ``r_i`` — with the numbers in ``text`` (two decimals) for the rows of this step's
+    block and empty for the others; ``z`` is 1 where a row's maximum rose (its ``m_i`` after and
+    ``r_i``), 2 where the cell is empty, 0 otherwise. ``meta`` of trace 1 holds the numbers
+    unrounded: ``step``, ``n_steps``, ``q_start``, ``q_stop``, ``k_start``, ``k_stop``, the
+    seven columns as lists over the block's rows (``m_old`` is ``None`` for −∞), ``rose`` (the
+    rows whose maximum rose) and ``max_diff``: after the last key block of a query block,
+    ``max |a_i / ell_i - out_i|`` over its rows against
+    :func:`attnbook.attention.scaled_dot_product_attention`, else ``None``. The title says
+    "Step k of n" and what the step did.
+
+    Args:
+        block_q: queries per block, one of :data:`BLOCK_SIZES`.
+        block_k: keys per block, one of :data:`BLOCK_SIZES`.
+        causal: apply the causal mask (query ``i`` sees keys ``j <= i``).
+        step: the step to show, 1 .. ``STEP_VALUES[-1]``; clamped to the number of steps of
+            this setting.
+        seed: seed of :func:`flash_example`.
+        height: figure height in pixels, >= 10.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``step``, ``seed`` or ``height`` is not an integer or ``causal`` not a
+            bool.
+        ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step``, ``seed``
+            or ``height`` is out of range.
+    """
+    block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
+    height = check_int(height, "height", 10)
+    q, k, v = flash_example(seed)
+    _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+    plain = scaled_dot_product_attention(q, k, v, causal=causal)  # (L, 1)
+    return _figure(steps, plain, step, causal, height)
+
+
+def _figure(steps, plain, step, causal, height):
+    import plotly.graph_objects as go
+
+    n = len(steps)
+    k_ix = min(step, n)
+    st = steps[k_ix - 1]
+    L, S = plain.shape[0], SEQ_LEN
+    first_of_row = st.k_start == 0
+    prev = None if first_of_row else steps[k_ix - 2]
+    rows = list(range(st.q_start, st.q_stop))
+    m_old, m_new, r = st.m_old, st.m_new, st.rescale  # (bq,)
+    l_old = np.zeros_like(st.l) if prev is None else prev.l  # (bq,)
+    a_old = np.zeros_like(st.acc[:, 0]) if prev is None else prev.acc[:, 0]  # (bq,)
+    a_new = st.acc[:, 0]  # (bq,)
+    rose = [i for i, (a, b) in zip(rows, zip(m_old, m_new)) if b > a and not first_of_row]
+    last_of_row = st.k_stop == S
+    max_diff = (float(np.abs(st.out - plain[st.q_start:st.q_stop]).max())
+                if last_of_row else None)
+
+    # Score matrix: what has been computed so far.
+    status = np.full((L, S), _NOT_YET, dtype=np.int8)  # (L, S)
+    text = [[""] * S for _ in range(L)]
+    for s in steps[:k_ix]:
+        here = s is st
+        for a, i in enumerate(range(s.q_start, s.q_stop)):
+            for b, j in enumerate(range(s.k_start, s.k_stop)):
+                x = s.scores[a, b]
+                text[i][j] = _num(x)
+                if x == -np.inf:
+                    status[i, j] = _HIDDEN
+                else:
+                    status[i, j] = _CURRENT if here else _DONE
+    for a, i in enumerate(rows):
+        if i in rose:  # the score of this tile that is the row's new maximum
+            b = int(np.argmax(st.scores[a]))
+            status[i, st.k_start + b] = _NEW_MAX
+
+    # State of the rows of this block: before, after, and the rescale.
+    cols = {"m_old": m_old, "m_new": m_new, "rescale": r, "l_old": l_old, "l_new": st.l,
+            "a_old": a_old, "a_new": a_new}
+    z_state = np.full((L, len(STATE_COLUMNS)), _EMPTY, dtype=np.int8)  # (L, 7)
+    t_state = [[""] * len(STATE_COLUMNS) for _ in range(L)]
+    for a, i in enumerate(rows):
+        for c, name in enumerate(STATE_COLUMNS):
+            t_state[i][c] = _num(float(cols[name][a]))
+            z_state[i, c] = _ROSE if (i in rose and name in ("m_new", "rescale")) else _PLAIN
+
+    keys = [str(j) for j in range(S)]
+    queries = [str(i) for i in range(L)]
+    meta = {"step": k_ix, "n_steps": n, "q_start": st.q_start, "q_stop": st.q_stop,
+            "k_start": st.k_start, "k_stop": st.k_stop, "rose": rose, "max_diff": max_diff}
+    for name in STATE_COLUMNS:
+        meta[name] = [None if x == -np.inf else float(x) for x in cols[name]]
+    traces = [
+        go.Heatmap(
+            z=status, x=keys, y=queries, xaxis="x", yaxis="y", zmin=-0.5,
+            zmax=len(_STATUS_COLORS) - 0.5, colorscale=_steps_colorscale(_STATUS_COLORS),
+            showscale=False, xgap=1, ygap=1, text=text, texttemplate="%{text}",
+            textfont=dict(size=12), name="scores",
+            hovertemplate="query i = %{y}, key j = %{x}: s = %{text}<extra></extra>",
+        ),
+        go.Heatmap(
+            z=z_state, x=list(STATE_COLUMNS), y=queries, xaxis="x2", yaxis="y2", zmin=-0.5,
+            zmax=len(_STATE_COLORS) - 0.5, colorscale=_steps_colorscale(_STATE_COLORS),
+            showscale=False, xgap=1, ygap=1, text=t_state, texttemplate="%{text}",
+            textfont=dict(size=12), name="running state", meta=meta,
+            hovertemplate="row i = %{y}: %{text}<extra></extra>",
+        ),
+    ]
+
+    # Tile grid and the outline of this step's tile (data coordinates of the category axes).
+    bq, bk = st.q_stop - st.q_start, st.k_stop - st.k_start
+    line = dict(color="#555555", width=1)
+    shapes = [dict(type="line", xref="x", yref="y", x0=j - 0.5, x1=j - 0.5, y0=-0.5,
+                   y1=L - 0.5, line=line) for j in range(bk, S, bk)]
+    shapes += [dict(type="line", xref="x", yref="y", x0=-0.5, x1=S - 0.5, y0=i - 0.5,
+                    y1=i - 0.5, line=line) for i in range(bq, L, bq)]
+    shapes.append(dict(type="rect", xref="x", yref="y", x0=st.k_start - 0.5,
+                       x1=st.k_stop - 0.5, y0=st.q_start - 0.5, y1=st.q_stop - 0.5,
+                       line=dict(color=ORANGE, width=3)))
+
+    # Title: which step, what it did.
+    head = (f"Step {k_ix} of {n}: query rows i = {_rows(st.q_start, st.q_stop)} meet keys "
+            f"j = {_rows(st.k_start, st.k_stop)}")
+    if step > n:
+        head += f" (the last step: this tiling has {n})"
+    hidden_tile = bool(np.all(st.scores == -np.inf))
+    if first_of_row:
+        what = ("first key block of these rows: m<sub>i</sub> starts at " + _MINUS
+                + "∞, so r<sub>i</sub> = 0 (nothing to rescale)")
+    elif hidden_tile:
+        what = ("every key of this tile is hidden from these rows: nothing changes, "
+                "r<sub>i</sub> = 1 (FlashAttention skips such tiles)")
+    elif rose:
+        what = (f"m<sub>i</sub> rose in row{'s' if len(rose) > 1 else ''} "
+                f"{', '.join(str(i) for i in rose)}: the old ℓ<sub>i</sub> and "
+                "a<sub>i</sub> are multiplied by r<sub>i</sub> < 1")
+    else:
+        what = ("no row's maximum rose: r<sub>i</sub> = 1, ℓ<sub>i</sub> and a<sub>i</sub> "
+                "only add this tile's terms")
+    title = f"{head}<br>{what}"
+    if max_diff is not None:
+        diff = "0" if max_diff == 0 else f"{max_diff:.1e}".replace("-", _MINUS)
+        title += (f"<br>rows {_rows(st.q_start, st.q_stop)} done: a<sub>i</sub> / "
+                  f"ℓ<sub>i</sub> equals plain softmax attention, max |difference| = {diff}")
+    caption = ("orange outline: this step's tile · grey: computed in earlier steps · "
+               "blank: not computed yet · dark orange: a new row maximum")
+    if causal:
+        caption += " · dark grey: hidden (causal)"
+    annotations = [
+        dict(text="scores s<sub>ij</sub> computed so far", x=0.225, y=1.0, xref="paper",
+             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+             font=dict(size=13)),
+        dict(text="running state of this block's rows", x=0.78, y=1.0, xref="paper",
+             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+             font=dict(size=13)),
+        dict(text=caption, x=0.5, y=-0.24, xref="paper", yref="paper", xanchor="center",
+             yanchor="top", showarrow=False, font=dict(size=12)),
+    ]
+    layout = go.Layout(
+        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
+        height=height, title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
+        margin=dict(l=60, r=12, t=120, b=110),
+        xaxis=axis_style(domain=[0.0, 0.45], type="category", title=dict(text="key j"),
+                         anchor="y", showgrid=False, tickangle=0),
+        yaxis=axis_style(type="category", title=dict(text="query i"), anchor="x",
+                         autorange="reversed", showgrid=False),
+        xaxis2=axis_style(domain=[0.53, 1.0], type="category", anchor="y2", showgrid=False,
+                          tickmode="array", tickvals=list(STATE_COLUMNS),
+                          ticktext=list(_STATE_TICKS), tickangle=0, tickfont=dict(size=12)),
+        yaxis2=axis_style(type="category", anchor="x2", autorange="reversed", showgrid=False),
+        shapes=shapes, annotations=annotations, showlegend=False,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2,
+                   *, seed: int = 0) -> Explorer:
+    """Step through FlashAttention (chapter 12): the online softmax of the tiled loop, tile by tile.
+
+    Controls: ``block_q`` and ``block_k`` (sliders over :data:`BLOCK_SIZES`), ``causal`` (a
+    checkbox) and ``step`` (a slider over :data:`STEP_VALUES`, the same stops for every
+    setting; beyond a setting's last step the figure shows that last step and says so). The
+    figure is :func:`flash_step_figure` on :func:`flash_example`; the static page precomputes
+    all 288 settings (98 distinct figures).
+
+    Args:
+        block_q: initial query block size, one of :data:`BLOCK_SIZES`.
+        block_k: initial key block size, one of :data:`BLOCK_SIZES`.
+        causal: initial state of the causal mask.
+        step: initial step, one of :data:`STEP_VALUES`.
+        seed: seed of :func:`flash_example`.
+
+    Returns:
+        :class:`~attnbook.explorers.base.Explorer`.
+
+    Raises:
+        TypeError: if ``step`` or ``seed`` is not an integer or ``causal`` not a bool.
+        ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step`` or
+            ``seed`` is out of range.
+    """
+    block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
+    seed = check_seed(seed)
+    q, k, v = flash_example(seed)
+    cache: dict = {}
+
+    def render(block_q, block_k, causal, step):
+        key = (block_q, block_k, causal)
+        if key not in cache:  # one run of the tiled loop per setting
+            _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q,
+                                             block_k=block_k)
+            cache[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
+        steps, plain = cache[key]
+        return _figure(steps, plain, step, causal, 540)
+
+    controls = [
+        Control("block_q", "query block (rows)", "slider", BLOCK_SIZES, block_q),
+        Control("block_k", "key block (columns)", "slider", BLOCK_SIZES, block_k),
+        Control("causal", "causal mask", "toggle", (False, True), causal),
+        Control("step", "step", "slider", STEP_VALUES, step),
+    ]
+    return Explorer(controls, render, title="FlashAttention, step by step")
