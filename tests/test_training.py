@@ -128,3 +128,26 @@ def test_train_language_model_rejects_bad_arguments():
         train_language_model("model", ids, ids, **kw)
     with pytest.raises(TypeError, match="progress"):
         train_language_model(model, ids, ids, **kw, progress=1)
+
+
+def test_capstone_benchmark_runs_one_tiny_point(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "capstone.py"
+    spec = importlib.util.spec_from_file_location("capstone_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "capstone.json"
+    previous = torch.get_num_threads()
+    try:
+        bench.main(["--steps", "2", "--d-model", "16", "--n-layers", "1", "--block-size", "16",
+                    "--batch-size", "2", "--new-tokens", "5", "--repeat", "1",
+                    "--out", str(out)])
+    finally:
+        torch.set_num_threads(previous)
+    result = json.loads(out.read_text())
+    assert result["same_tokens_with_and_without_cache"] is True
+    assert len(result["val_loss"]) == 3  # before training, after step 1, after step 2
+    assert result["bigram_loss"] < result["unigram_loss"] < result["log_vocab"]

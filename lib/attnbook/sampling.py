@@ -28,14 +28,14 @@ __all__ = ["sample_next_core", "sample_next", "generate_core", "generate", "atte
 def sample_next_core(logits, temperature, top_k, generator):
     """Next token ids ``(B, 1)`` from the last position's logits ``(B, V)``.
 
-    Temperature 0 is greedy (argmax); otherwise divide by the temperature, keep the
-    ``top_k`` largest logits (``None``: all), softmax, and draw one token.
+    Temperature 0 is greedy (argmax); otherwise divide by the temperature,
+    keep the ``top_k`` largest logits (``None``: all), softmax, draw one.
     """
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
     logits = logits.float() / temperature  # (B, V)
     if top_k is not None:
-        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1) k-th largest
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, -math.inf)  # drop the rest
     probs = torch.softmax(logits, dim=-1)  # (B, V)
     return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
@@ -107,7 +107,8 @@ def generate_core(model, ids, max_new_tokens, temperature, top_k, generator):
     caches = model.make_caches()  # one empty KV cache per layer
     logits = model(ids, kv_caches=caches)  # prefill: (B, T, V)
     for step in range(max_new_tokens):
-        nxt = sample_next_core(logits[:, -1], temperature, top_k, generator)  # (B, 1)
+        last = logits[:, -1]  # (B, V): the newest position's logits
+        nxt = sample_next_core(last, temperature, top_k, generator)  # (B, 1)
         ids = torch.cat((ids, nxt), dim=1)  # (B, T + step + 1)
         if step + 1 < max_new_tokens:  # decode: only the new token runs
             logits = model(nxt, kv_caches=caches)  # (B, 1, V)

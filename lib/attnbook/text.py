@@ -260,13 +260,14 @@ def get_batch_core(ids: torch.Tensor, block_size: int, batch_size: int,
                    generator: torch.Generator):
     """Random windows of ``ids`` and their next tokens (teacher forcing).
 
-    ``ids``: ``(N,)`` int64 tensor. Returns ``x, y`` of shape ``(B, T)``, ``y = x`` shifted
-    one token to the left.
+    ``ids``: ``(N,)`` int64 tensor. Returns ``x, y`` of shape ``(B, T)``:
+    ``y`` is ``x`` shifted one token to the left.
     """
-    starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)  # (B,)
-    offsets = torch.arange(block_size)  # (T,)
-    x = ids[starts[:, None] + offsets]  # (B, T)
-    y = ids[starts[:, None] + offsets + 1]  # (B, T): the next token of each position
+    n_starts = len(ids) - block_size  # the last window ends at ids[-2]
+    starts = torch.randint(n_starts, (batch_size,), generator=generator)
+    pos = starts[:, None] + torch.arange(block_size)  # (B, T) from (B,) starts
+    x = ids[pos]  # (B, T)
+    y = ids[pos + 1]  # (B, T): the next token at every position
     return x, y
 
 

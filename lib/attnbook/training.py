@@ -173,7 +173,7 @@ def evaluate_loss(model, ids, *, block_size: int, batch_size: int, n_batches: in
 
 
 def train_step_core(model, opt, x, y, lr, grad_clip):
-    """One update: cross-entropy of the next tokens, backward, clip, AdamW step.
+    """One update: next-token cross-entropy, backward, clip, AdamW step.
 
     ``x``, ``y``: ``(B, T)`` ids and next ids. Returns the batch loss.
     """
