@@ -82,6 +82,20 @@ def expected() -> dict:
     assert math.isclose(e["os_out_tiled"], out_hand, rel_tol=1e-14)
     e["os_diff"] = Tiny(1e-12)
     e["tiling_max_diff"] = Tiny(1e-12)
+    # --- the explorer's example (attnbook.explorers.flash), from its documented generator ---
+    rng = np.random.default_rng(0)
+    q8, k8 = rng.standard_normal((8, 4)), rng.standard_normal((8, 4))
+    s8 = q8 @ k8.T / 2.0  # (8, 8), scale 1 / sqrt(4)
+    blk = s8.reshape(8, 4, 2).max(axis=2)  # (row, key block of 2): the block maxima
+    seen = np.maximum.accumulate(blk, axis=1)  # running maximum m_i after each block
+    e["fa_n_steps"] = (8 // 2) * (8 // 2)
+    e["fa_n_rises"] = int((blk[:, 1:] > seen[:, :-1]).sum())
+    e["fa_r_step2_row0"] = math.exp(seen[0, 0] - seen[0, 1])
+    assert np.all(seen[:2, 1] > seen[:2, 0])  # the prose: at step 2 both rows rise
+    # causal, 2 x 2 tiles: query block a sees no key of key block b > a (6 of the 16 pairs)
+    e["fa_causal_hidden"] = sum(1 for a in range(4) for b in range(4) if 2 * b > 2 * a + 1)
+    e["fa_n_settings"] = 3 * 3 * 2
+    e["fa_max_diff"] = Tiny(1e-12)
     # --- CPU benchmark, read with NumPy's CSV reader ----------------------------------------
     data = np.genfromtxt(ROOT / "benchmarks" / "results" / "cpu_flash.csv", delimiter=",",
                          names=True, dtype=None, encoding="utf-8")
