@@ -151,3 +151,15 @@ def test_capstone_benchmark_runs_one_tiny_point(tmp_path):
     assert result["same_tokens_with_and_without_cache"] is True
     assert len(result["val_loss"]) == 3  # before training, after step 1, after step 2
     assert result["bigram_loss"] < result["unigram_loss"] < result["log_vocab"]
+
+
+def test_progress_bar_and_thread_setting_are_restored():
+    torch.set_num_threads(1)
+    previous = torch.get_num_threads()
+    model = DecoderOnlyModel(tiny_config())
+    ids = np.arange(100) % 5
+    run = train_language_model(model, ids, ids, steps=2, batch_size=2, block_size=8, lr=1e-3,
+                               eval_every=1, eval_batches=1, seed=0, progress=True,
+                               num_threads=2)
+    assert torch.get_num_threads() == previous
+    np.testing.assert_array_equal(run.steps, [0, 1, 2])
