@@ -48,6 +48,7 @@ __all__ = [
     "linear",
     "paged",
     "testing",
+    "exercises",
     # torch
     "nn",
     "blocks",

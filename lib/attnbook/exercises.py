@@ -1,0 +1,683 @@
+"""Checks for the code a reader writes in the exercises: attention, the causal mask, heads.
+
+Each checker runs the reader's function on a handful of cases — square and ``L != S``, with and
+without batch and head axes, ``Dv != D``, several heads — compares every result with the
+library's own implementation and returns a :class:`CheckResult`: truthy when every case
+passed, and a text that says which case failed (the shapes it was given), the expected and the
+returned shape, the largest difference and where it sits, and, when the result equals a
+typical wrong variant on that case, what the mistake probably is (the scale forgotten, the
+softmax over the wrong axis, ``k`` not transposed, a top-left causal mask, ``True`` meaning
+"hidden", heads split without the transpose). A stub that still raises
+``NotImplementedError`` or returns ``None`` gets "not written yet", never a traceback.
+
+The reference implementations are :func:`attnbook.attention.scaled_dot_product_attention`,
+:func:`attnbook.masks.causal_mask` and :func:`attnbook.heads.split_heads`, so the conventions
+are the book's: keep-masks (``True`` = may attend), causal masks aligned bottom-right, head
+``h`` holding features ``h*head_dim .. (h+1)*head_dim - 1`` (see the notation appendix).
+
+This module imports NumPy only.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .attention import scaled_dot_product_attention
+from .heads import split_heads
+from .masks import causal_mask
+
+__all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_heads"]
+
+#: Tolerances of the comparison with the library (float64 inputs; a float32 result passes).
+ATOL, RTOL = 1e-6, 1e-5
+WIDTH = 72  # the result's text is wrapped to this many columns (phones, the 79-column rule)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check of a reader's function; truthy when every case passed.
+
+    Shown in a notebook (or printed) it is a short text: a headline, the failing case with its
+    shapes, expected and returned shape, the largest difference and where, and the likely
+    mistake.
+
+    Attributes:
+        name: the name of the reader's function, e.g. ``"my_attention"``.
+        status: ``"passed"``, ``"not written"`` (the stub raises ``NotImplementedError`` or
+            returns ``None``), ``"wrong"`` (a result differs from the library's) or
+            ``"error"`` (the function raised another exception).
+        n_cases: how many cases the check runs.
+        n_passed: how many cases passed before the first failure (all of them on success).
+        case: the failing case in words, with its shapes (``"q (2, 4), k (5, 4), v (5, 3)"``);
+            ``None`` when nothing failed.
+        expected_shape: the shape the library returns on the failing case, or ``None``.
+        got_shape: the shape the reader's function returned, or ``None``.
+        max_abs_diff: the largest absolute difference on the failing case (for a mask, the
+            number of entries that differ), or ``None`` when the shapes differ.
+        where: the index of that difference (for a mask, the first differing entry), or
+            ``None``.
+        mistake: a short code of the recognised mistake (``"no_scale"``, ``"softmax_axis"``,
+            ``"top_left"``, ...) or ``None``.
+        diagnosis: the recognised mistake in words, or ``None``.
+        message: the full text (also the ``repr``).
+    """
+
+    name: str
+    status: str
+    n_cases: int
+    n_passed: int
+    case: str | None = None
+    expected_shape: tuple | None = None
+    got_shape: tuple | None = None
+    max_abs_diff: float | None = None
+    where: tuple | None = None
+    mistake: str | None = None
+    diagnosis: str | None = None
+    message: str = field(default="", repr=False)
+
+    def __bool__(self) -> bool:
+        return self.status == "passed"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+# --------------------------------------------------------------------------------------------
+# The cases and the typical mistakes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Case:
+    label: str  # what the case tests, in words
+    args: tuple  # what the reader's function is called with
+    shapes: str  # the arguments' shapes, for messages
+
+
+@dataclass(frozen=True)
+class _Mistake:
+    code: str
+    fn: Callable  # the wrong variant, called with the case's arguments
+    text: str  # the diagnosis in words
+
+
+def _softmax(x, axis=-1):
+    """Stable softmax along ``axis``: the variants differ from the right one only where meant."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _kt(k):
+    return np.swapaxes(k, -1, -2)  # (..., D, S)
+
+
+def _scale(q):
+    return 1 / np.sqrt(q.shape[-1])
+
+
+def _attention_cases(rng) -> list[_Case]:
+    def qkv(lead, L, S, D, Dv, size=1.0):
+        q = size * rng.standard_normal((*lead, L, D))
+        k = size * rng.standard_normal((*lead, S, D))
+        v = rng.standard_normal((*lead, S, Dv))
+        return q, k, v
+
+    specs = [
+        ("one sequence, L = S", (), 3, 3, 4, 4, 1.0),
+        ("one sequence, L != S and Dv != D", (), 2, 5, 4, 3, 1.0),
+        ("d_k = S, so an untransposed k still multiplies", (), 3, 5, 5, 2, 1.0),
+        ("a batch axis", (2,), 3, 6, 4, 5, 1.0),
+        ("batch and head axes", (2, 3), 4, 6, 8, 3, 1.0),
+        ("large scores, up to about 1000", (), 3, 5, 4, 2, 30.0),
+    ]
+    cases = []
+    for label, lead, L, S, D, Dv, size in specs:
+        q, k, v = qkv(lead, L, S, D, Dv, size)
+        cases.append(_Case(label, (q, k, v),
+                           f"q {q.shape}, k {k.shape}, v {v.shape}"))
+    return cases
+
+
+def _no_keepdims_max(q, k, v):
+    s = q @ _kt(k) * _scale(q)
+    e = np.exp(s - s.max(axis=-1))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def _no_keepdims_sum(q, k, v):
+    s = q @ _kt(k) * _scale(q)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1) @ v
+
+
+def _no_keepdims_both(q, k, v):
+    s = q @ _kt(k) * _scale(q)
+    e = np.exp(s - s.max(axis=-1))
+    return e / e.sum(axis=-1) @ v
+
+
+_KEEPDIMS = ("A row max or row sum was taken without keepdims=True, so it broadcast along "
+             "the wrong axis. Use s.max(axis=-1, keepdims=True) and "
+             "e.sum(axis=-1, keepdims=True).")
+
+_ATTENTION_MISTAKES = [
+    _Mistake("no_scale", lambda q, k, v: _softmax(q @ _kt(k)) @ v,
+             "The scores were not scaled: divide q k^T by sqrt(d_k), where d_k = q.shape[-1]."),
+    _Mistake("scale_by_d", lambda q, k, v: _softmax(q @ _kt(k) / q.shape[-1]) @ v,
+             "The scores were divided by d_k instead of sqrt(d_k)."),
+    _Mistake("scale_times", lambda q, k, v: _softmax(q @ _kt(k) * np.sqrt(q.shape[-1])) @ v,
+             "The scores were multiplied by sqrt(d_k) instead of divided by it."),
+    _Mistake("scale_dv", lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(v.shape[-1])) @ v,
+             "The scores were scaled by the values' width Dv = v.shape[-1]; d_k is the width "
+             "of q and k, q.shape[-1]."),
+    _Mistake("scale_by_s", lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(k.shape[-2])) @ v,
+             "The scores were scaled by sqrt(S), the number of keys; d_k is the last axis of "
+             "q and k."),
+    _Mistake("softmax_axis", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=-2) @ v,
+             "The softmax ran over the queries (axis -2): each query's weights must sum to 1 "
+             "over the keys, the last axis (axis=-1)."),
+    _Mistake("softmax_axis", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=0) @ v,
+             "The softmax ran over axis 0, which is the batch axis once q has leading axes; "
+             "use axis=-1 (the keys)."),
+    _Mistake("softmax_axis",
+             lambda q, k, v: (lambda e: e / e.sum() @ v)(
+                 np.exp(q @ _kt(k) * _scale(q) - (q @ _kt(k) * _scale(q)).max())),
+             "The softmax was normalised over the whole array; each query's row must sum to "
+             "1 on its own: e / e.sum(axis=-1, keepdims=True)."),
+    _Mistake("keepdims", _no_keepdims_max, _KEEPDIMS),
+    _Mistake("keepdims", _no_keepdims_sum, _KEEPDIMS),
+    _Mistake("keepdims", _no_keepdims_both, _KEEPDIMS),
+    _Mistake("no_softmax", lambda q, k, v: (q @ _kt(k) * _scale(q)) @ v,
+             "There is no softmax: the scaled scores multiply v directly. Turn each row of "
+             "scores into weights that sum to 1 first."),
+    _Mistake("k_not_transposed", lambda q, k, v: _softmax(q @ k * _scale(q)) @ v,
+             "k was not transposed: the scores are q @ k^T, with k's last two axes swapped "
+             "(np.swapaxes(k, -1, -2))."),
+    _Mistake("k_dot_T", lambda q, k, v: _softmax(q @ k.T * _scale(q)) @ v,
+             "k.T reverses every axis of k, the batch and head axes too; swap only the last "
+             "two: np.swapaxes(k, -1, -2) (or k.swapaxes(-1, -2))."),
+    _Mistake("returned_weights", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q)),
+             "This is the weights matrix (..., L, S): multiply it by v to get the output."),
+    _Mistake("v_at_weights", lambda q, k, v: v @ _softmax(q @ _kt(k) * _scale(q)),
+             "The product is the wrong way round: the output is weights @ v, (..., L, S) "
+             "times (..., S, Dv)."),
+]
+
+
+def _mask_cases() -> list[_Case]:
+    specs = [("L = S", 4, 4), ("3 new tokens after 4 cached", 3, 7),
+             ("1 new token after 4 cached", 1, 5), ("L = S = 2", 2, 2)]
+    return [_Case(label, (L, S), f"L={L}, S={S}") for label, L, S in specs]
+
+
+def _ij(L, S):
+    return np.arange(L)[:, None], np.arange(S)[None, :]  # (L, 1), (1, S)
+
+
+_MASK_MISTAKES = [
+    _Mistake("inverted", lambda L, S: ~causal_mask(L, S),
+             "True marks the hidden keys here. The book's masks are keep-masks: True = may "
+             "attend (as in torch's scaled_dot_product_attention)."),
+    _Mistake("top_left", lambda L, S: _ij(L, S)[1] <= _ij(L, S)[0],
+             "The mask is aligned top-left (query i sees keys j <= i). With cached keys "
+             "(S > L) the last query is the newest token and must see every key: align "
+             "bottom-right, j <= i + (S - L) (np.tril(..., k=S - L))."),
+    _Mistake("inverted_top_left", lambda L, S: _ij(L, S)[1] > _ij(L, S)[0],
+             "Two things: True marks hidden keys (the book's masks are keep-masks, True = may "
+             "attend), and the mask is aligned top-left instead of bottom-right "
+             "(j <= i + (S - L))."),
+    _Mistake("diagonal_hidden", lambda L, S: _ij(L, S)[1] < _ij(L, S)[0] + (S - L),
+             "Each query must also see its own key: the condition is j <= i + (S - L), "
+             "with <= (np.tril keeps the diagonal; np.triu(..., k=1) is what is hidden)."),
+    _Mistake("diagonal_hidden_top_left", lambda L, S: _ij(L, S)[1] < _ij(L, S)[0],
+             "Each query must see its own key and, with cached keys (S > L), the mask must "
+             "be aligned bottom-right: j <= i + (S - L)."),
+    _Mistake("transposed", lambda L, S: causal_mask(L, S).T,
+             "The mask is transposed: it must have one row per query and one column per "
+             "key, shape (L, S), with mask[i, j] = j <= i + (S - L)."),
+]
+
+
+def _split_cases() -> list[_Case]:
+    specs = [("one sequence, 2 heads", 1, 4, 6, 2),
+             ("a batch, B, L, n_heads and head_dim all different", 2, 5, 12, 3),
+             ("L = n_heads, so a missing transpose keeps the shape", 2, 3, 6, 3),
+             ("one head", 3, 4, 8, 1),
+             ("4 heads of 2", 2, 6, 8, 4)]
+    cases = []
+    for label, B, L, F, H in specs:
+        x = np.arange(B * L * F, dtype=np.float64).reshape(B, L, F)  # each entry its own index
+        cases.append(_Case(label, (x, H), f"x {x.shape}, n_heads={H}"))
+    return cases
+
+
+def _bhld(x, H):
+    B, L, F = x.shape
+    return B, H, L, F // H
+
+
+_SPLIT_MISTAKES = [
+    _Mistake("no_transpose", lambda x, H: x.reshape(*_bhld(x, H)),
+             "x was reshaped straight to (B, n_heads, L, head_dim): that cuts the sequence, "
+             "not each token's features, into heads. Reshape to (B, L, n_heads, head_dim) "
+             "first, then swap axes 1 and 2."),
+    _Mistake("heads_after_l",
+             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H),
+             "The heads axis still comes after L, (B, L, n_heads, head_dim): swap axes 1 and "
+             "2 (np.swapaxes(x, 1, 2))."),
+    _Mistake("interleaved",
+             lambda x, H: x.reshape(x.shape[0], x.shape[1], x.shape[2] // H, H)
+             .transpose(0, 3, 1, 2),
+             "Head h took features h, h + n_heads, h + 2 n_heads, ...; in the book (and in "
+             "torch's nn.MultiheadAttention) head h holds the consecutive features "
+             "h*head_dim .. (h+1)*head_dim - 1: reshape to (B, L, n_heads, head_dim)."),
+    _Mistake("l_and_head_dim_swapped",
+             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H)
+             .transpose(0, 2, 3, 1),
+             "The last two axes are (head_dim, L); the layout is (B, n_heads, L, head_dim): "
+             "swap only axes 1 and 2 after the reshape."),
+    _Mistake("all_axes_reversed",
+             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H).T,
+             ".T reverses every axis of a 4-D array; swap only axes 1 and 2 "
+             "(np.swapaxes(x, 1, 2) or x.transpose(0, 2, 1, 3))."),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Running the reader's function
+# --------------------------------------------------------------------------------------------
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False) or [indent]
+
+
+def _fn_name(fn) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _call(fn, args):
+    """Call ``fn`` on copies of ``args`` with NumPy's warnings silenced (overflow is judged)."""
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def _try(fn, args):
+    """``(result, exception)`` of a variant; the variants must not print warnings either."""
+    try:
+        return _call(fn, args), None
+    except Exception as exc:  # noqa: BLE001 - a variant that raises is compared by its error
+        return None, exc
+
+
+def _as_result_array(got):
+    """The reader's result as a NumPy array, or ``None`` when it is not an array of numbers."""
+    if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
+        got = got.detach().cpu().numpy()
+    try:
+        arr = np.asarray(got)
+    except Exception:  # noqa: BLE001 - anything that is not array-like
+        return None
+    if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
+        return arr
+    return None
+
+
+def _close(a, b) -> bool:
+    if a.shape != b.shape:
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.abs(a.astype(np.float64) - b.astype(np.float64))
+                           <= ATOL + RTOL * np.abs(b.astype(np.float64))))
+
+
+def _same(a, b) -> bool:
+    """Equal shapes and values, booleans compared exactly, numbers within the tolerances."""
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        return a.shape == b.shape and bool(np.array_equal(a.astype(bool), b.astype(bool)))
+    return _close(a, b)
+
+
+class _Diagnosis:
+    """Which typical mistake explains the reader's result on the failing case ``i``.
+
+    A candidate must give the right answer on every case the reader passed, reproduce the
+    reader's result (or error) on case ``i`` while being wrong there; among several, the one
+    that also reproduces the reader's results on the later cases wins.
+    """
+
+    def __init__(self, fn, mistakes, cases, i, reference):
+        self.fn, self.cases, self.i, self.reference = fn, cases, i, reference
+        self.live = [m for m in mistakes if all(
+            _agrees(_try(m.fn, c.args), (reference(*c.args), None)) for c in cases[:i])]
+
+    def of_result(self, got):
+        """The mistake whose variant returns ``got`` on the failing case, or ``None``."""
+        case = self.cases[self.i]
+        right = (self.reference(*case.args), None)
+        matches = []
+        for m in self.live:
+            theirs = _try(m.fn, case.args)
+            if _agrees((got, None), theirs) and not _agrees(theirs, right):
+                matches.append(m)  # reproduces the result, and is wrong on this case
+        return self._best(matches)
+
+    def of_exception(self, exc):
+        """The mistake whose variant raises the same error on the failing case, or ``None``."""
+        case = self.cases[self.i]
+        return self._best([m for m in self.live if _agrees((None, exc), _try(m.fn, case.args))])
+
+    def _best(self, matches):
+        if len(matches) > 1:
+            later = [(c, _try(self.fn, c.args)) for c in self.cases[self.i + 1:]]
+            for m in matches:
+                if all(_agrees(theirs, _try(m.fn, c.args)) for c, theirs in later):
+                    return m
+        return matches[0] if matches else None
+
+
+def _agrees(a, b) -> bool:
+    """Two ``(result, exception)`` pairs agree: equal results, or the same error and text."""
+    (ra, ea), (rb, eb) = a, b
+    if ea is not None or eb is not None:
+        return (ea is not None and eb is not None and type(ea) is type(eb)
+                and str(ea) == str(eb))
+    ra, rb = _as_result_array(ra), _as_result_array(rb)
+    return ra is not None and rb is not None and _same(ra, rb)
+
+
+def _inputs(case) -> str:
+    return f"Inputs: {case.shapes}."
+
+
+def _fails(name, i, n, case) -> str:
+    return f"✗ {name} differs from attnbook on case {i + 1} of {n} ({case.label})."
+
+
+def _result(fn, status, n, passed, headline, body=(), **fields) -> CheckResult:
+    lines = textwrap.wrap(headline, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    for part in body:
+        if isinstance(part, list):  # preformatted lines (a mask drawn as 0s and 1s)
+            lines.extend(part)
+        else:
+            lines.extend(_wrap(part))
+    return CheckResult(name=_fn_name(fn), status=status, n_cases=n, n_passed=passed,
+                       message="\n".join(lines), **fields)
+
+
+def _not_written(fn, n, what, how):
+    name = _fn_name(fn)
+    return _result(
+        fn, "not written", n, 0, f"{name} is not written yet ({what}).",
+        [f"Replace the `raise NotImplementedError` line with your code and run the cell "
+         f"again. The check then calls {name} on {n} cases ({how}) and compares each "
+         "result with attnbook's."],
+    )
+
+
+def _exception_hint(exc, fn_args) -> str | None:
+    text = str(exc)
+    if isinstance(exc, TypeError) and "argument" in text:
+        return f"The check calls your function as {fn_args}."
+    if "matmul" in text or "not aligned" in text:
+        return ("A matrix product got shapes that do not fit. The scores are q @ k^T with "
+                "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
+                "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
+    if "broadcast" in text:
+        return ("Two arrays did not broadcast. A row max or sum needs keepdims=True "
+                "to broadcast back over its row.")
+    return None
+
+
+def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult:
+    """Run ``fn`` on every case and compare with ``reference``; stop at the first failure."""
+    if not callable(fn):
+        raise TypeError(f"fn must be the function to check, called as fn{fn_args}; got "
+                        f"{fn!r} ({type(fn).__name__})")
+    name, n = _fn_name(fn), len(cases)
+    worst = 0.0
+    for i, case in enumerate(cases):
+        diagnose = lambda i=i: _Diagnosis(fn, mistakes, cases, i, reference)  # noqa: E731
+        try:
+            got = _call(fn, case.args)
+        except NotImplementedError:
+            return _not_written(fn, n, "it raises NotImplementedError", how)
+        except Exception as exc:  # noqa: BLE001 - the reader's error is the report
+            m = diagnose().of_exception(exc)
+            hint = m.text if m else _exception_hint(exc, f"{name}{fn_args}")
+            msg = str(exc) if len(str(exc)) <= 300 else str(exc)[:300] + " ..."
+            body = [_inputs(case), f"{type(exc).__name__}: {msg}"]
+            if hint:
+                body.append("Hint: " + hint)
+            return _result(fn, "error", n, i, f"✗ {name} raised {type(exc).__name__} on "
+                           f"case {i + 1} of {n} ({case.label}).", body, case=case.shapes,
+                           mistake=m.code if m else None, diagnosis=hint)
+        if got is None:
+            if i == 0:
+                return _not_written(fn, n, "it returns None", how)
+            return _result(fn, "wrong", n, i, f"✗ {name} returned None on case {i + 1} of {n} "
+                           f"({case.label}).",
+                           [_inputs(case), "Is a `return` missing on some path?"],
+                           case=case.shapes)
+        expected = np.asarray(reference(*case.args))
+        arr = _as_result_array(got)
+        if arr is None:
+            return _result(
+                fn, "wrong", n, i, f"✗ {name} returned a {type(got).__name__}, not an array.",
+                [_inputs(case), f"Expected a NumPy array of shape {expected.shape}."],
+                case=case.shapes, expected_shape=expected.shape)
+        failure = compare(fn, i, n, case, arr, expected, diagnose)
+        if failure is not None:
+            return failure
+        if arr.dtype != np.bool_:
+            worst = max(worst, float(np.max(np.abs(arr - expected), initial=0.0)))
+    close = f"Largest |difference| {worst:.1e}, on" if worst else "The inputs were"
+    return _result(fn, "passed", n, n, f"✓ {name} agrees with attnbook on all {n} cases.",
+                   [f"{close}:", [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
+
+
+def _compare_arrays(fn, i, n, case, got, expected, diagnose):
+    """``None`` if ``got`` equals ``expected`` within the tolerances, else the failure."""
+    name = _fn_name(fn)
+    head = _fails(name, i, n, case)
+    fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
+    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    if got.shape != expected.shape:
+        m = diagnose().of_result(got)
+        body = [_inputs(case), shape_line]
+        if m:
+            body.append("Hint: " + m.text)
+        return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
+                       diagnosis=m.text if m else None, **fields)
+    got64 = got.astype(np.float64)
+    bad_nonfinite = ~np.isfinite(got64) & np.isfinite(expected)
+    if bad_nonfinite.any():
+        where = tuple(int(t) for t in np.argwhere(bad_nonfinite)[0])
+        text = ("exp overflowed (np.exp of a score above about 709 is inf, and inf / inf is "
+                "nan). Subtract each row's maximum score before np.exp: the softmax does "
+                "not change, and the largest exponent becomes exp(0) = 1.")
+        return _result(fn, "wrong", n, i, head, [
+            _inputs(case), shape_line,
+            f"Your result holds {int(bad_nonfinite.sum())} nan or inf entries, e.g. at "
+            f"index {where}; the right result is finite.", "Hint: " + text],
+            where=where, mistake="overflow", diagnosis=text, **fields)
+    if _close(got64, expected):
+        return None
+    with np.errstate(all="ignore"):
+        diff = np.abs(got64 - expected)
+    where = tuple(int(t) for t in np.unravel_index(np.nanargmax(diff), diff.shape))
+    m = diagnose().of_result(got)
+    body = [_inputs(case), shape_line,
+            f"Largest |difference| {diff[where]:.3g} at index {where}: expected "
+            f"{expected[where]:.4g}, got {got64[where]:.4g}."]
+    body.append("Hint: " + m.text if m else
+                "No typical mistake matches; compare each step with the equation.")
+    return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
+                   mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
+
+
+def _draw(mask) -> list[str]:
+    return [" ".join("1" if x else "0" for x in row) for row in mask]
+
+
+def _compare_masks(fn, i, n, case, got, expected, diagnose):
+    """``None`` if ``got`` is the boolean keep-mask ``expected``, else the failure."""
+    name = _fn_name(fn)
+    head = _fails(name, i, n, case)
+    fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
+    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    not_bool = got.dtype != np.bool_
+    pattern = got != 0 if not_bool else got
+    dtype_text = (f"The mask has dtype {got.dtype}; a keep-mask must be boolean. attnbook (like "
+                  "torch) adds a float mask to the scores instead of hiding keys (0s and 1s "
+                  "would hide nothing) and rejects an integer one. Build the mask with a "
+                  "comparison, or .astype(bool).")
+    if pattern.shape == expected.shape and np.array_equal(pattern, expected):
+        if not not_bool:
+            return None
+        return _result(fn, "wrong", n, i, head, [_inputs(case), shape_line,
+                       "The pattern is right, but: " + dtype_text],
+                       mistake="not_boolean", diagnosis=dtype_text, max_abs_diff=0, **fields)
+    m = diagnose().of_result(pattern)
+    body = [_inputs(case), shape_line]
+    extra = {}
+    if pattern.shape == expected.shape:
+        wrong = pattern != expected
+        where = tuple(int(t) for t in np.argwhere(wrong)[0])
+        exp_word = "True (keep)" if expected[where] else "False (hidden)"
+        got_word = "True (keep)" if pattern[where] else "False (hidden)"
+        body.append(f"{int(wrong.sum())} of {wrong.size} entries differ; the first at query "
+                    f"{where[0]}, key {where[1]}: expected {exp_word}, got {got_word}.")
+        if expected.shape[1] <= 12:
+            w = 2 * expected.shape[1] - 1
+            rows = [f"  {'expected':<{w}}    yours"] + [
+                f"  {e:<{w}}    {g}" for e, g in zip(_draw(expected), _draw(pattern))]
+            body.append(rows)
+        extra = dict(max_abs_diff=float(wrong.sum()), where=where)
+    text = m.text if m else None
+    if not_bool:
+        text = (text + " Also: " if text else "") + dtype_text
+    body.append("Hint: " + text if text else
+                "No typical mistake matches; compare with mask[i, j] = j <= i + (S - L).")
+    return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
+                   diagnosis=text, **fields, **extra)
+
+
+# --------------------------------------------------------------------------------------------
+# The public checks
+# --------------------------------------------------------------------------------------------
+
+
+def check_attention(fn) -> CheckResult:
+    """Check a reader's scaled dot-product attention ``fn(q, k, v)`` against attnbook's.
+
+    Runs ``fn`` on six cases of float64 inputs — one sequence with ``L = S``; ``L != S`` and
+    ``Dv != D``; ``d_k = S`` (so that forgetting to transpose ``k`` gives numbers rather than
+    an error); a batch axis ``(B, L, D)``; batch and head axes ``(B, H, L, D)``; and scores up
+    to about 1000, where a softmax that does not subtract the row maximum overflows — and
+    compares each result with :func:`attnbook.attention.scaled_dot_product_attention`
+    (tolerance ``ATOL + RTOL * |expected|``). Stops at the first case that fails.
+
+    Args:
+        fn: the reader's function. It is called as ``fn(q, k, v)`` with NumPy float64 arrays
+            ``q (..., L, D)``, ``k (..., S, D)``, ``v (..., S, Dv)`` (copies: changing them
+            does no harm) and must return ``softmax(q k^T / sqrt(D)) v``, shape
+            ``(..., L, Dv)`` (a NumPy array, or anything ``np.asarray`` reads).
+
+    Returns:
+        A :class:`CheckResult`, truthy when every case passed. Otherwise its text names the
+        case and its shapes, the expected and returned shapes, the largest difference and its
+        index, and the mistake when the result equals a typical wrong variant on that case
+        (no scale, scale by ``d_k`` or ``Dv``, softmax over the wrong axis, no ``keepdims``,
+        ``k`` not transposed, ``k.T`` on batched arrays, no softmax, weights returned,
+        overflow). ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
+        exception is reported, with the case's shapes, as status ``"error"``.
+
+    Raises:
+        TypeError: if ``fn`` is not callable.
+
+    Source: Vaswani et al. (2017), eq. 1: ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``.
+    """
+    cases = _attention_cases(np.random.default_rng(0))
+    return _check(fn, "(q, k, v)", cases, scaled_dot_product_attention, _ATTENTION_MISTAKES,
+                  "square and L != S, batch and head axes, Dv != D, large scores",
+                  _compare_arrays)
+
+
+def check_causal_mask(fn) -> CheckResult:
+    """Check a reader's causal keep-mask ``fn(L, S)`` against :func:`attnbook.masks.causal_mask`.
+
+    Runs ``fn`` on four cases — ``L = S = 4``; a chunk of 3 queries after 4 cached keys
+    (``L = 3, S = 7``); decoding one query after 4 cached keys (``L = 1, S = 5``); and
+    ``L = S = 2`` — and compares each result with the book's mask: boolean, ``True`` = may
+    attend, aligned bottom-right (query ``i`` sees keys ``j <= i + (S - L)``). Stops at the
+    first case that fails.
+
+    Args:
+        fn: the reader's function, called as ``fn(L, S)`` with two Python ints; it must return
+            a boolean ``(L, S)`` array (or anything ``np.asarray`` reads).
+
+    Returns:
+        A :class:`CheckResult`, truthy when every case passed. Otherwise its text names the
+        case, the expected and returned shapes, how many entries differ and the first one,
+        both masks drawn as 0s and 1s, and the mistake when the result equals a typical
+        wrong variant (``True`` meaning hidden, top-left alignment, the diagonal hidden, the
+        mask transposed) or is a 0/1 mask of numbers instead of booleans.
+        ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
+        exception is reported, with the case, as status ``"error"``.
+
+    Raises:
+        TypeError: if ``fn`` is not callable.
+
+    Source: the bottom-right alignment of torch's ``causal_lower_right`` and of KV-cache
+    decoding; the keep-mask polarity of ``torch.nn.functional.scaled_dot_product_attention``.
+    """
+    return _check(fn, "(L, S)", _mask_cases(), causal_mask, _MASK_MISTAKES,
+                  "L = S and L < S, as in decoding with a KV cache", _compare_masks)
+
+
+def check_split_heads(fn) -> CheckResult:
+    """Check a reader's ``fn(x, n_heads)`` that splits ``(B, L, d_model)`` into heads.
+
+    Runs ``fn`` on five cases — one sequence with 2 heads; a batch where ``B``, ``L``,
+    ``n_heads`` and ``head_dim`` all differ; ``L = n_heads`` (a reshape without the transpose
+    then has the right shape and wrong values); one head; four heads — with inputs whose
+    entries are their own flat index (so a wrong entry tells where it came from), and
+    compares each result with :func:`attnbook.heads.split_heads`, the layout of
+    :func:`attnbook.nn.split_heads` and of the book's multi-head attention. Stops at the first
+    case that fails.
+
+    Args:
+        fn: the reader's function, called as ``fn(x, n_heads)`` with ``x`` a float64
+            ``(B, L, d_model)`` array (a copy) and ``n_heads`` an int dividing ``d_model``; it
+            must return ``(B, n_heads, L, head_dim)`` with head ``h`` holding features
+            ``h*head_dim .. (h+1)*head_dim - 1``.
+
+    Returns:
+        A :class:`CheckResult`, truthy when every case passed. Otherwise its text names the
+        case, the expected and returned shapes, the largest difference and its index, and
+        the mistake when the result equals a typical wrong variant (reshaped to
+        ``(B, n_heads, L, head_dim)`` without the transpose, heads axis left after ``L``,
+        features interleaved across heads, ``L`` and ``head_dim`` swapped, ``.T`` on a 4-D
+        array). ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
+        exception is reported, with the case's shapes, as status ``"error"``.
+
+    Raises:
+        TypeError: if ``fn`` is not callable.
+
+    Source: Vaswani et al. (2017), section 3.2.2; the head layout of torch's
+    ``nn.MultiheadAttention``.
+    """
+    return _check(fn, "(x, n_heads)", _split_cases(), split_heads, _SPLIT_MISTAKES,
+                  "one and several heads, a batch, L = n_heads", _compare_arrays)
