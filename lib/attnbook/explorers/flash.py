@@ -292,7 +292,7 @@ def _figure(steps, plain, step, causal, height):
         dict(text=caption, x=0.5, y=-0.24, xref="paper", yref="paper", xanchor="center",
              yanchor="top", showarrow=False, font=dict(size=12)),
     ]
-    layout = go.Layout(
+    layout = dict(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
         height=height, title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
         margin=dict(l=60, r=12, t=120, b=110),
@@ -337,16 +337,21 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
     block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
     seed = check_seed(seed)
     q, k, v = flash_example(seed)
-    cache: dict = {}
+    runs: dict = {}
+    figures: dict = {}
 
     def render(block_q, block_k, causal, step):
         key = (block_q, block_k, causal)
-        if key not in cache:  # one run of the tiled loop per setting
+        if key not in runs:  # one run of the tiled loop per setting
             _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q,
                                              block_k=block_k)
-            cache[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
-        steps, plain = cache[key]
-        return _figure(steps, plain, step, causal, 540)
+            runs[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
+        steps, plain = runs[key]
+        n = len(steps)
+        shown = (*key, min(step, n), step > n)  # the steps past the last draw one figure
+        if shown not in figures:
+            figures[shown] = _figure(steps, plain, step, causal, 540)
+        return figures[shown]
 
     controls = [
         Control("block_q", "query block (rows)", "slider", BLOCK_SIZES, block_q),
