@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 import jupytext
+import nbformat
 import numpy as np
 import pytest
 
@@ -234,24 +235,51 @@ def test_glue_references_match_glue_calls(name):
             )
 
 
-@pytest.mark.parametrize("name", CHAPTERS)
-def test_no_chapter_defines_attention_softmax_or_mask(name):
-    imports_attnbook = False
-    for cell in cells(name, "code"):
-        tree = parse_code(cell)
-        for node in ast.walk(tree):
+def exercise_start(nb_cells) -> int:
+    """Index of the first cell of the ``## Exercises`` section (``len(nb_cells)`` if none)."""
+    return next((i for i, c in enumerate(nb_cells) if c.cell_type == "markdown"
+                 and re.search(r"^## Exercises", c.source, re.MULTILINE)), len(nb_cells))
+
+
+#: A reader's own function in a "write it yourself" exercise (``my_attention``), checked by
+#: ``attnbook.exercises``: allowed in the Exercises section only, and only as a ``def``.
+READER_FUNCTION = re.compile(r"my_\w+")
+
+
+def forbidden_definitions(nb_cells) -> list[str]:
+    """Attention, softmax or mask functions a chapter defines instead of importing them.
+
+    A ``def my_...`` in a code cell of the Exercises section is the reader's exercise, not the
+    chapter's implementation, and is allowed; a lambda or a class is never allowed.
+    """
+    start = exercise_start(nb_cells)
+    problems = []
+    for idx, cell in enumerate(nb_cells):
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(parse_code(cell)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                assert not FORBIDDEN_NAME.search(node.name), (
-                    f"{name} defines {node.name!r}; import it from attnbook instead"
-                )
+                exercise = (idx > start and not isinstance(node, ast.ClassDef)
+                            and READER_FUNCTION.fullmatch(node.name))
+                if FORBIDDEN_NAME.search(node.name) and not exercise:
+                    problems.append(f"defines {node.name!r}; import it from attnbook instead")
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
                     for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            assert not FORBIDDEN_NAME.search(n.id), (
-                                f"{name} defines {n.id!r} as a lambda; import it from attnbook"
-                            )
+                        if isinstance(n, ast.Name) and FORBIDDEN_NAME.search(n.id):
+                            problems.append(f"defines {n.id!r} as a lambda; import it from "
+                                            "attnbook")
+    return problems
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_chapter_defines_attention_softmax_or_mask(name):
+    problems = forbidden_definitions(notebook(name).cells)
+    assert not problems, f"{name}: " + "; ".join(problems)
+    imports_attnbook = False
+    for cell in cells(name, "code"):
+        for node in ast.walk(parse_code(cell)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnbook"):
                 imports_attnbook = True
             if isinstance(node, ast.Import) and any(
@@ -267,6 +295,21 @@ def test_definition_detector_can_fail():
         node = ast.parse(src).body[0]
         assert FORBIDDEN_NAME.search(node.name)
     assert not FORBIDDEN_NAME.search("plot_weights")
+    # The exercise exception is narrow: a `def my_...` after the Exercises heading only.
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    chapter = [md("## The library code"), code("def my_attention(q, k, v): pass"),
+               md("## Exercises\n\n**Exercise 1.**"),
+               code("def my_attention(q, k, v):\n    raise NotImplementedError"),
+               code("def my_causal_mask(L, S): pass\ncheck(my_causal_mask)"),
+               code("def masked_scores(s): pass"), code("class MyAttention: pass"),
+               code("my_softmax = lambda x: x")]
+    assert forbidden_definitions(chapter) == [
+        "defines 'my_attention'; import it from attnbook instead",
+        "defines 'masked_scores'; import it from attnbook instead",
+        "defines 'MyAttention'; import it from attnbook instead",
+        "defines 'my_softmax' as a lambda; import it from attnbook",
+    ]
+    assert forbidden_definitions(chapter[2:5]) == []
 
 
 def library_aliases(code: str) -> dict[str, str]:
@@ -405,6 +448,63 @@ def test_exercise_section_parser_can_fail():
     ex = section(bad, "Exercises")
     assert len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE)) == 2
     assert len(re.findall(r"```\{admonition\} Solution\n:class: dropdown\n", ex)) == 1
+
+
+#: "Write it yourself" exercises (issue 11): chapter -> (the reader's function, its check).
+WRITE_IT_YOURSELF = {
+    "03-scaling-variance": ("my_attention", "check_attention"),
+    "06-masks": ("my_causal_mask", "check_causal_mask"),
+    "07-multi-head-gqa": ("my_split_heads", "check_split_heads"),
+}
+
+SOLUTION_BLOCK = re.compile(
+    r"^(`{4,})\{admonition\} Solution\n:class: dropdown\n(?P<body>.*?)^\1$", re.S | re.M)
+PYTHON_BLOCK = re.compile(r"^```python\n(?P<code>.*?)^```$", re.S | re.M)
+
+
+def exercise_stub_and_solution(name: str, fn_name: str, check: str) -> tuple[str, str]:
+    """The visible cell that defines the reader's stub, and the code of its dropdown solution."""
+    nb_cells = notebook(name).cells
+    stubs = [c.source for c in nb_cells[exercise_start(nb_cells):] if c.cell_type == "code"
+             and f"def {fn_name}(" in c.source and f"{check}({fn_name})" in c.source
+             and not {"remove-cell", "remove-input"} & set(tags(c))]
+    assert len(stubs) == 1, f"{name}: {len(stubs)} visible cells define {fn_name} and check it"
+    blocks = SOLUTION_BLOCK.finditer(section(prose(name), "Exercises"))
+    solutions = [m.group("code") for b in blocks for m in PYTHON_BLOCK.finditer(b.group("body"))
+                 if f"def {fn_name}(" in m.group("code")]
+    assert len(solutions) == 1, f"{name}: {len(solutions)} dropdown solutions define {fn_name}"
+    return stubs[0], solutions[0]
+
+
+@pytest.mark.parametrize("name", WRITE_IT_YOURSELF)
+def test_write_it_yourself_solution_passes_and_the_stub_does_not(name):
+    from attnbook import exercises
+
+    fn_name, check = WRITE_IT_YOURSELF[name]
+    stub_src, solution_src = exercise_stub_and_solution(name, fn_name, check)
+    # The stub cell runs as shipped (its check call included) and is "not written yet".
+    stub_ns: dict = {}
+    exec(compile(stub_src, f"{name} stub", "exec"), stub_ns)  # noqa: S102 - the book's own cell
+    shipped = getattr(exercises, check)(stub_ns[fn_name])
+    assert not shipped and shipped.status == "not written", shipped.message
+    # The solution is the reader's own NumPy, not the library's, and passes the check.
+    assert "attnbook" not in solution_src and "import" not in solution_src
+    solution_ns: dict = {"np": np}
+    exec(compile(solution_src, f"{name} solution", "exec"), solution_ns)  # noqa: S102
+    result = getattr(exercises, check)(solution_ns[fn_name])
+    assert result and result.status == "passed", result.message
+
+
+def test_write_it_yourself_extraction_can_fail():
+    """A solution outside a dropdown, or a check of another function, is not found."""
+    text = ("## Exercises\n\n````{admonition} Solution\n:class: dropdown\n\n```python\n"
+            "def my_f(x):\n    return x\n```\n````\n\n```{admonition} Solution\n\n"
+            "```python\ndef my_g(x):\n    return x\n```\n")
+    found = [m.group("code") for b in SOLUTION_BLOCK.finditer(section(text, "Exercises"))
+             for m in PYTHON_BLOCK.finditer(b.group("body"))]
+    assert found == ["def my_f(x):\n    return x\n"]
+    with pytest.raises(AssertionError, match="0 visible cells"):
+        exercise_stub_and_solution("03-scaling-variance", "my_attention", "check_causal_mask")
 
 
 #: Values the issue asks each chapter to *compute*; typed into the prose (to any number of further
