@@ -252,6 +252,13 @@ def test_k_dot_t_is_caught_only_where_it_matters():
     assert result.status == "error" and "ValueError" in result.message
 
 
+def test_nan_is_not_called_an_overflow_unless_it_is_one():
+    """nan everywhere (not where exp overflows) fails on the first case, with no diagnosis."""
+    result = check_attention(lambda q, k, v: np.full((*q.shape[:-1], v.shape[-1]), np.nan))
+    assert not result and result.n_passed == 0
+    assert result.mistake is None and "nan or inf" in result.message
+
+
 def test_an_unrecognised_mistake_fails_without_a_diagnosis():
     result = check_attention(slightly_off)
     assert not result and result.mistake is None and result.diagnosis is None

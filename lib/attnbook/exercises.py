@@ -10,6 +10,11 @@ softmax over the wrong axis, ``k`` not transposed, a top-left causal mask, ``Tru
 "hidden", heads split without the transpose). A stub that still raises
 ``NotImplementedError`` or returns ``None`` gets "not written yet", never a traceback.
 
+A mistake is named only when its variant is right on every case the reader's function passed
+and reproduces the function's result (or its error) on the failing case; to choose between
+two such mistakes, the function is also run on the cases after the failing one. Each call gets
+fresh copies of the inputs, with NumPy's warnings silenced (an overflow is judged, not printed).
+
 The reference implementations are :func:`attnbook.attention.scaled_dot_product_attention`,
 :func:`attnbook.masks.causal_mask` and :func:`attnbook.heads.split_heads`, so the conventions
 are the book's: keep-masks (``True`` = may attend), causal masks aligned bottom-right, head
@@ -146,6 +151,11 @@ def _attention_cases(rng) -> list[_Case]:
     return cases
 
 
+def _no_max_subtracted(q, k, v):
+    e = np.exp(q @ _kt(k) * _scale(q))  # overflows to inf for scores above about 709
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
 def _no_keepdims_max(q, k, v):
     s = q @ _kt(k) * _scale(q)
     e = np.exp(s - s.max(axis=-1))
@@ -206,6 +216,10 @@ _ATTENTION_MISTAKES = [
              "two: np.swapaxes(k, -1, -2) (or k.swapaxes(-1, -2))."),
     _Mistake("returned_weights", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q)),
              "This is the weights matrix (..., L, S): multiply it by v to get the output."),
+    _Mistake("overflow", _no_max_subtracted,
+             "exp overflowed (np.exp of a score above about 709 is inf, and inf / inf is "
+             "nan). Subtract each row's maximum score before np.exp: the softmax does not "
+             "change, and the largest exponent becomes exp(0) = 1."),
     _Mistake("v_at_weights", lambda q, k, v: v @ _softmax(q @ _kt(k) * _scale(q)),
              "The product is the wrong way round: the output is weights @ v, (..., L, S) "
              "times (..., S, Dv)."),
@@ -373,6 +387,16 @@ class _Diagnosis:
                 matches.append(m)  # reproduces the result, and is wrong on this case
         return self._best(matches)
 
+    def of_nonfinite(self, got):
+        """The mistake whose variant gives nan or inf exactly where ``got`` does, or ``None``."""
+        for m in self.live:
+            out, exc = _try(m.fn, self.cases[self.i].args)
+            out = None if exc is not None else _as_result_array(out)
+            if out is not None and out.shape == got.shape and np.array_equal(
+                    np.isfinite(out), np.isfinite(got)) and not np.isfinite(out).all():
+                return m
+        return None
+
     def of_exception(self, exc):
         """The mistake whose variant raises the same error on the failing case, or ``None``."""
         case = self.cases[self.i]
@@ -434,6 +458,9 @@ def _exception_hint(exc, fn_args) -> str | None:
         return ("A matrix product got shapes that do not fit. The scores are q @ k^T with "
                 "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
                 "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
+    if "reshape" in text:
+        return ("A reshape must keep the number of entries: (B, L, d_model) has as many as "
+                "(B, L, n_heads, d_model // n_heads).")
     if "broadcast" in text:
         return ("Two arrays did not broadcast. A row max or sum needs keepdims=True "
                 "to broadcast back over its row.")
@@ -504,14 +531,14 @@ def _compare_arrays(fn, i, n, case, got, expected, diagnose):
     bad_nonfinite = ~np.isfinite(got64) & np.isfinite(expected)
     if bad_nonfinite.any():
         where = tuple(int(t) for t in np.argwhere(bad_nonfinite)[0])
-        text = ("exp overflowed (np.exp of a score above about 709 is inf, and inf / inf is "
-                "nan). Subtract each row's maximum score before np.exp: the softmax does "
-                "not change, and the largest exponent becomes exp(0) = 1.")
-        return _result(fn, "wrong", n, i, head, [
-            _inputs(case), shape_line,
-            f"Your result holds {int(bad_nonfinite.sum())} nan or inf entries, e.g. at "
-            f"index {where}; the right result is finite.", "Hint: " + text],
-            where=where, mistake="overflow", diagnosis=text, **fields)
+        m = diagnose().of_nonfinite(got64)
+        body = [_inputs(case), shape_line,
+                f"Your result holds {int(bad_nonfinite.sum())} nan or inf entries, e.g. at "
+                f"index {where}; the right result is finite."]
+        if m:
+            body.append("Hint: " + m.text)
+        return _result(fn, "wrong", n, i, head, body, where=where,
+                       mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
     if _close(got64, expected):
         return None
     with np.errstate(all="ignore"):
