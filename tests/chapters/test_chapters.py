@@ -981,6 +981,30 @@ def execute_dir(built_book) -> Path:
     return path
 
 
+def write_it_yourself_outputs(execute_dir: Path, name: str) -> list[str]:
+    """The text outputs of the executed cell that checks the reader's stub."""
+    fn_name, check = WRITE_IT_YOURSELF[name]
+    nb = json.loads((execute_dir / "chapters" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    found = [c for c in nb["cells"] if c["cell_type"] == "code"
+             and f"{check}({fn_name})" in "".join(c["source"])]
+    assert len(found) == 1, f"{name}: {len(found)} executed cells call {check}({fn_name})"
+    texts = []
+    for out in found[0].get("outputs", []):
+        text = out.get("data", {}).get("text/plain", out.get("text", ""))
+        texts.append("".join(text) if isinstance(text, list) else text)
+    return texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WRITE_IT_YOURSELF)
+def test_built_write_it_yourself_cell_says_not_written_yet(name, execute_dir):
+    """In the book the stub is unwritten: its check shows the message, not an answer."""
+    fn_name, _ = WRITE_IT_YOURSELF[name]
+    texts = write_it_yourself_outputs(execute_dir, name)
+    assert len(texts) == 1 and texts[0].startswith(f"{fn_name} is not written yet"), texts
+    assert "Traceback" not in texts[0] and "✓" not in texts[0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_glued_values_equal_the_library(name, execute_dir):
