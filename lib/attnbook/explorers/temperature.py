@@ -24,13 +24,13 @@ from .base import Control, Explorer
 __all__ = ["T_VALUES", "SCORE_SETS", "TemperatureSweep", "temperature_scores",
            "temperature_sweep", "temperature_figure", "temperature_explorer"]
 
-#: Slider stops of the temperature ``T``: quarter octaves from 1/16 to 32 (37 stops, T = 1 and
+#: Slider stops of the temperature ``T``, quarter octaves from 1/16 to 32 (37 stops, T = 1 and
 #: T = 8 = sqrt(64) among them).
 T_VALUES = tuple(2.0 ** (k / 4) for k in range(-16, 21))
-#: The fixed rows of scores the explorer offers, name to label (short: a phone's column): chapter
-#: 2's four scores, and 16 standard-normal scores (seed 0) as they come out of a scaled head
-#: (``N(0, 1)``) and, the same draws times 8, out of an unscaled head of ``d_k = 64``
-#: (``N(0, 64)``; chapter 3).
+#: The fixed rows of scores the explorer offers, each name with a label short enough for a
+#: phone's column. Chapter 2's four scores, and 16 standard-normal scores (seed 0) as they come
+#: out of a scaled head (``N(0, 1)``) and, the same draws times 8, out of an unscaled head of
+#: ``d_k = 64`` (``N(0, 64)``, chapter 3).
 SCORE_SETS = {
     "chapter 2": "[1, 4, 0.5, 0.2]",
     "scaled": "16 scaled, N(0, 1)",
