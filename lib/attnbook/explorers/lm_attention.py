@@ -1,0 +1,204 @@
+"""The attention-map explorer: where each character looks, in a trained character-level model.
+
+Pick a sentence, a layer and a head; the figure is the ``(T, T)`` causal attention matrix of
+that head (:func:`lm_attention_figure`): row ``i`` holds the weights with which the character
+at position ``i`` (the query) reads the characters ``j <= i`` (the keys). The maps come from
+:func:`attnbook.sampling.attention_maps` (one forward pass per sentence, every layer and head);
+the controls only choose which map to draw, in the live widget and in the precomputed static
+frames alike.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Sequence
+
+import numpy as np
+
+from ..checks import as_float_array, check_int, check_strings
+from ..viz import EMPTY_TEMPLATE, FONT, axis_style
+from .base import MAX_GRID, Control, Explorer
+
+__all__ = ["MAX_SENTENCE_CHARS", "show_char", "lm_attention_figure", "lm_attention_explorer"]
+
+#: Longest sentence the explorer draws, in tokens (characters): at 390 px a phone's plot gives
+#: each of 48 columns about 6 px; longer sentences would also make the static page heavy.
+MAX_SENTENCE_CHARS = 48
+
+#: Colour scale of the weights: white (0) to the book's blue (1).
+_SCALE = [[0.0, "#ffffff"], [0.25, "#c6d7ee"], [1.0, "#1f5fa8"]]
+
+
+def show_char(token: str) -> str:
+    """A token as the figure writes it: a space as ``␣``, a newline as ``↵``, a tab as ``⇥``.
+
+    Args:
+        token: the decoded text of one token (one character for a character tokenizer).
+
+    Returns:
+        The same string with blanks made visible.
+
+    Raises:
+        TypeError: if ``token`` is not a string.
+    """
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a string, got {type(token).__name__}")
+    return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+
+
+def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
+                        title: str | None = None, height: int | None = None):
+    """Figure of the attention-map explorer: one head's causal attention matrix over a sentence.
+
+    A heatmap of ``maps[layer, head]``, ``(T, T)``: row ``i`` (the query, top to bottom) holds
+    the weights over the keys ``j`` (left to right); the hidden entries ``j > i`` of the causal
+    mask are left blank. The tick labels are the tokens (:func:`show_char`). The colour scale
+    is fixed to ``[0, 1]`` so that heads can be compared by eye.
+
+    Layers and heads are **0-based** here, as in the array; the title shows them 1-based, as
+    the explorer's sliders do.
+
+    Trace order: one trace, the heatmap (``z`` the ``(T, T)`` weights with ``None`` above the
+    diagonal). Its ``meta`` holds ``layer`` and ``head`` (1-based), ``row_sums`` (each query's
+    visible weights summed) and ``argmax`` (the key each query weights most).
+
+    Args:
+        tokens: the ``T`` tokens of the sentence, as text.
+        maps: float array ``(n_layers, n_heads, T, T)`` of attention weights, as returned by
+            :func:`attnbook.sampling.attention_maps` for one sequence.
+        layer: 0-based layer index.
+        head: 0-based head index.
+        title: optional first title line (plain text); default the sentence in quotes.
+        height: figure height in pixels; default grows with ``T``.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``tokens`` is not a list or tuple of strings, or ``layer``, ``head`` or
+            ``height`` is not an integer.
+        ValueError: if ``maps`` is not ``(n_layers, n_heads, T, T)`` with ``T = len(tokens)``,
+            holds a non-finite value, or ``layer`` or ``head`` is out of range.
+    """
+    import plotly.graph_objects as go
+
+    tokens = check_strings(tokens, "tokens")
+    maps = as_float_array(maps, "maps").astype(np.float64)
+    T = len(tokens)
+    if maps.ndim != 4 or maps.shape[2:] != (T, T):
+        raise ValueError(
+            f"maps must have shape (n_layers, n_heads, T, T) with T = {T} tokens, "
+            f"got {maps.shape}"
+        )
+    if not np.isfinite(maps).all():
+        raise ValueError("maps holds non-finite values")
+    n_layers, n_heads = maps.shape[:2]
+    layer = check_int(layer, "layer", 0, n_layers - 1)
+    head = check_int(head, "head", 0, n_heads - 1)
+    height = (230 + 11 * T) if height is None else check_int(height, "height", 10)
+    w = maps[layer, head]  # (T, T): rows queries, columns keys
+    visible = np.tril(np.ones((T, T), dtype=bool))  # the causal keep-mask, j <= i
+    shown = [show_char(t) for t in tokens]
+    ticks = [_html.escape(s) for s in shown]
+    z = [[float(w[i, j]) if visible[i, j] else None for j in range(T)] for i in range(T)]
+    first = f"“{''.join(shown)}”" if title is None else str(title)
+    trace = go.Heatmap(
+        z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
+        hovertemplate="query %{y}, key %{x}: weight %{z:.3f}<extra></extra>",
+        hoverongaps=False,
+        colorbar=dict(title=dict(text="weight", side="right"), thickness=12, len=0.8),
+        meta=dict(layer=layer + 1, head=head + 1,
+                  row_sums=[float(w[i, : i + 1].sum()) for i in range(T)],
+                  argmax=[int(np.argmax(w[i, : i + 1])) for i in range(T)]),
+    )
+    tick_font = dict(size=11 if T <= 32 else 9)
+    layout = go.Layout(
+        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
+        height=height, margin=dict(l=70, r=30, t=80, b=60),
+        title=dict(text=f"{_html.escape(first)}<br>layer {layer + 1}, head {head + 1}",
+                   x=0.5, xanchor="center", font=dict(size=14)),
+        xaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
+                         tickangle=0, tickfont=tick_font, showgrid=False, zeroline=False,
+                         title=dict(text="key j (read)"), range=[-0.5, T - 0.5]),
+        yaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
+                         tickfont=tick_font, showgrid=False, zeroline=False,
+                         autorange="reversed", title=dict(text="query i (reading)")),
+    )
+    return go.Figure(data=[trace], layout=layout)
+
+
+def _default_attention_maps(model, ids):
+    from ..sampling import attention_maps
+
+    return attention_maps(model, ids)
+
+
+def lm_attention_explorer(model, tokenizer, sentences: Sequence[str], *, sentence: int = 0,
+                          layer: int = 1, head: int = 1) -> Explorer:
+    """The attention-map explorer (chapter 13): a trained language model's heads on a sentence.
+
+    Controls: ``sentence`` (a drop-down over ``sentences``), ``layer`` (a slider over
+    ``1 .. n_layers``) and ``head`` (``1 .. n_heads``), layers and heads **1-based**. The figure
+    is :func:`lm_attention_figure`. The maps are computed once, when the explorer is made, by
+    :func:`attnbook.sampling.attention_maps` (the model in eval mode, no dropout); the controls
+    only choose which one to draw.
+
+    Put your own sentence in the list to see the model read it: every character must be in the
+    tokenizer's vocabulary.
+
+    Args:
+        model: a :class:`attnbook.models.DecoderOnlyModel`.
+        tokenizer: an object with ``encode(text) -> list[int]`` and ``decode(ids) -> str``,
+            e.g. :class:`attnbook.text.CharTokenizer`.
+        sentences: 1 to 6 sentences, each of 2 to :data:`MAX_SENTENCE_CHARS` tokens and at
+            most the model's ``max_seq_len``.
+        sentence: initial sentence, 0-based index into ``sentences``.
+        layer: initial layer, ``1 .. n_layers``.
+        head: initial head, ``1 .. n_heads``.
+
+    Returns:
+        :class:`~attnbook.explorers.base.Explorer`.
+
+    Raises:
+        TypeError: if ``sentences`` is not a list or tuple of strings, or an index is not an
+            integer.
+        ValueError: naming the argument, if ``sentences`` is empty or holds more than six
+            sentences, a sentence is too short or too long, or an index is out of range (the
+            tokenizer's own error for a character outside its vocabulary).
+    """
+    sentences = check_strings(sentences, "sentences")
+    if not 1 <= len(sentences) <= 6:
+        raise ValueError(f"sentences must hold 1 to 6 sentences, got {len(sentences)}")
+    sentence = check_int(sentence, "sentence", 0, len(sentences) - 1)
+    limit = min(MAX_SENTENCE_CHARS, int(model.config.max_seq_len))
+    tokens, maps = [], []
+    for i, s in enumerate(sentences):
+        ids = list(tokenizer.encode(s))
+        if not 2 <= len(ids) <= limit:
+            raise ValueError(
+                f"sentences[{i}] has {len(ids)} tokens; the explorer draws 2 to {limit} "
+                f"(MAX_SENTENCE_CHARS and the model's max_seq_len)"
+            )
+        tokens.append([tokenizer.decode([t]) for t in ids])
+        m = np.asarray(_default_attention_maps(model, ids), dtype=np.float64)
+        maps.append(m.reshape(m.shape[-4:]))  # (n_layers, n_heads, T, T)
+    n_layers, n_heads = maps[0].shape[:2]
+    layer = check_int(layer, "layer", 1, n_layers)
+    head = check_int(head, "head", 1, n_heads)
+    if len(sentences) * n_layers * n_heads > MAX_GRID:
+        raise ValueError(
+            f"{len(sentences)} sentences x {n_layers} layers x {n_heads} heads exceed the "
+            f"{MAX_GRID} precomputed settings of a static explorer"
+        )
+
+    def render(sentence, layer, head):
+        return lm_attention_figure(tokens[sentence], maps[sentence], layer - 1, head - 1)
+
+    labels = [s if len(s) <= 28 else s[:27] + "…" for s in sentences]
+    controls = [
+        Control("sentence", "sentence", "select", tuple(range(len(sentences))), sentence,
+                labels=labels),
+        Control("layer", "layer", "slider", tuple(range(1, n_layers + 1)), layer),
+        Control("head", "head", "slider", tuple(range(1, n_heads + 1)), head),
+    ]
+    return Explorer(controls, render, title="attention-map explorer")

@@ -1,0 +1,163 @@
+"""Tests of the attention-map explorer (attnbook.explorers.lm_attention): figure and explorer.
+
+Expected values: the figure is checked against hand-made maps (which entries are drawn, which
+are blank above the diagonal, the argmax and the row sums by hand); the explorer's maps against
+an independent reference — the weights each layer's ``MultiHeadAttention`` returns with
+``need_weights=True``, collected while the model runs — and against the causal rule (rows sum
+to 1 over ``j <= i``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ipywidgets")
+torch = pytest.importorskip("torch")
+
+from attnbook.explorers import lm_attention as la  # noqa: E402
+from attnbook.models import ModelConfig, build_model  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+
+class _Tok:
+    """A character tokenizer for the tests (sorted characters of a text)."""
+
+    def __init__(self, text):
+        self.chars = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    def encode(self, s):
+        return [self.stoi[c] for c in s]
+
+    def decode(self, ids):
+        return "".join(self.chars[i] for i in ids)
+
+
+SENTENCES = ["the cat sat.", "a dog, a cat"]
+TOK = _Tok("".join(SENTENCES) + "bxyz")
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    cfg = ModelConfig(arch="decoder", vocab_size=len(TOK.chars), d_model=16, n_heads=2,
+                      n_layers=2, d_ff=32, max_seq_len=32, positional="learned")
+    return build_model(cfg).eval()
+
+
+def reference_maps(model, ids) -> np.ndarray:
+    """(n_layers, H, T, T) weights from each layer's attention with need_weights=True."""
+    got = []
+    originals = []
+    for layer in model.layers:
+        attn = layer.self_attn
+        orig = attn.forward
+
+        def forward(*a, _orig=orig, **k):
+            k["need_weights"] = True
+            out, w = _orig(*a, **k)
+            got.append(w.detach()[0].double().numpy())
+            return out
+
+        attn.forward = forward
+        originals.append((attn, orig))
+    try:
+        with torch.no_grad():
+            model(torch.tensor([ids]))
+    finally:
+        for attn, orig in originals:
+            attn.forward = orig
+    return np.stack(got)
+
+
+def test_show_char_makes_blanks_visible():
+    assert la.show_char(" ") == "␣" and la.show_char("\n") == "↵" and la.show_char("a") == "a"
+    with pytest.raises(TypeError, match="token"):
+        la.show_char(3)
+
+
+def test_figure_draws_the_lower_triangle_of_the_chosen_head():
+    T = 3
+    maps = np.zeros((2, 2, T, T))
+    maps[1, 0] = [[1.0, 0.0, 0.0], [0.25, 0.75, 0.0], [0.5, 0.2, 0.3]]
+    maps[1, 0, 0, 2] = 0.9  # a value above the diagonal: must not be drawn
+    fig = la.lm_attention_figure(["a", " ", "b"], maps, layer=1, head=0)
+    z = fig.data[0].z
+    assert z[1][0] == 0.25 and z[1][1] == 0.75 and z[2][2] == 0.3
+    assert z[0][1] is None and z[0][2] is None and z[1][2] is None
+    meta = fig.data[0].meta
+    assert (meta["layer"], meta["head"]) == (2, 1)  # shown 1-based
+    assert meta["argmax"] == [0, 1, 0]
+    assert meta["row_sums"] == pytest.approx([1.0, 1.0, 1.0])
+    assert list(fig.layout.xaxis.ticktext) == ["a", "␣", "b"]
+    assert "layer 2, head 1" in fig.layout.title.text
+    assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: la.lm_attention_figure(["a", "b"], np.zeros((1, 1, 3, 3))), ValueError, "maps"),
+    (lambda: la.lm_attention_figure(["a"], np.full((1, 1, 1, 1), np.nan)), ValueError, "maps"),
+    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), layer=1), ValueError,
+     "layer"),
+    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), head=0.0), TypeError, "head"),
+    (lambda: la.lm_attention_figure("ab", np.zeros((1, 1, 2, 2))), TypeError, "tokens"),
+])
+def test_figure_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+def test_explorer_maps_equal_the_attention_weights(model):
+    ex = la.lm_attention_explorer(model, TOK, SENTENCES, sentence=1, layer=2, head=2)
+    ids = TOK.encode(SENTENCES[1])
+    ref = reference_maps(model, ids)  # (2, 2, T, T)
+    T = len(ids)
+    z = np.array([[np.nan if v is None else v for v in row] for row in ex.figure.data[0].z])
+    lower = np.tril(np.ones((T, T), dtype=bool))
+    np.testing.assert_allclose(z[lower], ref[1, 1][lower], rtol=1e-5, atol=1e-6)
+    assert np.isnan(z[~lower]).all()
+    # Causal rows: each query's visible weights sum to 1.
+    np.testing.assert_allclose(ref.sum(-1), 1.0, atol=1e-5)
+    assert np.abs(ref[..., ~lower]).max() == 0.0
+    # The live controls recompute: another sentence, another layer.
+    ex.controls["sentence"].value = 0
+    ex.controls["layer"].value = 1
+    ref0 = reference_maps(model, TOK.encode(SENTENCES[0]))
+    T0 = len(SENTENCES[0])
+    z0 = ex.figure.data[0].z
+    assert len(z0) == T0
+    assert z0[T0 - 1][0] == pytest.approx(ref0[0, 1][T0 - 1, 0], rel=1e-5, abs=1e-6)
+    assert list(ex.figure.layout.xaxis.ticktext)[3] == "␣"
+
+
+def test_explorer_static_frames(model):
+    ex = la.lm_attention_explorer(model, TOK, SENTENCES)
+    html = ex.static_html()
+    assert len(html) < 1_500_000
+    spec = embedded_spec(html)
+    assert len(spec["frame_of"]) == 2 * 2 * 2  # sentences x layers x heads
+    ids = TOK.encode(SENTENCES[0])
+    ref = reference_maps(model, ids)
+    frame = static_frame(spec, {"sentence": 0, "layer": 2, "head": 1})
+    z = frame["data"][0]["z"]
+    assert z[5][2] == pytest.approx(ref[1, 0][5, 2], rel=1e-3)  # floats kept to 4 digits
+    assert z[2][5] is None
+    other = static_frame(spec, {"sentence": 0, "layer": 1, "head": 1})
+    assert other["data"][0]["z"] != z
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    (dict(sentences=[]), ValueError, "sentences"),
+    (dict(sentences="abc"), TypeError, "sentences"),
+    (dict(sentences=["a"]), ValueError, r"sentences\[0\]"),
+    (dict(sentences=["abc"] * 7), ValueError, "sentences"),
+    (dict(sentences=["x" * 40]), ValueError, r"sentences\[0\]"),  # over max_seq_len 32
+    (dict(sentences=["abc"], sentence=1), ValueError, "sentence"),
+    (dict(sentences=["abc"], layer=3), ValueError, "layer"),
+    (dict(sentences=["abc"], head=0), ValueError, "head"),
+])
+def test_explorer_bad_input(model, kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        la.lm_attention_explorer(model, TOK, **kwargs)
