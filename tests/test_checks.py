@@ -126,6 +126,9 @@ def test_check_seed_and_rng():
         checks.check_seed(-1)
     with pytest.raises(TypeError, match="seed must be an integer"):
         checks.check_seed(1.0)
+    assert checks.check_seed(2**64 - 1) == 2**64 - 1  # torch.manual_seed's largest
+    with pytest.raises(ValueError, match="seed must be <= 18446744073709551615"):
+        checks.check_seed(2**64)
     gen = np.random.default_rng(1)
     assert checks.check_rng(gen) is gen
     assert checks.check_rng(5).integers(1000) == np.random.default_rng(5).integers(1000)

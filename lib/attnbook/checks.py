@@ -144,8 +144,13 @@ def check_choice(value, name: str, allowed: Sequence):
 
 
 def check_seed(value, name: str = "seed") -> int:
-    """A seed for ``np.random.default_rng`` or ``torch.manual_seed``: an integer >= 0."""
-    return check_int(value, name, 0)
+    """A seed for ``np.random.default_rng`` or ``torch.manual_seed``: ``0 <= seed < 2**64``.
+
+    Raises:
+        TypeError: ``value`` is not an integer.
+        ValueError: it is negative or above ``2**64 - 1`` (torch's 64-bit unsigned seed).
+    """
+    return check_int(value, name, 0, 2**64 - 1)
 
 
 def check_axis(axis, ndim: int, shape) -> int:
