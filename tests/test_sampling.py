@@ -205,3 +205,119 @@ def test_attention_maps_respect_the_sliding_window_and_restore_the_mode():
     assert model.training
     with pytest.raises(ValueError, match="one sequence"):
         attention_maps(model, torch.zeros(2, 4, dtype=torch.int64))
+
+
+# --- hostile review: bad logits, tiny temperatures, seeds, ids, models ----------------------
+
+
+@pytest.mark.parametrize("temperature", [1e-40, 1e-300, 5e-324])
+def test_tiny_temperatures_draw_the_argmax(temperature):
+    # As T -> 0 the softmax of logits / T tends to the one-hot of the argmax; below ~1e-38
+    # a float32 division would give 0 / 0 and multinomial would fail.
+    logits = torch.tensor([[0.3, 2.0, -1.0, 1.9], [5.0, -5.0, 4.0, 0.0]])
+    for seed in range(5):
+        out = sample_next(logits, temperature=temperature, seed=seed)
+        assert out.tolist() == [[1], [0]]
+
+
+def test_tiny_temperature_keeps_tied_maxima_and_only_those():
+    draws = {int(sample_next(torch.tensor([[1.0, 1.0, 0.0]]), temperature=1e-300, seed=s))
+             for s in range(40)}
+    assert draws == {0, 1}  # a uniform draw among the tied maxima
+
+
+def test_logits_beyond_float32_and_banned_tokens():
+    # exp(1 - 1e40) is 0: the first token surely; a float32 cast would give inf - inf = nan
+    big = torch.tensor([[1e40, 1.0]], dtype=torch.float64)
+    assert sample_next(big, seed=0).tolist() == [[0]]
+    assert sample_next(big, temperature=0.0).tolist() == [[0]]
+    # -inf bans a token: p = (1/2, 0, 1/2)
+    banned = torch.tensor([[0.0, -math.inf, 0.0]]).expand(200, 3)
+    out = sample_next(banned, seed=0)
+    assert set(out.flatten().tolist()) == {0, 2}
+
+
+@pytest.mark.parametrize("row", [[0.0, math.nan, 1.0], [math.nan, 0.0, 1.0],
+                                 [0.0, math.inf, 1.0], [-math.inf] * 3])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_sample_next_refuses_nan_inf_and_dead_rows(row, temperature):
+    logits = torch.tensor([[0.0, 1.0, 2.0], row])
+    with pytest.raises(ValueError, match=r"logits of shape \(2, 3\)"):
+        sample_next(logits, temperature=temperature, seed=0)
+
+
+def test_sample_next_refuses_an_empty_vocabulary_and_huge_seeds():
+    with pytest.raises(ValueError, match=r"logits must be \(B, V\) with V >= 1"):
+        sample_next(torch.zeros(1, 0), seed=0)
+    with pytest.raises(ValueError, match="seed must be <="):
+        sample_next(torch.zeros(1, 3), seed=2**64)
+    assert sample_next(torch.zeros(1, 3), seed=2**64 - 1).shape == (1, 1)
+    with pytest.raises(ValueError, match="seed"):
+        generate(small_model(), [[1, 2]], 2, seed=2**64)
+
+
+def test_generate_refuses_an_encoder_decoder_model():
+    from attnbook.models import EncoderDecoderModel
+
+    cfg = ModelConfig(vocab_size=11, d_model=16, n_heads=2, n_layers=1, n_encoder_layers=1,
+                      max_seq_len=8, d_ff=32, arch="encoder-decoder")
+    with pytest.raises(TypeError, match="model must be a decoder-only model.*"
+                                        "EncoderDecoderModel"):
+        generate(EncoderDecoderModel(cfg), [[1, 2]], 2, seed=0)
+
+
+def test_generate_returns_new_int64_ids_for_any_integer_dtype():
+    model = small_model()
+    ref = generate(model, torch.tensor([[1, 2, 3]]), 4, seed=5)
+    for dtype in (torch.uint8, torch.int16, torch.int32):
+        prompt = torch.tensor([[1, 2, 3]], dtype=dtype)
+        out = generate(model, prompt, 4, seed=5)
+        assert out.dtype == torch.int64
+        torch.testing.assert_close(out, ref)
+        same = generate(model, prompt, 0)
+        assert same is not prompt and same.dtype == torch.int64
+        assert same.tolist() == [[1, 2, 3]]
+    prompt = torch.tensor([[1, 2, 3]])
+    same = generate(model, prompt, 0)
+    same[0, 0] = 9  # the caller's prompt is not aliased
+    assert prompt.tolist() == [[1, 2, 3]]
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_generate_names_a_model_with_nan_logits(use_cache, temperature):
+    model = small_model().train()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(math.nan)
+    with pytest.raises(ValueError, match="the model's next-token logits of shape"):
+        generate(model, [[1, 2]], 3, temperature=temperature, use_cache=use_cache, seed=0)
+    assert model.training  # mode restored
+    assert not model._forward_hooks  # the check's hook is removed
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom")
+
+
+def test_attention_maps_restores_the_mode_after_an_exception():
+    model = small_model().train()
+    model.layers[1].register_forward_pre_hook(_boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        attention_maps(model, [1, 2, 3])
+    assert model.training
+
+
+def test_attention_maps_rejects_empty_strings_long_and_nan():
+    model = small_model("learned")
+    with pytest.raises(ValueError, match="T >= 1"):
+        attention_maps(model, np.zeros((1, 0), int))
+    with pytest.raises(TypeError, match="ids must be an integer tensor"):
+        attention_maps(model, "abc")
+    with pytest.raises(ValueError, match=r"ids of shape \(1, 65\).*max_seq_len 64"):
+        attention_maps(model, np.zeros(65, int))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(math.nan)
+    with pytest.raises(ValueError, match="attention weights .* contain nan"):
+        attention_maps(model, [1, 2])

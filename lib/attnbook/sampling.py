@@ -20,7 +20,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .checks import check_bool, check_int, check_real, check_tensor, check_token_ids
+from .checks import (
+    check_bool,
+    check_int,
+    check_int_tensor,
+    check_real,
+    check_seed,
+    check_tensor,
+    check_token_ids,
+)
 
 __all__ = ["sample_next_core", "sample_next", "generate_core", "generate", "attention_maps"]
 
@@ -33,7 +41,8 @@ def sample_next_core(logits, temperature, top_k, generator):
     """
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-    logits = logits.float() / temperature  # (B, V)
+    logits = logits - logits.amax(dim=-1, keepdim=True)  # max 0: no overflow
+    logits = (logits.double() / temperature).float()  # (B, V); tiny T ok
     if top_k is not None:
         kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, -math.inf)  # drop the rest
@@ -58,23 +67,42 @@ def _make_generator(seed, generator):
         return generator
     gen = torch.Generator()
     if seed is not None:
-        gen.manual_seed(check_int(seed, "seed", 0))
+        gen.manual_seed(check_seed(seed))
     else:
         gen.seed()
     return gen
+
+
+def _check_logits(logits, name: str):
+    """Refuse nan and +inf; -inf (a banned token) is allowed if a row keeps a finite logit."""
+    bad = torch.isnan(logits) | (logits == math.inf)
+    if bool(bad.any()):
+        raise ValueError(f"{name} of shape {tuple(logits.shape)} contain nan or +inf "
+                         f"(first at index {tuple(bad.nonzero()[0].tolist())})")
+    dead = ~torch.isfinite(logits).any(dim=-1)  # rows of -inf only
+    if bool(dead.any()):
+        raise ValueError(f"{name} of shape {tuple(logits.shape)} has a row with no finite "
+                         f"logit (all -inf) at index {tuple(dead.nonzero()[0].tolist())}")
 
 
 def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
                 seed: int | None = None, generator: torch.Generator | None = None):
     """Next token ids from logits: greedy at temperature 0, else temperature and top-k sampling.
 
+    The logits are shifted so that each row's maximum is 0 before the division by the
+    temperature (the softmax does not change), so any temperature > 0, however small, gives
+    finite scores: as ``temperature -> 0`` the draw becomes the argmax (among tied maxima, a
+    uniform draw).
+
     Args:
-        logits: ``(B, V)`` floating tensor (unnormalized scores of the next token).
+        logits: ``(B, V)`` floating tensor (unnormalized scores of the next token), ``V >= 1``;
+            no nan or +inf; ``-inf`` bans a token, but each row needs a finite logit.
         temperature: >= 0 and finite; 0 is greedy (argmax), 1 samples the model's
             distribution, lower sharpens it, higher flattens it.
         top_k: sample only among the ``top_k`` largest logits (ties at the k-th value are
             kept), ``1 <= top_k <= V``; ``None`` keeps all.
-        seed: seed of a fresh ``torch.Generator`` (``None``: a random seed).
+        seed: seed of a fresh ``torch.Generator``, ``0 <= seed < 2**64`` (``None``: a random
+            seed).
         generator: a ``torch.Generator`` to draw from instead of ``seed``.
 
     Returns:
@@ -83,13 +111,18 @@ def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
     Raises:
         TypeError: if ``logits`` is not a floating tensor, ``top_k``/``seed`` not an integer,
             ``temperature`` not a real number or ``generator`` not a ``torch.Generator``.
-        ValueError: if ``logits`` is not 2-D, ``temperature`` is negative or not finite,
-            ``top_k`` is outside ``[1, V]``, or both ``seed`` and ``generator`` are given.
+        ValueError: if ``logits`` is not 2-D with ``V >= 1``, holds nan or +inf or a row of
+            only -inf; ``temperature`` is negative or not finite, ``top_k`` is outside
+            ``[1, V]``, ``seed`` is outside ``[0, 2**64)``, or both ``seed`` and
+            ``generator`` are given.
 
     Source: Fan et al., "Hierarchical Neural Story Generation" (2018), section 5.4 (top-k);
     Ackley, Hinton & Sejnowski (1985) for the temperature of a Boltzmann distribution.
     """
     check_tensor(logits, "logits", ndim=2)  # (B, V) floating
+    if logits.shape[1] < 1:
+        raise ValueError(f"logits must be (B, V) with V >= 1; got shape {tuple(logits.shape)}")
+    _check_logits(logits, "logits")
     temperature, top_k = _check_sampling(temperature, top_k, logits.shape[1])
     return sample_next_core(logits, temperature, top_k, _make_generator(seed, generator))
 
@@ -125,7 +158,8 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
     Args:
         model: a :class:`attnbook.models.DecoderOnlyModel` (anything with ``config``,
             ``make_caches()`` and ``model(ids, kv_caches=...) -> (B, T, V)`` logits).
-        ids: ``(B, T)`` prompt token ids, ``T >= 1`` (tensor, array or nested list).
+        ids: ``(B, T)`` prompt token ids, ``T >= 1`` (tensor, array or nested list, any
+            integer dtype; computed in int64).
         max_new_tokens: tokens to append, >= 0.
         temperature: >= 0; 0 is greedy decoding (see :func:`sample_next`).
         top_k: keep the ``top_k`` most likely tokens, ``1 <= top_k <= vocab_size``, or
@@ -135,21 +169,26 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
         generator: a ``torch.Generator`` to draw from.
 
     Returns:
-        ``(B, T + max_new_tokens)`` int64 token ids: the prompt, then the new tokens.
+        ``(B, T + max_new_tokens)`` int64 token ids: the prompt, then the new tokens (a new
+        tensor, also when ``max_new_tokens`` is 0).
 
     Raises:
         ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` and ids in
             ``[0, vocab_size)``; the total length exceeds ``max_seq_len`` with absolute
-            (learned or sinusoidal) positions; ``temperature`` or ``top_k`` is out of range;
-            or both ``seed`` and ``generator`` are given.
-        TypeError: if ``model`` is not a ``torch.nn.Module`` with a ``config``, or an
-            argument has the wrong type.
+            (learned or sinusoidal) positions; ``temperature``, ``top_k`` or ``seed`` is out
+            of range; both ``seed`` and ``generator`` are given; or the model's next-token
+            logits hold nan or +inf (or a row of only -inf) at some step.
+        TypeError: if ``model`` is not a ``torch.nn.Module`` with a ``config`` and
+            ``make_caches()`` (an encoder-decoder model is refused), or an argument has the
+            wrong type.
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
-        raise TypeError(f"model must be a DecoderOnlyModel (a torch.nn.Module with a config), "
-                        f"got {type(model).__name__}")
+    if not isinstance(model, nn.Module) or not hasattr(model, "config") or not callable(
+            getattr(model, "make_caches", None)):
+        raise TypeError(f"model must be a decoder-only model (a torch.nn.Module with a config "
+                        f"and make_caches(), e.g. DecoderOnlyModel), got "
+                        f"{type(model).__name__}")
     cfg = model.config
-    ids = check_token_ids(ids, "ids", cfg.vocab_size)
+    ids = check_token_ids(ids, "ids", cfg.vocab_size).to(torch.int64)  # (B, T)
     if ids.shape[1] < 1:
         raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
@@ -163,7 +202,12 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
             "a sliding_window has no such limit)")
     gen = _make_generator(seed, generator)
     if max_new_tokens == 0:
-        return ids
+        return ids.clone()  # int64, never the caller's own tensor
+
+    def check_output(module, args, output):  # a diverged model: name it, not multinomial
+        _check_logits(output[:, -1], "the model's next-token logits")
+
+    hook = model.register_forward_hook(check_output)
     was_training = model.training
     model.eval()
     try:
@@ -174,6 +218,7 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
             ids = torch.cat((ids, sample_next_core(logits, temperature, top_k, gen)), dim=1)
         return ids
     finally:
+        hook.remove()
         model.train(was_training)
 
 
@@ -196,19 +241,25 @@ def attention_maps(model, ids) -> np.ndarray:
     Raises:
         TypeError: if ``model`` has no ``layers`` of self-attention blocks or ``ids`` are not
             integers.
-        ValueError: if ``ids`` is not one sequence of ids in ``[0, vocab_size)``.
+        ValueError: if ``ids`` is not one sequence of ``T >= 1`` ids in ``[0, vocab_size)``,
+            ``T`` exceeds ``max_seq_len`` with learned or sinusoidal positions, or the weights
+            are not finite (a model with nan parameters).
     """
     layers = getattr(model, "layers", None)
-    if not isinstance(model, nn.Module) or layers is None or not all(
-            hasattr(layer, "self_attn") for layer in layers):
+    if not isinstance(model, nn.Module) or layers is None or not hasattr(
+            model, "config") or not all(hasattr(layer, "self_attn") for layer in layers):
         raise TypeError(f"model must be a DecoderOnlyModel, got {type(model).__name__}")
-    ids = torch.as_tensor(ids) if not isinstance(ids, torch.Tensor) else ids
+    ids = check_int_tensor(ids, "ids", None)
     if ids.ndim == 1:
         ids = ids[None]
-    ids = check_token_ids(ids, "ids", model.config.vocab_size)
-    if ids.shape[0] != 1:
-        raise ValueError(f"ids must be one sequence, (T,) or (1, T); got shape "
+    ids = check_token_ids(ids, "ids", model.config.vocab_size).to(torch.int64)
+    if ids.shape[0] != 1 or ids.shape[1] < 1:
+        raise ValueError(f"ids must be one sequence of T >= 1 ids, (T,) or (1, T); got shape "
                          f"{tuple(ids.shape)}")
+    cfg = model.config
+    if cfg.positional in ("learned", "sinusoidal") and ids.shape[1] > cfg.max_seq_len:
+        raise ValueError(f"ids of shape {tuple(ids.shape)} are longer than max_seq_len "
+                         f"{cfg.max_seq_len} of {cfg.positional} positions")
     calls = []
 
     def keep(module, args, kwargs):  # record the self-attention's input and keyword args
@@ -219,11 +270,11 @@ def attention_maps(model, ids) -> np.ndarray:
     was_training = model.training
     model.eval()
     try:
-        model(ids)
-    finally:
-        for h in hooks:
-            h.remove()
-    try:
+        try:
+            model(ids)
+        finally:
+            for h in hooks:
+                h.remove()
         maps = []
         for module, args, kwargs in calls:
             kwargs.update(need_weights=True, kv_cache=None)
@@ -231,4 +282,8 @@ def attention_maps(model, ids) -> np.ndarray:
             maps.append(w[0].double().cpu().numpy())
     finally:
         model.train(was_training)
-    return np.stack(maps)  # (n_layers, H, T, T)
+    maps = np.stack(maps)  # (n_layers, H, T, T)
+    if not np.isfinite(maps).all():
+        raise ValueError(f"the attention weights of shape {maps.shape} contain nan or inf: "
+                         "the model's parameters or activations are not finite")
+    return maps
