@@ -173,3 +173,53 @@ def test_bigram_beats_unigram_on_the_corpus_prefix():
     uni = unigram_loss(train, val, tok.vocab_size)
     bi = bigram_loss(train, val, tok.vocab_size)
     assert bi < uni < math.log(tok.vocab_size)
+
+
+# --- hostile review: table sizes, names in messages, huge alpha ----------------------------
+
+
+@pytest.mark.parametrize("fn", [bigram_loss, lambda t, v, V: ngram_counts(t, V, 2)])
+def test_bigram_tables_above_the_limit_are_refused_before_allocating(fn):
+    # 10**5 squared float64 counts are 8e10 bytes (74.5 GiB); 2**32 overflowed C long
+    with pytest.raises(ValueError, match=r"vocab_size 100000 .* 8e\+10 bytes"):
+        fn([0, 1, 2], [0, 1], 10**5)
+    with pytest.raises(ValueError, match="vocab_size 4294967296"):
+        fn([0, 1, 2], [0, 1], 2**32)
+    with pytest.raises(ValueError, match="vocab_size 4097 is above the limit 4096"):
+        fn([0, 1, 2], [0, 1], 4097)
+
+
+def test_unigram_tables_above_the_limit_are_refused():
+    with pytest.raises(ValueError, match=r"vocab_size 4294967296 .* 3.44e\+10 bytes"):
+        unigram_loss([0, 1, 2], [0, 1], 2**32)
+
+
+@pytest.mark.parametrize("fn", [unigram_loss, bigram_loss])
+def test_baseline_errors_name_the_argument(fn):
+    with pytest.raises(ValueError, match=r"val_ids must lie in \[0, vocab_size=3\)"):
+        fn([0, 1, 2], [0, 5], 3)
+    with pytest.raises(ValueError, match=r"train_ids must lie in \[0, vocab_size=3\)"):
+        fn([0, 7, 2], [0, 1], 3)
+    with pytest.raises(ValueError, match="val_ids must be >= 0"):
+        fn([0, 1, 2], [0, -1], 3)
+
+
+@pytest.mark.parametrize("fn", [unigram_loss, bigram_loss])
+def test_huge_alpha_gives_the_uniform_loss(fn):
+    # alpha -> inf: every smoothed probability -> 1/V, so the loss -> log V (was inf: the sum
+    # of the counts overflowed)
+    assert fn([0, 1], [0, 1], 3, alpha=1e308) == pytest.approx(math.log(3), rel=1e-12)
+    assert fn([0, 1, 1, 0], [1, 0, 2], 3, alpha=1.7e308) == pytest.approx(math.log(3),
+                                                                           rel=1e-12)
+
+
+def test_tiny_alpha_stays_finite():
+    # p(2 | 0) = alpha / (2 + 3 alpha): the loss is log(2 / alpha) for alpha = 5e-324
+    expected = math.log(2) - math.log(5e-324)
+    assert bigram_loss([0, 1, 0, 1], [0, 2], 3, alpha=5e-324) == pytest.approx(expected,
+                                                                               rel=1e-12)
+
+
+def test_get_batch_names_block_size_when_ids_are_short():
+    with pytest.raises(ValueError, match=r"ids must hold at least 5 ids \(block_size 4 \+ 1\)"):
+        get_batch(np.arange(4), 4, 2, torch.Generator())

@@ -39,6 +39,7 @@ __all__ = [
     "split_ids",
     "get_batch_core",
     "get_batch",
+    "MAX_NGRAM_VOCAB",
     "ngram_counts",
     "unigram_loss",
     "bigram_loss",
@@ -212,12 +213,17 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size})"
 
 
-def _check_ids(ids, name: str, minimum_len: int = 1) -> np.ndarray:
+def _check_ids(ids, name: str, minimum_len: int = 1, vocab_size: int | None = None,
+               len_hint: str = "") -> np.ndarray:
     if isinstance(ids, torch.Tensor):
         ids = ids.detach().cpu().numpy()
     arr = check_int_array(ids, name, 0, ndim=1)  # 1-D, integer, no negative id
     if arr.size < minimum_len:
-        raise ValueError(f"{name} must hold at least {minimum_len} ids; got shape {arr.shape}")
+        raise ValueError(f"{name} must hold at least {minimum_len} ids{len_hint}; got shape "
+                         f"{arr.shape}")
+    if vocab_size is not None and arr.size and int(arr.max()) >= vocab_size:
+        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got a maximum of "
+                         f"{int(arr.max())} (shape {arr.shape})")
     return arr.astype(np.int64, copy=False)
 
 
@@ -287,9 +293,33 @@ def get_batch(ids, block_size: int, batch_size: int, generator: torch.Generator)
     batch_size = check_int(batch_size, "batch_size", 1)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    arr = _check_ids(ids, "ids", block_size + 1)
+    arr = _check_ids(ids, "ids", block_size + 1, len_hint=f" (block_size {block_size} + 1)")
     return get_batch_core(torch.from_numpy(np.ascontiguousarray(arr)), block_size, batch_size,
                           generator)
+
+
+#: Largest ``vocab_size`` of the count tables, by order (``V`` floats for unigrams, ``V * V``
+#: for bigrams, and 4096 squared float64 counts take 128 MiB). A larger vocabulary is refused
+#: before anything is allocated.
+MAX_NGRAM_VOCAB = {1: 2**24, 2: 4096}
+
+
+def _check_vocab(vocab_size, order: int) -> int:
+    V = check_int(vocab_size, "vocab_size", 1)
+    if V > MAX_NGRAM_VOCAB[order]:
+        cells = V**order
+        raise ValueError(
+            f"vocab_size {V} is above the limit {MAX_NGRAM_VOCAB[order]} of order-{order} "
+            f"counts: the table of {' x '.join([str(V)] * order)} float64 counts would take "
+            f"{cells * 8:.3g} bytes ({cells * 8 / 2**30:.3g} GiB)")
+    return V
+
+
+def _ngram_counts(arr, V, order):
+    if order == 1:
+        return np.bincount(arr, minlength=V).astype(np.float64)
+    pairs = arr[:-1] * V + arr[1:]  # flat index of (previous, next)
+    return np.bincount(pairs, minlength=V * V).astype(np.float64).reshape(V, V)
 
 
 def ngram_counts(ids, vocab_size: int, order: int) -> np.ndarray:
@@ -300,7 +330,8 @@ def ngram_counts(ids, vocab_size: int, order: int) -> np.ndarray:
 
     Args:
         ids: 1-D integer token ids in ``[0, vocab_size)``.
-        vocab_size: number of token ids ``V``.
+        vocab_size: number of token ids ``V``, at most ``MAX_NGRAM_VOCAB[order]`` (``2**24``
+            for unigrams, 4096 for bigrams).
         order: 1 or 2.
 
     Returns:
@@ -308,17 +339,18 @@ def ngram_counts(ids, vocab_size: int, order: int) -> np.ndarray:
 
     Raises:
         TypeError: if ``ids`` are not integers or ``vocab_size``/``order`` is not an integer.
-        ValueError: if an id is outside ``[0, vocab_size)`` or ``order`` is not 1 or 2.
+        ValueError: if an id is outside ``[0, vocab_size)``, ``order`` is not 1 or 2, or
+            ``vocab_size`` is above the limit (the message gives the table's size).
     """
-    V = check_int(vocab_size, "vocab_size", 1)
     order = check_int(order, "order", 1, 2)
-    arr = _check_ids(ids, "ids", order)
-    if arr.max() >= V:
-        raise ValueError(f"ids must lie in [0, vocab_size={V}); got a maximum of {arr.max()}")
-    if order == 1:
-        return np.bincount(arr, minlength=V).astype(np.float64)
-    pairs = arr[:-1] * V + arr[1:]  # flat index of (previous, next)
-    return np.bincount(pairs, minlength=V * V).astype(np.float64).reshape(V, V)
+    V = _check_vocab(vocab_size, order)
+    return _ngram_counts(_check_ids(ids, "ids", order, V), V, order)
+
+
+def _log_normalize(counts, axis):
+    """``log(counts / counts.sum(axis))``, finite for any finite counts > 0 (no overflow)."""
+    top = counts.max(axis=axis, keepdims=True)
+    return np.log(counts) - np.log(top) - np.log((counts / top).sum(axis=axis, keepdims=True))
 
 
 def unigram_loss(train_ids, val_ids, vocab_size: int, alpha: float = 1.0) -> float:
@@ -330,21 +362,23 @@ def unigram_loss(train_ids, val_ids, vocab_size: int, alpha: float = 1.0) -> flo
     Args:
         train_ids: 1-D integer token ids in ``[0, vocab_size)``, counted.
         val_ids: 1-D integer token ids in ``[0, vocab_size)``, scored.
-        vocab_size: ``V``.
-        alpha: smoothing pseudo-count, > 0 (1 is Laplace's rule).
+        vocab_size: ``V``, at most ``2**24``.
+        alpha: smoothing pseudo-count, > 0 and finite (1 is Laplace's rule; a huge one gives
+            the uniform model's ``log V``, computed without overflow).
 
     Returns:
         Mean cross-entropy in nats per token (a Python float).
 
     Raises:
         TypeError: as :func:`ngram_counts`, or if ``alpha`` is not a real number.
-        ValueError: as :func:`ngram_counts`, or if ``alpha`` is not finite and > 0.
+        ValueError: as :func:`ngram_counts` (naming ``train_ids`` or ``val_ids``), or if
+            ``alpha`` is not finite and > 0.
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, strict=True)
-    counts = ngram_counts(train_ids, vocab_size, 1) + alpha  # (V,)
-    val = _check_ids(val_ids, "val_ids")
-    ngram_counts(val, vocab_size, 1)  # range check
-    logp = np.log(counts) - np.log(counts.sum())  # (V,)
+    V = _check_vocab(vocab_size, 1)
+    counts = _ngram_counts(_check_ids(train_ids, "train_ids", 1, V), V, 1) + alpha  # (V,)
+    val = _check_ids(val_ids, "val_ids", 1, V)
+    logp = _log_normalize(counts, axis=0)  # (V,)
     return float(-logp[val].mean())
 
 
@@ -358,22 +392,25 @@ def bigram_loss(train_ids, val_ids, vocab_size: int, alpha: float = 1.0) -> floa
     Args:
         train_ids: 1-D integer token ids in ``[0, vocab_size)``, counted.
         val_ids: 1-D integer token ids in ``[0, vocab_size)``, scored (at least 2).
-        vocab_size: ``V``.
-        alpha: smoothing pseudo-count, > 0.
+        vocab_size: ``V``, at most 4096 (the ``V x V`` table; see :func:`ngram_counts`).
+        alpha: smoothing pseudo-count, > 0 and finite (a huge one gives ``log V``, computed
+            without overflow).
 
     Returns:
         Mean cross-entropy in nats per token (a Python float).
 
     Raises:
         TypeError: as :func:`ngram_counts`, or if ``alpha`` is not a real number.
-        ValueError: as :func:`ngram_counts`, or if ``alpha`` is not finite and > 0.
+        ValueError: as :func:`ngram_counts` (naming ``train_ids`` or ``val_ids``; a
+            ``vocab_size`` above 4096 is refused before the table is allocated), or if
+            ``alpha`` is not finite and > 0.
 
     Source: Jurafsky & Martin, *Speech and Language Processing* (3rd ed. draft), chapter 3,
     "Laplace smoothing" and "add-k smoothing".
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, strict=True)
-    counts = ngram_counts(train_ids, vocab_size, 2) + alpha  # (V, V)
-    val = _check_ids(val_ids, "val_ids", 2)
-    ngram_counts(val, vocab_size, 1)  # range check
-    logp = np.log(counts) - np.log(counts.sum(axis=1, keepdims=True))  # (V, V) rows: previous
+    V = _check_vocab(vocab_size, 2)
+    counts = _ngram_counts(_check_ids(train_ids, "train_ids", 2, V), V, 2) + alpha  # (V, V)
+    val = _check_ids(val_ids, "val_ids", 2, V)
+    logp = _log_normalize(counts, axis=1)  # (V, V) rows: previous
     return float(-logp[val[:-1], val[1:]].mean())
