@@ -492,3 +492,142 @@ def test_tolerances_accept_float32_and_reject_a_real_difference():
     assert check_attention(lambda q, k, v: loop_attention(q, k, v).astype(np.float32))
     assert exercises.ATOL < 1e-3
     assert not check_attention(lambda q, k, v: loop_attention(q, k, v) * (1 + 1e-3))
+
+
+# ---------------------------------------------------------------------------------------------
+# Results of the wrong kind: complex, low precision, torch dtypes, object arrays, odd errors
+
+
+@pytest.mark.parametrize("check, fn", [
+    (check_attention, lambda q, k, v: loop_attention(q, k, v) + 5j),
+    (check_attention, lambda q, k, v: loop_attention(q, k, v) + 0j),
+    (check_attention, lambda q, k, v: torch.from_numpy(loop_attention(q, k, v) + 1j)),
+    (check_split_heads, lambda x, n_heads: loop_split_heads(x, n_heads) + 1e9j),
+])
+def test_a_complex_result_fails(check, fn):
+    """Only the real part used to be compared: + 5j passed with "Largest |difference| 5"."""
+    result = check(fn)
+    assert_readable(result)
+    assert not result and result.status == "wrong", result.message
+    assert "returned complex values" in result.message and "✓" not in result.message
+    assert result.n_passed == 0
+
+
+def test_a_passed_check_reports_the_difference_it_judged():
+    """The pass criterion and the reported difference are one computation."""
+    result = check_attention(lambda q, k, v: loop_attention(q, k, v) + 5e-7)
+    assert result and result.max_abs_diff == pytest.approx(5e-7, rel=1e-3)
+    assert "5.0e-07" in result.message
+    tolerance = exercises.ATOL + exercises.RTOL * 0  # the smallest allowed difference
+    result = check_attention(lambda q, k, v: loop_attention(q, k, v) + 2 * tolerance + 1e-3)
+    assert not result and result.max_abs_diff == pytest.approx(2 * tolerance + 1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, torch.float16, torch.bfloat16])
+def test_a_right_low_precision_result_passes(dtype):
+    """Rounding the right answer to float16 or bfloat16 is not a mistake in the steps."""
+    if isinstance(dtype, torch.dtype):
+        fn = lambda q, k, v: torch.from_numpy(loop_attention(q, k, v)).to(dtype)  # noqa: E731
+    else:
+        fn = lambda q, k, v: loop_attention(q, k, v).astype(dtype)  # noqa: E731
+    result = check_attention(fn)
+    assert_readable(result)
+    assert result, result.message
+
+
+@pytest.mark.parametrize("dtype", [np.float16, torch.bfloat16])
+def test_a_wrong_low_precision_result_fails(dtype):
+    def wrong(q, k, v):  # 5 % too large: far beyond float16's and bfloat16's rounding
+        out = loop_attention(q, k, v) * 1.05 + 0.05
+        if isinstance(dtype, torch.dtype):
+            return torch.from_numpy(out).to(dtype)
+        return out.astype(dtype)
+
+    result = check_attention(wrong)
+    assert_readable(result)
+    assert not result and result.status == "wrong"
+
+
+def test_attention_computed_in_float16_passes_and_a_float16_mistake_is_named():
+    def in_float16(q, k, v, scale=True):
+        q, k, v = (a.astype(np.float16) for a in (q, k, v))
+        s = q @ np.swapaxes(k, -1, -2)
+        if scale:
+            s = s / np.float16(math.sqrt(q.shape[-1]))
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True) @ v
+
+    assert check_attention(in_float16)
+    result = check_attention(lambda q, k, v: in_float16(q, k, v, scale=False))
+    assert not result and result.mistake == "no_scale", result.message
+
+
+def test_a_float16_result_that_is_off_names_the_precision():
+    result = check_attention(lambda q, k, v: (loop_attention(q, k, v) * 1.02)
+                             .astype(np.float16))
+    assert_readable(result)
+    assert not result, result.message
+    assert "float16" in result.message and "No typical mistake" not in result.message
+
+
+def test_a_meta_tensor_is_reported_not_raised():
+    result = check_attention(lambda q, k, v: torch.empty(q.shape[:-1] + v.shape[-1:],
+                                                         device="meta"))
+    assert_readable(result)
+    assert not result and result.status == "wrong" and "meta" in result.message
+
+
+@pytest.mark.parametrize("dtype, words", [(object, "dtype object"),
+                                          ("datetime64[s]", "dtype datetime64")])
+def test_an_array_of_non_numbers_names_its_dtype(dtype, words):
+    def fn(q, k, v):
+        out = loop_attention(q, k, v)
+        return out.astype(dtype) if dtype is object else np.zeros(out.shape, dtype)
+
+    result = check_attention(fn)
+    assert_readable(result)
+    assert not result and words in result.message, result.message
+    assert "returned a ndarray, not an array" not in result.message
+
+
+def test_not_implemented_on_a_batched_case_is_a_failure_on_that_case():
+    rec = recording(lambda q, k, v: loop_attention(q, k, v) if q.ndim == 2
+                    else (_ for _ in ()).throw(NotImplementedError("batched")))
+    result = check_attention(rec)
+    assert_readable(result)
+    assert result.status == "error" and "not written" not in result.message
+    assert result.n_passed == 3 and rec.calls[3][0].ndim == 3
+    assert "batched input" in result.message
+
+
+def test_an_additive_float_mask_is_recognised():
+    def additive(L, S):  # 0 where a key is kept, -inf where it is hidden
+        return np.where(loop_causal_mask(L, S), 0.0, -np.inf)
+
+    result = check_causal_mask(additive)
+    assert_readable(result)
+    assert not result and result.mistake == "additive"
+    assert "keep-mask" in result.diagnosis and "True marks the hidden" not in result.message
+
+
+def test_an_additive_mask_with_another_mistake_names_both():
+    def additive_diagonal_hidden(L, S):
+        i, j = np.arange(L)[:, None], np.arange(S)[None, :]
+        return np.where(j < i + (S - L), 0.0, -np.inf)
+
+    result = check_causal_mask(additive_diagonal_hidden)
+    assert not result and result.mistake == "diagonal_hidden"
+    assert "additive" in result.diagnosis and "own key" in result.diagnosis
+
+
+def test_an_exception_whose_text_cannot_be_shown_is_reported():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+    def fn(q, k, v):
+        raise Unprintable
+
+    result = check_attention(fn)
+    assert_readable(result)
+    assert result.status == "error" and "Unprintable" in result.message

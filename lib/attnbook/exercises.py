@@ -8,7 +8,13 @@ returned shape, the largest difference and where it sits, and, when the result e
 typical wrong variant on that case, what the mistake probably is (the scale forgotten, the
 softmax over the wrong axis, ``k`` not transposed, a top-left causal mask, ``True`` meaning
 "hidden", heads split without the transpose). A stub that still raises
-``NotImplementedError`` or returns ``None`` gets "not written yet", never a traceback.
+``NotImplementedError`` or returns ``None`` on the first case gets "not written yet", never a
+traceback; one that passes some cases first fails on the next (a batched case it cannot
+handle is named). A result must be an array of real numbers: complex values, an object
+array or a meta tensor fail and say so; a torch tensor is read through float32 when NumPy
+lacks its dtype (bfloat16), and a float16 or bfloat16 result is allowed that dtype's
+rounding (``LOW_PRECISION_EPS``). An additive float mask (0 keep, -inf hidden) is recognised
+and the book's boolean keep-masks recommended.
 
 A mistake is named only when its variant is right on every case the reader's function passed
 and reproduces the function's result (or its error) on the failing case; to choose between
@@ -25,6 +31,7 @@ This module imports NumPy only.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -40,6 +47,9 @@ __all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_h
 
 #: Tolerances of the comparison with the library (float64 inputs; a float32 result passes).
 ATOL, RTOL = 1e-6, 1e-5
+#: A float16 or bfloat16 result may also differ by this many of its dtype's epsilons times
+#: the largest absolute expected entry (rounding, not a mistake in the steps).
+LOW_PRECISION_EPS = 4
 WIDTH = 72  # the result's text is wrapped to this many columns (phones, the 79-column rule)
 
 
@@ -105,6 +115,7 @@ class _Case:
     label: str  # what the case tests, in words
     args: tuple  # what the reader's function is called with
     shapes: str  # the arguments' shapes, for messages
+    batched: bool = False  # the arguments have leading batch (and head) axes
 
 
 @dataclass(frozen=True)
@@ -147,7 +158,7 @@ def _attention_cases(rng) -> list[_Case]:
     for label, lead, L, S, D, Dv, size in specs:
         q, k, v = qkv(lead, L, S, D, Dv, size)
         cases.append(_Case(label, (q, k, v),
-                           f"q {q.shape}, k {k.shape}, v {v.shape}"))
+                           f"q {q.shape}, k {k.shape}, v {v.shape}", bool(lead)))
     return cases
 
 
@@ -316,7 +327,11 @@ def _wrap(text: str, indent: str = "  ") -> list[str]:
 
 
 def _fn_name(fn) -> str:
-    return getattr(fn, "__name__", None) or type(fn).__name__
+    try:
+        name = getattr(fn, "__name__", None)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise
+        name = None
+    return name if isinstance(name, str) and name else type(fn).__name__
 
 
 def _call(fn, args):
@@ -335,32 +350,102 @@ def _try(fn, args):
         return None, exc
 
 
+@dataclass(frozen=True)
+class _Got:
+    arr: np.ndarray | None  # the result as a NumPy array of booleans or real numbers
+    eps: float = 0.0  # machine epsilon of the dtype it came in (0 for exact dtypes)
+    dtype: str = ""  # that dtype's name (a bfloat16 tensor is read as float32)
+    problem: str | None = None  # why it is not an array of real numbers, after "returned"
+    advice: str | None = None  # what to do about it
+
+
+_COMPLEX_ADVICE = ("The right result is real. Find the step that made complex numbers "
+                   "(1j, np.emath.sqrt of a negative, np.fft) and keep every step real; "
+                   "taking .real at the end would hide the bug.")
+
+
+def _read_tensor(got):
+    """A torch tensor as ``(NumPy array, eps, dtype name)``; bfloat16 and the like via float32."""
+    torch = sys.modules.get("torch")
+    t = got.detach().cpu()
+    name = str(t.dtype).replace("torch.", "")
+    eps = float(torch.finfo(t.dtype).eps) if torch and t.is_floating_point() else 0.0
+    try:
+        return t.numpy(), eps, name
+    except TypeError:  # a dtype NumPy lacks: bfloat16, float8, complex32
+        wider = torch.complex64 if t.is_complex() else torch.float32
+        return t.to(wider).numpy(), eps, name
+
+
+def _read_result(got) -> _Got:
+    """The reader's result as a NumPy array of real numbers, or why it is not one."""
+    eps, name = 0.0, ""
+    if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
+        if str(getattr(got, "device", "")) == "meta":
+            return _Got(None, problem="a torch tensor on the meta device (it holds no "
+                        "values)", advice="Return values computed on the CPU, not a tensor made "
+                        "with device='meta'.")
+        try:
+            got, eps, name = _read_tensor(got)
+        except Exception:  # noqa: BLE001 - the reader's tensor, not the check, is at fault
+            return _Got(None, problem=f"a torch tensor of dtype {got.dtype} (NumPy "
+                        "cannot read it)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.asarray(got)
+    except Exception:  # noqa: BLE001 - anything that is not array-like
+        arr = None
+    numbers = arr is not None and (arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number))
+    if arr is None or (not numbers and not isinstance(got, np.ndarray)):
+        return _Got(None, problem=f"a {type(got).__name__} (not an array)")
+    name = name or str(arr.dtype)
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        return _Got(None, problem=f"complex values (dtype {name})", advice=_COMPLEX_ADVICE)
+    if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
+        if np.issubdtype(arr.dtype, np.floating):
+            eps = max(eps, float(np.finfo(arr.dtype).eps))
+        return _Got(arr, eps, name)
+    advice = (" dtype object comes from np.array(..., dtype=object) or from a list of "
+              "arrays of different shapes." if arr.dtype == object else "")
+    return _Got(None, problem=f"an array of dtype {name} (not numbers)",
+                advice="Return an array of floats." + advice)
+
+
 def _as_result_array(got):
     """The reader's result as a NumPy array, or ``None`` when it is not an array of numbers."""
-    if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
-        got = got.detach().cpu().numpy()
-    try:
-        arr = np.asarray(got)
-    except Exception:  # noqa: BLE001 - anything that is not array-like
-        return None
-    if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
-        return arr
-    return None
+    return _read_result(got).arr
 
 
-def _close(a, b) -> bool:
+def _tolerance(expected, eps=0.0):
+    """How far each entry may be from ``expected``, for a result in a dtype of epsilon ``eps``."""
+    tol = ATOL + RTOL * np.abs(expected)
+    if eps > RTOL:  # float16, bfloat16: allow for the rounding to so few digits
+        tol = tol + LOW_PRECISION_EPS * eps * np.max(np.abs(expected), initial=0.0)
+    return tol
+
+
+def _close(a, b, eps=0.0) -> bool:
     if a.shape != b.shape:
         return False
+    b = b.astype(np.float64)
     with np.errstate(all="ignore"):
-        return bool(np.all(np.abs(a.astype(np.float64) - b.astype(np.float64))
-                           <= ATOL + RTOL * np.abs(b.astype(np.float64))))
+        return bool(np.all(np.abs(a.astype(np.float64) - b) <= _tolerance(b, eps)))
 
 
-def _same(a, b) -> bool:
+def _same(a, b, eps=0.0) -> bool:
     """Equal shapes and values, booleans compared exactly, numbers within the tolerances."""
     if a.dtype == np.bool_ or b.dtype == np.bool_:
         return a.shape == b.shape and bool(np.array_equal(a.astype(bool), b.astype(bool)))
-    return _close(a, b)
+    return _close(a, b, eps)
+
+
+def _text(exc) -> str:
+    """``str(exc)``, or a note when the exception's own ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception as err:  # noqa: BLE001 - the reader's exception class is at fault
+        return f"(its message cannot be shown: str() raised {type(err).__name__})"
 
 
 class _Diagnosis:
@@ -416,9 +501,10 @@ def _agrees(a, b) -> bool:
     (ra, ea), (rb, eb) = a, b
     if ea is not None or eb is not None:
         return (ea is not None and eb is not None and type(ea) is type(eb)
-                and str(ea) == str(eb))
-    ra, rb = _as_result_array(ra), _as_result_array(rb)
-    return ra is not None and rb is not None and _same(ra, rb)
+                and _text(ea) == _text(eb))
+    ga, gb = _read_result(ra), _read_result(rb)
+    return (ga.arr is not None and gb.arr is not None
+            and _same(ga.arr, gb.arr, max(ga.eps, gb.eps)))
 
 
 def _inputs(case) -> str:
@@ -451,7 +537,7 @@ def _not_written(fn, n, what, how):
 
 
 def _exception_hint(exc, fn_args) -> str | None:
-    text = str(exc)
+    text = _text(exc)
     if isinstance(exc, TypeError) and "argument" in text:
         return f"The check calls your function as {fn_args}."
     if "matmul" in text or "not aligned" in text:
@@ -467,8 +553,22 @@ def _exception_hint(exc, fn_args) -> str | None:
     return None
 
 
+_BATCHED = ("It handles the earlier cases but not batched input: the arguments may have "
+            "leading batch (and head) axes, (..., L, D). @ and np.swapaxes(a, -1, -2) work "
+            "on the last two axes whatever comes before them.")
+
+
+def _first_batched(cases, i) -> bool:
+    """Case ``i`` is the first with leading batch axes."""
+    return cases[i].batched and not any(c.batched for c in cases[:i])
+
+
 def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult:
-    """Run ``fn`` on every case and compare with ``reference``; stop at the first failure."""
+    """Run ``fn`` on every case and compare with ``reference``; stop at the first failure.
+
+    ``compare`` returns the failure, or the largest difference it judged (its pass criterion
+    and the reported difference are one computation).
+    """
     if not callable(fn):
         raise TypeError(f"fn must be the function to check, called as fn{fn_args}; got "
                         f"{fn!r} ({type(fn).__name__})")
@@ -478,13 +578,21 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
         diagnose = lambda i=i: _Diagnosis(fn, mistakes, cases, i, reference)  # noqa: E731
         try:
             got = _call(fn, case.args)
-        except NotImplementedError:
-            return _not_written(fn, n, "it raises NotImplementedError", how)
         except Exception as exc:  # noqa: BLE001 - the reader's error is the report
-            m = diagnose().of_exception(exc)
-            hint = m.text if m else _exception_hint(exc, f"{name}{fn_args}")
-            msg = str(exc) if len(str(exc)) <= 300 else str(exc)[:300] + " ..."
-            body = [_inputs(case), f"{type(exc).__name__}: {msg}"]
+            if isinstance(exc, NotImplementedError):
+                if i == 0:
+                    return _not_written(fn, n, "it raises NotImplementedError", how)
+                m = None
+                hint = (_BATCHED if _first_batched(cases, i) else
+                        f"It passed {i} cases, then raised NotImplementedError on this "
+                        "one: finish the code path this case takes.")
+            else:
+                m = diagnose().of_exception(exc)
+                hint = m.text if m else _exception_hint(exc, f"{name}{fn_args}")
+            text = _text(exc)
+            msg = text if len(text) <= 300 else text[:300] + " ..."
+            body = [_inputs(case), f"{type(exc).__name__}: {msg}" if msg
+                    else type(exc).__name__]
             if hint:
                 body.append("Hint: " + hint)
             return _result(fn, "error", n, i, f"✗ {name} raised {type(exc).__name__} on "
@@ -493,30 +601,36 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
         if got is None:
             if i == 0:
                 return _not_written(fn, n, "it returns None", how)
+            hint = _BATCHED if _first_batched(cases, i) else None
             return _result(fn, "wrong", n, i, f"✗ {name} returned None on case {i + 1} of {n} "
                            f"({case.label}).",
-                           [_inputs(case), "Is a `return` missing on some path?"],
-                           case=case.shapes)
+                           [_inputs(case), "Is a `return` missing on some path?"]
+                           + (["Hint: " + hint] if hint else []),
+                           case=case.shapes, diagnosis=hint)
         expected = np.asarray(reference(*case.args))
-        arr = _as_result_array(got)
-        if arr is None:
+        res = _read_result(got)
+        if res.arr is None:
+            body = [_inputs(case), f"Expected a NumPy array of shape {expected.shape}."]
+            if res.advice:
+                body.append(res.advice)
             return _result(
-                fn, "wrong", n, i, f"✗ {name} returned a {type(got).__name__}, not an array.",
-                [_inputs(case), f"Expected a NumPy array of shape {expected.shape}."],
-                case=case.shapes, expected_shape=expected.shape)
-        failure = compare(fn, i, n, case, arr, expected, diagnose)
-        if failure is not None:
-            return failure
-        if arr.dtype != np.bool_:
-            worst = max(worst, float(np.max(np.abs(arr - expected), initial=0.0)))
+                fn, "wrong", n, i, f"✗ {name} returned {res.problem} on case {i + 1} of "
+                f"{n} ({case.label}).", body, case=case.shapes, expected_shape=expected.shape)
+        outcome = compare(fn, i, n, case, res, expected, diagnose)
+        if isinstance(outcome, CheckResult):
+            return outcome
+        worst = max(worst, outcome)
     close = f"Largest |difference| {worst:.1e}, on" if worst else "The inputs were"
     return _result(fn, "passed", n, n, f"✓ {name} agrees with attnbook on all {n} cases.",
                    [f"{close}:", [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
 
 
-def _compare_arrays(fn, i, n, case, got, expected, diagnose):
-    """``None`` if ``got`` equals ``expected`` within the tolerances, else the failure."""
-    name = _fn_name(fn)
+def _compare_arrays(fn, i, n, case, res, expected, diagnose):
+    """The largest difference if ``res`` equals ``expected``, else the failure.
+
+    The tolerances are those of the result's dtype (see :func:`_tolerance`).
+    """
+    got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
     shape_line = f"Expected shape {expected.shape}, got {got.shape}."
@@ -539,17 +653,25 @@ def _compare_arrays(fn, i, n, case, got, expected, diagnose):
             body.append("Hint: " + m.text)
         return _result(fn, "wrong", n, i, head, body, where=where,
                        mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
-    if _close(got64, expected):
-        return None
     with np.errstate(all="ignore"):
         diff = np.abs(got64 - expected)
+        if np.all(diff <= _tolerance(expected, res.eps)):
+            return float(np.max(diff, initial=0.0))
     where = tuple(int(t) for t in np.unravel_index(np.nanargmax(diff), diff.shape))
     m = diagnose().of_result(got)
     body = [_inputs(case), shape_line,
             f"Largest |difference| {diff[where]:.3g} at index {where}: expected "
             f"{expected[where]:.4g}, got {got64[where]:.4g}."]
-    body.append("Hint: " + m.text if m else
-                "No typical mistake matches; compare each step with the equation.")
+    if m:
+        body.append("Hint: " + m.text)
+    elif res.eps > RTOL:
+        digits = max(1, round(-np.log10(res.eps)))
+        body.append(f"Hint: your result is {res.dtype}, which keeps about {digits} significant "
+                    "digits: the check allows for that rounding, but the difference is "
+                    "larger. If each step is right, compute in float64 (or float32) and "
+                    "convert only the result.")
+    else:
+        body.append("No typical mistake matches; compare each step with the equation.")
     return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
                    mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
 
@@ -558,24 +680,40 @@ def _draw(mask) -> list[str]:
     return [" ".join("1" if x else "0" for x in row) for row in mask]
 
 
-def _compare_masks(fn, i, n, case, got, expected, diagnose):
-    """``None`` if ``got`` is the boolean keep-mask ``expected``, else the failure."""
-    name = _fn_name(fn)
+_ADDITIVE = ("This is an additive mask (0 = keep, -inf = hidden), the kind added to the "
+             "scores before the softmax. The book's masks are boolean keep-masks, True = "
+             "may attend: return the comparison itself (or mask == 0).")
+
+
+def _is_additive(got) -> bool:
+    """A float mask of 0s (keep) and -inf or large negative numbers (hidden)."""
+    if not np.issubdtype(got.dtype, np.floating) or got.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.all((got == 0) | (got <= -1e4)) and np.any(got < 0))
+
+
+def _compare_masks(fn, i, n, case, res, expected, diagnose):
+    """``0.0`` if ``res`` is the boolean keep-mask ``expected``, else the failure."""
+    got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
     shape_line = f"Expected shape {expected.shape}, got {got.shape}."
     not_bool = got.dtype != np.bool_
-    pattern = got != 0 if not_bool else got
-    dtype_text = (f"The mask has dtype {got.dtype}; a keep-mask must be boolean. attnbook (like "
-                  "torch) adds a float mask to the scores instead of hiding keys (0s and 1s "
-                  "would hide nothing) and rejects an integer one. Build the mask with a "
-                  "comparison, or .astype(bool).")
+    additive = _is_additive(got)
+    pattern = (got == 0 if additive else got != 0) if not_bool else got
+    dtype_text = _ADDITIVE if additive else (
+        f"The mask has dtype {got.dtype}; a keep-mask must be boolean. attnbook (like "
+        "torch) adds a float mask to the scores instead of hiding keys (0s and 1s "
+        "would hide nothing) and rejects an integer one. Build the mask with a "
+        "comparison, or .astype(bool).")
     if pattern.shape == expected.shape and np.array_equal(pattern, expected):
         if not not_bool:
-            return None
+            return 0.0
         return _result(fn, "wrong", n, i, head, [_inputs(case), shape_line,
                        "The pattern is right, but: " + dtype_text],
-                       mistake="not_boolean", diagnosis=dtype_text, max_abs_diff=0, **fields)
+                       mistake="additive" if additive else "not_boolean",
+                       diagnosis=dtype_text, max_abs_diff=0, **fields)
     m = diagnose().of_result(pattern)
     body = [_inputs(case), shape_line]
     extra = {}
@@ -614,7 +752,9 @@ def check_attention(fn) -> CheckResult:
     an error); a batch axis ``(B, L, D)``; batch and head axes ``(B, H, L, D)``; and scores up
     to about 1000, where a softmax that does not subtract the row maximum overflows — and
     compares each result with :func:`attnbook.attention.scaled_dot_product_attention`
-    (tolerance ``ATOL + RTOL * |expected|``). Stops at the first case that fails.
+    (tolerance ``ATOL + RTOL * |expected|``, plus ``LOW_PRECISION_EPS`` epsilons of the
+    result's dtype times ``max |expected|`` for float16 and bfloat16; the largest difference
+    reported on success is the one judged). Stops at the first case that fails.
 
     Args:
         fn: the reader's function. It is called as ``fn(q, k, v)`` with NumPy float64 arrays
