@@ -163,3 +163,121 @@ def test_progress_bar_and_thread_setting_are_restored():
                                num_threads=2)
     assert torch.get_num_threads() == previous
     np.testing.assert_array_equal(run.steps, [0, 1, 2])
+
+
+# --- hostile review: divergence, learning rates, names, seeds, the mode after an error -----
+
+
+class NanAfter(nn.Module):
+    """Uniform logits, then nan once ``k`` updates have run, as a diverged model's: from the
+    ``(k + 1)``-th forward pass in training mode (one per update), and in eval mode after the
+    ``k``-th."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(3))
+        self.k, self.calls = k, 0
+
+    def forward(self, ids):
+        if self.training:
+            self.calls += 1
+        bad = self.calls > self.k if self.training else self.calls >= self.k
+        return (self.w * (math.nan if bad else 1.0)).expand(*ids.shape, -1)
+
+
+def test_a_diverging_run_raises_at_the_first_non_finite_loss():
+    ids = np.zeros(100, dtype=np.int64)
+    kw = dict(steps=40, batch_size=2, block_size=4, lr=0.5, warmup_steps=10,
+              eval_every=40, eval_batches=1, seed=0)
+    # updates 0, 1, 2 run; the batch of update 3 (after 3 updates, the last at lr 0.15) is nan
+    with pytest.raises(ValueError, match=r"batch loss of update 3 is nan after 3 of 40 "
+                                         r"updates \(learning rate 0.15 at that update; peak "
+                                         r"lr 0.5\): the model diverged"):
+        train_language_model(NanAfter(3), ids, ids, **kw)
+    # evaluated after every update, the training loss after update 3 is caught first
+    with pytest.raises(ValueError, match=r"training loss is nan after 3 of 40 updates "
+                                         r"\(learning rate 0.15 at that update"):
+        train_language_model(NanAfter(3), ids, ids, **{**kw, "eval_every": 1})
+
+
+@pytest.mark.parametrize("lr", [100.0, 1e300])
+def test_absurd_learning_rates_are_refused_up_front(lr):
+    model = DecoderOnlyModel(tiny_config())
+    ids = np.arange(100) % 5
+    with pytest.raises(ValueError, match="lr must be <= 10"):
+        train_language_model(model, ids, ids, steps=2, batch_size=2, block_size=8, lr=lr,
+                             eval_every=1, eval_batches=1, seed=0)
+    with pytest.raises(ValueError, match="lr must be <= 10"):
+        lr_schedule(0, steps=3, lr=lr, warmup_steps=0)
+
+
+def test_lr_schedule_checks_its_arguments():
+    kw = dict(steps=3, lr=1.0, warmup_steps=0)
+    with pytest.raises(ValueError, match="step must be >= 0"):
+        lr_schedule(-5, **kw)
+    with pytest.raises(ValueError, match="step must be <= 2"):
+        lr_schedule(3, **kw)  # past the last update
+    with pytest.raises(ValueError, match="min_lr_ratio must be >= 0"):
+        lr_schedule(2, **kw, min_lr_ratio=-5)
+    with pytest.raises(ValueError, match="min_lr_ratio must be <= 1"):
+        lr_schedule(2, **kw, min_lr_ratio=1.5)
+    with pytest.raises(ValueError, match="lr must be finite"):
+        lr_schedule(0, steps=3, lr=math.nan, warmup_steps=0)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        lr_schedule(0, steps=3, lr=0.0, warmup_steps=0)
+    with pytest.raises(ValueError, match="warmup_steps must be <= 2"):
+        lr_schedule(0, steps=3, lr=1.0, warmup_steps=3)
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        lr_schedule(0, steps=0, lr=1.0, warmup_steps=0)
+    with pytest.raises(TypeError, match="step must be an integer"):
+        lr_schedule(1.0, **kw)
+
+
+def test_train_language_model_errors_name_the_argument():
+    model = DecoderOnlyModel(tiny_config(positional="learned", max_seq_len=16))
+    ids = np.arange(100) % 5
+    kw = dict(steps=1, batch_size=2, lr=1e-3, eval_every=1, eval_batches=1, seed=0)
+    with pytest.raises(ValueError, match=r"val_ids must hold at least 17 ids \(block_size 16"):
+        train_language_model(model, ids, ids[:16], block_size=16, **kw)
+    with pytest.raises(ValueError, match=r"train_ids must hold at least 17 ids"):
+        train_language_model(model, ids[:16], ids, block_size=16, **kw)
+    with pytest.raises(ValueError, match="block_size 17 exceeds the model's max_seq_len 16"):
+        train_language_model(model, ids, ids, block_size=17, **kw)
+    with pytest.raises(ValueError, match="block_size 17 exceeds the model's max_seq_len 16"):
+        evaluate_loss(model, ids, block_size=17, batch_size=2, n_batches=1, seed=0)
+    with pytest.raises(ValueError, match=r"val_ids must lie in \[0, vocab_size=5\)"):
+        train_language_model(model, ids, ids + 1, block_size=8, **kw)
+    # RoPE has no max_seq_len limit: a longer block is fine
+    rope = DecoderOnlyModel(tiny_config(max_seq_len=8))
+    run = train_language_model(rope, ids, ids, block_size=12, **kw)
+    assert run.steps.tolist() == [0, 1]
+
+
+def test_seeds_up_to_2_to_the_64_are_accepted_and_beyond_refused():
+    ids = np.arange(100) % 5
+    kw = dict(steps=1, batch_size=2, block_size=4, lr=1e-3, eval_every=1, eval_batches=1)
+
+    def run(seed):
+        torch.manual_seed(0)
+        return train_language_model(DecoderOnlyModel(tiny_config()), ids, ids, seed=seed, **kw)
+
+    a, b = run(2**64 - 1), run(2**64 - 1)  # seed + 1 and seed + 2 + step wrap around
+    np.testing.assert_array_equal(a.val_loss, b.val_loss)
+    with pytest.raises(ValueError, match="seed must be <="):
+        run(2**64)
+    with pytest.raises(ValueError, match="seed must be <="):
+        evaluate_loss(ConstantLogits(torch.zeros(5)), ids, block_size=4, batch_size=2,
+                      n_batches=1, seed=2**64)
+
+
+class Raises(nn.Module):
+    def forward(self, ids):
+        raise RuntimeError("boom")
+
+
+def test_evaluate_loss_restores_the_mode_after_an_exception():
+    model = Raises().train()
+    with pytest.raises(RuntimeError, match="boom"):
+        evaluate_loss(model, np.arange(20) % 5, block_size=4, batch_size=2, n_batches=1,
+                      seed=0)
+    assert model.training

@@ -27,11 +27,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_bool, check_int, check_real
-from .text import get_batch
+from .checks import check_bool, check_int, check_real, check_seed
+from .text import _check_ids, get_batch
 
-__all__ = ["TrainingRun", "gpt2_init_", "lr_schedule", "evaluate_loss", "train_step_core",
-           "train_language_model"]
+__all__ = ["TrainingRun", "MAX_LR", "gpt2_init_", "lr_schedule", "evaluate_loss",
+           "train_step_core", "train_language_model"]
 
 
 @dataclass
@@ -109,17 +109,28 @@ def lr_schedule(step: int, *, steps: int, lr: float, warmup_steps: int,
 
     Args:
         step: the update's index, ``0 <= step < steps``.
-        steps: number of updates.
-        lr: peak learning rate.
-        warmup_steps: updates of linear warm-up (0: none).
-        min_lr_ratio: final learning rate as a share of ``lr``.
+        steps: number of updates, >= 1.
+        lr: peak learning rate, ``0 < lr <= 10``.
+        warmup_steps: updates of linear warm-up, ``0 <= warmup_steps < steps`` (0: none).
+        min_lr_ratio: final learning rate as a share of ``lr``, in ``[0, 1]``.
 
     Returns:
         The learning rate (float).
 
+    Raises:
+        TypeError: if ``step``, ``steps`` or ``warmup_steps`` is not an integer, or ``lr`` or
+            ``min_lr_ratio`` not a real number.
+        ValueError: if one is out of its range above (a ``step`` past the last update
+            included).
+
     Source: Loshchilov & Hutter, "SGDR" (2017), eq. 5; Goyal et al. (2017), section 2.2
     (warm-up).
     """
+    steps = check_int(steps, "steps", 1)
+    step = check_int(step, "step", 0, steps - 1)
+    warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
+    lr = _check_lr(lr)
+    min_lr_ratio = check_real(min_lr_ratio, "min_lr_ratio", minimum=0.0, maximum=1.0)
     if step < warmup_steps:
         return lr * (step + 1) / warmup_steps
     span = max(1, steps - 1 - warmup_steps)
@@ -127,10 +138,38 @@ def lr_schedule(step: int, *, steps: int, lr: float, warmup_steps: int,
     return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
 
 
+#: Largest peak learning rate accepted. An AdamW update moves each weight by up to about
+#: ``lr``, so a larger rate is a typo, not a setting.
+MAX_LR = 10.0
+
+
+def _check_lr(lr) -> float:
+    lr = check_real(lr, "lr", minimum=0.0, strict=True)
+    if lr > MAX_LR:
+        raise ValueError(f"lr must be <= {MAX_LR} (an AdamW update moves each weight by up to "
+                         f"about lr), got {lr}")
+    return lr
+
+
 def _check_model(model) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return model
+
+
+def _check_windows(model, ids, name: str, block_size, batch_size):
+    """Sizes, then ids long enough for a window and inside the model's vocabulary."""
+    block_size = check_int(block_size, "block_size", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    cfg = getattr(model, "config", None)
+    max_len = getattr(cfg, "max_seq_len", None)
+    if getattr(cfg, "positional", None) in ("learned", "sinusoidal") and max_len is not None \
+            and block_size > max_len:
+        raise ValueError(f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
+                         f"({cfg.positional} positions)")
+    _check_ids(ids, name, block_size + 1, getattr(cfg, "vocab_size", None),
+               len_hint=f" (block_size {block_size} + 1)")
+    return block_size, batch_size
 
 
 @torch.no_grad()
@@ -156,19 +195,24 @@ def evaluate_loss(model, ids, *, block_size: int, batch_size: int, n_batches: in
     Raises:
         TypeError: if ``model`` is not a ``torch.nn.Module`` or a size or ``seed`` is not an
             integer.
-        ValueError: as :func:`attnbook.text.get_batch`, or if ``n_batches < 1``.
+        ValueError: as :func:`attnbook.text.get_batch`; if ``n_batches < 1``, ``seed`` is
+            outside ``[0, 2**64)``, ``block_size`` exceeds the model's ``max_seq_len`` (learned
+            or sinusoidal positions) or an id is outside the model's vocabulary.
     """
     model = _check_model(model)
+    block_size, batch_size = _check_windows(model, ids, "ids", block_size, batch_size)
     n_batches = check_int(n_batches, "n_batches", 1)
-    gen = torch.Generator().manual_seed(check_int(seed, "seed", 0))
+    gen = torch.Generator().manual_seed(check_seed(seed))
     was_training = model.training
     model.eval()
     total = 0.0
-    for _ in range(n_batches):
-        x, y = get_batch(ids, block_size, batch_size, gen)  # (B, T) each
-        logits = model(x)  # (B, T, V)
-        total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
-    model.train(was_training)
+    try:
+        for _ in range(n_batches):
+            x, y = get_batch(ids, block_size, batch_size, gen)  # (B, T) each
+            logits = model(x)  # (B, T, V)
+            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+    finally:
+        model.train(was_training)
     return total / n_batches
 
 
@@ -208,16 +252,18 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
         val_ids: 1-D integer held-out token ids.
         steps: number of updates, >= 1.
         batch_size: windows per batch ``B``.
-        block_size: tokens per window ``T`` (at most the model's ``max_seq_len``).
-        lr: peak learning rate, > 0.
+        block_size: tokens per window ``T`` (at most the model's ``max_seq_len`` with learned
+            or sinusoidal positions).
+        lr: peak learning rate, ``0 < lr <= 10`` (:data:`MAX_LR`).
         warmup_steps: linear warm-up updates, ``0 <= warmup_steps < steps``.
         weight_decay: AdamW's decoupled weight decay on parameters with >= 2 dimensions.
         min_lr_ratio: final learning rate of the cosine decay, as a share of ``lr``.
         grad_clip: maximal global gradient norm, > 0.
         eval_every: updates between evaluations, >= 1.
         eval_batches: batches per evaluation, >= 1.
-        seed: seeds the training batches (``seed``), dropout (``torch.manual_seed(seed)``) and
-            the evaluation windows (``seed + 1``).
+        seed: ``0 <= seed < 2**64``; seeds the training batches (``seed``), dropout
+            (``torch.manual_seed(seed)``) and the evaluation windows (``seed + 1``; sub-seeds
+            wrap modulo ``2**64``).
         progress: show a ``tqdm.auto`` progress bar.
         num_threads: torch's intra-op threads during the run (restored afterwards); ``None``
             leaves them as they are. The default 1 avoids OpenMP's busy-waiting threads, which
@@ -230,8 +276,11 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
     Raises:
         TypeError: if ``model`` is not a ``torch.nn.Module``, a count is not an integer, a
             rate is not a real number or ``progress`` is not a bool.
-        ValueError: if a count or rate is out of range (see above) or the ids are too short
-            for ``block_size``.
+        ValueError: if a count, rate or ``seed`` is out of range (see above); ``block_size``
+            exceeds the model's ``max_seq_len``; ``train_ids`` or ``val_ids`` is too short
+            for ``block_size`` or holds an id outside the model's vocabulary; or a loss
+            becomes nan or infinite during the run (the training diverged; the message
+            names the step and its learning rate).
 
     Source: Radford et al., "Improving Language Understanding by Generative Pre-Training"
     (2018), section 4.1; Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (2019).
@@ -241,16 +290,17 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
     warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
     eval_every = check_int(eval_every, "eval_every", 1)
     eval_batches = check_int(eval_batches, "eval_batches", 1)
-    seed = check_int(seed, "seed", 0)
-    lr = check_real(lr, "lr", minimum=0.0, strict=True)
+    seed = check_seed(seed)
+    lr = _check_lr(lr)
     weight_decay = check_real(weight_decay, "weight_decay", minimum=0.0)
     min_lr_ratio = check_real(min_lr_ratio, "min_lr_ratio", minimum=0.0, maximum=1.0)
     grad_clip = check_real(grad_clip, "grad_clip", minimum=0.0, strict=True)
     progress = check_bool(progress, "progress")
     if num_threads is not None:
         num_threads = check_int(num_threads, "num_threads", 1)
-    get_batch(train_ids, block_size, batch_size, torch.Generator())  # checks ids and sizes
-    get_batch(val_ids, block_size, batch_size, torch.Generator())
+    block_size, batch_size = _check_windows(model, train_ids, "train_ids", block_size,
+                                            batch_size)
+    _check_windows(model, val_ids, "val_ids", block_size, batch_size)
 
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
@@ -261,10 +311,19 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
     ev = dict(block_size=block_size, batch_size=batch_size, n_batches=eval_batches)
     at, tr, va, lrs = [], [], [], np.empty(steps)
 
+    def diverged(what, value, step):  # step: updates done; its last at lrs[step - 1]
+        rate = f"learning rate {lrs[step - 1]:.3g} at that update" if step else "before training"
+        raise ValueError(f"the {what} is {value} after {step} of {steps} updates ({rate}; peak "
+                         f"lr {lr}): the model diverged (or its output is not finite); try a "
+                         "lower lr")
+
     def record(step):
         at.append(step)
-        tr.append(evaluate_loss(model, train_ids, seed=seed + 2 + step, **ev))
-        va.append(evaluate_loss(model, val_ids, seed=seed + 1, **ev))
+        tr.append(evaluate_loss(model, train_ids, seed=(seed + 2 + step) % 2**64, **ev))
+        va.append(evaluate_loss(model, val_ids, seed=(seed + 1) % 2**64, **ev))
+        for what, value in (("training loss", tr[-1]), ("held-out loss", va[-1])):
+            if not math.isfinite(value):
+                diverged(what, value, step)
 
     previous_threads = torch.get_num_threads()
     if num_threads is not None:
@@ -282,7 +341,9 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
             lrs[step] = lr_schedule(step, steps=steps, lr=lr, warmup_steps=warmup_steps,
                                     min_lr_ratio=min_lr_ratio)
             x, y = get_batch(train_ids, block_size, batch_size, gen)  # (B, T) each
-            train_step_core(model, opt, x, y, lrs[step], grad_clip)
+            loss = float(train_step_core(model, opt, x, y, lrs[step], grad_clip))
+            if not math.isfinite(loss):  # this batch ran on the weights of `step` updates
+                diverged(f"batch loss of update {step}", loss, step)
             if (step + 1) % eval_every == 0 or step + 1 == steps:
                 record(step + 1)
                 model.train()
