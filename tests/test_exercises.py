@@ -570,6 +570,14 @@ def test_a_float16_result_that_is_off_names_the_precision():
     assert "float16" in result.message and "No typical mistake" not in result.message
 
 
+def test_a_float8_result_is_a_precision_problem():
+    """float8 keeps about one digit: the check must not widen its tolerance that far."""
+    result = check_attention(
+        lambda q, k, v: torch.from_numpy(loop_attention(q, k, v)).to(torch.float8_e4m3fn))
+    assert_readable(result)
+    assert not result and "float8_e4m3fn" in result.message
+
+
 def test_a_meta_tensor_is_reported_not_raised():
     result = check_attention(lambda q, k, v: torch.empty(q.shape[:-1] + v.shape[-1:],
                                                          device="meta"))

@@ -421,6 +421,7 @@ def _tolerance(expected, eps=0.0):
     """How far each entry may be from ``expected``, for a result in a dtype of epsilon ``eps``."""
     tol = ATOL + RTOL * np.abs(expected)
     if eps > RTOL:  # float16, bfloat16: allow for the rounding to so few digits
+        eps = min(eps, 2.0**-7)  # not more than bfloat16's (float8 is a precision problem)
         tol = tol + LOW_PRECISION_EPS * eps * np.max(np.abs(expected), initial=0.0)
     return tol
 
@@ -666,10 +667,11 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
         body.append("Hint: " + m.text)
     elif res.eps > RTOL:
         digits = max(1, round(-np.log10(res.eps)))
-        body.append(f"Hint: your result is {res.dtype}, which keeps about {digits} significant "
-                    "digits: the check allows for that rounding, but the difference is "
-                    "larger. If each step is right, compute in float64 (or float32) and "
-                    "convert only the result.")
+        plural = "s" if digits > 1 else ""
+        body.append(f"Hint: your result is {res.dtype}, which keeps about {digits} "
+                    f"significant digit{plural}, and the difference is more than the check "
+                    "allows for rounding. If each step is right, compute in float64 (or "
+                    "float32) and convert only the result.")
     else:
         body.append("No typical mistake matches; compare each step with the equation.")
     return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
