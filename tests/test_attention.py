@@ -6,6 +6,7 @@ weight, so the output is the mean of the visible value rows) or from torch's own
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -690,3 +691,49 @@ def test_additive_scores_names_bad_shapes():
     q, k, _, W_q, W_k, v_a = _additive_inputs()
     with pytest.raises(ValueError, match=r"W_k has shape \(7, 6\).*d_k = 3"):
         additive_scores(q, k[..., :3], W_q, W_k, v_a)
+
+
+def test_additive_attention_v_none_is_a_type_error_naming_v():
+    q, k, _, W_q, W_k, v_a = _additive_inputs()
+    with pytest.raises(TypeError, match=r"^v must be"):
+        additive_attention(q, k, None, W_q, W_k, v_a)
+
+
+def test_additive_overflowing_scores_are_refused_not_zeroed():
+    # By hand: d_a = 2, W_q = W_k = [[1], [1]], q = k_j = 1, so tanh(2) > 0 in both
+    # components and s_j = 2e308 tanh(2) ~ 1.9e308, beyond float64's 1.8e308 for both keys.
+    # The true weights are defined but not computable in float64; SDPA raises there too.
+    one = np.ones
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no NumPy overflow warning leaks
+        with pytest.raises(ValueError, match=r"shape \(1, 2\).*q of shape \(1, 1\) and k of "
+                                             r"shape \(2, 1\)"):
+            additive_attention(one((1, 1)), one((2, 1)), np.array([[1.0], [2.0]]),
+                               one((2, 1)), one((2, 1)), np.array([1e308, 1e308]),
+                               return_weights=True)
+        with pytest.raises(ValueError, match="additive scores"):
+            additive_scores(one((1, 1)), one((2, 1)), one((2, 1)), one((2, 1)),
+                            np.array([1e308, 1e308]))
+        # W_q q = 1e400 = +inf and W_k k_0 = -inf: tanh(inf - inf) is nan, not a score.
+        big = np.array([[1e200]])
+        with pytest.raises(ValueError, match=r"inf - inf"):
+            additive_scores(big, -big, big, big, one(1))
+        with pytest.raises(ValueError, match="visible position"):
+            additive_attention(big, np.array([[-1e200], [1.0]]), np.array([[5.0], [7.0]]),
+                               big, big, one(1))
+        # Hidden behind the mask, the undefined score is replaced: key 1 alone, weight 1.
+        out, w = additive_attention(big, np.array([[-1e200], [1.0]]), np.array([[5.0], [7.0]]),
+                                    big, big, one(1), np.array([[False, True]]),
+                                    return_weights=True)
+        assert out.tolist() == [[7.0]] and w.tolist() == [[0.0, 1.0]]
+        # float16 scores: 2 * 60000 * tanh(2) ~ 115700 > 65504 would become inf on the cast.
+        h = np.float16
+        with pytest.raises(ValueError, match=r"float16 \(max 65504\)"):
+            additive_scores(one((1, 2), h), one((1, 2), h), one((2, 2), h), one((2, 2), h),
+                            np.full(2, 60000, h))
+        # The same float16 inputs in additive_attention: the softmax runs in float32, where
+        # the scores are finite, and the weights are 1/2 each (two equal scores).
+        _, w16 = additive_attention(one((1, 2), h), one((2, 2), h), one((2, 1), h),
+                                    one((2, 2), h), one((2, 2), h), np.full(2, 60000, h),
+                                    return_weights=True)
+        assert w16.dtype == h and w16.tolist() == [[0.5, 0.5]]

@@ -361,14 +361,17 @@ def additive_attention_core(q, k, v, W_q, W_k, v_a, keep=None):
     return weights @ v, weights  # (..., L, d_v), (..., L, S)
 
 
-def _check_additive(q, k, W_q, W_k, v_a, v=None):
+_NO_V = object()  # additive_scores has no values
+
+
+def _check_additive(q, k, W_q, W_k, v_a, v=_NO_V):
     """The arrays of :func:`additive_scores` / :func:`additive_attention`, checked.
 
     Returns ``(q, k, W_q, W_k, v_a, v, batch)`` with ``batch`` the broadcast leading shape.
     """
     named = {"q": q, "k": k, "W_q": W_q, "W_k": W_k, "v_a": v_a}
-    if v is not None:
-        named["v"] = v
+    if v is not _NO_V:
+        named["v"] = v  # None included: as_float_array refuses it, naming v
     arrs = {name: checks.as_float_array(x, name) for name, x in named.items()}
     for name in ("q", "k", "v"):
         if name in arrs and arrs[name].ndim < 2:
@@ -406,6 +409,15 @@ def _check_additive(q, k, W_q, W_k, v_a, v=None):
     return q, k, W_q, W_k, v_a, v, batch
 
 
+def _additive_overflow(scores_shape, dtype, q, k, where):
+    """The ValueError of an additive score that is not finite (overflow, or inf - inf)."""
+    return ValueError(
+        f"the additive scores v_a^T tanh(W_q q_i + W_k k_j) (shape {scores_shape}, computed "
+        f"in {np.dtype(dtype).name}) overflow to inf or are undefined (inf - inf in "
+        f"W_q q_i + W_k k_j){where} for q of shape {q.shape} and k of shape {k.shape}; "
+        "rescale q, k, W_q, W_k or v_a, or pass float64 inputs")
+
+
 def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
     """Additive (Bahdanau) attention scores ``s_ij = v_a^T tanh(W_q q_i + W_k k_j)``.
 
@@ -431,8 +443,14 @@ def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
         TypeError: if an input is not a real numeric array.
         ValueError: if ``q`` or ``k`` has fewer than 2 dimensions, ``W_q``/``W_k`` are not 2-D
             or ``v_a`` not 1-D, ``W_q`` does not match ``d_q`` or ``W_k`` ``d_k``, the three
-            parameters disagree on ``d_a``, the leading dimensions do not broadcast, or an
-            input holds nan or inf.
+            parameters disagree on ``d_a``, the leading dimensions do not broadcast, an
+            input holds nan or inf, or a score is not finite: it overflows in the compute dtype
+            (``|s_ij|`` up to ``||v_a||_1``) or in the output dtype (float16 above 65504), or
+            ``W_q q_i + W_k k_j`` meets ``inf - inf``.
+
+    Memory: the core's ``(..., L, S, d_a)`` intermediates take ``L S d_a`` numbers of the
+    compute dtype each (4 GiB at ``L = S = 4096``, ``d_a = 64`` in float32); no guard refuses
+    a size that does not fit.
 
     Source: Bahdanau, Cho and Bengio (2015), section 3.1 (``e_ij = a(s_{i-1}, h_j)``) and
     appendix A.1.2 (``a(s_{i-1}, h_j) = v_a^T tanh(W_a s_{i-1} + U_a h_j)``).
@@ -441,8 +459,19 @@ def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
     out_dtype = np.result_type(q, k, W_q, W_k, v_a)
     dtype = compute_dtype(out_dtype)
     qc, kc, wq, wk, va = (x.astype(dtype, copy=False) for x in (q, k, W_q, W_k, v_a))
-    scores = additive_scores_core(qc, kc, wq, wk, va)  # (..., L, S)
-    return np.broadcast_to(scores, (*batch, q.shape[-2], k.shape[-2])).astype(out_dtype)
+    scores_shape = (*batch, q.shape[-2], k.shape[-2])
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        scores = additive_scores_core(qc, kc, wq, wk, va)  # (..., L, S)
+        if not np.isfinite(scores).all():
+            raise _additive_overflow(scores_shape, dtype, q, k, "")
+        out = np.broadcast_to(scores, scores_shape).astype(out_dtype)
+    if not np.isfinite(out).all():  # float16 tops out at 65504
+        raise ValueError(
+            f"the additive scores (shape {scores_shape}, computed in {np.dtype(dtype).name}) "
+            f"reach |s| = {float(np.abs(scores).max()):.6g}, beyond the output dtype "
+            f"{np.dtype(out_dtype).name} (max {float(np.finfo(out_dtype).max):.6g}), for q of "
+            f"shape {q.shape} and k of shape {k.shape}; scale v_a down or pass float32 inputs")
+    return out
 
 
 def additive_attention(q, k, v, W_q, W_k, v_a, mask=None, *, return_weights: bool = False):
@@ -472,13 +501,15 @@ def additive_attention(q, k, v, W_q, W_k, v_a, mask=None, *, return_weights: boo
         TypeError: if an input is not a real numeric array, ``mask`` is not boolean, or
             ``return_weights`` is not a bool.
         ValueError: for the shape errors of :func:`additive_scores`, ``k`` and ``v`` of
-            different lengths ``S``, a mask that does not broadcast to ``(..., L, S)``, or an
-            input holding nan or inf.
+            different lengths ``S``, a mask that does not broadcast to ``(..., L, S)``, an
+            input holding nan or inf, or a visible score that is not finite in the compute
+            dtype (overflow, or ``inf - inf`` in ``W_q q_i + W_k k_j``), as in
+            :func:`scaled_dot_product_attention`. ``v=None`` is a TypeError naming ``v``.
 
     Source: Bahdanau, Cho and Bengio (2015), section 3.1, eqs. (5) and (6) (the weights
     ``alpha_ij`` and the context ``c_i = sum_j alpha_ij h_j``) and appendix A.1.2 (the score).
     """
-    q, k, W_q, W_k, v_a, v, batch = _check_additive(q, k, W_q, W_k, v_a, v)
+    q, k, W_q, W_k, v_a, v, batch = _check_additive(q, k, W_q, W_k, v_a, v=v)
     return_weights = checks.check_bool(return_weights, "return_weights")
     L, S = q.shape[-2], k.shape[-2]
     scores_shape = (*batch, L, S)
@@ -489,7 +520,15 @@ def additive_attention(q, k, v, W_q, W_k, v_a, mask=None, *, return_weights: boo
         out = np.zeros((*batch, L, v.shape[-1]), out_dtype)
         return (out, np.zeros(scores_shape, out_dtype)) if return_weights else out
     qc, kc, vc, wq, wk, va = (x.astype(dtype, copy=False) for x in (q, k, v, W_q, W_k, v_a))
-    out, weights = additive_attention_core(qc, kc, vc, wq, wk, va, keep)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        out, weights = additive_attention_core(qc, kc, vc, wq, wk, va, keep)
+    # A visible score that is nan or +inf, or -inf at every visible key, leaves its row of
+    # weights all 0 (softmax_core's empty row); finite scores give a row summing to 1.
+    visible = np.ones(scores_shape, bool) if keep is None else np.broadcast_to(keep,
+                                                                               scores_shape)
+    lost = visible.any(axis=-1) & ~(np.broadcast_to(weights, scores_shape).sum(axis=-1) > 0)
+    if lost.any():
+        raise _additive_overflow(scores_shape, dtype, q, k, " at a visible position")
     out = np.broadcast_to(out, (*batch, L, v.shape[-1])).astype(out_dtype)
     if return_weights:
         return out, np.broadcast_to(weights, scores_shape).astype(out_dtype)
