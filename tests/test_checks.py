@@ -229,6 +229,26 @@ def test_check_int_array():
         checks.check_int_array([[1]], "ids", ndim=1)
 
 
+def test_check_int_array_refuses_uint64_beyond_int64():
+    # 2**63 as int64 wraps to -2**63: callers that cast would see a negative value.
+    top = np.iinfo(np.int64).max
+    assert checks.check_int_array(np.array([top], np.uint64), "ids").tolist() == [top]
+    with pytest.raises(ValueError, match=r"ids must be <= 9223372036854775807 \(int64\), "
+                                         r"got max 9223372036854775808"):
+        checks.check_int_array(np.array([1, 2**63], np.uint64), "ids")
+
+
+def test_check_text_refuses_lone_surrogates():
+    assert checks.check_text("héllo ✓", "sentence") == "héllo ✓"
+    with pytest.raises(TypeError, match="sentence must be a string, got None"):
+        checks.check_text(None, "sentence")
+    with pytest.raises(ValueError, match=r"sentence holds a lone surrogate '\\ud800' at "
+                                         r"index 1"):
+        checks.check_text("a\ud800", "sentence")
+    with pytest.raises(ValueError, match=r"sentences\[1\] holds a lone surrogate"):
+        checks.check_strings(["ok", "\udfff"], "sentences")
+
+
 # --- torch ---------------------------------------------------------------------------------
 
 

@@ -299,6 +299,14 @@ def test_additive_score_flops_arrays_and_errors():
     assert got.tolist() == [2 * 32 * (L * 32 + 16 * 32 + L * 16) for L in (1, 2, 8)]
     with pytest.raises(ValueError, match="seq_len.*int64"):
         cost.additive_score_flops(np.array([2**40]), 2**40, 1, 1, 1)
+    # uint64 lengths past int64 would wrap negative in the int64 result (2**63 -> -2**63,
+    # and the formula then wrapped to 2); every function with array lengths refuses them.
+    huge = np.array([2**63], np.uint64)
+    for fn, args in ((cost.additive_score_flops, (1, 1, 1, 1)), (cost.attention_flops, (1,)),
+                     (cost.score_count, ()), (cost.rnn_flops, (1,))):
+        with pytest.raises(ValueError, match=r"seq_len must be <= 9223372036854775807"):
+            fn(huge, *args)
+    assert cost.additive_score_flops(np.array([3], np.uint64), 5, 4, 6, 7).tolist() == [798]
     for kwargs, exc, name in ((dict(kv_len=-1), ValueError, "kv_len"),
                               (dict(d_a=0), ValueError, "d_a"),
                               (dict(d_q=2.0), TypeError, "d_q"),

@@ -47,6 +47,7 @@ __all__ = [
     "check_int_tensor",
     "check_positions",
     "check_strings",
+    "check_text",
     "check_features",
     "check_token_ids",
     "check_qkv_tensors",
@@ -290,9 +291,12 @@ def check_keep_mask(mask, name: str, target_shape) -> np.ndarray:
 def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None = None):
     """An integer NumPy array (e.g. token ids, lengths, positions), all ``>= minimum``.
 
+    Every entry fits in int64, so callers may compute in int64 (``astype(np.int64)``).
+
     Raises:
         TypeError: the entries are not integers (bools and floats refused).
-        ValueError: wrong rank, or an entry below ``minimum``.
+        ValueError: wrong rank, an entry below ``minimum``, or an unsigned entry above the
+            int64 maximum ``2**63 - 1``.
     """
     arr = np.asarray(values)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
@@ -306,21 +310,48 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
     if minimum is not None and arr.size and int(arr.min()) < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got min {int(arr.min())} "
                          f"(shape {arr.shape})")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
+        # uint64 beyond int64 would wrap negative where callers compute in int64
+        raise ValueError(f"{name} must be <= {np.iinfo(np.int64).max} (int64), got max "
+                         f"{int(arr.max())} (dtype {arr.dtype}, shape {arr.shape})")
     return arr
+
+
+def check_text(value, name: str) -> str:
+    """A string that UTF-8 can encode (what a tokenizer needs): no lone surrogate.
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it holds a lone surrogate (a code point U+D800 to U+DFFF on its own),
+            which is not text.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {_describe(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} holds a lone surrogate {value[exc.start]!r} at index "
+                         f"{exc.start} (of {len(value)} characters), which is not text "
+                         "UTF-8 can encode") from None
+    return value
 
 
 def check_strings(values, name: str) -> list:
     """A list or tuple of strings (e.g. sentences), returned as a list; a bare string is refused.
 
+    Each entry is checked by :func:`check_text`.
+
     Raises:
         TypeError: ``values`` is not a list or tuple, or an entry is not a string (the message
             names the entry, e.g. ``sentences[1]``).
+        ValueError: an entry holds a lone surrogate.
     """
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"{name} must be a list or tuple of strings, got {type(values).__name__}")
     for i, s in enumerate(values):
         if not isinstance(s, str):
             raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
+        check_text(s, f"{name}[{i}]")
     return list(values)
 
 
