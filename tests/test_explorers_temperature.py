@@ -154,3 +154,18 @@ def test_labels_use_the_books_notation():
 def test_bad_arguments_are_named(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_tiny_and_huge_temperatures_give_a_distribution():
+    # By hand: as T -> 0 the weights are one-hot on the largest score; at T = 1e-310 the
+    # quotients z / T overflowed (-1 / 1e-310 = -inf for both keys) and the row came out 0,
+    # or nan for mixed signs (refused with a message about an internal x).
+    assert tx.temperature_sweep([-1.0, -2.0], [1e-310]).weights.tolist() == [[1.0, 0.0]]
+    assert tx.temperature_sweep([3.0, 1.0, 2.0], [1e-310]).weights.tolist() == [[1, 0, 0]]
+    fig = tx.temperature_figure(T=1e-310)
+    assert list(fig.data[0].y) == [0.0, 1.0, 0.0, 0.0]  # chapter 2's scores, 4 the largest
+    # Scores near float64's limit: z - max z = -2e308 is not representable, yet at T = 1e308
+    # the quotient is -2, so the weights are 1 / (1 + e^-2) and e^-2 / (1 + e^-2).
+    w = tx.temperature_sweep([1e308, -1e308], [1e308]).weights[0]
+    assert_close(w, [1 / (1 + math.exp(-2)), math.exp(-2) / (1 + math.exp(-2))],
+                 atol=1e-15, rtol=1e-14)

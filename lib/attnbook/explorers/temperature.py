@@ -87,7 +87,9 @@ def temperature_sweep(scores, temperatures) -> TemperatureSweep:
     (:func:`attnbook.attention.entropy`, nats) and ``||diag(p) - p p^T||_F``
     (:func:`attnbook.attention.softmax_jacobian`) for every ``T``, in float64. As ``T -> 0``
     the weights tend to one-hot on the largest score (entropy and Jacobian to 0); as
-    ``T -> inf`` to uniform (entropy ``ln S``, Jacobian norm ``sqrt(S - 1) / S``).
+    ``T -> inf`` to uniform (entropy ``ln S``, Jacobian norm ``sqrt(S - 1) / S``). The
+    softmax's input is ``(z - max z) / T``, equal to ``z / T`` up to the shift the softmax
+    ignores, so that any positive ``T`` (even ``1e-310``) gives a distribution.
 
     Args:
         scores: ``(S,)`` finite real scores, ``S >= 1``.
@@ -114,7 +116,14 @@ def temperature_sweep(scores, temperatures) -> TemperatureSweep:
     check_finite(t, "temperatures")
     if (t <= 0).any():
         raise ValueError(f"temperatures must be > 0; got minimum {t.min()!r}")
-    weights = attention.softmax(z[None, :] / t[:, None])  # (n_T, S)
+    # softmax(z / T) = softmax((z - max z) / T): the shift keeps z / T from overflowing to
+    # +-inf at a tiny T (1e-310), which the softmax would turn into nan. Halving first keeps
+    # z - max z finite for scores near 1.8e308; (z - max z) / T <= 0 can then only overflow
+    # to -inf where the true value lies below -1.8e308, a weight of exactly 0 in float64.
+    half = z / 2 - z.max() / 2  # (S,), (z - max z) / 2
+    with np.errstate(over="ignore"):
+        shifted = half[None, :] / t[:, None] * 2  # (n_T, S), max 0 per row
+    weights = attention.softmax(shifted)  # (n_T, S)
     jac = attention.softmax_jacobian(weights)  # (n_T, S, S)
     return TemperatureSweep(
         temperatures=t, weights=weights, entropy=attention.entropy(weights),
