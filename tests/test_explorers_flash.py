@@ -295,7 +295,11 @@ def test_labels_use_the_books_notation():
 @pytest.mark.parametrize("kwargs, exc, words", [
     (dict(block_q=3), ValueError, "block_q"),
     (dict(block_k=16), ValueError, "block_k"),
-    (dict(block_k="4"), ValueError, "block_k"),
+    (dict(block_k="4"), TypeError, "block_k must be an integer"),
+    # Integer controls refuse floats alike (block_q=2.0 was taken for 2, step=1.0 refused).
+    (dict(block_q=2.0), TypeError, "block_q must be an integer"),
+    (dict(block_k=np.float64(4)), TypeError, "block_k must be an integer"),
+    (dict(step=1.0), TypeError, "step must be an integer"),
     (dict(step=0), ValueError, "step"),
     (dict(step=17), ValueError, "step"),
     (dict(step=2.5), TypeError, "step"),

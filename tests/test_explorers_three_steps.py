@@ -119,6 +119,13 @@ def test_explorer_live_and_static():
     (lambda: ts.three_steps(include_self=1), TypeError, "include_self"),
     (lambda: ts.three_steps_explorer(include_self="yes"), TypeError, "include_self"),
     (lambda: ts.three_steps_explorer(context="apple"), ValueError, "context"),
+    # By hand: the vocabulary's largest |q . k| is 2, so c = 1e308 makes a score 2e308 > the
+    # float64 maximum 1.797e308 (the message named attention's q and k, not scale).
+    (lambda: ts.three_steps(scale=1e308), ValueError, r"scale must be <= 8\.98847e\+307"),
+    (lambda: ts.three_steps_figure(scale=1e308), ValueError, "scale must be"),
+    # The figure checks its height as the flash and temperature figures do.
+    (lambda: ts.three_steps_figure(height=0), ValueError, "height must be >= 10, got 0"),
+    (lambda: ts.three_steps_figure(height=400.0), TypeError, "height must be an integer"),
 ])
 def test_bad_input_raises(call, exc, name):
     with pytest.raises(exc, match=name):

@@ -116,8 +116,9 @@ def flash_example(seed: int = 0):
 
 
 def _check_setting(block_q, block_k, causal, step):
-    check_choice(block_q, "block_q", BLOCK_SIZES)
-    check_choice(block_k, "block_k", BLOCK_SIZES)
+    # Integer controls are integers, as step is: 2.0 is a TypeError, not block size 2.
+    check_choice(check_int(block_q, "block_q", None), "block_q", BLOCK_SIZES)
+    check_choice(check_int(block_k, "block_k", None), "block_k", BLOCK_SIZES)
     causal = check_bool(causal, "causal")
     step = check_int(step, "step", 1, STEP_VALUES[-1])
     return int(block_q), int(block_k), causal, step
@@ -160,8 +161,8 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``step``, ``seed`` or ``height`` is not an integer or ``causal`` not a
-            bool.
+        TypeError: if ``block_q``, ``block_k``, ``step``, ``seed`` or ``height`` is not an
+            integer (``2.0`` included) or ``causal`` not a bool.
         ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step``, ``seed``
             or ``height`` is out of range.
     """
@@ -330,7 +331,8 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
         :class:`~attnbook.explorers.base.Explorer`.
 
     Raises:
-        TypeError: if ``step`` or ``seed`` is not an integer or ``causal`` not a bool.
+        TypeError: if ``block_q``, ``block_k``, ``step`` or ``seed`` is not an integer or
+            ``causal`` not a bool.
         ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step`` or
             ``seed`` is out of range.
     """

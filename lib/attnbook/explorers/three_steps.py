@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import attention
-from ..checks import check_bool, check_choice, check_real
+from ..checks import check_bool, check_choice, check_int, check_real
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
 from .base import Control, Explorer
 
@@ -130,8 +130,8 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
         A :class:`ThreeSteps` (float64 arrays).
 
     Raises:
-        ValueError: if ``context`` is not a key of :data:`CONTEXTS`, or ``scale`` is negative
-            or not finite.
+        ValueError: if ``context`` is not a key of :data:`CONTEXTS`, or ``scale`` is negative,
+            not finite, or so large that a score ``c q . k_j`` overflows float64.
         TypeError: if ``scale`` is not a real number or ``include_self`` not a bool.
 
     Source: Vaswani et al. (2017), eq. 1.
@@ -139,6 +139,10 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
     check_choice(context, "context", tuple(CONTEXTS))
     d_k = len(DIMS)
     scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", minimum=0.0)
+    top = max(abs(float(np.dot(QUERY, kv))) for kv in KEYS.values())  # largest |q . k|
+    if scale * top > np.finfo(np.float64).max:  # scale * top overflows to inf
+        raise ValueError(f"scale must be <= {np.finfo(np.float64).max / top:.6g} (the scores "
+                         f"c q . k_j, up to {top:g} c, overflow float64 beyond), got {scale}")
     include_self = check_bool(include_self, "include_self")
     words = tuple(w for w in CONTEXTS[context] if include_self or w.lower() != WORD)
     lower = [w.lower() for w in words]
@@ -175,16 +179,18 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
         context: a key of :data:`CONTEXTS`.
         include_self: whether "apple" attends to itself (see :func:`three_steps`).
         scale: the multiplier ``c`` (default ``1/sqrt(2)``).
-        height: figure height in px.
+        height: figure height in px (>= 10).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        As :func:`three_steps`.
+        As :func:`three_steps`; also TypeError if ``height`` is not an integer and
+        ValueError if it is < 10.
     """
     import plotly.graph_objects as go
 
+    height = check_int(height, "height", 10)
     r = three_steps(context, scale, include_self=include_self)
     x = list(range(len(r.words)))
     ticks = [f"<b>{w}</b>" if i == r.target else w for i, w in enumerate(r.words)]
