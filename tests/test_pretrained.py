@@ -430,3 +430,59 @@ def test_sense_similarity_rejects_bad_input(model, kwargs, exc, match):
     with pytest.raises(ValueError, match="fewer than two|need two"):
         _ = pretrained.SenseSimilarity(("x",), "apple", ("fruit",), (("a",),),
                                        np.zeros((1, 1, 7))).margin
+
+
+def test_cosine_similarity_at_extreme_magnitudes():
+    # The cosine does not depend on a vector's length: by hand 1 for parallel vectors and
+    # 1/sqrt(2) for [1, 1] vs [1, 0], whatever the common factor. 1e200 squared overflowed
+    # (nan), 1e-200 squared underflowed (a "zero vector"), 1e-160 squared lost digits.
+    assert pretrained.cosine_similarity([1e200], [1e200]) == 1.0
+    assert pretrained.cosine_similarity([-1e200, 0.0], [1e200, 0.0]) == -1.0
+    assert pretrained.cosine_similarity([1e-200, 0.0], [1.0, 0.0]) == 1.0
+    got = pretrained.cosine_similarity([1e-160, 1e-160], [1e-160, 0.0])
+    assert abs(got - 2**-0.5) < 1e-15
+    got = pretrained.cosine_similarity([[1e-300, 1e-300], [3e300, 4e300]],
+                                       [[1.0, 0.0], [4.0, 3.0]])
+    assert_close(got, np.array([2**-0.5, 24 / 25]), atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda m: pretrained.word_vectors("I ate an apple.", "apple", model="minilm"), TypeError,
+     "model must be a BertEncoder"),
+    (lambda m: pretrained.sense_similarity(model=3), TypeError, "model must be a BertEncoder"),
+    (lambda m: pretrained.attention_of_token("it is", "it", model=[m]), TypeError,
+     "model must be a BertEncoder"),
+    (lambda m: pretrained.referent_attention(model="x"), TypeError,
+     "model must be a BertEncoder"),
+    (lambda m: pretrained.word_vectors("apple", None, model=m), TypeError,
+     "word must be a string, got None"),
+    (lambda m: pretrained.word_vectors(None, "apple", model=m), TypeError,
+     "sentence must be a string"),
+    (lambda m: pretrained.sense_similarity(templates=["the {} and {x}"], model=m), ValueError,
+     r"templates\[0\] must hold exactly one '\{\}' and no other"),
+    (lambda m: pretrained.sense_similarity(templates=["ok {}.", "{} {0}"], model=m),
+     ValueError, r"templates\[1\] must hold exactly one"),
+    (lambda m: pretrained.sense_similarity(templates=["{0}"], model=m), ValueError,
+     r"templates\[0\]"),
+    (lambda m: pretrained.sense_similarity(templates=["{}}"], model=m), ValueError,
+     r"templates\[0\] is not a format string"),
+    (lambda m: pretrained.sense_similarity(templates=["{{}}"], model=m), ValueError,
+     r"templates\[0\] must hold exactly one"),
+    (lambda m: m.hidden_states("a\ud800"), ValueError,
+     r"sentence holds a lone surrogate '\\ud800' at index 1"),
+    (lambda m: m.attentions("\udfff"), ValueError, "sentence holds a lone surrogate"),
+    (lambda m: m.encode(["fine", "a\ud800"]), ValueError,
+     r"sentences\[1\] holds a lone surrogate"),
+    (lambda m: pretrained.sense_similarity(contexts=["an apple\ud800"], model=m), ValueError,
+     r"contexts\[0\] holds a lone surrogate"),
+])
+def test_bad_model_word_templates_and_surrogates_are_named(model, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(model)
+
+
+def test_templates_may_hold_literal_braces(model):
+    # A literal brace pair '{{' '}}' around the one '{}' is allowed (it is not a field).
+    r = pretrained.sense_similarity(contexts=("I ate an apple.",), senses=("fruit",),
+                                    templates=("{{note}} the {}.",), model=model)
+    assert r.anchor_sentences == (("{note} the fruit.",),)

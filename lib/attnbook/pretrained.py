@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
+import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -376,7 +377,7 @@ class BertEncoder(nn.Module):
 
         Raises:
             TypeError: if ``sentences`` is not a list/tuple of strings.
-            ValueError: if the model has no tokenizer.
+            ValueError: if the model has no tokenizer, or a sentence holds a lone surrogate.
         """
         if self.tokenizer is None:
             raise ValueError(_NO_TOKENIZER)
@@ -444,10 +445,10 @@ class BertEncoder(nn.Module):
 
         Raises:
             TypeError: if ``sentence`` is not a string.
-            ValueError: if the model has no tokenizer.
+            ValueError: if the model has no tokenizer, or ``sentence`` holds a lone surrogate
+                (U+D800 to U+DFFF on its own, not text the tokenizer can encode).
         """
-        if not isinstance(sentence, str):
-            raise TypeError(f"sentence must be a string, got {type(sentence).__name__}")
+        sentence = checks.check_text(sentence, "sentence")
         ids, mask, tokens = self.tokenize([sentence])
         _, weights = self(ids, mask, need_weights=True)
         w = torch.stack([wl[0] for wl in weights])  # (layers, H, T, T)
@@ -472,10 +473,10 @@ class BertEncoder(nn.Module):
 
         Raises:
             TypeError: if ``sentence`` is not a string.
-            ValueError: if the model has no tokenizer.
+            ValueError: if the model has no tokenizer, or ``sentence`` holds a lone surrogate
+                (U+D800 to U+DFFF on its own, not text the tokenizer can encode).
         """
-        if not isinstance(sentence, str):
-            raise TypeError(f"sentence must be a string, got {type(sentence).__name__}")
+        sentence = checks.check_text(sentence, "sentence")
         ids, mask, tokens = self.tokenize([sentence])
         x = self.embeddings(ids)  # (1, T, d_model)
         keep = mask.bool()[:, None, None, :]  # (1, 1, 1, T) keep-mask
@@ -604,6 +605,33 @@ def load_minilm(model_dir: str | None = None) -> BertEncoder:
     return model
 
 
+def _model_or_default(model) -> BertEncoder:
+    """``model`` if it is a :class:`BertEncoder`, :func:`load_minilm` ``()`` if it is None."""
+    if model is None:
+        return load_minilm()
+    if not isinstance(model, BertEncoder):
+        raise TypeError(f"model must be a BertEncoder (e.g. load_minilm()) or None, got "
+                        f"{model!r} ({type(model).__name__})")
+    return model
+
+
+def _check_templates(templates) -> list:
+    """Format strings with exactly one bare ``{}`` and no other replacement field."""
+    templates = checks.check_strings(templates, "templates")
+    for i, t in enumerate(templates):
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(t) if f is not None]
+            bare = [f for _, f, spec, conv in string.Formatter().parse(t)
+                    if f == "" and not spec and conv is None]
+        except ValueError as exc:  # an unmatched brace
+            raise ValueError(f"templates[{i}] is not a format string with one '{{}}': {t!r} "
+                             f"({exc})") from None
+        if len(fields) != 1 or len(bare) != 1:
+            raise ValueError(f"templates[{i}] must hold exactly one '{{}}' and no other "
+                             f"replacement field, got {t!r}")
+    return templates
+
+
 def _find_token(tokens: list[str], token: str, occurrence: int) -> int:
     hits = [i for i, t in enumerate(tokens) if t == token]
     if not hits:
@@ -637,10 +665,11 @@ def attention_of_token(
     Raises:
         ValueError: ``token`` is not a word piece of the sentence, or
             ``occurrence`` is out of range.
-        TypeError: ``sentence`` is not a string or ``occurrence`` not an int.
+        TypeError: ``sentence`` is not a string, ``occurrence`` not an int, or
+            ``model`` neither a :class:`BertEncoder` nor None.
     """
     occurrence = checks.check_int(occurrence, "occurrence", None)
-    model = load_minilm() if model is None else model
+    model = _model_or_default(model)
     tokens, weights = model.attentions(sentence)  # (layers, H, T, T)
     i = _find_token(tokens, token, occurrence)
     return tokens, weights[:, :, i, :].copy()  # (layers, H, T)
@@ -745,13 +774,14 @@ def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "i
 
     Raises:
         ValueError: if a sentence lacks the query or a candidate, or no candidates are given.
-        TypeError: if ``sentences`` or ``candidates`` is not a list/tuple of strings.
+        TypeError: if ``sentences`` or ``candidates`` is not a list/tuple of strings, or
+            ``model`` neither a :class:`BertEncoder` nor None.
     """
     sentences = checks.check_strings(sentences, "sentences")
     candidates = tuple(checks.check_strings(candidates, "candidates"))
     if not candidates:
         raise ValueError("candidates must name at least one word piece")
-    model = load_minilm() if model is None else model
+    model = _model_or_default(model)
     rows, all_tokens = [], []
     for s in sentences:
         tokens, w = model.attentions(s)  # (layers, H, T, T)
@@ -785,7 +815,9 @@ def cosine_similarity(a, b) -> np.ndarray:
         b: ``(..., d)`` real array, broadcastable with ``a`` in the leading dimensions.
 
     Returns:
-        float64 array of the broadcast leading shape ``(...)``, values in ``[-1, 1]``.
+        float64 array of the broadcast leading shape ``(...)``, values in ``[-1, 1]``. Each
+        vector is divided by its largest ``|entry|`` before :func:`cosine_similarity_core`, so
+        any finite nonzero vectors (``1e200``, ``1e-200``) have a cosine.
 
     Raises:
         TypeError: if ``a`` or ``b`` is not a real numeric array.
@@ -804,11 +836,16 @@ def cosine_similarity(a, b) -> np.ndarray:
             from None
     checks.check_finite(a, "a")
     checks.check_finite(b, "b")
+    unit = []
     for name, x in (("a", a), ("b", b)):
-        if (np.linalg.norm(x, axis=-1) == 0).any():
+        top = np.abs(x).max(axis=-1, keepdims=True)  # (..., 1)
+        if (top == 0).any():
             raise ValueError(f"{name} of shape {x.shape} holds a zero vector, which has no "
                              "direction")
-    return np.clip(cosine_similarity_core(a, b), -1.0, 1.0)
+        # Divide by the largest |entry| first (the direction is unchanged): the squares in
+        # the norms then neither overflow (1e200) nor underflow (1e-160, 1e-200).
+        unit.append(x / top)
+    return np.clip(cosine_similarity_core(*unit), -1.0, 1.0)
 
 
 def word_vectors(sentence: str, word: str, *, occurrence: int = 0,
@@ -826,12 +863,15 @@ def word_vectors(sentence: str, word: str, *, occurrence: int = 0,
         of layer ``l`` (see :meth:`BertEncoder.hidden_states`).
 
     Raises:
-        TypeError: if ``sentence`` is not a string or ``occurrence`` not an integer.
-        ValueError: if ``word`` is not a word piece of the sentence or ``occurrence`` is out
-            of range.
+        TypeError: if ``sentence`` or ``word`` is not a string, ``occurrence`` not an integer,
+            or ``model`` neither a :class:`BertEncoder` nor None.
+        ValueError: if ``word`` is not a word piece of the sentence, ``occurrence`` is out
+            of range, or a string holds a lone surrogate.
     """
+    sentence = checks.check_text(sentence, "sentence")
+    word = checks.check_text(word, "word")
     occurrence = checks.check_int(occurrence, "occurrence", None)
-    model = load_minilm() if model is None else model
+    model = _model_or_default(model)
     tokens, hidden = model.hidden_states(sentence)  # (layers + 1, T, d_model)
     return hidden[:, _find_token(tokens, word, occurrence)].copy()  # (layers + 1, d_model)
 
@@ -902,22 +942,20 @@ def sense_similarity(contexts: Sequence[str] = APPLE_CONTEXTS, word: str = "appl
 
     Raises:
         TypeError: if ``contexts``, ``senses`` or ``templates`` is not a list/tuple of strings,
-            or ``word`` is not a string.
+            ``word`` is not a string, or ``model`` neither a :class:`BertEncoder` nor None.
         ValueError: if ``contexts``, ``senses`` or ``templates`` is empty, a template does not
-            hold exactly one ``{}``, or a context (or anchor sentence) lacks its word.
+            hold exactly one bare ``{}`` or holds another replacement field (``{x}``,
+            ``{0}``), a string holds a lone surrogate, or a context (or anchor sentence) lacks
+            its word.
     """
     contexts = checks.check_strings(contexts, "contexts")
     senses = checks.check_strings(senses, "senses")
-    templates = checks.check_strings(templates, "templates")
-    if not isinstance(word, str):
-        raise TypeError(f"word must be a string, got {type(word).__name__}")
+    templates = _check_templates(templates)
+    word = checks.check_text(word, "word")
     for name, values in (("contexts", contexts), ("senses", senses), ("templates", templates)):
         if not values:
             raise ValueError(f"{name} must not be empty")
-    for i, t in enumerate(templates):
-        if t.count("{}") != 1:
-            raise ValueError(f"templates[{i}] must hold exactly one '{{}}', got {t!r}")
-    model = load_minilm() if model is None else model
+    model = _model_or_default(model)
     anchor_sentences = tuple(tuple(t.format(s) for t in templates) for s in senses)
     anchors = np.stack([
         np.mean([word_vectors(a, s, model=model) for a in sents], axis=0)
