@@ -223,3 +223,21 @@ def test_tiny_alpha_stays_finite():
 def test_get_batch_names_block_size_when_ids_are_short():
     with pytest.raises(ValueError, match=r"ids must hold at least 5 ids \(block_size 4 \+ 1\)"):
         get_batch(np.arange(4), 4, 2, torch.Generator())
+
+
+def test_tokenizer_refuses_lone_surrogates_naming_the_argument():
+    # 'a\ud800' is not text: UTF-32 cannot encode it (it was a UnicodeEncodeError)
+    with pytest.raises(ValueError, match=r"s holds a lone surrogate '\\ud800' at index 1"):
+        CharTokenizer("ab").encode("a\ud800")
+    with pytest.raises(ValueError, match="text holds a lone surrogate"):
+        CharTokenizer("ab\udfff")
+    with pytest.raises(TypeError, match="s must be a string"):
+        CharTokenizer("ab").encode(None)
+
+
+def test_get_batch_refuses_uint64_ids_beyond_int64():
+    # 2**63 cast to int64 is -2**63: the windows held negative ids
+    with pytest.raises(ValueError, match=r"ids must be <= 9223372036854775807"):
+        get_batch(np.array([2**63] * 5, np.uint64), 3, 1, torch.Generator().manual_seed(0))
+    x, y = get_batch(np.arange(5, dtype=np.uint64), 3, 1, torch.Generator().manual_seed(0))
+    assert x.dtype == torch.int64 and (y - x).tolist() == [[1, 1, 1]]

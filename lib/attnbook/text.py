@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_int, check_int_array, check_real
+from .checks import check_int, check_int_array, check_real, check_text
 
 __all__ = [
     "Corpus",
@@ -148,12 +148,12 @@ class CharTokenizer:
 
     Raises:
         TypeError: if ``text`` is not a ``str``.
-        ValueError: if ``text`` is empty.
+        ValueError: if ``text`` is empty or holds a lone surrogate (not text; see
+            :func:`attnbook.checks.check_text`).
     """
 
     def __init__(self, text: str):
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = check_text(text, "text")
         if not text:
             raise ValueError("text must not be empty (it defines the vocabulary)")
         self.chars = "".join(sorted(set(text)))
@@ -172,10 +172,10 @@ class CharTokenizer:
 
         Raises:
             TypeError: if ``s`` is not a ``str``.
-            ValueError: if ``s`` holds characters outside the vocabulary (they are named).
+            ValueError: if ``s`` holds characters outside the vocabulary (they are named) or
+                a lone surrogate.
         """
-        if not isinstance(s, str):
-            raise TypeError(f"s must be a str, got {type(s).__name__}")
+        s = check_text(s, "s")
         codes = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
         ids = np.full(codes.shape, -1, dtype=np.int64)
         inside = codes < self._lookup.size
