@@ -252,6 +252,20 @@ def test_check_text_refuses_lone_surrogates():
 # --- torch ---------------------------------------------------------------------------------
 
 
+def test_check_int_tensor_converts_wide_unsigned_ids_to_int64():
+    import torch
+
+    for arr in (np.array([[1, 2]], np.uint16), np.array([[1, 2]], np.uint32),
+                np.array([[1, 2]], np.uint64)):
+        for values in (arr, torch.from_numpy(arr)):
+            out = checks.check_int_tensor(values, "ids")
+            assert out.dtype == torch.int64 and out.tolist() == [[1, 2]]
+    with pytest.raises(ValueError, match=r"ids must be <= 9223372036854775807"):
+        checks.check_int_tensor(np.array([2**63], np.uint64), "ids")
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, vocab_size=3\)"):
+        checks.check_token_ids(np.array([[1, 7]], np.uint64), "ids", 3)
+
+
 def test_check_tensor_and_input_dtype():
     x = torch.zeros(2, 3)
     assert checks.check_tensor(x, "x", ndim=2) is x

@@ -444,18 +444,29 @@ def check_input_dtype(x, weight, name: str = "x") -> None:
 def check_int_tensor(values, name: str, minimum: int | None = 0):
     """An integer torch tensor (lists and NumPy arrays are converted), all ``>= minimum``.
 
+    Unsigned NumPy arrays, and torch tensors of uint16/32/64 (which torch cannot compare),
+    become int64.
+
     Raises:
         TypeError: not convertible, or not integer (floats and bools refused).
-        ValueError: an entry below ``minimum``.
+        ValueError: an entry below ``minimum``, or an unsigned entry above ``2**63 - 1``.
     """
     import torch
 
+    if isinstance(values, torch.Tensor) and values.dtype in (
+            getattr(torch, "uint16", None), getattr(torch, "uint32", None),
+            getattr(torch, "uint64", None)):
+        values = values.cpu().numpy()  # torch has no min/max for these: check in NumPy
     if not isinstance(values, torch.Tensor):
         try:
-            values = torch.as_tensor(np.asarray(values))
+            arr = np.asarray(values)
+            tensor = None if arr.dtype.kind == "u" else torch.as_tensor(arr)
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(f"{name} must be an integer tensor, got {type(values).__name__}") \
                 from None
+        if tensor is None:  # unsigned: int64 holds them all (else a ValueError)
+            tensor = torch.as_tensor(check_int_array(arr, name, None).astype(np.int64))
+        values = tensor
     if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor, got dtype {values.dtype}")
     if minimum is not None and values.numel() and int(values.min()) < minimum:
