@@ -321,3 +321,14 @@ def test_attention_maps_rejects_empty_strings_long_and_nan():
             p.fill_(math.nan)
     with pytest.raises(ValueError, match="attention weights .* contain nan"):
         attention_maps(model, [1, 2])
+
+
+def test_generate_and_attention_maps_take_uint64_ids():
+    model = small_model()
+    ref = generate(model, torch.tensor([[1, 2, 3]]), 4, seed=5)
+    torch.testing.assert_close(generate(model, np.array([[1, 2, 3]], np.uint64), 4, seed=5),
+                               ref)
+    np.testing.assert_array_equal(attention_maps(model, np.array([1, 2, 3], np.uint32)),
+                                  attention_maps(model, [1, 2, 3]))
+    with pytest.raises(ValueError, match="ids must be <= 9223372036854775807"):
+        generate(model, np.array([[2**63]], np.uint64), 2, seed=0)
