@@ -164,6 +164,7 @@ def expected() -> dict:
     e["model_scale"] = math.sqrt(d)
     e["model_dropout"] = 0.1
     e |= _untrained(V, train, val)
+    e["ex4_embed"], e["ex4_block"], e["ex4_final"] = V * d, per_layer, 2 * d
     # --- training -------------------------------------------------------------------------
     e["run_steps"] = STEPS
     e["run_tokens"] = STEPS * BATCH * BLOCK
@@ -212,8 +213,9 @@ def expected() -> dict:
     e["lim_span"] = SPAN
     e["lim_copied_share"] = Check(lambda a, g: _share(a, g) and a < 0.5,
                                   "a minority of spans copied")
-    e["mis_val_minus_train"] = Check(lambda a, g: _close(a, g["run_val"] - g["run_train"]),
-                                     "held-out minus training loss")
+    e["mis_val_minus_train"] = Check(
+        lambda a, g: _close(a, g["run_val"] - g["run_train"]) and abs(a) < 0.2,
+        "held-out minus training loss; small, as 'the two curves stay together' says")
     # --- exercises ------------------------------------------------------------------------
     seen = np.zeros((V, V), dtype=bool)
     seen[train[:-1], train[1:]] = True

@@ -106,7 +106,8 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
         z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
         hovertemplate="query %{y}, key %{x}: weight %{z:.3f}<extra></extra>",
         hoverongaps=False,
-        colorbar=dict(title=dict(text="weight", side="right"), thickness=12, len=0.8),
+        colorbar=dict(title=dict(text="weight", side="right"), thickness=10, len=0.6,
+                      tickvals=[0, 0.5, 1]),
         meta=dict(layer=layer + 1, head=head + 1,
                   row_sums=[float(w[i, : i + 1].sum()) for i in range(T)],
                   argmax=[int(np.argmax(w[i, : i + 1])) for i in range(T)]),
@@ -114,7 +115,7 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
     tick_font = dict(size=11 if T <= 32 else 9)
     layout = go.Layout(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height, margin=dict(l=70, r=30, t=80, b=60),
+        height=height, margin=dict(l=60, r=20, t=80, b=60),
         title=dict(text=f"{_html.escape(first)}<br>layer {layer + 1}, head {head + 1}",
                    x=0.5, xanchor="center", font=dict(size=14)),
         xaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
