@@ -21,11 +21,11 @@ from .base import MAX_GRID, Control, Explorer
 
 __all__ = ["MAX_SENTENCE_CHARS", "show_char", "lm_attention_figure", "lm_attention_explorer"]
 
-#: Longest sentence the explorer draws, in tokens (characters): at 390 px a phone's plot gives
-#: each of 48 columns about 6 px; longer sentences would also make the static page heavy.
+#: Longest sentence the explorer draws, in tokens (characters). At 390 px a phone's plot gives
+#: each of 48 columns about 6 px, and longer sentences would make the static page heavy.
 MAX_SENTENCE_CHARS = 48
 
-#: Colour scale of the weights: white (0) to the book's blue (1).
+#: Colour scale of the weights, white (0) to the book's blue (1).
 _SCALE = [[0.0, "#ffffff"], [0.25, "#c6d7ee"], [1.0, "#1f5fa8"]]
 
 
