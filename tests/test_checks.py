@@ -345,3 +345,18 @@ def test_check_increasing():
         checks.check_increasing((1, 1), "stops")
     with pytest.raises(ValueError, match="finite"):
         checks.check_increasing((0.5, float("nan")), "g", integer=False)
+
+
+def test_check_id_sequence_names_the_argument_and_converts_to_int64():
+    from attnbook.checks import check_id_sequence
+
+    out = check_id_sequence(torch.tensor([3, 0, 2], dtype=torch.int32), "val_ids", 2, 4)
+    assert out.dtype == np.int64 and out.tolist() == [3, 0, 2]
+    with pytest.raises(ValueError, match=r"val_ids must hold at least 4 ids \(why\)"):
+        check_id_sequence([1, 2, 3], "val_ids", 4, len_hint=" (why)")
+    with pytest.raises(ValueError, match=r"train_ids must lie in \[0, vocab_size=3\)"):
+        check_id_sequence([0, 3], "train_ids", 1, 3)
+    with pytest.raises(ValueError, match="train_ids"):
+        check_id_sequence([0, -1], "train_ids")
+    with pytest.raises(TypeError, match="train_ids"):
+        check_id_sequence([0.5, 1.0], "train_ids")

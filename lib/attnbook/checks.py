@@ -42,6 +42,7 @@ __all__ = [
     "check_broadcast",
     "check_keep_mask",
     "check_int_array",
+    "check_id_sequence",
     "check_tensor",
     "check_input_dtype",
     "check_int_tensor",
@@ -411,6 +412,39 @@ def check_increasing(values, name: str, *, minimum=None, maximum=None,
 # ------------------------------------------------------------------------------------------
 # torch
 # ------------------------------------------------------------------------------------------
+
+
+def check_id_sequence(ids, name: str, minimum_len: int = 1, vocab_size: int | None = None,
+                      len_hint: str = "") -> np.ndarray:
+    """A 1-D sequence of token ids as int64: integers, none negative, at least ``minimum_len``.
+
+    Args:
+        ids: 1-D integer array, list or tensor of token ids.
+        name: the argument's name, used in the messages.
+        minimum_len: fewest ids accepted.
+        vocab_size: if given, every id must be below it.
+        len_hint: appended to the length message (e.g. why that many ids are needed).
+
+    Returns:
+        The ids as a 1-D int64 NumPy array.
+
+    Raises:
+        TypeError: if ``ids`` are not integers.
+        ValueError: if ``ids`` is not 1-D, holds a negative id (or an unsigned one beyond
+            int64), fewer than ``minimum_len`` ids, or an id ``>= vocab_size``.
+    """
+    import torch  # torch is imported lazily here, as in check_int_tensor
+
+    if isinstance(ids, torch.Tensor):
+        ids = ids.detach().cpu().numpy()
+    arr = check_int_array(ids, name, 0, ndim=1)  # 1-D, integer, no negative id
+    if arr.size < minimum_len:
+        raise ValueError(f"{name} must hold at least {minimum_len} ids{len_hint}; got shape "
+                         f"{arr.shape}")
+    if vocab_size is not None and arr.size and int(arr.max()) >= vocab_size:
+        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got a maximum of "
+                         f"{int(arr.max())} (shape {arr.shape})")
+    return arr.astype(np.int64, copy=False)
 
 
 def check_tensor(x, name: str, *, ndim: int | None = None, floating: bool = True):

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_int, check_int_array, check_real, check_text
+from .checks import check_id_sequence, check_int, check_int_array, check_real, check_text
 
 __all__ = [
     "Corpus",
@@ -213,20 +213,6 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size})"
 
 
-def _check_ids(ids, name: str, minimum_len: int = 1, vocab_size: int | None = None,
-               len_hint: str = "") -> np.ndarray:
-    if isinstance(ids, torch.Tensor):
-        ids = ids.detach().cpu().numpy()
-    arr = check_int_array(ids, name, 0, ndim=1)  # 1-D, integer, no negative id
-    if arr.size < minimum_len:
-        raise ValueError(f"{name} must hold at least {minimum_len} ids{len_hint}; got shape "
-                         f"{arr.shape}")
-    if vocab_size is not None and arr.size and int(arr.max()) >= vocab_size:
-        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got a maximum of "
-                         f"{int(arr.max())} (shape {arr.shape})")
-    return arr.astype(np.int64, copy=False)
-
-
 def split_ids(ids, val_fraction: float = 0.1):
     """Contiguous train/validation split: the last ``val_fraction`` of the ids is held out.
 
@@ -244,7 +230,7 @@ def split_ids(ids, val_fraction: float = 0.1):
         ValueError: if ``ids`` is not 1-D, ``val_fraction`` is not in ``(0, 1)``, or either
             part would be empty.
     """
-    arr = _check_ids(ids, "ids", 2)
+    arr = check_id_sequence(ids, "ids", 2)
     val_fraction = check_real(val_fraction, "val_fraction", minimum=0.0, maximum=1.0,
                               strict=True)
     n_val = int(round(val_fraction * arr.size))
@@ -293,7 +279,7 @@ def get_batch(ids, block_size: int, batch_size: int, generator: torch.Generator)
     batch_size = check_int(batch_size, "batch_size", 1)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    arr = _check_ids(ids, "ids", block_size + 1, len_hint=f" (block_size {block_size} + 1)")
+    arr = check_id_sequence(ids, "ids", block_size + 1, len_hint=f" (block_size {block_size} + 1)")
     return get_batch_core(torch.from_numpy(np.ascontiguousarray(arr)), block_size, batch_size,
                           generator)
 
@@ -344,7 +330,7 @@ def ngram_counts(ids, vocab_size: int, order: int) -> np.ndarray:
     """
     order = check_int(order, "order", 1, 2)
     V = _check_vocab(vocab_size, order)
-    return _ngram_counts(_check_ids(ids, "ids", order, V), V, order)
+    return _ngram_counts(check_id_sequence(ids, "ids", order, V), V, order)
 
 
 def _log_normalize(counts, axis):
@@ -376,8 +362,8 @@ def unigram_loss(train_ids, val_ids, vocab_size: int, alpha: float = 1.0) -> flo
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, strict=True)
     V = _check_vocab(vocab_size, 1)
-    counts = _ngram_counts(_check_ids(train_ids, "train_ids", 1, V), V, 1) + alpha  # (V,)
-    val = _check_ids(val_ids, "val_ids", 1, V)
+    counts = _ngram_counts(check_id_sequence(train_ids, "train_ids", 1, V), V, 1) + alpha  # (V,)
+    val = check_id_sequence(val_ids, "val_ids", 1, V)
     logp = _log_normalize(counts, axis=0)  # (V,)
     return float(-logp[val].mean())
 
@@ -410,7 +396,7 @@ def bigram_loss(train_ids, val_ids, vocab_size: int, alpha: float = 1.0) -> floa
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, strict=True)
     V = _check_vocab(vocab_size, 2)
-    counts = _ngram_counts(_check_ids(train_ids, "train_ids", 2, V), V, 2) + alpha  # (V, V)
-    val = _check_ids(val_ids, "val_ids", 2, V)
+    counts = _ngram_counts(check_id_sequence(train_ids, "train_ids", 2, V), V, 2) + alpha  # (V, V)
+    val = check_id_sequence(val_ids, "val_ids", 2, V)
     logp = _log_normalize(counts, axis=1)  # (V, V) rows: previous
     return float(-logp[val[:-1], val[1:]].mean())

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_bool, check_int, check_real, check_seed
-from .text import _check_ids, get_batch
+from .checks import check_bool, check_id_sequence, check_int, check_real, check_seed
+from .text import get_batch
 
 __all__ = ["TrainingRun", "MAX_LR", "gpt2_init_", "lr_schedule", "evaluate_loss",
            "train_step_core", "train_language_model"]
@@ -167,7 +167,7 @@ def _check_windows(model, ids, name: str, block_size, batch_size):
             and block_size > max_len:
         raise ValueError(f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
                          f"({cfg.positional} positions)")
-    _check_ids(ids, name, block_size + 1, getattr(cfg, "vocab_size", None),
+    check_id_sequence(ids, name, block_size + 1, getattr(cfg, "vocab_size", None),
                len_hint=f" (block_size {block_size} + 1)")
     return block_size, batch_size
 
