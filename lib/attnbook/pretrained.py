@@ -927,8 +927,8 @@ def sense_similarity(contexts: Sequence[str] = APPLE_CONTEXTS, word: str = "appl
 
     A cosine similarity of two vectors of a model is not a similarity of meanings: contextual
     vectors of BERT-style models share a common direction, so unrelated words already have a
-    positive cosine (Ethayarajh, 2019); compare the senses with each other (``SenseSimilarity.margin``)
-    and the contexts with each other, not with 0.
+    positive cosine (Ethayarajh, 2019); compare the senses with each other
+    (``SenseSimilarity.margin``) and the contexts with each other, not with 0.
 
     Args:
         contexts: sentences that each contain ``word`` as a word piece.
