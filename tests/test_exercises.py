@@ -210,7 +210,7 @@ def no_max_subtracted(q, k, v):
 
 
 def slightly_off(q, k, v):
-    return loop_attention(q, k, v) + 0.01
+    return loop_attention(q, k, v) + 0.1  # above 1e-2 of the largest value: not rounding
 
 
 ATTENTION_MISTAKES = [
@@ -262,7 +262,7 @@ def test_nan_is_not_called_an_overflow_unless_it_is_one():
 def test_an_unrecognised_mistake_fails_without_a_diagnosis():
     result = check_attention(slightly_off)
     assert not result and result.mistake is None and result.diagnosis is None
-    assert result.max_abs_diff == pytest.approx(0.01)
+    assert result.max_abs_diff == pytest.approx(0.1)
     assert "No typical mistake matches" in result.message
 
 
@@ -639,3 +639,67 @@ def test_an_exception_whose_text_cannot_be_shown_is_reported():
     result = check_attention(fn)
     assert_readable(result)
     assert result.status == "error" and "Unprintable" in result.message
+
+
+# ---------------------------------------------------------------------------------------------
+# Hints that must send a beginner the right way (newcomer review)
+
+
+def row_by_row(q, k, v):
+    """Right for one sequence: a loop over the rows of q, which only 2-D inputs allow."""
+    out = []
+    for i in range(q.shape[0]):
+        s = q[i] @ k.T / math.sqrt(q.shape[-1])  # (S,)
+        w = np.exp(s - s.max())
+        out.append(w / w.sum() @ v)
+    return np.array(out)
+
+
+def row_by_row_swapaxes(q, k, v):
+    """The same loop with np.swapaxes: no error on a batch, a (B, B, L, Dv) result."""
+    out = []
+    for i in range(q.shape[0]):
+        s = q[i] @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+        w = np.exp(s - s.max(-1, keepdims=True))
+        out.append(w / w.sum(-1, keepdims=True) @ v)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("fn", [row_by_row, row_by_row_swapaxes])
+def test_a_row_loop_is_told_to_handle_leading_axes(fn):
+    rec = recording(fn)
+    result = check_attention(rec)
+    assert_readable(result)
+    assert not result and result.n_passed == 3 and rec.calls[3][0].ndim == 3
+    text = flat(result)
+    assert "works for one sequence" in text and "no loop over rows" in text
+    assert "np.swapaxes(a, -1, -2)" in result.diagnosis
+
+
+def square_mask(L, S):
+    """One column per query: np.tril of an (L, L) block."""
+    return np.tril(np.ones((L, L), dtype=bool))
+
+
+def test_an_l_by_l_mask_is_told_it_needs_one_column_per_key():
+    result = check_causal_mask(square_mask)
+    assert_readable(result)
+    assert not result and result.n_passed == 1  # right for L = S = 4
+    assert "one column per key" in flat(result) and "(L, S) = (3, 7)" in flat(result)
+    assert "No typical mistake matches" not in result.message
+
+
+def scores_in_float16(q, k, v):
+    """Right steps, but the scores rounded to float16 and back: off by about 1e-4."""
+    s = (q @ np.swapaxes(k, -1, -2)).astype(np.float16).astype(np.float64)
+    s = s / math.sqrt(q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ v
+
+
+def test_a_float64_result_off_by_rounding_is_hinted_at_low_precision():
+    result = check_attention(scores_in_float16)
+    assert_readable(result)
+    assert not result and result.max_abs_diff < 1e-3
+    assert "low precision" in flat(result) and "float16" in flat(result)
+    assert "No typical mistake matches" not in result.message

@@ -50,6 +50,9 @@ ATOL, RTOL = 1e-6, 1e-5
 #: A float16 or bfloat16 result may also differ by this many of its dtype's epsilons times
 #: the largest absolute expected entry (rounding, not a mistake in the steps).
 LOW_PRECISION_EPS = 4
+#: A float64 result that fails by less than this fraction of the largest expected value gets a
+#: hint at a step computed in low precision.
+SMALL_RELATIVE = 1e-2
 WIDTH = 72  # the result's text is wrapped to this many columns (phones, the 79-column rule)
 
 
@@ -554,9 +557,15 @@ def _exception_hint(exc, fn_args) -> str | None:
     return None
 
 
-_BATCHED = ("It handles the earlier cases but not batched input: the arguments may have "
-            "leading batch (and head) axes, (..., L, D). @ and np.swapaxes(a, -1, -2) work "
-            "on the last two axes whatever comes before them.")
+_BATCHED = ("It works for one sequence (the earlier cases) but not for batched input: the "
+            "arguments may have leading batch (and head) axes, (..., L, D). Write it with @ "
+            "and np.swapaxes(a, -1, -2), which act on the last two axes whatever comes "
+            "before them: no loop over rows, and no .T.")
+
+
+def _batched_hint(m) -> str:
+    """The hint on the first batched case: handle leading axes, then the mistake, if any."""
+    return _BATCHED + (" " + m.text if m else "")
 
 
 def _first_batched(cases, i) -> bool:
@@ -589,7 +598,8 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
                         "one: finish the code path this case takes.")
             else:
                 m = diagnose().of_exception(exc)
-                hint = m.text if m else _exception_hint(exc, f"{name}{fn_args}")
+                hint = (_batched_hint(m) if _first_batched(cases, i) else
+                        m.text if m else _exception_hint(exc, f"{name}{fn_args}"))
             text = _text(exc)
             msg = text if len(text) <= 300 else text[:300] + " ..."
             body = [_inputs(case), f"{type(exc).__name__}: {msg}" if msg
@@ -636,12 +646,14 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
     shape_line = f"Expected shape {expected.shape}, got {got.shape}."
     if got.shape != expected.shape:
-        m = diagnose().of_result(got)
+        d = diagnose()
+        m = d.of_result(got)
+        hint = _batched_hint(m) if _first_batched(d.cases, i) else m.text if m else None
         body = [_inputs(case), shape_line]
-        if m:
-            body.append("Hint: " + m.text)
+        if hint:
+            body.append("Hint: " + hint)
         return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
-                       diagnosis=m.text if m else None, **fields)
+                       diagnosis=hint, **fields)
     got64 = got.astype(np.float64)
     bad_nonfinite = ~np.isfinite(got64) & np.isfinite(expected)
     if bad_nonfinite.any():
@@ -672,6 +684,10 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
                     f"significant digit{plural}, and the difference is more than the check "
                     "allows for rounding. If each step is right, compute in float64 (or "
                     "float32) and convert only the result.")
+    elif (rel := float(diff[where] / max(np.max(np.abs(expected)), ATOL))) < SMALL_RELATIVE:
+        body.append(f"Hint: the difference is small next to the values ({rel:.1g} of the "
+                    "largest), as when a step is computed in low precision (float16, "
+                    "bfloat16) and converted back. Keep every step in float64 (or float32).")
     else:
         body.append("No typical mistake matches; compare each step with the equation.")
     return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
@@ -735,6 +751,11 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
     text = m.text if m else None
     if not_bool:
         text = (text + " Also: " if text else "") + dtype_text
+    L, S = case.args
+    if not text and pattern.shape == (L, L) and L != S:
+        text = (f"The mask is (L, L) = {pattern.shape}: it needs one row per query and one "
+                f"column per key, shape (L, S) = {expected.shape}, since a query may "
+                "attend to the S - L cached keys too.")
     body.append("Hint: " + text if text else
                 "No typical mistake matches; compare with mask[i, j] = j <= i + (S - L).")
     return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
@@ -770,7 +791,9 @@ def check_attention(fn) -> CheckResult:
         index, and the mistake when the result equals a typical wrong variant on that case
         (no scale, scale by ``d_k`` or ``Dv``, softmax over the wrong axis, no ``keepdims``,
         ``k`` not transposed, ``k.T`` on batched arrays, no softmax, weights returned,
-        overflow). ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
+        overflow), that a function right for one sequence must handle leading axes, or that
+        a difference below ``SMALL_RELATIVE`` of the values looks like low precision.
+        ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
         exception is reported, with the case's shapes, as status ``"error"``.
 
     Raises:
@@ -802,7 +825,8 @@ def check_causal_mask(fn) -> CheckResult:
         case, the expected and returned shapes, how many entries differ and the first one,
         both masks drawn as 0s and 1s, and the mistake when the result equals a typical
         wrong variant (``True`` meaning hidden, top-left alignment, the diagonal hidden, the
-        mask transposed) or is a 0/1 mask of numbers instead of booleans.
+        mask transposed, one column per query: ``(L, L)``) or is a 0/1 mask of numbers
+        instead of booleans.
         ``NotImplementedError`` or ``None`` gives status ``"not written"``; any other
         exception is reported, with the case, as status ``"error"``.
 
