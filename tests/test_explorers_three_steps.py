@@ -38,7 +38,7 @@ def test_ate_an_apple_by_hand():
     assert np.isfinite(r.output).all()
 
 
-def test_tech_context_and_neutral_context_by_hand():
+def test_company_context_and_neutral_context_by_hand():
     r = ts.three_steps("Apple released a new chip")
     e2, e1 = math.exp(R2), math.exp(1 / R2)  # dots 2 (apple, released, chip), 1 (new), 0 (a)
     z = 3 * e2 + e1 + 1
@@ -71,6 +71,18 @@ def test_constants_are_small_integers_and_cover_every_context():
     for words in ts.CONTEXTS.values():
         assert sum(w.lower() == ts.WORD for w in words) == 1
         assert all(w.lower() in ts.KEYS and w.lower() in ts.VALUES for w in words)
+
+
+def test_one_name_per_sense_in_constants_and_figure():
+    # The reader sees one pair of names: each sense direction is the axis of the same name,
+    # and the plane's axis titles and dashed labels use those names (the chapter text too).
+    assert tuple(ts.SENSE_DIRECTIONS) == ts.DIMS == ("fruit", "company")
+    assert ts.SENSE_DIRECTIONS == {"fruit": (1, 0), "company": (0, 1)}
+    lay = ts.three_steps_figure().layout
+    assert (lay.xaxis3.title.text, lay.yaxis3.title.text) == ts.DIMS
+    fig = ts.three_steps_figure()
+    assert (fig.data[2].text[-1], fig.data[3].text[-1]) == ts.DIMS
+    assert all(len(name) <= 7 for name in ts.DIMS)  # short enough for the phone layout
 
 
 def test_without_itself_apple_takes_only_the_context():

@@ -61,7 +61,7 @@ def toy() -> dict:
     return {
         "ts_dot_hi": 2.0, "ts_dot_lo": 0.0, "ts_score_hi": s, "ts_exp_hi": E,
         "ts_w_hi": w_hi, "ts_w_lo": 1 / (2 * E + 2),
-        "ts_o_food": 3 * w_hi, "ts_o_tech": w_hi,
+        "ts_o_fruit": 3 * w_hi, "ts_o_company": w_hi,
         "ts_cos_start": 1 / s, "ts_cos_fruit": 3 / math.sqrt(10),
         "ts_cos_company": 1 / math.sqrt(10),
         "ts_stock_cos_company": 3 / math.sqrt(10),
@@ -96,6 +96,9 @@ def real_model() -> dict:
     last = [marg[c][-1] for c in CONTEXTS]
     n_pos = sum(int((m > 0).sum()) for m in marg.values())
     n_all = 7 * len(CONTEXTS)
+    # does each (sentence, anchor) cosine grow from layer 0 to layer `best`?
+    n_rise = sum(int(sim[c][s][best] > sim[c][s][0]) for c in CONTEXTS for s in sim[c])
+    n_rise_all = 2 * len(CONTEXTS)
     return {
         "sn_n_contexts": len(CONTEXTS),
         "sn_l0_fruit": Near(sim["I ate an apple."]["fruit"][0]),
@@ -108,9 +111,17 @@ def real_model() -> dict:
         "sn_chip_company_l0": Near(chip[0]),
         "sn_chip_company_best_layer": best,
         "sn_chip_company_best": Near(chip[best]),
-        "sn_ate_company_at_best": Near(sim["I ate an apple."]["company"][best]),
-        "sn_chip_fruit_at_best": Near(sim["Apple released a new chip."]["fruit"][best]),
-        "sn_ate_fruit_at_best": Near(sim["I ate an apple."]["fruit"][best]),
+        "sn_saw_company_l0": Near(sim["I saw an apple."]["company"][0]),
+        "sn_saw_company_at_best": Near(sim["I saw an apple."]["company"][best]),
+        "sn_rise": (f"in all {n_rise_all} (sentence, anchor) pairs" if n_rise == n_rise_all
+                    else f"in {n_rise} of the {n_rise_all} (sentence, anchor) pairs"),
+        "sn_chip_marg_at_best": Near(marg["Apple released a new chip."][best]),
+        "sn_saw_marg_at_best": Near(marg["I saw an apple."][best]),
+        "sn_ate_marg_at_best": Near(marg["I ate an apple."][best]),
+        "sn_chip_vs_saw_at_best": Near(marg["I saw an apple."][best]
+                                       - marg["Apple released a new chip."][best]),
+        "sn_ate_vs_saw_at_best": Near(marg["I ate an apple."][best]
+                                      - marg["I saw an apple."][best]),
         "sn_closer_fruit": (f"in all {n_all} (sentence, layer) pairs" if n_pos == n_all
                             else f"in {n_pos} of the {n_all} (sentence, layer) pairs"),
         "sn_flip_verdict": ("never flips it: by this measure the model does not pin apple to "

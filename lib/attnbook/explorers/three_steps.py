@@ -7,12 +7,12 @@ moves the word's vector from its ambiguous start towards the *fruit* or the *com
 direction.
 
 The vectors are hand-made and tiny so that every number can be checked by hand: two named
-dimensions, ``food`` and ``tech``, small integers (:data:`DIMS`, :data:`QUERY`,
+dimensions, ``fruit`` and ``company``, small integers (:data:`DIMS`, :data:`QUERY`,
 :data:`KEYS`, :data:`VALUES`). In this toy the projections :math:`W_Q, W_K, W_V` are already
-applied: each word simply *has* a key and a value. The sense directions are the two axes
-(:data:`SENSE_DIRECTIONS`). The attention itself is
-:func:`attnbook.attention.scaled_dot_product_attention`; :func:`three_steps` returns every
-number the figure draws.
+applied: each word simply *has* a key and a value. The two senses are the two axes, the
+*fruit* direction (1, 0) and the *company* direction (0, 1) (:data:`SENSE_DIRECTIONS`). The
+attention itself is :func:`attnbook.attention.scaled_dot_product_attention`;
+:func:`three_steps` returns every number the figure draws.
 """
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ from .base import Control, Explorer
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
            "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
 
-#: The named dimensions of every hand-made vector, (food, tech).
-DIMS = ("food", "tech")
+#: The named dimensions of every hand-made vector, (fruit, company), one per sense.
+DIMS = ("fruit", "company")
 #: The ambiguous word whose query is followed.
 WORD = "apple"
-#: The query of "apple". It asks equally for food and for tech, (food, tech) = (1, 1).
+#: The query of "apple". It asks equally for fruit and for company, (fruit, company) = (1, 1).
 QUERY = (1, 1)
-#: The key of each word (lower case), (food, tech), or how strongly it answers a query for food
-#: or for tech. Words that say nothing about either have the key (0, 0).
+#: The key of each word (lower case), (fruit, company), or how strongly it answers a query for
+#: fruit or for company. Words that say nothing about either have the key (0, 0).
 KEYS = {
     "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
     "chip": (0, 2), "stock": (0, 2),
     "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
     "fell": (0, 0), "saw": (0, 0),
 }
-#: The value of each word, (food, tech), or what it hands over when attended to. The value of
+#: The value of each word, (fruit, company), or what it hands over when attended to. The value of
 #: "apple" is its starting vector (1, 1). On its own the word is as much fruit as company.
 VALUES = {
     "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
@@ -61,7 +61,7 @@ CONTEXTS = {
     "Apple's stock fell": ("Apple", "'s", "stock", "fell"),
     "I saw an apple": ("I", "saw", "an", "apple"),
 }
-#: The two senses as directions of the (food, tech) plane.
+#: The two senses as directions of the (fruit, company) plane, its two axes.
 SENSE_DIRECTIONS = {"fruit": (1, 0), "company": (0, 1)}
 
 
@@ -168,7 +168,7 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
     """Figure of the three steps explorer: scores, weights, and the output in the plane.
 
     Left: the scores ``c q . k_j`` of "apple"'s query with every word it attends to. Middle:
-    their softmax, the weights. Right: the (food, tech) plane with the values of the other
+    their softmax, the weights. Right: the (fruit, company) plane with the values of the other
     words (grey points), the fruit and company directions (dashed), the starting vector of
     "apple" (its own value, grey arrow) and the output ``o`` (orange arrow). Trace order:
     0 scores, 1 weights, 2 fruit direction, 3 company direction, 4 values, 5 start, 6 output;
@@ -271,8 +271,8 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
         xaxis2=axis_style(domain=[0.37, 0.63], anchor="y2", **word_axis),
         yaxis2=axis_style(anchor="x2", range=[0, 1.15], title=dict(text="weight")),
         xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3", range=[-0.3, lim + 0.2],
-                          title=dict(text="food"), zeroline=True, dtick=1),
-        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2], title=dict(text="tech"),
+                          title=dict(text="fruit"), zeroline=True, dtick=1),
+        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2], title=dict(text="company"),
                           zeroline=True, dtick=1, scaleanchor="x3", scaleratio=1),
         annotations=annotations, bargap=0.3,
     )
