@@ -218,44 +218,109 @@ def test_score_panel_shows_what_has_been_computed():
 
 
 # ------------------------------------------------------------------------------------------
-# The step control: fixed stops, clamped
+# The progress control: every stop is a real step of every tiling
 # ------------------------------------------------------------------------------------------
 
 
-def test_step_is_clamped_and_the_title_says_so():
+def stop_to_step(p, n):
+    """Stop p of 16 (the loop p/16 done) falls in step k when (k-1)/n < p/16 <= k/n."""
+    return next(k for k in range(1, n + 1) if (k - 1) * 16 < p * n <= k * 16)
+
+
+def test_progress_step_by_hand():
+    assert [fx.progress_step(p, 4) for p in range(1, 17)] == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 4
+    assert [fx.progress_step(p, 1) for p in (1, 8, 16)] == [1, 1, 1]
+    assert [fx.progress_step(p, 16) for p in range(1, 17)] == list(range(1, 17))
+    assert [fx.progress_step(p, 2) for p in (1, 8, 9, 16)] == [1, 1, 2, 2]
+    with pytest.raises(ValueError, match="progress"):
+        fx.progress_step(17, 4)
+    with pytest.raises(ValueError, match="n_steps"):
+        fx.progress_step(1, 3)
+    with pytest.raises(TypeError, match="progress"):
+        fx.progress_step(1.0, 4)
+
+
+def test_direct_call_past_the_end_is_clamped_and_says_so():
     fig = fx.flash_step_figure(8, 8, False, 16)
     assert meta_of(fig)["step"] == 1 and meta_of(fig)["n_steps"] == 1
-    assert shown_title(fig).startswith("Step 1 of 1: query rows i = 0\u20137")
-    assert "(the last step: this tiling has 1)" in shown_title(fig)
+    lines = title_text(fig.layout.to_plotly_json()).split("<br>")
+    assert lines[0] == "Step 1 of 1 (asked 16, past the end)"
+    assert lines[1] == "rows i = 0\u20137, keys j = 0\u20137"
     fig4 = fx.flash_step_figure(4, 4, True, 4)
-    assert "the last step" not in shown_title(fig4)
+    assert "past the end" not in shown_title(fig4)
     assert meta_of(fx.flash_step_figure(4, 4, True, 9)) == meta_of(fig4)
 
 
-def test_static_grid_has_fixed_step_stops_and_clamps(spec):
+def test_static_progress_stops_are_real_steps_of_every_tiling(spec):
     names = [c["name"] for c in spec["controls"]]
-    assert names == ["block_q", "block_k", "causal", "step"]
-    step = spec["controls"][3]
-    assert step["options"] == list(range(1, 17)) and step["labels"][-1] == "16"
+    assert names == ["block_q", "block_k", "causal", "progress"]
+    ctl = spec["controls"][3]
+    assert ctl["options"] == list(range(1, 17))
+    assert ctl["labels"][0] == "6%" and ctl["labels"][7] == "50%" and ctl["labels"][-1] == "100%"
     assert len(spec["frame_of"]) == 3 * 3 * 2 * 16 <= MAX_GRID
-    # one distinct figure per step of every setting, and one more (the title says "the last
-    # step") for each of the 16 settings with fewer than 16 steps
+    # one distinct figure per step of every setting and no other (no "past the end" frames)
     assert len(spec["frames"]) == 2 * sum(n_steps(bq, bk) for bq in (2, 4, 8)
-                                          for bk in (2, 4, 8)) + 16
+                                          for bk in (2, 4, 8))
     for bq, bk, causal in SETTINGS:
         n = n_steps(bq, bk)
-        last = static_frame(spec, dict(block_q=bq, block_k=bk, causal=causal, step=n))
-        for k in range(n + 1, 17):
-            beyond = static_frame(spec, dict(block_q=bq, block_k=bk, causal=causal, step=k))
-            assert beyond["data"] == last["data"]
-        assert last["data"][1]["meta"]["step"] == n
+        shown = []
+        for p in range(1, 17):
+            frame = static_frame(spec, dict(block_q=bq, block_k=bk, causal=causal, progress=p))
+            meta = frame["data"][1]["meta"]
+            k = stop_to_step(p, n)
+            assert (meta["step"], meta["n_steps"]) == (k, n)
+            title = title_text(frame["layout"])
+            assert title.startswith(f"Step {k} of {n}: rows i = ")
+            assert "past the end" not in title
+            shown.append(meta["step"])
+        assert sorted(set(shown)) == list(range(1, n + 1)) and shown[-1] == n
+
+
+def test_title_head_is_one_line_at_both_widths(spec):
+    # 4 x 4 and 8 x 8 are the tilings the newcomer saw; 2 x 2 step 16 has the widest head
+    for values in (dict(block_q=4, block_k=4, causal=True, progress=16),
+                   dict(block_q=8, block_k=8, causal=False, progress=16),
+                   dict(block_q=2, block_k=2, causal=False, progress=16),
+                   dict(block_q=2, block_k=8, causal=True, progress=5)):
+        meta = static_frame(spec, values)["data"][1]["meta"]
+        head = f"Step {meta['step']} of {meta['n_steps']}: rows i = "
+        for narrow in (False, True):
+            lines = title_text(static_frame(spec, values, narrow=narrow)["layout"]).split("<br>")
+            assert lines[0].startswith(head) and lines[0].endswith(
+                f"keys j = {meta['k_start']}\u2013{meta['k_stop'] - 1}"), (narrow, lines)
+        # at 1280 px no line of the title wraps: as many lines as the figure's own title
+        raw = fx.flash_step_figure(values["block_q"], values["block_k"], values["causal"],
+                                   meta["step"]).layout.title.text
+        wide = title_text(static_frame(spec, values)["layout"])
+        assert wide.count("<br>") == raw.count("<br>")
+
+
+def test_initial_step_is_a_stop_of_the_initial_tiling():
+    ex = fx.flash_explorer(block_q=4, block_k=4, step=3)
+    assert ex.controls["progress"].value == 12
+    assert meta_of(ex.figure)["step"] == 3 and meta_of(ex.figure)["n_steps"] == 4
+    ex = fx.flash_explorer(block_q=8, block_k=8, step=5)  # past the end: the last step
+    assert ex.controls["progress"].value == 16
+    assert meta_of(fx.flash_explorer().figure)["step"] == 2
+
+
+def test_live_control_and_figure_agree():
+    ex = fx.flash_explorer()
+    for bq, bk, causal in [(4, 4, False), (8, 8, True), (2, 4, True)]:
+        n = n_steps(bq, bk)
+        for name, value in dict(block_q=bq, block_k=bk, causal=causal).items():
+            ex.controls[name].value = value
+        for p in (1, 7, 16):
+            ex.controls["progress"].value = p
+            assert meta_of(ex.figure)["step"] == stop_to_step(p, n)
+            assert meta_of(ex.figure)["n_steps"] == n
 
 
 def test_static_frames_equal_the_live_figure(spec):
     ex = fx.flash_explorer()
-    for values in (dict(block_q=2, block_k=2, causal=False, step=2),
-                   dict(block_q=4, block_k=2, causal=True, step=6),
-                   dict(block_q=8, block_k=4, causal=False, step=2)):
+    for values, step in ((dict(block_q=2, block_k=2, causal=False, progress=2), 2),
+                         (dict(block_q=4, block_k=2, causal=True, progress=12), 6),
+                         (dict(block_q=8, block_k=4, causal=False, progress=9), 2)):
         for name, value in values.items():
             ex.controls[name].value = value
         live = ex.figure
@@ -266,7 +331,7 @@ def test_static_frames_equal_the_live_figure(spec):
         narrow = static_frame(spec, values, narrow=True)
         # the phone's frame keeps every number of the state panel
         assert narrow["data"][1]["text"] == frame["data"][1]["text"]
-        assert frame["data"][1]["meta"]["step"] == values["step"]
+        assert frame["data"][1]["meta"]["step"] == step
 
 
 def test_static_payload_is_modest(static_html):
@@ -283,8 +348,7 @@ def test_labels_use_the_books_notation():
     assert layout["xaxis"]["title"]["text"] == "key j"
     assert layout["yaxis"]["title"]["text"] == "query i"
     assert list(fig.data[1].x) == list(fx.STATE_COLUMNS)
-    assert shown_title(fig).startswith(
-        "Step 2 of 16: query rows i = 0\u20131 meet keys j = 2\u20133")
+    assert shown_title(fig).startswith("Step 2 of 16: rows i = 0\u20131, keys j = 2\u20133")
 
 
 # ------------------------------------------------------------------------------------------

@@ -36,10 +36,11 @@ __all__ = [
     "SEQ_LEN",
     "HEAD_DIM",
     "BLOCK_SIZES",
-    "STEP_VALUES",
+    "PROGRESS_VALUES",
     "STATE_COLUMNS",
     "flash_example",
     "flash_step_figure",
+    "progress_step",
     "flash_explorer",
 ]
 
@@ -49,9 +50,12 @@ SEQ_LEN = 8
 HEAD_DIM = 4
 #: The block sizes offered for the queries (rows of a tile) and the keys (columns).
 BLOCK_SIZES = (2, 4, 8)
-#: The stops of the step slider, 1 to the most steps any setting takes
-#: ``(SEQ_LEN / 2) ** 2``; a setting with fewer steps shows its last step beyond its end.
-STEP_VALUES = tuple(range(1, (SEQ_LEN // min(BLOCK_SIZES)) ** 2 + 1))
+#: The most steps any setting takes, ``(SEQ_LEN / 2) ** 2`` (tiles of 2 x 2).
+MAX_STEPS = (SEQ_LEN // min(BLOCK_SIZES)) ** 2
+#: The stops of the progress slider, in sixteenths of the loop (1 .. 16); stop ``p`` shows
+#: step ``ceil(p * n / 16)`` of a setting's ``n`` steps (see ``progress_step``).
+PROGRESS_VALUES = tuple(range(1, MAX_STEPS + 1))
+_PROGRESS_LABELS = tuple(f"{int(100 * p / MAX_STEPS + 0.5)}%" for p in PROGRESS_VALUES)
 #: The columns of the state panel, in order (trace 1's ``x``).
 STATE_COLUMNS = ("m_old", "m_new", "rescale", "l_old", "l_new", "a_old", "a_new")
 _STATE_TICKS = ("m<sub>i</sub><br>before", "m<sub>i</sub><br>after", "r<sub>i</sub>",
@@ -115,12 +119,37 @@ def flash_example(seed: int = 0):
     return q, k, v
 
 
+def progress_step(progress: int, n_steps: int) -> int:
+    """The step that the progress slider's stop ``progress`` shows: ``ceil(progress * n / 16)``.
+
+    ``progress`` counts sixteenths of the loop (:data:`PROGRESS_VALUES`); ``n_steps`` is the
+    number of steps ``n`` of a setting, a divisor of 16. Every stop is a real step of every
+    tiling, the last stop is step ``n`` and each step gets ``16 / n`` stops.
+
+    Args:
+        progress: the stop, 1 .. 16 (sixteenths of the loop).
+        n_steps: the number of steps of the tiling, 1, 2, 4, 8 or 16.
+
+    Returns:
+        The step, an ``int`` in 1 .. ``n_steps``.
+
+    Raises:
+        TypeError: if an argument is not an integer.
+        ValueError: if ``progress`` is outside 1 .. 16 or ``n_steps`` does not divide 16.
+    """
+    progress = check_int(progress, "progress", 1, MAX_STEPS)
+    n_steps = check_int(n_steps, "n_steps", 1, MAX_STEPS)
+    if MAX_STEPS % n_steps:
+        raise ValueError(f"n_steps must divide {MAX_STEPS}, got {n_steps}")
+    return -(-progress * n_steps // MAX_STEPS)
+
+
 def _check_setting(block_q, block_k, causal, step):
     # Integer controls are integers, as step is: 2.0 is a TypeError, not block size 2.
     check_choice(check_int(block_q, "block_q", None), "block_q", BLOCK_SIZES)
     check_choice(check_int(block_k, "block_k", None), "block_k", BLOCK_SIZES)
     causal = check_bool(causal, "causal")
-    step = check_int(step, "step", 1, STEP_VALUES[-1])
+    step = check_int(step, "step", 1, MAX_STEPS)
     return int(block_q), int(block_k), causal, step
 
 
@@ -145,15 +174,16 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
     seven columns as lists over the block's rows (``m_old`` is ``None`` for −∞), ``rose`` (the
     rows whose maximum rose) and ``max_diff``: after the last key block of a query block,
     ``max |a_i / ell_i - out_i|`` over its rows against
-    :func:`attnbook.attention.scaled_dot_product_attention`, else ``None``. The title says
-    "Step k of n" and what the step did.
+    :func:`attnbook.attention.scaled_dot_product_attention`, else ``None``. The title's first
+    line says "Step k of n" and which rows meet which keys (short enough for one line on a
+    phone), the next what the step did.
 
     Args:
         block_q: queries per block, one of :data:`BLOCK_SIZES`.
         block_k: keys per block, one of :data:`BLOCK_SIZES`.
         causal: apply the causal mask (query ``i`` sees keys ``j <= i``).
-        step: the step to show, 1 .. ``STEP_VALUES[-1]``; clamped to the number of steps of
-            this setting.
+        step: the step to show, 1 .. 16; clamped to the number of steps ``n`` of this
+            setting (the title then says which step was asked for).
         seed: seed of :func:`flash_example`.
         height: figure height in pixels, >= 10.
 
@@ -256,17 +286,17 @@ def _figure(steps, plain, step, causal, height):
                        line=dict(color=ORANGE, width=3)))
 
     # Title: which step, what it did.
-    head = (f"Step {k_ix} of {n}: query rows i = {_rows(st.q_start, st.q_stop)} meet keys "
-            f"j = {_rows(st.k_start, st.k_stop)}")
-    if step > n:
-        head += f" (the last step: this tiling has {n})"
+    head = (f"Step {k_ix} of {n}: rows i = {_rows(st.q_start, st.q_stop)}, "
+            f"keys j = {_rows(st.k_start, st.k_stop)}")
+    if step > n:  # only a direct call: the explorer's progress stops are all real steps
+        head = f"Step {k_ix} of {n} (asked {step}, past the end)<br>" + head[head.index(":") + 2:]
     hidden_tile = bool(np.all(st.scores == -np.inf))
     if first_of_row:
         what = ("first key block of these rows: m<sub>i</sub> starts at " + _MINUS
                 + "∞, so r<sub>i</sub> = 0 (nothing to rescale)")
     elif hidden_tile:
-        what = ("every key of this tile is hidden from these rows: nothing changes, "
-                "r<sub>i</sub> = 1 (FlashAttention skips such tiles)")
+        what = ("all keys of this tile are hidden: nothing changes, r<sub>i</sub> = 1 "
+                "(a kernel skips it)")
     elif rose:
         what = (f"m<sub>i</sub> rose in row{'s' if len(rose) > 1 else ''} "
                 f"{', '.join(str(i) for i in rose)}: the old ℓ<sub>i</sub> and "
@@ -315,16 +345,19 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
     """Step through FlashAttention (chapter 12): the online softmax of the tiled loop, tile by tile.
 
     Controls: ``block_q`` and ``block_k`` (sliders over :data:`BLOCK_SIZES`), ``causal`` (a
-    checkbox) and ``step`` (a slider over :data:`STEP_VALUES`, the same stops for every
-    setting; beyond a setting's last step the figure shows that last step and says so). The
-    figure is :func:`flash_step_figure` on :func:`flash_example`; the static page precomputes
-    all 288 settings (98 distinct figures).
+    checkbox) and ``progress`` (a slider over :data:`PROGRESS_VALUES`, sixteenths of the loop
+    shown as 6% .. 100%): stop ``p`` shows step :func:`progress_step` ``(p, n)`` of the
+    setting's ``n`` steps, so every stop is a real step of every tiling, 100% is the last step
+    and the title says "Step k of n". The figure is :func:`flash_step_figure` on
+    :func:`flash_example`; the static page precomputes all 288 settings (98 distinct figures,
+    one per step of each tiling and mask).
 
     Args:
         block_q: initial query block size, one of :data:`BLOCK_SIZES`.
         block_k: initial key block size, one of :data:`BLOCK_SIZES`.
         causal: initial state of the causal mask.
-        step: initial step, one of :data:`STEP_VALUES`.
+        step: initial step of the initial tiling, 1 .. 16, clamped to its ``n`` steps; the
+            slider starts at the stop ``16 * step / n`` (the first stop that shows it).
         seed: seed of :func:`flash_example`.
 
     Returns:
@@ -342,23 +375,26 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
     runs: dict = {}
     figures: dict = {}
 
-    def render(block_q, block_k, causal, step):
+    def render(block_q, block_k, causal, progress):
         key = (block_q, block_k, causal)
         if key not in runs:  # one run of the tiled loop per setting
             _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q,
                                              block_k=block_k)
             runs[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
         steps, plain = runs[key]
-        n = len(steps)
-        shown = (*key, min(step, n), step > n)  # the steps past the last draw one figure
-        if shown not in figures:
-            figures[shown] = _figure(steps, plain, step, causal, 540)
-        return figures[shown]
+        step = progress_step(progress, len(steps))
+        if (*key, step) not in figures:  # 16 / n stops show each step
+            figures[(*key, step)] = _figure(steps, plain, step, causal, 540)
+        return figures[(*key, step)]
+
+    n0 = (SEQ_LEN // block_q) * (SEQ_LEN // block_k)
+    progress0 = MAX_STEPS * min(step, n0) // n0
 
     controls = [
         Control("block_q", "query block (rows)", "slider", BLOCK_SIZES, block_q),
         Control("block_k", "key block (columns)", "slider", BLOCK_SIZES, block_k),
         Control("causal", "causal mask", "toggle", (False, True), causal),
-        Control("step", "step", "slider", STEP_VALUES, step),
+        Control("progress", "progress", "slider", PROGRESS_VALUES, progress0,
+                labels=_PROGRESS_LABELS),
     ]
     return Explorer(controls, render, title="FlashAttention, step by step")
