@@ -68,6 +68,25 @@ def test_sweep_matches_the_float64_formula():
             assert_close(sw.jacobian_norm[i], j, atol=1e-12, rtol=1e-12)
 
 
+def test_score_jacobian_is_the_derivative_with_respect_to_z():
+    # d softmax(z / T) / dz by central finite differences of the float64 formula, column by
+    # column: its Frobenius norm is score_jacobian_norm, and it tends to 0 as T grows.
+    z, h = tx.temperature_scores("scaled"), 1e-6
+    temps = [0.25, 1.0, 4.0, 32.0]
+    sw = tx.temperature_sweep(z, temps)
+    for i, T in enumerate(temps):
+        cols = []
+        for j in range(len(z)):
+            e = np.zeros(len(z))
+            e[j] = h
+            cols.append((reference(z + e, T)[0] - reference(z - e, T)[0]) / (2 * h))
+        fd = math.sqrt(sum(float(c @ c) for c in cols))
+        assert_close(sw.score_jacobian_norm[i], fd, atol=1e-8, rtol=1e-6)
+    # Hot: the weights are nearly uniform, ||J||_F near sqrt(S - 1) / S, and divided by T.
+    hot = tx.temperature_sweep(z, [1e6])
+    assert abs(hot.score_jacobian_norm[0] - math.sqrt(15) / 16 / 1e6) < 1e-11
+
+
 def test_unscaled_scores_at_T_8_equal_scaled_scores_at_T_1():
     # The unscaled set is the scaled one times sqrt(64): dividing by T = 8 undoes it.
     a = tx.temperature_sweep(tx.temperature_scores("unscaled"), [8.0])
@@ -129,7 +148,13 @@ def test_static_frames_hold_the_library_values():
 
 def test_labels_use_the_books_notation():
     ex = tx.temperature_explorer()
-    layout = ex.figure.layout.to_plotly_json()
+    fig = ex.figure
+    # The two grey reference lines have their own legend entries and line styles: the
+    # weights panel's 1/S and the Jacobian panel's value at uniform weights.
+    assert fig.data[1].name == "uniform weights (1/S)" and fig.data[1].showlegend is not False
+    assert fig.data[7].name == "‖J‖ at uniform weights" and fig.data[7].showlegend is not False
+    assert fig.data[1].line.dash != fig.data[7].line.dash
+    layout = fig.layout.to_plotly_json()
     assert layout["xaxis2"]["title"]["text"] == "temperature T"
     assert ex.controls["T"].description == "temperature T"
     assert "of ln 4 = 1.386 nats" in title_text(layout).replace("<br>", " ")

@@ -4,8 +4,8 @@ The chapter sweeps 121 log-spaced temperatures from 1/16 to 32 over 16 standard-
 (``numpy.random.default_rng(0)``) with ``attnbook.explorers.temperature.temperature_sweep``.
 Here the same sweep is written out in float64: the softmax of ``z / T`` by hand, and
 ``||diag(p) - p p^T||_F`` from its entries ``p_i (delta_ij - p_j)`` — no library call. The
-uniform value is the hand derivation ``sqrt(S - 1) / S``. Merged into chapter 4's expected
-values by tests/chapters/test_chapters.py.
+uniform value is the hand derivation ``sqrt(S - 1) / S``; the norms with respect to ``z`` divide
+by ``T`` (chain rule). Merged into chapter 4's expected values by tests/chapters/test_chapters.py.
 """
 
 from __future__ import annotations
@@ -32,5 +32,8 @@ def expected() -> dict:
         "tx_cold_jac": float(jac[0]),
         "tx_hot_jac": float(jac[-1]),
         "tx_uniform_jac": math.sqrt(15) / 16,
+        # d softmax(z / T) / dz = J / T by the chain rule: the norm with respect to z.
+        "tx_peak_jac_z": float(jac[peak] / temps[peak]),
+        "tx_hot_jac_z": float(jac[-1] / 32),
     }
 

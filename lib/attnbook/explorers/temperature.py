@@ -70,14 +70,17 @@ class TemperatureSweep:
         weights: float64 ``(n_T, S)``, ``softmax(z / T)`` for each ``T``.
         entropy: float64 ``(n_T,)``, entropy of each row of weights in nats (at most ``ln S``).
         jacobian_norm: float64 ``(n_T,)``, Frobenius norm of ``diag(p) - p p^T`` for each row
-            (the Jacobian with respect to the softmax's input ``z / T``; with respect to ``z``
-            it is this matrix divided by ``T``).
+            (the Jacobian with respect to the softmax's input ``z / T``).
+        score_jacobian_norm: float64 ``(n_T,)``, Frobenius norm of the Jacobian with respect
+            to the raw scores ``z``, ``(diag(p) - p p^T) / T``: ``jacobian_norm / T``, which
+            tends to 0 as ``T`` grows.
     """
 
     temperatures: np.ndarray
     weights: np.ndarray
     entropy: np.ndarray
     jacobian_norm: np.ndarray
+    score_jacobian_norm: np.ndarray
 
 
 def temperature_sweep(scores, temperatures) -> TemperatureSweep:
@@ -85,7 +88,8 @@ def temperature_sweep(scores, temperatures) -> TemperatureSweep:
 
     Computes ``p = softmax(z / T)`` (:func:`attnbook.attention.softmax`), its entropy
     (:func:`attnbook.attention.entropy`, nats) and ``||diag(p) - p p^T||_F``
-    (:func:`attnbook.attention.softmax_jacobian`) for every ``T``, in float64. As ``T -> 0``
+    (:func:`attnbook.attention.softmax_jacobian`) for every ``T``, in float64, and that norm
+    divided by ``T`` (the Jacobian with respect to ``z`` rather than ``z / T``). As ``T -> 0``
     the weights tend to one-hot on the largest score (entropy and Jacobian to 0); as
     ``T -> inf`` to uniform (entropy ``ln S``, Jacobian norm ``sqrt(S - 1) / S``). The
     softmax's input is ``(z - max z) / T``, equal to ``z / T`` up to the shift the softmax
@@ -125,9 +129,11 @@ def temperature_sweep(scores, temperatures) -> TemperatureSweep:
         shifted = half[None, :] / t[:, None] * 2  # (n_T, S), max 0 per row
     weights = attention.softmax(shifted)  # (n_T, S)
     jac = attention.softmax_jacobian(weights)  # (n_T, S, S)
+    jac_norm = np.linalg.norm(jac, axis=(-2, -1))  # (n_T,) Frobenius, per T
     return TemperatureSweep(
         temperatures=t, weights=weights, entropy=attention.entropy(weights),
-        jacobian_norm=np.linalg.norm(jac, axis=(-2, -1)),  # Frobenius, per T
+        jacobian_norm=jac_norm,
+        score_jacobian_norm=jac_norm / t,  # d softmax(z / T) / dz = J / T (chain rule)
     )
 
 
@@ -141,10 +147,10 @@ def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
     """Figure of the temperature explorer: weights at ``T``; entropy and ``||J||_F`` against T.
 
     Left: the weights ``softmax(z / T)`` of the fixed scores (:func:`temperature_scores`), one
-    bar per key, with the uniform level ``1/S``. Middle: the entropy against ``T`` (log axis)
+    bar per key, with the uniform level ``1/S`` dotted. Middle: the entropy against ``T`` (log axis)
     over ``t_range``, the chosen ``T`` marked, and its maximum ``ln S`` dashed. Right: the
     Frobenius norm of the softmax Jacobian against ``T``, the chosen ``T`` marked, and the
-    uniform weights' value ``sqrt(S - 1) / S`` dashed. Computed by :func:`temperature_sweep`.
+    uniform weights' value ``sqrt(S - 1) / S`` dash-dotted. Computed by :func:`temperature_sweep`.
 
     Trace order (the explorer's tests rely on it): 0 the weights (bars; ``meta`` holds ``T``,
     ``entropy`` and ``jacobian_norm`` at ``T``), 1 the uniform level, 2 the entropy curve,
@@ -191,7 +197,7 @@ def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
                meta=dict(T=T, entropy=h, jacobian_norm=jn),
                customdata=z, hovertemplate="key %{x}: score %{customdata:.3g}, "
                "weight %{y:.3f}<extra></extra>"),
-        go.Scatter(x=[0.5, S + 0.5], y=[1 / S] * 2, mode="lines", name="uniform 1/S",
+        go.Scatter(x=[0.5, S + 0.5], y=[1 / S] * 2, mode="lines", name="uniform weights (1/S)",
                    line=dict(color=GREY, dash="dot", width=2), xaxis="x", yaxis="y",
                    hoverinfo="skip"),
         go.Scatter(x=grid, y=curve.entropy, mode="lines", name="entropy",
@@ -209,9 +215,9 @@ def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
         go.Scatter(x=[T], y=[jn], mode="markers", name="chosen T ", showlegend=False,
                    marker=dict(size=12, color=ORANGE), xaxis="x3", yaxis="y3",
                    hovertemplate="T = %{x:.3g}: %{y:.3f}<extra></extra>"),
-        go.Scatter(x=x_ends, y=[j_uniform] * 2, mode="lines", name="uniform weights",
-                   line=dict(color=GREY, dash="dot", width=2), xaxis="x3", yaxis="y3",
-                   hoverinfo="skip", showlegend=False),
+        go.Scatter(x=x_ends, y=[j_uniform] * 2, mode="lines", name="‖J‖ at uniform weights",
+                   line=dict(color=GREY, dash="dashdot", width=2), xaxis="x3", yaxis="y3",
+                   hoverinfo="skip"),
     ]
     titles = (
         (f"softmax(z / T), S = {S}", 0.13),
