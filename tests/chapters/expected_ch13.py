@@ -188,6 +188,7 @@ def expected() -> dict:
         "the wording the measured speed-up calls for")
     e["kv_t_full"] = Check(lambda a, g: a > g["kv_t_cache"] > 0, "uncached slower than cached")
     e["kv_t_cache"] = Check(lambda a, g: a > 0, "a positive time")
+    e["kv_reps"] = 2  # the same repeat count both ways
     e["kv_speedup"] = Check(lambda a, g: _close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
                             "speed-up = glued t_full / t_cache, above 1")
     # --- attention maps -------------------------------------------------------------------
@@ -203,6 +204,7 @@ def expected() -> dict:
     for key in ("att_near_at", "att_far_at"):
         e[key] = Check(lambda a, g: isinstance(a, str) and a.startswith("layer "), "a head")
     # --- samples and limits ---------------------------------------------------------------
+    e["smp_n"] = N_SAMPLE
     for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk"):
         e[key] = Check(_share, "a share of words")
     e["smp_greedy_phrase"] = Check(
@@ -219,5 +221,9 @@ def expected() -> dict:
     # --- exercises ------------------------------------------------------------------------
     seen = np.zeros((V, V), dtype=bool)
     seen[train[:-1], train[1:]] = True
+    # Exercise 1: log2 |V| by hand, and the bigram loss converted from nats to bits.
+    e["ex1_bits"] = math.log(V) / math.log(2)
+    e["ex1_bigram_bits"] = bigram / math.log(2)
+    assert 6 < e["ex1_bits"] < 7  # |V| between 64 and 128
     e["ex2_unseen"] = int((~seen[val[:-1], val[1:]]).sum())
     return e
