@@ -1,0 +1,192 @@
+"""The Chinese edition's message catalogs: status, markup check, and a translator's round trip.
+
+The book's prose is translated with Sphinx's gettext catalogs (one ``.po`` per page under
+``locales/zh_CN/LC_MESSAGES/``; see CONTRIBUTING.md, "The Chinese edition"). Code cells, glued
+numbers and figures exist once, in the English source; a message is one paragraph, heading, list
+item or table cell of it, with its MyST markup intact (math, roles, inline code, links).
+
+Usage (from the repository root, with the project's interpreter)::
+
+    .venv/bin/python book/catalogs.py status            # translated share per catalog
+    .venv/bin/python book/catalogs.py check [PO ...]    # markup of every translation preserved
+    .venv/bin/python book/catalogs.py prefill [PO ...]  # copy messages that are only markup
+    .venv/bin/python book/catalogs.py dump PO > todo.json    # untranslated or fuzzy messages
+    .venv/bin/python book/catalogs.py apply PO done.json     # {msgid: msgstr} into the catalog
+
+``check`` exits 1 and names the message when a translation loses or changes a markup token: a
+glue role with its key and format, a citation, a cross-reference's target, inline math, inline
+code, a link's address. These must be carried over verbatim; the words around them are
+translated. tests/book/test_catalogs.py runs the same check on every catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import polib
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Where Sphinx finds the catalogs (``locale_dirs``, relative to the book's root).
+LOCALE_DIR = ROOT / "locales"
+#: The edition's language code (Sphinx's ``language``).
+LANGUAGE = "zh_CN"
+CATALOG_DIR = LOCALE_DIR / LANGUAGE / "LC_MESSAGES"
+#: Pages whose catalogs must be complete (every message translated, none fuzzy). The API
+#: reference (appendix/api/) stays in English; its first page says so in Chinese.
+REQUIRED = ("intro", "run", "references", "chapters/*", "appendix/notation", "appendix/glossary",
+            "appendix/api/index")
+
+# Markup that a translation must carry over unchanged. A role's text is kept whole except for
+# the explicit-title form ``title <target>`` (the title may be translated, not the target).
+_ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
+_MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.S)
+_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\])+?\$")
+_CODE = re.compile(r"(?<![`}])(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def markup_tokens(text: str) -> Counter:
+    """The markup tokens of one message that a translation must keep, counted.
+
+    Args:
+        text: a ``msgid`` or ``msgstr`` (MyST Markdown).
+
+    Returns:
+        A ``Counter`` of strings such as ``"role glue:text var64:.2f"``, ``"math $d_k$"``,
+        ``"code `x`"``, ``"link https://..."``.
+    """
+    tokens: Counter = Counter()
+    rest = text
+    for m in _ROLE.finditer(rest):
+        name, body = m.group(1), m.group(2)
+        target = re.search(r"<([^<>]+)>\s*$", body)
+        if target and name not in ("glue:text", "glue", "glue:md", "math"):
+            body = target.group(1)
+        tokens[f"role {name} {body}"] += 1
+    rest = _ROLE.sub(" ", rest)
+    for m in _MATH_BLOCK.finditer(rest):
+        tokens["math " + m.group(0)] += 1
+    rest = _MATH_BLOCK.sub(" ", rest)
+    for m in _CODE.finditer(rest):
+        tokens["code " + m.group(0)] += 1
+    rest = _CODE.sub(" ", rest)
+    for m in _MATH.finditer(rest):
+        tokens["math " + m.group(0)] += 1
+    for m in _LINK.finditer(rest):
+        tokens["link " + m.group(1)] += 1
+    return tokens
+
+
+def is_verbatim(text: str) -> bool:
+    """True when a message has no words outside its markup (display math, a bare role, code).
+
+    Such a message reads the same in every language; ``prefill`` copies it into the catalog.
+    """
+    rest = _ROLE.sub(" ", _MATH_BLOCK.sub(" ", text))
+    rest = _MATH.sub(" ", _CODE.sub(" ", rest))
+    if text.startswith("\n"):  # a display-math block (MyST's $$ ... $$)
+        rest = ""
+    return not re.search(r"[A-Za-z]{2,}", rest)
+
+
+def markup_problems(entry: polib.POEntry) -> list[str]:
+    """What a translated entry lost or added of its source's markup (empty when it kept all)."""
+    if not entry.msgstr:
+        return []
+    want, got = markup_tokens(entry.msgid), markup_tokens(entry.msgstr)
+    missing = want - got
+    extra = got - want
+    problems = [f"missing {t!r}" for t in sorted(missing.elements())]
+    problems += [f"added {t!r}" for t in sorted(extra.elements())]
+    return problems
+
+
+def catalogs(patterns: tuple[str, ...] | None = None) -> list[Path]:
+    """The catalogs under :data:`CATALOG_DIR` (all, or those matching page ``patterns``)."""
+    found = sorted(CATALOG_DIR.rglob("*.po"))
+    if patterns is None:
+        return found
+    return [p for p in found
+            if any(p.relative_to(CATALOG_DIR).with_suffix("").match(g) for g in patterns)]
+
+
+def page_of(po_path: Path) -> str:
+    """The page (Sphinx docname) a catalog translates, e.g. ``chapters/03-scaling-variance``."""
+    return po_path.relative_to(CATALOG_DIR).with_suffix("").as_posix()
+
+
+def status(paths: list[Path]) -> dict[str, dict[str, int]]:
+    """Per page: ``total``, ``translated`` (non-empty, not fuzzy), ``fuzzy``, ``untranslated``."""
+    out = {}
+    for path in paths:
+        po = polib.pofile(str(path))
+        entries = [e for e in po if not e.obsolete]
+        fuzzy = sum(1 for e in entries if "fuzzy" in e.flags)
+        done = sum(1 for e in entries if e.msgstr and "fuzzy" not in e.flags)
+        out[page_of(path)] = {"total": len(entries), "translated": done, "fuzzy": fuzzy,
+                              "untranslated": len(entries) - done - fuzzy}
+    return out
+
+
+def _main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("status", "check", "prefill", "dump", "apply"):
+        print(__doc__)
+        return 2
+    cmd, args = argv[0], argv[1:]
+    if cmd == "status":
+        rows = status(catalogs())
+        total = sum(r["total"] for r in rows.values())
+        done = sum(r["translated"] for r in rows.values())
+        for page, r in rows.items():
+            print(f"{page:45s} {r['translated']:4d}/{r['total']:4d}  fuzzy {r['fuzzy']}")
+        print(f"{'all catalogs':45s} {done:4d}/{total:4d} ({100 * done / max(total, 1):.1f}%)")
+        return 0
+    if cmd == "check":
+        paths = [Path(a) for a in args] or catalogs()
+        bad = 0
+        for path in paths:
+            for e in polib.pofile(str(path)):
+                for problem in markup_problems(e):
+                    bad += 1
+                    print(f"{path}: {e.msgid[:70]!r}: {problem}")
+        print(f"{bad} markup problems in {len(paths)} catalogs")
+        return 1 if bad else 0
+    if cmd == "prefill":
+        for path in [Path(a) for a in args] or catalogs():
+            po = polib.pofile(str(path))
+            n = 0
+            for e in po:
+                if not e.obsolete and not e.msgstr and is_verbatim(e.msgid):
+                    e.msgstr = e.msgid
+                    n += 1
+            po.save(str(path))
+            print(f"{path}: {n} markup-only messages copied")
+        return 0
+    if cmd == "dump":
+        po = polib.pofile(args[0])
+        todo = {e.msgid: e.msgstr for e in po
+                if not e.obsolete and (not e.msgstr or "fuzzy" in e.flags)}
+        json.dump(todo, sys.stdout, ensure_ascii=False, indent=1)
+        print()
+        return 0
+    po = polib.pofile(args[0])
+    done = json.loads(Path(args[1]).read_text(encoding="utf-8"))
+    n = 0
+    for e in po:
+        if e.msgid in done and done[e.msgid]:
+            e.msgstr = done[e.msgid]
+            if "fuzzy" in e.flags:
+                e.flags.remove("fuzzy")
+            e.previous_msgid = None
+            n += 1
+    po.save(args[0])
+    print(f"{n} messages written to {args[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
