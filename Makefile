@@ -18,10 +18,14 @@ TEST_HASH  := $(shell cat requirements.txt requirements-test.txt pyproject.toml 
 BOOK_STAMP := $(VENV)/.installed-book-$(BOOK_HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(TEST_HASH)
 
-# The strict build: every page rebuilt (--all), every chapter executed (execute_notebooks: force
-# in _config.yml), any Sphinx warning an error (-W), missing references warned (-n), and all
-# warnings reported before failing (--keep-going). tests/conftest.py runs the same command.
-BUILD_FLAGS := --all -W -n --keep-going
+# The strict build of both editions (book/editions.py): English in _build/html/en, Chinese in
+# _build/html/zh, a landing page _build/html/index.html. Any Sphinx warning is an error (-W),
+# missing references are warned (-n, nitpicky), all warnings are reported before failing
+# (--keep-going), a cell that raises stops the build. The chapters execute once for both
+# editions, through a cache keyed on their code, lib/ and the installed packages; an edition is
+# rebuilt incrementally only from a successful build (`make html EDITIONS_ARGS=--all` rebuilds
+# everything). tests/conftest.py runs the same script.
+EDITIONS_ARGS ?=
 # Written only after a successful strict build; tests/conftest.py reuses such a build.
 BUILD_OK    := _build/.attnbook-build-ok
 
@@ -64,7 +68,7 @@ lab: $(BOOK_STAMP)
 # The build alone, without the set-up.
 html:
 	rm -f $(BUILD_OK)
-	$(JB) build $(BUILD_FLAGS) .
+	$(VPY) book/editions.py $(EDITIONS_ARGS)
 	touch $(BUILD_OK)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 

@@ -85,14 +85,19 @@ def pytest_collection_modifyitems(config, items):
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "_build"
-HTML_DIR = BUILD_DIR / "html"
+#: The built book: a landing page and one folder per edition (book/editions.py).
+BOOK_DIR = BUILD_DIR / "html"
+#: The English edition, which most tests read.
+HTML_DIR = BOOK_DIR / "en"
+#: Each edition's folder: URL folder -> Sphinx language.
+EDITIONS = {"en": "en", "zh": "zh_CN"}
 #: Written by the Makefile's `html` target (and by `built_book`) only after a successful strict
 #: build, so a failed or interrupted build is never reused.
 BUILD_OK = BUILD_DIR / ".attnbook-build-ok"
-#: The strict build flags, exactly those of the Makefile's `html` target
-#: (tests/book/test_book_config.py checks that the two agree): every page rebuilt, warnings are
-#: errors, nitpicky references, and every warning reported before failing.
-BUILD_FLAGS = ("--all", "-W", "-n", "--keep-going")
+#: The strict build of both editions, the script the Makefile's `html` target runs
+#: (tests/book/test_book_config.py checks both): warnings are errors, nitpicky references,
+#: every warning reported before failing; ``--all``: every page of both editions rebuilt.
+BUILD_COMMAND = ("book/editions.py", "--all")
 #: What the HTML is built from; a build older than any of these is rebuilt.
 BOOK_SOURCES = (
     "chapters/*.md",
@@ -104,6 +109,9 @@ BOOK_SOURCES = (
     "references.bib",
     "lib/attnbook/**/*.py",
     "book/_ext/*.py",
+    "book/*.py",
+    "locales/**/*.po",
+    "lib/attnbook/locale/*.po",
 )
 BUILD_TIMEOUT_S = 1800
 
@@ -116,7 +124,9 @@ def book_sources(root: Path = ROOT) -> list[Path]:
 def build_is_fresh(root: Path = ROOT) -> bool:
     """True when a successful strict build exists that is newer than every source file."""
     ok = root / "_build" / ".attnbook-build-ok"
-    if not ok.is_file() or not (root / "_build" / "html" / "index.html").is_file():
+    if not ok.is_file() or not all(
+        (root / "_build" / "html" / sub / "index.html").is_file() for sub in ("", *EDITIONS)
+    ):
         return False
     built = ok.stat().st_mtime
     return all(p.stat().st_mtime < built for p in book_sources(root))
@@ -133,10 +143,11 @@ def jupyter_book_executable() -> str:
 
 
 def build_book(root: Path = ROOT) -> Path:
-    """Run the strict build (as `make html` does) and return the path of ``_build/html``."""
+    """Run the strict build of both editions (as `make html` does); return the English path."""
     ok = root / "_build" / ".attnbook-build-ok"
     ok.unlink(missing_ok=True)
-    cmd = [jupyter_book_executable(), "build", *BUILD_FLAGS, "."]
+    jupyter_book_executable()  # fails the test with a clear message when it is not installed
+    cmd = [sys.executable, *BUILD_COMMAND]
     proc = subprocess.run(
         cmd, cwd=root, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
     )
@@ -146,17 +157,23 @@ def build_book(root: Path = ROOT) -> Path:
             f"the strict book build failed ({' '.join(cmd)}), exit {proc.returncode}:\n{tail}"
         )
     ok.touch()
-    return root / "_build" / "html"
+    return root / "_build" / "html" / "en"
 
 
 @pytest.fixture(scope="session")
 def built_book() -> Path:
-    """Path of ``_build/html``, built strictly if no successful build newer than the sources exists.
+    """Path of ``_build/html/en`` (the English edition), built strictly if needed.
 
-    Reuses the build that `make book` / `make test` just made; otherwise runs
-    ``jupyter-book build --all -W -n --keep-going .`` (the Makefile's command) and fails the
+    Reuses the build that `make book` / `make test` just made if it succeeded and is newer than
+    every source; otherwise runs ``book/editions.py --all`` (the Makefile's script) and fails the
     requesting test, with the end of the build log, if that build fails.
     """
     if build_is_fresh(ROOT):
         return HTML_DIR
     return build_book(ROOT)
+
+
+@pytest.fixture(scope="session")
+def built_editions(built_book) -> dict[str, Path]:
+    """The built editions: ``{"en": _build/html/en, "zh": _build/html/zh}``."""
+    return {code: BOOK_DIR / code for code in EDITIONS}

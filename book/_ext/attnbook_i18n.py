@@ -23,6 +23,17 @@ that
    original text.
 
 Nothing else changes: an untranslated build parses exactly as before.
+
+Glued phrases. A ``{glue:text}`` value is usually a number, the same in every edition. Some are
+English phrases computed by a chapter ("has no", "1K to 128K tokens"); in an edition other than
+English each glued text that has an English word is translated with the figure labels' catalog
+(:func:`attnbook.i18n.translate`, ``lib/attnbook/locale/<language>.po``), and one that has no
+entry is a warning (an error in the strict build), naming the page and the phrase.
+
+The language switch. When ``attnbook_editions`` is set (``book/editions.py`` sets it), every
+page starts with a link to the same page in the other edition (``../zh/<page>.html`` from
+``en/<page>.html`` and back, relative, so the book works from any folder and offline), and its
+``<head>`` names the other edition with ``<link rel="alternate" hreflang=...>``.
 """
 
 from __future__ import annotations
@@ -77,8 +88,84 @@ def _forget(app: Any, doctree: nodes.document) -> None:
     _KEPT.pop(app.env.docname, None)
 
 
+def _translate_pasted(app: Any, doctree: nodes.document) -> None:
+    """Translate the glued phrases of a page (see the module docstring)."""
+    language = app.config.language or "en"
+    if language == "en":
+        return
+    from sphinx.util import logging
+
+    from attnbook import i18n
+
+    if language not in i18n.LANGUAGES:
+        return
+    logger = logging.getLogger(__name__)
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" not in node.get("classes", []):
+            continue
+        text = node.astext()
+        if not i18n.needs_translation(text):
+            continue
+        new = i18n.translate(text, language)
+        if new == text:
+            logger.warning(f"glued phrase not translated to {language}: {text!r} (add it to "
+                           f"lib/attnbook/locale/{language}.po)", location=node,
+                           type="attnbook", subtype="glue")
+            continue
+        node.children = []
+        node += nodes.Text(new)
+
+
+#: Sphinx language -> (URL folder of its edition, the link text that leads *to* it, the
+#: sentence said by that link's title, in the language of the page it leads to).
+EDITIONS = {
+    "en": ("en", "English", "This page in English"),
+    "zh_CN": ("zh", "中文", "本页的中文版"),
+}
+
+
+def switch_links(language: str, pagename: str, editions: list[str]) -> list[tuple[str, ...]]:
+    """The other editions of a page: ``(href, hreflang, text, title)`` per edition.
+
+    Args:
+        language: the page's Sphinx language (a key of :data:`EDITIONS`).
+        pagename: the page's name, e.g. ``chapters/03-scaling-variance``.
+        editions: the URL folders built side by side (``attnbook_editions``).
+    """
+    up = "../" * (pagename.count("/") + 1)
+    out = []
+    for lang, (folder, text, title) in EDITIONS.items():
+        if lang == language or folder not in editions:
+            continue
+        out.append((f"{up}{folder}/{pagename}.html", lang.replace("_", "-"), text, title))
+    return out
+
+
+def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    editions = app.config.attnbook_editions
+    if not editions or doctree is None:
+        return
+    links = switch_links(app.config.language, pagename, editions)
+    anchors = "".join(
+        f'<a class="attnbook-lang-link" href="{href}" hreflang="{lang}" lang="{lang}" '
+        f'title="{title}">{text}</a>'
+        for href, lang, text, title in links
+    )
+    if anchors:
+        context["body"] = (f'<nav class="attnbook-lang-switch" aria-label="language">{anchors}'
+                           f"</nav>" + context.get("body", ""))
+    context["metatags"] = context.get("metatags", "") + "".join(
+        f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
+        for href, lang, _text, _title in links
+    )
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.setup_extension("myst_nb")
     app.add_source_parser(I18nGlueParser, override=True)
     app.connect("doctree-read", _forget)
+    app.connect("doctree-read", _translate_pasted)
+    # URL folders of the editions built side by side (book/editions.py); empty: no switch.
+    app.add_config_value("attnbook_editions", [], "html", types=[list])
+    app.connect("html-page-context", _add_switch)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -65,6 +65,7 @@ __all__ = [
     "timing",
     # the book's figures and explorers (plotly, ipywidgets); widgets* re-export explorers.*
     "viz",
+    "i18n",
     "explorers",
     "widgets",
     "widgets_rnn",

@@ -140,6 +140,10 @@ def use_book_style() -> None:
             "figure.constrained_layout.use": True,
         }
     )
+    # Figures in the reader's language: Chinese labels in the Chinese edition (attnbook.i18n).
+    from . import i18n
+
+    i18n.install_display()
 
 
 def axis_style(**kwargs) -> dict:

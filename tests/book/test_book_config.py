@@ -15,16 +15,19 @@ import json
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import jupytext
 import pytest
 import yaml
 
-from conftest import BUILD_FLAGS, build_is_fresh, stale_slow_tests
+from conftest import BUILD_COMMAND, build_is_fresh, stale_slow_tests
 
 ROOT = Path(__file__).resolve().parents[2]
-STRICT_FLAGS = {"-W", "-n", "--keep-going", "--all"}
+#: What every build of an edition must pass to Sphinx (book/editions.py STRICT, OVERRIDES):
+#: -W, --keep-going, -n.
+STRICT_SETTINGS = {"warningiserror": True, "keep_going": True, "nitpicky": True}
 #: Cell tags that let a chapter cell fail, or not run, without failing the build.
 FORBIDDEN_TAGS = {"raises-exception", "skip-execution"}
 #: Sphinx/MyST/MyST-NB settings that silence warnings or exempt documents from execution.
@@ -346,17 +349,10 @@ def makefile_problems(text: str) -> list[str]:
             problems.append(f"no `{target}` target")
     if problems:
         return problems
-    builds = [w for w in commands(rules["html"]["recipe"]) if w[0].endswith("jupyter-book")]
-    if len(builds) != 1 or builds[0][1] != "build":
-        problems.append(f"`html` does not run one `jupyter-book build`: {builds}")
-    else:
-        flags = {w for w in builds[0][2:] if w.startswith("-")}
-        if not STRICT_FLAGS <= flags:
-            problems.append(f"the build lacks strict flags {sorted(STRICT_FLAGS - flags)}")
-        if flags != set(BUILD_FLAGS):
-            problems.append(f"Makefile flags {sorted(flags)} differ from conftest's {BUILD_FLAGS}")
-        if builds[0][-1] != ".":
-            problems.append("the book is not built from the repository root")
+    builds = [w for w in commands(rules["html"]["recipe"])
+              if w[0] == ".venv/bin/python" and w[1:2] == [BUILD_COMMAND[0]]]
+    if len(builds) != 1:
+        problems.append(f"`html` does not run {BUILD_COMMAND[0]} once: {builds}")
     html_recipe = rules["html"]["recipe"]
     if not any("_build/html/index.html" in line and "echo" in line for line in html_recipe):
         problems.append("`html` does not print the path of index.html")
@@ -422,10 +418,10 @@ def test_makefile_does_what_the_issue_asks():
 
 def test_makefile_check_can_fail():
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    lax = text.replace("BUILD_FLAGS := --all -W -n --keep-going", "BUILD_FLAGS := --all")
-    assert lax != text, "the Makefile no longer defines BUILD_FLAGS as expected by this test"
+    lax = text.replace("$(VPY) book/editions.py", "$(JB) build .")
+    assert lax != text, "the Makefile no longer runs book/editions.py as expected by this test"
     problems = "\n".join(makefile_problems(lax))
-    assert "strict flags ['--keep-going', '-W', '-n']" in problems, problems
+    assert "`html` does not run book/editions.py once" in problems, problems
     no_pytest = text.replace("$(VPY) -m pytest", "true")
     assert "`test` does not run pytest" in makefile_problems(no_pytest)
     assert "no `lab` target" in makefile_problems(text.replace("\nlab:", "\nnolab:"))
@@ -548,8 +544,9 @@ def test_built_book_reuses_only_a_successful_build_newer_than_every_source(tmp_p
     for path in sources:
         path.write_text("x")
     html = tmp_path / "_build" / "html"
-    html.mkdir(parents=True)
-    (html / "index.html").write_text("<html></html>")
+    for edition in ("", "en", "zh"):
+        (html / edition).mkdir(parents=True, exist_ok=True)
+        (html / edition / "index.html").write_text("<html></html>")
     ok = tmp_path / "_build" / ".attnbook-build-ok"
     assert not build_is_fresh(tmp_path), "no success stamp: must rebuild"
     ok.touch()
@@ -560,8 +557,8 @@ def test_built_book_reuses_only_a_successful_build_newer_than_every_source(tmp_p
     os.utime(sources[-1], (base + 10, base + 10))  # a library file changed after the build
     assert not build_is_fresh(tmp_path)
     os.utime(sources[-1], (base - 10, base - 10))
-    (html / "index.html").unlink()
-    assert not build_is_fresh(tmp_path), "no index.html: must rebuild"
+    (html / "zh" / "index.html").unlink()
+    assert not build_is_fresh(tmp_path), "no Chinese edition: must rebuild"
 
 
 def test_slow_test_list_names_existing_tests(tmp_path):
@@ -598,3 +595,33 @@ def test_chapter_header_is_the_one_jupyterlab_keeps(chapter):
         f"{chapter.name}'s front matter differs from tests/book/test_book_config.py's "
         "CHAPTER_HEADER; JupyterLab would rewrite it on save:\n" + text[: len(CHAPTER_HEADER)]
     )
+
+
+def editions_problems(strict: dict, overrides: dict, command: tuple) -> list[str]:
+    """What the editions build must keep (issue 12: the strict checks unchanged)."""
+    problems = []
+    settings = {**strict, **overrides}
+    for name, value in STRICT_SETTINGS.items():
+        if settings.get(name) is not value:
+            problems.append(f"the editions build does not set {name}={value}")
+    if (overrides.get("nb_execution_mode") != "cache"
+            or not overrides.get("nb_execution_cache_path")):
+        problems.append("the editions do not share one execution cache")
+    if command[0] != "book/editions.py" or "--all" not in command:
+        problems.append(f"conftest's build is not `book/editions.py --all`: {command}")
+    return problems
+
+
+def test_editions_build_is_strict_and_shares_one_execution():
+    sys.path.insert(0, str(ROOT / "book"))
+    try:
+        import editions
+    finally:
+        sys.path.pop(0)
+    assert editions_problems(editions.STRICT, editions.OVERRIDES, BUILD_COMMAND) == []
+    lax = dict(editions.STRICT, warningiserror=False)
+    assert "warningiserror=True" in "\n".join(
+        editions_problems(lax, editions.OVERRIDES, BUILD_COMMAND))
+    no_nitpick = dict(editions.OVERRIDES, nitpicky=False)
+    assert "nitpicky=True" in "\n".join(
+        editions_problems(editions.STRICT, no_nitpick, BUILD_COMMAND))

@@ -23,17 +23,20 @@ renderer), so there is no environment switch. Also importable from :mod:`attnboo
 from __future__ import annotations
 
 import base64
+import dataclasses
+import functools
 import html as _html
 import itertools
 import json
 import math
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import viz
+from .. import i18n, viz
 from ..checks import check_choice
 from . import reflow
 
@@ -100,14 +103,33 @@ class Control:
         if self.plain_label is None:
             self.plain_label = self.label
 
+    def translated(self, language: str, missing: set | None = None) -> "Control":
+        """This control with its label and option labels in ``language`` (a copy).
+
+        Args:
+            language: one of :data:`attnbook.i18n.LANGUAGES`.
+            missing: if given, receives the labels that had no translation.
+        """
+        if language == "en":
+            return self
+        sink = missing if missing is not None else set()
+        return dataclasses.replace(
+            self,
+            label=i18n.translate_checked(self.label, language, sink),
+            plain_label=i18n.translate_checked(self.plain_label, language, sink),
+            # A toggle shows a checkbox and on/off (the static spec's toggle_text), not labels.
+            labels=self.labels if self.kind == "toggle" else
+            tuple(i18n.translate_checked(t, language, sink) for t in self.labels),
+        )
+
     def slider_min_px(self) -> int:
         """Smallest width in px of the live slider (label, longest value and track).
 
         The track gets :data:`MIN_TRACK_PX`; the label and the value are counted at
         :data:`LABEL_CHAR_PX` px per character.
         """
-        label = len(self.plain_label or "") * LABEL_CHAR_PX + 12
-        value = max(len(t) for t in self.labels) * LABEL_CHAR_PX + 16
+        label = _cells(self.plain_label or "") * LABEL_CHAR_PX + 12
+        value = max(_cells(t) for t in self.labels) * LABEL_CHAR_PX + 16
         return int(label + value + MIN_TRACK_PX)
 
     def make_widget(self):
@@ -144,6 +166,11 @@ class Control:
             options=pairs, value=self.default, description=self.plain_label, style=style,
             layout=layout,
         )
+
+
+def _cells(text: str) -> int:
+    """Character cells of ``text``: 2 for a full-width (Chinese) character, 1 for others."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def _round_json(obj, digits: int = 4):
@@ -301,8 +328,12 @@ class Explorer:
         self._render = render
         self._active = active
         self.title = title
-        self._static_html: str | None = None
-        self.controls = {c.name: c.make_widget() for c in self._specs}
+        #: The language of the live explorer's labels (:func:`attnbook.i18n.get_language`).
+        self.language = i18n.get_language()
+        self._static_html: dict[str, str] = {}
+        self._raw_renders: dict[str, dict] = {}
+        self.controls = {c.name: c.translated(self.language).make_widget()
+                         for c in self._specs}
         self.figure = go.FigureWidget(self._live_figure())
         for ctl in self.controls.values():
             ctl.observe(self._on_change, names="value")
@@ -344,8 +375,10 @@ class Explorer:
         """The figure for the current values, its text wrapped to the book's column width."""
         import plotly.graph_objects as go
 
-        fig = self._render(**self.values)
-        return go.Figure(reflow.fit_figure(_plain_json(fig.to_plotly_json()), viz.COLUMN_PX))
+        fig = _plain_json(self._render(**self.values).to_plotly_json())
+        if self.language != "en":
+            fig = i18n.translate_plotly(fig, self.language)
+        return go.Figure(reflow.fit_figure(fig, viz.COLUMN_PX))
 
     def _on_change(self, change) -> None:
         self._update_disabled()
@@ -374,8 +407,14 @@ class Explorer:
     # Static HTML
     # ---------------------------------------------------------------------------------------
 
-    def static_spec(self) -> dict:
+    def static_spec(self, language: str = "en", *, missing: set | None = None) -> dict:
         """The precomputed grid as a JSON-ready dict (what the static HTML embeds).
+
+        Args:
+            language: the language of its labels (:data:`attnbook.i18n.LANGUAGES`); each
+                combination is rendered once, and its labels translated per language before the
+                text is fitted to the column.
+            missing: if given, receives the labels that had no translation.
 
         Keys: ``controls`` (name, kind, labels, options, default index), ``strides`` (the
         grid is flattened in C order over the controls' option indices), ``frame_of`` (grid
@@ -420,7 +459,11 @@ class Explorer:
                 act = self._active(values)
                 inactive.append([c.name for c in specs if c.name not in act])
             if key not in rendered:
-                raw = _plain_json(self._render(**canon).to_plotly_json())
+                if key not in self._raw_renders:
+                    self._raw_renders[key] = _plain_json(self._render(**canon).to_plotly_json())
+                raw = self._raw_renders[key]
+                if language != "en":
+                    raw = i18n.translate_plotly(raw, language, missing=missing)
                 wide = reflow.fit_figure(raw, viz.COLUMN_PX)
                 narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
                 wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
@@ -464,7 +507,7 @@ class Explorer:
                 {
                     "name": c.name,
                     "kind": c.kind,
-                    "labels": list(c.labels),
+                    "labels": list(c.translated(language, missing).labels),
                     "options": _round_json(list(c.options)),
                     "default": c.options.index(c.default),
                 }
@@ -480,10 +523,16 @@ class Explorer:
             "narrow_below": reflow.STACK_BELOW_PX,
             "inactive": inactive if self._active is not None else None,
             "config": {"displaylogo": False, "responsive": True},
+            # What a toggle's value reads (off, on).
+            "toggle_text": [i18n.translate("off", language), i18n.translate("on", language)],
         }
 
-    def static_html(self) -> str:
-        """The self-contained static explorer (computed once, then cached).
+    def static_html(self, language: str = "en", *, missing: set | None = None) -> str:
+        """The self-contained static explorer (computed once per language, then cached).
+
+        Args:
+            language: the language of its labels (:data:`attnbook.i18n.LANGUAGES`).
+            missing: if given, receives the labels that had no translation.
 
         Element ids start with a random per-instance prefix, so several explorers (or the same
         one displayed twice) can share a page. The prefix is on the outer ``<div>``'s ``id``; the
@@ -494,15 +543,22 @@ class Explorer:
             An HTML ``str``: the controls, the plot ``<div>``, the :meth:`static_spec` JSON and
             the script that redraws the plot on input (plotly.js itself is not included).
         """
-        if self._static_html is None:
-            self._static_html = self._build_static_html()
-        return self._static_html
+        if language not in self._static_html:
+            lost: set = set()
+            self._static_html[language] = self._build_static_html(language, lost)
+            self._static_missing = getattr(self, "_static_missing", {})
+            self._static_missing[language] = lost
+        if missing is not None:
+            missing |= self._static_missing[language]
+        return self._static_html[language]
 
-    def _build_static_html(self) -> str:
-        spec = self.static_spec()
+    def _build_static_html(self, language: str, missing: set) -> str:
+        spec = self.static_spec(language, missing=missing)
+        tr = functools.partial(i18n.translate, language=language)
+        title = i18n.translate_checked(self.title, language, missing)
         uid = "attnbook-explorer-" + uuid.uuid4().hex[:12]
         rows = []
-        for c in self._specs:
+        for c in (c.translated(language, missing) for c in self._specs):
             cid = f"{uid}-{c.name}"
             idx = c.options.index(c.default)
             if c.kind == "slider":
@@ -519,7 +575,7 @@ class Explorer:
                     f'<div class="attnbook-ctl"><input type="checkbox" id="{cid}"{checked}>'
                     f'<label for="{cid}">{c.label}</label>'
                     f'<output id="{cid}-value" for="{cid}" aria-live="polite">'
-                    f'{"on" if c.default else "off"}</output></div>'
+                    f'{tr("on") if c.default else tr("off")}</output></div>'
                 )
             else:
                 opts = "".join(
@@ -539,11 +595,11 @@ class Explorer:
             f'<div class="attnbook-explorer" id="{uid}">'
             f"<style>{_STATIC_CSS}</style>"
             f'<div class="attnbook-controls" role="group" '
-            f'aria-label="{_html.escape(self.title)}: controls">{"".join(rows)}</div>'
+            f'aria-label="{_html.escape(title)}: {tr("controls")}">{"".join(rows)}</div>'
             f'<div id="{uid}-plot" class="attnbook-explorer-plot plotly-graph-div" '
             f'style="width:100%;height:{int(height)}px" role="figure" '
-            f'aria-label="{_html.escape(self.title)}"></div>'
-            f"<noscript>This explorer needs JavaScript.</noscript>"
+            f'aria-label="{_html.escape(title)}"></div>'
+            f"<noscript>{tr('This explorer needs JavaScript.')}</noscript>"
             f'<script type="application/json" id="{uid}-data">{payload}</script>'
             f"<script>{script}</script>"
             f"</div>"
@@ -557,6 +613,10 @@ class Explorer:
         bundle = dict(self.widget._repr_mimebundle_() or {})
         bundle["text/plain"] = f"<{self.title}: {self.values}>"
         bundle["text/html"] = self.static_html()
+        langs = i18n.editions()
+        if langs:  # the built book: one static explorer per edition (attnbook.i18n)
+            bundle[i18n.MIME] = i18n.editions_html_bundle(
+                lambda lang, missing: self.static_html(lang, missing=missing), langs)
         if include:
             bundle = {k: v for k, v in bundle.items() if k in include}
         if exclude:
@@ -643,7 +703,7 @@ function syncLabels(flat) {
       out.textContent = text;
       el.setAttribute('aria-valuetext', text);
     } else if (c.kind === 'toggle') {
-      out.textContent = el.checked ? 'on' : 'off';
+      out.textContent = spec.toggle_text[el.checked ? 1 : 0];
     }
     var off = spec.inactive ? spec.inactive[flat].indexOf(c.name) >= 0 : false;
     el.disabled = off;

@@ -32,6 +32,7 @@ import copy
 import html as _html
 import math
 import re
+import unicodedata
 
 from ..checks import check_real
 
@@ -76,11 +77,21 @@ def visible_text(text: str) -> str:
     return _html.unescape(_TAG.sub("", str(text)))
 
 
+def _is_wide(ch: str) -> bool:
+    """True for a full-width character (CJK ideographs, full-width punctuation)."""
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _em(text: str) -> float:
+    """Width in em of visible text: :data:`CHAR_EM` per character, 1 em per wide one."""
+    return sum(1.0 if _is_wide(ch) else CHAR_EM for ch in text)
+
+
 def text_width_px(text: str, font_px: float) -> float:
     """Estimated drawn width in px of one line of plotly pseudo-HTML at ``font_px``.
 
-    Every visible character counts :data:`CHAR_EM` em; characters inside ``<sub>``/``<sup>``
-    count 70 % (plotly draws them smaller).
+    Every visible character counts :data:`CHAR_EM` em, a full-width one (Chinese) 1 em;
+    characters inside ``<sub>``/``<sup>`` count 70 % (plotly draws them smaller).
 
     Raises:
         TypeError: if ``text`` is not a string or ``font_px`` not a real number.
@@ -89,34 +100,54 @@ def text_width_px(text: str, font_px: float) -> float:
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     font_px = check_real(font_px, "font_px", minimum=0, strict=True)
-    small = sum(len(visible_text(m.group(2))) for m in _SMALL.finditer(str(text)))
-    n = len(visible_text(text)) - 0.3 * small
-    return n * CHAR_EM * font_px
+    small = sum(_em(visible_text(m.group(2))) for m in _SMALL.finditer(str(text)))
+    return (_em(visible_text(text)) - 0.3 * small) * font_px
 
 
-def _words(line: str) -> list[str]:
-    """Split one line at the spaces that are outside tags (tags stay whole)."""
-    words, cur, in_tag = [], [], False
+def _units(line: str) -> list[tuple[str, str]]:
+    """Split one line where it may break: ``(separator before, unit)`` pairs.
+
+    A break may fall at a space outside a tag (the space is dropped there) or between two
+    full-width characters or a full-width character and its neighbour (Chinese has no spaces;
+    the separator is then ``""``). Tags stay whole.
+    """
+    units: list[tuple[str, str]] = []
+    cur, sep, in_tag = [], "", False
+
+    def flush(next_sep):
+        nonlocal cur, sep
+        if cur:
+            units.append((sep, "".join(cur)))
+            cur, sep = [], next_sep
+        elif next_sep == " ":
+            sep = " " if units else ""
+
     for ch in line:
         if ch == "<":
             in_tag = True
-        elif ch == ">":
-            in_tag = False
-        if ch == " " and not in_tag:
-            words.append("".join(cur))
-            cur = []
+        if in_tag:
+            cur.append(ch)
+            if ch == ">":
+                in_tag = False
+            continue
+        if ch == " ":
+            flush(" ")
+        elif _is_wide(ch):
+            flush("")
+            cur.append(ch)
+            flush("")
         else:
             cur.append(ch)
-    words.append("".join(cur))
-    return [w for w in words if w != ""]
+    flush("")
+    return units
 
 
 def wrap_html(text: str, max_px: float, font_px: float = _BASE_FONT) -> str:
     """Insert ``<br>`` into plotly pseudo-HTML so that each line fits ``max_px``.
 
-    Existing ``<br>`` are kept; lines are broken greedily at spaces outside tags (a tag such as
-    ``<span style='...'>`` is never split). A single word wider than ``max_px`` stays whole on
-    its own line.
+    Existing ``<br>`` are kept; lines are broken greedily at spaces outside tags and between
+    full-width (Chinese) characters (a tag such as ``<span style='...'>`` is never split). A
+    single word wider than ``max_px`` stays whole on its own line.
 
     Args:
         text: the text (plotly's pseudo-HTML: ``<br>``, ``<b>``, ``<sub>``, ``<span>``...).
@@ -140,11 +171,11 @@ def wrap_html(text: str, max_px: float, font_px: float = _BASE_FONT) -> str:
             out_lines.append(line)
             continue
         cur = ""
-        for word in _words(line):
-            trial = word if not cur else cur + " " + word
+        for sep, unit in _units(line):
+            trial = unit if not cur else cur + sep + unit
             if cur and text_width_px(trial, font_px) > max_px:
                 out_lines.append(cur)
-                cur = word
+                cur = unit
             else:
                 cur = trial
         out_lines.append(cur)

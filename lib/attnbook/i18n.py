@@ -1,0 +1,519 @@
+"""Figure and explorer labels in the reader's language: English or Chinese (中文).
+
+The book has two editions built from one execution of its chapters (``book/editions.py``). The
+prose is translated by Sphinx's gettext catalogs; the *labels drawn inside figures and
+explorers* are translated here, from the label catalog ``lib/attnbook/locale/zh_CN.po`` (one
+``msgid`` per English label, as written in a chapter or in this library).
+
+Two ways a label reaches the reader:
+
+* **Live** (JupyterLab): ``set_language("zh_CN")`` (or ``ATTNBOOK_LANG=zh_CN`` in the
+  environment) draws every matplotlib figure shown afterwards and every explorer created
+  afterwards with Chinese labels.
+* **The built book**: ``book/editions.py`` sets ``ATTNBOOK_EDITIONS="en zh_CN"`` for the one
+  execution both editions share. Each figure and explorer output then carries, next to its
+  usual English ``image/png`` / ``text/html``, a :data:`MIME` bundle with one rendering per
+  edition; ``book/_ext/attnbook_i18n.py`` shows each edition its own. A label that the catalog
+  does not translate is listed in the bundle (``"untranslated"``) and fails the strict build of
+  the Chinese edition, naming the page.
+
+Chinese text needs a CJK font: :func:`cjk_font_path` is Noto Sans CJK SC (SIL Open Font
+License) from the PyPI package ``mplfonts`` — installed with the book, never downloaded.
+Matplotlib falls back to it for the glyphs DejaVu Sans lacks; a glyph missing from both
+("Glyph ... missing from font(s)") is an error (:class:`MissingGlyphError`), not tofu.
+
+Matching a label: exactly, or against a catalog ``msgid`` with ``{}`` placeholders, each of
+which matches any run of characters (a number, a token) that is carried into the ``msgstr``'s
+``{}`` in order. Mathtext (``$...$``) is never translated; a label with no Latin word outside
+its math needs no entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import io
+import json
+import os
+import re
+import unicodedata
+import warnings
+from pathlib import Path
+
+__all__ = [
+    "LANGUAGES",
+    "MIME",
+    "MissingGlyphError",
+    "get_language",
+    "set_language",
+    "editions",
+    "needs_translation",
+    "translate",
+    "translate_checked",
+    "translate_plotly",
+    "translated_figure",
+    "figure_png",
+    "figure_bundle",
+    "cjk_font_path",
+    "install_display",
+    "editions_html_bundle",
+    "EditionsMimeRenderer",
+]
+
+#: The languages a label can be drawn in (Sphinx's language codes).
+LANGUAGES = ("en", "zh_CN")
+#: The output MIME type carrying one rendering per edition (see the module docstring).
+MIME = "application/vnd.attnbook.editions+json"
+#: The label catalogs: ``<language>.po`` in this folder.
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+
+_MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_TAG = re.compile(r"<[^<>]*>")
+_state: dict[str, str | None] = {"language": None}
+_saved_png: dict = {}
+
+
+class MissingGlyphError(RuntimeError):
+    """A figure label has a character that no installed font (CJK font included) can draw."""
+
+
+def _check_language(language: str, name: str = "language") -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"{name} must be one of {LANGUAGES}, got {language!r}")
+    return language
+
+
+def get_language() -> str:
+    """The language new figures and explorers are drawn in.
+
+    Returns:
+        The language set by :func:`set_language`, else ``$ATTNBOOK_LANG``, else ``"en"``.
+
+    Raises:
+        ValueError: if ``ATTNBOOK_LANG`` is set to a language not in :data:`LANGUAGES`.
+    """
+    if _state["language"] is not None:
+        return _state["language"]
+    return _check_language(os.environ.get("ATTNBOOK_LANG", "en") or "en", "ATTNBOOK_LANG")
+
+
+def set_language(language: str) -> None:
+    """Draw figures and explorers created from now on in ``language`` (``"en"``, ``"zh_CN"``).
+
+    In a notebook it also switches how matplotlib figures are shown (:func:`install_display`).
+
+    Raises:
+        ValueError: if ``language`` is not in :data:`LANGUAGES`.
+    """
+    _state["language"] = _check_language(language)
+    install_display()
+
+
+def editions() -> tuple[str, ...]:
+    """The languages of the editions being built (``$ATTNBOOK_EDITIONS``; empty outside a build).
+
+    Raises:
+        ValueError: if the variable names a language not in :data:`LANGUAGES`.
+    """
+    raw = os.environ.get("ATTNBOOK_EDITIONS", "")
+    langs = tuple(x for x in re.split(r"[\s,]+", raw) if x)
+    for lang in langs:
+        _check_language(lang, "ATTNBOOK_EDITIONS")
+    return langs
+
+
+def needs_translation(text: str) -> bool:
+    """True when ``text`` has a Latin word of two or more letters outside mathtext and tags."""
+    if not isinstance(text, str):
+        return False
+    return bool(_WORD.search(_TAG.sub(" ", _MATH.sub(" ", text))))
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(language: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
+    import polib
+
+    path = LOCALE_DIR / f"{language}.po"
+    exact: dict[str, str] = {}
+    patterns: list[tuple[re.Pattern, str]] = []
+    if not path.is_file():
+        return exact, patterns
+    for entry in polib.pofile(str(path)):
+        if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags:
+            continue
+        if "{}" in entry.msgid:
+            parts = [re.escape(p) for p in entry.msgid.split("{}")]
+            patterns.append((re.compile("^" + "(.+?)".join(parts) + "$", re.S), entry.msgstr))
+        else:
+            exact[entry.msgid] = entry.msgstr
+    # Longest patterns first: the most specific wins.
+    patterns.sort(key=lambda p: -len(p[0].pattern))
+    return exact, patterns
+
+
+def translate(text: str, language: str | None = None) -> str:
+    """``text`` in ``language``, from the label catalog; unchanged if it has no entry.
+
+    Args:
+        text: an English label as drawn (mathtext, HTML tags and numbers included).
+        language: one of :data:`LANGUAGES`; default :func:`get_language`.
+
+    Returns:
+        The translated ``str`` (``text`` itself for English, or when no entry matches; use
+        :func:`needs_translation` to tell whether that matters).
+
+    Raises:
+        ValueError: if ``language`` is not in :data:`LANGUAGES`.
+    """
+    language = get_language() if language is None else _check_language(language)
+    if language == "en" or not isinstance(text, str) or not text:
+        return text
+    exact, patterns = _catalog(language)
+    if text in exact:
+        return exact[text]
+    for pattern, msgstr in patterns:
+        m = pattern.match(text)
+        if m:
+            parts = msgstr.split("{}")
+            values = list(m.groups()) + [""] * len(parts)
+            return "".join(p + (values[i] if i < len(parts) - 1 else "")
+                           for i, p in enumerate(parts))
+    return text
+
+
+def translate_checked(text: str, language: str, missing: set[str]) -> str:
+    """:func:`translate`, adding ``text`` to ``missing`` when it needed an entry and had none."""
+    out = translate(text, language)
+    if out == text and language != "en" and needs_translation(text):
+        missing.add(text)
+    return out
+
+
+#: Keys of a plotly figure's JSON whose string values are labels (titles, axis titles,
+#: annotations, legend entries); tick labels and hover templates are data-like and translated
+#: only when the catalog has them.
+_PLOTLY_LABEL_KEYS = {"name", "title", "text"}
+_PLOTLY_SOFT_KEYS = {"hovertemplate", "ticktext"}
+
+
+def translate_plotly(obj, language: str | None = None, *, missing: set[str] | None = None):
+    """A copy of a plotly JSON object (figure, layout, trace, patch) with its labels translated.
+
+    Translated: ``title`` / ``title.text`` (figure, axes, legend, colour bar), annotation
+    ``text``, trace ``name``; ``hovertemplate`` and ``ticktext`` when the catalog has them.
+    Trace ``text`` arrays (token strings and numbers drawn on the data) are data, kept as they
+    are.
+
+    Args:
+        obj: a JSON-like ``dict`` / ``list`` (e.g. ``fig.to_plotly_json()``).
+        language: default :func:`get_language`.
+        missing: if given, a set that receives every label that needed a translation and had
+            none.
+
+    Returns:
+        The translated copy (``obj`` is not changed).
+    """
+    language = get_language() if language is None else _check_language(language)
+    sink = missing if missing is not None else set()
+
+    def walk(node, key=None, in_trace_data=False):
+        if isinstance(node, dict):
+            is_trace = "type" in node and ("x" in node or "z" in node or "y" in node)
+            return {k: walk(v, k, in_trace_data or is_trace) for k, v in node.items()}
+        if isinstance(node, list):
+            if key in ("data", "traces"):
+                return [walk(v, None, True) for v in node]
+            return [walk(v, key, in_trace_data) for v in node]
+        if isinstance(node, str):
+            if key in _PLOTLY_LABEL_KEYS and not (key == "text" and in_trace_data):
+                return translate_checked(node, language, sink)
+            if key in _PLOTLY_SOFT_KEYS:
+                return translate(node, language)
+        return node
+
+    return walk(obj)
+
+
+@contextlib.contextmanager
+def translated_figure(fig, language: str | None = None, *, missing: set[str] | None = None):
+    """Temporarily set every text of a matplotlib figure to ``language``; restore on exit.
+
+    Titles, axis labels, tick labels, legend entries, annotations and figure texts are all
+    ``matplotlib.text.Text`` artists; each is looked up with :func:`translate`.
+
+    Args:
+        fig: a ``matplotlib.figure.Figure``.
+        language: default :func:`get_language`.
+        missing: if given, receives the labels that needed a translation and had none.
+
+    Raises:
+        TypeError: if ``fig`` is not a matplotlib figure.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    language = get_language() if language is None else _check_language(language)
+    sink = missing if missing is not None else set()
+    saved = []
+    try:
+        if language != "en":
+            for artist in fig.findobj(Text):
+                text = artist.get_text()
+                new = translate_checked(text, language, sink)
+                if new != text:
+                    saved.append((artist, text, artist.get_fontproperties().copy()))
+                    artist.set_text(new)
+                    artist.set_fontfamily(_families_for(new, artist.get_fontfamily()))
+        yield fig
+    finally:
+        for artist, text, props in saved:
+            artist.set_text(text)
+            artist.set_fontproperties(props)
+
+
+def _families_for(text: str, families) -> list[str]:
+    """The font families to draw ``text``: the CJK font as a fallback, or first with mathtext.
+
+    Matplotlib falls back from font to font glyph by glyph for plain text, but draws the
+    non-math part of a mathtext label (``"头维度 $d_k$"``) with one font only: there the CJK
+    font (whose Latin letters are fine) comes first; the math keeps the mathtext font set.
+    """
+    import matplotlib as mpl
+
+    expanded: list[str] = []
+    for fam in families:
+        key = f"font.{fam}"
+        if fam in ("serif", "sans-serif", "monospace", "cursive", "fantasy") \
+                and key in mpl.rcParams:
+            expanded += list(mpl.rcParams[key])
+        else:
+            expanded.append(fam)
+    cjk = _cjk_family()
+    rest = [f for f in expanded if f != cjk]
+    has_wide = any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in text)
+    if has_wide and _MATH.search(text):
+        return [cjk] + rest
+    return rest + [cjk]
+
+
+def cjk_font_path() -> Path:
+    """Noto Sans CJK SC Regular, shipped by the ``mplfonts`` package (SIL Open Font License).
+
+    Raises:
+        RuntimeError: if ``mplfonts`` (a requirement of the book) is not installed.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("mplfonts")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the CJK font comes from the mplfonts package: pip install mplfonts")
+    path = Path(list(spec.submodule_search_locations)[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
+    if not path.is_file():
+        raise RuntimeError(f"mplfonts has no {path.name} (looked in {path.parent})")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _cjk_family() -> str:
+    from matplotlib import font_manager
+
+    path = cjk_font_path()
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name()
+
+
+def figure_png(fig, language: str | None = None, *, missing: set[str] | None = None,
+               glyphs: list[str] | None = None) -> str:
+    """A matplotlib figure drawn with its labels in ``language``, as base64 PNG.
+
+    Drawn as IPython's inline backend draws it (``bbox_inches="tight"``), with Noto Sans CJK SC
+    as the fallback font for the glyphs of the default font lacks.
+
+    Args:
+        fig: a ``matplotlib.figure.Figure``.
+        language: default :func:`get_language`.
+        missing: if given, receives the labels that had no translation.
+        glyphs: if given, receives matplotlib's "Glyph ... missing from font(s)" messages
+            instead of raising.
+
+    Returns:
+        The base64 ``str`` of the PNG (what a notebook's ``image/png`` output holds).
+
+    Raises:
+        MissingGlyphError: if a character of a label is in no font (matplotlib would draw a
+            box) and ``glyphs`` is None.
+        TypeError: if ``fig`` is not a matplotlib figure.
+    """
+    import logging
+
+    language = get_language() if language is None else _check_language(language)
+    buf = io.BytesIO()
+    # Mathtext reports a missing glyph through logging, plain text through warnings.
+    mathtext_log = _MathtextGlyphs()
+    logger = logging.getLogger("matplotlib.mathtext")
+    logger.addHandler(mathtext_log)
+    with translated_figure(fig, language, missing=missing), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fig.canvas.print_figure(buf, format="png", bbox_inches="tight")
+        finally:
+            logger.removeHandler(mathtext_log)
+    lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
+                  | set(mathtext_log.messages))
+    if lost and glyphs is None:
+        raise MissingGlyphError(f"figure drawn in {language}: {'; '.join(lost)}")
+    if glyphs is not None:
+        glyphs.extend(f"{language}: {m}" for m in lost)
+    for w in caught:
+        if "missing from font" in str(w.message):
+            continue  # anything else is the caller's business, as it would have been
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class _MathtextGlyphs(__import__("logging").Handler):
+    """Collects matplotlib.mathtext's "does not have a glyph" messages (a box drawn instead)."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        msg = record.getMessage()
+        if "does not have a glyph" in msg:
+            self.messages.append(f"{msg} (missing from font, in mathtext)")
+
+
+def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
+    """The :data:`MIME` payload of a matplotlib figure: one PNG per language.
+
+    Returns:
+        ``{"kind": "image/png", "editions": {language: base64 PNG}, "untranslated": [labels],
+        "missing_glyphs": [matplotlib's messages]}``; the book's renderer turns the last two
+        into build warnings (errors in the strict build).
+    """
+    missing: set[str] = set()
+    glyphs: list[str] = []
+    out = {lang: figure_png(fig, lang, missing=missing, glyphs=glyphs) for lang in languages}
+    return {"kind": "image/png", "editions": out, "untranslated": sorted(missing),
+            "missing_glyphs": glyphs}
+
+
+def _ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def install_display() -> bool:
+    """Make matplotlib figures shown in this IPython kernel carry the edition renderings.
+
+    In a book build (:func:`editions` not empty) a figure's output gets a :data:`MIME` entry
+    with one PNG per edition (its usual English ``image/png`` stays, for JupyterLab). Live,
+    with :func:`get_language` not English, the ``image/png`` itself is drawn in that language.
+    Called by :func:`attnbook.viz.use_book_style` and :func:`set_language`; a no-op outside
+    IPython.
+
+    Returns:
+        True when a formatter was installed.
+    """
+    ip = _ipython()
+    if ip is None or not hasattr(ip, "display_formatter"):
+        return False
+    from IPython.core.formatters import BaseFormatter
+    from matplotlib.figure import Figure
+    from traitlets import Unicode
+
+    formatters = ip.display_formatter.formatters
+    langs = editions()
+    if langs:
+        if MIME not in formatters:
+            class _EditionsFormatter(BaseFormatter):
+                format_type = Unicode(MIME)
+                _return_type = (dict,)
+                print_method = Unicode("_repr_attnbook_editions_")
+
+            formatters[MIME] = _EditionsFormatter(parent=ip.display_formatter)
+        formatters[MIME].for_type(Figure, lambda fig: figure_bundle(fig, langs))
+        return True
+    language = get_language()
+    png = formatters.get("image/png")
+    if png is None:
+        return False
+    if language == "en":
+        if "png" in _saved_png:  # back to the formatter the figure had before
+            old = _saved_png.pop("png")
+            if old is None:
+                png.pop(Figure, None)
+            else:
+                png.for_type(Figure, old)
+        return False
+    old = png.for_type(Figure, lambda fig: figure_png(fig, language))
+    _saved_png.setdefault("png", old)
+    return True
+
+
+def editions_html_bundle(render_html, languages: tuple[str, ...]) -> dict:
+    """The :data:`MIME` payload of an HTML output drawn once per language.
+
+    Args:
+        render_html: ``render_html(language, missing) -> str``.
+        languages: the editions.
+    """
+    missing: set[str] = set()
+    out = {lang: render_html(lang, missing) for lang in languages}
+    return {"kind": "text/html", "editions": out, "untranslated": sorted(missing)}
+
+
+
+class EditionsMimeRenderer:
+    """MyST-NB mime renderer: each edition of the built book shows its own rendering.
+
+    Registered in pyproject.toml (entry point group ``myst_nb.mime_renderers``). For the HTML
+    builder a :data:`MIME` output outranks ``text/html`` and ``image/png``; its rendering for
+    the build's ``language`` (English when it has none) is passed to MyST-NB's own image or HTML
+    renderer, so the page holds exactly what an ordinary output would. A label listed as
+    untranslated is a warning on the page (an error in the strict build) in every edition but
+    the English one.
+    """
+
+    mime_priority_overrides = [("html", MIME, 1)]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline):
+        """Render ``data`` if it is a :data:`MIME` output, else return None (MyST-NB's API)."""
+        import dataclasses
+
+        if data.mime_type != MIME:
+            return None
+        payload = data.content
+        if isinstance(payload, (str, bytes)):
+            payload = json.loads(payload)
+        env = getattr(renderer.renderer, "sphinx_env", None)
+        language = getattr(getattr(env, "config", None), "language", None) or "en"
+        renderings = payload.get("editions", {})
+        chosen = language if language in renderings else "en"
+        if chosen not in renderings:
+            return None
+        for message in payload.get("missing_glyphs", []):
+            renderer.logger.warning(f"figure has a character no font can draw: {message}",
+                                    subtype="attnbook_glyph", line=data.line)
+        if language != "en":
+            for label in payload.get("untranslated", []):
+                renderer.logger.warning(
+                    f"figure label not translated to {language}: {label!r} (add it to "
+                    f"lib/attnbook/locale/{language}.po)",
+                    subtype="attnbook_label", line=data.line,
+                )
+        kind = payload.get("kind", "text/html")
+        inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
+        if kind == "text/html":
+            return renderer.render_text_html(inner)
+        return renderer.render_image(inner)

@@ -1,0 +1,339 @@
+"""attnbook.i18n: labels of figures and explorers in the edition's language.
+
+The expected translations come from a small catalog written by each test (not from the book's
+catalog), so every expectation is stated here by hand.
+"""
+
+import base64
+import json
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from attnbook import i18n  # noqa: E402
+
+CATALOG = """\
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "attention weights"
+msgstr "注意力权重"
+
+msgid "position $i$"
+msgstr "位置 $i$"
+
+msgid "{} to {} tokens"
+msgstr "{} 到 {} 个词元"
+
+msgid "head {}"
+msgstr "第 {} 个头"
+
+msgid "layers"
+msgstr "层数"
+
+msgid "causal"
+msgstr "因果"
+
+msgid "on"
+msgstr "开"
+
+msgid "off"
+msgstr "关"
+
+#, fuzzy
+msgid "stale label"
+msgstr "过时的标签"
+"""
+
+
+@pytest.fixture()
+def catalog(tmp_path, monkeypatch):
+    (tmp_path / "zh_CN.po").write_text(CATALOG, encoding="utf-8")
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    i18n._catalog.cache_clear()
+    yield tmp_path
+    i18n._catalog.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _english_by_default(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_LANG", raising=False)
+    monkeypatch.delenv("ATTNBOOK_EDITIONS", raising=False)
+    monkeypatch.setitem(i18n._state, "language", None)
+
+
+def test_translate_exact_pattern_and_fallback(catalog):
+    assert i18n.translate("attention weights", "zh_CN") == "注意力权重"
+    assert i18n.translate("position $i$", "zh_CN") == "位置 $i$"
+    assert i18n.translate("1K to 128K tokens", "zh_CN") == "1K 到 128K 个词元"
+    assert i18n.translate("head 3", "zh_CN") == "第 3 个头"
+    # English is never looked up; an unknown or fuzzy label stays as it is.
+    assert i18n.translate("attention weights", "en") == "attention weights"
+    assert i18n.translate("no such label", "zh_CN") == "no such label"
+    assert i18n.translate("stale label", "zh_CN") == "stale label"
+
+
+def test_language_comes_from_set_language_then_the_environment(catalog, monkeypatch):
+    assert i18n.get_language() == "en"
+    monkeypatch.setenv("ATTNBOOK_LANG", "zh_CN")
+    assert i18n.get_language() == "zh_CN"
+    assert i18n.translate("causal") == "因果"
+    monkeypatch.setenv("ATTNBOOK_LANG", "fr")
+    with pytest.raises(ValueError, match="ATTNBOOK_LANG must be one of"):
+        i18n.get_language()
+    with pytest.raises(ValueError, match="language must be one of .* got 'zh'"):
+        i18n.set_language("zh")
+    with pytest.raises(ValueError, match="language must be one of"):
+        i18n.translate("causal", "de")
+
+
+def test_editions_parse_and_validate(monkeypatch):
+    assert i18n.editions() == ()
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    assert i18n.editions() == ("en", "zh_CN")
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en,xx")
+    with pytest.raises(ValueError, match="ATTNBOOK_EDITIONS must be one of"):
+        i18n.editions()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("attention weights", True),
+    ("$d_k = 64$", False),
+    (r"$\mathrm{Var}(q\cdot k)$", False),
+    ("<b>1.5</b> × 2", False),
+    ("注意力权重", False),
+    ("x", False),
+    ("measured $d_k$", True),
+])
+def test_needs_translation(text, expected):
+    assert i18n.needs_translation(text) is expected
+
+
+def test_translate_plotly_labels_but_not_data(catalog):
+    fig = {
+        "data": [{"type": "scatter", "x": [0, 1], "y": [1, 2], "name": "attention weights",
+                  "text": ["causal", "layers"], "hovertemplate": "layers %{x}"}],
+        "layout": {"title": {"text": "head 2"}, "xaxis": {"title": {"text": "position $i$"}},
+                   "annotations": [{"text": "causal"}, {"text": "untranslated words"}]},
+    }
+    missing = set()
+    out = i18n.translate_plotly(fig, "zh_CN", missing=missing)
+    assert out["data"][0]["name"] == "注意力权重"
+    assert out["data"][0]["text"] == ["causal", "layers"]  # data drawn on the plot: kept
+    assert out["layout"]["title"]["text"] == "第 2 个头"
+    assert out["layout"]["xaxis"]["title"]["text"] == "位置 $i$"
+    assert out["layout"]["annotations"][0]["text"] == "因果"
+    assert missing == {"untranslated words"}
+    assert fig["layout"]["title"]["text"] == "head 2", "the input must not change"
+
+
+def _figure():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], label="attention weights")
+    ax.set(xlabel="position $i$", title="head 1")
+    ax.legend()
+    return fig, ax
+
+
+def test_translated_figure_sets_and_restores_every_text(catalog):
+    fig, ax = _figure()
+    missing = set()
+    with i18n.translated_figure(fig, "zh_CN", missing=missing):
+        assert ax.get_title() == "第 1 个头"
+        assert ax.get_xlabel() == "位置 $i$"
+        assert ax.get_legend().get_texts()[0].get_text() == "注意力权重"
+    assert ax.get_title() == "head 1" and ax.get_xlabel() == "position $i$"
+    assert ax.get_legend().get_texts()[0].get_text() == "attention weights"
+    assert missing == set()
+    plt.close(fig)
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got dict"):
+        with i18n.translated_figure({}, "zh_CN"):
+            pass
+
+
+def test_chinese_figure_draws_every_glyph_and_differs_from_english(catalog):
+    fig, _ax = _figure()
+    en = base64.b64decode(i18n.figure_png(fig, "en"))
+    zh = base64.b64decode(i18n.figure_png(fig, "zh_CN"))
+    assert en[:8] == zh[:8] == b"\x89PNG\r\n\x1a\n"
+    assert en != zh
+    plt.close(fig)
+
+
+def test_a_glyph_no_font_has_is_an_error(catalog):
+    assert i18n.cjk_font_path().is_file()
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.set_title("\U0001F700")  # an alchemical symbol: in neither DejaVu Sans nor Noto CJK
+    with pytest.raises(i18n.MissingGlyphError, match="missing from font"):
+        i18n.figure_png(fig, "zh_CN")
+    glyphs = []
+    i18n.figure_png(fig, "en", glyphs=glyphs)
+    assert len(glyphs) == 1 and glyphs[0].startswith("en: Glyph")
+    plt.close(fig)
+
+
+def test_figure_bundle_lists_untranslated_labels(catalog):
+    fig, ax = _figure()
+    ax.set_ylabel("a label nobody translated")
+    payload = i18n.figure_bundle(fig, ("en", "zh_CN"))
+    assert payload["kind"] == "image/png"
+    assert set(payload["editions"]) == {"en", "zh_CN"}
+    assert payload["untranslated"] == ["a label nobody translated"]
+    assert payload["missing_glyphs"] == []
+    plt.close(fig)
+
+
+def test_install_display_adds_the_editions_output_in_a_build(catalog, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    fig, _ax = _figure()
+    data, _md = shell.display_formatter.format(fig)
+    assert i18n.MIME not in data
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    assert i18n.install_display() is True
+    data, _md = shell.display_formatter.format(fig)
+    payload = data[i18n.MIME]
+    assert set(payload["editions"]) == {"en", "zh_CN"} and payload["untranslated"] == []
+    shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
+    plt.close(fig)
+
+
+class _FakeLogger:
+    def __init__(self):
+        self.messages = []
+
+    def warning(self, msg, **kwargs):
+        self.messages.append(msg)
+
+
+class _FakeRenderer:
+    """What EditionsMimeRenderer uses of MyST-NB's NbElementRenderer."""
+
+    def __init__(self, language):
+        config = type("C", (), {"language": language})()
+        self.renderer = type("R", (), {"sphinx_env": type("E", (), {"config": config})()})()
+        self.logger = _FakeLogger()
+
+    def render_image(self, data):
+        return ("image", data.mime_type, data.content)
+
+    def render_text_html(self, data):
+        return ("html", data.mime_type, data.content)
+
+
+def _mime(payload):
+    from myst_nb.core.render import MimeData
+
+    return MimeData(i18n.MIME, payload)
+
+
+def test_mime_renderer_shows_each_edition_its_own_and_warns_on_gaps():
+    payload = {"kind": "image/png", "editions": {"en": "RU4=", "zh_CN": "WkgK"},
+               "untranslated": ["head 9"], "missing_glyphs": []}
+    zh = _FakeRenderer("zh_CN")
+    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False) == (
+        "image", "image/png", "WkgK")
+    assert len(zh.logger.messages) == 1 and "'head 9'" in zh.logger.messages[0]
+    en = _FakeRenderer("en")
+    assert i18n.EditionsMimeRenderer.handle_mime(en, _mime(payload), False) == (
+        "image", "image/png", "RU4=")
+    assert en.logger.messages == []
+    html = {"kind": "text/html", "editions": {"en": "<p>x</p>"}, "untranslated": []}
+    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(html), False)[0] == "html"
+    from myst_nb.core.render import MimeData
+    assert i18n.EditionsMimeRenderer.handle_mime(zh, MimeData("image/png", "x"), False) is None
+    glyph = dict(payload, missing_glyphs=["en: Glyph 128768 missing from font(s) DejaVu Sans."])
+    en = _FakeRenderer("en")
+    i18n.EditionsMimeRenderer.handle_mime(en, _mime(glyph), False)
+    assert any("no font can draw" in m for m in en.logger.messages)
+
+
+def test_explorer_carries_one_static_explorer_per_edition(catalog, monkeypatch):
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import Control, Explorer
+
+    def render(layers, causal):
+        return go.Figure(go.Scatter(x=[0, 1], y=[layers, 1], name="attention weights"),
+                         layout={"title": {"text": f"head {layers}"}})
+
+    ex = Explorer([Control("layers", "layers", "slider", (1, 2), 1),
+                   Control("causal", "causal", "toggle", (False, True), False)],
+                  render, title="attention weights")
+    assert i18n.MIME not in ex._repr_mimebundle_()
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    payload = ex._repr_mimebundle_()[i18n.MIME]
+    assert payload["kind"] == "text/html" and payload["untranslated"] == []
+    zh, en = payload["editions"]["zh_CN"], payload["editions"]["en"]
+    assert ">层数</label>" in zh and ">layers</label>" in en
+    spec = json.loads(zh.split('type="application/json"')[1].split(">", 1)[1]
+                      .split("</script>")[0].replace("<\\/", "</"))
+    assert spec["toggle_text"] == ["关", "开"]
+    titles = {json.dumps(f["layout"], ensure_ascii=False) for f in spec["frames"]}
+    assert any("第 2 个头" in t for t in titles) or "第 1 个头" in json.dumps(
+        spec["layout"], ensure_ascii=False)
+    assert "head 1" not in zh
+
+
+def test_live_explorer_uses_the_language_set(catalog):
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import Control, Explorer
+
+    i18n.set_language("zh_CN")
+    try:
+        ex = Explorer([Control("layers", "layers", "slider", (1, 2), 1)],
+                      lambda layers: go.Figure(layout={"title": {"text": f"head {layers}"}}),
+                      title="x")
+        assert ex.controls["layers"].description == "层数"
+        assert "第 1 个头" in json.dumps(ex.figure.layout.to_plotly_json(), ensure_ascii=False)
+    finally:
+        i18n.set_language("en")
+
+
+def test_png_formatter_follows_the_live_language(catalog, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    png = shell.display_formatter.formatters["image/png"]
+    fig, _ax = _figure()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        i18n.set_language("zh_CN")
+        zh = png(fig)
+        i18n.set_language("en")
+    assert zh == i18n.figure_png(fig, "zh_CN")
+    assert png(fig) != zh
+    plt.close(fig)
+
+
+def test_reflow_counts_chinese_characters_as_wide_and_breaks_between_them():
+    from attnbook.explorers import reflow
+
+    assert reflow.text_width_px("注意力", 10) == pytest.approx(30.0)
+    assert reflow.text_width_px("abc", 10) == pytest.approx(3 * reflow.CHAR_EM * 10)
+    wrapped = reflow.wrap_html("每个键对这个查询的权重", 60, 10)
+    lines = wrapped.split("<br>")
+    assert "".join(lines) == "每个键对这个查询的权重" and len(lines) == 2
+    assert all(reflow.text_width_px(line, 10) <= 60 for line in lines)
+    # Latin words still break only at spaces, and tags stay whole.
+    assert reflow.wrap_html("<b>注意力</b> weights here", 70, 10).split("<br>")[0] in (
+        "<b>注意力</b>", "<b>注意力</b> weights")
+
+
+def test_slider_width_counts_wide_characters_twice():
+    from attnbook.explorers.base import LABEL_CHAR_PX, Control
+
+    en = Control("a", "ab", "slider", (1, 2), 1)
+    zh = Control("a", "层数", "slider", (1, 2), 1)
+    assert zh.slider_min_px() - en.slider_min_px() == 2 * LABEL_CHAR_PX
+    assert np.isfinite(zh.slider_min_px())
