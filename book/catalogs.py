@@ -7,6 +7,7 @@ item or table cell of it, with its MyST markup intact (math, roles, inline code,
 
 Usage (from the repository root, with the project's interpreter)::
 
+    .venv/bin/python book/catalogs.py update            # the pages' messages into the catalogs
     .venv/bin/python book/catalogs.py status            # translated share per catalog
     .venv/bin/python book/catalogs.py check [PO ...]    # markup of every translation preserved
     .venv/bin/python book/catalogs.py prefill [PO ...]  # copy messages that are only markup
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -105,6 +107,61 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
     return problems
 
 
+#: The gettext build's output: one .pot per page.
+POT_DIR = ROOT / "_build" / "gettext"
+#: Catalogs kept under appendix/api/ (the rest of the API reference stays English).
+API_KEPT = ("index",)
+
+
+def extract(out: Path = POT_DIR) -> None:
+    """Write each page's messages to ``out/<page>.pot`` (Sphinx's gettext builder, no execution).
+
+    Raises:
+        RuntimeError: if the gettext build fails (its output is in the message).
+    """
+    script = (
+        "import sys; from pathlib import Path; from jupyter_book.sphinx import build_sphinx\n"
+        "root = Path(sys.argv[1]); out = Path(sys.argv[2])\n"
+        "sys.exit(build_sphinx(root, out, noconfig=True, path_config=root / '_config.yml',"
+        " confoverrides={'external_toc_path': '_toc.yml', 'latex_individualpages': False,"
+        " 'nb_execution_mode': 'off'}, builder='gettext', doctreedir=out / '.doctrees',"
+        " really_quiet=True) or 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(ROOT), str(out)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the gettext build failed:\n{proc.stderr[-3000:]}")
+
+
+def update() -> None:
+    """Extract the messages, merge them into the catalogs (``sphinx-intl update``), prefill."""
+    extract()
+    subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "-p", str(POT_DIR),
+                    "-l", LANGUAGE, "-d", str(LOCALE_DIR)], check=True, stdout=subprocess.DEVNULL)
+    api = CATALOG_DIR / "appendix" / "api"
+    for path in sorted(api.rglob("*.po")) if api.is_dir() else []:
+        if path.relative_to(api).with_suffix("").as_posix() not in API_KEPT:
+            path.unlink()
+    for sub in sorted((p for p in api.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    for path in catalogs():
+        prefill(path)
+
+
+def prefill(path: Path) -> int:
+    """Copy each untranslated message that is only markup (:func:`is_verbatim`) into ``msgstr``."""
+    po = polib.pofile(str(path))
+    n = 0
+    for e in po:
+        if not e.obsolete and not e.msgstr and is_verbatim(e.msgid):
+            e.msgstr = e.msgid
+            n += 1
+    if n:
+        po.save(str(path))
+    return n
+
+
 def catalogs(patterns: tuple[str, ...] | None = None) -> list[Path]:
     """The catalogs under :data:`CATALOG_DIR` (all, or those matching page ``patterns``)."""
     found = sorted(CATALOG_DIR.rglob("*.po"))
@@ -133,7 +190,7 @@ def status(paths: list[Path]) -> dict[str, dict[str, int]]:
 
 
 def _main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("status", "check", "prefill", "dump", "apply"):
+    if not argv or argv[0] not in ("update", "status", "check", "prefill", "dump", "apply"):
         print(__doc__)
         return 2
     cmd, args = argv[0], argv[1:]
@@ -157,15 +214,11 @@ def _main(argv: list[str]) -> int:
         return 1 if bad else 0
     if cmd == "prefill":
         for path in [Path(a) for a in args] or catalogs():
-            po = polib.pofile(str(path))
-            n = 0
-            for e in po:
-                if not e.obsolete and not e.msgstr and is_verbatim(e.msgid):
-                    e.msgstr = e.msgid
-                    n += 1
-            po.save(str(path))
-            print(f"{path}: {n} markup-only messages copied")
+            print(f"{path}: {prefill(path)} markup-only messages copied")
         return 0
+    if cmd == "update":
+        update()
+        return _main(["status"])
     if cmd == "dump":
         po = polib.pofile(args[0])
         todo = {e.msgid: e.msgstr for e in po

@@ -30,9 +30,9 @@ Usage::
     .venv/bin/python book/editions.py --all      # both editions from scratch (CI, tests)
     .venv/bin/python book/editions.py --edition en
 
-The generated ``_build/html/en`` and ``_build/html/zh`` are links to
-``_build/editions/<code>/html``, where each edition's doctrees and MyST-NB's
-``jupyter_execute`` folder also live (outside the published HTML).
+Each edition is built in ``_build/editions/<code>/`` (its ``html``, doctrees and MyST-NB's
+``jupyter_execute`` folder, which must stay outside the published HTML) and then published to
+``_build/html/<code>`` as hard links.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ EDITIONS = (
     ("zh", "zh_CN", "中文", "Chinese"),
 )
 #: What the execution key covers besides the installed packages (globs relative to the root).
-KEY_SOURCES = ("lib/attnbook/**/*.py", "requirements.txt", "pyproject.toml")
+KEY_SOURCES = ("lib/attnbook/**/*.py", "lib/attnbook/locale/**/*.po", "requirements.txt",
+               "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
 STRICT = {"warningiserror": True,  # -W
@@ -182,16 +183,27 @@ li a:hover, li a:focus {{ background: #f2f6fb; }}
 """
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or no hard links: copy
+        shutil.copy2(src, dst)
+
+
 def publish() -> None:
-    """Point ``_build/html/<code>`` at each built edition and write the landing page."""
+    """Put each built edition in ``_build/html/<code>`` and write the landing page.
+
+    The files are hard links to ``_build/editions/<code>/html`` (copies where the file system
+    has none): ``_build/html`` is a plain folder that can be copied anywhere, and publishing
+    takes a second, not a copy of the whole book.
+    """
     if HTML.is_symlink() or HTML.is_file():
         HTML.unlink()
     if HTML.is_dir():
         shutil.rmtree(HTML)
     HTML.mkdir(parents=True)
     for code, *_rest in EDITIONS:
-        (HTML / code).symlink_to(Path("..") / "editions" / code / "html",
-                                 target_is_directory=True)
+        shutil.copytree(EDITIONS_DIR / code / "html", HTML / code, copy_function=_link_or_copy)
     (HTML / "index.html").write_text(landing_page(), encoding="utf-8")
 
 

@@ -173,6 +173,13 @@ def built_book() -> Path:
     return build_book(ROOT)
 
 
+@pytest.fixture(scope="session", params=sorted(EDITIONS))
+def edition_book(request, built_book) -> Path:
+    """Each built edition in turn (``_build/html/en``, ``_build/html/zh``): the checks every
+    edition must pass (offline, console, math, explorers) take this instead of ``built_book``."""
+    return BOOK_DIR / request.param
+
+
 @pytest.fixture(scope="session")
 def built_editions(built_book) -> dict[str, Path]:
     """The built editions: ``{"en": _build/html/en, "zh": _build/html/zh}``."""

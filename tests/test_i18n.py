@@ -52,9 +52,17 @@ msgstr "过时的标签"
 """
 
 
+CATALOG_B = """\
+msgid "Llama 2 7B"
+msgstr "Llama 2 7B"
+"""
+
+
 @pytest.fixture()
 def catalog(tmp_path, monkeypatch):
-    (tmp_path / "zh_CN.po").write_text(CATALOG, encoding="utf-8")
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "a.po").write_text(CATALOG, encoding="utf-8")
+    (tmp_path / "zh_CN" / "b.po").write_text(CATALOG_B, encoding="utf-8")
     monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
     i18n._catalog.cache_clear()
     yield tmp_path
@@ -77,6 +85,13 @@ def test_translate_exact_pattern_and_fallback(catalog):
     assert i18n.translate("attention weights", "en") == "attention weights"
     assert i18n.translate("no such label", "zh_CN") == "no such label"
     assert i18n.translate("stale label", "zh_CN") == "stale label"
+    # A second file of the same language is read too; an entry may keep a name as it is.
+    assert i18n.lookup("Llama 2 7B", "zh_CN") == "Llama 2 7B"
+    assert i18n.lookup("no such label", "zh_CN") is None
+    missing = set()
+    assert i18n.translate_checked("Llama 2 7B", "zh_CN", missing) == "Llama 2 7B"
+    assert i18n.translate_checked("Mistral 7B", "zh_CN", missing) == "Mistral 7B"
+    assert missing == {"Mistral 7B"}
 
 
 def test_language_comes_from_set_language_then_the_environment(catalog, monkeypatch):

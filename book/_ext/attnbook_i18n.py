@@ -27,7 +27,7 @@ Nothing else changes: an untranslated build parses exactly as before.
 Glued phrases. A ``{glue:text}`` value is usually a number, the same in every edition. Some are
 English phrases computed by a chapter ("has no", "1K to 128K tokens"); in an edition other than
 English each glued text that has an English word is translated with the figure labels' catalog
-(:func:`attnbook.i18n.translate`, ``lib/attnbook/locale/<language>.po``), and one that has no
+(:func:`attnbook.i18n.lookup`, ``lib/attnbook/locale/<language>/*.po``), and one that has no
 entry is a warning (an error in the strict build), naming the page and the phrase.
 
 The language switch. When ``attnbook_editions`` is set (``book/editions.py`` sets it), every
@@ -106,10 +106,10 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
         text = node.astext()
         if not i18n.needs_translation(text):
             continue
-        new = i18n.translate(text, language)
-        if new == text:
+        new = i18n.lookup(text, language)
+        if new is None:
             logger.warning(f"glued phrase not translated to {language}: {text!r} (add it to "
-                           f"lib/attnbook/locale/{language}.po)", location=node,
+                           f"lib/attnbook/locale/{language}/)", location=node,
                            type="attnbook", subtype="glue")
             continue
         node.children = []

@@ -75,7 +75,8 @@ _FETCHING_ATTRS = {
     ("video", "poster"),
 }
 #: ``<link rel=...>`` values that do not fetch anything when the page is opened.
-_NON_FETCHING_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help"}
+_NON_FETCHING_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help",
+                      "alternate"}
 
 
 def plotly_js_source() -> Path:

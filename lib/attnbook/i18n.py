@@ -2,8 +2,9 @@
 
 The book has two editions built from one execution of its chapters (``book/editions.py``). The
 prose is translated by Sphinx's gettext catalogs; the *labels drawn inside figures and
-explorers* are translated here, from the label catalog ``lib/attnbook/locale/zh_CN.po`` (one
-``msgid`` per English label, as written in a chapter or in this library).
+explorers* are translated here, from the label catalogs ``lib/attnbook/locale/zh_CN/*.po`` (one
+``msgid`` per English label, as written in a chapter or in this library; any number of files,
+read together).
 
 Two ways a label reaches the reader:
 
@@ -49,6 +50,7 @@ __all__ = [
     "set_language",
     "editions",
     "needs_translation",
+    "lookup",
     "translate",
     "translate_checked",
     "translate_plotly",
@@ -65,7 +67,7 @@ __all__ = [
 LANGUAGES = ("en", "zh_CN")
 #: The output MIME type carrying one rendering per edition (see the module docstring).
 MIME = "application/vnd.attnbook.editions+json"
-#: The label catalogs: ``<language>.po`` in this folder.
+#: The label catalogs: ``<language>/*.po`` in this folder.
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
 _MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
@@ -135,12 +137,11 @@ def needs_translation(text: str) -> bool:
 def _catalog(language: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     import polib
 
-    path = LOCALE_DIR / f"{language}.po"
     exact: dict[str, str] = {}
     patterns: list[tuple[re.Pattern, str]] = []
-    if not path.is_file():
-        return exact, patterns
-    for entry in polib.pofile(str(path)):
+    entries = [e for path in sorted((LOCALE_DIR / language).glob("*.po"))
+               for e in polib.pofile(str(path))]
+    for entry in entries:
         if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags:
             continue
         if "{}" in entry.msgid:
@@ -151,6 +152,30 @@ def _catalog(language: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]
     # Longest patterns first: the most specific wins.
     patterns.sort(key=lambda p: -len(p[0].pattern))
     return exact, patterns
+
+
+def lookup(text: str, language: str) -> str | None:
+    """The catalog's translation of ``text`` into ``language``, or None when it has no entry.
+
+    An entry may translate a label to itself (a name such as ``"Llama 2 7B"``).
+
+    Raises:
+        ValueError: if ``language`` is not in :data:`LANGUAGES`.
+    """
+    language = _check_language(language)
+    if language == "en" or not isinstance(text, str) or not text:
+        return text
+    exact, patterns = _catalog(language)
+    if text in exact:
+        return exact[text]
+    for pattern, msgstr in patterns:
+        m = pattern.match(text)
+        if m:
+            parts = msgstr.split("{}")
+            values = list(m.groups()) + [""] * len(parts)
+            return "".join(p + (values[i] if i < len(parts) - 1 else "")
+                           for i, p in enumerate(parts))
+    return None
 
 
 def translate(text: str, language: str | None = None) -> str:
@@ -168,27 +193,18 @@ def translate(text: str, language: str | None = None) -> str:
         ValueError: if ``language`` is not in :data:`LANGUAGES`.
     """
     language = get_language() if language is None else _check_language(language)
-    if language == "en" or not isinstance(text, str) or not text:
-        return text
-    exact, patterns = _catalog(language)
-    if text in exact:
-        return exact[text]
-    for pattern, msgstr in patterns:
-        m = pattern.match(text)
-        if m:
-            parts = msgstr.split("{}")
-            values = list(m.groups()) + [""] * len(parts)
-            return "".join(p + (values[i] if i < len(parts) - 1 else "")
-                           for i, p in enumerate(parts))
-    return text
+    found = lookup(text, language)
+    return text if found is None else found
 
 
 def translate_checked(text: str, language: str, missing: set[str]) -> str:
     """:func:`translate`, adding ``text`` to ``missing`` when it needed an entry and had none."""
-    out = translate(text, language)
-    if out == text and language != "en" and needs_translation(text):
-        missing.add(text)
-    return out
+    found = lookup(text, language)
+    if found is None:
+        if needs_translation(text):
+            missing.add(text)
+        return text
+    return found
 
 
 #: Keys of a plotly figure's JSON whose string values are labels (titles, axis titles,
@@ -509,7 +525,7 @@ class EditionsMimeRenderer:
             for label in payload.get("untranslated", []):
                 renderer.logger.warning(
                     f"figure label not translated to {language}: {label!r} (add it to "
-                    f"lib/attnbook/locale/{language}.po)",
+                    f"lib/attnbook/locale/{language}/)",
                     subtype="attnbook_label", line=data.line,
                 )
         kind = payload.get("kind", "text/html")

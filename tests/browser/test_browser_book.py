@@ -1,6 +1,6 @@
 """The built HTML book is self-contained and works in a real browser (issue 2, section 2).
 
-Two kinds of test, both on the strict build from the ``built_book`` fixture:
+Two kinds of test, both on the strict build from the ``edition_book`` fixture:
 
 * static checks of the HTML files: every ``<script src>``, ``<link href>``, ``<img src>``, …
   is a file of the book (nothing from a CDN), no ipywidgets state and no require.js is embedded,
@@ -152,19 +152,19 @@ def toc_files() -> list[str]:
 # static checks of the built HTML
 
 
-def test_every_toc_page_is_built(built_book):
-    missing = [name for name in toc_files() if not (built_book / f"{name}.html").is_file()]
+def test_every_toc_page_is_built(edition_book):
+    missing = [name for name in toc_files() if not (edition_book / f"{name}.html").is_file()]
     assert not missing, f"pages listed in _toc.yml but not built: {missing}"
     for extra in ("index.html", "genindex.html", "search.html"):
-        assert (built_book / extra).is_file(), f"{extra} was not built"
+        assert (edition_book / extra).is_file(), f"{extra} was not built"
 
 
-def test_pages_load_only_files_of_the_book(built_book):
+def test_pages_load_only_files_of_the_book(edition_book):
     problems = []
-    for page in built_pages(built_book):
-        rel = page.relative_to(built_book).as_posix()
+    for page in built_pages(edition_book):
+        rel = page.relative_to(edition_book).as_posix()
         for tag, attr, url in parse_page(page).fetched:
-            target = resolve_local(page, url, built_book)
+            target = resolve_local(page, url, edition_book)
             if target is None:
                 problems.append(f"{rel}: <{tag} {attr}={url!r}> leaves the book")
             elif not target.is_file():
@@ -172,10 +172,10 @@ def test_pages_load_only_files_of_the_book(built_book):
     assert not problems, "\n".join(problems)
 
 
-def test_no_widget_state_no_requirejs_no_thebe(built_book):
+def test_no_widget_state_no_requirejs_no_thebe(edition_book):
     problems = []
-    for page in built_pages(built_book):
-        rel = page.relative_to(built_book).as_posix()
+    for page in built_pages(edition_book):
+        rel = page.relative_to(edition_book).as_posix()
         parsed = parse_page(page)
         for script in parsed.scripts:
             if script["attrs"].get("type") == WIDGET_STATE_MIME:
@@ -188,19 +188,19 @@ def test_no_widget_state_no_requirejs_no_thebe(built_book):
     assert not problems, "\n".join(problems)
 
 
-def test_plotly_js_comes_once_from_static_and_is_never_inlined(built_book):
+def test_plotly_js_comes_once_from_static_and_is_never_inlined(edition_book):
     import plotly
 
     bundled = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    served = built_book / "_static" / "plotly.min.js"
+    served = edition_book / "_static" / "plotly.min.js"
     assert served.is_file(), "_static/plotly.min.js was not copied into the build"
     assert hashlib.sha256(served.read_bytes()).digest() == hashlib.sha256(
         bundled.read_bytes()
     ).digest(), "_static/plotly.min.js differs from the installed plotly's plotly.min.js"
 
     problems, pages_with_figures = [], 0
-    for page in built_pages(built_book):
-        rel = page.relative_to(built_book).as_posix()
+    for page in built_pages(edition_book):
+        rel = page.relative_to(edition_book).as_posix()
         text = page.read_text(encoding="utf-8")
         parsed = parse_page(page)
         loads = [
@@ -213,7 +213,7 @@ def test_plotly_js_comes_once_from_static_and_is_never_inlined(built_book):
         if has_figure and len(loads) != 1:
             problems.append(f"{rel}: has plotly figures but loads plotly.min.js {len(loads)} times")
         for src in loads:
-            target = resolve_local(page, src, built_book)
+            target = resolve_local(page, src, edition_book)
             if target != served.resolve():
                 problems.append(f"{rel}: loads plotly.js from {src}, not from _static")
             attrs = next(s["attrs"] for s in parsed.scripts if s["attrs"].get("src") == src)
@@ -230,21 +230,21 @@ def test_plotly_js_comes_once_from_static_and_is_never_inlined(built_book):
         assert pages_with_figures > 0, "no built page has a plotly figure; chapters should"
 
 
-def test_mathjax_is_served_from_the_book(built_book):
-    mathjax = built_book / "_static" / "mathjax" / "tex-chtml.js"
+def test_mathjax_is_served_from_the_book(edition_book):
+    mathjax = edition_book / "_static" / "mathjax" / "tex-chtml.js"
     assert mathjax.is_file(), "MathJax was not copied into _static/mathjax"
-    fonts_dir = built_book / "_static" / "mathjax" / "output" / "chtml" / "fonts"
+    fonts_dir = edition_book / "_static" / "mathjax" / "output" / "chtml" / "fonts"
     fonts = list(fonts_dir.rglob("*.woff"))
     assert fonts, "MathJax's CHTML web fonts are missing from _static/mathjax"
-    intro = parse_page(built_book / "intro.html")
+    intro = parse_page(edition_book / "intro.html")
     srcs = [s["attrs"].get("src", "") for s in intro.scripts]
     assert any(urlsplit(s).path == "_static/mathjax/tex-chtml.js" for s in srcs), srcs
 
 
-def test_page_weight_without_static_is_at_most_2_mb(built_book):
+def test_page_weight_without_static_is_at_most_2_mb(edition_book):
     weights = {
-        page.relative_to(built_book).as_posix(): page_weight(page, built_book)
-        for page in built_pages(built_book)
+        page.relative_to(edition_book).as_posix(): page_weight(page, edition_book)
+        for page in built_pages(edition_book)
     }
     heavy = {name: w for name, w in weights.items() if w > MAX_PAGE_BYTES}
     assert not heavy, f"pages over {MAX_PAGE_BYTES} bytes without _static: {heavy}"
@@ -293,9 +293,9 @@ def serve(directory: Path):
 
 
 @pytest.fixture(scope="module")
-def book_url(built_book):
+def book_url(edition_book):
     """The built book served on localhost for the duration of the module."""
-    with serve(built_book) as url:
+    with serve(edition_book) as url:
         yield url
 
 
@@ -406,10 +406,10 @@ def check_page(
 
 
 @pytest.mark.browser
-def test_every_page_is_offline_clean_in_chromium(built_book, book_url):
+def test_every_page_is_offline_clean_in_chromium(edition_book, book_url):
     from playwright.sync_api import sync_playwright
 
-    pages = built_pages(built_book)
+    pages = built_pages(edition_book)
     assert pages, "no pages built"
     failures: dict[str, list[str]] = {}
     figures_seen = 0
@@ -417,13 +417,13 @@ def test_every_page_is_offline_clean_in_chromium(built_book, book_url):
         browser = launch(pw)
         try:
             for path in pages:
-                rel = path.relative_to(built_book).as_posix()
+                rel = path.relative_to(edition_book).as_posix()
                 refresh = parse_page(path).refresh
                 expect = None
                 if refresh:  # index.html is a redirect to the root page
                     target = refresh.split("url=", 1)[1].strip()
                     expect = book_url + (path.parent / target).resolve().relative_to(
-                        built_book.resolve()
+                        edition_book.resolve()
                     ).as_posix()
                 context = browser.new_context()
                 page = context.new_page()

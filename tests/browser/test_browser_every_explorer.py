@@ -80,11 +80,11 @@ def operate(page, uid: str, control: dict) -> bool:
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("chapter", chapters_with_explorers())
-def test_every_static_explorer_redraws_its_frames(chapter, built_book):
+def test_every_static_explorer_redraws_its_frames(chapter, edition_book):
     require_chromium()
     from playwright.sync_api import sync_playwright
 
-    path = Path(built_book) / f"{chapter}.html"
+    path = Path(edition_book) / f"{chapter}.html"
     assert path.is_file(), f"the built book lacks {path}"
     with sync_playwright() as p:
         browser = launch(p)
@@ -136,7 +136,7 @@ def explorer_label_findings(page, *, name: str, width: int) -> list[dict]:
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("chapter", chapters_with_explorers())
-def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
+def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, edition_book):
     """No explorer text overlaps another or leaves its figure, before and after a slider moves.
 
     At 390 px (a phone; the column is ~358 px) the explorers draw their narrow frames
@@ -147,7 +147,7 @@ def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
     import layout
     from playwright.sync_api import sync_playwright
 
-    path = Path(built_book) / f"{chapter}.html"
+    path = Path(edition_book) / f"{chapter}.html"
     with sync_playwright() as p:
         browser = launch(p)
         try:
@@ -174,12 +174,12 @@ def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.book  # the built page, through request.getfixturevalue
-def test_explorer_switches_layout_when_the_window_is_resized(built_book):
+def test_explorer_switches_layout_when_the_window_is_resized(edition_book):
     require_chromium()
     from playwright.sync_api import sync_playwright
 
     chapter = "chapters/06-masks"
-    path = Path(built_book) / f"{chapter}.html"
+    path = Path(edition_book) / f"{chapter}.html"
     if not path.is_file():
         pytest.skip(f"the built book has no {chapter}.html")
     with sync_playwright() as p:

@@ -1,0 +1,141 @@
+"""The Chinese edition's catalogs: complete, not fuzzy, markup carried over, in step with the pages.
+
+Reads ``locales/zh_CN/LC_MESSAGES`` through ``book/catalogs.py`` (the contributors' tool) and the
+label catalog ``lib/attnbook/locale/zh_CN.po`` of ``attnbook.i18n``.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import polib
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book"))
+import catalogs  # noqa: E402
+
+sys.path.pop(0)
+
+REQUIRED = catalogs.catalogs(catalogs.REQUIRED)
+
+
+def test_every_page_of_the_book_has_a_catalog():
+    pages = {catalogs.page_of(p) for p in REQUIRED}
+    chapters = {f"chapters/{p.stem}" for p in (ROOT / "chapters").glob("*.md")}
+    assert chapters <= pages, sorted(chapters - pages)
+    assert {"intro", "run", "appendix/notation", "appendix/glossary"} <= pages
+
+
+@pytest.mark.parametrize("po", REQUIRED, ids=catalogs.page_of)
+def test_catalog_is_complete_and_not_fuzzy(po):
+    row = catalogs.status([po])[catalogs.page_of(po)]
+    po_file = polib.pofile(str(po))
+    untranslated = [e.msgid[:60] for e in po_file if not e.obsolete and not e.msgstr]
+    fuzzy = [e.msgid[:60] for e in po_file if not e.obsolete and "fuzzy" in e.flags]
+    assert (untranslated, fuzzy) == ([], []), row
+
+
+@pytest.mark.parametrize("po", catalogs.catalogs(), ids=catalogs.page_of)
+def test_translations_keep_every_markup_token(po):
+    problems = [(e.msgid[:50], p)
+                for e in polib.pofile(str(po)) for p in catalogs.markup_problems(e)]
+    assert problems == []
+
+
+def test_markup_check_can_fail():
+    entry = polib.POEntry(
+        msgid="The variance at $d_k = 64$ is {glue:text}`var64:.2f` ({cite}`vaswani2017`).",
+        msgstr="方差为 {glue:text}`var64:.3f`（{cite}`vaswani2017`）。",
+    )
+    problems = catalogs.markup_problems(entry)
+    assert "missing 'math $d_k = 64$'" in problems
+    assert "missing 'role glue:text var64:.2f'" in problems
+    assert "added 'role glue:text var64:.3f'" in problems
+    ok = polib.POEntry(msgid="see {doc}`chapter 3 <03-x>` and `f(x)`",
+                       msgstr="见 {doc}`第 3 章 <03-x>` 与 `f(x)`")
+    assert catalogs.markup_problems(ok) == []
+
+
+def test_markup_only_messages_are_recognised():
+    assert catalogs.is_verbatim("\n\\operatorname{softmax}(x)\n")
+    assert catalogs.is_verbatim("{glue:text}`n_params:,`")
+    assert not catalogs.is_verbatim("The variance is $d_k$.")
+
+
+def test_bold_closes_in_every_translation():
+    """A ``**`` pair must still render as bold in Chinese (CommonMark's flanking rules)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    bad = []
+    for po in REQUIRED:
+        for e in polib.pofile(str(po)):
+            if not e.msgstr or "**" not in e.msgid or e.msgid.startswith("\n"):
+                continue
+            want = len(re.findall(r"<strong>", md.render(e.msgid)))
+            got = len(re.findall(r"<strong>", md.render(e.msgstr)))
+            if got < want:
+                bad.append((catalogs.page_of(po), e.msgstr[:60]))
+    assert bad == []
+
+
+@pytest.mark.slow
+def test_catalogs_hold_every_message_of_the_current_pages(tmp_path):
+    """Extract the pages' messages now (Sphinx's gettext builder) and find each in its catalog.
+
+    A sentence changed in an English page is a new message: until it is translated the Chinese
+    edition would show it in English, and this test names it.
+    """
+    catalogs.extract(tmp_path / "pot")
+    stale = []
+    for po in REQUIRED:
+        page = catalogs.page_of(po)
+        pot = tmp_path / "pot" / f"{page}.pot"
+        assert pot.is_file(), f"no messages extracted for {page}"
+        have = {e.msgid for e in polib.pofile(str(po)) if e.msgstr and "fuzzy" not in e.flags}
+        stale += [(page, e.msgid[:70]) for e in polib.pofile(str(pot)) if e.msgid not in have]
+    assert stale == [], "messages of the pages with no translation (run sphinx-intl update)"
+
+
+# ------------------------------------------------------------------------------------------
+# The label catalog of attnbook.i18n (figure and explorer labels, glued phrases)
+
+LABELS = sorted((ROOT / "lib" / "attnbook" / "locale" / "zh_CN").glob("*.po"))
+
+
+def test_label_catalog_entries_are_complete_and_keep_placeholders_and_math():
+    entries = [e for path in LABELS for e in polib.pofile(str(path))]
+    assert len(entries) > 0
+    bad = []
+    for e in entries:
+        if not e.msgstr or "fuzzy" in e.flags:
+            bad.append((e.msgid, "untranslated or fuzzy"))
+        elif e.msgid.count("{}") != e.msgstr.count("{}"):
+            bad.append((e.msgid, "placeholders differ"))
+        elif sorted(re.findall(r"\$[^$]*\$", e.msgid)) != \
+                sorted(re.findall(r"\$[^$]*\$", e.msgstr)):
+            bad.append((e.msgid, "mathtext differs"))
+    assert bad == []
+
+
+def test_every_label_translation_draws_without_a_missing_glyph():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnbook import i18n
+
+    texts = [e.msgstr for path in LABELS for e in polib.pofile(str(path)) if e.msgstr]
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_title("\n".join(t.replace("{}", "1") for t in texts if "$" not in t)[:20000])
+    for i, t in enumerate(t for t in texts if "$" in t):
+        ax.text(0, i, t.replace("{}", "1"))
+    glyphs: list[str] = []
+    with i18n.translated_figure(fig, "en"):
+        for artist in fig.findobj(matplotlib.text.Text):
+            artist.set_fontfamily(i18n._families_for(artist.get_text(), ["sans-serif"]))
+        i18n.figure_png(fig, "en", glyphs=glyphs)
+    plt.close(fig)
+    assert glyphs == []
