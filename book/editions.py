@@ -139,7 +139,7 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     from jupyter_book.sphinx import build_sphinx
 
     out = EDITIONS_DIR / code / "html"
-    overrides = dict(OVERRIDES, language=language)
+    overrides = dict(OVERRIDES, language=language, attnbook_read_marker=str(_read_marker(code)))
     result = build_sphinx(
         ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
         confoverrides=overrides, builder="html", freshenv=fresh, force_all=fresh, **STRICT,
@@ -211,6 +211,10 @@ def _ok_file(code: str) -> Path:
     return EDITIONS_DIR / code / ".build-ok"
 
 
+def _read_marker(code: str) -> Path:
+    return EDITIONS_DIR / code / ".read-done"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--all", action="store_true",
@@ -235,26 +239,47 @@ def main(argv: list[str] | None = None) -> int:
           f"({'cache kept' if kept else 'cache emptied: outputs will be recomputed'})",
           flush=True)
     wanted = args.edition or [c for c, *_ in EDITIONS]
-    times = {}
+    start = time.perf_counter()
+    running: list[tuple[str, str, subprocess.Popen]] = []
     for code, language, _name, english in EDITIONS:
         if code not in wanted:
             continue
         ok = _ok_file(code)
         fresh = args.all or not ok.is_file() or ok.read_text().strip() != key
         ok.unlink(missing_ok=True)
-        start = time.perf_counter()
+        marker = _read_marker(code)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.unlink(missing_ok=True)
+        if running:
+            # The chapters execute while the first edition reads its pages; once it has read
+            # them all, the cache holds every output and the next edition can start beside the
+            # first one's writing phase (two processes on two cores).
+            prev_code, prev_english, prev = running[-1]
+            while prev.poll() is None and not _read_marker(prev_code).is_file():
+                time.sleep(0.5)
+            if prev.poll() not in (None, 0):
+                print(f"editions: the {prev_english} edition failed (exit {prev.returncode})",
+                      file=sys.stderr)
+                return prev.returncode
         print(f"editions: building the {english} edition ({language}) "
               f"{'from scratch' if fresh else 'incrementally'}", flush=True)
         # Each edition in its own process: Sphinx and its extensions keep global state.
-        rc = subprocess.call([sys.executable, __file__, "--worker", code, "1" if fresh else "0"],
-                             cwd=ROOT)
+        running.append((code, english, subprocess.Popen(
+            [sys.executable, __file__, "--worker", code, "1" if fresh else "0"], cwd=ROOT)))
+    times = {}
+    failed = 0
+    for code, english, proc in running:
+        rc = proc.wait()
         times[code] = time.perf_counter() - start
         if rc != 0:
             print(f"editions: the {english} edition failed (exit {rc})", file=sys.stderr)
-            return rc or 1
-        ok.write_text(key + "\n")
+            failed = failed or rc or 1
+            continue
+        _ok_file(code).write_text(key + "\n")
+    if failed:
+        return failed
     publish()
-    summary = ", ".join(f"{c} {t:.0f} s" for c, t in times.items())
+    summary = ", ".join(f"{c} done after {t:.0f} s" for c, t in times.items())
     print(f"editions: built ({summary}); the book: {HTML / 'index.html'}")
     (BUILD / "editions" / "times.json").write_text(json.dumps(times) + "\n")
     return 0

@@ -352,3 +352,22 @@ def test_slider_width_counts_wide_characters_twice():
     zh = Control("a", "层数", "slider", (1, 2), 1)
     assert zh.slider_min_px() - en.slider_min_px() == 2 * LABEL_CHAR_PX
     assert np.isfinite(zh.slider_min_px())
+
+
+def test_install_display_survives_the_inline_backend_loading_later(catalog, monkeypatch):
+    """The inline backend drops every Figure formatter but its own when pyplot first loads it."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.pylabtools import select_figure_formats
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    loads = []
+    monkeypatch.setattr(i18n, "_load_inline_backend",
+                        lambda: (loads.append(1), select_figure_formats(shell, {"png"})))
+    i18n.install_display()
+    fig, _ax = _figure()
+    data, _md = shell.display_formatter.format(fig)
+    assert loads and i18n.MIME in data and "image/png" in data
+    shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
+    plt.close(fig)

@@ -38,6 +38,7 @@ page starts with a link to the same page in the other edition (``../zh/<page>.ht
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -116,6 +117,46 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
         node += nodes.Text(new)
 
 
+#: Words the book's own extensions write into pages (attnbook_notebooks's "run it yourself"
+#: line and button), per language other than English.
+UI_TEXT = {
+    "zh_CN": {
+        "Run this chapter yourself: download the notebook ": "自己运行本章：下载笔记本 ",
+        "the book's code (zip)": "本书的代码（zip）",
+        "how to run it": "如何运行",
+        "Run this chapter: how to run it as a notebook": "运行本章：如何以笔记本形式运行",
+    },
+}
+
+
+def ui_text(language: str | None, text: str) -> str:
+    """``text`` (one of the book's own interface strings) in ``language``."""
+    return UI_TEXT.get(language or "en", {}).get(text, text)
+
+
+def _translate_captions(app: Any, doctree: nodes.document) -> None:
+    """Translate the captions of the toctrees sphinx-external-toc inserts (from _toc.yml).
+
+    They are added after Sphinx's Locale transform has translated the page, so they would stay
+    English; the page's own catalog (e.g. ``intro.po``: "Start here", "Chapters") has them.
+    """
+    language = app.config.language or "en"
+    if language == "en":
+        return
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    toctrees = [n for n in doctree.findall(addnodes.toctree) if n.get("caption")]
+    if not toctrees:
+        return
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [str(Path(app.srcdir) / d) for d in app.config.locale_dirs]
+    catalog, _found = init_locale(dirs, language, domain)
+    for node in toctrees:
+        node["caption"] = catalog.gettext(node["caption"])
+
+
 #: Sphinx language -> (URL folder of its edition, the link text that leads *to* it, the
 #: sentence said by that link's title, in the language of the page it leads to).
 EDITIONS = {
@@ -139,6 +180,12 @@ def switch_links(language: str, pagename: str, editions: list[str]) -> list[tupl
             continue
         out.append((f"{up}{folder}/{pagename}.html", lang.replace("_", "-"), text, title))
     return out
+
+
+def _mark_read(app: Any, env: Any) -> None:
+    marker = app.config.attnbook_read_marker
+    if marker:
+        Path(marker).write_text("read\n")
 
 
 def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
@@ -165,7 +212,14 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_source_parser(I18nGlueParser, override=True)
     app.connect("doctree-read", _forget)
     app.connect("doctree-read", _translate_pasted)
+    # Before the toctree collector reads the captions.
+    app.connect("doctree-read", _translate_captions, priority=100)
     # URL folders of the editions built side by side (book/editions.py); empty: no switch.
     app.add_config_value("attnbook_editions", [], "html", types=[list])
     app.connect("html-page-context", _add_switch)
+    # A file written when every page has been read (and every chapter executed or taken from
+    # the cache): book/editions.py starts the next edition's build then, beside this one's
+    # writing phase. Empty: none.
+    app.add_config_value("attnbook_read_marker", "", "")
+    app.connect("env-updated", _mark_read)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -43,6 +43,7 @@ from typing import Any
 
 import jupytext
 import nbformat
+from attnbook_i18n import ui_text
 from docutils import nodes
 from sphinx.application import Sphinx
 
@@ -131,7 +132,8 @@ def add_run_button(app: Sphinx, pagename: str, templatename: str, context: dict,
             "type": "link",
             "url": context["pathto"](RUN_PAGE),
             # Icon only, like the theme's other buttons (a label would wrap on a phone).
-            "tooltip": "Run this chapter: how to run it as a notebook",
+            "tooltip": ui_text(app.config.language,
+                               "Run this chapter: how to run it as a notebook"),
             "icon": "fas fa-play",
             "label": "run-chapter-button",
         },
@@ -148,16 +150,21 @@ def add_run_line(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     ipynb = notebook_name(docname)
     href = _relative(docname, f"{SOURCES}/{ipynb}")
     archive = _relative(docname, ARCHIVE)
+    # The words in the edition's language (attnbook_i18n.UI_TEXT; trusted constants).
+    lang = app.config.language
+    intro = ui_text(lang, "Run this chapter yourself: download the notebook ")
+    code = ui_text(lang, "the book's code (zip)")
     parts = [
-        '<p class="attnbook-run-links">Run this chapter yourself: download the notebook ',
+        f'<p class="attnbook-run-links">{intro}',
         f'<a class="reference download" href="{escape(href)}" download>'
         f"<code>{escape(posixpath.basename(ipynb))}</code></a>",
         f' · <a class="reference download attnbook-source" href="{escape(archive)}" download>'
-        "the book's code (zip)</a>",
+        f"{code}</a>",
     ]
     if RUN_PAGE in app.env.all_docs:
         run = app.builder.get_relative_uri(docname, RUN_PAGE)
-        parts.append(f' · <a class="reference internal" href="{escape(run)}">how to run it</a>')
+        how = ui_text(lang, "how to run it")
+        parts.append(f' · <a class="reference internal" href="{escape(run)}">{how}</a>')
     parts.append("</p>")
     section.insert(1, nodes.raw("", "".join(parts), format="html"))
 

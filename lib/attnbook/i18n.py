@@ -447,6 +447,7 @@ def install_display() -> bool:
     from matplotlib.figure import Figure
     from traitlets import Unicode
 
+    _load_inline_backend()
     formatters = ip.display_formatter.formatters
     langs = editions()
     if langs:
@@ -474,6 +475,22 @@ def install_display() -> bool:
     old = png.for_type(Figure, lambda fig: figure_png(fig, language))
     _saved_png.setdefault("png", old)
     return True
+
+
+def _load_inline_backend() -> None:
+    """Load IPython's inline matplotlib backend now, if it is the backend.
+
+    The inline backend, when pyplot first loads it, removes every display formatter of
+    ``Figure`` but its own (``IPython.core.pylabtools.select_figure_formats``): loaded after
+    :func:`install_display`, it would silently drop the edition renderings.
+    """
+    import matplotlib as mpl
+
+    backend = mpl.get_backend()
+    if "inline" in backend.lower():
+        import matplotlib.pyplot as plt
+
+        plt.switch_backend(backend)
 
 
 def editions_html_bundle(render_html, languages: tuple[str, ...]) -> dict:

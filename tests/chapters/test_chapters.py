@@ -10,7 +10,7 @@ Two kinds of test:
   checked by running a cell); and no computed number is typed into the prose.
 * **Built** (the ``built_book`` fixture of tests/conftest.py builds the book strictly if needed):
   every value a chapter glued, read back from the executed notebook the build leaves in
-  ``_build/jupyter_execute``, equals what this file computes with an independent call of the
+  ``_build/editions/en/jupyter_execute``, equals what this file computes with an independent call of the
   ``attnbook`` library on the stated inputs; the worked examples also match a float64 formula or
   a hand derivation; and every glued value appears, formatted as the prose asks, in the page's
   HTML.
@@ -978,7 +978,9 @@ def formatted(value, fmt: str | None) -> str:
 
 @pytest.fixture(scope="module")
 def execute_dir(built_book) -> Path:
-    path = Path(built_book).parent / "jupyter_execute"
+    # book/editions.py builds each edition in _build/editions/<code>/ (MyST-NB writes the
+    # executed notebooks next to that edition's html).
+    path = Path(__file__).resolve().parents[2] / "_build" / "editions" / "en" / "jupyter_execute"
     assert path.is_dir(), f"no {path}: the book build did not execute the chapters"
     return path
 
