@@ -371,3 +371,18 @@ def test_install_display_survives_the_inline_backend_loading_later(catalog, monk
     assert loads and i18n.MIME in data and "image/png" in data
     shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
     plt.close(fig)
+
+
+def test_tick_labels_are_translated_when_known_and_never_reported(catalog):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    ax.set_xticks([0, 1], ["animal", "causal"])
+    ax.set_title("a title nobody translated")
+    missing = set()
+    with i18n.translated_figure(fig, "zh_CN", missing=missing):
+        fig.canvas.draw()  # the formatter rewrites the tick labels at draw time
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["animal", "因果"]
+    assert missing == {"a title nobody translated"}
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["animal", "causal"]
+    plt.close(fig)

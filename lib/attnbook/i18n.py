@@ -252,12 +252,52 @@ def translate_plotly(obj, language: str | None = None, *, missing: set[str] | No
     return walk(obj)
 
 
+def _translating_formatter_class():
+    from matplotlib.ticker import Formatter
+
+    class TranslatingFormatter(Formatter):
+        """A tick formatter whose labels are another's, translated when the catalog knows them."""
+
+        def __init__(self, inner, language):
+            self.inner, self.language = inner, language
+
+        def __call__(self, x, pos=None):
+            return translate(self.inner(x, pos), self.language)
+
+        def format_ticks(self, values):
+            return [translate(s, self.language) for s in self.inner.format_ticks(values)]
+
+        def set_locs(self, locs):
+            self.inner.set_locs(locs)
+
+        def get_offset(self):
+            return self.inner.get_offset()
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.inner.set_axis(axis)
+
+    return TranslatingFormatter
+
+
+def _TranslatingFormatter(inner, language):  # noqa: N802 - a class made on first use
+    cls = _FORMATTER_CLASS.get("cls")
+    if cls is None:
+        cls = _FORMATTER_CLASS["cls"] = _translating_formatter_class()
+    return cls(inner, language)
+
+
+_FORMATTER_CLASS: dict = {}
+
+
 @contextlib.contextmanager
 def translated_figure(fig, language: str | None = None, *, missing: set[str] | None = None):
     """Temporarily set every text of a matplotlib figure to ``language``; restore on exit.
 
     Titles, axis labels, tick labels, legend entries, annotations and figure texts are all
-    ``matplotlib.text.Text`` artists; each is looked up with :func:`translate`.
+    ``matplotlib.text.Text`` artists; each is looked up with :func:`translate`. Tick labels are
+    often data (the tokens of a sentence a model read): they are translated when the catalog has
+    them and never reported missing.
 
     Args:
         fig: a ``matplotlib.figure.Figure``.
@@ -275,11 +315,26 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
     language = get_language() if language is None else _check_language(language)
     sink = missing if missing is not None else set()
     saved = []
+    formatters = []
     try:
         if language != "en":
+            ticks = {id(label) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                     for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                     for label in (tick.label1, tick.label2)}
+            # Tick labels are rewritten by the axis' formatters whenever the figure is drawn:
+            # wrap each formatter so that what it writes is translated.
+            for ax in fig.axes:
+                for axis in (ax.xaxis, ax.yaxis):
+                    major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
+                    formatters.append((axis, major, minor))
+                    axis.set_major_formatter(_TranslatingFormatter(major, language))
+                    axis.set_minor_formatter(_TranslatingFormatter(minor, language))
             for artist in fig.findobj(Text):
                 text = artist.get_text()
-                new = translate_checked(text, language, sink)
+                if id(artist) in ticks:
+                    new = translate(text, language)
+                else:
+                    new = translate_checked(text, language, sink)
                 if new != text:
                     saved.append((artist, text, artist.get_fontproperties().copy()))
                     artist.set_text(new)
@@ -289,6 +344,9 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
         for artist, text, props in saved:
             artist.set_text(text)
             artist.set_fontproperties(props)
+        for axis, major, minor in formatters:
+            axis.set_major_formatter(major)
+            axis.set_minor_formatter(minor)
 
 
 def _families_for(text: str, families) -> list[str]:

@@ -10,7 +10,8 @@ Two kinds of test:
   checked by running a cell); and no computed number is typed into the prose.
 * **Built** (the ``built_book`` fixture of tests/conftest.py builds the book strictly if needed):
   every value a chapter glued, read back from the executed notebook the build leaves in
-  ``_build/editions/en/jupyter_execute``, equals what this file computes with an independent call of the
+  ``_build/editions/en/jupyter_execute``,
+  equals what this file computes with an independent call of the
   ``attnbook`` library on the stated inputs; the worked examples also match a float64 formula or
   a hand derivation; and every glued value appears, formatted as the prose asks, in the page's
   HTML.
