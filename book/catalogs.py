@@ -44,7 +44,7 @@ REQUIRED = ("intro", "run", "references", "chapters/*", "appendix/notation", "ap
 
 # Markup that a translation must carry over unchanged. A role's text is kept whole except for
 # the explicit-title form ``title <target>`` (the title may be translated, not the target).
-_ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
+_ROLE = re.compile(r"\{([A-Za-z0-9_:+-]+)\}`([^`]*)`")
 _MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.S)
 _MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\])+?\$")
 _CODE = re.compile(r"(?<![`}])(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
@@ -99,6 +99,8 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
     """What a translated entry lost or added of its source's markup (empty when it kept all)."""
     if not entry.msgstr:
         return []
+    if entry.msgid.startswith("\n") and entry.msgstr != entry.msgid:
+        return ["a display-math block must be copied unchanged"]
     want, got = markup_tokens(entry.msgid), markup_tokens(entry.msgstr)
     missing = want - got
     extra = got - want
@@ -194,6 +196,15 @@ def _main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     cmd, args = argv[0], argv[1:]
+    needed = {"dump": ["PO"], "apply": ["PO", "JSON"]}.get(cmd, [])
+    if len(args) < len(needed):
+        print(f"catalogs.py {cmd}: missing {' '.join(needed[len(args):])} "
+              f"(usage: catalogs.py {cmd} {' '.join(needed)})", file=sys.stderr)
+        return 2
+    for arg in args:
+        if not Path(arg).is_file():
+            print(f"catalogs.py {cmd}: no such file {arg!r}", file=sys.stderr)
+            return 2
     if cmd == "status":
         rows = status(catalogs())
         total = sum(r["total"] for r in rows.values())

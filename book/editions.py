@@ -31,8 +31,8 @@ Usage::
     .venv/bin/python book/editions.py --edition en
 
 Each edition is built in ``_build/editions/<code>/`` (its ``html``, doctrees and MyST-NB's
-``jupyter_execute`` folder, which must stay outside the published HTML) and then published to
-``_build/html/<code>`` as hard links.
+``jupyter_execute`` folder, which must stay outside the published HTML) and, once its build has
+succeeded, copied to ``_build/html/<code>``.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ EDITIONS = (
     ("zh", "zh_CN", "中文", "Chinese"),
 )
 #: What the execution key covers besides the installed packages (globs relative to the root).
-KEY_SOURCES = ("lib/attnbook/**/*.py", "lib/attnbook/locale/**/*.po", "requirements.txt",
-               "pyproject.toml")
+#: (benchmarks/results: chapter 12 reads the measured tables, and whether a GPU table exists.)
+KEY_SOURCES = ("lib/attnbook/**/*.py", "lib/attnbook/locale/**/*.po", "benchmarks/results/*",
+               "requirements.txt", "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
 STRICT = {"warningiserror": True,  # -W
@@ -183,27 +184,33 @@ li a:hover, li a:focus {{ background: #f2f6fb; }}
 """
 
 
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another file system, or no hard links: copy
-        shutil.copy2(src, dst)
+def publish(codes: list[str], key: str) -> None:
+    """Copy the editions ``codes`` into ``_build/html/<code>`` and write the landing page.
 
+    Only an edition whose last build succeeded under ``key`` is published, as a copy (Sphinx
+    rewrites its output files in place, so a later build, even a failed one, must not reach the
+    published book), first into a temporary folder that then replaces the old one. Editions not
+    in ``codes`` keep their published copy.
 
-def publish() -> None:
-    """Put each built edition in ``_build/html/<code>`` and write the landing page.
-
-    The files are hard links to ``_build/editions/<code>/html`` (copies where the file system
-    has none): ``_build/html`` is a plain folder that can be copied anywhere, and publishing
-    takes a second, not a copy of the whole book.
+    Raises:
+        RuntimeError: if an edition of ``codes`` has no successful build under ``key``.
     """
     if HTML.is_symlink() or HTML.is_file():
         HTML.unlink()
-    if HTML.is_dir():
-        shutil.rmtree(HTML)
-    HTML.mkdir(parents=True)
-    for code, *_rest in EDITIONS:
-        shutil.copytree(EDITIONS_DIR / code / "html", HTML / code, copy_function=_link_or_copy)
+    HTML.mkdir(parents=True, exist_ok=True)
+    for code in codes:
+        ok = _ok_file(code)
+        if not ok.is_file() or ok.read_text().strip() != key:
+            raise RuntimeError(f"the {code} edition has no successful build to publish")
+        tmp = HTML / f".{code}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(EDITIONS_DIR / code / "html", tmp)
+        old = HTML / f".{code}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if (HTML / code).exists():
+            os.replace(HTML / code, old)
+        os.replace(tmp, HTML / code)
+        shutil.rmtree(old, ignore_errors=True)
     (HTML / "index.html").write_text(landing_page(), encoding="utf-8")
 
 
@@ -278,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         _ok_file(code).write_text(key + "\n")
     if failed:
         return failed
-    publish()
+    publish([code for code, _english, _proc in running], key)
     summary = ", ".join(f"{c} done after {t:.0f} s" for c, t in times.items())
     print(f"editions: built ({summary}); the book: {HTML / 'index.html'}")
     (BUILD / "editions" / "times.json").write_text(json.dumps(times) + "\n")

@@ -386,3 +386,93 @@ def test_tick_labels_are_translated_when_known_and_never_reported(catalog):
     fig.canvas.draw()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["animal", "causal"]
     plt.close(fig)
+
+
+def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation():
+    from attnbook.explorers import reflow
+
+    text = "注意力很重要。它（注意力）决定权重，对吗？"
+    for width in (30, 40, 55, 70, 90):
+        lines = reflow.wrap_html(text, width, 13).split("<br>")
+        assert "".join(lines) == text
+        assert not any(line[0] in "，。）？" for line in lines[1:]), lines
+        assert not any(line[-1] == "（" for line in lines), lines
+    # Latin text with its own punctuation still breaks only at spaces.
+    assert "1.<br>" not in reflow.wrap_html("o = (0.00, 1.64)；与 fruit 的余弦", 120, 13)
+
+
+def test_a_traces_colour_bar_title_is_a_label_but_its_text_is_data(catalog):
+    fig = {"data": [{"type": "heatmap", "z": [[1]], "text": [["causal"]],
+                     "colorbar": {"title": {"text": "attention weights"}}},
+                    {"type": "heatmap", "z": [[1]], "colorbar": {"title": {"text": "nope"}}}]}
+    missing = set()
+    out = i18n.translate_plotly(fig, "zh_CN", missing=missing)
+    assert out["data"][0]["colorbar"]["title"]["text"] == "注意力权重"
+    assert out["data"][0]["text"] == [["causal"]]
+    assert missing == {"nope"}
+
+
+def test_placeholder_counts_must_agree(tmp_path, monkeypatch):
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "bad.po").write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "{} of {} rows"\nmsgstr "{} 行"\n', encoding="utf-8")
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    i18n._catalog.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"bad.po.*'\{\} of \{\} rows' has 2 .* has 1"):
+            i18n.translate("3 of 8 rows", "zh_CN")
+    finally:
+        i18n._catalog.cache_clear()
+
+
+def test_renderer_warns_when_an_edition_has_no_rendering():
+    payload = {"kind": "image/png", "editions": {"en": "RU4="}, "untranslated": []}
+    zh = _FakeRenderer("zh_CN")
+    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False)[2] == "RU4="
+    assert any("no zh_CN rendering" in m for m in zh.logger.messages)
+
+
+def test_figure_state_is_restored_after_translating_ticks(catalog):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    before = (ax.xaxis.isDefault_majfmt, ax.xaxis.get_major_formatter())
+    family = ax.get_xticklabels()[0].get_fontfamily()
+    i18n.figure_png(fig, "zh_CN")
+    assert (ax.xaxis.isDefault_majfmt, ax.xaxis.get_major_formatter()) == before
+    assert ax.get_xticklabels()[0].get_fontfamily() == family
+    plt.close(fig)
+
+
+def test_an_undrawn_figure_with_chinese_tick_labels_draws_every_glyph(catalog):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.bar(["causal", "layers"], [1, 2])
+    glyphs = []
+    i18n.figure_png(fig, "zh_CN", glyphs=glyphs)
+    assert glyphs == []
+    plt.close(fig)
+
+
+def test_static_explorer_escapes_translated_machinery_words(tmp_path, monkeypatch):
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import Control, Explorer
+
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "x.po").write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "controls"\nmsgstr "x\\" onmouseover=\\"alert(1)"\n\n'
+        'msgid "This explorer needs JavaScript."\nmsgstr "<script>alert(2)</script>"\n',
+        encoding="utf-8")
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    i18n._catalog.cache_clear()
+    try:
+        ex = Explorer([Control("n", "n", "slider", (1, 2), 1)],
+                      lambda n: go.Figure(layout={"title": {"text": "</script><!--"}}),
+                      title="t")
+        html = ex.static_html("zh_CN")
+    finally:
+        i18n._catalog.cache_clear()
+    assert "alert(2)</script>" not in html and 'onmouseover="' not in html
+    data = html.split('type="application/json"')[1].split("</script>")[0]
+    assert "<" not in data.split(">", 1)[1]

@@ -139,11 +139,19 @@ def _catalog(language: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]
 
     exact: dict[str, str] = {}
     patterns: list[tuple[re.Pattern, str]] = []
-    entries = [e for path in sorted((LOCALE_DIR / language).glob("*.po"))
-               for e in polib.pofile(str(path))]
+    entries = []
+    for path in sorted((LOCALE_DIR / language).glob("*.po")):
+        for e in polib.pofile(str(path)):
+            e.fpath = path.name
+            entries.append(e)
     for entry in entries:
         if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags:
             continue
+        if entry.msgid.count("{}") != entry.msgstr.count("{}"):
+            raise ValueError(
+                f"label catalog {entry.fpath if hasattr(entry, 'fpath') else language}: "
+                f"msgid {entry.msgid!r} has {entry.msgid.count('{}')} placeholders {{}} but "
+                f"msgstr {entry.msgstr!r} has {entry.msgstr.count('{}')}")
         if "{}" in entry.msgid:
             parts = [re.escape(p) for p in entry.msgid.split("{}")]
             patterns.append((re.compile("^" + "(.+?)".join(parts) + "$", re.S), entry.msgstr))
@@ -234,20 +242,26 @@ def translate_plotly(obj, language: str | None = None, *, missing: set[str] | No
     language = get_language() if language is None else _check_language(language)
     sink = missing if missing is not None else set()
 
-    def walk(node, key=None, in_trace_data=False):
+    def walk(node, key=None, data=False):
         if isinstance(node, dict):
-            is_trace = "type" in node and ("x" in node or "z" in node or "y" in node)
-            return {k: walk(v, k, in_trace_data or is_trace) for k, v in node.items()}
+            return {k: walk(v, k) for k, v in node.items()}
         if isinstance(node, list):
             if key in ("data", "traces"):
-                return [walk(v, None, True) for v in node]
-            return [walk(v, key, in_trace_data) for v in node]
-        if isinstance(node, str):
-            if key in _PLOTLY_LABEL_KEYS and not (key == "text" and in_trace_data):
+                return [walk_trace(v) for v in node]
+            return [walk(v, key, data) for v in node]
+        if isinstance(node, str) and not data:
+            if key in _PLOTLY_LABEL_KEYS:
                 return translate_checked(node, language, sink)
             if key in _PLOTLY_SOFT_KEYS:
                 return translate(node, language)
         return node
+
+    def walk_trace(trace):
+        # A trace's own text / hovertext are drawn on the data (tokens, values); anything
+        # nested in it (its colour bar's title, ...) is a label again.
+        if not isinstance(trace, dict):
+            return walk(trace)
+        return {k: walk(v, k, data=k in ("text", "hovertext")) for k, v in trace.items()}
 
     return walk(obj)
 
@@ -326,12 +340,17 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
             for ax in fig.axes:
                 for axis in (ax.xaxis, ax.yaxis):
                     major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
-                    formatters.append((axis, major, minor))
+                    formatters.append((axis, major, minor,
+                                       axis.isDefault_majfmt, axis.isDefault_minfmt))
                     axis.set_major_formatter(_TranslatingFormatter(major, language))
                     axis.set_minor_formatter(_TranslatingFormatter(minor, language))
             for artist in fig.findobj(Text):
                 text = artist.get_text()
                 if id(artist) in ticks:
+                    # Its text is written again at draw time, perhaps in Chinese: the CJK
+                    # font as a fallback whatever it says now.
+                    saved.append((artist, text, artist.get_fontproperties().copy()))
+                    artist.set_fontfamily(_families_for("", artist.get_fontfamily()))
                     new = translate(text, language)
                 else:
                     new = translate_checked(text, language, sink)
@@ -341,12 +360,15 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
                     artist.set_fontfamily(_families_for(new, artist.get_fontfamily()))
         yield fig
     finally:
-        for artist, text, props in saved:
+        for artist, text, props in reversed(saved):
             artist.set_text(text)
             artist.set_fontproperties(props)
-        for axis, major, minor in formatters:
+        for axis, major, minor, major_default, minor_default in formatters:
             axis.set_major_formatter(major)
             axis.set_minor_formatter(minor)
+            # Unit converters (dates, categories) install their own formatter only on an axis
+            # whose formatter the user has not set.
+            axis.isDefault_majfmt, axis.isDefault_minfmt = major_default, minor_default
 
 
 def _families_for(text: str, families) -> list[str]:
@@ -593,6 +615,11 @@ class EditionsMimeRenderer:
         chosen = language if language in renderings else "en"
         if chosen not in renderings:
             return None
+        if chosen != language:
+            renderer.logger.warning(
+                f"this output has no {language} rendering (only {sorted(renderings)}): was the "
+                f"book built with ATTNBOOK_EDITIONS naming {language}?",
+                subtype="attnbook_label", line=data.line)
         for message in payload.get("missing_glyphs", []):
             renderer.logger.warning(f"figure has a character no font can draw: {message}",
                                     subtype="attnbook_glyph", line=data.line)

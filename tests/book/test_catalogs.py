@@ -139,3 +139,17 @@ def test_every_label_translation_draws_without_a_missing_glyph():
         i18n.figure_png(fig, "en", glyphs=glyphs)
     plt.close(fig)
     assert glyphs == []
+
+
+def test_markup_check_covers_hyphenated_roles_and_display_math():
+    role = polib.POEntry(msgid="get {attnbook-source}`the code`", msgstr="获取代码")
+    assert catalogs.markup_problems(role) == ["missing 'role attnbook-source the code'"]
+    math = polib.POEntry(msgid="\ns_{ij} = q_i k_j\n", msgstr="\ns_{ji} = q_i k_j\n")
+    assert catalogs.markup_problems(math) == ["a display-math block must be copied unchanged"]
+
+
+def test_catalog_tool_names_a_missing_argument(capsys):
+    assert catalogs._main(["apply"]) == 2
+    assert "missing PO JSON" in capsys.readouterr().err
+    assert catalogs._main(["dump", "/nonexistent.po"]) == 2
+    assert "no such file '/nonexistent.po'" in capsys.readouterr().err

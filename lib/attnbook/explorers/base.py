@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import functools
 import html as _html
 import itertools
 import json
@@ -554,7 +553,9 @@ class Explorer:
 
     def _build_static_html(self, language: str, missing: set) -> str:
         spec = self.static_spec(language, missing=missing)
-        tr = functools.partial(i18n.translate, language=language)
+        def tr(text: str) -> str:  # the machinery's own words, escaped for HTML
+            return _html.escape(i18n.translate(text, language))
+
         title = i18n.translate_checked(self.title, language, missing)
         uid = "attnbook-explorer-" + uuid.uuid4().hex[:12]
         rows = []
@@ -587,7 +588,8 @@ class Explorer:
                     f'<div class="attnbook-ctl"><label for="{cid}">{c.label}</label>'
                     f'<select id="{cid}">{opts}</select></div>'
                 )
-        payload = _json_dumps(spec).replace("</", "<\\/")
+        # No "</script>", "<!--" or "<script" can end or open anything inside the JSON.
+        payload = _json_dumps(spec).replace("<", "\\u003c")
         body = _STATIC_JS.replace("__UID__", json.dumps(uid))
         script = viz.when_plotly_ready_js(body, target_id=f"{uid}-plot")
         height = (spec["layout"] or {}).get("height", 450)
@@ -612,7 +614,7 @@ class Explorer:
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = dict(self.widget._repr_mimebundle_() or {})
         bundle["text/plain"] = f"<{self.title}: {self.values}>"
-        bundle["text/html"] = self.static_html()
+        bundle["text/html"] = self.static_html(self.language)
         langs = i18n.editions()
         if langs:  # the built book: one static explorer per edition (attnbook.i18n)
             bundle[i18n.MIME] = i18n.editions_html_bundle(

@@ -77,6 +77,12 @@ def visible_text(text: str) -> str:
     return _html.unescape(_TAG.sub("", str(text)))
 
 
+#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点).
+_NO_BREAK_BEFORE = set("，。、；：！？）」』”’》〉】…％")
+#: Punctuation a line may not end with (避尾点).
+_NO_BREAK_AFTER = set("（「『“‘《〈【")
+
+
 def _is_wide(ch: str) -> bool:
     """True for a full-width character (CJK ideographs, full-width punctuation)."""
     return unicodedata.east_asian_width(ch) in ("W", "F")
@@ -132,10 +138,19 @@ def _units(line: str) -> list[tuple[str, str]]:
             continue
         if ch == " ":
             flush(" ")
-        elif _is_wide(ch):
-            flush("")
+        elif ch in _NO_BREAK_BEFORE:
+            # Closing punctuation stays at the end of the line it closes.
+            if not cur and units and sep == "":
+                prev_sep, prev = units.pop()
+                cur, sep = list(prev), prev_sep
             cur.append(ch)
             flush("")
+        elif _is_wide(ch):
+            if not (cur and cur[-1] in _NO_BREAK_AFTER):
+                flush("")
+            cur.append(ch)
+            if ch not in _NO_BREAK_AFTER:
+                flush("")
         else:
             cur.append(ch)
     flush("")
