@@ -109,6 +109,9 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
     return problems
 
 
+#: Line width of the saved catalogs: sphinx-intl's (Babel's), so the two tools do not rewrap
+#: each other's files.
+WRAP = 76
 #: The gettext build's output: one .pot per page.
 POT_DIR = ROOT / "_build" / "gettext"
 #: Catalogs kept under appendix/api/ (the rest of the API reference stays English).
@@ -153,7 +156,7 @@ def update() -> None:
 
 def prefill(path: Path) -> int:
     """Copy each untranslated message that is only markup (:func:`is_verbatim`) into ``msgstr``."""
-    po = polib.pofile(str(path))
+    po = polib.pofile(str(path), wrapwidth=WRAP)
     n = 0
     for e in po:
         if not e.obsolete and not e.msgstr and is_verbatim(e.msgid):
@@ -237,7 +240,7 @@ def _main(argv: list[str]) -> int:
         json.dump(todo, sys.stdout, ensure_ascii=False, indent=1)
         print()
         return 0
-    po = polib.pofile(args[0])
+    po = polib.pofile(args[0], wrapwidth=WRAP)
     done = json.loads(Path(args[1]).read_text(encoding="utf-8"))
     n = 0
     for e in po:

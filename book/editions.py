@@ -66,6 +66,15 @@ EDITIONS = (
     ("en", "en", "English", "English"),
     ("zh", "zh_CN", "中文", "Chinese"),
 )
+#: Per edition other than English: the book's title (the sidebar and every <title>) and
+#: MyST-NB's words on the buttons that show a hidden cell.
+EDITION_CONFIG = {
+    "zh_CN": {
+        "html_title": "注意力与 Transformer：一本交互式教科书",
+        "nb_code_prompt_show": "显示代码单元",
+        "nb_code_prompt_hide": "隐藏代码单元",
+    },
+}
 #: What the execution key covers besides the installed packages (globs relative to the root).
 #: (benchmarks/results: chapter 12 reads the measured tables, and whether a GPU table exists.)
 KEY_SOURCES = ("lib/attnbook/**/*.py", "lib/attnbook/locale/**/*.po", "benchmarks/results/*",
@@ -141,6 +150,7 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
 
     out = EDITIONS_DIR / code / "html"
     overrides = dict(OVERRIDES, language=language, attnbook_read_marker=str(_read_marker(code)))
+    overrides.update(EDITION_CONFIG.get(language, {}))
     result = build_sphinx(
         ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
         confoverrides=overrides, builder="html", freshenv=fresh, force_all=fresh, **STRICT,

@@ -476,3 +476,15 @@ def test_static_explorer_escapes_translated_machinery_words(tmp_path, monkeypatc
     assert "alert(2)</script>" not in html and 'onmouseover="' not in html
     data = html.split('type="application/json"')[1].split("</script>")[0]
     assert "<" not in data.split(">", 1)[1]
+
+
+def test_drawing_in_chinese_logs_nothing(catalog, caplog):
+    """No "findfont: Font family ... not found" (it would land in every chapter's output)."""
+    import logging
+
+    fig, ax = _figure()
+    ax.bar(["causal", "layers"], [1, 2])
+    with caplog.at_level(logging.DEBUG, logger="matplotlib.font_manager"):
+        i18n.figure_png(fig, "zh_CN")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+    plt.close(fig)

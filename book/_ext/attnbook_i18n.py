@@ -121,7 +121,7 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
 #: line and button), per language other than English.
 UI_TEXT = {
     "zh_CN": {
-        "Run this chapter yourself: download the notebook ": "自己运行本章：下载笔记本 ",
+        "Run this chapter yourself: download the notebook ": "自己运行本章：下载笔记本（英文）",
         "the book's code (zip)": "本书的代码（zip）",
         "how to run it": "如何运行",
         "Run this chapter: how to run it as a notebook": "运行本章：如何以笔记本形式运行",
@@ -193,9 +193,10 @@ def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctr
     if not editions or doctree is None:
         return
     links = switch_links(app.config.language, pagename, editions)
+    # The click keeps the reader's place: the section ids are the same in both editions.
     anchors = "".join(
         f'<a class="attnbook-lang-link" href="{href}" hreflang="{lang}" lang="{lang}" '
-        f'title="{title}">{text}</a>'
+        f'title="{title}" onclick="this.hash = window.location.hash">{text}</a>'
         for href, lang, text, title in links
     )
     if anchors:

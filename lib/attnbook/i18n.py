@@ -377,19 +377,12 @@ def _families_for(text: str, families) -> list[str]:
     Matplotlib falls back from font to font glyph by glyph for plain text, but draws the
     non-math part of a mathtext label (``"头维度 $d_k$"``) with one font only: there the CJK
     font (whose Latin letters are fine) comes first; the math keeps the mathtext font set.
+    Generic families (``sans-serif``) stay generic: matplotlib resolves each to the first
+    installed font of its list (expanded here, every absent name would log "findfont: Font
+    family ... not found" at every draw).
     """
-    import matplotlib as mpl
-
-    expanded: list[str] = []
-    for fam in families:
-        key = f"font.{fam}"
-        if fam in ("serif", "sans-serif", "monospace", "cursive", "fantasy") \
-                and key in mpl.rcParams:
-            expanded += list(mpl.rcParams[key])
-        else:
-            expanded.append(fam)
     cjk = _cjk_family()
-    rest = [f for f in expanded if f != cjk]
+    rest = [f for f in families if f != cjk]
     has_wide = any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in text)
     if has_wide and _MATH.search(text):
         return [cjk] + rest

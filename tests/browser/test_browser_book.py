@@ -46,7 +46,8 @@ FETCHING = {("script", "src"), ("img", "src"), ("iframe", "src"), ("source", "sr
             ("video", "src"), ("video", "poster"), ("audio", "src"), ("embed", "src"),
             ("link", "href")}
 #: <link rel=...> values that are plain navigation hints (nothing is fetched).
-NAVIGATION_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help"}
+NAVIGATION_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help",
+                   "alternate"}
 
 
 # --------------------------------------------------------------------------------------------------
