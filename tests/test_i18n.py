@@ -488,3 +488,14 @@ def test_drawing_in_chinese_logs_nothing(catalog, caplog):
         i18n.figure_png(fig, "zh_CN")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
     plt.close(fig)
+
+
+def test_bold_chinese_text_draws_without_logging(catalog, caplog):
+    import logging
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("attention weights", fontweight="bold")
+    with caplog.at_level(logging.INFO, logger="matplotlib.font_manager"):
+        i18n.figure_png(fig, "zh_CN")
+    assert not [r for r in caplog.records if "findfont" in r.getMessage()]
+    plt.close(fig)

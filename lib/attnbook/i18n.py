@@ -445,6 +445,10 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     mathtext_log = _MathtextGlyphs()
     logger = logging.getLogger("matplotlib.mathtext")
     logger.addHandler(mathtext_log)
+    # The CJK font has one weight: a bold title drawn with it falls back to regular, which
+    # matplotlib logs at every draw (into the chapter's output). Expected; not shown.
+    fonts_log = logging.getLogger("matplotlib.font_manager")
+    fonts_log.addFilter(_no_weight_fallback)
     with translated_figure(fig, language, missing=missing), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -452,6 +456,7 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
             fig.canvas.print_figure(buf, format="png", bbox_inches="tight")
         finally:
             logger.removeHandler(mathtext_log)
+            fonts_log.removeFilter(_no_weight_fallback)
     lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
                   | set(mathtext_log.messages))
     if lost and glyphs is None:
@@ -463,6 +468,10 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
             continue  # anything else is the caller's business, as it would have been
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _no_weight_fallback(record) -> bool:
+    return "Failed to find font weight" not in record.getMessage()
 
 
 class _MathtextGlyphs(__import__("logging").Handler):
