@@ -20,8 +20,18 @@ from explorer_util import embedded_spec  # noqa: E402
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def test_mimebundle_has_both_representations():
+@pytest.fixture(scope="module")
+def masks():
+    """The default mask explorer, shared by the tests that only read it (its static HTML is
+    computed once). Its controls must not be moved."""
     ex = mask_explorer()
+    values = dict(ex.values)
+    yield ex
+    assert ex.values == values, "a test moved a control of the shared explorer"
+
+
+def test_mimebundle_has_both_representations(masks):
+    ex = masks
     bundle = ex._repr_mimebundle_()
     assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
     assert bundle[WIDGET_MIME]["model_id"] == ex.widget.model_id
@@ -40,9 +50,9 @@ def test_mimebundle_has_both_representations():
     assert ids and not ids & set(re.findall(r'id="([^"]+)"', other))
 
 
-def test_default_explorers_fit_a_page():
+def test_default_explorers_fit_a_page(masks):
     # Chapter pages must stay < 2 MB; each default explorer gets well under a quarter of that.
-    for ex in (scaling_explorer(), mask_explorer()):
+    for ex in (scaling_explorer(), masks):
         html = ex.static_html()
         assert len(html.encode()) < 500_000, (ex.title, len(html))
         spec = embedded_spec(html)
@@ -123,11 +133,11 @@ def test_live_sliders_get_a_row_and_a_track_of_150_px(which):
 # ------------------------------------------------------------------------------------------
 
 
-def test_static_spec_carries_a_stacked_narrow_variant():
+def test_static_spec_carries_a_stacked_narrow_variant(masks):
     from attnbook.explorers import reflow
     from explorer_util import static_frame
 
-    spec = embedded_spec(mask_explorer().static_html())
+    spec = embedded_spec(masks.static_html())
     assert spec["narrow_below"] == reflow.STACK_BELOW_PX
     values = {"mask_type": "causal + padding", "window": 3, "n_pad": 2, "pad_side": "left"}
     wide, narrow = static_frame(spec, values), static_frame(spec, values, narrow=True)

@@ -128,9 +128,18 @@ def test_kv_live_sliding_window_and_mla():
 # ------------------------------------------------------------------------------------------
 
 
-def test_kv_static_frames_match_hand_formula():
+@pytest.fixture(scope="module")
+def default_explorer():
+    """The default explorer, shared by the tests that only read it: its static HTML (640
+    combinations) takes seconds and is computed once. Its controls must not be moved."""
     ex = kvx.kv_cache_explorer()
-    html = ex.static_html()
+    values = dict(ex.values)
+    yield ex
+    assert ex.values == values, "a test moved a control of the shared explorer"
+
+
+def test_kv_static_frames_match_hand_formula(default_explorer):
+    html = default_explorer.static_html()
     spec = embedded_spec(html)
     assert [c["name"] for c in spec["controls"]] == ["model", "context", "batch", "dtype"]
     assert len(spec["frame_of"]) == 5 * 8 * 4 * 4
@@ -162,8 +171,8 @@ def test_kv_static_frames_match_hand_formula():
 # ------------------------------------------------------------------------------------------
 
 
-def test_mimebundle_is_self_contained_and_fits_a_page():
-    ex = kvx.kv_cache_explorer()
+def test_mimebundle_is_self_contained_and_fits_a_page(default_explorer):
+    ex = default_explorer
     bundle = ex._repr_mimebundle_()
     assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
     html = bundle["text/html"]

@@ -73,8 +73,18 @@ def test_position_live_controls_recompute():
     assert all(np.isfinite(np.array(t.y, float)).all() for t in ex.figure.data)
 
 
-def test_position_static_frames_match_hand_formula():
-    spec = embedded_spec(posx.position_explorer().static_html())
+@pytest.fixture(scope="module")
+def default_explorer():
+    """The default explorer, shared by the tests that only read it: its static HTML (240
+    combinations) takes seconds and is computed once. Its controls must not be moved."""
+    ex = posx.position_explorer()
+    values = dict(ex.values)
+    yield ex
+    assert ex.values == values, "a test moved a control of the shared explorer"
+
+
+def test_position_static_frames_match_hand_formula(default_explorer):
+    spec = embedded_spec(default_explorer.static_html())
     assert [c["name"] for c in spec["controls"]] == ["position", "pair", "base"]
     assert len(spec["frame_of"]) == 10 * 8 * 3
     for m, pair, base in [(0, 0, 100.0), (12, 3, 10000.0), (32, 7, 500000.0)]:
@@ -85,8 +95,8 @@ def test_position_static_frames_match_hand_formula():
     assert a["data"][1] != b["data"][1] and a["data"][5] != b["data"][5]
 
 
-def test_mimebundle_is_self_contained_and_fits_a_page():
-    ex = posx.position_explorer()
+def test_mimebundle_is_self_contained_and_fits_a_page(default_explorer):
+    ex = default_explorer
     bundle = ex._repr_mimebundle_()
     assert WIDGET_MIME in bundle and "text/html" in bundle and "text/plain" in bundle
     html = bundle["text/html"]
@@ -98,7 +108,7 @@ def test_mimebundle_is_self_contained_and_fits_a_page():
         assert f'<label for="{m.group(1)}">' in html
 
 
-def test_labels_use_the_books_notation():
+def test_labels_use_the_books_notation(default_explorer):
     # Position i (query), key j, offset i - j, pair r, theta_r; not RoFormer's m, n and i.
     ex = posx.position_explorer(position=12, pair=3)
     layout = ex.figure.layout.to_plotly_json()
@@ -116,7 +126,9 @@ def test_labels_use_the_books_notation():
                                                      "dim 2r+1: cos(p·θ<sub>r</sub>)"]
     assert ex.controls["position"].description == "position i"
     assert ex.controls["pair"].description == "pair r"
-    html = ex.static_html()
+    # The static HTML holds every combination whatever the initial values: the shared
+    # default explorer's has the same labels and frames.
+    html = default_explorer.static_html()
     assert '-position">position i</label>' in html and '-pair">pair r</label>' in html
     frames = json.dumps(embedded_spec(html), ensure_ascii=False)  # every precomputed figure
     shown = title + heads + frames

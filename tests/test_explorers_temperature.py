@@ -132,8 +132,18 @@ def test_curves_span_the_slider_range_and_saturate_at_both_ends():
     assert jac16[peak] > 1.2 * math.sqrt(15) / 16
 
 
-def test_static_frames_hold_the_library_values():
-    spec = embedded_spec(tx.temperature_explorer().static_html())
+@pytest.fixture(scope="module")
+def default_explorer():
+    """The default explorer, shared by the tests that only read it: its static HTML (111
+    combinations) takes seconds and is computed once. Its controls must not be moved."""
+    ex = tx.temperature_explorer()
+    values = dict(ex.values)
+    yield ex
+    assert ex.values == values, "a test moved a control of the shared explorer"
+
+
+def test_static_frames_hold_the_library_values(default_explorer):
+    spec = embedded_spec(default_explorer.static_html())
     assert len(spec["frame_of"]) == len(tx.T_VALUES) * len(tx.SCORE_SETS) == 111
     for T, name in ((0.25, "chapter 2"), (4.0, "scaled"), (8.0, "unscaled")):
         frame = static_frame(spec, {"T": T, "score_set": name})
@@ -146,8 +156,8 @@ def test_static_frames_hold_the_library_values():
     assert a["data"][0]["y"] == b["data"][0]["y"]
 
 
-def test_labels_use_the_books_notation():
-    ex = tx.temperature_explorer()
+def test_labels_use_the_books_notation(default_explorer):
+    ex = default_explorer
     fig = ex.figure
     # The two grey reference lines have their own legend entries and line styles: the
     # weights panel's 1/S and the Jacobian panel's value at uniform weights.
