@@ -11,23 +11,27 @@ Every build is strict, as before: Sphinx warnings are errors (``-W``), missing r
 warned (``-n``, nitpicky), every warning is reported before failing (``--keep-going``), and a
 cell that raises stops the build (``nb_execution_raise_on_error`` in ``_config.yml``).
 
-**One execution, shared, and never stale.** The chapters run once, through MyST-NB's execution
-cache (jupyter-cache) in ``_build/.jupyter_cache``, which both editions read. MyST-NB keys a
-notebook by its code cells only, so a change to the library would otherwise show stale outputs.
-This script keys the whole cache on :func:`execution_key` — the library's source
-(``lib/attnbook``), the requirement files, the interpreter and every installed package's version
-— and empties it when the key changes. A changed chapter's code re-executes that chapter only
-(MyST-NB's own key); a changed sentence re-executes nothing.
+**One execution, shared, and never stale.** The chapters execute before either edition is
+read: ``book/execute.py`` runs every chapter whose outputs are missing or stale, two at a time,
+into MyST-NB's execution cache (``execute.cache`` in ``_config.yml``), keyed on what each
+chapter's kernel actually used (its code, the project files it imported or read, the versions of
+the packages it imported). Both editions then read their outputs from that cache, side by side;
+an execution by Sphinx itself is an error (``attnbook_no_execution``), and a re-executed chapter
+is read again even though its source is unchanged (``attnbook_executions``;
+``book/_ext/attnbook_execution.py``).
 
 **Incremental, but only from a good state.** An edition is rebuilt incrementally (Sphinx re-reads
-only changed pages and catalogs) only when its last build succeeded with the same execution key
-(``_build/editions/<code>/.build-ok`` holds the key); otherwise its environment is discarded and
-every page is read and written again. ``--all`` forces that for both editions.
+only changed pages, catalogs and re-executed chapters) only when its last build succeeded with
+the same :func:`build_key` (``_build/editions/<code>/.build-ok`` holds the key): the build's own
+code and the versions of the packages it runs; otherwise its environment is discarded and every
+page is read and written again. ``--all`` forces that for both editions; ``--execute-all``
+executes every chapter again.
 
 Usage::
 
     .venv/bin/python book/editions.py            # both editions, incremental where safe
     .venv/bin/python book/editions.py --all      # both editions from scratch (CI, tests)
+    .venv/bin/python book/editions.py --execute-all  # and every chapter executed again
     .venv/bin/python book/editions.py --edition en
 
 Each edition is built in ``_build/editions/<code>/`` (its ``html``, doctrees and MyST-NB's
@@ -49,23 +53,23 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import execute  # noqa: E402 - book/execute.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 #: Published HTML: one folder per edition plus the landing page.
 HTML = BUILD / "html"
 #: Per edition: html/, .doctrees/, jupyter_execute/, .build-ok.
 EDITIONS_DIR = BUILD / "editions"
-#: MyST-NB's execution cache, shared by both editions.
-CACHE = BUILD / ".jupyter_cache"
-#: The execution key the cache was filled under.
-CACHE_KEY = BUILD / ".jupyter_cache.key"
-
-#: (URL folder, Sphinx language, name in its own language, in English). English comes first:
-#: it executes the chapters (filling the cache) and the Chinese edition reads them.
+#: (URL folder, Sphinx language, name in its own language, in English).
 EDITIONS = (
     ("en", "en", "English", "English"),
     ("zh", "zh_CN", "中文", "Chinese"),
 )
+#: ``$ATTNBOOK_EDITIONS`` of the chapters' kernels: the one execution draws every figure and
+#: explorer in each edition's language (attnbook.i18n).
+EDITIONS_ENV = " ".join(lang for _code, lang, *_ in EDITIONS)
 #: Per edition other than English: the book's title (the sidebar and every <title>) and
 #: MyST-NB's words on the buttons that show a hidden cell.
 EDITION_CONFIG = {
@@ -75,10 +79,11 @@ EDITION_CONFIG = {
         "nb_code_prompt_hide": "隐藏代码单元",
     },
 }
-#: What the execution key covers besides the installed packages (globs relative to the root).
-#: (benchmarks/results: chapter 12 reads the measured tables, and whether a GPU table exists.)
-KEY_SOURCES = ("lib/attnbook/**/*.py", "lib/attnbook/locale/**/*.po", "benchmarks/results/*",
-               "requirements.txt", "pyproject.toml")
+#: What an edition's HTML depends on besides its pages, the catalogs and the cached outputs
+#: (which Sphinx tracks): the build's extensions and their static files, the renderer of the
+#: edition outputs (attnbook.i18n), the requirement files (globs relative to the root).
+BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "lib/attnbook/i18n.py",
+                 "requirements.txt", "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
 STRICT = {"warningiserror": True,  # -W
@@ -88,51 +93,72 @@ OVERRIDES = {
     "external_toc_path": "_toc.yml",
     "latex_individualpages": False,
     "nitpicky": True,  # -n
-    # One execution for both editions, keyed by execution_key() (see the module docstring).
-    "nb_execution_mode": "cache",
-    "nb_execution_cache_path": str(CACHE),
+    # The chapters were executed by book/execute.py; MyST-NB executing one is an error.
+    "attnbook_no_execution": True,
     # The language switch on every page (book/_ext/attnbook_i18n.py).
     "attnbook_editions": [code for code, *_ in EDITIONS],
 }
 
 
-def execution_key(root: Path = ROOT) -> str:
-    """A hash of everything a chapter's outputs depend on besides its own code.
+def requirement_versions(root: Path = ROOT) -> dict[str, str | None]:
+    """The installed version of every distribution ``requirements.txt`` asks for, with their
+    dependencies (markers and extras applied): what the build runs. Test and lint tools
+    (``requirements-test.txt``) and unrelated packages are not in it.
+    """
+    from packaging.markers import default_environment
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
 
-    The library's source, the requirement files, the interpreter's version, every installed
-    distribution's name and version, and the ``ATTNBOOK_*`` environment variables.
+    todo = []
+    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            todo.append(Requirement(line))
+    seen: dict[str, str | None] = {}
+    done: set[tuple[str, frozenset]] = set()
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if (name, frozenset(req.extras)) in done:
+            continue
+        done.add((name, frozenset(req.extras)))
+        try:
+            dist = importlib.metadata.distribution(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            seen[name] = None
+            continue
+        seen[name] = dist.version
+        for text in dist.requires or []:
+            try:
+                dep = Requirement(text)
+            except InvalidRequirement:
+                continue
+            extras = [""] + sorted(req.extras)
+            if dep.marker is None or any(
+                    dep.marker.evaluate({**default_environment(), "extra": e}) for e in extras):
+                todo.append(dep)
+    return dict(sorted(seen.items()))
+
+
+def build_key(root: Path = ROOT) -> str:
+    """A hash of what an edition's HTML depends on besides its pages and the cached outputs.
+
+    The files of :data:`BUILD_SOURCES`, the interpreter's version and
+    :func:`requirement_versions`.
 
     Returns:
         A 16-character hex ``str``.
     """
     h = hashlib.sha256()
-    for pattern in KEY_SOURCES:
+    for pattern in BUILD_SOURCES:
         for path in sorted(root.glob(pattern)):
             if "__pycache__" in path.parts or not path.is_file():
                 continue
             h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     h.update(sys.version.encode())
-    dists = sorted(f"{d.metadata['Name']}=={d.version}"
-                   for d in importlib.metadata.distributions() if d.metadata["Name"])
-    h.update("\n".join(dists).encode())
-    env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("ATTNBOOK_"))
-    h.update("\n".join(env).encode())
+    h.update(json.dumps(requirement_versions(root)).encode())
     return h.hexdigest()[:16]
-
-
-def prepare_cache(key: str) -> bool:
-    """Empty the shared execution cache if it was filled under another key.
-
-    Returns:
-        True when the cache was kept (same key), False when it was emptied.
-    """
-    if CACHE_KEY.is_file() and CACHE_KEY.read_text().strip() == key and CACHE.is_dir():
-        return True
-    shutil.rmtree(CACHE, ignore_errors=True)
-    CACHE_KEY.parent.mkdir(parents=True, exist_ok=True)
-    CACHE_KEY.write_text(key + "\n")
-    return False
 
 
 def build_edition(code: str, language: str, *, fresh: bool) -> int:
@@ -146,10 +172,11 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     Returns:
         Sphinx's status code (0 on success).
     """
+    import execute
     from jupyter_book.sphinx import build_sphinx
 
     out = EDITIONS_DIR / code / "html"
-    overrides = dict(OVERRIDES, language=language, attnbook_read_marker=str(_read_marker(code)))
+    overrides = dict(OVERRIDES, language=language, attnbook_executions=execute.executions())
     overrides.update(EDITION_CONFIG.get(language, {}))
     result = build_sphinx(
         ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
@@ -228,14 +255,12 @@ def _ok_file(code: str) -> Path:
     return EDITIONS_DIR / code / ".build-ok"
 
 
-def _read_marker(code: str) -> Path:
-    return EDITIONS_DIR / code / ".read-done"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--all", action="store_true",
                         help="read and write every page of every edition again")
+    parser.add_argument("--execute-all", action="store_true",
+                        help="execute every chapter again (default: only those that changed)")
     parser.add_argument("--edition", choices=[c for c, *_ in EDITIONS], action="append",
                         help="build only this edition (repeatable); default: all")
     parser.add_argument("--worker", nargs=2, metavar=("CODE", "FRESH"),
@@ -247,16 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         language = {c: lang for c, lang, *_ in EDITIONS}[code]
         return build_edition(code, language, fresh=fresh == "1")
 
-    # The one execution both editions share draws every figure and explorer in each edition's
-    # language (attnbook.i18n reads this in the chapters' kernels).
-    os.environ["ATTNBOOK_EDITIONS"] = " ".join(lang for _code, lang, *_ in EDITIONS)
-    key = execution_key()
-    kept = prepare_cache(key)
-    print(f"editions: execution key {key} "
-          f"({'cache kept' if kept else 'cache emptied: outputs will be recomputed'})",
-          flush=True)
-    wanted = args.edition or [c for c, *_ in EDITIONS]
+    os.environ["ATTNBOOK_EDITIONS"] = EDITIONS_ENV
     start = time.perf_counter()
+    if execute.execute_book(force=args.execute_all, log=lambda m: print(m, flush=True)):
+        print("editions: a chapter failed to execute; no edition was built", file=sys.stderr)
+        return 1
+    executed = time.perf_counter() - start
+    key = build_key()
+    wanted = args.edition or [c for c, *_ in EDITIONS]
     running: list[tuple[str, str, subprocess.Popen]] = []
     for code, language, _name, english in EDITIONS:
         if code not in wanted:
@@ -264,26 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         ok = _ok_file(code)
         fresh = args.all or not ok.is_file() or ok.read_text().strip() != key
         ok.unlink(missing_ok=True)
-        marker = _read_marker(code)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.unlink(missing_ok=True)
-        if running:
-            # The chapters execute while the first edition reads its pages; once it has read
-            # them all, the cache holds every output and the next edition can start beside the
-            # first one's writing phase (two processes on two cores).
-            prev_code, prev_english, prev = running[-1]
-            while prev.poll() is None and not _read_marker(prev_code).is_file():
-                time.sleep(0.5)
-            if prev.poll() not in (None, 0):
-                print(f"editions: the {prev_english} edition failed (exit {prev.returncode})",
-                      file=sys.stderr)
-                return prev.returncode
         print(f"editions: building the {english} edition ({language}) "
               f"{'from scratch' if fresh else 'incrementally'}", flush=True)
-        # Each edition in its own process: Sphinx and its extensions keep global state.
+        # Each edition in its own process (Sphinx and its extensions keep global state), all
+        # at once: they only read the cache.
         running.append((code, english, subprocess.Popen(
             [sys.executable, __file__, "--worker", code, "1" if fresh else "0"], cwd=ROOT)))
-    times = {}
+    times = {"execute": executed}
     failed = 0
     for code, english, proc in running:
         rc = proc.wait()

@@ -218,7 +218,47 @@ def test_install_display_adds_the_editions_output_in_a_build(catalog, monkeypatc
     payload = data[i18n.MIME]
     assert set(payload["editions"]) == {"en", "zh_CN"} and payload["untranslated"] == []
     shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
+    shell.display_formatter.formatters["image/png"].pop(type(fig), None)
     plt.close(fig)
+
+
+def test_a_book_build_draws_each_edition_of_a_figure_once(catalog, monkeypatch):
+    """The output's image/png is the English drawing, and the editions' payload reuses it."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    png = shell.display_formatter.formatters["image/png"]
+    old = png.for_type(matplotlib.figure.Figure)  # None: no formatter registered
+    drawn = []
+    real = i18n.figure_png
+    monkeypatch.setattr(i18n, "figure_png",
+                        lambda fig, lang=None, **kw: drawn.append(lang) or real(fig, lang, **kw))
+    try:
+        assert i18n.install_display() is True
+        fig, ax = _figure()
+        data, _md = shell.display_formatter.format(fig)
+        assert sorted(drawn) == ["en", "zh_CN"]
+        payload = data[i18n.MIME]
+        assert payload["editions"]["en"] == data["image/png"]
+        assert payload["editions"]["zh_CN"] != data["image/png"]
+        # Changed and shown again: drawn again, not taken from the last display.
+        ax.set_title("another title")
+        drawn.clear()
+        data2, _md = shell.display_formatter.format(fig)
+        assert sorted(drawn) == ["en", "zh_CN"] and data2["image/png"] != data["image/png"]
+        # Asked for the editions alone (no image/png drawn first): English is drawn there.
+        drawn.clear()
+        data3, _md = shell.display_formatter.format(fig, include={i18n.MIME})
+        assert sorted(drawn) == ["en", "zh_CN"]
+        assert data3[i18n.MIME]["editions"]["en"] == data2["image/png"]
+    finally:
+        shell.display_formatter.formatters[i18n.MIME].pop(matplotlib.figure.Figure, None)
+        png.pop(matplotlib.figure.Figure, None)
+        if old is not None:
+            png.for_type(matplotlib.figure.Figure, old)
+        plt.close("all")
 
 
 class _FakeLogger:

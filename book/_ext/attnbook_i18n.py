@@ -182,12 +182,6 @@ def switch_links(language: str, pagename: str, editions: list[str]) -> list[tupl
     return out
 
 
-def _mark_read(app: Any, env: Any) -> None:
-    marker = app.config.attnbook_read_marker
-    if marker:
-        Path(marker).write_text("read\n")
-
-
 def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     editions = app.config.attnbook_editions
     if not editions or doctree is None:
@@ -218,9 +212,4 @@ def setup(app: Any) -> dict[str, Any]:
     # URL folders of the editions built side by side (book/editions.py); empty: no switch.
     app.add_config_value("attnbook_editions", [], "html", types=[list])
     app.connect("html-page-context", _add_switch)
-    # A file written when every page has been read (and every chapter executed or taken from
-    # the cache): book/editions.py starts the next edition's build then, beside this one's
-    # writing phase. Empty: none.
-    app.add_config_value("attnbook_read_marker", "", "")
-    app.connect("env-updated", _mark_read)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

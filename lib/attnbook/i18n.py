@@ -75,6 +75,8 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _TAG = re.compile(r"<[^<>]*>")
 _state: dict[str, str | None] = {"language": None}
 _saved_png: dict = {}
+#: The last figure :func:`_book_png` drew: ``{"image/png": (figure, base64 PNG, glyph messages)}``.
+_drawn: dict = {}
 
 
 class MissingGlyphError(RuntimeError):
@@ -497,9 +499,29 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     """
     missing: set[str] = set()
     glyphs: list[str] = []
-    out = {lang: figure_png(fig, lang, missing=missing, glyphs=glyphs) for lang in languages}
+    drawn = _drawn.pop("image/png", None)
+    out = {}
+    for lang in languages:
+        if drawn is not None and drawn[0] is fig and lang == "en":
+            # The English drawing this output's image/png already holds: not drawn again.
+            out[lang] = drawn[1]
+            glyphs.extend(drawn[2])
+        else:
+            out[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs)
     return {"kind": "image/png", "editions": out, "untranslated": sorted(missing),
             "missing_glyphs": glyphs}
+
+
+def _book_png(fig) -> str:
+    """The ``image/png`` of a figure in a book build: the English drawing.
+
+    Kept for :func:`figure_bundle` (which IPython calls next, for the same output), so that
+    each edition's rendering is drawn once.
+    """
+    glyphs: list[str] = []
+    png = figure_png(fig, "en", glyphs=glyphs)
+    _drawn["image/png"] = (fig, png, glyphs)
+    return png
 
 
 def _ipython():
@@ -541,6 +563,9 @@ def install_display() -> bool:
 
             formatters[MIME] = _EditionsFormatter(parent=ip.display_formatter)
         formatters[MIME].for_type(Figure, lambda fig: figure_bundle(fig, langs))
+        if "en" in langs and "image/png" in formatters:
+            # Runs before the MIME formatter (IPython calls them in the order they were added).
+            formatters["image/png"].for_type(Figure, _book_png)
         return True
     language = get_language()
     png = formatters.get("image/png")

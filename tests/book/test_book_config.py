@@ -59,14 +59,19 @@ def config_escape_hatches(config: dict) -> list[str]:
     if sphinx_config.get("nb_execution_allow_errors", False) is not False:
         problems.append("sphinx.config.nb_execution_allow_errors is set")
     # YAML reads a bare `off` as False.
+    # Every chapter executes (book/execute.py, before Sphinx reads it) into the cache MyST-NB
+    # reads in "cache" mode; "off" or "auto" would let a page go unexecuted, "force" would
+    # execute every chapter again in Sphinx, serially, in each edition.
     mode = execute.get("execute_notebooks", "auto")
     if mode is False or str(mode).lower() == "off":
         problems.append("execution is switched off (execute.execute_notebooks)")
-    elif mode != "force":
-        problems.append(f"execute.execute_notebooks is {mode!r}, not 'force'")
-    nb_mode = sphinx_config.get("nb_execution_mode", "force")
-    if nb_mode != "force":
-        problems.append(f"sphinx.config.nb_execution_mode is {nb_mode!r}")
+    elif mode != "cache":
+        problems.append(f"execute.execute_notebooks is {mode!r}, not 'cache'")
+    if not str(execute.get("cache", "")).startswith("_build/"):
+        problems.append(f"execute.cache is {execute.get('cache')!r}, not a folder of _build/")
+    if "nb_execution_mode" in sphinx_config or "nb_execution_cache_path" in sphinx_config:
+        problems.append("sphinx.config sets nb_execution_mode or nb_execution_cache_path "
+                        "(execute: is the one place)")
     if sphinx_config.get("nb_execution_raise_on_error") is not True:
         problems.append("sphinx.config.nb_execution_raise_on_error is not true")
     if execute.get("raise_on_error", True) is not True:
@@ -133,7 +138,9 @@ def with_setting(config: dict, path: tuple[str, ...], value) -> dict:
         (("sphinx", "config", "nb_execution_allow_errors"), True, "allow_errors"),
         (("execute", "execute_notebooks"), False, "switched off"),  # YAML's bare `off`
         (("execute", "execute_notebooks"), "off", "switched off"),
-        (("execute", "execute_notebooks"), "cache", "not 'force'"),
+        (("execute", "execute_notebooks"), "force", "not 'cache'"),
+        (("execute", "execute_notebooks"), "auto", "not 'cache'"),
+        (("execute", "cache"), "/tmp/elsewhere", "not a folder of _build/"),
         (("sphinx", "config", "nb_execution_mode"), "off", "nb_execution_mode"),
         (("execute", "exclude_patterns"), ["chapters/*"], "exclude_patterns"),
         (("sphinx", "config", "nb_execution_raise_on_error"), False, "raise_on_error"),
@@ -604,9 +611,10 @@ def editions_problems(strict: dict, overrides: dict, command: tuple) -> list[str
     for name, value in STRICT_SETTINGS.items():
         if settings.get(name) is not value:
             problems.append(f"the editions build does not set {name}={value}")
-    if (overrides.get("nb_execution_mode") != "cache"
-            or not overrides.get("nb_execution_cache_path")):
-        problems.append("the editions do not share one execution cache")
+    if overrides.get("attnbook_no_execution") is not True:
+        problems.append("Sphinx may execute a chapter itself (attnbook_no_execution)")
+    if {"nb_execution_mode", "nb_execution_cache_path"} & set(overrides):
+        problems.append("the editions override _config.yml's execution settings")
     if command[0] != "book/editions.py" or "--all" not in command:
         problems.append(f"conftest's build is not `book/editions.py --all`: {command}")
     return problems
@@ -625,3 +633,25 @@ def test_editions_build_is_strict_and_shares_one_execution():
     no_nitpick = dict(editions.OVERRIDES, nitpicky=False)
     assert "nitpicky=True" in "\n".join(
         editions_problems(editions.STRICT, no_nitpick, BUILD_COMMAND))
+    executes = dict(editions.OVERRIDES, attnbook_no_execution=False)
+    assert "attnbook_no_execution" in "\n".join(
+        editions_problems(editions.STRICT, executes, BUILD_COMMAND))
+    forced = dict(editions.OVERRIDES, nb_execution_mode="force")
+    assert "override _config.yml" in "\n".join(
+        editions_problems(editions.STRICT, forced, BUILD_COMMAND))
+
+
+def test_the_execution_reads_its_settings_from_config_yml():
+    """book/execute.py takes the mode, cache folder and timeout from _config.yml as Jupyter
+    Book maps them, and refuses a mode in which Sphinx would not read its cache."""
+    sys.path.insert(0, str(ROOT / "book"))
+    try:
+        import execute
+    finally:
+        sys.path.pop(0)
+    conf = execute.settings()
+    config = load_yaml("_config.yml")["execute"]
+    assert conf.mode == config["execute_notebooks"] == "cache"
+    assert conf.cache == (ROOT / config["cache"]).resolve()
+    assert conf.timeout == config["timeout"]
+    assert conf.in_temp is False and conf.allow_errors is False
