@@ -22,9 +22,10 @@ TEST_STAMP := $(VENV)/.installed-test-$(TEST_HASH)
 # _build/html/zh, a landing page _build/html/index.html. Any Sphinx warning is an error (-W),
 # missing references are warned (-n, nitpicky), all warnings are reported before failing
 # (--keep-going), a cell that raises stops the build. The chapters execute once for both
-# editions, through a cache keyed on their code, lib/ and the installed packages; an edition is
-# rebuilt incrementally only from a successful build (`make html EDITIONS_ARGS=--all` rebuilds
-# everything). tests/conftest.py runs the same script.
+# editions, two at a time, before Sphinx reads them (book/execute.py), and again only when their
+# code or what their kernel used changed; an edition is rebuilt incrementally only from a
+# successful build (`make html EDITIONS_ARGS=--all` rebuilds every page, `--execute-all` also
+# executes every chapter). tests/conftest.py runs the same script.
 EDITIONS_ARGS ?=
 # Written only after a successful strict build; tests/conftest.py reuses such a build.
 BUILD_OK    := _build/.attnbook-build-ok
