@@ -50,9 +50,12 @@ test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory html
 	$(VPY) -m pytest
 
-# The library's tests alone, without building the book (about 40 s on two cores).
+# The library's tests alone, without building the book (about 40 s on two cores): two
+# pytest-xdist workers, each test file on one worker (a module's shared fixtures are built once,
+# its tests run in order), one torch/BLAS thread per worker (two workers of two threads each on
+# two cores spend a quarter of the time waiting for each other). See CONTRIBUTING.md.
 unit: $(TEST_STAMP)
-	$(VPY) -m pytest -m "$(UNIT_MARKERS)"
+	OMP_NUM_THREADS=1 $(VPY) -m pytest -m "$(UNIT_MARKERS)" -n 2 --dist loadfile
 
 # pyflakes, pycodestyle, bugbear, isort and pydocstyle, configured in pyproject.toml.
 lint: $(TEST_STAMP)
