@@ -162,7 +162,8 @@ def build_key(root: Path = ROOT) -> str:
 
 
 def build_edition(code: str, language: str, *, fresh: bool) -> int:
-    """Build one edition strictly with Jupyter Book's Sphinx entry point (in this process).
+    """Build one edition strictly with Jupyter Book's Sphinx entry point (in this process): its
+    HTML, then its reader notebooks (``_sources/chapters/*.ipynb`` in the HTML).
 
     Args:
         code: URL folder of the edition (``"en"``, ``"zh"``).
@@ -180,7 +181,16 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     overrides.update(EDITION_CONFIG.get(language, {}))
     result = build_sphinx(
         ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
-        confoverrides=overrides, builder="html", freshenv=fresh, force_all=fresh, **STRICT,
+        confoverrides=dict(overrides), builder="html", freshenv=fresh, force_all=fresh, **STRICT,
+    )
+    if isinstance(result, Exception) or result:
+        return 1 if isinstance(result, Exception) else int(result)
+    # The reader notebooks (book/_ext/attnbook_reader_notebooks.py), into the same HTML folder:
+    # the same configuration and doctrees, so Sphinx reads no page again and executes nothing
+    # (a copy of the overrides each time: build_sphinx pops keys from them).
+    result = build_sphinx(
+        ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
+        confoverrides=dict(overrides), builder="reader-notebooks", **STRICT,
     )
     if isinstance(result, Exception):
         return 1

@@ -118,13 +118,19 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
 
 
 #: Words the book's own extensions write into pages (attnbook_notebooks's "run it yourself"
-#: line and button), per language other than English.
+#: line and button) and notebooks (attnbook_reader_notebooks), per language other than English.
 UI_TEXT = {
     "zh_CN": {
-        "Run this chapter yourself: download the notebook ": "自己运行本章：下载笔记本（英文）",
+        "Run this chapter yourself: download the notebook ": "自己运行本章：下载笔记本",
         "the book's code (zip)": "本书的代码（zip）",
         "how to run it": "如何运行",
         "Run this chapter: how to run it as a notebook": "运行本章：如何以笔记本形式运行",
+        # The reader notebooks (attnbook_reader_notebooks).
+        "The numbers in this text are those of the book's own run (the same seeds); the code "
+        "cells compute them again when you run them.":
+            ("正文里的数字来自本书构建时的那次运行（随机种子相同）；"
+             "运行代码单元，就会重新算出这些数字。"),
+        "Solution": "解答",
     },
 }
 

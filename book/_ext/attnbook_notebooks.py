@@ -3,12 +3,10 @@
 Registered in ``_config.yml`` (``sphinx: config: extensions``). For every chapter page
 (``chapters/NN-topic``), in the HTML build:
 
-1. **A clean notebook.** The chapter's source, ``chapters/NN-topic.md`` (a MyST-Markdown notebook),
-   is converted with Jupytext into ``_build/html/_sources/chapters/NN-topic.ipynb``, next to the
-   ``.md`` source Sphinx copies there: every cell, hidden ones included (the chapter runs top to
-   bottom as in the book), no outputs, no execution counts, the ``python3`` kernel, and cell ids
-   numbered in order so that two builds write the same file. It is the source, not the executed
-   notebook: a reader runs it and gets the outputs.
+1. **The reader notebook.** ``book/_ext/attnbook_reader_notebooks.py``, a builder that
+   ``book/editions.py`` runs after the HTML build, writes ``_sources/chapters/NN-topic.ipynb``
+   into the edition's HTML from the page as Sphinx resolved it (glue values, citations, the
+   edition's language); this extension only links it.
 2. **The download menu.** The theme's download dropdown (sphinx-book-theme's ``header_buttons``)
    offers that ``.ipynb`` next to ``.md`` and ``.pdf``: the extension sets the page's
    ``ipynb_source`` before the theme builds its buttons. A "Run this chapter" button next to it
@@ -41,8 +39,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-import jupytext
-import nbformat
 from attnbook_i18n import ui_text
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -53,7 +49,7 @@ __version__ = "1.0"
 CHAPTER_DOCNAME = re.compile(r"^chapters/\d\d-[a-z0-9-]+$")
 #: The docname of the page that explains how to run the book.
 RUN_PAGE = "run"
-#: The kernel a downloaded notebook asks for: ipykernel's Python 3.
+#: The kernel a reader notebook asks for: ipykernel's Python 3.
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 #: Where the notebooks go, relative to the HTML output (the theme links ``_sources/<page>.ipynb``).
 SOURCES = "_sources"
@@ -76,26 +72,6 @@ def is_chapter(docname: str) -> bool:
     return bool(CHAPTER_DOCNAME.match(docname))
 
 
-def chapter_notebook(path: str | Path) -> nbformat.NotebookNode:
-    """The chapter at ``path`` (MyST Markdown) as a clean nbformat 4 notebook.
-
-    Every cell is kept, in order, with its tags; code cells have no outputs and no execution
-    count; the metadata is only the ``python3`` kernelspec and the language. Cell ids are
-    ``cell-000``, ``cell-001``, ... The result is validated against the nbformat schema.
-    """
-    nb = jupytext.read(Path(path), fmt="md:myst")
-    nb.metadata = nbformat.from_dict(
-        {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
-    )
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i:03d}"
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    nbformat.validate(nb)
-    return nb
-
-
 def notebook_name(docname: str) -> str:
     """``chapters/01-rnn-bottleneck`` → ``chapters/01-rnn-bottleneck.ipynb``."""
     return docname + ".ipynb"
@@ -106,17 +82,15 @@ def _relative(docname: str, target: str) -> str:
     return posixpath.relpath(target, posixpath.dirname(docname) or ".")
 
 
-def write_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """``html-page-context``: write the chapter's notebook and offer it in the download menu.
+def offer_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``html-page-context``: offer the chapter's reader notebook in the download menu.
 
     Runs before sphinx-book-theme's ``add_header_buttons`` (priority 501), which turns
-    ``ipynb_source`` into the ``.ipynb`` entry of the download dropdown.
+    ``ipynb_source`` into the ``.ipynb`` entry of the download dropdown. The notebook itself is
+    written by the ``reader-notebooks`` builder after the HTML build.
     """
     if app.builder.format != "html" or not is_chapter(pagename):
         return
-    target = Path(app.outdir, SOURCES, notebook_name(pagename))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(chapter_notebook(app.env.doc2path(pagename)), target)
     context["ipynb_source"] = notebook_name(pagename)
 
 
@@ -258,7 +232,13 @@ def resolve_archive_refs(app: Sphinx, doctree: nodes.document, docname: str) -> 
 
 
 def always_rewrite_run_page(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: the run page quotes the archive's size, which any edit changes."""
+    """``env-get-outdated``: the run page quotes the archive's size, which any edit changes.
+
+    Only for the HTML builder: the reader notebooks, built from the same environment right
+    after it, do not write that page.
+    """
+    if app.builder.format != "html":
+        return []
     return [RUN_PAGE] if RUN_PAGE in env.found_docs else []
 
 
@@ -269,7 +249,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", write_source_archive)
     app.connect("env-get-outdated", always_rewrite_run_page)
     app.connect("doctree-resolved", resolve_archive_refs)
-    app.connect("html-page-context", write_notebook, priority=450)
+    app.connect("html-page-context", offer_notebook, priority=450)
     app.connect("html-page-context", add_run_button, priority=550)
     app.connect("doctree-resolved", add_run_line)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}

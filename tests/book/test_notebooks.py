@@ -1,12 +1,11 @@
 """Every chapter as a downloadable notebook (book/_ext/attnbook_notebooks.py).
 
-Without a build: ``chapter_notebook`` turns each chapter into a valid nbformat 4 notebook whose
-code cells are the chapter's ``{code-cell}`` blocks, read here by a small parser of our own (not
-by Jupytext, which the extension uses), with no outputs and the ``python3`` kernel.
-
-On the built book: each chapter's ``_sources/chapters/NN-topic.ipynb`` exists, is valid, holds
-the same code cells, and the chapter's page links it twice (the download menu and the line
-under the title) and links the "Run it yourself" page.
+On the built book, in each edition: each chapter's reader notebook
+``_sources/chapters/NN-topic.ipynb`` (written by book/_ext/attnbook_reader_notebooks.py, whose
+own tests are in test_reader_notebooks.py) exists, is valid, holds the chapter's code cells,
+read here by a small parser of our own (not by MyST-NB, which the builder uses), and the
+chapter's page links it twice (the download menu and the line under the title) and links the
+"Run it yourself" page.
 
 The source archive (``_downloads/attnbook-source.zip``): without a build, ``source_archive``
 zips a small tree made here with every kind of file it must leave out, and the repository
@@ -82,26 +81,6 @@ def test_code_cells_parser():
     assert code_cells(text) == ["x = 1", "y = 2\nprint(y)", "s = '```'"]
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_notebook_is_clean_and_complete(chapter):
-    nb = ext.chapter_notebook(chapter)
-    nbformat.validate(nb)
-    assert (nb.nbformat, nb.nbformat_minor) >= (4, 5)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    assert set(nb.metadata) == {"kernelspec", "language_info"}, "Jupytext's metadata left in"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert [c.source.strip("\n") for c in code] == code_cells(chapter.read_text())
-    assert all(c.outputs == [] and c.execution_count is None for c in code)
-    assert [c.id for c in nb.cells] == [f"cell-{i:03d}" for i in range(len(nb.cells))]
-    # The prose is there too: the title is the first cell.
-    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
-
-
-def test_chapter_notebook_is_reproducible():
-    a, b = (nbformat.writes(ext.chapter_notebook(CHAPTERS[0])) for _ in range(2))
-    assert a == b
-
-
 def test_only_chapters_get_a_notebook():
     assert ext.is_chapter("chapters/01-rnn-bottleneck")
     for other in ("intro", "run", "references", "appendix/notation", "chapters/index"):
@@ -139,7 +118,9 @@ def resolve(html_file: Path, href: str) -> Path:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_built_chapter_offers_its_notebook(built_book, chapter):
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_built_chapter_offers_its_notebook(built_editions, edition, chapter):
+    built_book = built_editions[edition]
     docname = f"chapters/{chapter.stem}"
     page = built_book / f"{docname}.html"
     if not page.is_file():
@@ -149,6 +130,9 @@ def test_built_chapter_offers_its_notebook(built_book, chapter):
     nb = nbformat.read(notebook, as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
+    if edition == "zh":  # the figures' language first (test_reader_notebooks.py)
+        assert code[0].source.startswith("from attnbook import i18n;")
+        code = code[1:]
     assert [c.source.strip("\n") for c in code] == code_cells(chapter.read_text())
     assert all(c.outputs == [] for c in code), "the download carries outputs"
 
