@@ -113,7 +113,9 @@ def requirement_versions(root: Path = ROOT) -> dict[str, str | None]:
     for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-"):
-            todo.append(Requirement(line))
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate():
+                todo.append(req)
     seen: dict[str, str | None] = {}
     done: set[tuple[str, frozenset]] = set()
     while todo:

@@ -37,6 +37,7 @@ import importlib.metadata
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 import traceback
@@ -49,6 +50,11 @@ BUILD = ROOT / "_build"
 EXECUTIONS_LOG = BUILD / "executions.log"
 #: Name of the record, inside the cache folder, of what each cached execution depended on.
 RECORDS_NAME = "attnbook-dependencies.json"
+#: The environment variables the library reads (attnbook.i18n): part of every chapter's key.
+#: Others (ATTNBOOK_CHROMIUM and the test switches) do not change what a chapter computes.
+KEY_VARS = ("ATTNBOOK_EDITIONS", "ATTNBOOK_LANG")
+#: Modules every Python process loads at start-up through a .pth file, used by no chapter.
+STARTUP_MODULES = {"_distutils_hack"}
 #: Environment variables that limit a kernel's threads (BLAS, OpenMP: NumPy and PyTorch).
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -56,26 +62,48 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: its cache key are unchanged): records the project files the kernel opens for reading.
 TRACE_SETUP = r"""
 def __attnbook_trace(root):
-    import os, sys
-    reads = set()
-    write = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND
+    import os, site, sys, sysconfig
+    reads, listed = set(), set()
+    # Data of installed packages is found without importing them (the training text, the CJK
+    # font): reads in site-packages count too, code files aside (their modules count).
+    packages = {os.path.abspath(p) for p in [*site.getsitepackages(),
+                                              sysconfig.get_paths()["purelib"]]}
+    inside = root + os.sep
+    prefixes = tuple(p + os.sep for p in packages)
+    code = (".py", ".pyc", ".so", ".pyi", ".pth")
+    write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def where(arg):
+        try:
+            return os.path.abspath(os.fsdecode(os.fspath(arg)))
+        except (TypeError, ValueError):
+            return None
 
     def hook(event, args):
-        if event != "open" or not args or isinstance(args[0], int) or args[0] is None:
-            return
-        mode = args[1] if len(args) > 1 else None
-        flags = args[2] if len(args) > 2 else 0
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & write:
-            return
-        try:
-            path = os.path.abspath(os.fsdecode(os.fspath(args[0])))
-        except (TypeError, ValueError):
-            return
-        if path.startswith(root + os.sep):
-            reads.add(path)
+        if event == "open":
+            if not args or isinstance(args[0], int) or args[0] is None:
+                return
+            mode = args[1] if len(args) > 1 else None
+            flags = args[2] if len(args) > 2 else 0
+            if (isinstance(mode, str) and any(c in mode for c in "wax")) or (flags or 0) & write:
+                return
+            path = where(args[0])
+            if path and (path.startswith(inside) or
+                         (path.startswith(prefixes) and not path.endswith(code))):
+                reads.add(path)
+        elif event in ("os.listdir", "os.scandir", "glob.glob") and args:
+            caller = sys._getframe(1).f_code.co_filename
+            if caller.startswith("<frozen importlib"):
+                return  # the import system's directory cache: the modules themselves count
+            path = where(args[0] if args[0] is not None else ".")
+            if event == "glob.glob" and path:
+                path = os.path.dirname(path.split("*")[0].split("?")[0].split("[")[0])
+            if path and (path + os.sep).startswith(inside):
+                listed.add(path)
 
     sys.addaudithook(hook)
     sys._attnbook_reads = reads
+    sys._attnbook_listed = listed
 
 __attnbook_trace(%r)
 del __attnbook_trace
@@ -86,7 +114,8 @@ TRACE_QUERY = (
     "'modules': sorted({n.split('.')[0] for n in list(__import__('sys').modules)}), "
     "'files': sorted({getattr(m, '__file__', None) or '' "
     "for m in list(__import__('sys').modules.values())} - {''}), "
-    "'reads': sorted(getattr(__import__('sys'), '_attnbook_reads', ()))})"
+    "'reads': sorted(getattr(__import__('sys'), '_attnbook_reads', ())), "
+    "'listed': sorted(getattr(__import__('sys'), '_attnbook_listed', ()))})"
 )
 
 
@@ -166,9 +195,13 @@ def _sha(data: bytes) -> str:
 
 
 def _rel(path: Path, root: Path) -> str | None:
-    """``path`` relative to ``root`` if it is a project file the outputs can depend on."""
+    """``path`` relative to ``root`` if it is a project file the outputs can depend on.
+
+    Inside the project by its own name (a symbolic link in the project to a file elsewhere is a
+    project file; its target's content is what is hashed).
+    """
     try:
-        rel = path.resolve().relative_to(root)
+        rel = Path(os.path.abspath(path)).relative_to(root)
     except ValueError:
         return None
     skip = {".venv", "_build", ".git", "__pycache__", ".ipynb_checkpoints"}
@@ -177,53 +210,107 @@ def _rel(path: Path, root: Path) -> str | None:
     return rel.as_posix()
 
 
-def environment_state() -> dict:
-    """The interpreter and the ``ATTNBOOK_*`` variables (part of every chapter's key)."""
-    return {"python": sys.version,
-            "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ATTNBOOK_")}}
-
-
-def dependencies(trace: dict, root: Path = ROOT) -> dict:
-    """Turn a kernel's trace (modules, module files, files read) into a dependency record.
-
-    Returns:
-        ``{"python", "env", "files": {path: hash}, "dirs": {folder: hash of its names},
-        "dists": {distribution: version}}``, paths relative to ``root``.
-    """
-    files: dict[str, str] = {}
-    dirs: dict[str, str] = {}
-    for name in [*trace.get("files", []), *trace.get("reads", [])]:
-        rel = _rel(Path(name), root)
-        if rel is None or rel.endswith(".pyc"):
-            continue
-        files[rel] = _sha((root / rel).read_bytes())
-        if not rel.endswith(".py"):  # data: a file added beside it may change the outputs
-            folder = (root / rel).parent
-            dirs[folder.relative_to(root).as_posix()] = _listing(folder)
-    by_module = importlib.metadata.packages_distributions()
-    dists = {}
-    for module in trace.get("modules", []):
-        for dist in by_module.get(module, []):
-            try:
-                dists[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-    return {**environment_state(), "files": dict(sorted(files.items())),
-            "dirs": dict(sorted(dirs.items())), "dists": dict(sorted(dists.items()))}
+#: Names in a folder that no chapter reads: hidden files, editor backups and locks.
+def _ignored_name(name: str) -> bool:
+    return name.startswith((".", "#")) or name.endswith(("~", ".swp", ".swo", ".pyc"))
 
 
 def _listing(folder: Path) -> str:
-    return _sha("\n".join(sorted(p.name for p in folder.iterdir())).encode())
+    names = sorted(p.name for p in folder.iterdir() if not _ignored_name(p.name))
+    return _sha("\n".join(names).encode())
+
+
+def environment_state() -> dict:
+    """The interpreter and the environment variables the library reads (:data:`KEY_VARS`)."""
+    return {"python": sys.version,
+            "env": {k: os.environ[k] for k in KEY_VARS if k in os.environ}}
+
+
+def _site_dirs() -> list[Path]:
+    import site
+    import sysconfig
+
+    dirs = {Path(p).resolve() for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]]}
+    return sorted(dirs, key=lambda p: -len(p.parts))
+
+
+def _owner(path: Path, site_dirs: list[Path], by_module: dict) -> list[str]:
+    """The installed distributions a file of site-packages belongs to (by its top folder)."""
+    for base in site_dirs:
+        try:
+            top = Path(path).resolve().relative_to(base).parts[0]
+        except (ValueError, IndexError):
+            continue
+        if top.endswith((".dist-info", ".egg-info")):
+            return [top.rsplit("-", 1)[0] if "-" in top else top.split(".")[0]]
+        return list(by_module.get(top.split(".")[0], []))
+    return []
+
+
+def dependencies(trace: dict, root: Path = ROOT, *, since_ns: int | None = None) -> dict:
+    """Turn a kernel's trace (modules, module files, files read, folders listed) into a
+    dependency record.
+
+    Args:
+        trace: what the kernel reported (:data:`TRACE_QUERY`).
+        root: the project.
+        since_ns: when the execution started (``time.time_ns()``): a project file modified
+            after it was maybe read in its old state, and is listed under ``"raced"``.
+
+    Returns:
+        ``{"python", "env", "files": {path: hash}, "dirs": {folder: hash of its names},
+        "dists": {distribution: version}, "raced": [paths]}``, paths relative to ``root``.
+    """
+    files: dict[str, str] = {}
+    dirs: dict[str, str] = {}
+    raced: list[str] = []
+    by_module = importlib.metadata.packages_distributions()
+    site_dirs = _site_dirs()
+    owners: set[str] = set()
+    for name in [*trace.get("files", []), *trace.get("reads", [])]:
+        rel = _rel(Path(name), root)
+        if rel is None:
+            if name in trace.get("reads", []):
+                owners.update(_owner(Path(name), site_dirs, by_module))
+            continue
+        if rel.endswith(".pyc"):
+            continue
+        path = root / rel
+        files[rel] = _sha(path.read_bytes())
+        if since_ns is not None and path.stat().st_mtime_ns > since_ns:
+            raced.append(rel)
+        if not rel.endswith(".py"):  # data: a file added beside it may change the outputs
+            folder = path.parent
+            dirs[folder.relative_to(root).as_posix()] = _listing(folder)
+    for name in trace.get("listed", []):
+        try:
+            rel = Path(name).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if (root / rel).is_dir():
+            dirs[rel] = _listing(root / rel)
+    for module in trace.get("modules", []):
+        if module not in STARTUP_MODULES:
+            owners.update(by_module.get(module, []))
+    dists = {}
+    for dist in owners:
+        try:
+            dists[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return {**environment_state(), "files": dict(sorted(files.items())),
+            "dirs": dict(sorted(dirs.items())), "dists": dict(sorted(dists.items())),
+            "raced": sorted(raced)}
 
 
 def changes(record: dict, root: Path = ROOT) -> list[str]:
     """What changed since ``record`` was made (empty: the cached outputs are still right)."""
-    out = []
+    out = [f"{rel} (changed while the chapter ran)" for rel in record.get("raced", [])]
     state = environment_state()
     if record.get("python") != state["python"]:
         out.append("the Python interpreter")
     if record.get("env") != state["env"]:
-        out.append("the ATTNBOOK_* environment variables")
+        out.append("the environment variables " + ", ".join(KEY_VARS))
     for rel, digest in record.get("files", {}).items():
         path = root / rel
         if not path.is_file() or _sha(path.read_bytes()) != digest:
@@ -301,6 +388,7 @@ def run_notebook(path: str, cwd: str, timeout: int, allow_errors: bool, threads:
     import nbformat
 
     start = time.perf_counter()
+    started_ns = time.time_ns()
     try:
         nb = read_notebook(Path(path), extensions)
         env = dict(os.environ, **{var: str(threads) for var in THREAD_VARS})
@@ -308,12 +396,28 @@ def run_notebook(path: str, cwd: str, timeout: int, allow_errors: bool, threads:
                                  record_timing=False, resources={"metadata": {"path": cwd}})
         client.root = root
         client.execute(env=env)
-        return {"path": path, "seconds": time.perf_counter() - start,
+        return {"path": path, "seconds": time.perf_counter() - start, "started_ns": started_ns,
                 "notebook": nbformat.writes(nb), "trace": client.trace}
     except Exception as exc:  # noqa: BLE001 - reported with its traceback, the build fails
-        text = str(exc) if exc.__class__.__name__ == "CellExecutionError" else \
+        text = str(exc) if exc.__class__.__name__ in ("CellExecutionError", "CellTimeoutError",
+                                                       "DeadKernelError") else \
             traceback.format_exc()
-        return {"path": path, "seconds": time.perf_counter() - start, "error": text}
+        return {"path": path, "seconds": time.perf_counter() - start,
+                "error": _ANSI.sub("", text)}
+
+
+#: Terminal colour codes (IPython's tracebacks carry them).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: end this worker when the build's process dies (a kill, not only
+    Ctrl-C); its kernel then ends too (ipykernel watches its parent)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 # --------------------------------------------------------------------------------------------------
@@ -328,11 +432,22 @@ class Plan:
     kept: list[Path]
 
 
-def _load_records(cache: Path) -> dict:
+def _load_records(cache: Path, log=None) -> dict:
+    path = cache / RECORDS_NAME
     try:
-        return json.loads((cache / RECORDS_NAME).read_text())
-    except (OSError, ValueError):
+        return json.loads(path.read_text())
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as err:
+        if log:
+            log(f"execute: {path} is unreadable ({err}); every chapter runs again")
+        return {}
+
+
+def _save_records(cache: Path, records: dict) -> None:
+    tmp = cache / (RECORDS_NAME + ".tmp")
+    tmp.write_text(json.dumps(records, indent=1) + "\n")
+    os.replace(tmp, cache / RECORDS_NAME)
 
 
 def plan(root: Path = ROOT, conf: Settings | None = None, *, force: bool = False) -> Plan:
@@ -343,16 +458,23 @@ def plan(root: Path = ROOT, conf: Settings | None = None, *, force: bool = False
     cache = get_cache(str(conf.cache))
     records = _load_records(conf.cache)
     run, kept = [], []
+    hashes: dict[str, Path] = {}
     for path in toc_pages(root):
         nb = read_notebook(path, conf.extensions)
         if nb is None:
             continue
         rel = path.relative_to(root).as_posix()
         _, nb_hash = cache.create_hashed_notebook(nb)
+        if nb_hash in hashes:
+            # jupyter-cache keys an execution by the code alone: both pages would show the
+            # outputs of whichever ran last, from its own working directory and files.
+            raise ValueError(f"{hashes[nb_hash].relative_to(root)} and {rel} have the same code "
+                             "cells; MyST-NB's cache cannot tell their executions apart (make "
+                             "one differ, e.g. by a comment)")
+        hashes[nb_hash] = path
         record = records.get(rel)
         try:
-            cache.match_cache_notebook(nb)
-            cached = True
+            cached = cache.match_cache_notebook(nb).uri == str(path)
         except KeyError:
             cached = False
         if force:
@@ -396,8 +518,8 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
 
     conf = settings(root)
     conf.cache.mkdir(parents=True, exist_ok=True)
+    records = _load_records(conf.cache, log)
     todo = plan(root, conf, force=force)
-    records = _load_records(conf.cache)
     cores = os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(todo.run) or 1))
     threads = max(1, cores // jobs)
@@ -411,7 +533,8 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
     failed = 0
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                                initializer=_die_with_parent) as pool:
         futures = {}
         for path, reason in _order(todo.run, records, root):
             cwd = str(path.parent)
@@ -438,8 +561,11 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
                     cache.remove_cache(old.pk)
             records[rel] = {"nb_hash": nb_hash, "seconds": round(result["seconds"], 2),
                             "at": time.time(),
-                            **dependencies(result["trace"], root)}
-            (conf.cache / RECORDS_NAME).write_text(json.dumps(records, indent=1) + "\n")
+                            **dependencies(result["trace"], root, since_ns=result["started_ns"])}
+            if records[rel]["raced"]:
+                log(f"execute: {rel}: {', '.join(records[rel]['raced'])} changed while it ran; "
+                    "it runs again in the next build")
+            _save_records(conf.cache, records)
             log_file = root / EXECUTIONS_LOG.relative_to(ROOT)
             log_file.parent.mkdir(parents=True, exist_ok=True)
             with log_file.open("a", encoding="utf-8") as fh:

@@ -253,6 +253,13 @@ def test_a_book_build_draws_each_edition_of_a_figure_once(catalog, monkeypatch):
         data3, _md = shell.display_formatter.format(fig, include={i18n.MIME})
         assert sorted(drawn) == ["en", "zh_CN"]
         assert data3[i18n.MIME]["editions"]["en"] == data2["image/png"]
+        # The image/png alone, then a change, then the editions alone: English drawn anew.
+        shell.display_formatter.format(fig, include={"image/png"})
+        ax.set_title("a third title")
+        drawn.clear()
+        data4, _md = shell.display_formatter.format(fig, exclude={"image/png"})
+        assert sorted(drawn) == ["en", "zh_CN"]
+        assert data4[i18n.MIME]["editions"]["en"] != data3[i18n.MIME]["editions"]["en"]
     finally:
         shell.display_formatter.formatters[i18n.MIME].pop(matplotlib.figure.Figure, None)
         png.pop(matplotlib.figure.Figure, None)

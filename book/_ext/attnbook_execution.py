@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __version__ = "1.0"
@@ -31,8 +32,9 @@ def _refuse_execution(app: Any, config: Any) -> None:
     def refuse(nb: Any, cwd: str | None = None, **_kwargs: Any) -> Any:
         raise ExecutionBySphinx(
             f"MyST-NB was about to execute a notebook (in {cwd}) that is not in the execution "
-            "cache: book/execute.py should have executed it before Sphinx started (does its "
-            "reading of the page differ from MyST-NB's?)")
+            f"cache {config.nb_execution_cache_path!r} (relative to {os.getcwd()}): "
+            "book/execute.py executes every chapter before Sphinx starts; run the build with "
+            "`make html` (book/editions.py) from the project's root")
 
     nb_cache.single_nb_execution = refuse
 

@@ -502,7 +502,7 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     drawn = _drawn.pop("image/png", None)
     out = {}
     for lang in languages:
-        if drawn is not None and drawn[0] is fig and lang == "en":
+        if drawn is not None and drawn[0] is fig and not fig.stale and lang == "en":
             # The English drawing this output's image/png already holds: not drawn again.
             out[lang] = drawn[1]
             glyphs.extend(drawn[2])
@@ -521,6 +521,9 @@ def _book_png(fig) -> str:
     glyphs: list[str] = []
     png = figure_png(fig, "en", glyphs=glyphs)
     _drawn["image/png"] = (fig, png, glyphs)
+    # Drawn as it is now: any change to one of its artists marks it stale again (matplotlib
+    # passes the flag up to the figure), and figure_bundle then draws it anew.
+    fig.stale = False
     return png
 
 

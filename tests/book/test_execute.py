@@ -74,11 +74,65 @@ def test_changes_name_what_changed(tmp_path):
     assert execute.changes(record, root) == ["no-such-distribution 1.0 -> None"]
 
 
-def test_changes_see_the_environment(tmp_path, monkeypatch):
+def test_changes_see_the_environment_the_library_reads(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_EDITIONS", raising=False)
     record = execute.dependencies({}, tmp_path)
+    monkeypatch.setenv("ATTNBOOK_CHROMIUM", "/opt/chromium")  # a test switch: no change
+    assert execute.changes(record, tmp_path) == []
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en")
-    assert execute.changes(record, tmp_path) == ["the ATTNBOOK_* environment variables"]
+    assert execute.changes(record, tmp_path) == [
+        "the environment variables ATTNBOOK_EDITIONS, ATTNBOOK_LANG"]
     assert execute.changes(record | {"python": "2.7"}, tmp_path)[0] == "the Python interpreter"
+
+
+def test_dependencies_follow_links_listings_and_package_data(tmp_path):
+    (tmp_path / "p").mkdir()
+    root = _project(tmp_path / "p")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("1\n")
+    (root / "data" / "link.txt").symlink_to(outside)
+    (root / "listed").mkdir()
+    import numpy
+
+    numpy_data = next(Path(numpy.__file__).parent.rglob("*.txt"))  # a data file, not code
+    trace = {"reads": [str(root / "data" / "link.txt"), str(numpy_data)],
+             "listed": [str(root / "listed")], "modules": ["_distutils_hack"]}
+    record = execute.dependencies(trace, root)
+    assert "data/link.txt" in record["files"]          # a link in the project is a project file
+    assert "listed" in record["dirs"]                   # os.listdir / scandir / glob
+    assert set(record["dists"]) == {"numpy"}            # its data, read without importing it
+    outside.write_text("2\n")
+    assert execute.changes(record, root) == ["data/link.txt"]
+    record = execute.dependencies(trace, root)
+    (root / "listed" / ".file.swp").write_text("")     # an editor's file: not a change
+    (root / "listed" / "notes.txt~").write_text("")
+    assert execute.changes(record, root) == []
+    (root / "listed" / "gpu.csv").write_text("")
+    assert execute.changes(record, root) == ["the files in listed/"]
+
+
+def test_a_file_changed_while_its_chapter_ran_runs_it_again(tmp_path):
+    root = _project(tmp_path)
+    before = __import__("time").time_ns()
+    (root / "lib" / "mod.py").write_text("X = 3\n")  # saved in an editor during the run
+    record = execute.dependencies({"files": [str(root / "lib" / "mod.py")]}, root,
+                                  since_ns=before)
+    assert record["raced"] == ["lib/mod.py"]
+    assert execute.changes(record, root) == ["lib/mod.py (changed while the chapter ran)"]
+
+
+def test_unreadable_records_are_reported(tmp_path):
+    (tmp_path / execute.RECORDS_NAME).write_text("{not json")
+    said = []
+    assert execute._load_records(tmp_path, said.append) == {}
+    assert "unreadable" in said[0]
+
+
+def test_requirement_markers_of_the_requirements_file_apply(tmp_path):
+    (tmp_path / "requirements.txt").write_text(
+        "numpy>=1\nnot-installed-anywhere==1.0; sys_platform == 'no-such-os'\n")
+    versions = editions.requirement_versions(tmp_path)
+    assert "numpy" in versions and "not-installed-anywhere" not in versions
 
 
 def test_build_key_leaves_out_test_tools():
@@ -95,6 +149,7 @@ def test_sphinx_refuses_to_execute_when_asked(monkeypatch):
 
     class Config:
         attnbook_no_execution = True
+        nb_execution_cache_path = "_build/.jupyter_cache"
 
     attnbook_execution._refuse_execution(None, Config())
     with pytest.raises(attnbook_execution.ExecutionBySphinx, match="not in the execution cache"):
@@ -228,12 +283,29 @@ def test_each_chapter_executes_once_and_again_only_when_something_it_used_change
     (root / "chapters" / "two.md").write_text(text.replace("print('two'", "print('TWO'"))
     assert executed() == ["chapters/two.md"]
     assert "TWO changed" in _outputs(root, "chapters/two.md")
+    # A folder the chapter lists (os.listdir), a file it opens with "r+".
+    (root / "chapters" / "two.md").write_text(CHAPTER.format(title="Two", code=(
+        "import os\nprint(sorted(os.listdir('../data')))\n"
+        "print(open('../lib/other.py', 'r+').read()[:3])")))
+    assert executed() == ["chapters/two.md"]
+    (root / "data" / "new.csv").write_text("")
+    assert executed() == ["chapters/one.md", "chapters/two.md"]
+    assert "new.csv" in _outputs(root, "chapters/two.md")
+    (root / "lib" / "other.py").write_text("DEF = 1\n")
+    assert executed() == ["chapters/two.md"]
     # A file in the project that no chapter used.
     (root / "lib" / "unused.py").write_text("Y = 1\n")
     assert executed() == []
     # The editions' languages reach the kernels: every chapter.
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     assert executed() == ["chapters/one.md", "chapters/two.md"]
+
+
+def test_two_pages_with_the_same_code_are_refused(tmp_path):
+    root = _book(tmp_path)
+    (root / "chapters" / "two.md").write_text((root / "chapters" / "one.md").read_text())
+    with pytest.raises(ValueError, match="same code cells"):
+        execute.plan(root)
 
 
 @pytest.mark.slow
