@@ -92,9 +92,11 @@ def __attnbook_trace(root):
                          (path.startswith(prefixes) and not path.endswith(code))):
                 reads.add(path)
         elif event in ("os.listdir", "os.scandir", "glob.glob") and args:
-            caller = sys._getframe(1).f_code.co_filename
-            if caller.startswith("<frozen importlib"):
-                return  # the import system's directory cache: the modules themselves count
+            caller = sys._getframe(1).f_code.co_filename.replace(os.sep, "/")
+            if "importlib" in caller and ("_bootstrap" in caller or "metadata" in caller):
+                # The import system's directory cache, importlib.metadata's scan of sys.path:
+                # the modules and distributions found count, not the folders' other names.
+                return
             path = where(args[0] if args[0] is not None else ".")
             if event == "glob.glob" and path:
                 path = os.path.dirname(path.split("*")[0].split("?")[0].split("[")[0])
@@ -194,6 +196,10 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
 
 
+#: Folders of the project that hold no input of a chapter (the venv, the build, caches).
+_SKIP = {".venv", "_build", ".git", "__pycache__", ".ipynb_checkpoints"}
+
+
 def _rel(path: Path, root: Path) -> str | None:
     """``path`` relative to ``root`` if it is a project file the outputs can depend on.
 
@@ -204,8 +210,7 @@ def _rel(path: Path, root: Path) -> str | None:
         rel = Path(os.path.abspath(path)).relative_to(root)
     except ValueError:
         return None
-    skip = {".venv", "_build", ".git", "__pycache__", ".ipynb_checkpoints"}
-    if skip & set(rel.parts) or not path.is_file():
+    if _SKIP & set(rel.parts) or not path.is_file():
         return None
     return rel.as_posix()
 
@@ -284,11 +289,11 @@ def dependencies(trace: dict, root: Path = ROOT, *, since_ns: int | None = None)
             dirs[folder.relative_to(root).as_posix()] = _listing(folder)
     for name in trace.get("listed", []):
         try:
-            rel = Path(name).relative_to(root).as_posix()
+            rel = Path(name).relative_to(root)
         except ValueError:
             continue
-        if (root / rel).is_dir():
-            dirs[rel] = _listing(root / rel)
+        if not _SKIP & set(rel.parts) and (root / rel).is_dir():
+            dirs[rel.as_posix()] = _listing(root / rel)
     for module in trace.get("modules", []):
         if module not in STARTUP_MODULES:
             owners.update(by_module.get(module, []))

