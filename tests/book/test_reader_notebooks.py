@@ -40,7 +40,7 @@ RAW_MYST = re.compile(
     r"\{(?:glue|cite|py|ref|doc|numref|eq|term|attnbook)[:\w-]*\}`"  # roles
     r"|^\s*(?:`{3,}|~{3,}|:{3,})\s*\{[\w:-]+\}"                    # ```{directive} / :::{div}
     r"|^\s*:{4,}\s*$"                                               # a closing ::::
-    r"|^\s*:(?:class|tags|name|label|width|align):"                 # directive options
+    r"|^\s*:(?:class|tags|name|label|width|align):(?:[ \t]|$)"      # directive options
     r"|^\(\S+\)=\s*$",                                              # (label)= targets
     re.M,
 )
@@ -49,9 +49,23 @@ _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 
 
+def without_code(text: str) -> str:
+    """``text`` without its fenced code blocks (```python ...), as CommonMark parses them: code
+    is shown as code, whatever it holds (a listing's docstring may name a ``:class:`X` ``). A
+    MyST directive (```{admonition} ...) is a fence too, and stays."""
+    from markdown_it import MarkdownIt
+
+    drop: set[int] = set()
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type == "fence" and token.map and not token.info.strip().startswith("{"):
+            drop.update(range(*token.map))
+    return "\n".join(line for i, line in enumerate(text.split("\n")) if i not in drop)
+
+
 def raw_myst(text: str) -> list[str]:
-    """The raw MyST constructs in ``text`` (Markdown a Jupyter front-end renders as it stands)."""
-    return [m.group(0).strip() for m in RAW_MYST.finditer(text)]
+    """The raw MyST constructs in ``text`` (Markdown a Jupyter front-end renders as it stands),
+    outside fenced code blocks."""
+    return [m.group(0).strip() for m in RAW_MYST.finditer(without_code(text))]
 
 
 def markdown(nb) -> str:
@@ -384,6 +398,10 @@ def test_raw_myst_detector():
     assert raw_myst("```{admonition} T\n:class: tip\n```\n::::{div} m\n::::\n(lab)=\n") == [
         "```{admonition}", ":class:", "::::{div}", "::::", "(lab)="]
     assert raw_myst("```python\nx = {'a': 1}\n```\n$\\{x\\}$ and {glue} `x` prose") == []
+    # Code is code: a docstring's role inside a listing is not MyST a reader sees.
+    assert raw_myst('```python\n"""Returns:\n    :class:`Stats`."""\n```\n') == []
+    assert raw_myst("````{admonition} S\n:class: dropdown\n```python\nx\n```\n````\n") == [
+        "````{admonition}", ":class:"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -436,10 +454,9 @@ def test_built_reader_notebook(code, chapter, built_editions):
 
 def main() -> None:
     """Print the measurements of the built book's reader notebooks."""
-    from conftest import BOOK_DIR
-
+    book = ROOT / "_build" / "html"
     for code in sorted(EDITIONS):
-        rows = [(c.stem[:2], measure(BOOK_DIR / code, c)) for c in CHAPTERS]
+        rows = [(c.stem[:2], measure(book / code, c)) for c in CHAPTERS]
         total = {key: sum(m[key] for _c, m in rows)
                  for key in ("decimals", "bytes", "cjk", "latin")}
         found = total["decimals"] - sum(len(m["decimals_missing"]) for _c, m in rows)
