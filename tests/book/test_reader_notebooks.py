@@ -10,9 +10,9 @@ negative control: the chapter converted the old way (Jupytext, cell for cell) fa
 MyST check.
 
 On the built book (``book`` marker): every chapter's notebook in each edition has the chapter's
-code cells byte-equal, no raw MyST, every decimal number of the page's prose, and (Chinese) the
-language cell first and Chinese prose. ``python tests/book/test_reader_notebooks.py`` prints
-these measurements for the built book.
+code cells byte-equal, no raw MyST, every decimal number of the page's prose, no link to a file
+the published book lacks, and (Chinese) the language cell first and Chinese prose.
+``python tests/book/test_reader_notebooks.py`` prints these measurements for the built book.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import nbformat
 import pytest
@@ -422,7 +423,12 @@ def measure(edition: Path, chapter: Path) -> dict:
     page = parse(edition / "chapters" / f"{chapter.stem}.html")
     decimals = _DECIMAL.findall("".join(page.prose))
     words = prose(text)
+    here = edition / "_sources" / "chapters"
+    links = [href for href in re.findall(r"\]\(([^)\s]+)\)", without_code(text))
+             if not re.match(r"[a-z]+:", href) and href.split("#")[0]]
     return {
+        "links": len(links),
+        "dead_links": [h for h in links if not (here / unquote(h.split("#")[0])).is_file()],
         "raw_myst": raw_myst(text),
         "bytes": (edition / "_sources" / "chapters" / f"{chapter.stem}.ipynb").stat().st_size,
         "decimals": len(decimals),
@@ -451,6 +457,8 @@ def test_built_reader_notebook(code, chapter, built_editions):
     assert m["decimals"] > 0, "no decimal number found in the page: the test reads the wrong text"
     assert m["decimals_missing"] == []
     assert m["bytes"] < 200_000
+    # Links to the references, the API and other chapters lead to files of the published book.
+    assert m["dead_links"] == []
 
 
 def main() -> None:
@@ -466,6 +474,8 @@ def main() -> None:
               f"{found} of {total['decimals']} in the notebooks; {total['bytes']} bytes in all, "
               f"{min(m['bytes'] for _c, m in rows)}-{max(m['bytes'] for _c, m in rows)} each; "
               f"CJK characters / (CJK + Latin letters) of the prose {share:.2f}")
+        print(f"  links {sum(m['links'] for _c, m in rows)}, dead "
+              f"{sum(len(m['dead_links']) for _c, m in rows)}")
         for stem, m in rows:
             print(f"  {stem}: decimals {m['decimals'] - len(m['decimals_missing'])}/"
                   f"{m['decimals']}, {m['bytes']} B, CJK {m['cjk']}, Latin {m['latin']}, "
