@@ -13,16 +13,20 @@ its code cells only. Here each chapter's execution also records what its kernel 
 
 * every file of the project it imported (the modules of ``lib/attnbook`` in ``sys.modules``)
   or opened for reading (a Python audit hook on ``open``: the label catalogs, the benchmark
-  tables), by content hash, and the list of names in each folder it read a file from (chapter
-  12 asks whether a GPU table *exists*);
-* the version of every installed distribution one of its imported modules comes from
-  (``importlib.metadata.packages_distributions``): NumPy, PyTorch, matplotlib, the packaged
-  model and text, IPython ... — not pytest, ruff, Playwright or any package it never imported;
-* the interpreter's version and the ``ATTNBOOK_*`` environment variables.
+  tables), by content hash, and the list of names in each folder it read a file from or listed
+  (``os.listdir``, ``os.scandir``, ``glob``; chapter 12 asks whether a GPU table *exists*) —
+  not the folders the import system or ``importlib.metadata`` scan;
+* the version of every installed distribution one of its imported modules, or a data file it
+  read, comes from (``importlib.metadata.packages_distributions``): NumPy, PyTorch, matplotlib,
+  the packaged model, text and font, IPython ... — not pytest, ruff, Playwright or any package
+  it never used;
+* the interpreter's version and the environment variables the library reads
+  (:data:`KEY_VARS`).
 
 A chapter is executed again when its code changed (MyST-NB's hash) or any of these did, and only
 then: installing a test tool or an unrelated package executes nothing; a one-line change to
-``lib/attnbook/masks.py`` executes the chapters that imported that module.
+``lib/attnbook/heads.py`` executes the chapters that imported that module. A file that changed
+while its chapter ran makes the chapter run again in the next build.
 
 Each execution is appended to ``_build/executions.log`` (one JSON line: page, seconds, reason),
 which ``benchmarks/build.py`` and the tests count.
@@ -587,6 +591,26 @@ def executions(root: Path = ROOT) -> dict[str, float]:
     Sphinx builds: a page whose execution is newer than the one Sphinx read is read again)."""
     records = _load_records(settings(root).cache)
     return {rel.rsplit(".", 1)[0]: rec["at"] for rel, rec in records.items() if "at" in rec}
+
+
+def executed_notebook(page: str | Path, root: Path = ROOT):
+    """The executed notebook of ``page`` (e.g. ``"chapters/03-scaling-variance.md"``), as the
+    book shows it: the page read as MyST-NB reads it, with the cached outputs merged in.
+
+    MyST-NB writes the page without outputs into ``jupyter_execute/`` when it takes them from
+    the cache; the tests read the executed chapters through this function instead.
+
+    Raises:
+        KeyError: if the page has no execution in the cache (the book was not built).
+    """
+    from jupyter_cache import get_cache
+
+    conf = settings(root)
+    nb = read_notebook(root / page, conf.extensions)
+    if nb is None:
+        raise ValueError(f"{page} is not a notebook")
+    _, merged = get_cache(str(conf.cache)).merge_match_into_notebook(nb)
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:

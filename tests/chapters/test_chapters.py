@@ -9,8 +9,8 @@ Two kinds of test:
   library code, misconceptions box, summary, 3-5 exercises with dropdown solutions, one of them
   checked by running a cell); and no computed number is typed into the prose.
 * **Built** (the ``built_book`` fixture of tests/conftest.py builds the book strictly if needed):
-  every value a chapter glued, read back from the executed notebook the build leaves in
-  ``_build/editions/en/jupyter_execute``,
+  every value a chapter glued, read back from the executed notebook in the build's execution
+  cache (``book/execute.py``),
   equals what this file computes with an independent call of the
   ``attnbook`` library on the stated inputs; the worked examples also match a float64 formula or
   a hand derivation; and every glued value appears, formatted as the prose asks, in the page's
@@ -978,11 +978,24 @@ def formatted(value, fmt: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def execute_dir(built_book) -> Path:
-    # book/editions.py builds each edition in _build/editions/<code>/ (MyST-NB writes the
-    # executed notebooks next to that edition's html).
-    path = Path(__file__).resolve().parents[2] / "_build" / "editions" / "en" / "jupyter_execute"
-    assert path.is_dir(), f"no {path}: the book build did not execute the chapters"
+def execute_dir(built_book, tmp_path_factory) -> Path:
+    """A folder of the executed chapters, ``chapters/<name>.ipynb``, with their outputs.
+
+    Read from the build's execution cache (book/execute.py ``executed_notebook``): MyST-NB's
+    ``jupyter_execute`` copies carry no outputs when the outputs come from the cache.
+    """
+    sys.path.insert(0, str(ROOT / "book"))
+    try:
+        import execute
+    finally:
+        sys.path.pop(0)
+    import nbformat
+
+    path = tmp_path_factory.mktemp("executed")
+    (path / "chapters").mkdir()
+    for chapter in sorted((ROOT / "chapters").glob("*.md")):
+        nb = execute.executed_notebook(chapter.relative_to(ROOT))
+        nbformat.write(nb, path / "chapters" / f"{chapter.stem}.ipynb")
     return path
 
 
