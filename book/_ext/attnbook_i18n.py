@@ -128,8 +128,8 @@ UI_TEXT = {
         # The reader notebooks (attnbook_reader_notebooks).
         "The numbers in this text are those of the book's own run (the same seeds); the code "
         "cells compute them again when you run them.":
-            ("正文里的数字来自本书构建时的那次运行（随机种子相同）；"
-             "运行代码单元，就会重新算出这些数字。"),
+            ("注：正文中的数字是构建本书时算出的，所用的随机种子与代码中的相同；"
+             "运行代码单元会重新计算这些数字。"),
         "Solution": "解答",
     },
 }

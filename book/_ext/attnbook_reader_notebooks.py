@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.osutil import ensuredir, relative_uri
 from sphinx_markdown_builder import MarkdownBuilder
-from sphinx_markdown_builder.contexts import SubContext, SubContextParams
+from sphinx_markdown_builder.contexts import SubContext, SubContextParams, WrappedContext
 from sphinx_markdown_builder.translator import MarkdownTranslator, pushing_context
 
 __version__ = "1.0"
@@ -158,7 +159,10 @@ class CutAtCodeCells(SphinxPostTransform):
         section = next(iter(self.document.findall(nodes.section)), None)
         if section is not None and section.children and isinstance(section[0], nodes.title):
             text = ui_text(self.config.language, NOTE)
-            section.insert(1, nodes.paragraph("", "", nodes.emphasis(text, text)))
+            # Italic in English; Chinese fonts have no italic (a browser slants them), so plain.
+            inner = (nodes.Text(text) if self.config.language.startswith("zh")
+                     else nodes.emphasis(text, text))
+            section.insert(1, nodes.paragraph("", "", inner))
 
 
 class _Block(SubContext):
@@ -172,8 +176,40 @@ class _Block(SubContext):
         return f"{self.opening}\n\n{super().make().strip()}\n\n{self.closing}"
 
 
+class _Emphasis(WrappedContext):
+    """``*text*``/``**text**`` with a space before the mark only where CommonMark needs one.
+
+    sphinx-markdown-builder adds a space when the text starts with anything but an ASCII letter
+    or digit, which puts a stray space inside Chinese prose (``被 *替换*为``). A mark before a
+    letter of any script opens emphasis without it; only punctuation after a letter needs it.
+    """
+
+    def make(self) -> str:
+        content = SubContext.make(self)
+        stripped = content.strip()
+        if not stripped:
+            return content
+        lead = content[: len(content) - len(content.lstrip())]
+        trail = content[len(content.rstrip()):]
+        if lead == "" and unicodedata.category(stripped[0])[0] in "PS":
+            lead = " "
+        return f"{lead}{self.prefix}{stripped}{self.suffix}{trail}"
+
+
 class ReaderTranslator(MarkdownTranslator):
     """sphinx-markdown-builder's translator with boxes, solutions, raw HTML and cell markers."""
+
+    def visit_emphasis(self, node: nodes.emphasis) -> None:
+        self._push_context(_Emphasis("*"))
+
+    def depart_emphasis(self, node: nodes.emphasis) -> None:
+        self._pop_context()
+
+    def visit_strong(self, node: nodes.strong) -> None:
+        self._push_context(_Emphasis("**"))
+
+    def depart_strong(self, node: nodes.strong) -> None:
+        self._pop_context()
 
     def visit_cell_marker(self, node: cell_marker) -> None:
         self.add(f"\x00cell:{node['index']}\x00", prefix_eol=2, suffix_eol=2)

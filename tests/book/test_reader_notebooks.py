@@ -379,7 +379,10 @@ def test_toy_chinese_notebook_has_chinese_prose(toy):
     assert "# 1 · 一个玩具章节" in text and "**本章你将学到**" in text
     assert "测得的值是 3.142，而且" in text
     assert "<summary>解答</summary>\n\n它是 $x^2$，约为 3.14 的平方。" in text
-    assert "本书构建时的那次运行" in nb.cells[1].source
+    assert "正文中的数字是构建本书时算出的" in nb.cells[1].source
+    assert "*注：" not in nb.cells[1].source  # no italics in Chinese (no CJK italic face)
+    # No half-width space pushed in before an emphasis mark inside Chinese prose.
+    assert not re.search(r"[\u4e00-\u9fff] \*+[\u4e00-\u9fff]", text), text
     english = [c.source for c in toy["en"].cells if c.cell_type == "code"]
     assert [c.source for c in nb.cells if c.cell_type == "code"][1:] == english
 
