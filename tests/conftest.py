@@ -115,6 +115,26 @@ BOOK_SOURCES = (
 )
 BUILD_TIMEOUT_S = 1800
 
+#: The front matter every chapter carries: the one JupyterLab leaves as it is (a chapter opened
+#: and saved there is unchanged: tests/browser/test_browser_lab.py checks it on chapter 1;
+#: tests/book/test_book_config.py checks every chapter, and the toy books of the tests use it).
+#: JupyterLab writes the kernel's own display name ("Python 3 (ipykernel)") into the notebook;
+#: Jupytext's version stays out (jupytext.toml).
+CHAPTER_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+"""
+
+
 
 def book_sources(root: Path = ROOT) -> list[Path]:
     """The files the book is built from (see BOOK_SOURCES)."""

@@ -38,3 +38,12 @@ def static_frame(spec: dict, values: dict, *, narrow: bool = False) -> dict:
         return {"data": data, "layout": layout}
     layout = apply_patch(spec["layout"], frame["layout"])
     return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
+
+
+def unmoved(explorer):
+    """Body of a module-scoped fixture that shares one default explorer among the tests that
+    only read it (its static HTML takes seconds): yields it, then fails if a test moved one of
+    its controls. Use as ``yield from unmoved(make_explorer())``."""
+    values = dict(explorer.values)
+    yield explorer
+    assert explorer.values == values, "a test moved a control of the shared explorer"

@@ -22,7 +22,7 @@ from attnbook.cost import format_bytes  # noqa: E402
 from attnbook.explorers import kv_cache as kvx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
@@ -132,10 +132,7 @@ def test_kv_live_sliding_window_and_mla():
 def default_explorer():
     """The default explorer, shared by the tests that only read it: its static HTML (640
     combinations) takes seconds and is computed once. Its controls must not be moved."""
-    ex = kvx.kv_cache_explorer()
-    values = dict(ex.values)
-    yield ex
-    assert ex.values == values, "a test moved a control of the shared explorer"
+    yield from unmoved(kvx.kv_cache_explorer())
 
 
 def test_kv_static_frames_match_hand_formula(default_explorer):

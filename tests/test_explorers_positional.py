@@ -25,7 +25,7 @@ pytest.importorskip("ipywidgets")
 from attnbook.explorers import positional as posx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -77,10 +77,7 @@ def test_position_live_controls_recompute():
 def default_explorer():
     """The default explorer, shared by the tests that only read it: its static HTML (240
     combinations) takes seconds and is computed once. Its controls must not be moved."""
-    ex = posx.position_explorer()
-    values = dict(ex.values)
-    yield ex
-    assert ex.values == values, "a test moved a control of the shared explorer"
+    yield from unmoved(posx.position_explorer())
 
 
 def test_position_static_frames_match_hand_formula(default_explorer):

@@ -20,7 +20,7 @@ pytest.importorskip("ipywidgets")
 from attnbook.explorers import temperature as tx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
 
 Z2 = np.array([1.0, 4.0, 0.5, 0.2])  # chapter 2's scores
 
@@ -136,10 +136,7 @@ def test_curves_span_the_slider_range_and_saturate_at_both_ends():
 def default_explorer():
     """The default explorer, shared by the tests that only read it: its static HTML (111
     combinations) takes seconds and is computed once. Its controls must not be moved."""
-    ex = tx.temperature_explorer()
-    values = dict(ex.values)
-    yield ex
-    assert ex.values == values, "a test moved a control of the shared explorer"
+    yield from unmoved(tx.temperature_explorer())
 
 
 def test_static_frames_hold_the_library_values(default_explorer):

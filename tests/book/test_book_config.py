@@ -22,7 +22,7 @@ import jupytext
 import pytest
 import yaml
 
-from conftest import BUILD_COMMAND, build_is_fresh, stale_slow_tests
+from conftest import BUILD_COMMAND, CHAPTER_HEADER, build_is_fresh, stale_slow_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What every build of an edition must pass to Sphinx (book/editions.py STRICT, OVERRIDES):
@@ -576,23 +576,6 @@ def test_slow_test_list_names_existing_tests(tmp_path):
     assert stale_slow_tests(tmp_path, entries) == ["test_x.py::test_b", "test_y.py::test_a"]
 
 
-#: The front matter every chapter carries: the one JupyterLab leaves as it is (a chapter opened
-#: and saved there is unchanged: tests/browser/test_browser_lab.py checks it on chapter 1).
-#: JupyterLab writes the kernel's own display name ("Python 3 (ipykernel)") into the notebook;
-#: Jupytext's version stays out (jupytext.toml).
-CHAPTER_HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-"""
 
 
 @pytest.mark.parametrize("chapter", sorted((ROOT / "chapters").glob("*.md")), ids=lambda p: p.name)

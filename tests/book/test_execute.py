@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CHAPTER_HEADER
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -174,19 +176,7 @@ def test_reexecuted_pages_are_read_again():
 # A small book executed with real kernels
 
 
-CHAPTER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-
+CHAPTER = CHAPTER_HEADER + """
 # {title}
 
 Some prose.

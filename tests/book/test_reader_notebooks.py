@@ -26,6 +26,8 @@ from urllib.parse import unquote
 import nbformat
 import pytest
 
+from conftest import CHAPTER_HEADER
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -134,18 +136,7 @@ chapters:
   - file: references
   - file: api
 """
-TOY_CHAPTER = r"""---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-
+TOY_CHAPTER = CHAPTER_HEADER + r"""
 # 1 · A toy chapter
 
 ```{admonition} What you will learn
