@@ -1,6 +1,7 @@
 # The two commands: `make book` (build the HTML book) and `make test` (run every test).
-# `make lab` opens the chapters as notebooks in JupyterLab. For contributors: `make unit` (the
-# library's tests alone, no book build, no browser, nothing slow) and `make lint` (ruff).
+# `make lab` opens the book's notebooks in JupyterLab (English and Chinese). For contributors:
+# `make unit` (the library's tests alone, no book build, no browser, nothing slow), `make lint`
+# (ruff) and `make lab-source` (the chapters' MyST sources in JupyterLab, through Jupytext).
 # See README.md.
 
 SHELL := /bin/bash
@@ -30,7 +31,6 @@ EDITIONS_ARGS ?=
 # Written only after a successful strict build; tests/conftest.py reuses such a build.
 BUILD_OK    := _build/.attnbook-build-ok
 
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 # Extra flags for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8899"`.
 LAB_ARGS ?=
 # Jupyter refuses to start as root without --allow-root (containers, many cloud notebooks run as
@@ -41,7 +41,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # or many seconds.
 UNIT_MARKERS := not slow and not browser and not book
 
-.PHONY: book test unit lint lab html clean
+.PHONY: book test unit lint lab lab-notebooks lab-source html clean
 
 book: $(BOOK_STAMP)
 	@$(MAKE) --no-print-directory html
@@ -61,13 +61,32 @@ unit: $(TEST_STAMP)
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 
-# jupyter/jupyter_server_config.py (through JUPYTER_CONFIG_PATH) serves each chapter with the
-# kernel's language_info, so that JupyterLab does not mark a chapter modified when it opens.
-lab: $(BOOK_STAMP)
-	mkdir -p $(LAB_SETTINGS)
-	cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
+# The reader notebooks (book/_ext/attnbook_reader_notebooks.py): a build's, _build/notebooks/,
+# else those of the source archive, notebooks/ (expanded when the recipe runs, after
+# `lab-notebooks` has built them if neither existed). en/ and zh/, chapters in chapters/.
+LAB_NOTEBOOKS = $(patsubst %/en,%,$(firstword $(wildcard _build/notebooks/en notebooks/en)))
+
+# JupyterLab on the reader notebooks. Its application settings (jupyter/reader/overrides.json)
+# open the Markdown pages the notebooks link (references, API) as rendered Markdown.
+lab: $(BOOK_STAMP) lab-notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/$(LAB_NOTEBOOKS)" \
+	  --LabApp.app_settings_dir="$(CURDIR)/jupyter/reader" $(LAB_ROOT) $(LAB_ARGS)
+
+lab-notebooks: $(BOOK_STAMP)
+	@if [ -z "$(wildcard _build/notebooks/en notebooks/en)" ]; then \
+	  echo "make lab: no reader notebooks yet; building the book, which makes them" \
+	    "(_build/notebooks; a few minutes, once)"; \
+	  $(MAKE) --no-print-directory html; \
+	fi
+
+# For authors: JupyterLab on the repository, the chapters' MyST sources opened as notebooks by
+# Jupytext (jupyter/source/overrides.json); saving writes the .md file. jupyter/
+# jupyter_server_config.py (through JUPYTER_CONFIG_PATH) serves each chapter with the kernel's
+# language_info, so that JupyterLab does not mark a chapter modified when it opens.
+lab-source: $(BOOK_STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-	  $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ROOT) $(LAB_ARGS)
+	  $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.app_settings_dir="$(CURDIR)/jupyter/source" $(LAB_ROOT) $(LAB_ARGS)
 
 # The build alone, without the set-up.
 html:

@@ -5,7 +5,12 @@
 * ``_build/html/en/``: the English edition, from the pages themselves;
 * ``_build/html/zh/``: the Chinese edition, the same pages with their prose translated by the
   gettext catalogs of ``locales/zh_CN/`` (code cells, glued numbers and figures are the same);
-* ``_build/html/index.html``: a landing page that leads to both.
+* ``_build/html/index.html``: a landing page that leads to both;
+* ``_build/notebooks/en/``, ``_build/notebooks/zh/``: each edition's notebook tree, its chapters
+  as reader notebooks and its other pages as Markdown (``book/_ext/attnbook_reader_notebooks.py``),
+  which ``make lab`` opens;
+* ``_downloads/attnbook-source.zip`` in each edition: the book's source and both notebook trees,
+  written once after both editions are built (``attnbook_notebooks.write_source_archive``).
 
 Every build is strict, as before: Sphinx warnings are errors (``-W``), missing references are
 warned (``-n``, nitpicky), every warning is reported before failing (``--keep-going``), and a
@@ -60,8 +65,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 #: Published HTML: one folder per edition plus the landing page.
 HTML = BUILD / "html"
-#: Per edition: html/, .doctrees/, jupyter_execute/, .build-ok.
+#: Per edition: html/, notebooks/, .doctrees/, jupyter_execute/, .build-ok.
 EDITIONS_DIR = BUILD / "editions"
+#: Each edition's notebook tree (``book/_ext/attnbook_reader_notebooks.py``), published: what
+#: ``make lab`` opens, ``_build/notebooks/<code>/chapters/NN-topic.ipynb``.
+NOTEBOOKS = BUILD / "notebooks"
+#: The notebook tree's folder beside an edition's ``html/`` (the builder's ``TREE``).
+TREE = "notebooks"
 #: (URL folder, Sphinx language, name in its own language, in English).
 EDITIONS = (
     ("en", "en", "English", "English"),
@@ -238,8 +248,9 @@ def publish(codes: list[str], key: str) -> None:
 
     Only an edition whose last build succeeded under ``key`` is published, as a copy (Sphinx
     rewrites its output files in place, so a later build, even a failed one, must not reach the
-    published book), first into a temporary folder that then replaces the old one. Editions not
-    in ``codes`` keep their published copy.
+    published book), first into a temporary folder that then replaces the old one, and so is its
+    notebook tree. Editions not in ``codes`` keep their published copy. Then the source archive
+    is written into every published edition, with every published notebook tree.
 
     Raises:
         RuntimeError: if an edition of ``codes`` has no successful build under ``key``.
@@ -261,6 +272,26 @@ def publish(codes: list[str], key: str) -> None:
         os.replace(tmp, HTML / code)
         shutil.rmtree(old, ignore_errors=True)
     (HTML / "index.html").write_text(landing_page(), encoding="utf-8")
+    # The notebook trees (the reader notebooks and the pages they link, for `make lab`), then
+    # the source archive, written once with both trees and copied into each published edition.
+    for code in codes:
+        _replace_tree(EDITIONS_DIR / code / TREE, NOTEBOOKS / code)
+    trees = {code: NOTEBOOKS / code for code, *_ in EDITIONS if (NOTEBOOKS / code).is_dir()}
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from attnbook_notebooks import write_source_archive
+
+    write_source_archive(ROOT, [HTML / code for code, *_ in EDITIONS if (HTML / code).is_dir()],
+                         trees)
+
+
+def _replace_tree(source: Path, target: Path) -> None:
+    """Copy the folder ``source`` to ``target``, replacing it whole (through a temporary copy)."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, target)
 
 
 def _ok_file(code: str) -> Path:

@@ -201,6 +201,12 @@ def edition_book(request, built_book) -> Path:
 
 
 @pytest.fixture(scope="session")
+def notebook_trees(built_book) -> dict[str, Path]:
+    """Each edition's notebook tree, what `make lab` opens: ``{"en": _build/notebooks/en, ...}``."""
+    return {code: ROOT / "_build" / "notebooks" / code for code in EDITIONS}
+
+
+@pytest.fixture(scope="session")
 def built_editions(built_book) -> dict[str, Path]:
     """The built editions: ``{"en": _build/html/en, "zh": _build/html/zh}``."""
     return {code: BOOK_DIR / code for code in EDITIONS}

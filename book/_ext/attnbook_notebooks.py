@@ -15,16 +15,18 @@ Registered in ``_config.yml`` (``sphinx: config: extensions``). For every chapte
    notebook NN-topic.ipynb · the book's code (zip) · how to run it", with the same links and
    the source archive.
 
-And once per HTML build:
+And once per build of the book:
 
 4. **The book's code.** A notebook imports ``attnbook``, so a reader who has only the HTML book
-   needs the package too. At ``builder-inited`` the extension zips the source tree the book is
-   built from (``source_archive``: the repository's files, without ``.venv``, ``_build``,
-   caches, other hidden files or ``.ipynb``; ``.gitignore`` and ``.ci/`` stay) into
-   ``_build/html/_downloads/attnbook-source.zip``, every file under one folder,
-   ``attnbook-source/``. Entries are sorted and carry a fixed date and normalised permissions,
-   so two builds of the same files write the same bytes. The role ``{attnbook-source}`text```
-   links it from a page (``run.md``), with its size; the chapter line above links it too.
+   needs the package too. After both editions are built, ``book/editions.py`` writes
+   ``_downloads/attnbook-source.zip`` into each edition (``write_source_archive``): the source
+   tree the book is built from (``archive_files``: the repository's files, without ``.venv``,
+   ``_build``, caches, other hidden files or ``.ipynb``; ``.gitignore`` and ``.ci/`` stay) and
+   both editions' notebook trees under ``notebooks/en`` and ``notebooks/zh`` (the reader
+   notebooks and the pages they link), every file under one folder, ``attnbook-source/``.
+   Entries are sorted and carry a fixed date and normalised permissions, so two builds of the
+   same files write the same bytes. The role ``{attnbook-source}`text``` links it from a page
+   (``run.md``); the chapter line above links it too.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 SOURCES = "_sources"
 #: The source archive, relative to the HTML output.
 ARCHIVE = "_downloads/attnbook-source.zip"
+#: The folder of the archive that holds the editions' notebook trees (``notebooks/en``, ...).
+NOTEBOOKS = "notebooks"
 #: The folder every member of the archive is in (what ``unzip`` creates).
 ARCHIVE_ROOT = "attnbook-source"
 #: Folders left out of the archive wherever they are (hidden ones are left out anyway).
@@ -171,17 +175,25 @@ def archive_files(root: str | Path) -> list[str]:
     return sorted(files)
 
 
-def source_archive(root: str | Path) -> bytes:
-    """The zip of ``archive_files(root)``, each under ``attnbook-source/``: deterministic bytes.
+def source_archive(root: str | Path, notebooks: dict[str, Path] | None = None) -> bytes:
+    """The zip of ``archive_files(root)`` and of each notebook tree, under ``attnbook-source/``.
+
+    Args:
+        root: the source tree.
+        notebooks: edition code (``"en"``) → its notebook tree (every file of it goes under
+            ``notebooks/<code>/``).
 
     Entries are in sorted order, dated ``ZIP_DATE``, with mode 0644 (0755 for a file the owner
-    may execute, such as ``.ci/run``), deflated at level 9.
+    may execute, such as ``.ci/run``), deflated at level 9: deterministic bytes.
     """
     root = Path(root)
+    members = [(rel, root / rel) for rel in archive_files(root)]
+    for code, tree in sorted((notebooks or {}).items()):
+        members += [(f"{NOTEBOOKS}/{code}/{path.relative_to(tree).as_posix()}", path)
+                    for path in sorted(Path(tree).rglob("*")) if path.is_file()]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
-        for rel in archive_files(root):
-            path = root / rel
+        for rel, path in sorted(members):
             info = zipfile.ZipInfo(f"{ARCHIVE_ROOT}/{rel}", date_time=ZIP_DATE)
             info.create_system = 3  # Unix, so that the permissions below are read back
             mode = 0o755 if path.stat().st_mode & 0o100 else 0o644
@@ -191,21 +203,19 @@ def source_archive(root: str | Path) -> bytes:
     return buffer.getvalue()
 
 
-def write_source_archive(app: Sphinx) -> None:
-    """``builder-inited``: zip the book's source into ``ARCHIVE`` under the HTML output."""
-    if app.builder.format != "html":
-        return
-    target = Path(app.outdir, ARCHIVE)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(source_archive(app.srcdir))
+def write_source_archive(root: str | Path, html_dirs: list[Path],
+                         notebooks: dict[str, Path]) -> bytes:
+    """Write :func:`source_archive` once into each of ``html_dirs`` (at ``ARCHIVE``).
 
-
-def archive_size(app: Sphinx) -> str:
-    """The archive's size as a reader reads it: ``"612 kB"`` (decimal, rounded)."""
-    size = Path(app.outdir, ARCHIVE).stat().st_size
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.1f} MB"
-    return f"{round(size / 1000)} kB"
+    Called by ``book/editions.py`` after both editions are built, so the archive carries both
+    editions' notebook trees. Returns the archive's bytes.
+    """
+    data = source_archive(root, notebooks)
+    for html in html_dirs:
+        target = Path(html, ARCHIVE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return data
 
 
 class source_archive_ref(nodes.Inline, nodes.TextElement):
@@ -213,7 +223,7 @@ class source_archive_ref(nodes.Inline, nodes.TextElement):
 
 
 def source_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """``{attnbook-source}`text```: a download link to the source archive, then its size."""
+    """``{attnbook-source}`text```: a download link to the source archive."""
     return [source_archive_ref(rawtext, text or posixpath.basename(ARCHIVE))], []
 
 
@@ -226,28 +236,15 @@ def resolve_archive_refs(app: Sphinx, doctree: nodes.document, docname: str) -> 
         href = _relative(docname, ARCHIVE)
         html = (
             f'<a class="reference download attnbook-source" href="{escape(href)}" download>'
-            f"{escape(ref.astext())}</a> ({escape(archive_size(app))})"
+            f"{escape(ref.astext())}</a>"
         )
         ref.replace_self(nodes.raw("", html, format="html"))
-
-
-def always_rewrite_run_page(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: the run page quotes the archive's size, which any edit changes.
-
-    Only for the HTML builder: the reader notebooks, built from the same environment right
-    after it, do not write that page.
-    """
-    if app.builder.format != "html":
-        return []
-    return [RUN_PAGE] if RUN_PAGE in env.found_docs else []
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (Sphinx entry point)."""
     app.add_node(source_archive_ref)
     app.add_role("attnbook-source", source_archive_role)
-    app.connect("builder-inited", write_source_archive)
-    app.connect("env-get-outdated", always_rewrite_run_page)
     app.connect("doctree-resolved", resolve_archive_refs)
     app.connect("html-page-context", offer_notebook, priority=450)
     app.connect("html-page-context", add_run_button, priority=550)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shutil
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ BOX_STYLE = ("border: 1px solid #8aa4c8; border-left: 4px solid #3d6fb4; border-
 NOTE = ("The numbers in this text are those of the book's own run (the same seeds); the code "
         "cells compute them again when you run them.")
 _MARKER = re.compile("\x00cell:(\\d+)\x00")
+_LINK = re.compile("\x01([^\x01]+)\x01")
+#: The notebook tree, beside each edition's HTML folder (``_build/editions/<code>/notebooks``).
+TREE = "notebooks"
 
 
 class cell_marker(nodes.Element):
@@ -262,12 +266,22 @@ class ReaderTranslator(MarkdownTranslator):
                 self.add(node.astext(), prefix_eol=2, suffix_eol=2)
         raise nodes.SkipNode
 
+    def visit_citation(self, node: nodes.citation) -> None:
+        """A reference of the bibliography: an anchor, then its text as a paragraph."""
+        for anchor in node.get("ids", []):
+            self._add_anchor(anchor)
+
+    def depart_citation(self, node: nodes.citation) -> None:
+        pass
+
+    def visit_label(self, node: nodes.label) -> None:
+        raise nodes.SkipNode  # author-year style: the text starts with the authors and year
+
     def visit_image(self, node: nodes.image) -> None:
-        uri = node["uri"]
-        if uri in self.builder.env.images:  # copied into _images/ by the HTML build
-            here = self.builder.get_target_uri(self.builder.current_doc_name)
-            uri = relative_uri(here, "_images/" + self.builder.env.images[uri][1])
-        self.add(f"![{node.get('alt', '')}]({uri})")
+        """No page has an image of its own yet; one would need copying into the notebook tree."""
+        logger.warning("reader notebooks: image %r is not copied into the notebook tree",
+                       node["uri"], location=node)
+        raise nodes.SkipNode
 
 
 for _name in ("attention", "caution", "danger", "error", "hint", "important", "note", "seealso",
@@ -277,39 +291,87 @@ for _name in ("attention", "caution", "danger", "error", "hint", "important", "n
 
 
 class ReaderNotebookBuilder(MarkdownBuilder):
-    """Writes ``_sources/chapters/NN-topic.ipynb`` for every chapter into the HTML output."""
+    """Writes every chapter's reader notebook twice, and every other page as Markdown once.
+
+    * ``<outdir>/_sources/chapters/NN-topic.ipynb``: the download the chapter page offers (its
+      links lead to the edition's HTML pages beside it);
+    * ``<outdir>/../notebooks/``: the edition's *notebook tree*, the book a reader opens in
+      JupyterLab (``make lab``, the source archive): ``chapters/NN-topic.ipynb`` and every other
+      page as ``.md`` (plain Markdown: the references, the API, the appendices), linked to each
+      other.
+
+    A link is written as a placeholder for its target page (:meth:`get_relative_uri`) and made
+    into a relative path for each of the two places (:func:`link_for`).
+    """
 
     name = NAME
     format = "ipynb"
-    epilog = "The reader notebooks are in %(outdir)s/" + SOURCES + "/chapters."
+    epilog = ("The reader notebooks are in %(outdir)s/" + SOURCES + "/chapters and "
+              "%(outdir)s/../notebooks.")
     default_translator_class = ReaderTranslator
     allow_parallel = False
 
+    @property
+    def tree(self) -> Path:
+        """The notebook tree: ``notebooks/`` beside the edition's HTML folder."""
+        return Path(self.outdir).parent / TREE
+
     def get_outdated_docs(self):
-        """Every chapter, every time (13 small files; the doctrees are read, not rebuilt)."""
-        return [doc for doc in sorted(self.env.found_docs) if is_chapter(doc)]
+        """Every page, every time (the doctrees are read, not rebuilt: a few seconds)."""
+        return sorted(self.env.found_docs)
 
     def get_target_uri(self, docname: str, typ: str | None = None) -> str:
-        """A chapter is its notebook; any other page is the edition's HTML page."""
-        if is_chapter(docname):
-            return notebook_path(docname)
-        return docname + ".html"
+        """A chapter is its notebook; any other page its Markdown page (in the tree)."""
+        return docname + (".ipynb" if is_chapter(docname) else ".md")
 
-    def _write_serial(self, docnames) -> None:
-        super()._write_serial([doc for doc in docnames if is_chapter(doc)])
+    def get_relative_uri(self, from_: str, to: str, typ: str | None = None) -> str:
+        """A placeholder naming the target page, made into a path by :func:`link_for`."""
+        return f"\x01{to}\x01"
+
+    def prepare_writing(self, docnames) -> None:
+        """Start the tree afresh: every page is written again, and none that was removed stays."""
+        super().prepare_writing(docnames)
+        shutil.rmtree(self.tree, ignore_errors=True)
 
     def write_doc(self, docname: str, doctree: nodes.document) -> None:
         self.current_doc_name = docname
         visitor = self.create_translator(doctree, self)
         doctree.walkabout(visitor)
-        nb = reader_notebook(source_notebook(self.env, docname), visitor.astext(),
-                             self.config.language or "en", docname)
-        target = Path(self.outdir, notebook_path(docname))
-        ensuredir(str(target.parent))
-        target.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+        text = visitor.astext()
+        if not is_chapter(docname):
+            _write(self.tree / (docname + ".md"), link_for(text, docname, download=False))
+            return
+        source = source_notebook(self.env, docname)
+        language = self.config.language or "en"
+        for download, target in ((True, Path(self.outdir, notebook_path(docname))),
+                                 (False, self.tree / (docname + ".ipynb"))):
+            nb = reader_notebook(source, link_for(text, docname, download=download), language,
+                                 docname)
+            _write(target, nbformat.writes(nb) + "\n")
 
     def finish(self) -> None:
-        """Nothing to copy: the HTML build beside it has the downloads and images."""
+        """Nothing to copy: the chapters have no images of their own, the HTML has the rest."""
+
+
+def _write(path: Path, text: str) -> None:
+    ensuredir(str(path.parent))
+    path.write_text(text, encoding="utf-8")
+
+
+def link_for(text: str, docname: str, *, download: bool) -> str:
+    """``text`` with every link placeholder made into a relative path from ``docname``'s file.
+
+    In the notebook tree (``download=False``) a chapter links to ``NN-topic.ipynb``, any other
+    page to its ``.md``; in a download beside the HTML (``_sources/chapters/``) a chapter links
+    to its download, any other page to its HTML page.
+    """
+    def here(doc: str) -> str:
+        if download:
+            return notebook_path(doc) if is_chapter(doc) else doc + ".html"
+        return doc + (".ipynb" if is_chapter(doc) else ".md")
+
+    start = here(docname)
+    return _LINK.sub(lambda m: relative_uri(start, here(m.group(1))), text)
 
 
 def notebook_path(docname: str) -> str:

@@ -383,14 +383,21 @@ def makefile_problems(text: str) -> list[str]:
     if not any("pytest" in words for words in commands(rules["test"]["recipe"])):
         problems.append("`test` does not run pytest")
     problems += unit_and_lint_problems(rules)
-    lab = commands(rules["lab"]["recipe"])
-    if not any(
-        w[0] == "cp" and "jupyter/overrides.json" in w
-        and w[-1] == ".venv/share/jupyter/lab/settings/overrides.json" for w in lab
+    for target, settings in (("lab", "jupyter/reader"), ("lab-source", "jupyter/source")):
+        if target not in rules:
+            problems.append(f"the Makefile has no `{target}`")
+            continue
+        starts = [w for w in commands(rules[target]["recipe"])
+                  if w[0].endswith("jupyter") and w[1:2] == ["lab"]]
+        if not starts:
+            problems.append(f"`{target}` does not start jupyter lab")
+        elif not any(f"--LabApp.app_settings_dir=$(CURDIR)/{settings}" in w for w in starts):
+            problems.append(f"`{target}` does not use the settings in {settings}/")
+    if "lab" in rules and not any(  # $(LAB_NOTEBOOKS), expanded: a build's, or the archive's
+        word.startswith("--ServerApp.root_dir=") and "_build/notebooks/en" in word
+        for words in commands(rules["lab"]["recipe"]) for word in words
     ):
-        problems.append("`lab` does not install jupyter/overrides.json")
-    if not any(w[0].endswith("jupyter") and w[1:2] == ["lab"] for w in lab):
-        problems.append("`lab` does not start jupyter lab")
+        problems.append("`lab` does not open the reader notebooks (_build/notebooks)")
     return problems
 
 
@@ -533,10 +540,18 @@ def test_readme_check_can_fail():
     assert "README names `make docs`, which the Makefile lacks" in problems
 
 
-def test_jupyterlab_opens_markdown_as_jupytext_notebooks():
-    settings = json.loads((ROOT / "jupyter" / "overrides.json").read_text(encoding="utf-8"))
+def test_jupyterlab_opens_markdown_as_jupytext_notebooks_for_authors():
+    path = ROOT / "jupyter" / "source" / "overrides.json"
+    settings = json.loads(path.read_text(encoding="utf-8"))
     viewers = settings["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}, viewers
+
+
+def test_jupyterlab_shows_the_reader_notebooks_markdown_pages_rendered():
+    path = ROOT / "jupyter" / "reader" / "overrides.json"
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    viewers = settings["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers == {"markdown": "Markdown Preview"}, viewers
 
 
 def test_built_book_reuses_only_a_successful_build_newer_than_every_source(tmp_path):

@@ -236,11 +236,30 @@ def test_source_archive_is_byte_identical_whatever_the_dates(tree):
     assert ext.source_archive(tree) != first  # the bytes do follow the contents
 
 
+def test_source_archive_carries_the_notebook_trees(tree, tmp_path):
+    """Each edition's tree goes under notebooks/<code>/, notebooks included, in sorted order."""
+    trees = {}
+    for code in ("zh", "en"):
+        trees[code] = tmp_path / f"tree-{code}"
+        (trees[code] / "chapters").mkdir(parents=True)
+        (trees[code] / "chapters" / "01-x.ipynb").write_text(f"{code} notebook")
+        (trees[code] / "references.md").write_text(f"{code} refs")
+    data = ext.source_archive(tree, trees)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        names = zf.namelist()
+        assert zf.read("attnbook-source/notebooks/zh/chapters/01-x.ipynb") == b"zh notebook"
+        assert zf.read("attnbook-source/notebooks/en/references.md") == b"en refs"
+    assert names == sorted(names)
+    assert set(members(ext.source_archive(tree))) < set(names)
+    assert ext.source_archive(tree, dict(reversed(trees.items()))) == data  # order-free
+
+
 def test_source_archive_of_the_repository():
     files = ext.archive_files(ROOT)
     for rel in (
         "lib/attnbook/__init__.py", "pyproject.toml", "requirements.txt",
-        "requirements-test.txt", "Makefile", "jupytext.toml", "jupyter/overrides.json",
+        "requirements-test.txt", "Makefile", "jupytext.toml", "jupyter/source/overrides.json",
+        "jupyter/reader/overrides.json",
         "jupyter/jupyter_server_config.py", "README.md", "CONTRIBUTING.md",
         "benchmarks/results/cpu_flash.csv", "book/_ext/attnbook_notebooks.py",
     ):
@@ -268,7 +287,22 @@ def test_built_book_carries_its_source(built_book):
     info = members(archive.read_bytes())
     for rel in ("lib/attnbook/__init__.py", "requirements.txt", "Makefile", "run.md"):
         assert f"attnbook-source/{rel}" in info
-    assert not [name for name in info if name.endswith(".ipynb") or "/_build/" in name]
+    assert not [name for name in info if "/_build/" in name]
+    # Both editions' notebook trees, as built (what `make lab` opens in the unzipped folder),
+    # and no other notebook.
+    data = archive.read_bytes()
+    notebooks = sorted(n for n in info if n.endswith(".ipynb"))
+    expected = sorted(f"attnbook-source/notebooks/{code}/chapters/{c.stem}.ipynb"
+                      for code in ("en", "zh") for c in CHAPTERS)
+    assert notebooks == expected
+    tree = ROOT / "_build" / "notebooks"
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for code in ("en", "zh"):
+            for rel in ("chapters/03-scaling-variance.ipynb", "references.md"):
+                assert zf.read(f"attnbook-source/notebooks/{code}/{rel}") == (
+                    tree / code / rel).read_bytes(), f"{code}/{rel} differs from the build's"
+    other = built_book.parent / "zh" / ext.ARCHIVE
+    assert other.read_bytes() == data, "the two editions offer different archives"
     page = built_book / "run.html"
     links = [a for a in page_links(page) if a["in_article"] and "download" in a]
     assert any(resolve(page, a["href"]) == archive.resolve() for a in links), (

@@ -356,6 +356,19 @@ def test_toy_markdown_is_the_resolved_page(toy):
         target = (html / "_sources/chapters" / href.split("#")[0]).resolve()
         assert target.is_file(), href
     assert any(href.startswith("../../api.html#attnbook.listing.show_code") for _t, href in links)
+    # The same notebook in the edition's notebook tree (what `make lab` opens): its links lead
+    # to the tree's Markdown pages, which exist; the code cells are the same.
+    tree = html.parent / "notebooks"
+    in_tree = nbformat.read(tree / "chapters/01-toy.ipynb", as_version=4)
+    assert [c.source for c in in_tree.cells if c.cell_type == "code"] == [
+        c.source for c in toy["en"].cells if c.cell_type == "code"]
+    tree_links = re.findall(r"\]\(([^)]+)\)", "\n".join(
+        c.source for c in in_tree.cells if c.cell_type == "markdown"))
+    assert len(tree_links) == len(links)
+    for href in tree_links:
+        assert (tree / "chapters" / href.split("#")[0]).resolve().is_file(), href
+    assert any(href.startswith("../api.md#attnbook.listing.show_code") for href in tree_links)
+    assert "Vaswani" in (tree / "references.md").read_text(encoding="utf-8")
     # Math as in the book, with no blank line inside a display block.
     assert "$$\ny = x^2\n$$" in text
     # The listing: the core open, the full function collapsed.

@@ -81,15 +81,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_settings(settings_dir: pathlib.Path) -> None:
-    """User settings: open Markdown with jupytext's notebook view; no news, no update checks."""
-    docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
-    docmanager.mkdir(parents=True)
-    (docmanager / "plugin.jupyterlab-settings").write_text(
-        json.dumps(
-            {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}
+def write_settings(settings_dir: pathlib.Path, jupytext: bool = True) -> None:
+    """User settings: open Markdown with jupytext's notebook view (``jupytext``, the authors'
+    route; otherwise the application settings decide, as ``make lab``'s); no news, no update
+    checks."""
+    if jupytext:
+        docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
+        docmanager.mkdir(parents=True)
+        (docmanager / "plugin.jupyterlab-settings").write_text(
+            json.dumps(
+                {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}
+            )
         )
-    )
     # Render every cell (no virtual scrolling), so the explorer's output exists wherever it is.
     notebook = settings_dir / "@jupyterlab" / "notebook-extension"
     notebook.mkdir(parents=True)
@@ -104,7 +107,8 @@ def write_settings(settings_dir: pathlib.Path) -> None:
 class LabServer:
     """``jupyter lab`` in its own process group, stopped by :meth:`stop` (idempotent)."""
 
-    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_args: tuple[str, ...] = ()):
+    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_args: tuple[str, ...] = (),
+                 jupytext: bool = True):
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.log_path = work / "jupyter-lab.log"
@@ -114,12 +118,12 @@ class LabServer:
             JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
             JUPYTER_RUNTIME_DIR=str(work / "runtime"),
             JUPYTER_CONFIG_DIR=str(work / "config"),
-            # As `make lab`: jupyter/jupyter_server_config.py (the chapters' language_info).
-            JUPYTER_CONFIG_PATH=str(ROOT / "jupyter"),
             PYTHONUNBUFFERED="1",
         )
+        if jupytext:  # as `make lab-source`: jupyter_server_config.py (the chapters' language_info)
+            env["JUPYTER_CONFIG_PATH"] = str(ROOT / "jupyter")
         env.pop("TRITON_INTERPRET", None)
-        write_settings(work / "settings")
+        write_settings(work / "settings", jupytext=jupytext)
         exe = pathlib.Path(sys.executable).parent / "jupyter-lab"
         cmd = [
             str(exe), "--no-browser",
