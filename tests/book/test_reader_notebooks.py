@@ -491,3 +491,67 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# --------------------------------------------------------------------------------------------------
+# The Chinese notebooks, executed headless (nbclient's `jupyter execute`), every chapter: the code
+# is the English notebooks' plus the one cell that sets the figures' language, so this also
+# runs every English cell. Each run's prose numbers are compared with the book's run.
+
+EXECUTE_TIMEOUT_S = 900
+
+
+@pytest.mark.slow
+def test_chinese_notebooks_execute_headless(notebook_trees, tmp_path):
+    import concurrent.futures
+    import os
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "book"))
+    import execute
+
+    from prose_numbers import differing, glued_text
+
+    chapters = sorted((notebook_trees["zh"] / "chapters").glob("*.ipynb"))
+    assert len(chapters) == len(CHAPTERS)
+    work = tmp_path / "chapters"
+    shutil.copytree(notebook_trees["zh"] / "chapters", work)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("TRITON_INTERPRET", None)  # as a reader's kernel: chapter 12 sets what it needs
+    exe = str(Path(sys.executable).parent / "jupyter-execute")
+
+    def run(path: Path) -> tuple[Path, int, str]:
+        proc = subprocess.run(
+            [exe, "--inplace", f"--timeout={EXECUTE_TIMEOUT_S}", path.name], cwd=path.parent,
+            env=env, capture_output=True, text=True, timeout=EXECUTE_TIMEOUT_S, check=False)
+        return path, proc.returncode, proc.stderr[-3000:]
+
+    # Two at a time (two cores), longest first.
+    order = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(run, order))
+    failed = [f"{p.name} (exit {rc}):\n{err}" for p, rc, err in results if rc != 0]
+    assert not failed, "\n\n".join(failed)
+    problems = []
+    for path in sorted(work.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code[0].source == 'from attnbook import i18n; i18n.set_language("zh_CN")'
+        assert all(c.execution_count for c in code), f"{path.name}: a cell did not run"
+        book = glued_text(execute.executed_notebook(f"chapters/{path.stem}.md"))
+        differ = differing(path.stem, glued_text(nb), book)
+        if differ:
+            problems.append(f"{path.stem}: {differ}")
+    assert not problems, "prose numbers a headless run computed differently:\n" + "\n".join(
+        problems)
+
+
+def test_timing_allow_list_names_glued_values():
+    """Every key of prose_numbers.TIMINGS is glued by its chapter (a renamed value would leave
+    a stale entry that excuses nothing, or a new timing unlisted)."""
+    from prose_numbers import TIMINGS
+
+    for chapter, keys in TIMINGS.items():
+        source = (ROOT / "chapters" / f"{chapter}.md").read_text(encoding="utf-8")
+        missing = [k for k in sorted(keys) if f'glue("{k}"' not in source]
+        assert not missing, f"{chapter}: TIMINGS names values it does not glue: {missing}"

@@ -13,8 +13,8 @@ chapter 6 the test opens the notebook and checks, in Chromium:
 * Run All Cells finishes without an error output, and every number the prose quotes equals what
   the kernel just recomputed: the notebook is saved (a copy) and each glued value the chapter's
   prose uses is formatted from the kernel's own output, compared with the book's run (the
-  execution cache) and found in the notebook's prose. :data:`TIMINGS` lists the values allowed
-  to differ (timings): none in these two chapters;
+  execution cache) and found in the notebook's prose (``tests/prose_numbers.py``; its
+  ``TIMINGS`` lists the values allowed to differ: none in these two chapters);
 * in Chinese, the first cell sets the figures' language and the live explorer's figure is
   labelled in Chinese.
 
@@ -36,6 +36,7 @@ import pytest
 from test_browser_lab import NOTEBOOK_OPEN_MS, ROOT, RUN_ALL_MS, LabServer
 
 from browser import launch, require_chromium
+from prose_numbers import TIMINGS, differing, glued_text, prose_numbers
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.book]
 
@@ -44,47 +45,16 @@ import execute  # noqa: E402 - book/execute.py: the book's own run (the executio
 
 #: (edition, chapter) opened in JupyterLab.
 CASES = [("en", "03-scaling-variance"), ("zh", "06-masks")]
-#: Glue keys whose values are timings, allowed to differ from the book's run, per chapter.
-TIMINGS: dict[str, set[str]] = {"03-scaling-variance": set(), "06-masks": set()}
 #: What MyST looks like when a front end shows it raw.
 MYST = re.compile(r"\{glue(:\w+)?\}|\{cite(:\w+)?\}|\{(py:)?(func|class|mod|meth)\}|\{doc\}|"
                   r"\{ref\}|\{numref\}|\{math\}|:class:|:::|```\{|\{code-cell\}|\{admonition\}|"
                   r"\{dropdown\}|\{note\}|\{tip\}")
-#: ``{glue:text}`key:fmt``` in a chapter's source (the prose's glued values).
-GLUE_ROLE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
-GLUE_MIME = "application/papermill.record/text/plain"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def myst_in(text: str) -> list[str]:
     """The raw MyST constructs in rendered ``text`` (empty when there are none)."""
     return [m.group(0) for m in MYST.finditer(text)]
-
-
-def glued_text(nb) -> dict[str, str]:
-    """``{key: text/plain}`` of the values a notebook's cells glued (``myst_nb.glue``)."""
-    out = {}
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            data = output.get("data", {})
-            if name is not None:
-                out[name] = data.get(GLUE_MIME, data.get("text/plain"))
-    return out
-
-
-def prose_numbers(chapter: str, glued: dict[str, str]) -> Counter:
-    """The numbers the chapter's prose quotes, formatted from ``glued`` as MyST-NB formats them
-    (``format_plain_text``), one per ``{glue:text}`` role whose value is a number."""
-    from myst_nb.core.variables import format_plain_text
-
-    source = next((ROOT / "chapters").glob(f"{chapter}.md")).read_text(encoding="utf-8")
-    numbers: Counter = Counter()
-    for key, fmt in GLUE_ROLE.findall(source):
-        text = format_plain_text(glued[key], fmt or "s")
-        if re.fullmatch(r"[-−+]?[\d,.]+%?", text.strip()):
-            numbers[(key, text)] += 1
-    return numbers
 
 
 def test_myst_check_catches_a_notebook_converted_the_old_way():
@@ -247,12 +217,11 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     assert [c.source for c in ran.cells] == [c.source for c in source.cells]
 
     # Every number the prose quotes is what the kernel just recomputed.
-    kernel = prose_numbers(chapter, glued_text(ran))
-    book = prose_numbers(chapter, glued_text(
-        execute.executed_notebook(f"chapters/{chapter}.md")))
-    timings = TIMINGS[chapter]
-    differ = sorted({k for k, _ in (kernel - book) + (book - kernel)} - timings)
+    book_run = glued_text(execute.executed_notebook(f"chapters/{chapter}.md"))
+    differ = differing(chapter, glued_text(ran), book_run)
     assert not differ, f"prose numbers the kernel recomputed differently: {differ}"
+    book = prose_numbers(chapter, book_run)
+    timings = TIMINGS.get(chapter, set())
     prose = "\n".join(c.source for c in source.cells if c.cell_type == "markdown")
     missing = [(k, t) for (k, t), n in book.items() if k not in timings and prose.count(t) < 1]
     assert not missing, f"numbers of the book's run not in {path}'s prose: {missing[:8]}"
