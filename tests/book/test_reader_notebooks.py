@@ -26,7 +26,8 @@ from urllib.parse import unquote
 import nbformat
 import pytest
 
-from conftest import CHAPTER_HEADER
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, also when run as a script
+from conftest import CHAPTER_HEADER  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book"))
