@@ -155,3 +155,94 @@ def test_static_spec_carries_a_stacked_narrow_variant(masks):
         assert len(notes) == 1 and notes[0]["y"] < 0
     # Every frame's title still names its setting in the narrow variant.
     assert "at the start" in reflow.title_text(narrow["layout"]).replace("<br>", " ")
+
+
+# ------------------------------------------------------------------------------------------
+# The live figure's front-end (issue 19: a live explorer that came up blank, or dead)
+# ------------------------------------------------------------------------------------------
+
+
+def test_live_figure_state_is_the_figure_the_controls_left():
+    """A view drawn later (a page reload, or a first load that is slow) starts from the synced
+    ``_widget_data`` and ``_widget_layout``: after a change they are the figure as it now is,
+    not as it was when the explorer was created."""
+    import json
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    def as_json(obj):
+        return json.dumps(obj, cls=PlotlyJSONEncoder, sort_keys=True)
+
+    ex = mask_explorer()
+    fig = ex.figure
+    created = as_json(fig._widget_data)
+    ex.controls["n_pad"].value = 5
+    ex.controls["pad_side"].value = "left"
+    assert as_json(fig._widget_data) != created
+    assert as_json(fig._widget_data) == as_json([t.to_plotly_json() for t in fig.data])
+    assert as_json(fig._widget_layout) == as_json(fig.layout.to_plotly_json())
+    assert "5 pad tokens at the start" in as_json(fig.get_state(["_widget_layout"]))
+
+
+# Runs the live figure's front-end module in Node with a stand-in for plotly's module: two
+# figures on one page, as anywidget drives them (initialize, then render a view).
+NODE_HARNESS = r"""
+import fs from "node:fs";
+const toUrl = (src) => "data:text/javascript;base64," + Buffer.from(src).toString("base64");
+globalThis.Blob = class { constructor(parts) { this.src = parts.join(""); } };
+URL.createObjectURL = (blob) => toUrl(blob.src);
+URL.revokeObjectURL = () => {};
+const plotly = `globalThis.compiled = (globalThis.compiled ?? 0) + 1;
+export default () => { let m; return {
+  initialize({ model }) { m = model; },
+  render({ el }) { el.drawnFor = m.id; return () => { el.drawnFor = null; }; },
+}; };`;
+const shim = await import(toUrl(fs.readFileSync(process.argv[2], "utf8")));
+const models = [1, 2].map((id) => ({ id, get: (k) => (k === "_plotly_esm" ? plotly : null),
+                                     on() {} }));
+const widgets = models.map(() => shim.default());
+const returned = widgets.map((w, i) => w.initialize({ model: models[i] }));
+const compiledBeforeRender = globalThis.compiled ?? 0;
+const els = [{}, {}];
+const cleanups = await Promise.all(
+  widgets.map((w, i) => w.render({ model: models[i], el: els[i] })));
+console.log(JSON.stringify({
+  returned: returned.map((r) => (r === undefined ? null : String(r))), compiledBeforeRender,
+  compiled: globalThis.compiled, drawnFor: els.map((e) => e.drawnFor),
+  cleanups: cleanups.map((c) => typeof c),
+}));
+"""
+
+
+def test_live_figure_module_is_ready_at_once_and_compiles_plotly_once(tmp_path):
+    """anywidget drops every message to a model whose module is not loaded and initialized
+    within 2 s; plotly's module (5 MB, plotly.js inside) took about 1 s per figure. The live
+    figure's own module is small, returns from ``initialize`` at once, and compiles plotly's
+    module (sent as ``_plotly_esm``) when a view is first drawn, once for every figure."""
+    import json
+    import pathlib
+    import shutil
+    import subprocess
+
+    import plotly.graph_objects as go
+
+    fig = mask_explorer().figure
+    assert isinstance(fig, go.FigureWidget)
+    assert len(fig._esm) < 4_000, f"the front-end module is {len(fig._esm)} characters"
+    esm = go.FigureWidget._esm
+    plotly_module = esm.read_text() if isinstance(esm, pathlib.Path) else str(esm)
+    assert fig._plotly_esm == plotly_module and len(plotly_module) > 1_000_000
+    assert fig._esm == scaling_explorer().figure._esm  # one module (and key) for every figure
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node.js to run the front-end module")
+    (tmp_path / "shim.mjs").write_text(fig._esm)
+    (tmp_path / "harness.mjs").write_text(NODE_HARNESS)
+    run = subprocess.run([node, str(tmp_path / "harness.mjs"), str(tmp_path / "shim.mjs")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["returned"] == [None, None], "initialize must not make anywidget wait"
+    assert out["compiledBeforeRender"] == 0 and out["compiled"] == 1, out
+    assert out["drawnFor"] == [1, 2], "each view is drawn by plotly's code for its own model"
+    assert out["cleanups"] == ["function", "function"]

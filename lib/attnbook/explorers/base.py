@@ -23,7 +23,10 @@ renderer), so there is no environment switch. Also importable from :mod:`attnboo
 from __future__ import annotations
 
 import base64
+import copy
 import dataclasses
+import functools
+import hashlib
 import html as _html
 import itertools
 import json
@@ -279,6 +282,101 @@ def apply_patch(base, patch):
     return patch
 
 
+@functools.cache
+def _figure_widget_class():
+    """The live figure's class: a plotly ``FigureWidget`` ready within anywidget's deadline.
+
+    anywidget (0.9 to 0.11 at least) gives a widget's front-end module 2 s from the model's
+    creation to load and initialize; past that it rejects the model's ``ready`` promise and,
+    for as long as the page lives, drops every message from the kernel to that model. plotly's
+    front-end is one 5 MB module (plotly.js inside), compiled for every figure model on every
+    page load: about 1 s per figure on an idle two-core machine, over 2 s while the kernel runs
+    a chapter or several figures load at once. When it lost, the figure's data (an update sent
+    just after the model is created) was dropped, so the explorer showed empty axes, and so was
+    every redraw, so it stayed dead (issue 19).
+
+    The class returned sends a module of a few lines instead (``_FIGURE_WIDGET_JS``): its
+    ``initialize`` returns at once; the first view drawn compiles plotly's module (the
+    ``_plotly_esm`` trait), once per page for every figure, and hands the model and its views
+    to plotly's own code. A model that is never shown costs no compile. Messages that arrive
+    before plotly's code has the model change the model's state only, so the figure's
+    ``_sync_widget_state`` keeps ``_widget_data`` and ``_widget_layout`` (the state a view
+    starts from; plotly sets them only when the figure is created) equal to the figure.
+
+    Returns:
+        A subclass of ``plotly.graph_objects.FigureWidget`` (built once, on first use, so that
+        importing this module does not import plotly).
+    """
+    import pathlib
+
+    import plotly
+    import plotly.graph_objects as go
+    import traitlets
+
+    esm = go.FigureWidget._esm  # anywidget's FileContents (or a path) of plotly's module
+    bundle = esm.read_text(encoding="utf-8") if isinstance(esm, pathlib.Path) else str(esm)
+    digest = hashlib.sha256(bundle.encode("utf-8")).hexdigest()[:16]
+    key = f"plotly-{plotly.__version__}-{digest}"  # one compiled module per page and bundle
+
+    class FigureWidget(go.FigureWidget):
+        _esm = _FIGURE_WIDGET_JS.replace("__KEY__", json.dumps(key))
+        _plotly_esm = traitlets.Unicode(bundle).tag(sync=True)
+
+        def _sync_widget_state(self) -> None:
+            """Set the synced state a new view draws to the figure as it is now."""
+            self._widget_data = copy.deepcopy(self._data)
+            self._widget_layout = copy.deepcopy(self._layout_obj._props)
+
+    return FigureWidget
+
+
+# The live figure's front-end module (see _figure_widget_class). ``__KEY__`` names plotly's
+# bundle; compiled when a figure is first drawn, it is shared through globalThis by every
+# figure of the page.
+_FIGURE_WIDGET_JS = r"""
+const KEY = __KEY__;
+function plotlyWidget(model) {
+  const cache = (globalThis[Symbol.for("attnbook.plotly-widget")] ??= new Map());
+  let mod = cache.get(KEY);
+  if (!mod) {
+    const url = URL.createObjectURL(
+      new Blob([model.get("_plotly_esm")], { type: "text/javascript" }));
+    mod = import(url).finally(() => URL.revokeObjectURL(url));
+    mod.catch(() => cache.delete(KEY));  // the next figure tries again
+    cache.set(KEY, mod);
+  }
+  return mod.then((m) => (typeof m.default === "function" ? m.default() : m.default));
+}
+export default () => {
+  let initCtx, widget;
+  function load() {  // plotly's widget for this model, initialized once
+    widget ??= plotlyWidget(initCtx.model).then(async (w) => {
+      await w.initialize?.(initCtx);
+      return w;
+    });
+    widget.catch(() => { widget = undefined; });  // the next view tries again
+    return widget;
+  }
+  return {
+    // Returns at once: anywidget drops the model's messages if this takes over 2 s.
+    initialize(ctx) {
+      initCtx = ctx;
+    },
+    async render(ctx) {
+      let w;
+      try {
+        w = await load();
+      } catch (e) {
+        console.error("[attnbook] plotly's figure module did not load", e);
+        ctx.el.textContent = "The figure could not be drawn: " + e;
+        return undefined;
+      }
+      return w.render(ctx);
+    },
+  };
+};"""
+
+
 class Explorer:
     """Controls plus a render function, displayed live (JupyterLab) and static (built book).
 
@@ -295,7 +393,8 @@ class Explorer:
     Attributes:
         controls: dict ``name -> ipywidgets`` control. Setting a control's ``value`` recomputes
             and redraws :attr:`figure`.
-        figure: the ``plotly.graph_objects.FigureWidget``.
+        figure: the ``plotly.graph_objects.FigureWidget`` (a subclass whose front-end module is
+            small and loads plotly's once per page: see ``_figure_widget_class``).
         widget: the ipywidgets layout (controls above the figure).
 
     Raises:
@@ -308,7 +407,6 @@ class Explorer:
         active: Callable[[dict], set] | None = None, values: dict | None = None,
     ):
         import ipywidgets as w
-        import plotly.graph_objects as go
 
         self._specs = list(controls)
         names = [c.name for c in self._specs]
@@ -333,7 +431,7 @@ class Explorer:
         self._raw_renders: dict[str, dict] = {}
         self.controls = {c.name: c.translated(self.language).make_widget()
                          for c in self._specs}
-        self.figure = go.FigureWidget(self._live_figure())
+        self.figure = _figure_widget_class()(self._live_figure())
         for ctl in self.controls.values():
             ctl.observe(self._on_change, names="value")
         self._update_disabled()
@@ -401,6 +499,9 @@ class Explorer:
             layout = new.layout.to_plotly_json()
             layout.pop("template", None)
             fig.layout.update(layout, overwrite=True)
+        # The edits above reach the views drawn now; the state a view drawn later starts from
+        # (a page reloaded, a slow first load) must be this figure too.
+        fig._sync_widget_state()
 
     # ---------------------------------------------------------------------------------------
     # Static HTML
