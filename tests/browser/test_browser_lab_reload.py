@@ -1,10 +1,11 @@
 """Every load of a live explorer draws (issue 19): chapter 6's mask explorer, reloaded 20 times.
 
-One ``jupyter lab`` (:class:`test_browser_lab.LabServer`) and one headless Chromium. The notebook
-is chapter 6's reader notebook from the built book (``_build/html/en/_sources/chapters/06-*.ipynb``)
-or, before a build, a one-cell notebook with the chapter's explorer call. It is run once and
-saved, and the page is reloaded :data:`RELOADS` times against the same kernel: JupyterLab draws
-the explorer again from the widget state the kernel holds. After the run and each reload the
+The session's one JupyterLab server on the reader notebooks (the ``lab`` fixture of
+``tests/browser/conftest.py``, as ``make lab`` starts it; the reader notebooks test uses the same
+server) and one headless Chromium. The notebook is chapter 6's English reader notebook
+(``en/chapters/06-masks.ipynb``). It is run once and saved (the copy is put back afterwards),
+and the page is reloaded :data:`RELOADS` times against the same kernel: JupyterLab draws the
+explorer again from the widget state the kernel holds. After the run and each reload the
 test checks that
 
 * the plot has drawn data and it is the figure of the controls as they stand (the library's
@@ -30,19 +31,16 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import shutil
 import time
 
 import numpy as np
 import pytest
-from test_browser_lab import NOTEBOOK_OPEN_MS, ROOT, RUN_ALL_MS, LabServer
+from test_browser_lab import NOTEBOOK_OPEN_MS, RUN_ALL_MS
 
-from browser import launch, require_chromium
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.book]
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-#: The chapter's reader notebook as the built book publishes it (first match, if any).
-READER_NOTEBOOKS = "_build/html/en/_sources/chapters/06-*.ipynb"
+#: The chapter's reader notebook in the shared server's copy of the notebook trees (``lab``).
+READER_NOTEBOOK = "en/chapters/06-masks.ipynb"
 #: The chapter's explorer call (chapters/06-masks.md).
 EXPLORER_CALL = 'mask_explorer("causal + padding", n_pad=2, pad_side="left")'
 SLIDER_LABEL = "pad tokens"
@@ -55,17 +53,6 @@ SLOW_COMPILE_MS = 2100
 #: one, and a drag to redraw (the kernel recomputes in well under a second).
 DRAW_MS = 30_000
 SETTLE_MS = 5_000
-
-MINIMAL_NOTEBOOK = {
-    "cells": [{
-        "cell_type": "code", "execution_count": None, "id": "explorer", "metadata": {},
-        "outputs": [],
-        "source": f"from attnbook.explorers.masks import mask_explorer\n\n{EXPLORER_CALL}",
-    }],
-    "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                "name": "python3"}},
-    "nbformat": 4, "nbformat_minor": 5,
-}
 
 # Emulates a busy machine on the loads that set the flag in sessionStorage (kept by a reload).
 SLOW_COMPILE_JS = """(() => {
@@ -85,17 +72,6 @@ DRAWN_JS = """(gd) => (gd.data || []).map((t) => ({
   x: Array.from(t.x || [], String),
   z: Array.from(t.z || [], (row) => Array.from(row, Number)),
 }))"""
-
-
-def notebook(root: pathlib.Path) -> str:
-    """Put the chapter's reader notebook (or the one-cell notebook) under ``root``; its name."""
-    found = sorted(ROOT.glob(READER_NOTEBOOKS))
-    if found and any(EXPLORER_CALL in "".join(cell["source"]) for cell in
-                     json.loads(found[0].read_text(encoding="utf-8"))["cells"]):
-        shutil.copy(found[0], root / found[0].name)
-        return found[0].name
-    (root / "mask-explorer.ipynb").write_text(json.dumps(MINIMAL_NOTEBOOK), encoding="utf-8")
-    return "mask-explorer.ipynb"
 
 
 def expected_figures() -> dict[int, list[dict]]:
@@ -122,29 +98,18 @@ def same_figure(drawn: list[dict], expected: list[dict]) -> bool:
     return True
 
 
-def test_lab_mask_explorer_draws_on_every_reload(tmp_path):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
+def test_lab_mask_explorer_draws_on_every_reload(lab, lab_browser):
     expected = expected_figures()
-    root = tmp_path / "root"
-    root.mkdir()
-    name = notebook(root)
-    server = LabServer(root, tmp_path)
+    path = lab.root / READER_NOTEBOOK
+    original = path.read_bytes()
+    cells = json.loads(original)["cells"]
+    assert any(EXPLORER_CALL in "".join(c["source"]) for c in cells), (
+        f"{READER_NOTEBOOK} lacks the explorer")
     t_start = time.monotonic()
     try:
-        server.wait_ready()
-        with sync_playwright() as p:
-            browser = launch(p)
-            try:
-                outcomes, errors = reload_many(browser, server, root / name, expected)
-            finally:
-                browser.close()
-    except BaseException:
-        print(server.log_tail())
-        raise
+        outcomes, errors = reload_many(lab_browser, lab, path, expected)
     finally:
-        server.stop()
+        path.write_bytes(original)  # the shared tree as it was, for any later test
     print(f"the first run and {RELOADS} reloads in {time.monotonic() - t_start:.0f} s")
     # Load 0 is the first run; the loads on a (emulated) busy machine are marked.
     failed = {f"{i}{' (busy)' if i % SLOW_EVERY == 0 else ''}": o
@@ -168,7 +133,8 @@ def reload_many(browser, server, path: pathlib.Path, expected) -> tuple[list[str
     # The first run on a busy machine too (the issue's case: a fresh display, empty axes).
     page.goto(f"{server.base}/api/status?token={server.token}")
     page.evaluate("() => sessionStorage.setItem('attnbook-slow-compile', '1')")
-    page.goto(f"{server.base}/lab/tree/{path.name}?token={server.token}")
+    rel = path.relative_to(server.root).as_posix()
+    page.goto(f"{server.base}/lab/tree/{rel}?reset&token={server.token}")
     page.locator(".jp-StatusBar-Item", has_text="Idle").first.wait_for(timeout=NOTEBOOK_OPEN_MS)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()

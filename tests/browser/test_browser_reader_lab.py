@@ -1,6 +1,7 @@
 """The reader notebooks in JupyterLab, on ``make lab``'s route, run as a learner runs them.
 
-One JupyterLab server (module fixture) serves a copy of the built notebook trees
+One JupyterLab server (the session fixture ``lab`` of ``tests/browser/conftest.py``, shared
+with ``test_browser_lab_reload.py``) serves a copy of the built notebook trees
 (``_build/notebooks``: ``en/`` and ``zh/``) with the application settings ``make lab`` uses
 (``jupyter/reader``, no Jupytext configuration). For the English chapter 3 and the Chinese
 chapter 6 the test opens the notebook and checks, in Chromium:
@@ -26,16 +27,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
 from collections import Counter
 
 import nbformat
 import pytest
-from test_browser_lab import NOTEBOOK_OPEN_MS, ROOT, RUN_ALL_MS, LabServer
+from test_browser_lab import NOTEBOOK_OPEN_MS, ROOT, RUN_ALL_MS
 
-from browser import launch, require_chromium
 from prose_numbers import TIMINGS, differing, glued_text, prose_numbers
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.book]
@@ -77,40 +76,6 @@ def test_prose_numbers_compare_values_not_keys():
     assert prose_numbers("03-scaling-variance", changed) != book
 
 
-@pytest.fixture(scope="module")
-def lab(notebook_trees, tmp_path_factory):
-    """One JupyterLab server on a copy of both notebook trees, as `make lab` starts it."""
-    require_chromium()
-    work = tmp_path_factory.mktemp("reader-lab")
-    root = work / "notebooks"
-    for code, tree in notebook_trees.items():
-        shutil.copytree(tree, root / code)
-    server = LabServer(root, work, jupytext=False, extra_args=(
-        f"--LabApp.app_settings_dir={ROOT / 'jupyter' / 'reader'}",
-        "--LabApp.expose_app_in_browser=True"))
-    try:
-        server.wait_ready()
-        server.root = root
-        yield server
-    except BaseException:
-        print(server.log_tail())
-        raise
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch(p)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
 def open_notebook(browser, lab, path: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
@@ -132,10 +97,10 @@ def open_notebook(browser, lab, path: str):
 
 
 @pytest.mark.parametrize("code,chapter", CASES)
-def test_reader_notebook_in_jupyterlab(lab, browser, code, chapter, tmp_path):
+def test_reader_notebook_in_jupyterlab(lab, lab_browser, code, chapter, tmp_path):
     path = f"{code}/chapters/{chapter}.ipynb"
     source = nbformat.read(lab.root / path, as_version=4)
-    page, errors = open_notebook(browser, lab, path)
+    page, errors = open_notebook(lab_browser, lab, path)
     try:
         check_reader_notebook(page, errors, lab, path, source, code, chapter)
     except BaseException:
