@@ -41,7 +41,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # or many seconds.
 UNIT_MARKERS := not slow and not browser and not book
 
-.PHONY: book test unit lint lab lab-notebooks lab-source html clean
+.PHONY: book test unit lint lab lab-source html clean
 
 book: $(BOOK_STAMP)
 	@$(MAKE) --no-print-directory html
@@ -61,23 +61,26 @@ unit: $(TEST_STAMP)
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 
-# The reader notebooks (book/_ext/attnbook_reader_notebooks.py): a build's, _build/notebooks/,
-# else those of the source archive, notebooks/ (expanded when the recipe runs, after
-# `lab-notebooks` has built them if neither existed). en/ and zh/, chapters in chapters/.
-LAB_NOTEBOOKS = $(patsubst %/en,%,$(firstword $(wildcard _build/notebooks/en notebooks/en)))
-
-# JupyterLab on the reader notebooks. Its application settings (jupyter/reader/overrides.json)
-# open the Markdown pages the notebooks link (references, API) as rendered Markdown.
-lab: $(BOOK_STAMP) lab-notebooks
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/$(LAB_NOTEBOOKS)" \
+# JupyterLab on the reader notebooks (book/_ext/attnbook_reader_notebooks.py) in notebooks/: en/
+# and zh/, chapters in chapters/. notebooks/ is the reader's own copy (git-ignored; in the source
+# archive it comes ready): made once from the build's _build/notebooks/ (building the book first
+# if there is none, and saying so), never overwritten by a later build, so edits and saved
+# outputs stay. Delete a file, or the folder, to get the book's version again. Its application
+# settings (jupyter/reader/overrides.json) open the Markdown pages the notebooks link
+# (references, API) rendered, and keep JupyterLab's news and update checks quiet.
+lab: $(BOOK_STAMP) notebooks/en notebooks/zh
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
 	  --LabApp.app_settings_dir="$(CURDIR)/jupyter/reader" $(LAB_ROOT) $(LAB_ARGS)
 
-lab-notebooks: $(BOOK_STAMP)
-	@if [ -z "$(wildcard _build/notebooks/en notebooks/en)" ]; then \
-	  echo "make lab: no reader notebooks yet; building the book, which makes them" \
-	    "(_build/notebooks; a few minutes, once)"; \
+notebooks/en notebooks/zh: | $(BOOK_STAMP)
+	@if [ ! -d _build/notebooks/$(@F) ]; then \
+	  echo "make lab: no reader notebooks yet, so first the book is built, which makes them" \
+	    "(a few minutes, once)"; \
 	  $(MAKE) --no-print-directory html; \
 	fi
+	mkdir -p notebooks
+	cp -R _build/notebooks/$(@F) $@
+	@echo "make lab: copied the book's $(@F) notebooks into $@ (yours from now on)"
 
 # For authors: JupyterLab on the repository, the chapters' MyST sources opened as notebooks by
 # Jupytext (jupyter/source/overrides.json); saving writes the .md file. jupyter/

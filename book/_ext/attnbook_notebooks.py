@@ -64,7 +64,10 @@ ARCHIVE_ROOT = "attnbook-source"
 #: Folders left out of the archive wherever they are (hidden ones are left out anyway).
 EXCLUDED_DIRS = ("_build", "__pycache__", "*.egg-info", "_scratch", "node_modules")
 #: Files left out of the archive (hidden ones are left out anyway).
-EXCLUDED_FILES = ("*.ipynb", "*.pyc", "*.pyo", "*.zip")
+EXCLUDED_FILES = ("*.ipynb", "*.pyc", "*.pyo", "*.zip", "*.mo")
+#: Folders at the top of the tree left out: ``notebooks/`` is a reader's working copy of the
+#: notebooks (``make lab``); the archive carries the build's under that name instead.
+EXCLUDED_TOP = (NOTEBOOKS,)
 #: Hidden entries at the top of the tree that the archive keeps.
 KEPT_HIDDEN = (".gitignore", ".ci")
 #: A fixed date for every entry (the earliest a zip can hold), so builds are byte-identical.
@@ -152,7 +155,8 @@ def archive_files(root: str | Path) -> list[str]:
 
     Left out: hidden files and folders (``.git``, ``.venv``, tool caches) except
     ``KEPT_HIDDEN`` at the top, the folders ``EXCLUDED_DIRS`` (``_build``, ``__pycache__``, ...)
-    anywhere, the files ``EXCLUDED_FILES`` (``*.ipynb``, ...) and symbolic links.
+    anywhere and ``EXCLUDED_TOP`` (``notebooks``) at the top, the files ``EXCLUDED_FILES``
+    (``*.ipynb``, compiled catalogs, ...) and symbolic links.
     """
     root = Path(root)
     files = []
@@ -167,6 +171,7 @@ def archive_files(root: str | Path) -> list[str]:
 
         dirs[:] = sorted(
             d for d in dirs if keep(d, EXCLUDED_DIRS) and not Path(here, d).is_symlink()
+            and not (top and d in EXCLUDED_TOP)
         )
         for name in names:
             path = Path(here, name)

@@ -266,6 +266,13 @@ class ReaderTranslator(MarkdownTranslator):
                 self.add(node.astext(), prefix_eol=2, suffix_eol=2)
         raise nodes.SkipNode
 
+    def visit_desc_signature(self, node: nodes.Element) -> None:
+        """An API entry's heading, after an anchor per id, so a link lands on it."""
+        if not self.config.markdown_anchor_signatures:  # else the base class writes them
+            for anchor in node.get("ids", []):
+                self._add_anchor(anchor)
+        super().visit_desc_signature(node)
+
     def visit_citation(self, node: nodes.citation) -> None:
         """A reference of the bibliography: an anchor, then its text as a paragraph."""
         for anchor in node.get("ids", []):
@@ -306,8 +313,9 @@ class ReaderNotebookBuilder(MarkdownBuilder):
 
     name = NAME
     format = "ipynb"
-    epilog = ("The reader notebooks are in %(outdir)s/" + SOURCES + "/chapters and "
-              "%(outdir)s/../notebooks.")
+    epilog = ("The reader notebooks are written (downloads in %(outdir)s/" + SOURCES
+              + "/chapters; the notebook tree beside it, which book/editions.py publishes to "
+              "_build/notebooks).")
     default_translator_class = ReaderTranslator
     allow_parallel = False
 

@@ -254,6 +254,20 @@ def test_source_archive_carries_the_notebook_trees(tree, tmp_path):
     assert ext.source_archive(tree, dict(reversed(trees.items()))) == data  # order-free
 
 
+def test_source_archive_leaves_out_a_readers_notebooks_and_compiled_catalogs(tree):
+    """A reader's notebooks/ (make lab's copy) and *.mo (build output) are not sources."""
+    (tree / "notebooks" / "en" / "chapters").mkdir(parents=True)
+    (tree / "notebooks" / "en" / "references.md").write_text("my copy")
+    (tree / "notebooks" / "en" / "chapters" / "01-x.ipynb").write_text("{}")
+    (tree / "lib" / "notebooks").mkdir(parents=True, exist_ok=True)
+    (tree / "lib" / "notebooks" / "kept.md").write_text("a folder of that name elsewhere")
+    (tree / "locales").mkdir(exist_ok=True)
+    (tree / "locales" / "run.mo").write_bytes(b"\x00")
+    files = ext.archive_files(tree)
+    assert not [f for f in files if f.startswith("notebooks/") or f.endswith(".mo")], files
+    assert "lib/notebooks/kept.md" in files
+
+
 def test_source_archive_of_the_repository():
     files = ext.archive_files(ROOT)
     for rel in (

@@ -369,6 +369,8 @@ def test_toy_markdown_is_the_resolved_page(toy):
     for href in tree_links:
         assert (tree / "chapters" / href.split("#")[0]).resolve().is_file(), href
     assert any(href.startswith("../api.md#attnbook.listing.show_code") for href in tree_links)
+    # ... and lands on the entry: the Markdown page has the anchor.
+    assert '<a id="attnbook.listing.show_code"></a>' in (tree / "api.md").read_text("utf-8")
     assert "Vaswani" in (tree / "references.md").read_text(encoding="utf-8")
     # Math as in the book, with no blank line inside a display block.
     assert "$$\ny = x^2\n$$" in text
