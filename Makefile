@@ -63,24 +63,21 @@ lint: $(TEST_STAMP)
 
 # JupyterLab on the reader notebooks (book/_ext/attnbook_reader_notebooks.py) in notebooks/: en/
 # and zh/, chapters in chapters/. notebooks/ is the reader's own copy (git-ignored; in the source
-# archive it comes ready): made once from the build's _build/notebooks/ (building the book first
-# if there is none, and saying so), never overwritten by a later build, so edits and saved
-# outputs stay. Delete a file, or the folder, to get the book's version again. Its application
+# archive it comes ready): every file of the build's _build/notebooks/ that it lacks is copied
+# in (book/editions.py --reader-copy; the book is built first if there is no build and no copy,
+# saying so), none is overwritten, so edits and saved outputs stay. Delete a file, or the
+# folder, to get the book's version again. Its application
 # settings (jupyter/reader/overrides.json) open the Markdown pages the notebooks link
 # (references, API) rendered, and keep JupyterLab's news and update checks quiet.
-lab: $(BOOK_STAMP) notebooks/en notebooks/zh
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
-	  --LabApp.app_settings_dir="$(CURDIR)/jupyter/reader" $(LAB_ROOT) $(LAB_ARGS)
-
-notebooks/en notebooks/zh: | $(BOOK_STAMP)
-	@if [ ! -d _build/notebooks/$(@F) ]; then \
+lab: $(BOOK_STAMP)
+	@if [ ! -d _build/notebooks/en ] && [ ! -d notebooks/en ]; then \
 	  echo "make lab: no reader notebooks yet, so first the book is built, which makes them" \
 	    "(a few minutes, once)"; \
 	  $(MAKE) --no-print-directory html; \
 	fi
-	mkdir -p notebooks
-	cp -R _build/notebooks/$(@F) $@
-	@echo "make lab: copied the book's $(@F) notebooks into $@ (yours from now on)"
+	$(VPY) book/editions.py --reader-copy notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
+	  --LabApp.app_settings_dir="$(CURDIR)/jupyter/reader" $(LAB_ROOT) $(LAB_ARGS)
 
 # For authors: JupyterLab on the repository, the chapters' MyST sources opened as notebooks by
 # Jupytext (jupyter/source/overrides.json); saving writes the .md file. jupyter/

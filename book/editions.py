@@ -189,6 +189,8 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     from jupyter_book.sphinx import build_sphinx
 
     out = EDITIONS_DIR / code / "html"
+    if fresh:  # the builder replaces only a tree it marked; a fresh build starts without one
+        shutil.rmtree(EDITIONS_DIR / code / TREE, ignore_errors=True)
     overrides = dict(OVERRIDES, language=language, attnbook_executions=execute.executions())
     overrides.update(EDITION_CONFIG.get(language, {}))
     result = build_sphinx(
@@ -294,6 +296,33 @@ def _replace_tree(source: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
+def reader_copy(dest: Path, source: Path = NOTEBOOKS) -> list[Path]:
+    """Copy into ``dest`` every file of the published notebook trees (``source``) it lacks.
+
+    ``make lab`` opens ``dest`` (``notebooks/``), the reader's own copy: a file already there
+    is never overwritten (the reader's edits and saved outputs stay), a deleted one comes back.
+    Hidden files are not copied. Each file is written to a temporary name and renamed, so an
+    interrupted copy leaves no half-written notebook.
+
+    Returns:
+        The files copied (paths under ``dest``); none when ``source`` does not exist.
+    """
+    copied = []
+    if not source.is_dir():
+        return copied
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        target = dest / rel
+        if not path.is_file() or any(p.startswith(".") for p in rel.parts) or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, target)
+        copied.append(target)
+    return copied
+
+
 def _ok_file(code: str) -> Path:
     return EDITIONS_DIR / code / ".build-ok"
 
@@ -308,7 +337,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="build only this edition (repeatable); default: all")
     parser.add_argument("--worker", nargs=2, metavar=("CODE", "FRESH"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--reader-copy", metavar="DIR", type=Path,
+                        help="copy the notebooks DIR lacks from _build/notebooks (make lab)")
     args = parser.parse_args(argv)
+
+    if args.reader_copy:
+        copied = reader_copy(args.reader_copy)
+        print(f"make lab: {len(copied)} of the book's notebook files copied into "
+              f"{args.reader_copy}/ (the files there are yours: none is overwritten)")
+        return 0
 
     if args.worker:
         code, fresh = args.worker

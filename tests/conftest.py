@@ -210,3 +210,56 @@ def notebook_trees(built_book) -> dict[str, Path]:
 def built_editions(built_book) -> dict[str, Path]:
     """The built editions: ``{"en": _build/html/en, "zh": _build/html/zh}``."""
     return {code: BOOK_DIR / code for code in EDITIONS}
+
+
+# The JupyterLab browser tests' shared server (tests/browser/test_browser_reader_lab.py and
+# test_browser_lab_reload.py). Here, not in a tests/browser/conftest.py: a second conftest
+# module would shadow this one for the tests that import from it.
+
+@pytest.fixture(scope="session")
+def lab(notebook_trees, tmp_path_factory):
+    """One JupyterLab server on a copy of both notebook trees, as `make lab` starts it (the
+    reader-notebook test and the reloads of a live explorer share it; tests/browser/)."""
+    sys.path.insert(0, str(TESTS_DIR / "browser"))
+    import shutil
+
+    from test_browser_lab import LabServer
+
+    from browser import require_chromium
+
+    require_chromium()
+    work = tmp_path_factory.mktemp("reader-lab")
+    root = work / "notebooks"
+    for code, tree in notebook_trees.items():
+        shutil.copytree(tree, root / code)
+    server = LabServer(root, work, jupytext=False, extra_args=(
+        f"--LabApp.app_settings_dir={ROOT / 'jupyter' / 'reader'}",
+        "--LabApp.expose_app_in_browser=True"))
+    try:
+        server.wait_ready()
+        server.root = root
+        yield server
+    except BaseException:
+        print(server.log_tail())
+        raise
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def lab_browser():
+    """Chromium for one test module (Playwright's sync API allows one at a time: the other
+    browser tests start their own)."""
+    sys.path.insert(0, str(TESTS_DIR / "browser"))
+    from playwright.sync_api import sync_playwright
+
+    from browser import launch
+
+    with sync_playwright() as p:
+        b = launch(p)
+        try:
+            yield b
+        finally:
+            b.close()
+
+

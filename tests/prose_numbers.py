@@ -19,10 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 GLUE_ROLE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
 #: Where ``glue(..., display=False)`` puts a value's text (``myst_nb.ext.glue.GLUE_PREFIX``).
 GLUE_MIME = "application/papermill.record/text/plain"
-#: A formatted number (``1,024``, ``0.125``, ``-3.1``, ``42.0%``).
-NUMBER = re.compile(r"[-−+]?[\d,.]*\d%?")
+#: A formatted number (``1,024``, ``0.125``, ``-3.1``, ``42.0%``, ``1.4e-14``).
+NUMBER = re.compile(r"[-−+]?[\d,.]*\d(?:[eE][-+]?\d+)?%?")
 #: Per chapter (file stem), the glued values that are measured times or ratios of them (speed-ups,
-#: throughputs), allowed to differ between runs; every other prose number must be reproduced.
+#: throughputs), allowed to differ between runs; every other glued number must be reproduced
+#: (a glued text that is not one number, such as a shape or a phrase, is not compared).
 TIMINGS: dict[str, set[str]] = {
     "01-rnn-bottleneck": {"par_attention_ms", "par_rnn_ms", "par_torch_rnn_ms",
                           "par_us_per_step", "par_throughput_ratio", "par_gflops_attention",

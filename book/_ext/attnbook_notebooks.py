@@ -186,7 +186,7 @@ def source_archive(root: str | Path, notebooks: dict[str, Path] | None = None) -
     Args:
         root: the source tree.
         notebooks: edition code (``"en"``) → its notebook tree (every file of it goes under
-            ``notebooks/<code>/``).
+            ``notebooks/<code>/``, hidden ones left out).
 
     Entries are in sorted order, dated ``ZIP_DATE``, with mode 0644 (0755 for a file the owner
     may execute, such as ``.ci/run``), deflated at level 9: deterministic bytes.
@@ -194,8 +194,11 @@ def source_archive(root: str | Path, notebooks: dict[str, Path] | None = None) -
     root = Path(root)
     members = [(rel, root / rel) for rel in archive_files(root)]
     for code, tree in sorted((notebooks or {}).items()):
-        members += [(f"{NOTEBOOKS}/{code}/{path.relative_to(tree).as_posix()}", path)
-                    for path in sorted(Path(tree).rglob("*")) if path.is_file()]
+        for path in sorted(Path(tree).rglob("*")):
+            rel = path.relative_to(tree)
+            # Hidden files (the tree's marker, JupyterLab's checkpoints) are not the book's.
+            if path.is_file() and not any(part.startswith(".") for part in rel.parts):
+                members.append((f"{NOTEBOOKS}/{code}/{rel.as_posix()}", path))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         for rel, path in sorted(members):

@@ -37,6 +37,7 @@ import shutil
 import unicodedata
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import nbformat
 from attnbook_i18n import ui_text
@@ -71,6 +72,9 @@ _MARKER = re.compile("\x00cell:(\\d+)\x00")
 _LINK = re.compile("\x01([^\x01]+)\x01")
 #: The notebook tree, beside each edition's HTML folder (``_build/editions/<code>/notebooks``).
 TREE = "notebooks"
+#: The file that marks a folder as a notebook tree this builder wrote (and may replace); hidden,
+#: so neither the source archive nor JupyterLab's file browser shows it.
+TREE_MARKER = ".attnbook-notebook-tree"
 
 
 class cell_marker(nodes.Element):
@@ -266,6 +270,7 @@ class ReaderTranslator(MarkdownTranslator):
                 self.add(node.astext(), prefix_eol=2, suffix_eol=2)
         raise nodes.SkipNode
 
+    @pushing_context  # the base class pops a context only after a visit that carries this
     def visit_desc_signature(self, node: nodes.Element) -> None:
         """An API entry's heading, after an anchor per id, so a link lands on it."""
         if not self.config.markdown_anchor_signatures:  # else the base class writes them
@@ -337,9 +342,22 @@ class ReaderNotebookBuilder(MarkdownBuilder):
         return f"\x01{to}\x01"
 
     def prepare_writing(self, docnames) -> None:
-        """Start the tree afresh: every page is written again, and none that was removed stays."""
+        """Start the tree afresh: every page is written again, and none that was removed stays.
+
+        Raises:
+            sphinx.errors.SphinxError: if a folder of that name is there that this builder did
+                not write (it has no ``TREE_MARKER``): it is not deleted.
+        """
+        from sphinx.errors import SphinxError
+
         super().prepare_writing(docnames)
-        shutil.rmtree(self.tree, ignore_errors=True)
+        if self.tree.exists():
+            if not (self.tree / TREE_MARKER).is_file():
+                raise SphinxError(f"{self.tree} exists and is not a notebook tree this builder "
+                                  f"wrote (no {TREE_MARKER}); move it away")
+            shutil.rmtree(self.tree)
+        self.tree.mkdir(parents=True)
+        (self.tree / TREE_MARKER).write_text("written by the reader-notebooks builder\n")
 
     def write_doc(self, docname: str, doctree: nodes.document) -> None:
         self.current_doc_name = docname
@@ -379,7 +397,7 @@ def link_for(text: str, docname: str, *, download: bool) -> str:
         return doc + (".ipynb" if is_chapter(doc) else ".md")
 
     start = here(docname)
-    return _LINK.sub(lambda m: relative_uri(start, here(m.group(1))), text)
+    return _LINK.sub(lambda m: quote(relative_uri(start, here(m.group(1)))), text)
 
 
 def notebook_path(docname: str) -> str:

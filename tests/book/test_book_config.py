@@ -394,14 +394,11 @@ def makefile_problems(text: str) -> list[str]:
         elif not any(f"--LabApp.app_settings_dir=$(CURDIR)/{settings}" in w for w in starts):
             problems.append(f"`{target}` does not use the settings in {settings}/")
     if "lab" in rules:  # the reader's copy of the notebooks, made from the build's
-        if "--ServerApp.root_dir=$(CURDIR)/notebooks" not in [
-                w for words in commands(rules["lab"]["recipe"]) for w in words]:
+        lab_words = commands(rules["lab"]["recipe"])
+        if "--ServerApp.root_dir=$(CURDIR)/notebooks" not in [w for ws in lab_words for w in ws]:
             problems.append("`lab` does not open the reader notebooks (notebooks/)")
-        if not {"notebooks/en", "notebooks/zh"} <= set(rules["lab"]["prereqs"]):
-            problems.append("`lab` does not make notebooks/en and notebooks/zh first")
-        copies = commands(rules.get("notebooks/en", {"recipe": []})["recipe"])
-        if not any(w[0] == "cp" and "_build/notebooks/$(@F)" in w for w in copies):
-            problems.append("notebooks/en is not copied from the build's _build/notebooks")
+        if not any("book/editions.py" in ws and "--reader-copy" in ws for ws in lab_words):
+            problems.append("`lab` does not copy the build's notebooks (--reader-copy)")
     return problems
 
 

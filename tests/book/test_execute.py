@@ -349,3 +349,23 @@ def test_settings_refuse_a_mode_in_which_sphinx_would_not_read_the_cache(tmp_pat
     (tmp_path / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: force\n")
     with pytest.raises(ValueError, match="execute_notebooks is 'force'"):
         execute.settings(tmp_path)
+
+
+def test_reader_copy_adds_what_is_missing_and_overwrites_nothing(tmp_path):
+    """make lab's copy (editions.py --reader-copy): a reader's file stays, a deleted one comes
+    back, hidden files (the tree's marker, checkpoints) are not copied."""
+    source, dest = tmp_path / "built", tmp_path / "notebooks"
+    for rel, text in (("en/chapters/01.ipynb", "book 01"), ("en/references.md", "refs"),
+                      ("zh/chapters/01.ipynb", "书 01"), ("en/.attnbook-notebook-tree", "m"),
+                      ("en/.ipynb_checkpoints/01-checkpoint.ipynb", "old")):
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(text, encoding="utf-8")
+    assert {p.relative_to(dest).as_posix() for p in editions.reader_copy(dest, source)} == {
+        "en/chapters/01.ipynb", "en/references.md", "zh/chapters/01.ipynb"}
+    (dest / "en/chapters/01.ipynb").write_text("my answers")
+    (dest / "en/references.md").unlink()
+    assert [p.name for p in editions.reader_copy(dest, source)] == ["references.md"]
+    assert (dest / "en/chapters/01.ipynb").read_text() == "my answers"
+    assert (dest / "en/references.md").read_text() == "refs"
+    assert not list(dest.rglob(".*"))
+    assert editions.reader_copy(dest, tmp_path / "no-build") == []

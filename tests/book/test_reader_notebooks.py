@@ -369,8 +369,12 @@ def test_toy_markdown_is_the_resolved_page(toy):
     for href in tree_links:
         assert (tree / "chapters" / href.split("#")[0]).resolve().is_file(), href
     assert any(href.startswith("../api.md#attnbook.listing.show_code") for href in tree_links)
-    # ... and lands on the entry: the Markdown page has the anchor.
-    assert '<a id="attnbook.listing.show_code"></a>' in (tree / "api.md").read_text("utf-8")
+    # ... and lands on the entry: the Markdown page has the anchor, and each entry is its own
+    # short heading (a context left open would run every entry into one heading).
+    api = (tree / "api.md").read_text("utf-8")
+    assert '<a id="attnbook.listing.show_code"></a>' in api
+    assert heading_problems(api) == []
+    assert heading_problems("### f(x)<br/><br/>Returns x.\n") != []  # the check can fail
     assert "Vaswani" in (tree / "references.md").read_text(encoding="utf-8")
     # Math as in the book, with no blank line inside a display block.
     assert "$$\ny = x^2\n$$" in text
@@ -496,6 +500,25 @@ if __name__ == "__main__":
     main()
 
 
+def heading_problems(markdown: str) -> list[str]:
+    """Headings of a Markdown page that swallowed what follows them: a line break or a field
+    list inside, or over 1,000 characters (a long signature is allowed; the start of each)."""
+    return [line[:80] for line in markdown.splitlines() if line.startswith("#") and (
+        "<br" in line or "**Parameters:**" in line or len(line) > 1000)]
+
+
+def test_built_markdown_pages_have_plain_headings(notebook_trees):
+    """Every page of both notebook trees (references, API, appendices) has headings that are
+    headings."""
+    for code, tree in notebook_trees.items():
+        pages = sorted(tree.rglob("*.md"))
+        assert len(pages) > 40, f"{code}: only {len(pages)} Markdown pages in {tree}"
+        bad = {p.relative_to(tree).as_posix(): heading_problems(p.read_text("utf-8"))
+               for p in pages}
+        bad = {k: v for k, v in bad.items() if v}
+        assert not bad, f"{code}: headings that swallowed their entries: {bad}"
+
+
 # --------------------------------------------------------------------------------------------------
 # The Chinese notebooks, executed headless (nbclient's `jupyter execute`), every chapter: the code
 # is the English notebooks' plus the one cell that sets the figures' language, so this also
@@ -558,3 +581,25 @@ def test_timing_allow_list_names_glued_values():
         source = (ROOT / "chapters" / f"{chapter}.md").read_text(encoding="utf-8")
         missing = [k for k in sorted(keys) if f'glue("{k}"' not in source]
         assert not missing, f"{chapter}: TIMINGS names values it does not glue: {missing}"
+
+
+def test_toy_builder_replaces_only_a_tree_it_wrote(toy):
+    """A second build replaces the tree it marked; a folder of that name it did not write
+    (no marker) fails the build and keeps its files."""
+    root = toy["root"]
+    tree = root / "_build" / "en" / "notebooks"
+    assert (tree / ".attnbook-notebook-tree").is_file()
+    (tree / "stale.md").write_text("a page since removed")
+    run = subprocess.run([sys.executable, "build.py", str(root), "en"], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert not (tree / "stale.md").exists() and (tree / "chapters/01-toy.ipynb").is_file()
+    (tree / ".attnbook-notebook-tree").unlink()
+    (tree / "precious.txt").write_text("not the builder's")
+    run = subprocess.run([sys.executable, "build.py", str(root), "en"], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0 and "is not a notebook tree" in run.stdout + run.stderr
+    assert (tree / "precious.txt").read_text() == "not the builder's"
+    # Put the toy back as the other tests expect it.
+    (tree / "precious.txt").unlink()
+    (tree / ".attnbook-notebook-tree").write_text("")

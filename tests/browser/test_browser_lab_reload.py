@@ -1,7 +1,7 @@
 """Every load of a live explorer draws (issue 19): chapter 6's mask explorer, reloaded 20 times.
 
 The session's one JupyterLab server on the reader notebooks (the ``lab`` fixture of
-``tests/browser/conftest.py``, as ``make lab`` starts it; the reader notebooks test uses the same
+``tests/conftest.py``, as ``make lab`` starts it; the reader notebooks test uses the same
 server) and one headless Chromium. The notebook is chapter 6's English reader notebook
 (``en/chapters/06-masks.ipynb``). It is run once and saved (the copy is put back afterwards),
 and the page is reloaded :data:`RELOADS` times against the same kernel: JupyterLab draws the

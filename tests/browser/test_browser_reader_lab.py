@@ -1,6 +1,6 @@
 """The reader notebooks in JupyterLab, on ``make lab``'s route, run as a learner runs them.
 
-One JupyterLab server (the session fixture ``lab`` of ``tests/browser/conftest.py``, shared
+One JupyterLab server (the session fixture ``lab`` of ``tests/conftest.py``, shared
 with ``test_browser_lab_reload.py``) serves a copy of the built notebook trees
 (``_build/notebooks``: ``en/`` and ``zh/``) with the application settings ``make lab`` uses
 (``jupyter/reader``, no Jupytext configuration). For the English chapter 3 and the Chinese
