@@ -264,15 +264,7 @@ def publish(codes: list[str], key: str) -> None:
         ok = _ok_file(code)
         if not ok.is_file() or ok.read_text().strip() != key:
             raise RuntimeError(f"the {code} edition has no successful build to publish")
-        tmp = HTML / f".{code}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(EDITIONS_DIR / code / "html", tmp)
-        old = HTML / f".{code}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if (HTML / code).exists():
-            os.replace(HTML / code, old)
-        os.replace(tmp, HTML / code)
-        shutil.rmtree(old, ignore_errors=True)
+        _replace_tree(EDITIONS_DIR / code / "html", HTML / code)
     (HTML / "index.html").write_text(landing_page(), encoding="utf-8")
     # The notebook trees (the reader notebooks and the pages they link, for `make lab`), then
     # the source archive, written once with both trees and copied into each published edition.
@@ -287,13 +279,18 @@ def publish(codes: list[str], key: str) -> None:
 
 
 def _replace_tree(source: Path, target: Path) -> None:
-    """Copy the folder ``source`` to ``target``, replacing it whole (through a temporary copy)."""
+    """Copy the folder ``source`` to ``target``, replacing it whole: copied first into a
+    temporary folder beside it, which then takes the old one's place."""
     tmp = target.with_name(f".{target.name}.tmp")
+    old = target.with_name(f".{target.name}.old")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp)
-    shutil.rmtree(target, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        os.replace(target, old)
     os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def reader_copy(dest: Path, source: Path = NOTEBOOKS) -> list[Path]:
