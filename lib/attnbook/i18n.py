@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import functools
+import gettext as gettext_module
 import io
 import json
 import os
@@ -50,6 +52,12 @@ __all__ = [
     "set_language",
     "editions",
     "needs_translation",
+    "Labels",
+    "labels",
+    "gettext",
+    "ngettext",
+    "collect_missing",
+    "untranslated",
     "lookup",
     "translate",
     "translate_checked",
@@ -126,6 +134,186 @@ def editions() -> tuple[str, ...]:
     for lang in langs:
         _check_language(lang, "ATTNBOOK_EDITIONS")
     return langs
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels made in the reader's language where they are made (gettext)
+# ---------------------------------------------------------------------------------------------
+
+#: Plural rules of the label catalogs (gettext's ``Plural-Forms``), per language.
+PLURAL_FORMS = {"zh_CN": "nplurals=1; plural=0;"}
+_PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[!:][^{}]*)?\}(?!\})")
+#: The msgids looked up and not found, per collector (:func:`collect_missing`).
+_MISSING: contextvars.ContextVar[set | None] = contextvars.ContextVar("attnbook_missing",
+                                                                     default=None)
+
+
+def _placeholders(text: str) -> set[str]:
+    return set(_PLACEHOLDER.findall(text))
+
+
+class _Recorder(gettext_module.NullTranslations):
+    """The catalog's fallback: a msgid the catalog lacks is noted, then shown in English."""
+
+    def gettext(self, message):
+        sink = _MISSING.get()
+        if sink is not None:
+            sink.add(message)
+        return message
+
+    def ngettext(self, msgid1, msgid2, n):
+        sink = _MISSING.get()
+        if sink is not None:
+            sink.add(msgid1)
+        return msgid1 if n == 1 else msgid2
+
+
+@functools.lru_cache(maxsize=None)
+def _translations(language: str) -> gettext_module.NullTranslations:
+    """The label catalogs of ``language``, compiled in memory with stdlib :mod:`gettext`.
+
+    Every ``lib/attnbook/locale/<language>/*.po`` is read (``polib``) into one catalog, compiled
+    to the ``.mo`` format and loaded by :class:`gettext.GNUTranslations`, so a reader who
+    installed the package from source needs no compile step. Entries with ``{}`` placeholders
+    belong to :func:`lookup` (labels translated after they were drawn) and are left out.
+
+    Raises:
+        ValueError: if an entry's ``msgstr`` names other placeholders than its ``msgid``.
+    """
+    import polib
+
+    merged = polib.POFile()
+    merged.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": language,
+                       "Plural-Forms": PLURAL_FORMS.get(language, "nplurals=2; plural=(n != 1);")}
+    seen: dict[str, str] = {}
+    for path in sorted((LOCALE_DIR / language).glob("*.po")):
+        for e in polib.pofile(str(path)):
+            if e.obsolete or "fuzzy" in e.flags or "{}" in e.msgid:
+                continue
+            strings = [e.msgstr] if not e.msgid_plural else list(e.msgstr_plural.values())
+            if not all(strings):
+                continue
+            want = _placeholders(e.msgid) | _placeholders(e.msgid_plural or "")
+            for text in strings:
+                if _placeholders(text) != want:
+                    raise ValueError(
+                        f"label catalog {path.name}: msgid {e.msgid!r} has the placeholders "
+                        f"{sorted(want)} but its translation {text!r} has "
+                        f"{sorted(_placeholders(text))}")
+            if e.msgid in seen:
+                continue  # the first file (in name order) wins; `catalogs.py check` reports it
+            seen[e.msgid] = path.name
+            merged.append(polib.POEntry(msgid=e.msgid, msgid_plural=e.msgid_plural,
+                                        msgstr=e.msgstr, msgstr_plural=e.msgstr_plural))
+    out = gettext_module.GNUTranslations(io.BytesIO(merged.to_binary()))
+    out.add_fallback(_Recorder())
+    return out
+
+
+class Labels:
+    """The labels of one language: ``_ = labels("zh_CN")``, then ``_("query {i}", i=2)``.
+
+    A figure builder makes each label in the reader's language as it creates it. The message is
+    an English ``msgid`` of the label catalogs (``lib/attnbook/locale/<language>/*.po``) with
+    named placeholders (``{n_heads}``, formatted with :meth:`str.format`), so a translation may
+    put them in any order. In English the message itself is formatted. A message the catalog
+    lacks is shown in English and noted by :func:`collect_missing` (the book build then fails).
+
+    Attributes:
+        language: one of :data:`LANGUAGES`.
+    """
+
+    def __init__(self, language: str):
+        self.language = _check_language(language)
+
+    def __call__(self, message: str, /, **values) -> str:
+        """``message`` in this language, its placeholders filled from ``values``."""
+        text = message if self.language == "en" else _translations(self.language).gettext(message)
+        return text.format(**values) if values else text
+
+    def ngettext(self, singular: str, plural: str, n: int, /, **values) -> str:
+        """The plural form for ``n`` (passed to the format as ``n`` too) in this language."""
+        if self.language == "en":
+            text = singular if n == 1 else plural
+        else:
+            text = _translations(self.language).ngettext(singular, plural, n)
+        return text.format(n=n, **values)
+
+    def __repr__(self) -> str:
+        return f"Labels({self.language!r})"
+
+
+def labels(language: str | None = None) -> Labels:
+    """The :class:`Labels` of ``language`` (default :func:`get_language`).
+
+    Raises:
+        ValueError: if ``language`` is not in :data:`LANGUAGES`.
+    """
+    return Labels(get_language() if language is None else language)
+
+
+def gettext(message: str, language: str | None = None, /, **values) -> str:
+    """``message`` in ``language`` (default :func:`get_language`), placeholders filled in.
+
+    Raises:
+        ValueError: if ``language`` is not in :data:`LANGUAGES`.
+        KeyError: if ``values`` lacks a placeholder of the message.
+    """
+    return labels(language)(message, **values)
+
+
+def ngettext(singular: str, plural: str, n: int, language: str | None = None, /,
+             **values) -> str:
+    """The form of ``singular``/``plural`` for ``n`` in ``language``, placeholders filled in."""
+    return labels(language).ngettext(singular, plural, n, **values)
+
+
+@contextlib.contextmanager
+def collect_missing(sink: set | None = None):
+    """Collect the messages :class:`Labels` looked up and the catalogs lacked, in this block.
+
+    Yields:
+        The set the msgids are added to (``sink``, or a new set).
+    """
+    sink = set() if sink is None else sink
+    token = _MISSING.set(sink)
+    try:
+        yield sink
+    finally:
+        _MISSING.reset(token)
+
+
+#: Latin words a Chinese label may keep: names, abbreviations and units the Chinese edition
+#: writes as they are (the glossary appendix lists them), compared case-sensitively.
+KEPT_WORDS = frozenset("""
+    KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
+    FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
+    DeepSeek fp32 fp16 bf16 int8 FLOPs FLOP GiB MiB KiB GB MB KB TB ms nats Adam SGD
+    softmax logsumexp Transformer ReLU GELU SwiGLU
+""".split())
+
+
+_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\([^()]*\)|[A-Za-z0-9]*_[A-Za-z0-9_]+")
+
+
+def untranslated(text: str, kept=frozenset()) -> list[str]:
+    """The Latin words of a label that a Chinese reader would see untranslated.
+
+    Words inside mathtext or LaTeX (``$...$``), HTML tags, plotly's ``%{...}`` hover
+    placeholders, code (a call such as ``masked_softmax(scores, mask)``, a ``snake_case`` name),
+    single letters, and the words in :data:`KEPT_WORDS` or ``kept`` (example data
+    a real model read, such as its tokens) do not count.
+
+    Returns:
+        The offending words, in order (empty when the label is fine).
+    """
+    if not isinstance(text, str):
+        return []
+    bare = re.sub(r"%\{[^}]*\}", " ", _TAG.sub(" ", _MATH.sub(" ", text)))
+    bare = _CODE.sub(" ", bare)
+    words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", bare)
+    return [w for w in words if len(re.sub(r"[^A-Za-z]", "", w)) >= 2
+            and w not in KEPT_WORDS and w not in kept]
 
 
 def needs_translation(text: str) -> bool:

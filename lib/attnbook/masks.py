@@ -291,3 +291,63 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
     if keep is None:
         return None
     return np.where(keep, dtype.type(0), np.finfo(dtype).min).astype(dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# The book's named masks (chapter 6's explorer)
+# --------------------------------------------------------------------------------------------
+
+__all__ += ["MASK_TYPES", "PAD_SIDES", "keep_mask_by_name"]
+
+#: The named masks of chapter 6, in the order its explorer offers them.
+MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
+#: Where the padding tokens are: at the end (``"right"``) or at the start (``"left"``).
+PAD_SIDES = ("right", "left")
+
+
+def keep_mask_by_name(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0,
+                      pad_side: str = "right") -> np.ndarray:
+    """The ``(seq_len, seq_len)`` keep-mask of one sequence, by the name chapter 6 gives it.
+
+    A batch of one sequence with ``n_pad`` padding keys: the last ones (``pad_side="right"``,
+    right padding) or the first ones (``"left"``, left padding, as decoder-only models batch
+    prompts for generation). ``"none"`` keeps everything; ``"causal"`` is :func:`causal_mask`;
+    ``"padding"`` is :func:`padding_mask` of ``[1] * (seq_len - n_pad) + [0] * n_pad`` (right)
+    or ``[0] * n_pad + [1] * (seq_len - n_pad)`` (left); ``"causal + padding"`` combines the two
+    with :func:`combine_masks`; ``"sliding window"`` is :func:`sliding_window_mask` with
+    ``window``.
+
+    Args:
+        mask_type: one of :data:`MASK_TYPES`.
+        seq_len: number of tokens (queries = keys), >= 1.
+        window: keys each query sees under the sliding window, itself included, 1..seq_len.
+        n_pad: number of padding tokens, 0..seq_len (used by the padding types).
+        pad_side: where the padding is, one of :data:`PAD_SIDES`.
+
+    Returns:
+        Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend). Under causal + left
+        padding the first ``n_pad`` queries see no key at all (empty rows).
+
+    Raises:
+        TypeError: if ``seq_len``, ``window`` or ``n_pad`` is not an integer.
+        ValueError: for an unknown ``mask_type`` or ``pad_side``, or a ``seq_len``, ``window``
+            or ``n_pad`` out of range.
+    """
+    checks.check_choice(mask_type, "mask_type", MASK_TYPES)
+    checks.check_choice(pad_side, "pad_side", PAD_SIDES)
+    L = checks.check_int(seq_len, "seq_len", 1)
+    window = checks.check_int(window, "window", 1, L)
+    n_pad = checks.check_int(n_pad, "n_pad", 0, L)
+    real, pads = [1] * (L - n_pad), [0] * n_pad
+    attention_mask = np.array([real + pads if pad_side == "right" else pads + real])  # (1, S)
+    if mask_type == "none":
+        keep = np.ones((L, L), dtype=bool)
+    elif mask_type == "causal":
+        keep = causal_mask(L)  # (L, S)
+    elif mask_type == "padding":
+        keep = padding_mask(attention_mask)  # (1, 1, 1, S)
+    elif mask_type == "causal + padding":
+        keep = combine_masks(causal_mask(L), padding_mask(attention_mask))  # (1, 1, L, S)
+    else:
+        keep = sliding_window_mask(L, window)  # (L, S)
+    return np.broadcast_to(keep, (1, 1, L, L))[0, 0].copy()  # (L, S)

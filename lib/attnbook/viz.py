@@ -31,9 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import masks as _masks
-from .attention import masked_softmax
-from .checks import as_float_array, check_choice, check_int, check_real, check_seed
+from .checks import check_int, check_real
 from .scaling import SaturationStats, saturation_stats, score_samples
 
 __all__ = [
@@ -56,14 +54,30 @@ __all__ = [
     "scaling_data",
     "score_histogram",
     "scaling_figure",
-    "MASK_TYPES",
-    "PAD_SIDES",
-    "explorer_keep_mask",
-    "mask_scores",
-    "mask_figure",
     "HIGHLIGHT_COLORS",
     "token_attention_figure",
 ]
+
+#: Names that lived here and moved to their concept's module: ``name -> (module, name)``.
+#: Reading one here still works (:func:`__getattr__`).
+_MOVED = {
+    "MASK_TYPES": ("attnbook.masks", "MASK_TYPES"),
+    "PAD_SIDES": ("attnbook.masks", "PAD_SIDES"),
+    "explorer_keep_mask": ("attnbook.masks", "keep_mask_by_name"),
+    "mask_scores": ("attnbook.explorers.masks", "mask_scores"),
+    "mask_figure": ("attnbook.explorers.masks", "mask_figure"),
+}
+
+
+def __getattr__(name: str):
+    """A name that moved to its concept's module (:data:`_MOVED`), read at its old path."""
+    if name in _MOVED:
+        import importlib
+
+        module, attr = _MOVED[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The template of the book's figures, which is empty. The figures set their style directly in the
 #: layout (:data:`FONT`, :func:`axis_style`), because building plotly's stock templates costs
@@ -552,229 +566,6 @@ def scaling_figure(
 # --------------------------------------------------------------------------------------------
 # The mask explorer's figure: keep-mask and attention weights
 # --------------------------------------------------------------------------------------------
-
-#: Mask types offered by the mask explorer, in display order.
-MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
-#: Where the mask explorer's padding tokens are, at the end (``"right"``) or the start.
-PAD_SIDES = ("right", "left")
-
-
-def explorer_keep_mask(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0,
-                       pad_side: str = "right"):
-    """The ``(seq_len, seq_len)`` keep-mask that the mask explorer shows (:mod:`attnbook.masks`).
-
-    A batch of one sequence with ``n_pad`` padding keys: the last ones (``pad_side="right"``,
-    right padding) or the first ones (``"left"``, left padding, as decoder-only models batch
-    prompts for generation). ``"none"`` keeps everything; ``"causal"`` is
-    :func:`~attnbook.masks.causal_mask`; ``"padding"`` is :func:`~attnbook.masks.padding_mask`
-    of ``[1] * (seq_len - n_pad) + [0] * n_pad`` (right) or ``[0] * n_pad + [1] * (seq_len -
-    n_pad)`` (left);
-    ``"causal + padding"`` combines the two with :func:`~attnbook.masks.combine_masks`;
-    ``"sliding window"`` is :func:`~attnbook.masks.sliding_window_mask` with ``window``.
-
-    Args:
-        mask_type: one of :data:`MASK_TYPES`.
-        seq_len: number of tokens (queries = keys), >= 1.
-        window: keys each query sees under the sliding window, itself included, 1..seq_len.
-        n_pad: number of padding tokens, 0..seq_len (used by the padding types).
-        pad_side: where the padding is, one of :data:`PAD_SIDES` (``"right"``: at the end,
-            ``"left"``: at the start).
-
-    Returns:
-        Boolean ``(seq_len, seq_len)`` keep-mask (``True`` = may attend). Under causal +
-        left padding the first ``n_pad`` queries see no key at all (empty rows).
-
-    Raises:
-        TypeError: if ``seq_len``, ``window`` or ``n_pad`` is not an integer.
-        ValueError: for an unknown ``mask_type`` or ``pad_side``, or a ``seq_len``,
-            ``window`` or ``n_pad`` out of range.
-    """
-    check_choice(mask_type, "mask_type", MASK_TYPES)
-    check_choice(pad_side, "pad_side", PAD_SIDES)
-    seq_len = check_int(seq_len, "seq_len", 1)
-    window = check_int(window, "window", 1, seq_len)
-    n_pad = check_int(n_pad, "n_pad", 0, seq_len)
-    L = int(seq_len)
-    real = [1] * (L - n_pad)
-    pads = [0] * n_pad
-    attention_mask = np.array([real + pads if pad_side == "right" else pads + real])  # (1, S)
-    if mask_type == "none":
-        keep = np.ones((L, L), dtype=bool)
-    elif mask_type == "causal":
-        keep = _masks.causal_mask(L)  # (L, S)
-    elif mask_type == "padding":
-        keep = _masks.combine_masks(_masks.padding_mask(attention_mask))  # (1, 1, 1, S)
-    elif mask_type == "causal + padding":
-        keep = _masks.combine_masks(
-            _masks.causal_mask(L), _masks.padding_mask(attention_mask)
-        )  # (1, 1, L, S)
-    else:
-        keep = _masks.sliding_window_mask(L, window)  # (L, S)
-    return np.broadcast_to(keep, (1, 1, L, L))[0, 0].copy()  # (L, S)
-
-
-def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
-    """The mask explorer's fixed raw scores: ``default_rng(seed).standard_normal((L, L))``.
-
-    Args:
-        seq_len: ``L``, number of tokens, >= 1.
-        seed: seed of ``numpy.random.default_rng``.
-
-    Returns:
-        float64 ``(seq_len, seq_len)`` scores (query rows, key columns).
-
-    Raises:
-        TypeError: if ``seq_len`` or ``seed`` is not an integer.
-        ValueError: if ``seq_len`` < 1 or ``seed`` < 0.
-    """
-    seq_len = check_int(seq_len, "seq_len", 1)
-    rng = np.random.default_rng(check_seed(seed))
-    return rng.standard_normal((seq_len, seq_len))  # (L, S)
-
-
-def mask_figure(
-    mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
-    seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
-):
-    """Figure of the mask explorer: the keep-mask and the attention weights it produces.
-
-    Left: the keep-mask of :func:`explorer_keep_mask` (1 = may attend). Right: the weights
-    ``masked_softmax(scores, mask)`` (:func:`attnbook.attention.masked_softmax`) of fixed raw
-    scores (:func:`mask_scores`, used as they are, no scaling). A query with no visible key has
-    all-zero weights (the book's convention); its hover text says so.
-
-    Trace order: 0 the keep-mask heatmap (``z`` is 0/1), 1 the weights heatmap (``z`` is the
-    ``(L, S)`` weights, rows = queries).
-
-    Args:
-        mask_type: one of :data:`MASK_TYPES`.
-        window: sliding-window size, 1..seq_len (ignored by the other types).
-        n_pad: padding tokens, 0..seq_len (ignored by the types without padding).
-        seq_len: number of tokens.
-        seed: seed of :func:`mask_scores` when ``scores`` is not given.
-        scores: optional ``(seq_len, seq_len)`` raw scores to use instead.
-        height: figure height in pixels.
-        pad_side: ``"right"`` (padding at the end) or ``"left"`` (at the start); see
-            :func:`explorer_keep_mask`.
-
-    Returns:
-        ``plotly.graph_objects.Figure``.
-
-    Raises:
-        TypeError: if a size, ``seed`` or ``height`` is not an integer, or ``scores`` is not
-            a real numeric array.
-        ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range
-            (``height`` >= 10, plotly's least), or ``scores`` of the wrong shape.
-    """
-    import plotly.graph_objects as go
-
-    keep = explorer_keep_mask(mask_type, seq_len, window=window, n_pad=n_pad,
-                              pad_side=pad_side)  # (L, S)
-    height = check_int(height, "height", 10)
-    L = int(seq_len)
-    if scores is None:
-        scores = mask_scores(L, seed)
-    scores = as_float_array(scores, "scores").astype(np.float64)
-    if scores.shape != (L, L):
-        raise ValueError(
-            f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}"
-        )
-    weights = masked_softmax(scores, keep)  # (L, S)
-    uses_pad = mask_type in ("padding", "causal + padding")
-    is_pad = [uses_pad and (j >= L - n_pad if pad_side == "right" else j < n_pad)
-              for j in range(L)]
-    keys = [f"{j} pad" if is_pad[j] else str(j) for j in range(L)]
-    key_ticks = [f"{j}<br>pad" if is_pad[j] else str(j) for j in range(L)]  # no rotation
-    queries = [str(i) for i in range(L)]
-    empty = ~keep.any(axis=-1)  # (L,) queries with no visible key
-
-    mask_text = [
-        [
-            f"query {i}, key {keys[j]}: {'may attend' if keep[i, j] else 'hidden'}"
-            for j in range(L)
-        ]
-        for i in range(L)
-    ]
-    weight_text = [
-        [
-            (
-                f"query {i} sees no key: all its weights are 0"
-                if empty[i]
-                else f"query {i}, key {keys[j]}: weight {weights[i, j]:.3f}"
-                + ("" if keep[i, j] else " (hidden)")
-            )
-            for j in range(L)
-        ]
-        for i in range(L)
-    ]
-    traces = [
-        go.Heatmap(
-            z=keep.astype(np.int8), x=keys, y=queries, xaxis="x", yaxis="y",
-            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
-            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, BLUE], [1, BLUE]],
-            text=mask_text, texttemplate="%{z}", hovertemplate="%{text}<extra></extra>",
-            name="keep-mask",
-        ),
-        go.Heatmap(
-            z=weights, x=keys, y=queries, xaxis="x2", yaxis="y2",
-            zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-            colorbar=dict(title=dict(text="weight", side="right"), x=0.95, xanchor="left",
-                          len=0.9, thickness=14),
-            text=weight_text, texttemplate="%{z:.2f}", textfont=dict(size=14),
-            hovertemplate="%{text}<extra></extra>", name="weights",
-        ),
-    ]
-    where = "at the end" if pad_side == "right" else "at the start"
-    pad_text = f"{n_pad} pad token{'s' if n_pad != 1 else ''} {where}"
-    detail = {
-        "none": "no mask",
-        "causal": "causal",
-        "padding": f"padding ({pad_text})",
-        "causal + padding": f"causal + padding ({pad_text})",
-        "sliding window": f"sliding window of {window} (the query itself included)",
-    }[mask_type]
-    annotations = [
-        dict(
-            text="Keep-mask (1 = may attend)", x=0.175, y=1.0, xref="paper", yref="paper",
-            xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14),
-        ),
-        dict(
-            text="Weights = masked_softmax(scores, mask)", x=0.675, y=1.0, xref="paper",
-            yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-            font=dict(size=14),
-        ),
-    ]
-    if empty.any():
-        rows = ", ".join(str(i) for i in np.flatnonzero(empty))
-        annotations.append(
-            dict(
-                text=f"queries {rows} see no key: their weights are all 0",
-                x=0.675, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
-                showarrow=False, font=dict(color=ORANGE),
-            )
-        )
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE,
-        font=FONT,
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        height=height,
-        title=dict(text=f"Mask: {_html.escape(detail)}, {L} tokens", x=0.5, xanchor="center"),
-        margin=dict(l=70, r=20, t=80, b=100),
-        xaxis=axis_style(domain=[0.0, 0.35], title=dict(text="key position j"), anchor="y",
-                         type="category", showgrid=False, tickmode="array", tickvals=keys,
-                         ticktext=key_ticks, tickangle=0),
-        yaxis=axis_style(title=dict(text="query position i"), anchor="x", autorange="reversed",
-                         type="category", showgrid=False),
-        xaxis2=axis_style(domain=[0.42, 0.93], title=dict(text="key position j"), anchor="y2",
-                          type="category", showgrid=False, tickmode="array", tickvals=keys,
-                          ticktext=key_ticks, tickangle=0),
-        yaxis2=axis_style(anchor="x2", autorange="reversed", type="category", showgrid=False),
-        annotations=annotations,
-        showlegend=False,
-    )
-    return go.Figure(data=traces, layout=layout)
-
 
 # --------------------------------------------------------------------------------------------
 # The referent explorer's figure: one token's attention over a sentence, per layer and head

@@ -70,7 +70,10 @@ class Control:
             ``(False, True)``) or ``"select"`` (a drop-down).
         options: the values the control can take, in order (JSON-serialisable scalars).
         default: the initial value, one of ``options``.
-        labels: text shown for each option; defaults to ``str(option)``.
+        labels: text shown for each option (English ``msgid`` s of the label catalogs), or a
+            function ``labels(_)`` of the language's :class:`attnbook.i18n.Labels` that returns
+            them already in that language (for labels made from numbers, plurals included);
+            defaults to ``str(option)``.
         plain_label: the label as plain text (ipywidgets descriptions, aria labels).
     """
 
@@ -79,7 +82,7 @@ class Control:
     kind: str
     options: Sequence[Any]
     default: Any
-    labels: Sequence[str] | None = None
+    labels: Sequence[str] | Callable[[Any], Sequence[str]] | None = None
     plain_label: str | None = None
 
     def __post_init__(self):
@@ -96,6 +99,9 @@ class Control:
             )
         if self.labels is None:
             self.labels = tuple(str(o) for o in self.options)
+        self._make_labels = self.labels if callable(self.labels) else None
+        if self._make_labels is not None:
+            self.labels = self._make_labels(i18n.labels("en"))
         self.labels = tuple(self.labels)
         if len(self.labels) != len(self.options):
             raise ValueError(
@@ -115,14 +121,22 @@ class Control:
         if language == "en":
             return self
         sink = missing if missing is not None else set()
-        return dataclasses.replace(
-            self,
-            label=i18n.translate_checked(self.label, language, sink),
-            plain_label=i18n.translate_checked(self.plain_label, language, sink),
+        if self.kind == "toggle":
             # A toggle shows a checkbox and on/off (the static spec's toggle_text), not labels.
-            labels=self.labels if self.kind == "toggle" else
-            tuple(i18n.translate_checked(t, language, sink) for t in self.labels),
-        )
+            labels = self.labels
+        elif self._make_labels is not None:
+            with i18n.collect_missing(sink):
+                labels = tuple(self._make_labels(i18n.labels(language)))
+            if len(labels) != len(self.options):
+                raise ValueError(f"control {self.name!r}: its labels function gave "
+                                 f"{len(labels)} labels for {len(self.options)} options")
+        else:
+            labels = tuple(_label(t, language, sink) for t in self.labels)
+        out = dataclasses.replace(self, label=_label(self.label, language, sink),
+                                  plain_label=_label(self.plain_label, language, sink),
+                                  labels=labels)
+        out._make_labels = None
+        return out
 
     def slider_min_px(self) -> int:
         """Smallest width in px of the live slider (label, longest value and track).
@@ -168,6 +182,40 @@ class Control:
             options=pairs, value=self.default, description=self.plain_label, style=style,
             layout=layout,
         )
+
+
+def _label(text: str, language: str, missing: set) -> str:
+    """A control's or explorer's label (an English ``msgid``) in ``language``.
+
+    Looked up in the gettext catalogs (:class:`attnbook.i18n.Labels`); a label the catalogs lack,
+    or whose translation still shows an English word (:func:`attnbook.i18n.untranslated`), is
+    added to ``missing``.
+    """
+    with i18n.collect_missing() as lost:
+        out = i18n.labels(language)(text)
+    if lost:
+        out = i18n.translate_checked(text, language, missing)  # a `{}` pattern entry, if any
+    if i18n.untranslated(out):
+        missing.add(text)
+    return out
+
+
+#: Keys of a plotly figure's JSON whose strings a reader sees (titles, annotations, legend
+#: entries, tick labels, hover text and the data a hover template shows).
+_LABEL_KEYS = frozenset({"name", "text", "title", "hovertemplate", "hovertext", "ticktext",
+                         "texttemplate", "customdata"})
+
+
+def _label_strings(node, key=None, inside=False):
+    """Every string of plotly JSON ``node`` that a reader sees (see :data:`_LABEL_KEYS`)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _label_strings(v, k, inside or k in _LABEL_KEYS)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            yield from _label_strings(v, key, inside)
+    elif isinstance(node, str) and inside and key in _LABEL_KEYS | {None}:
+        yield node
 
 
 def _cells(text: str) -> int:
@@ -380,11 +428,25 @@ export default () => {
 class Explorer:
     """Controls plus a render function, displayed live (JupyterLab) and static (built book).
 
+    An explorer's figure is made in two steps, so that each setting is computed once and drawn
+    in every language (the book's two editions): ``compute(**values)`` runs the library and
+    returns the setting's data, ``draw(data, language=...)`` builds the figure from it with every
+    label made in ``language`` (:func:`attnbook.i18n.labels`). A label the catalogs lack, or one
+    that still shows an English word in another language (:func:`attnbook.i18n.untranslated`),
+    is reported as missing, which fails the book's strict build. (An explorer may instead pass
+    one ``render(**values)``, whose English figure is translated after it is drawn.)
+
     Args:
         controls: the :class:`Control` s, in display order.
         render: ``render(**values) -> plotly.graph_objects.Figure``; must return the same
             trace types in the same order for every combination of values.
-        title: plain-text name of the explorer (aria label of its control group).
+        title: plain-text name of the explorer (aria label of its control group), an English
+            ``msgid`` of the label catalogs.
+        compute: ``compute(**values) -> data`` (anything ``draw`` reads), instead of ``render``.
+        draw: ``draw(data, *, language) -> plotly.graph_objects.Figure``, with ``compute``;
+            must return the same trace types in the same order for every setting.
+        kept_words: Latin words that are example data a real model read (its tokens), shown
+            as they are in every language.
         active: optional ``active(values) -> set of control names`` that matter for these
             values; the others are greyed out and, when the grid is precomputed, set to their
             default so that equal figures are rendered once.
@@ -403,11 +465,17 @@ class Explorer:
     """
 
     def __init__(
-        self, controls: Sequence[Control], render: Callable[..., Any], *, title: str,
-        active: Callable[[dict], set] | None = None, values: dict | None = None,
+        self, controls: Sequence[Control], render: Callable[..., Any] | None = None, *,
+        title: str, compute: Callable[..., Any] | None = None,
+        draw: Callable[..., Any] | None = None, active: Callable[[dict], set] | None = None,
+        values: dict | None = None, kept_words: Sequence[str] = (),
     ):
         import ipywidgets as w
 
+        if (render is None) == (compute is None or draw is None) or (compute is None) != (
+                draw is None):
+            raise ValueError("an explorer takes either render, or compute and draw "
+                             f"(got render={render!r}, compute={compute!r}, draw={draw!r})")
         self._specs = list(controls)
         names = [c.name for c in self._specs]
         if len(set(names)) != len(names):
@@ -423,6 +491,9 @@ class Explorer:
                 raise ValueError(f"{name}={value!r} is not one of {spec.options}")
             spec.default = value
         self._render = render
+        self._compute, self._draw = compute, draw
+        self._kept = frozenset(kept_words)
+        self._data: dict[str, Any] = {}  # canonical values -> compute's result
         self._active = active
         self.title = title
         #: The language of the live explorer's labels (:func:`attnbook.i18n.get_language`).
@@ -468,13 +539,45 @@ class Explorer:
         for name, ctl in self.controls.items():
             ctl.disabled = name not in keep
 
+    def figure_json(self, values: dict, language: str = "en", *,
+                    missing: set | None = None) -> dict:
+        """The figure of a setting in ``language``, as plotly JSON (typed arrays as lists).
+
+        The setting's data is computed once (``compute``, cached per canonical setting) and drawn
+        per language (``draw``); with ``render``, the English figure is rendered once and its
+        labels translated.
+
+        Args:
+            values: ``{control name: value}`` (controls greyed out by ``active`` are set to their
+                default first).
+            language: one of :data:`attnbook.i18n.LANGUAGES`.
+            missing: if given, receives every label of another language than English that the
+                catalogs lack or that still shows an English word.
+        """
+        canon = self._canonical(values)
+        key = _json_dumps(canon)
+        sink = missing if missing is not None else set()
+        if self._draw is None:
+            if key not in self._raw_renders:
+                self._raw_renders[key] = _plain_json(self._render(**canon).to_plotly_json())
+            fig = self._raw_renders[key]
+            return fig if language == "en" else i18n.translate_plotly(fig, language,
+                                                                     missing=sink)
+        if key not in self._data:
+            self._data[key] = self._compute(**canon)
+        with i18n.collect_missing() as lost:
+            fig = _plain_json(self._draw(self._data[key], language=language).to_plotly_json())
+        if language != "en":
+            sink |= lost
+            if not lost:  # (a message the catalogs lack shows up in English again below)
+                sink.update(t for t in _label_strings(fig) if i18n.untranslated(t, self._kept))
+        return fig
+
     def _live_figure(self):
         """The figure for the current values, its text wrapped to the book's column width."""
         import plotly.graph_objects as go
 
-        fig = _plain_json(self._render(**self.values).to_plotly_json())
-        if self.language != "en":
-            fig = i18n.translate_plotly(fig, self.language)
+        fig = self.figure_json(self.values, self.language)
         return go.Figure(reflow.fit_figure(fig, viz.COLUMN_PX))
 
     def _on_change(self, change) -> None:
@@ -559,11 +662,7 @@ class Explorer:
                 act = self._active(values)
                 inactive.append([c.name for c in specs if c.name not in act])
             if key not in rendered:
-                if key not in self._raw_renders:
-                    self._raw_renders[key] = _plain_json(self._render(**canon).to_plotly_json())
-                raw = self._raw_renders[key]
-                if language != "en":
-                    raw = i18n.translate_plotly(raw, language, missing=missing)
+                raw = self.figure_json(canon, language, missing=missing)
                 wide = reflow.fit_figure(raw, viz.COLUMN_PX)
                 narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
                 wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})

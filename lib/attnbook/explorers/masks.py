@@ -1,16 +1,241 @@
-"""The mask explorer: a keep-mask and the attention weights it produces.
+"""The mask explorer (chapter 6): a keep-mask and the attention weights it produces.
 
-The figure is :func:`attnbook.viz.mask_figure` (masks from :mod:`attnbook.masks`, weights from
-:func:`attnbook.attention.masked_softmax`). Also importable from :mod:`attnbook.widgets`.
+Two steps, as every explorer: :func:`mask_data` computes a setting with the library (the
+keep-mask of :func:`attnbook.masks.keep_mask_by_name`, the weights of
+:func:`attnbook.attention.masked_softmax`), and :func:`draw_mask` draws it with every label
+made in the reader's language. :func:`mask_figure` does both in one call.
 """
 
 from __future__ import annotations
 
-from .. import viz
-from ..checks import check_choice, check_int, check_seed
+import html as _html
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import i18n, viz
+from ..attention import masked_softmax
+from ..checks import as_float_array, check_choice, check_int, check_seed
+from ..masks import MASK_TYPES, PAD_SIDES, keep_mask_by_name
 from .base import Control, Explorer
 
-__all__ = ["mask_explorer"]
+__all__ = ["MaskData", "mask_scores", "mask_data", "draw_mask", "mask_figure", "mask_explorer"]
+
+
+def mask_scores(seq_len: int = 8, seed: int = 0) -> np.ndarray:
+    """The mask explorer's fixed raw scores: ``default_rng(seed).standard_normal((L, L))``.
+
+    Args:
+        seq_len: ``L``, number of tokens, >= 1.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        float64 ``(seq_len, seq_len)`` scores (query rows, key columns).
+
+    Raises:
+        TypeError: if ``seq_len`` or ``seed`` is not an integer.
+        ValueError: if ``seq_len`` < 1 or ``seed`` < 0.
+    """
+    seq_len = check_int(seq_len, "seq_len", 1)
+    rng = np.random.default_rng(check_seed(seed))
+    return rng.standard_normal((seq_len, seq_len))  # (L, S)
+
+
+@dataclass(frozen=True)
+class MaskData:
+    """One setting of the mask explorer, computed (what :func:`draw_mask` draws).
+
+    Attributes:
+        mask_type, window, n_pad, pad_side: the setting (see :func:`mask_data`).
+        keep: boolean ``(L, S)`` keep-mask (``True`` = may attend).
+        weights: float64 ``(L, S)`` attention weights; a row with no visible key is all 0.
+        is_pad: boolean ``(S,)``, which keys are padding.
+    """
+
+    mask_type: str
+    window: int
+    n_pad: int
+    pad_side: str
+    keep: np.ndarray
+    weights: np.ndarray
+    is_pad: np.ndarray
+
+    @property
+    def empty(self) -> np.ndarray:
+        """Boolean ``(L,)``: the queries that see no key."""
+        return ~self.keep.any(axis=-1)
+
+
+def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
+              pad_side: str = "right", seq_len: int = 8, seed: int = 0,
+              scores=None) -> MaskData:
+    """Compute one setting of the mask explorer.
+
+    Args:
+        mask_type: one of :data:`attnbook.masks.MASK_TYPES`.
+        window: sliding-window size, 1..seq_len (used by ``"sliding window"``).
+        n_pad: padding tokens, 0..seq_len (used by the types with padding).
+        pad_side: ``"right"`` (padding at the end) or ``"left"`` (at the start).
+        seq_len: number of tokens ``L`` (queries = keys).
+        seed: seed of :func:`mask_scores` when ``scores`` is not given.
+        scores: optional float ``(seq_len, seq_len)`` raw scores, used as they are (no scaling).
+
+    Returns:
+        :class:`MaskData`: the keep-mask of :func:`attnbook.masks.keep_mask_by_name` and
+        ``masked_softmax(scores, keep)``.
+
+    Raises:
+        TypeError: if a size or ``seed`` is not an integer, or ``scores`` is not a real numeric
+            array.
+        ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range, or
+            ``scores`` of the wrong shape.
+    """
+    keep = keep_mask_by_name(mask_type, seq_len, window=window, n_pad=n_pad,
+                             pad_side=pad_side)  # (L, S)
+    L = keep.shape[0]
+    scores = mask_scores(L, seed) if scores is None else as_float_array(scores, "scores")
+    if scores.shape != (L, L):
+        raise ValueError(
+            f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}")
+    uses_pad = mask_type in ("padding", "causal + padding")
+    j = np.arange(L)
+    is_pad = uses_pad & ((j >= L - n_pad) if pad_side == "right" else (j < n_pad))  # (S,)
+    return MaskData(mask_type, int(window), int(n_pad), pad_side, keep,
+                    masked_softmax(scores.astype(np.float64), keep), is_pad)
+
+
+def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430):
+    """Draw one setting of the mask explorer, every label in ``language``.
+
+    Left: the keep-mask (1 = may attend). Right: the weights. A query with no visible key has
+    all-zero weights (the book's convention); its hover text and a note say so.
+
+    Trace order: 0 the keep-mask heatmap (``z`` is 0/1), 1 the weights heatmap (``z`` is the
+    ``(L, S)`` weights, rows = queries).
+
+    Args:
+        data: from :func:`mask_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10 (plotly's least).
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    keep, weights, is_pad, empty = data.keep, data.weights, data.is_pad, data.empty
+    L = keep.shape[0]
+    keys = [_("{j} pad", j=j) if is_pad[j] else str(j) for j in range(L)]
+    key_ticks = [_("{j}<br>pad", j=j) if is_pad[j] else str(j) for j in range(L)]
+    queries = [str(i) for i in range(L)]
+    mask_text = [[_("query {i}, key {key}: may attend", i=i, key=keys[j]) if keep[i, j]
+                  else _("query {i}, key {key}: hidden", i=i, key=keys[j])
+                  for j in range(L)] for i in range(L)]
+    weight_text = [[
+        _("query {i} sees no key: all its weights are 0", i=i) if empty[i]
+        else _("query {i}, key {key}: weight {weight}", i=i, key=keys[j],
+               weight=f"{weights[i, j]:.3f}") if keep[i, j]
+        else _("query {i}, key {key}: weight {weight} (hidden)", i=i, key=keys[j],
+               weight=f"{weights[i, j]:.3f}")
+        for j in range(L)] for i in range(L)]
+    traces = [
+        go.Heatmap(
+            z=keep.astype(np.int8), x=keys, y=queries, xaxis="x", yaxis="y",
+            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, viz.BLUE], [1, viz.BLUE]],
+            text=mask_text, texttemplate="%{z}", hovertemplate="%{text}<extra></extra>",
+            name=_("keep-mask"),
+        ),
+        go.Heatmap(
+            z=weights, x=keys, y=queries, xaxis="x2", yaxis="y2",
+            zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
+            colorbar=dict(title=dict(text=_("weight"), side="right"), x=0.95, xanchor="left",
+                          len=0.9, thickness=14),
+            text=weight_text, texttemplate="%{z:.2f}", textfont=dict(size=14),
+            hovertemplate="%{text}<extra></extra>", name=_("weights"),
+        ),
+    ]
+    n = data.n_pad
+    pad_text = (_.ngettext("{n} pad token at the end", "{n} pad tokens at the end", n)
+                if data.pad_side == "right"
+                else _.ngettext("{n} pad token at the start", "{n} pad tokens at the start", n))
+    detail = {
+        "none": _("no mask"),
+        "causal": _("causal"),
+        "padding": _("padding ({pad})", pad=pad_text),
+        "causal + padding": _("causal + padding ({pad})", pad=pad_text),
+        "sliding window": _("sliding window of {window} (the query itself included)",
+                            window=data.window),
+    }[data.mask_type]
+    title = _.ngettext("Mask: {detail}, {n} token", "Mask: {detail}, {n} tokens", L,
+                       detail=_html.escape(detail))
+    annotations = [
+        dict(text=_("Keep-mask (1 = may attend)"), x=0.175, y=1.0, xref="paper", yref="paper",
+             xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)),
+        dict(text=_("Weights = masked_softmax(scores, mask)"), x=0.675, y=1.0, xref="paper",
+             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+             font=dict(size=14)),
+    ]
+    if empty.any():
+        rows = np.flatnonzero(empty)
+        annotations.append(dict(
+            text=_.ngettext("query {rows} sees no key: its weights are all 0",
+                            "queries {rows} see no key: their weights are all 0", len(rows),
+                            rows=", ".join(str(i) for i in rows)),
+            x=0.675, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
+            showarrow=False, font=dict(color=viz.ORANGE)))
+    key_axis = dict(title=dict(text=_("key position j")), type="category", showgrid=False,
+                    tickmode="array", tickvals=keys, ticktext=key_ticks, tickangle=0)
+    layout = go.Layout(
+        template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
+        plot_bgcolor="white", height=height,
+        title=dict(text=title, x=0.5, xanchor="center"),
+        margin=dict(l=70, r=20, t=80, b=100),
+        xaxis=viz.axis_style(domain=[0.0, 0.35], anchor="y", **key_axis),
+        yaxis=viz.axis_style(title=dict(text=_("query position i")), anchor="x",
+                             autorange="reversed", type="category", showgrid=False),
+        xaxis2=viz.axis_style(domain=[0.42, 0.93], anchor="y2", **key_axis),
+        yaxis2=viz.axis_style(anchor="x2", autorange="reversed", type="category",
+                              showgrid=False),
+        annotations=annotations, showlegend=False,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def mask_figure(
+    mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
+    seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
+    language: str | None = None,
+):
+    """The mask explorer's figure of one setting: :func:`draw_mask` of :func:`mask_data`.
+
+    Args:
+        mask_type: one of :data:`attnbook.masks.MASK_TYPES` (see :func:`mask_data`).
+        window: sliding-window size, 1..seq_len.
+        n_pad: padding tokens, 0..seq_len.
+        seq_len: number of tokens.
+        seed: seed of :func:`mask_scores` when ``scores`` is not given.
+        scores: optional ``(seq_len, seq_len)`` raw scores.
+        height: figure height in px, >= 10.
+        pad_side: ``"right"`` or ``"left"``.
+        language: see :func:`draw_mask`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError, ValueError: as :func:`mask_data` and :func:`draw_mask`.
+    """
+    data = mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, seed=seed,
+                     scores=scores)
+    return draw_mask(data, language=language, height=height)
 
 
 def mask_explorer(
@@ -19,17 +244,16 @@ def mask_explorer(
 ) -> Explorer:
     """The mask explorer (chapter 6): a keep-mask and the attention weights it produces.
 
-    Controls: ``mask_type`` (one of :data:`attnbook.viz.MASK_TYPES`: none / causal / padding /
-    causal + padding / sliding window), ``window`` (sliding-window size, 1..seq_len) and
-    ``n_pad`` (pad tokens, 0..seq_len; a batch of one sequence) and ``pad_side`` (where the
-    pad tokens are: ``"right"``, at the end of the keys, or ``"left"``, at the start, as
-    decoder-only models pad prompts for generation; :data:`attnbook.viz.PAD_SIDES`). The
-    figure is :func:`attnbook.viz.mask_figure`: the keep-mask (:mod:`attnbook.masks`) and
-    ``masked_softmax(scores, mask)`` of fixed raw scores
-    ``numpy.random.default_rng(seed).standard_normal((seq_len, seq_len))``. Rows with no
-    visible key have all-zero weights (under causal + left padding, the first ``n_pad``
-    queries). ``window`` is greyed out unless the type is sliding window, ``n_pad`` and
-    ``pad_side`` unless it involves padding.
+    Controls: ``mask_type`` (one of :data:`attnbook.masks.MASK_TYPES`: none / causal / padding
+    / causal + padding / sliding window), ``window`` (sliding-window size, 1..seq_len),
+    ``n_pad`` (pad tokens, 0..seq_len; a batch of one sequence) and ``pad_side`` (where the pad
+    tokens are: ``"right"``, at the end of the keys, or ``"left"``, at the start, as
+    decoder-only models pad prompts for generation; :data:`attnbook.masks.PAD_SIDES`). Each
+    setting is computed by :func:`mask_data` from fixed raw scores
+    ``numpy.random.default_rng(seed).standard_normal((seq_len, seq_len))`` and drawn by
+    :func:`draw_mask`. Rows with no visible key have all-zero weights (under causal + left
+    padding, the first ``n_pad`` queries). ``window`` is greyed out unless the type is sliding
+    window, ``n_pad`` and ``pad_side`` unless it involves padding.
 
     Args:
         mask_type: initial mask type.
@@ -49,16 +273,16 @@ def mask_explorer(
             value out of range.
     """
     seq_len = check_int(seq_len, "seq_len", 2, 16)
-    check_choice(mask_type, "mask_type", viz.MASK_TYPES)
+    check_choice(mask_type, "mask_type", MASK_TYPES)
     window = check_int(window, "window", 1, seq_len)
     n_pad = check_int(n_pad, "n_pad", 0, seq_len)
     seed = check_seed(seed)
-    check_choice(pad_side, "pad_side", viz.PAD_SIDES)
-    scores = viz.mask_scores(seq_len, seed)  # (L, S), fixed for every setting
+    check_choice(pad_side, "pad_side", PAD_SIDES)
+    scores = mask_scores(seq_len, seed)  # (L, S), fixed for every setting
 
-    def render(mask_type, window, n_pad, pad_side):
-        return viz.mask_figure(mask_type, window, n_pad, seq_len=seq_len, scores=scores,
-                               pad_side=pad_side)
+    def compute(mask_type, window, n_pad, pad_side):
+        return mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len,
+                         scores=scores)
 
     def active(values):
         names = {"mask_type"}
@@ -69,10 +293,11 @@ def mask_explorer(
         return names
 
     controls = [
-        Control("mask_type", "mask", "select", viz.MASK_TYPES, mask_type, plain_label="mask"),
+        Control("mask_type", "mask", "select", MASK_TYPES, mask_type, plain_label="mask"),
         Control("window", "window", "slider", tuple(range(1, seq_len + 1)), window),
         Control("n_pad", "pad tokens", "slider", tuple(range(0, seq_len + 1)), n_pad),
-        Control("pad_side", "padding at", "select", viz.PAD_SIDES, pad_side,
+        Control("pad_side", "padding at", "select", PAD_SIDES, pad_side,
                 labels=("the end (right)", "the start (left)")),
     ]
-    return Explorer(controls, render, title="mask explorer", active=active)
+    return Explorer(controls, title="mask explorer", compute=compute, draw=draw_mask,
+                    active=active)
