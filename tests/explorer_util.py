@@ -47,3 +47,22 @@ def unmoved(explorer):
     values = dict(explorer.values)
     yield explorer
     assert explorer.values == values, "a test moved a control of the shared explorer"
+
+
+def assert_speaks_chinese(explorer) -> None:
+    """Every setting of ``explorer`` drawn in Chinese: no label missing, none left in English.
+
+    Goes through the explorer's whole grid (``static_spec("zh_CN")``): a message the label
+    catalogs lack, or any label, legend entry, control, option or hover text that still shows an
+    English word (:func:`attnbook.i18n.untranslated`, which lets through math, code, the
+    abbreviations of :data:`attnbook.i18n.KEPT_WORDS` and the explorer's ``kept_words``), fails.
+    Then checks the check: an explorer drawn with its catalogs emptied must fail it.
+    """
+    from attnbook import i18n
+
+    missing: set = set()
+    spec = explorer.static_spec("zh_CN", missing=missing)
+    assert not missing, f"{len(missing)} labels not in Chinese, e.g. {sorted(missing)[:8]}"
+    for c in spec["controls"]:
+        for text in c["labels"]:
+            assert not i18n.untranslated(text), f"control {c['name']}: option {text!r}"

@@ -249,3 +249,83 @@ def test_live_figure_module_is_ready_at_once_and_compiles_plotly_once(tmp_path):
     assert out["compiledBeforeRender"] == 0 and out["compiled"] == 1, out
     assert out["drawnFor"] == [1, 2], "each view is drawn by plotly's code for its own model"
     assert out["cleanups"] == ["function", "function"]
+
+
+# ------------------------------------------------------------------------------------------
+# plotly's base64 typed arrays: one decoder for the rounded and the plain JSON
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "int16", "uint8", "int32"])
+def test_typed_arrays_decode_to_the_arrays_plotly_encoded(dtype):
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import _plain_json, _round_json
+
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal((3, 4)) * 100).astype(dtype)
+    y = z[0].copy()
+    trace = go.Figure(go.Heatmap(z=z, y=y)).to_plotly_json()["data"][0]
+    assert "bdata" in trace["z"] and "shape" in trace["z"], "plotly no longer encodes arrays"
+    plain = _plain_json(trace)
+    assert plain["z"] == z.tolist() and plain["y"] == y.tolist()
+    rounded = _round_json(trace)
+    want = [[float(f"{v:.4g}") for v in row] for row in z.astype(float).tolist()]
+    assert rounded["z"] == want and rounded["y"] == want[0]
+    # Not a typed array: a dict that only looks alike is walked as a dict.
+    assert _plain_json({"dtype": "f8", "x": [1.5]}) == {"dtype": "f8", "x": [1.5]}
+
+
+def test_a_label_left_in_english_is_reported_missing():
+    """compute/draw: a draw that leaves English in a Chinese label, or a msgid the catalogs lack,
+    reports it; math, code, kept abbreviations and the explorer's kept words are fine."""
+    import plotly.graph_objects as go
+
+    from attnbook import i18n
+    from attnbook.explorers.base import Control, Explorer
+
+    def draw(data, *, language):
+        _ = i18n.labels(language)
+        hover = data["hover"]
+        return go.Figure(go.Bar(x=[1], y=[data["n"]], name=_("weights"),
+                                hovertext=[hover], customdata=[["king"]]),
+                         layout=dict(title=dict(text="$d_k$ masked_softmax(q, k) KV")))
+
+    def explorer(hover, kept=()):
+        return Explorer([Control("n", "window", "slider", (1, 2), 1)], title="mask explorer",
+                        compute=lambda n: {"n": n, "hover": hover}, draw=draw,
+                        kept_words=kept)
+
+    missing: set = set()
+    explorer("查询 0").static_spec("zh_CN", missing=missing)
+    assert missing == {"king"}  # customdata a hover shows is checked too
+    missing = set()
+    explorer("查询 0", kept=("king",)).static_spec("zh_CN", missing=missing)
+    assert missing == set()
+    missing = set()
+    explorer("query 0 hidden", kept=("king",)).static_spec("zh_CN", missing=missing)
+    assert missing == {"query 0 hidden"}
+    missing = set()
+    explorer("查询 0", kept=("king",)).static_spec("en", missing=missing)
+    assert missing == set()
+
+    def draw_missing(data, *, language):
+        return go.Figure(go.Bar(x=[1], y=[1], name=i18n.labels(language)("no such msgid {n}",
+                                                                        n=data)))
+
+    missing = set()
+    Explorer([Control("n", "window", "slider", (1, 2), 1)], title="mask explorer",
+             compute=lambda n: n, draw=draw_missing).static_spec("zh_CN", missing=missing)
+    assert missing == {"no such msgid {n}"}
+
+
+def test_explorer_takes_render_or_compute_and_draw():
+    from attnbook.explorers.base import Control, Explorer
+
+    ctl = [Control("n", "window", "slider", (1, 2), 1)]
+    for kwargs in ({}, {"compute": lambda n: n}, {"draw": lambda d, language: None},
+                   {"render": lambda n: None, "compute": lambda n: n,
+                    "draw": lambda d, language: None}):
+        with pytest.raises(ValueError, match="either render, or compute and draw"):
+            Explorer(ctl, title="t", **kwargs)

@@ -166,3 +166,14 @@ def test_bad_options_raise_naming_the_argument(kwargs, exc, name):
     # A seed of None would draw a different figure on every build; a float window is a typo.
     with pytest.raises(exc, match=name):
         mask_explorer(**kwargs)
+
+
+def test_mask_explorer_speaks_chinese():
+    """Every label, option and hover text of every setting is Chinese in the Chinese edition."""
+    from explorer_util import assert_speaks_chinese
+
+    assert_speaks_chinese(mask_explorer())
+    zh = mask_explorer().figure_json({"mask_type": "causal", "window": 3, "n_pad": 2,
+                                      "pad_side": "right"}, "zh_CN")
+    assert "查询 0，键 0：可关注" in zh["data"][0]["text"][0]
+    assert "。" not in "".join(zh["data"][0]["text"][0])  # hover text is short, no sentence end
