@@ -223,14 +223,30 @@ def _cells(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
+def _typed_array(obj) -> np.ndarray | None:
+    """The array that plotly's base64 typed-array encoding ``obj`` holds, else ``None``.
+
+    plotly (6.x) writes a NumPy array in a figure's JSON as ``{"dtype": "f8", "bdata":
+    <base64 of the raw bytes>}``, with ``"shape": "3, 4"`` when it has more than one dimension
+    (``_plotly_utils.utils.to_typed_array_spec``). Any other value gives ``None``.
+    """
+    if not (isinstance(obj, dict) and "bdata" in obj and "dtype" in obj):
+        return None
+    arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+    if obj.get("shape"):
+        arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
+    return arr
+
+
 def _round_json(obj, digits: int = 4):
-    """A JSON-ready copy of ``obj`` with floats rounded to ``digits`` significant digits."""
+    """A JSON-ready copy of ``obj`` with floats rounded to ``digits`` significant digits.
+
+    Typed arrays (:func:`_typed_array`) and NumPy arrays become nested lists.
+    """
+    arr = _typed_array(obj)
+    if arr is not None:
+        return _round_json(arr, digits)
     if isinstance(obj, dict):
-        if "bdata" in obj and "dtype" in obj:  # plotly's base64 typed-array encoding of NumPy
-            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
-            if obj.get("shape"):
-                arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
-            return _round_json(arr, digits)
         return {k: _round_json(v, digits) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_round_json(v, digits) for v in obj]
@@ -252,15 +268,13 @@ def _round_json(obj, digits: int = 4):
 def _plain_json(obj):
     """``obj`` with typed arrays turned into nested lists, values unchanged.
 
-    Plotly's base64 typed arrays (``{"dtype", "bdata"}``) and NumPy arrays become lists, which
+    Plotly's base64 typed arrays (:func:`_typed_array`) and NumPy arrays become lists, which
     is what :func:`reflow.fit_figure` reads.
     """
+    arr = _typed_array(obj)
+    if arr is not None:
+        return arr.tolist()
     if isinstance(obj, dict):
-        if "bdata" in obj and "dtype" in obj:
-            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
-            if obj.get("shape"):
-                arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
-            return arr.tolist()
         return {k: _plain_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_plain_json(v) for v in obj]
