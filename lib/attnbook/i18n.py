@@ -288,7 +288,7 @@ def collect_missing(sink: set | None = None):
 KEPT_WORDS = frozenset("""
     KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
-    DeepSeek fp32 fp16 bf16 int8 FLOPs FLOP GiB MiB KiB GB MB KB TB ms nats Adam SGD
+    DeepSeek fp32 fp16 bf16 int8 FLOPs FLOP GiB MiB KiB GB MB KB TB ms rad nats Adam SGD
     softmax logsumexp Transformer ReLU GELU SwiGLU
 """.split())
 
