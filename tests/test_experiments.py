@@ -253,6 +253,37 @@ def test_norm_placement_gradient_norms_at_init_match_autograd():
     assert r.warmup_steps == 0  # steps // 5 with steps = 1
 
 
+def test_gradient_norms_at_init_for_several_depths_match_autograd():
+    # Each depth's entry: the per-layer norms of a model rebuilt from the documented seeds.
+    seed, n, vocab = 3, 3, 5
+    g = E.gradient_norms_at_init((1, 4), d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,
+                                 batch_size=4, seed=seed)
+    assert sorted(g) == [1, 4]
+    for L in (1, 4):
+        for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
+            torch.manual_seed(seed)
+            model = DecoderOnlyModel(ModelConfig(
+                vocab_size=vocab + 1, d_model=16, n_heads=2, n_layers=L, d_ff=32,
+                arch="decoder", max_seq_len=2 * n + 1, norm_first=norm_first,
+                positional="learned", tie_embeddings=False))
+            ids, x = E.copy_batch(4, n, vocab, torch.Generator().manual_seed(seed))
+            logits = model(ids)[:, n:2 * n]
+            loss = F.cross_entropy(logits.reshape(-1, vocab + 1), x.reshape(-1))
+            expected = [float(torch.linalg.vector_norm(torch.cat([
+                t.flatten() for t in torch.autograd.grad(loss, list(layer.parameters()),
+                                                         retain_graph=True)])))
+                for layer in model.layers]
+            assert g[L][arm].shape == (L,) and g[L][arm].dtype == np.float64
+            assert_close(g[L][arm], np.array(expected), atol=0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("depths, exc", [((3, 2), ValueError), ((), ValueError),
+                                         ((0, 2), ValueError), ((2, 3.0), TypeError)])
+def test_gradient_norms_at_init_rejects_bad_depths_naming_them(depths, exc):
+    with pytest.raises(exc, match="depth_values"):
+        E.gradient_norms_at_init(depths)
+
+
 def test_norm_placement_run_learns_the_copy():
     r = E.norm_placement_run(n_layers=3, d_model=32, n_heads=2, d_ff=64, n=4, vocab=8,
                              steps=150, batch_size=16, eval_size=128, seed=0)

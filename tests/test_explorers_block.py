@@ -20,11 +20,12 @@ import torch.nn.functional as F
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+from attnbook import experiments  # noqa: E402
 from attnbook.experiments import copy_batch  # noqa: E402
 from attnbook.explorers import block as wb  # noqa: E402
 from attnbook.models import DecoderOnlyModel, ModelConfig  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 # Tiny sizes keep the tests fast (the run's defaults are for the chapter).
 TINY = dict(d_model=16, n_heads=2, d_ff=32, n=3, vocab=5, batch_size=4, seed=3)
@@ -55,12 +56,18 @@ def reference_norms(n_layers: int, norm_first: bool) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def grads():
-    return wb.gradient_norms_at_init(DEPTHS, **TINY)
+    return experiments.gradient_norms_at_init(DEPTHS, **TINY)
 
 
 # ------------------------------------------------------------------------------------------
 # The measurement
 # ------------------------------------------------------------------------------------------
+
+
+def test_the_measurement_lives_in_experiments_and_keeps_its_old_path():
+    # Training runs belong to attnbook.experiments; the explorer module re-exports the name.
+    assert wb.gradient_norms_at_init is experiments.gradient_norms_at_init
+    assert wb.DEPTH_VALUES == (2, 4, 6, 8, 12, 16, 24, 32, 48)
 
 
 def test_gradient_norms_match_autograd(grads):
@@ -106,6 +113,27 @@ def test_live_depth_slider_and_placement(grads):
     assert [t.visible for t in fig.data] == [False, True, False, True, False, True]
     notes = " ".join(a.text for a in fig.layout.annotations)
     assert "Pre-LN: last / first layer" in notes and "Post-LN:" not in notes
+
+
+def test_hover_text_names_the_layer_and_its_norm_in_each_language(grads):
+    # The issue: "Post-LN, layer 4 of 12: gradient norm 0.542" stayed English in Chinese.
+    ref = reference_norms(5, False)
+    en = wb.norm_placement_figure(5, "both", grads, language="en")
+    zh = wb.norm_placement_figure(5, "both", grads, language="zh_CN")
+    assert en.data[0].text[3] == f"Post-LN, layer 4 of 5: gradient norm {ref[3]:.3f}"
+    assert zh.data[0].text[3] == f"Post-LN，第 4 层（共 5 层）：梯度范数 {ref[3]:.3f}"
+    last = reference_norms(3, True)[-1]
+    assert zh.data[3].text[1] == f"Pre-LN，3 层：最后一层的梯度范数 {last:.3f}"
+    assert en.data[3].text[1] == f"Pre-LN, 3 layers: last layer's gradient norm {last:.3f}"
+    assert zh.layout.title.text == "初始化时的梯度：Post-LN 与 Pre-LN"
+    assert zh.layout.annotations[0].text == "各层的梯度范数（共 5 层）"
+    # The numbers are the same in both languages.
+    for a, b in zip(en.data, zh.data):
+        assert_close(np.array(a.y, dtype=float), np.array(b.y, dtype=float), atol=0, rtol=0)
+
+
+def test_every_setting_speaks_chinese(grads):
+    assert_speaks_chinese(wb.norm_placement_explorer(3, depth_values=DEPTHS, grads=grads))
 
 
 def test_explorer_measures_when_no_grads_are_given(grads):

@@ -31,9 +31,10 @@ MOVED = {
             "gradient_decay_data", "gradient_decay_figure", "gradient_decay_explorer")
     },
     "widgets_block": {
-        name: "explorers.block" for name in (
-            "DEPTH_VALUES", "PLACEMENTS", "ARMS", "gradient_norms_at_init",
-            "norm_placement_figure", "norm_placement_explorer")
+        **{name: "explorers.block" for name in (
+            "DEPTH_VALUES", "PLACEMENTS", "ARMS", "norm_placement_figure",
+            "norm_placement_explorer")},
+        "gradient_norms_at_init": "experiments",  # a training run: its home is experiments
     },
     "widgets_heads_pos": {
         "CONTEXT_VALUES": "explorers.kv_cache", "BATCH_VALUES": "explorers.kv_cache",

@@ -11,6 +11,8 @@ the chapters plot and glue into the text:
 * :func:`norm_placement_run` (chapter 09): a 12-layer decoder, Post-LN against Pre-LN at the same
   learning rate without warmup — per-layer gradient norms at initialisation and loss curves —
   and then Post-LN with a linear warmup;
+* :func:`gradient_norms_at_init` (chapter 09's explorer): the same per-layer gradient norms at
+  initialisation, Post-LN and Pre-LN, for a list of depths;
 * :func:`long_range_recall_run` (chapter 01): a vanilla RNN, an LSTM and a one-layer attention
   model of similar parameter counts learn to output the token ``k`` positions back, each until
   it is solved at every ``k`` or a budget of updates is spent; the gradient that reaches the
@@ -74,6 +76,8 @@ __all__ = [
     "scaling_run",
     "NormPlacementResult",
     "norm_placement_run",
+    "NORM_PLACEMENT_DEPTHS",
+    "gradient_norms_at_init",
     "LongRangeRecallResult",
     "long_range_recall_run",
     "relative_loss_change",
@@ -692,6 +696,58 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
         d_ff=d_ff, n=n, vocab=vocab, steps=steps, lr=lr, warmup_steps=warmup_steps,
         batch_size=batch_size, seed=seed, n_params=n_params,
         wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+
+
+#: Depths (numbers of layers) :func:`gradient_norms_at_init` measures by default (chapter 9's
+#: explorer offers them as slider stops).
+NORM_PLACEMENT_DEPTHS = (2, 4, 6, 8, 12, 16, 24, 32, 48)
+
+
+def gradient_norms_at_init(
+    depth_values=NORM_PLACEMENT_DEPTHS, *, d_model: int = 64, n_heads: int = 4,
+    d_ff: int = 256, n: int = 8, vocab: int = 16, batch_size: int = 16, seed: int = 0,
+) -> dict:
+    """Per-layer gradient norms at initialisation of Post-LN and Pre-LN stacks of several depths.
+
+    For each depth ``L`` this calls :func:`norm_placement_run` with ``n_layers=L`` and one
+    training step (the norms are measured before any update) and keeps its ``grad_norm_init``:
+    for layer ``l`` (0 = next to the embedding), the L2 norm of the gradient of the copy-task
+    loss on the first batch with respect to all of the layer's parameters (attention,
+    feed-forward network and norms). The defaults are the run's own, so the 12-layer entry
+    equals the chapter's training run at initialisation. Chapter 9's explorer
+    (:func:`attnbook.explorers.block.norm_placement_explorer`) draws these numbers.
+
+    Args:
+        depth_values: strictly increasing depths, integers in [1, 96].
+        d_model: model width of every layer.
+        n_heads: attention heads of every layer.
+        d_ff: hidden width of every feed-forward network.
+        n: tokens to copy in the copy task.
+        vocab: data vocabulary of the copy task.
+        batch_size: sequences in the batch the gradient is taken on.
+        seed: weights ``torch.manual_seed(seed)`` and the batch's generator (as the run).
+
+    Returns:
+        ``{L: {"post_ln": float64 (L,), "pre_ln": float64 (L,)}}`` for every ``L`` in
+        ``depth_values``; the norms are dimensionless (gradient of a loss in nats).
+
+    Raises:
+        TypeError: if ``depth_values`` is not a sequence of integers.
+        ValueError: if ``depth_values`` is empty, not strictly increasing or outside [1, 96],
+            or (from the run) a size is < 1.
+
+    Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
+    theorem 1 and figure 3.
+    """
+    depths = checks.check_increasing(depth_values, "depth_values", minimum=1, maximum=96)
+    out = {}
+    for L in depths:
+        r = norm_placement_run(n_layers=L, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
+                               vocab=vocab, steps=1, batch_size=batch_size, eval_size=1,
+                               seed=seed)
+        out[L] = {key: np.asarray(r.grad_norm_init[key], dtype=np.float64)
+                  for key in ("post_ln", "pre_ln")}
+    return out
 
 
 # --------------------------------------------------------------------------------------------
