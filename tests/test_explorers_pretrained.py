@@ -2,7 +2,8 @@
 
 The expected rows are the attention rows of "it" computed for the test by
 ``attnbook.pretrained.attention_of_token`` (one forward pass per sentence), independently of the
-explorer; the live sliders and the static frames must show exactly those rows.
+explorer; the live sliders and the static frames must show exactly those rows, in both
+languages. The figure itself is checked on hand-made rows (no model needed).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+from attnbook.explorers import pretrained as ep  # noqa: E402
 from attnbook.explorers.pretrained import referent_explorer  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +111,88 @@ def test_referent_explorer_starts_where_asked_and_rejects_bad_input(it_rows):
     ]:
         with pytest.raises(exc, match=name):
             referent_explorer(**kwargs)
+
+
+def test_referent_explorer_speaks_chinese_and_keeps_what_the_model_read(referent, it_rows):
+    assert_speaks_chinese(referent)
+    (t1, _), (w1, _) = it_rows
+    fig = referent.figure_json({"layer": 4, "head": 2}, "zh_CN")
+    # The same numbers in Chinese; the word pieces and the sentences stay as the model read them.
+    assert_close(np.array(fig["data"][0]["y"], dtype=float), w1[3, 1].astype(float),
+                 atol=0, rtol=0)
+    assert fig["layout"]["title"]["text"] == "“it”的注意力：第 4 层，第 2 个头"
+    assert fig["data"][0]["customdata"] == t1
+    assert fig["data"][0]["hovertemplate"] == "“%{customdata}”：权重 %{y:.3f}<extra></extra>"
+    assert fig["data"][0]["name"] == "1. “The animal didn't cross the street because it was " \
+        "too tired.”"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "“it”的权重"
+
+
+# --------------------------------------------------------------------------------------------
+# The figure on hand-made rows (no model)
+
+TOKENS = ["[CLS]", "it", "animal", "street", "[SEP]"]
+
+
+def hand_weights():
+    """(2 layers, 3 heads, 5 tokens): uniform rows, and one row chosen by hand."""
+    w = np.full((2, 3, 5), 0.2)
+    w[1, 2] = [0.1, 0.2, 0.3, 0.15, 0.25]
+    return w
+
+
+def test_token_attention_figure_draws_the_chosen_row():
+    fig = ep.token_attention_figure([TOKENS], [hand_weights()], 1, 2)
+    bar = fig.data[0]
+    assert list(bar.y) == [0.1, 0.2, 0.3, 0.15, 0.25] and list(bar.customdata) == TOKENS
+    assert (bar.meta["layer"], bar.meta["head"], bar.meta["query_index"]) == (2, 3, 1)
+    assert bar.meta["highlight"] == {"animal": 0.3, "street": 0.15}
+    # animal orange, street green, every other bar light blue.
+    assert list(bar.marker.color) == ["#9db4d3", "#9db4d3", ep.HIGHLIGHT_COLORS[0],
+                                      ep.HIGHLIGHT_COLORS[1], "#9db4d3"]
+    assert fig.layout.title.text == "Attention of “it”: layer 2, head 3"
+    corner = fig.layout.annotations[1].text
+    assert "0.300" in corner and "0.150" in corner and "animal − street +0.150" in corner
+    assert fig.layout.annotations[0].text == "sentence 1"
+    zh = ep.token_attention_figure([TOKENS], [hand_weights()], 1, 2, language="zh_CN")
+    assert list(zh.data[0].y) == list(bar.y)
+    assert zh.layout.title.text == "“it”的注意力：第 2 层，第 3 个头"
+    assert zh.layout.annotations[0].text == "句子 1"
+
+
+def test_token_attention_data_then_draw_is_the_figure():
+    data = ep.token_attention_data([TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)],
+                                   1, 2, titles=["a", "b"])
+    assert data.query_index == (1, 1) and data.highlight_index == ((2, 3), (2, 3))
+    assert_close(data.rows[0], hand_weights()[1, 2], atol=0, rtol=0)
+    one = ep.draw_token_attention(data, language="en").to_plotly_json()
+    two = ep.token_attention_figure([TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)],
+                                    1, 2, titles=["a", "b"]).to_plotly_json()
+    assert one == two and [t["name"] for t in one["data"]] == ["a", "b"]
+
+
+def test_token_attention_figure_rejects_bad_input():
+    t, w = TOKENS, hand_weights()
+    for call, exc, name in [
+        (lambda: ep.token_attention_figure([t], [w[..., :4]], 0, 0), ValueError, "weights"),
+        (lambda: ep.token_attention_figure([t], [w[0]], 0, 0), ValueError, "weights"),
+        (lambda: ep.token_attention_figure([t, t], [w], 0, 0), ValueError, "tokens"),
+        (lambda: ep.token_attention_figure([t, t], [w, w[:1]], 0, 0), ValueError, "n_layers"),
+        (lambda: ep.token_attention_figure([t], [w], 2, 0), ValueError, "layer"),
+        (lambda: ep.token_attention_figure([t], [w], 0, -1), ValueError, "head"),
+        (lambda: ep.token_attention_figure([t], [w * np.nan], 0, 0), ValueError, "non-finite"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, query="they"), ValueError, "query"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, highlight=("moon",)), ValueError,
+         "moon"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, highlight="abcde"), ValueError,
+         "highlight"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, titles=["a", "b"]), ValueError,
+         "titles"),
+        (lambda: ep.token_attention_figure([t], [w], 0.0, 0), TypeError, "layer"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, height=5), ValueError, "height"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, height="a"), TypeError, "height"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, language="fr"), ValueError,
+         "language"),
+    ]:
+        with pytest.raises(exc, match=name):
+            call()

@@ -37,30 +37,16 @@ def test_axis_style_is_the_book_style_updated_by_the_arguments():
     assert viz.EMPTY_TEMPLATE == {} and viz.FONT["size"] == 13
 
 
-def test_token_attention_figure_rejects_bad_input():
-    t = ["[CLS]", "it", "animal", "street", "[SEP]"]
-    w = np.full((2, 3, 5), 0.2)
-    fig = viz.token_attention_figure([t], [w], 1, 2)
-    assert list(fig.data[0].y) == [0.2] * 5 and fig.data[0].meta["layer"] == 2
-    for call, name in [
-        (lambda: viz.token_attention_figure([t], [w[..., :4]], 0, 0), "weights"),
-        (lambda: viz.token_attention_figure([t], [w[0]], 0, 0), "weights"),
-        (lambda: viz.token_attention_figure([t, t], [w], 0, 0), "tokens"),
-        (lambda: viz.token_attention_figure([t, t], [w, w[:1]], 0, 0), "n_layers"),
-        (lambda: viz.token_attention_figure([t], [w], 2, 0), "layer"),
-        (lambda: viz.token_attention_figure([t], [w], 0, -1), "head"),
-        (lambda: viz.token_attention_figure([t], [w * np.nan], 0, 0), "non-finite"),
-        (lambda: viz.token_attention_figure([t], [w], 0, 0, query="they"), "query"),
-        (lambda: viz.token_attention_figure([t], [w], 0, 0, highlight=("moon",)), "moon"),
-        (lambda: viz.token_attention_figure([t], [w], 0, 0, titles=["a", "b"]), "titles"),
-    ]:
-        with pytest.raises(ValueError, match=name):
-            call()
+def test_token_attention_figure_is_read_at_its_old_path():
+    # It moved to its explorer's module; its tests are in tests/test_explorers_pretrained.py.
+    from attnbook.explorers import pretrained
+
+    assert viz.token_attention_figure is pretrained.token_attention_figure
+    assert viz.HIGHLIGHT_COLORS is pretrained.HIGHLIGHT_COLORS
+    assert "token_attention_figure" not in viz.__all__
 
 
 @pytest.mark.parametrize("call, exc, name", [
-    (lambda: viz.token_attention_figure([["it"]], [np.ones((1, 1, 1))], 0.0, 0), TypeError,
-     "layer"),
     (lambda: viz.mask_figure("causal", scores=np.zeros((3, 3))), ValueError, "scores"),
     (lambda: viz.mask_figure("diagonal"), ValueError, "mask_type"),
     (lambda: viz.explorer_keep_mask("causal", 4, window=2.0), TypeError, "window"),

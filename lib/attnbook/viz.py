@@ -9,11 +9,11 @@ Two kinds of things live here:
   :data:`BLUE`, :data:`ORANGE`, :data:`GREY`, :data:`GREEN`, :data:`EMPTY_TEMPLATE` and
   :func:`axis_style`.
 * The *render functions* of the explorers in :mod:`attnbook.explorers`:
-  :func:`scaling_figure`, :func:`mask_figure` and :func:`token_attention_figure`. Each takes
-  the explorer's control values and returns a ``plotly.graph_objects.Figure`` computed with the
-  library (``attnbook.scaling``, ``attnbook.masks``, ``attnbook.attention``, or attention
-  weights of ``attnbook.pretrained``); the live widgets and the precomputed static frames call
-  the same function, so the two front-ends cannot drift apart.
+  :func:`scaling_figure`. It takes the explorer's control values and returns a
+  ``plotly.graph_objects.Figure`` computed with the library (``attnbook.scaling``); the live
+  widgets and the precomputed static frames call the same function, so the two front-ends
+  cannot drift apart. The other explorers' figures live in their explorer modules (names that
+  moved are still readable here).
 
 Nothing here loads plotly.js, inlines it, or points at a CDN: the page provides it.
 
@@ -22,7 +22,6 @@ plotly is imported lazily (``import attnbook`` pulls in nothing but NumPy).
 
 from __future__ import annotations
 
-import html as _html
 import json
 import math
 import re
@@ -54,8 +53,6 @@ __all__ = [
     "scaling_data",
     "score_histogram",
     "scaling_figure",
-    "HIGHLIGHT_COLORS",
-    "token_attention_figure",
 ]
 
 #: Names that lived here and moved to their concept's module: ``name -> (module, name)``.
@@ -66,6 +63,8 @@ _MOVED = {
     "explorer_keep_mask": ("attnbook.masks", "keep_mask_by_name"),
     "mask_scores": ("attnbook.explorers.masks", "mask_scores"),
     "mask_figure": ("attnbook.explorers.masks", "mask_figure"),
+    "HIGHLIGHT_COLORS": ("attnbook.explorers.pretrained", "HIGHLIGHT_COLORS"),
+    "token_attention_figure": ("attnbook.explorers.pretrained", "token_attention_figure"),
 }
 
 
@@ -562,172 +561,3 @@ def scaling_figure(
     )
     return go.Figure(data=traces, layout=layout)
 
-
-# --------------------------------------------------------------------------------------------
-# The mask explorer's figure: keep-mask and attention weights
-# --------------------------------------------------------------------------------------------
-
-# --------------------------------------------------------------------------------------------
-# The referent explorer's figure: one token's attention over a sentence, per layer and head
-# --------------------------------------------------------------------------------------------
-
-#: Bar colours of the highlighted tokens of :func:`token_attention_figure`, in order (the first
-#: highlighted token orange, the second green, ...); every other token is drawn in light blue.
-HIGHLIGHT_COLORS = (ORANGE, "#2e8b57", "#8e44ad", "#c0392b")
-_OTHER_BAR = "#9db4d3"
-
-
-def _first_index(tokens: list[str], token: str, what: str, i: int) -> int:
-    try:
-        return tokens.index(token)
-    except ValueError:
-        raise ValueError(
-            f"{what} {token!r} is not a token of sentence {i}, whose tokens are {tokens}"
-        ) from None
-
-
-def token_attention_figure(
-    tokens, weights, layer: int = 0, head: int = 0, *, query: str = "it",
-    highlight=("animal", "street"), titles=None, height: int | None = None,
-):
-    """Figure of the referent explorer: how one token attends over each sentence, in one head.
-
-    One bar chart per sentence, stacked vertically: the bars are the attention weights of the
-    query token (e.g. "it") over every token of the sentence in layer ``layer``, head ``head``
-    (a row of the ``(T, T)`` attention matrix, so the bars sum to 1). The first occurrence of
-    each ``highlight`` token is drawn in its own colour (:data:`HIGHLIGHT_COLORS`) and named, with
-    its weight, in the panel's corner; the query's tick label is bold. The weight axis is fixed
-    to ``[0, 1]`` so that heads can be compared by eye. Nothing is computed here beyond slicing:
-    the weights come from :func:`attnbook.pretrained.attention_of_token`.
-
-    Layers and heads are **0-based** here, as in the weight arrays; the figure's title shows them
-    1-based ("layer 1" is the first layer), as the explorer's sliders do.
-
-    Trace order: trace ``i`` is sentence ``i``'s bars (``x`` the token positions ``0 .. T_i-1``,
-    ``y`` the weights); its ``meta`` holds ``layer`` and ``head`` (1-based), ``sentence`` (0-based),
-    ``query_index`` and ``highlight`` (``{token: weight}``).
-
-    Args:
-        tokens: ``n_sentences`` lists of word pieces (``T_i`` strings each).
-        weights: ``n_sentences`` float arrays ``(n_layers, n_heads, T_i)``: the query's attention
-            rows, as returned by :func:`attnbook.pretrained.attention_of_token`; every sentence
-            must have the same ``n_layers`` and ``n_heads``.
-        layer: 0-based layer index, ``0 <= layer < n_layers``.
-        head: 0-based head index, ``0 <= head < n_heads``.
-        query: the query word piece (bold on the axis).
-        highlight: word pieces to highlight (at most :data:`HIGHLIGHT_COLORS` of them).
-        titles: optional ``n_sentences`` panel titles (plain text); default "sentence i".
-        height: figure height in pixels; default ``170 + 270 * n_sentences``.
-
-    Returns:
-        ``plotly.graph_objects.Figure``.
-
-    Raises:
-        ValueError: if ``tokens`` and ``weights`` (or ``titles``) differ in length or are empty,
-            an array is not 3-D, its last dimension differs from its sentence's token count, the
-            sentences differ in ``(n_layers, n_heads)``, a weight is not finite, ``layer`` or
-            ``head`` is out of range, ``query`` or a ``highlight`` token is not in a sentence,
-            or there are more highlights than colours.
-        TypeError: if ``layer`` or ``head`` is not an integer.
-    """
-    import plotly.graph_objects as go
-
-    tokens = [list(map(str, t)) for t in tokens]
-    weights = [np.asarray(w, dtype=np.float64) for w in weights]
-    n = len(tokens)
-    if n == 0 or len(weights) != n:
-        raise ValueError(
-            f"tokens and weights must hold the same number (>= 1) of sentences, got "
-            f"{len(tokens)} token lists and {len(weights)} weight arrays"
-        )
-    for i, (t, w) in enumerate(zip(tokens, weights)):
-        if w.ndim != 3 or w.shape[-1] != len(t):
-            raise ValueError(
-                f"weights[{i}] must have shape (n_layers, n_heads, T) with T = {len(t)} tokens, "
-                f"got {w.shape}"
-            )
-        if w.shape[:2] != weights[0].shape[:2]:
-            raise ValueError(
-                f"every sentence needs the same (n_layers, n_heads): weights[0] has "
-                f"{weights[0].shape[:2]}, weights[{i}] has {w.shape[:2]}"
-            )
-        if not np.isfinite(w).all():
-            raise ValueError(f"weights[{i}] holds non-finite values")
-    n_layers, n_heads = weights[0].shape[:2]
-    layer = check_int(layer, "layer", 0, n_layers - 1)
-    head = check_int(head, "head", 0, n_heads - 1)
-    highlight = tuple(highlight)
-    if len(highlight) > len(HIGHLIGHT_COLORS):
-        raise ValueError(
-            f"highlight names {len(highlight)} tokens; at most {len(HIGHLIGHT_COLORS)} have colours"
-        )
-    if titles is None:
-        titles = [f"sentence {i + 1}" for i in range(n)]
-    titles = [str(x) for x in titles]
-    if len(titles) != n:
-        raise ValueError(f"titles must name {n} sentences, got {len(titles)}")
-    height = 170 + 270 * n if height is None else int(height)
-
-    # Between two panels: the upper one's rotated tick labels, then two lines of text (the
-    # sentence and the highlighted weights) above the lower one.
-    gap = 0.24 if n > 1 else 0.0
-    panel = (1.0 - gap * (n - 1)) / n
-    traces, annotations, axes = [], [], {}
-    for i, (t, w) in enumerate(zip(tokens, weights)):
-        row = w[layer, head]  # (T,) the query's weights over the sentence
-        qi = _first_index(t, query, "query", i)
-        hi = {tok: _first_index(t, tok, "highlight token", i) for tok in highlight}
-        colors = [_OTHER_BAR] * len(t)
-        ticks = [_html.escape(tok) for tok in t]
-        for (tok, j), color in zip(hi.items(), HIGHLIGHT_COLORS):
-            colors[j] = color
-            ticks[j] = f"<b><span style='color:{color}'>{_html.escape(tok)}</span></b>"
-        ticks[qi] = f"<b>{_html.escape(t[qi])}</b>"
-        suffix = "" if i == 0 else str(i + 1)
-        top = 1.0 - i * (panel + gap)
-        axes[f"xaxis{suffix}"] = axis_style(
-            anchor=f"y{suffix}", tickmode="array", tickvals=list(range(len(t))),
-            ticktext=ticks, tickangle=-40, range=[-0.6, len(t) - 0.4], showgrid=False,
-            zeroline=False,
-        )
-        axes[f"yaxis{suffix}"] = axis_style(
-            anchor=f"x{suffix}", domain=[top - panel, top], range=[0, 1.0],
-            title=dict(text=f"weight of “{_html.escape(query)}”"),
-        )
-        traces.append(
-            go.Bar(
-                x=list(range(len(t))), y=row, marker=dict(color=colors, line=dict(width=0)),
-                customdata=t, xaxis=f"x{suffix}", yaxis=f"y{suffix}", name=titles[i],
-                hovertemplate="“%{customdata}”: weight %{y:.3f}<extra></extra>",
-                meta=dict(layer=layer + 1, head=head + 1, sentence=i, query_index=qi,
-                          highlight={tok: float(row[j]) for tok, j in hi.items()}),
-            )
-        )
-        annotations.append(dict(
-            text=_html.escape(titles[i]), x=0.0, y=top, yshift=22, xref="paper", yref="paper",
-            xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=14),
-        ))
-        parts = [f"<span style='color:{c}'>{_html.escape(tok)}</span> {row[j]:.3f}"
-                 for (tok, j), c in zip(hi.items(), HIGHLIGHT_COLORS)]
-        if len(hi) >= 2:
-            (t0, j0), (t1, j1) = list(hi.items())[:2]
-            parts.append(f"{_html.escape(t0)} − {_html.escape(t1)} {row[j0] - row[j1]:+.3f}")
-        annotations.append(dict(
-            text=" · ".join(parts), x=0.0, y=top, yshift=2, xref="paper", yref="paper",
-            xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=13),
-        ))
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE,
-        font=FONT,
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        height=height,
-        title=dict(text=f"Attention of “{_html.escape(query)}”: layer {layer + 1}, "
-                        f"head {head + 1}", x=0.5, xanchor="center"),
-        margin=dict(l=70, r=20, t=110, b=70),
-        annotations=annotations,
-        showlegend=False,
-        bargap=0.15,
-        **axes,
-    )
-    return go.Figure(data=traces, layout=layout)
