@@ -133,6 +133,21 @@ def test_labels_use_the_books_notation(default_explorer):
         assert old not in shown, old
 
 
+def test_position_explorer_speaks_chinese(default_explorer):
+    """Every label, legend entry and hover text of every setting is Chinese in Chinese."""
+    from explorer_util import assert_speaks_chinese
+
+    assert_speaks_chinese(default_explorer)
+    zh = default_explorer.figure_json({"position": 12, "pair": 3, "base": 10000.0}, "zh_CN")
+    assert zh["layout"]["title"]["text"].startswith("i = 12，r = 3，基数 10 000：")
+    assert zh["data"][5]["hovertemplate"].startswith("Δ = %{x}：分数 %{y:.3f}")
+    assert zh["layout"]["xaxis3"]["title"]["text"] == "偏移量 Δ = i − j"
+    # The numbers are the setting's, whatever the language: the same data is drawn twice.
+    en = default_explorer.figure_json({"position": 12, "pair": 3, "base": 10000.0})
+    assert zh["data"][1]["y"] == en["data"][1]["y"]
+    check_position_figure(zh["data"], 12, 3, 10000.0)
+
+
 @pytest.mark.parametrize("call, exc, name", [
     (lambda: posx.position_explorer(position=7), ValueError, "position"),
     (lambda: posx.position_explorer(pair=8), ValueError, "pair"),

@@ -303,3 +303,39 @@ def test_scalar_arrays_and_numpy_integers_are_accepted():
     got = apply_rope(np.ones((2, 4), dtype=bool), np.arange(2))
     assert got.dtype == np.float64
     assert_close(got, apply_rope(np.ones((2, 4)), np.arange(2)), atol=0, rtol=0)
+
+
+# --- the position explorer's computations -----------------------------------------------------
+
+
+@pytest.mark.parametrize("pair, base", [(0, 10000.0), (3, 100.0), (7, 500000.0)])
+def test_rope_pair_path_is_the_unit_circle_at_p_theta(pair, base):
+    # Hand: e_{2r} rotated at position p has pair r = (cos p theta_r, sin p theta_r).
+    p = np.array([0, 1, 2, 5, 40])
+    theta = base ** (-2 * pair / 16)
+    want = np.stack([np.cos(p * theta), np.sin(p * theta)], axis=-1)
+    assert_close(positional.rope_pair_path(p, pair, 16, base=base), want, atol=1e-12, rtol=0)
+
+
+def test_rope_offset_scores_is_the_mean_cosine():
+    # Hand: each pair of the all-ones q, k adds (R_d [1, 1]) . [1, 1] = 2 cos(d theta_r).
+    d = np.arange(65)
+    thetas = 10000.0 ** (-np.arange(0, 16, 2) / 16)
+    want = (2 / 16) * np.cos(d[:, None] * thetas).sum(-1)
+    got = positional.rope_offset_scores(d, 16)
+    assert_close(got, want, atol=1e-12, rtol=0)
+    assert got[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: positional.rope_pair_path([0, 1], 8, 16), ValueError, "pair"),
+    (lambda: positional.rope_pair_path([0, 1], 1.0, 16), TypeError, "pair"),
+    (lambda: positional.rope_pair_path([[0, 1]], 1, 16), ValueError, "positions"),
+    (lambda: positional.rope_pair_path([-1], 1, 16), ValueError, "positions"),
+    (lambda: positional.rope_pair_path([0], 1, 15), ValueError, "head_dim"),
+    (lambda: positional.rope_offset_scores([0.5], 16), TypeError, "offsets"),
+    (lambda: positional.rope_offset_scores([0], 16, base=1.0), ValueError, "base"),
+])
+def test_explorer_computations_refuse_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -40,6 +40,8 @@ __all__ = [
     "rope_angles",
     "apply_rope_core",
     "apply_rope",
+    "rope_pair_path",
+    "rope_offset_scores",
 ]
 
 
@@ -213,3 +215,69 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     out = apply_rope_core(x.astype(dtype, copy=False), cos.astype(dtype), sin.astype(dtype),
                           interleaved)  # (..., L, D)
     return out.astype(x.dtype, copy=False)
+
+
+def rope_pair_path(positions, pair: int, head_dim: int, *, base: float = 10000.0) -> np.ndarray:
+    """Where RoPE takes the pair ``r`` of the unit vector ``e_{2r}``, position by position.
+
+    The unit vector ``e_{2r}`` (1 in dimension ``2r``, 0 elsewhere) rotated by
+    :func:`apply_rope` with interleaved pairs: its pair ``(2r, 2r + 1)`` at position ``p`` is
+    ``(cos(p theta_r), sin(p theta_r))``, a point on the unit circle at the angle
+    ``p * theta_r`` (the position explorer's left panel).
+
+    Args:
+        positions: non-negative integer positions ``(L,)``.
+        pair: the pair ``r``, ``0 <= r < head_dim / 2``.
+        head_dim: even head dimension ``D``.
+        base: see :func:`rope_frequencies`.
+
+    Returns:
+        float64 ``(L, 2)``: dimensions ``2r`` and ``2r + 1`` of the rotated vector.
+
+    Raises:
+        TypeError: if ``pair`` or ``head_dim`` is not an integer, ``positions`` not an integer
+            array or ``base`` not a real number.
+        ValueError: if ``head_dim`` is odd or < 2, ``pair`` is out of range, a position is
+            negative, ``positions`` is not 1-D, or ``base <= 1``.
+
+    Source: Su et al., "RoFormer" (2021), eq. 34.
+    """
+    rope_frequencies(head_dim, base=base)  # checks head_dim and base
+    pair = checks.check_int(pair, "pair", 0, head_dim // 2 - 1)
+    pos = checks.check_int_array(positions, "positions", 0, ndim=1)  # (L,)
+    e = np.zeros((pos.shape[0], head_dim))
+    e[:, 2 * pair] = 1.0  # (L, D): e_{2r} at every position
+    rotated = apply_rope(e, pos, base=base, interleaved=True)  # (L, D)
+    return rotated[:, 2 * pair:2 * pair + 2]  # (L, 2)
+
+
+def rope_offset_scores(offsets, head_dim: int, *, base: float = 10000.0) -> np.ndarray:
+    """RoPE score ``R_i q . R_j k / head_dim`` of the all-ones query and key against ``i - j``.
+
+    The query at position ``i = Δ`` and the key at position ``j = 0``; RoPE makes the score a
+    function of the offset ``Δ = i - j`` alone, here ``(2 / D) sum_r cos(Δ theta_r)``: 1 at
+    offset 0, then a wave that decays with the offset (the position explorer's right panel).
+
+    Args:
+        offsets: non-negative integer offsets ``Δ``, shape ``(P,)``.
+        head_dim: even head dimension ``D``.
+        base: see :func:`rope_frequencies`.
+
+    Returns:
+        float64 ``(P,)``: the scores.
+
+    Raises:
+        TypeError: if ``head_dim`` is not an integer, ``offsets`` not an integer array or
+            ``base`` not a real number.
+        ValueError: if ``head_dim`` is odd or < 2, an offset is negative, ``offsets`` is not
+            1-D, or ``base <= 1``.
+
+    Source: Su et al., "RoFormer" (2021), eq. 34 and section 3.4.3 (long-term decay).
+    """
+    rope_frequencies(head_dim, base=base)  # checks head_dim and base
+    pos = checks.check_int_array(offsets, "offsets", 0, ndim=1)  # (P,)
+    q = apply_rope(np.ones((pos.shape[0], head_dim)), pos, base=base,
+                   interleaved=True)  # (P, D): the query at i = Δ
+    k = apply_rope(np.ones((1, head_dim)), np.zeros(1, dtype=np.int64), base=base,
+                   interleaved=True)[0]  # (D,): the key at j = 0
+    return q @ k / head_dim  # (P,)

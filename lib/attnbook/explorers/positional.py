@@ -1,22 +1,37 @@
 """The position explorer: one frequency of RoPE and of the sinusoidal encoding.
 
 Pick a position ``i``, a frequency pair ``r`` and the base; the figure shows RoPE's rotation of
-pair ``r`` (:func:`attnbook.positional.apply_rope`), the sinusoidal encoding's two dimensions
-``2r, 2r + 1`` of the same frequency (:func:`attnbook.positional.sinusoidal_encoding`) and the
-RoPE score of a query and a key as a function of their offset ``Δ = i - j``. Also importable from
+pair ``r`` (:func:`attnbook.positional.rope_pair_path`), the sinusoidal encoding's two
+dimensions ``2r, 2r + 1`` of the same frequency (:func:`attnbook.positional.sinusoidal_encoding`)
+and the RoPE score of a query and a key as a function of their offset ``Δ = i - j``
+(:func:`attnbook.positional.rope_offset_scores`).
+
+Two steps, as every explorer: :func:`position_data` computes a setting with the library and
+:func:`draw_position` draws it with every label made in the reader's language;
+:func:`position_figure` does both in one call. Also importable from
 :mod:`attnbook.widgets_heads_pos`.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
+from .. import i18n
 from ..checks import check_choice, check_int, check_real
-from ..positional import apply_rope, rope_frequencies, sinusoidal_encoding
+from ..positional import (
+    rope_frequencies,
+    rope_offset_scores,
+    rope_pair_path,
+    sinusoidal_encoding,
+)
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style
 from .base import Control, Explorer
 
-__all__ = ["POSITION_VALUES", "BASE_VALUES", "position_figure", "position_explorer"]
+__all__ = ["POSITION_VALUES", "BASE_VALUES", "PositionData", "position_data", "draw_position",
+           "position_figure", "position_explorer"]
 
 #: Stops of the position slider of the position explorer.
 POSITION_VALUES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 32)
@@ -25,36 +40,61 @@ POSITION_VALUES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 32)
 BASE_VALUES = (100.0, 10000.0, 500000.0)
 
 
-def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
-                    head_dim: int = 16, max_position: int = 64, height: int = 450):
-    """Figure of the position explorer: one frequency of RoPE and of the sinusoidal encoding.
+def _base_text(base: float) -> str:
+    """A base as the explorer writes it: ``10000.0 -> "10 000"`` (thin groups of three)."""
+    return f"{base:,.0f}".replace(",", " ")
 
-    Left: RoPE rotates the coordinate pair ``r`` (interleaved layout, dimensions ``2r, 2r+1``)
-    of the unit vector ``e_{2r}`` by ``i * theta_r`` with ``theta_r = base^(-2r/head_dim)``;
-    the dots are :func:`attnbook.positional.apply_rope` at positions ``0 .. i``. Middle:
-    dimensions ``2r`` (sine) and ``2r + 1`` (cosine) of
-    :func:`attnbook.positional.sinusoidal_encoding` ``(max_position + 1, head_dim, base)`` — the
-    same frequency, against the position ``p``. Right: the RoPE score ``R_i q . R_j k / head_dim``
-    of the all-ones query at position ``i`` and key at position ``j = 0`` against their offset
-    ``Δ = i - j`` (it depends on the offset only).
 
-    Trace order: 0 the unit circle, 1 the rotated pair at positions ``0 .. i`` (``x``, ``y``
-    its coordinates), 2 the sine curve (dimension ``2r``), 3 the cosine curve (``2r + 1``),
-    4 the markers at ``p = i`` on both curves, 5 the score curve over offsets
-    ``0 .. max_position``, 6 the marker at offset ``Δ = i``. ``meta`` of trace 1 holds ``theta``
-    (rad per token), ``angle`` (``i * theta``, rad) and ``wavelength`` (``2 pi / theta``,
-    tokens).
+@dataclass(frozen=True)
+class PositionData:
+    """One setting of the position explorer, computed (what :func:`draw_position` draws).
+
+    Attributes:
+        position: the query position ``i``.
+        pair: the frequency pair ``r``.
+        base: the frequency base.
+        head_dim: the head dimension ``D``.
+        theta: ``theta_r = base^(-2r/D)``, rad per token.
+        angle: ``i * theta_r``, rad.
+        wavelength: ``2 pi / theta_r``, tokens.
+        path: float64 ``(i + 1, 2)``, pair ``r`` of the rotated ``e_{2r}`` at positions ``0 .. i``.
+        positions: int ``(P,)``, the positions ``0 .. max_position`` of the right two panels.
+        sine: float64 ``(P,)``, dimension ``2r`` of the sinusoidal encoding.
+        cosine: float64 ``(P,)``, dimension ``2r + 1``.
+        scores: float64 ``(P,)``, the RoPE score against the offset ``Δ = position``.
+    """
+
+    position: int
+    pair: int
+    base: float
+    head_dim: int
+    theta: float
+    angle: float
+    wavelength: float
+    path: np.ndarray
+    positions: np.ndarray
+    sine: np.ndarray
+    cosine: np.ndarray
+    scores: np.ndarray
+
+
+def position_data(position: int = 8, pair: int = 1, base: float = 10000.0, *,
+                  head_dim: int = 16, max_position: int = 64) -> PositionData:
+    """Compute one setting of the position explorer.
 
     Args:
         position: ``i``, an integer in ``[0, max_position]``.
         pair: ``r``, an integer in ``[0, head_dim / 2)``.
         base: the frequency base (``rope_theta``), > 1.
         head_dim: even head dimension ``d_k`` (also the encoding's ``d_model``).
-        max_position: last position drawn in the middle and right panels.
-        height: figure height in pixels.
+        max_position: last position of the middle and right panels, >= 1.
 
     Returns:
-        ``plotly.graph_objects.Figure``.
+        :class:`PositionData`: :func:`attnbook.positional.rope_frequencies`,
+        :func:`attnbook.positional.rope_pair_path` at positions ``0 .. i``,
+        :func:`attnbook.positional.sinusoidal_encoding` ``(max_position + 1, head_dim, base)``
+        (its dimensions ``2r`` and ``2r + 1``) and
+        :func:`attnbook.positional.rope_offset_scores` at offsets ``0 .. max_position``.
 
     Raises:
         TypeError: if ``position``, ``pair``, ``head_dim`` or ``max_position`` is not an
@@ -64,8 +104,6 @@ def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
 
     Source: Vaswani et al. (2017), section 3.5; Su et al., "RoFormer" (2021), eq. 34.
     """
-    import plotly.graph_objects as go
-
     head_dim = check_int(head_dim, "head_dim", 2)
     if head_dim % 2:
         raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
@@ -73,76 +111,141 @@ def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
     m = check_int(position, "position", 0, max_position)
     pair = check_int(pair, "pair", 0, head_dim // 2 - 1)
     base = check_real(base, "base", minimum=1.0, strict=True)
-    theta = rope_frequencies(head_dim, base=base)[pair]  # rad per token
-    # The unit vector e_{2r} (r = pair) at positions 0..m, rotated by RoPE (interleaved pairs).
-    e = np.zeros((m + 1, head_dim))
-    e[:, 2 * pair] = 1.0  # (m + 1, D)
-    rotated = apply_rope(e, np.arange(m + 1), base=base, interleaved=True)  # (m + 1, D)
-    px, py = rotated[:, 2 * pair], rotated[:, 2 * pair + 1]
+    theta = float(rope_frequencies(head_dim, base=base)[pair])  # rad per token
+    pos = np.arange(max_position + 1)  # (P,)
     pe = sinusoidal_encoding(max_position + 1, head_dim, base=base)  # (P, D)
-    pos = np.arange(max_position + 1)
-    # Score of the all-ones query at position m (i) with the all-ones key at position 0 (j).
-    ones = np.ones((max_position + 1, head_dim))
-    q_rot = apply_rope(ones, pos, base=base, interleaved=True)  # (P, D)
-    k0 = apply_rope(np.ones((1, head_dim)), np.array([0]), base=base, interleaved=True)[0]
-    score = q_rot @ k0 / head_dim  # (P,)
+    return PositionData(
+        position=m, pair=pair, base=base, head_dim=head_dim, theta=theta,
+        angle=m * theta, wavelength=2 * math.pi / theta,
+        path=rope_pair_path(np.arange(m + 1), pair, head_dim, base=base),  # (i + 1, 2)
+        positions=pos, sine=pe[:, 2 * pair], cosine=pe[:, 2 * pair + 1],
+        scores=rope_offset_scores(pos, head_dim, base=base),  # (P,)
+    )
+
+
+def draw_position(data: PositionData, *, language: str | None = None, height: int = 450):
+    """Draw one setting of the position explorer, every label in ``language``.
+
+    Left: RoPE rotates the coordinate pair ``r`` (interleaved layout, dimensions ``2r, 2r+1``)
+    of the unit vector ``e_{2r}`` by ``i * theta_r``; the dots are its positions ``0 .. i``.
+    Middle: dimensions ``2r`` (sine) and ``2r + 1`` (cosine) of the sinusoidal encoding — the
+    same frequency, against the position ``p``. Right: the RoPE score ``R_i q . R_j k /
+    head_dim`` of the all-ones query at position ``i`` and key at position ``j = 0`` against
+    their offset ``Δ = i - j`` (it depends on the offset only).
+
+    Trace order: 0 the unit circle, 1 the rotated pair at positions ``0 .. i`` (``x``, ``y``
+    its coordinates), 2 the sine curve (dimension ``2r``), 3 the cosine curve (``2r + 1``),
+    4 the markers at ``p = i`` on both curves, 5 the score curve over offsets
+    ``0 .. max_position``, 6 the marker at offset ``Δ = i``. ``meta`` of trace 1 holds ``theta``
+    (rad per token), ``angle`` (``i * theta``, rad) and ``wavelength`` (``2 pi / theta``,
+    tokens).
+
+    Args:
+        data: from :func:`position_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10 (plotly's least).
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    m, pos, path = data.position, data.positions, data.path
     circle = np.linspace(0, 2 * np.pi, 121)
-    wavelength = 2 * np.pi / theta
     traces = [
         dict(type="scatter", x=np.cos(circle), y=np.sin(circle), mode="lines", xaxis="x",
              yaxis="y", line=dict(color="#c8c8c8", width=1), hoverinfo="skip",
-             showlegend=False, name="unit circle"),
-        dict(type="scatter", x=px, y=py, mode="lines+markers", xaxis="x", yaxis="y",
-             showlegend=False, name="rotated pair", line=dict(color=BLUE, width=1),
-             marker=dict(size=[6] * m + [13], color=BLUE),
+             showlegend=False, name=_("unit circle")),
+        dict(type="scatter", x=path[:, 0], y=path[:, 1], mode="lines+markers", xaxis="x",
+             yaxis="y", showlegend=False, name=_("rotated pair"),
+             line=dict(color=BLUE, width=1), marker=dict(size=[6] * m + [13], color=BLUE),
              hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
-             meta={"theta": float(theta), "angle": float(m * theta),
-                   "wavelength": float(wavelength)}),
-        dict(type="scatter", x=pos, y=pe[:, 2 * pair], mode="lines", xaxis="x2", yaxis="y2",
-             name="dim 2r: sin(p·θ<sub>r</sub>)", line=dict(color=BLUE, width=2)),
-        dict(type="scatter", x=pos, y=pe[:, 2 * pair + 1], mode="lines", xaxis="x2",
-             yaxis="y2", name="dim 2r+1: cos(p·θ<sub>r</sub>)",
+             meta={"theta": data.theta, "angle": data.angle, "wavelength": data.wavelength}),
+        dict(type="scatter", x=pos, y=data.sine, mode="lines", xaxis="x2", yaxis="y2",
+             name=_("dim 2r: sin(p·θ<sub>r</sub>)"), line=dict(color=BLUE, width=2)),
+        dict(type="scatter", x=pos, y=data.cosine, mode="lines", xaxis="x2",
+             yaxis="y2", name=_("dim 2r+1: cos(p·θ<sub>r</sub>)"),
              line=dict(color=ORANGE, width=2)),
-        dict(type="scatter", x=[m, m], y=[pe[m, 2 * pair], pe[m, 2 * pair + 1]],
-             mode="markers", xaxis="x2", yaxis="y2", showlegend=False, name="at p = i",
+        dict(type="scatter", x=[m, m], y=[data.sine[m], data.cosine[m]],
+             mode="markers", xaxis="x2", yaxis="y2", showlegend=False, name=_("at p = i"),
              marker=dict(size=10, color=[BLUE, ORANGE])),
-        dict(type="scatter", x=pos, y=score, mode="lines", xaxis="x3", yaxis="y3",
-             showlegend=False, name="score", line=dict(color=GREY, width=2),
-             hovertemplate="Δ = %{x}: score %{y:.3f}<extra></extra>"),
-        dict(type="scatter", x=[m], y=[score[m]], mode="markers", xaxis="x3", yaxis="y3",
-             showlegend=False, name="at Δ = i", marker=dict(size=10, color=GREY)),
+        dict(type="scatter", x=pos, y=data.scores, mode="lines", xaxis="x3", yaxis="y3",
+             showlegend=False, name=_("score"), line=dict(color=GREY, width=2),
+             hovertemplate=_("Δ = {offset}: score {score}", offset="%{x}",
+                             score="%{y:.3f}") + "<extra></extra>"),
+        dict(type="scatter", x=[m], y=[data.scores[m]], mode="markers", xaxis="x3",
+             yaxis="y3", showlegend=False, name=_("at Δ = i"),
+             marker=dict(size=10, color=GREY)),
     ]
 
     def head(text, x):
         return dict(text=text, x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
                     yanchor="bottom", showarrow=False, font=dict(size=14))
 
-    base_txt = f"{base:,.0f}".replace(",", " ")
     # Only the title changes with the controls (small static frames); the panels are fixed.
-    title = (f"i = {m}, r = {pair}, base {base_txt}: θ<sub>r</sub> = {theta:.3g} rad/token, "
-             f"angle i·θ<sub>r</sub> = {m * theta:.3g} rad, wavelength "
-             f"2π/θ<sub>r</sub> = {wavelength:.3g} tokens")
+    title = _("i = {i}, r = {r}, base {base}: θ<sub>r</sub> = {theta} rad/token, angle "
+              "i·θ<sub>r</sub> = {angle} rad, wavelength 2π/θ<sub>r</sub> = {wavelength} "
+              "tokens", i=m, r=data.pair, base=_base_text(data.base),
+              theta=f"{data.theta:.3g}", angle=f"{data.angle:.3g}",
+              wavelength=f"{data.wavelength:.3g}")
     layout = dict(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
         plot_bgcolor="white", height=height,
         title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
         margin=dict(l=50, r=20, t=90, b=120),
         xaxis=axis_style(domain=[0.0, 0.26], range=[-1.2, 1.2], anchor="y",
-                         title=dict(text="dim 2r"), zeroline=True),
+                         title=dict(text=_("dim 2r")), zeroline=True),
         yaxis=axis_style(range=[-1.2, 1.2], anchor="x", scaleanchor="x", scaleratio=1,
-                         title=dict(text="dim 2r+1"), zeroline=True),
-        xaxis2=axis_style(domain=[0.36, 0.64], anchor="y2", title=dict(text="position p")),
+                         title=dict(text=_("dim 2r+1")), zeroline=True),
+        xaxis2=axis_style(domain=[0.36, 0.64], anchor="y2",
+                          title=dict(text=_("position p"))),
         yaxis2=axis_style(anchor="x2", range=[-1.1, 1.1]),
-        xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3", title=dict(text="offset Δ = i − j")),
+        xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3",
+                          title=dict(text=_("offset Δ = i − j"))),
         yaxis3=axis_style(anchor="x3", range=[-0.45, 1.05]),
         annotations=[
-            head("RoPE rotates pair r by i·θ<sub>r</sub>", 0.13),
-            head("sinusoidal encoding, same θ<sub>r</sub>", 0.5),
-            head("RoPE score q·k vs offset", 0.87),
+            head(_("RoPE rotates pair r by i·θ<sub>r</sub>"), 0.13),
+            head(_("sinusoidal encoding, same θ<sub>r</sub>"), 0.5),
+            head(_("RoPE score q·k vs offset"), 0.87),
         ],
         legend=dict(x=0.5, y=-0.3, xanchor="center", yanchor="top", orientation="h"),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
+                    head_dim: int = 16, max_position: int = 64, height: int = 450,
+                    language: str | None = None):
+    """The position explorer's figure of one setting, drawn from its computed data.
+
+    :func:`draw_position` of :func:`position_data`.
+
+    Args:
+        position: ``i``, an integer in ``[0, max_position]``.
+        pair: ``r``, an integer in ``[0, head_dim / 2)``.
+        base: the frequency base (``rope_theta``), > 1.
+        head_dim: even head dimension ``d_k`` (also the encoding's ``d_model``).
+        max_position: last position drawn in the middle and right panels.
+        height: figure height in pixels, >= 10.
+        language: see :func:`draw_position`.
+
+    Returns:
+        ``plotly.graph_objects.Figure`` (trace order as in :func:`draw_position`).
+
+    Raises:
+        TypeError, ValueError: as :func:`position_data` and :func:`draw_position`.
+
+    Source: Vaswani et al. (2017), section 3.5; Su et al., "RoFormer" (2021), eq. 34.
+    """
+    data = position_data(position, pair, base, head_dim=head_dim, max_position=max_position)
+    return draw_position(data, language=language, height=height)
 
 
 def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *,
@@ -150,8 +253,8 @@ def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *
     """The position explorer (chapter 8): positions and frequencies of RoPE and sinusoids.
 
     Controls: ``position`` ``i`` (a slider over :data:`POSITION_VALUES`), ``pair`` ``r`` (a
-    slider over ``0 .. head_dim/2 - 1``) and ``base`` (:data:`BASE_VALUES`). The figure is
-    :func:`position_figure`.
+    slider over ``0 .. head_dim/2 - 1``) and ``base`` (:data:`BASE_VALUES`). Each setting is
+    computed by :func:`position_data` and drawn by :func:`draw_position`.
 
     Args:
         position: initial position, one of :data:`POSITION_VALUES`.
@@ -176,14 +279,13 @@ def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *
     check_choice(pair, "pair", pairs)
     check_choice(base, "base", BASE_VALUES)
 
-    def render(position, pair, base):
-        return position_figure(position, pair, base, head_dim=head_dim,
-                               max_position=64)
+    def compute(position, pair, base):
+        return position_data(position, pair, base, head_dim=head_dim, max_position=64)
 
     controls = [
         Control("position", "position i", "slider", POSITION_VALUES, int(position)),
         Control("pair", "pair r", "slider", pairs, int(pair)),
         Control("base", "base", "select", BASE_VALUES, float(base),
-                labels=[f"{b:,.0f}".replace(",", " ") for b in BASE_VALUES]),
+                labels=lambda _: [_base_text(b) for b in BASE_VALUES]),
     ]
-    return Explorer(controls, render, title="position explorer")
+    return Explorer(controls, title="position explorer", compute=compute, draw=draw_position)
