@@ -26,6 +26,7 @@ R2 = math.sqrt(2)
 def test_ate_an_apple_by_hand():
     r = ts.three_steps("I ate an apple")  # default scale 1/sqrt(d_k) = 1/sqrt(2)
     assert r.words == ("I", "ate", "an", "apple") and r.target == 3
+    assert r.positions == (0, 1, 2, 3)
     assert_close(r.dots, np.array([0.0, 2.0, 0.0, 2.0]), atol=0, rtol=0)
     assert_close(r.scores, np.array([0.0, R2, 0.0, R2]), atol=1e-15, rtol=0)
     e = math.exp(R2)
@@ -85,10 +86,68 @@ def test_one_name_per_sense_in_constants_and_figure():
     assert all(len(name) <= 7 for name in ts.DIMS)  # short enough for the phone layout
 
 
+def test_each_language_has_the_example_in_its_own_words():
+    # The book's own example: every language names every context, one token per role, the
+    # ambiguous word where "apple" is; the Chinese sentence is its tokens written together.
+    from attnbook import i18n
+
+    assert set(ts.EXAMPLES) == set(i18n.LANGUAGES)
+    for language, ex in ts.EXAMPLES.items():
+        assert list(ex.sentences) == list(ts.CONTEXTS) == list(ex.tokens), language
+        for name, words in ts.CONTEXTS.items():
+            tokens = ex.tokens[name]
+            assert len(tokens) == len(words), (language, name)
+            # (case aside: English writes "Apple" at the start of a sentence)
+            assert [t.lower() for t, w in zip(tokens, words)
+                    if w.lower() == ts.WORD] == [ex.word.lower()]
+    en, zh = ts.EXAMPLES["en"], ts.EXAMPLES["zh_CN"]
+    assert dict(en.tokens) == ts.CONTEXTS and en.senses == ts.DIMS and en.word == "apple"
+    assert zh.word == "苹果" and zh.senses == ("水果", "公司")
+    assert zh.tokens["I ate an apple"] == ("我", "吃了", "一个", "苹果")
+    assert zh.tokens["Apple released a new chip"] == ("苹果", "发布了", "一款", "新", "芯片")
+    for name in ts.CONTEXTS:
+        assert zh.sentences[name] == "".join(zh.tokens[name])
+        assert not i18n.untranslated(zh.sentences[name])
+
+
+def test_chinese_figure_has_the_same_numbers_in_chinese_words():
+    # The vectors do not change with the language: the same weights and output, hand-derived,
+    # drawn over the Chinese tokens, with the Chinese senses on the plane's axes.
+    e = math.exp(R2)
+    w_hi, w_lo = e / (2 + 2 * e), 1 / (2 + 2 * e)
+    zh = ts.three_steps_figure("I ate an apple", language="zh_CN")
+    en = ts.three_steps_figure("I ate an apple", language="en")
+    for fig in (zh, en):
+        assert_close(np.asarray(fig.data[1].y), np.array([w_lo, w_hi, w_lo, w_hi]),
+                     atol=1e-15, rtol=0)
+        assert_close(np.asarray(fig.data[6].meta["output"]), np.array([3 * w_hi, w_hi]),
+                     atol=1e-15, rtol=0)
+    assert tuple(zh.layout.xaxis.ticktext) == ("我", "吃了", "一个", "<b>苹果</b>")
+    assert tuple(en.layout.xaxis.ticktext) == ("I", "ate", "an", "<b>apple</b>")
+    assert zh.data[1].hovertext[1] == f"吃了：权重 {w_hi:.3f}"
+    assert (zh.layout.xaxis3.title.text, zh.layout.yaxis3.title.text) == ("水果", "公司")
+    assert zh.data[5].text[-1] == "苹果（起点）"
+    assert zh.layout.title.text.startswith("“我吃了一个苹果”：")
+    # I and an share the value (0, 0): one point, its tokens listed with the Chinese comma.
+    assert "我、一个" in zh.data[4].text
+    alone = ts.three_steps_figure("I saw an apple", include_self=False, language="zh_CN")
+    assert tuple(alone.layout.xaxis.ticktext) == ("我", "看到了", "一个")
+    assert "没有方向" in alone.layout.title.text
+
+
+def test_explorer_speaks_chinese():
+    from explorer_util import assert_speaks_chinese
+
+    assert_speaks_chinese(ts.three_steps_explorer())
+
+
 def test_without_itself_apple_takes_only_the_context():
     # "I ate an apple" without apple's own key: scores (0, sqrt 2, 0) over I, ate, an.
     r = ts.three_steps("I ate an apple", include_self=False)
-    assert r.words == ("I", "ate", "an") and r.target is None
+    assert r.words == ("I", "ate", "an") and r.target is None and r.positions == (0, 1, 2)
+    # "Apple" leads the company sentences: without it the others keep their places 1..4.
+    assert ts.three_steps("Apple released a new chip", include_self=False).positions == (
+        1, 2, 3, 4)
     e = math.exp(R2)
     assert_close(r.output, np.array([2 * e / (e + 2), 0.0]), atol=1e-15, rtol=0)
     assert_close(r.cos_output, np.array([1.0, 0.0]), atol=1e-15, rtol=0)
@@ -138,6 +197,7 @@ def test_explorer_live_and_static():
     # The figure checks its height as the flash and temperature figures do.
     (lambda: ts.three_steps_figure(height=0), ValueError, "height must be >= 10, got 0"),
     (lambda: ts.three_steps_figure(height=400.0), TypeError, "height must be an integer"),
+    (lambda: ts.three_steps_figure(language="fr"), ValueError, "language must be one of"),
 ])
 def test_bad_input_raises(call, exc, name):
     with pytest.raises(exc, match=name):

@@ -10,9 +10,18 @@ The vectors are hand-made and tiny so that every number can be checked by hand: 
 dimensions, ``fruit`` and ``company``, small integers (:data:`DIMS`, :data:`QUERY`,
 :data:`KEYS`, :data:`VALUES`). In this toy the projections :math:`W_Q, W_K, W_V` are already
 applied: each word simply *has* a key and a value. The two senses are the two axes, the
-*fruit* direction (1, 0) and the *company* direction (0, 1) (:data:`SENSE_DIRECTIONS`). The
-attention itself is :func:`attnbook.attention.scaled_dot_product_attention`;
-:func:`three_steps` returns every number the figure draws.
+*fruit* direction (1, 0) and the *company* direction (0, 1) (:data:`SENSE_DIRECTIONS`).
+
+The example is the book's own, so each edition shows it in its reader's language: the words
+of :data:`CONTEXTS` are the *roles* that pick a key and a value, and :data:`EXAMPLES` holds,
+per language, the sentence and the tokens the reader sees, one token per role (the Chinese
+edition reads 我 / 吃了 / 一个 / 苹果 with the vectors of I / ate / an / apple). The numbers
+are the same in every language.
+
+Two steps, as every explorer: :func:`three_steps` computes a context with the library
+(:func:`attnbook.attention.scaled_dot_product_attention`; no text), and
+:func:`draw_three_steps` draws it with every label made in the reader's language.
+:func:`three_steps_figure` does both in one call.
 """
 
 from __future__ import annotations
@@ -22,17 +31,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import attention
+from .. import attention, i18n
 from ..checks import check_bool, check_choice, check_int, check_real
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
 from .base import Control, Explorer
 
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
-           "ThreeSteps", "three_steps", "three_steps_figure", "three_steps_explorer"]
+           "Example", "EXAMPLES", "ThreeSteps", "three_steps", "draw_three_steps",
+           "three_steps_figure", "three_steps_explorer"]
 
 #: The named dimensions of every hand-made vector, (fruit, company), one per sense.
 DIMS = ("fruit", "company")
-#: The ambiguous word whose query is followed.
+#: The ambiguous word whose query is followed (its role: a key of :data:`KEYS`).
 WORD = "apple"
 #: The query of "apple". It asks equally for fruit and for company, (fruit, company) = (1, 1).
 QUERY = (1, 1)
@@ -52,7 +62,8 @@ VALUES = {
     "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
     "fell": (0, 0), "saw": (0, 0),
 }
-#: The contexts the explorer offers, as words; "apple" attends to every word, itself included
+#: The contexts the explorer offers, by name, as words; each word, lower-cased, is its role (a
+#: key of :data:`KEYS` and :data:`VALUES`). "apple" attends to every word, itself included
 #: (self-attention).
 CONTEXTS = {
     "I ate an apple": ("I", "ate", "an", "apple"),
@@ -66,13 +77,59 @@ SENSE_DIRECTIONS = {"fruit": (1, 0), "company": (0, 1)}
 
 
 @dataclass(frozen=True)
+class Example:
+    """The example as a reader of one language sees it; the vectors are the same in every one.
+
+    Attributes:
+        word: the ambiguous word (the role ``"apple"``), as shown.
+        senses: the names of the two senses, the dimensions :data:`DIMS` (fruit, company).
+        sentences: context name (a key of :data:`CONTEXTS`) -> the sentence shown.
+        tokens: context name -> the sentence's tokens, one per word of
+            ``CONTEXTS[name]``, in its order and with its role (so its key and value).
+    """
+
+    word: str
+    senses: tuple[str, str]
+    sentences: dict[str, str]
+    tokens: dict[str, tuple[str, ...]]
+
+
+#: The example in each language of :data:`attnbook.i18n.LANGUAGES`. Chinese: 苹果 is a fruit
+#: after 吃了 (ate) or 削了 (peeled) and the company before 发布了 (released) or 的股价 (its
+#: stock); 我看到了一个苹果 says nothing either way.
+EXAMPLES = {
+    "en": Example(
+        word="apple", senses=DIMS,
+        sentences={name: name for name in CONTEXTS}, tokens=dict(CONTEXTS)),
+    "zh_CN": Example(
+        word="苹果", senses=("水果", "公司"),
+        sentences={
+            "I ate an apple": "我吃了一个苹果",
+            "She peeled the apple": "她削了那个苹果",
+            "Apple released a new chip": "苹果发布了一款新芯片",
+            "Apple's stock fell": "苹果的股价下跌了",
+            "I saw an apple": "我看到了一个苹果",
+        },
+        tokens={
+            "I ate an apple": ("我", "吃了", "一个", "苹果"),
+            "She peeled the apple": ("她", "削了", "那个", "苹果"),
+            "Apple released a new chip": ("苹果", "发布了", "一款", "新", "芯片"),
+            "Apple's stock fell": ("苹果", "的", "股价", "下跌了"),
+            "I saw an apple": ("我", "看到了", "一个", "苹果"),
+        }),
+}
+
+
+@dataclass(frozen=True)
 class ThreeSteps:
-    """Every number of the three steps for one context.
+    """Every number of the three steps for one context (no text but the context's roles).
 
     Attributes:
         context: the context's name (a key of :data:`CONTEXTS`).
         words: the ``S`` words whose keys and values "apple" attends to: the context's words,
             "apple" itself included unless ``include_self`` was false.
+        positions: ``S`` indices of ``words`` in ``CONTEXTS[context]`` (where each sits among
+            the tokens of :data:`EXAMPLES`).
         target: index of "apple" among ``words``, or ``None`` if it does not attend to itself.
         scale: the score multiplier ``c``.
         query: ``(2,)`` the query of "apple".
@@ -90,6 +147,7 @@ class ThreeSteps:
 
     context: str
     words: tuple[str, ...]
+    positions: tuple[int, ...]
     target: int | None
     scale: float
     query: np.ndarray
@@ -144,7 +202,9 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
         raise ValueError(f"scale must be <= {np.finfo(np.float64).max / top:.6g} (the scores "
                          f"c q . k_j, up to {top:g} c, overflow float64 beyond), got {scale}")
     include_self = check_bool(include_self, "include_self")
-    words = tuple(w for w in CONTEXTS[context] if include_self or w.lower() != WORD)
+    positions = tuple(i for i, w in enumerate(CONTEXTS[context])
+                      if include_self or w.lower() != WORD)
+    words = tuple(CONTEXTS[context][i] for i in positions)
     lower = [w.lower() for w in words]
     q = np.array(QUERY, dtype=np.float64)  # (d_k,)
     k = np.array([KEYS[w] for w in lower], dtype=np.float64)  # (S, d_k)
@@ -154,7 +214,7 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
     dots = k @ q  # (S,)
     start = np.array(VALUES[WORD], dtype=np.float64)  # (d_v,)
     target = lower.index(WORD) if include_self else None
-    return ThreeSteps(context, words, target, float(scale), q, k, v, dots,
+    return ThreeSteps(context, words, positions, target, float(scale), q, k, v, dots,
                       scale * dots, w[0], out[0], start, _cos_senses(start),
                       _cos_senses(out[0]))
 
@@ -163,56 +223,66 @@ def _scale_label(c: float) -> str:
     return "1/√2" if math.isclose(c, 1 / math.sqrt(2)) else f"{c:g}"
 
 
-def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
-                       scale: float | None = None, height: int = 400):
-    """Figure of the three steps explorer: scores, weights, and the output in the plane.
+def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: int = 400):
+    """Draw the three steps of one context, every label and the example in ``language``.
 
-    Left: the scores ``c q . k_j`` of "apple"'s query with every word it attends to. Middle:
+    Left: the scores ``c q . k_j`` of "apple"'s query with every token it attends to. Middle:
     their softmax, the weights. Right: the (fruit, company) plane with the values of the other
-    words (grey points), the fruit and company directions (dashed), the starting vector of
-    "apple" (its own value, grey arrow) and the output ``o`` (orange arrow). Trace order:
-    0 scores, 1 weights, 2 fruit direction, 3 company direction, 4 values, 5 start, 6 output;
-    ``meta`` of trace 6 holds ``output``, ``cos_output`` (``None`` for a zero output) and
-    ``cos_start`` (fruit, company).
+    tokens (grey points), the fruit and company directions (dashed), the starting vector of
+    "apple" (its own value, grey arrow) and the output ``o`` (orange arrow). The tokens, the
+    sentence and the sense names are those of ``EXAMPLES[language]``.
+
+    Trace order: 0 scores, 1 weights, 2 fruit direction, 3 company direction, 4 values,
+    5 start, 6 output; ``meta`` of trace 6 holds ``output``, ``cos_output`` (``None`` for a
+    zero output) and ``cos_start`` (fruit, company).
 
     Args:
-        context: a key of :data:`CONTEXTS`.
-        include_self: whether "apple" attends to itself (see :func:`three_steps`).
-        scale: the multiplier ``c`` (default ``1/sqrt(2)``).
-        height: figure height in px (>= 10).
+        data: from :func:`three_steps`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10.
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        As :func:`three_steps`; also TypeError if ``height`` is not an integer and
-        ValueError if it is < 10.
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    _ = i18n.labels(language)
     height = check_int(height, "height", 10)
-    r = three_steps(context, scale, include_self=include_self)
-    x = list(range(len(r.words)))
-    ticks = [f"<b>{w}</b>" if i == r.target else w for i, w in enumerate(r.words)]
+    ex, r = EXAMPLES[_.language], data
+    tokens = [ex.tokens[r.context][i] for i in r.positions]
+    sentence = ex.sentences[r.context]
+    x = list(range(len(tokens)))
+    ticks = [f"<b>{t}</b>" if i == r.target else t for i, t in enumerate(tokens)]
     colors = [ORANGE if i == r.target else BLUE for i in x]
     lim = 2.4
-    # Group the other words whose values coincide, so that each point has one label.
+    # Group the other tokens whose values coincide, so that each point has one label.
     groups: dict[tuple, list[str]] = {}
-    for i, (word, val) in enumerate(zip(r.words, r.values)):
+    for i, (token, val) in enumerate(zip(tokens, r.values)):
         if i != r.target:
-            groups.setdefault(tuple(val), []).append(word)
+            groups.setdefault(tuple(val), []).append(token)
     pts = list(groups)
+    # TRANSLATORS: separates the tokens that share one point, "I, an".
+    names = [_(", ").join(groups[p]) for p in pts]
     traces = [
-        go.Bar(x=x, y=r.scores, marker=dict(color=colors), name="scores",
+        go.Bar(x=x, y=r.scores, marker=dict(color=colors), name=_("scores"),
                text=[f"{s:.2f}" for s in r.scores], textposition="outside",
                cliponaxis=False, xaxis="x", yaxis="y", showlegend=False,
-               hovertemplate="%{y:.3f}<extra>score</extra>"),
-        go.Bar(x=x, y=r.weights, marker=dict(color=colors), name="weights",
+               hovertext=[_("{token}: score {score}", token=t, score=f"{s:.3f}")
+                          for t, s in zip(tokens, r.scores)],
+               hovertemplate="%{hovertext}<extra></extra>"),
+        go.Bar(x=x, y=r.weights, marker=dict(color=colors), name=_("weights"),
                text=[f"{a:.2f}" for a in r.weights], textposition="outside",
                cliponaxis=False, xaxis="x2", yaxis="y2", showlegend=False,
-               hovertemplate="%{y:.3f}<extra>weight</extra>"),
+               hovertext=[_("{token}: weight {weight}", token=t, weight=f"{a:.3f}")
+                          for t, a in zip(tokens, r.weights)],
+               hovertemplate="%{hovertext}<extra></extra>"),
     ]
-    for (name, d), color in zip(SENSE_DIRECTIONS.items(), (GREEN, "#8e44ad")):
+    for name, d, color in zip(ex.senses, SENSE_DIRECTIONS.values(), (GREEN, "#8e44ad")):
         end = np.array(d, dtype=float) * lim / np.linalg.norm(d)
         traces.append(go.Scatter(
             x=[0, end[0]], y=[0, end[1]], mode="lines+text", name=name,
@@ -220,21 +290,26 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
             line=dict(color=color, dash="dash", width=2), textfont=dict(color=color),
             xaxis="x3", yaxis="y3", showlegend=False, hoverinfo="skip"))
     finite = bool(np.isfinite(r.cos_output).all())
+    start_label = _("{word} (start)", word=ex.word)
     traces += [
         go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers+text",
-                   name="values", text=[", ".join(groups[p]) for p in pts],
-                   textposition="bottom right", marker=dict(color=GREY, size=8),
-                   textfont=dict(color=GREY, size=11), xaxis="x3", yaxis="y3",
-                   showlegend=False, hovertemplate="value (%{x}, %{y})<extra></extra>"),
+                   name=_("values"), text=names, textposition="bottom right",
+                   marker=dict(color=GREY, size=8), textfont=dict(color=GREY, size=11),
+                   xaxis="x3", yaxis="y3", showlegend=False,
+                   hovertext=[_("{tokens}: value ({x}, {y})", tokens=n, x=f"{p[0]:g}",
+                                y=f"{p[1]:g}") for n, p in zip(names, pts)],
+                   hovertemplate="%{hovertext}<extra></extra>"),
         go.Scatter(x=[0, r.start[0]], y=[0, r.start[1]], mode="lines+markers+text",
-                   name="start", text=["", f"{WORD} (start)"], textposition="top center",
+                   name=_("start"), text=["", start_label], textposition="top center",
                    line=dict(color=GREY, width=2), textfont=dict(color=GREY, size=11),
                    marker=dict(symbol="arrow", angleref="previous", size=[0, 12],
                                color=GREY),
                    xaxis="x3", yaxis="y3", showlegend=False,
-                   hovertemplate="start (%{x:.2f}, %{y:.2f})<extra></extra>"),
+                   hovertext=2 * [_("{word} (start): ({x}, {y})", word=ex.word,
+                                    x=f"{r.start[0]:.2f}", y=f"{r.start[1]:.2f}")],
+                   hovertemplate="%{hovertext}<extra></extra>"),
         go.Scatter(x=[0, r.output[0]], y=[0, r.output[1]], mode="lines+markers+text",
-                   name="output", text=["", "o"], textposition="middle right",
+                   name=_("output"), text=["", "o"], textposition="middle right",
                    line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
                    # a zero output has no direction: a ring at the origin, not an arrow
                    marker=dict(symbol="arrow" if finite else "circle-open",
@@ -245,13 +320,18 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
                              cos_start=r.cos_start.tolist()),
                    hovertemplate="o = (%{x:.3f}, %{y:.3f})<extra></extra>"),
     ]
-    o_txt = f"o = ({r.output[0]:.2f}, {r.output[1]:.2f})"
-    title = (f"“{context}”: {o_txt}; cos to fruit {r.cos_output[0]:.2f}, to company "
-             f"{r.cos_output[1]:.2f}" if finite else
-             f"“{context}”: {o_txt}, no direction: the other words carry nothing")
-    sub = [(f"1. scores {_scale_label(r.scale)}·q·k<sub>j</sub>", 0.13),
-           ("2. weights α<sub>j</sub> (softmax)", 0.5),
-           ("3. o = Σ α<sub>j</sub> v<sub>j</sub>", 0.87)]
+    ox, oy = f"{r.output[0]:.2f}", f"{r.output[1]:.2f}"
+    if finite:
+        title = _("“{sentence}”: o = ({x}, {y}); cos to {fruit} {cos_fruit}, to {company} "
+                  "{cos_company}", sentence=sentence, x=ox, y=oy, fruit=ex.senses[0],
+                  company=ex.senses[1], cos_fruit=f"{r.cos_output[0]:.2f}",
+                  cos_company=f"{r.cos_output[1]:.2f}")
+    else:
+        title = _("“{sentence}”: o = ({x}, {y}), no direction: the other words carry nothing",
+                  sentence=sentence, x=ox, y=oy)
+    sub = [(_("1. scores {c}·q·k<sub>j</sub>", c=_scale_label(r.scale)), 0.13),
+           (_("2. weights α<sub>j</sub> (softmax)"), 0.5),
+           ("3. o = Σ α<sub>j</sub> v<sub>j</sub>", 0.87)]  # math only: no words
     annotations = [dict(text=t, x=xc, y=1.0, xref="paper", yref="paper", xanchor="center",
                         yanchor="bottom", showarrow=False, font=dict(size=13))
                    for t, xc in sub]
@@ -267,25 +347,51 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
         title=dict(text=title, x=0.5, xanchor="center", font=dict(size=13)),
         margin=dict(l=50, r=20, t=90, b=80),
         xaxis=axis_style(domain=[0.0, 0.26], anchor="y", **word_axis),
-        yaxis=axis_style(anchor="x", range=[0, 1.3 * s_top], title=dict(text="score")),
+        yaxis=axis_style(anchor="x", range=[0, 1.3 * s_top], title=dict(text=_("score"))),
         xaxis2=axis_style(domain=[0.37, 0.63], anchor="y2", **word_axis),
-        yaxis2=axis_style(anchor="x2", range=[0, 1.15], title=dict(text="weight")),
+        yaxis2=axis_style(anchor="x2", range=[0, 1.15], title=dict(text=_("weight"))),
         xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3", range=[-0.3, lim + 0.2],
-                          title=dict(text="fruit"), zeroline=True, dtick=1),
-        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2], title=dict(text="company"),
-                          zeroline=True, dtick=1, scaleanchor="x3", scaleratio=1),
+                          title=dict(text=ex.senses[0]), zeroline=True, dtick=1),
+        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2],
+                          title=dict(text=ex.senses[1]), zeroline=True, dtick=1,
+                          scaleanchor="x3", scaleratio=1),
         annotations=annotations, bargap=0.3,
     )
     return go.Figure(data=traces, layout=layout)
 
 
+def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
+                       scale: float | None = None, height: int = 400,
+                       language: str | None = None):
+    """Figure of the three steps explorer: :func:`draw_three_steps` of :func:`three_steps`.
+
+    Args:
+        context: a key of :data:`CONTEXTS`.
+        include_self: whether "apple" attends to itself (see :func:`three_steps`).
+        scale: the multiplier ``c`` (default ``1/sqrt(2)``).
+        height: figure height in px (>= 10).
+        language: see :func:`draw_three_steps`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        As :func:`three_steps`; also TypeError if ``height`` is not an integer and
+        ValueError if it is < 10 or ``language`` is unknown.
+    """
+    height = check_int(height, "height", 10)
+    data = three_steps(context, scale, include_self=include_self)
+    return draw_three_steps(data, language=language, height=height)
+
+
 def three_steps_explorer(context: str = "I ate an apple", include_self: bool = True) -> Explorer:
     """The three steps explorer (chapter 2): pick a context, watch "apple" move.
 
-    Controls: ``context`` (a drop-down over :data:`CONTEXTS`) and ``include_self`` (a
-    checkbox: "apple" attends to itself too, as in self-attention; off, only the other words
-    count). The scale is the Transformer's ``1/sqrt(d_k) = 1/sqrt(2)``. The figure is
-    :func:`three_steps_figure`.
+    Controls: ``context`` (a drop-down over :data:`CONTEXTS`, each shown as its sentence in
+    the reader's language, :data:`EXAMPLES`) and ``include_self`` (a checkbox: "apple" attends
+    to itself too, as in self-attention; off, only the other words count). The scale is the
+    Transformer's ``1/sqrt(d_k) = 1/sqrt(2)``. Each setting is computed by :func:`three_steps`
+    and drawn by :func:`draw_three_steps`.
 
     Args:
         context: initial context, a key of :data:`CONTEXTS`.
@@ -300,9 +406,15 @@ def three_steps_explorer(context: str = "I ate an apple", include_self: bool = T
     """
     check_choice(context, "context", tuple(CONTEXTS))
     include_self = check_bool(include_self, "include_self")
+
+    def compute(context, include_self):
+        return three_steps(context, include_self=include_self)
+
     controls = [
-        Control("context", "context", "select", tuple(CONTEXTS), context),
+        Control("context", "context", "select", tuple(CONTEXTS), context,
+                labels=lambda _: [EXAMPLES[_.language].sentences[c] for c in CONTEXTS]),
         Control("include_self", "apple attends to itself", "toggle", (False, True),
                 include_self),
     ]
-    return Explorer(controls, three_steps_figure, title="three steps explorer")
+    return Explorer(controls, title="three steps explorer", compute=compute,
+                    draw=draw_three_steps)
