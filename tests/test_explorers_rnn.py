@@ -21,10 +21,11 @@ import torch
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+from attnbook import rnn as rnn_core  # noqa: E402
 from attnbook.explorers import rnn as rnnx  # noqa: E402
 from attnbook.rnn import VanillaRNN  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SMALL = dict(gamma_values=(0.9, 1.1), distance_values=(5, 20), hidden_size=8, seed=3)
@@ -219,3 +220,32 @@ def test_mimebundle_has_both_representations_and_fits_a_page():
     # Defaults: gamma 0.9 and k = 50, the book's example.
     fr = static_frame(spec, {"gamma": 0.9, "distance": 50})
     assert_close(fr["data"][3]["meta"]["bound"], 0.9 ** 50, atol=0, rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------------------
+# Languages, and where the measurement lives
+# ------------------------------------------------------------------------------------------
+
+
+def test_the_measurement_lives_in_the_rnn_module_and_keeps_its_old_path():
+    assert rnnx.gradient_decay_data is rnn_core.gradient_decay_data
+    assert rnnx.GradientDecay is rnn_core.GradientDecay
+
+
+def test_chinese_figure_has_the_same_numbers_and_chinese_labels():
+    d = rnnx.gradient_decay_data(1.1, max_distance=20, hidden_size=8, seed=3)
+    en = rnnx.gradient_decay_figure(1.1, 5, data=d, language="en")
+    zh = rnnx.gradient_decay_figure(1.1, 5, data=d, language="zh_CN")
+    for a, b in zip(en.data, zh.data):
+        assert np.array_equal(np.asarray(a.y, dtype=float), np.asarray(b.y, dtype=float))
+    # 1.1^5 = 1.61051 (hand derivation: the linear RNN lies on the bound)
+    box = zh.layout.annotations[2].text
+    assert box.startswith("Δ = 5：<br>γ<sup>Δ</sup> = 1.61<br>线性 RNN 1.61")
+    assert zh.data[1].name == "线性 RNN，实测"
+    assert zh.data[1].hovertemplate.endswith("<extra>线性 RNN</extra>")
+    assert zh.layout.xaxis.title.text == "距离 Δ = L − t（步）"
+    assert en.data[1].hovertemplate.endswith("<extra>linear RNN</extra>")
+
+
+def test_every_setting_speaks_chinese():
+    assert_speaks_chinese(rnnx.gradient_decay_explorer(0.9, 20, **SMALL))

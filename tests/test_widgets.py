@@ -26,9 +26,11 @@ MOVED = {
         "mask_explorer": "explorers.masks", "referent_explorer": "explorers.pretrained",
     },
     "widgets_rnn": {
-        name: "explorers.rnn" for name in (
-            "GAMMA_VALUES", "DISTANCE_VALUES", "Y_RANGE", "GradientDecay",
-            "gradient_decay_data", "gradient_decay_figure", "gradient_decay_explorer")
+        **{name: "explorers.rnn" for name in (
+            "GAMMA_VALUES", "DISTANCE_VALUES", "Y_RANGE", "gradient_decay_figure",
+            "gradient_decay_explorer")},
+        # the measurement: its home is the rnn module
+        "GradientDecay": "rnn", "gradient_decay_data": "rnn",
     },
     "widgets_block": {
         **{name: "explorers.block" for name in (

@@ -15,7 +15,9 @@ Attention connects every pair of positions in one step instead.
 
 This module holds a vanilla RNN and an LSTM (Hochreiter & Schmidhuber, 1997) in torch, with the
 same parameter layout as ``torch.nn.RNN`` / ``torch.nn.LSTM`` (gate order i, f, g, o), and
-:func:`jacobian_norms`, which measures ``||dh_L/dh_t||_2`` over the distance ``Δ = L - t``.
+:func:`jacobian_norms`, which measures ``||dh_L/dh_t||_2`` over the distance ``Δ = L - t``;
+:func:`gradient_decay_data` measures it for a recurrent matrix of a chosen norm ``gamma`` (the
+numbers chapter 1's explorer, :mod:`attnbook.explorers.rnn`, draws).
 
 Each algorithm is a short core that the book shows (:func:`rnn_step_core`,
 :func:`lstm_step_core`, :func:`jacobian_norms_core`); the modules and public functions check
@@ -25,6 +27,7 @@ their arguments through :mod:`attnbook.checks` and call the cores.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -40,6 +43,8 @@ __all__ = [
     "jacobian_norms_core",
     "jacobian_norms",
     "gamma_estimate",
+    "GradientDecay",
+    "gradient_decay_data",
 ]
 
 
@@ -350,3 +355,79 @@ def gamma_estimate(gamma: float, distance) -> np.ndarray:
     if (k < 0).any():
         raise ValueError(f"distance must be >= 0, got min {k.min()} (shape {k.shape})")
     return np.float64(gamma) ** k  # the shape of distance
+
+
+@dataclass(frozen=True)
+class GradientDecay:
+    """Gradient norms against distance for one ``gamma``, from :func:`gradient_decay_data`.
+
+    Attributes:
+        gamma: spectral norm of the recurrent matrix ``W_hh``.
+        distances: int64 ``(K + 1,)`` distances ``Δ = 0 .. K``.
+        bound: float64 ``(K + 1,)`` ``gamma^Δ``.
+        linear: float64 ``(K + 1,)`` measured ``||dh_L/dh_{L-Δ}||_2`` of the linear RNN.
+        tanh: float64 ``(K + 1,)`` the same for the tanh RNN.
+        hidden_size, input_size, seed: settings (``hidden_size`` is ``d_h``).
+    """
+
+    gamma: float
+    distances: np.ndarray
+    bound: np.ndarray
+    linear: np.ndarray
+    tanh: np.ndarray
+    hidden_size: int
+    input_size: int
+    seed: int
+
+
+def gradient_decay_data(gamma: float, *, max_distance: int = 100, hidden_size: int = 16,
+                        input_size: int = 4, seed: int = 0) -> GradientDecay:
+    """Measure ``||dh_L/dh_{L-Δ}||_2`` for ``Δ = 0 .. max_distance``, ``||W_hh||_2 = gamma``.
+
+    Two :class:`VanillaRNN` s in float64 (``nonlinearity="identity"`` and ``"tanh"``) share
+    every parameter: ``W_ih`` and the biases from torch's default initialisation after
+    ``torch.manual_seed(seed)``, and ``W_hh = gamma * Q`` with ``Q`` the orthogonal factor of a
+    seeded standard-normal matrix (so ``||W_hh||_2 = gamma`` exactly, and the linear RNN's
+    every step's Jacobian is ``gamma Q``: its norms lie on the bound ``gamma^Δ``). Both read the
+    same input ``x (1, max_distance + 1, input_size)``, i.i.d. standard normal (seed
+    ``seed + 1``), and :func:`jacobian_norms` measures the norms.
+
+    Args:
+        gamma: the spectral norm ``||W_hh||_2``, in ``(0, 2]``.
+        max_distance: largest distance ``K`` (1..400); the sequences have ``L = K + 1`` steps.
+        hidden_size: the hidden size ``d_h`` (1..64).
+        input_size: features of ``x_t`` (1..64).
+        seed: seed of the weights (``seed``) and the inputs (``seed + 1``), >= 0.
+
+    Returns:
+        :class:`GradientDecay` with arrays of length ``max_distance + 1``.
+
+    Raises:
+        TypeError: naming the argument, if ``gamma`` is not a real number or a size or
+            ``seed`` is not an integer.
+        ValueError: naming the argument, if a value is out of range.
+
+    Source: Pascanu, Mikolov & Bengio (2013), eqs. 5-7 (the bound); Bengio et al. (1994).
+    """
+    gamma = checks.check_real(gamma, "gamma", minimum=0.0, strict=True)
+    gamma = checks.check_real(gamma, "gamma", maximum=2.0)
+    K = checks.check_int(max_distance, "max_distance", 1, 400)
+    H = checks.check_int(hidden_size, "hidden_size", 1, 64)
+    d_in = checks.check_int(input_size, "input_size", 1, 64)
+    seed = checks.check_int(seed, "seed", 0, 2**31 - 1)
+    torch.manual_seed(seed)
+    tanh_rnn = VanillaRNN(d_in, H, nonlinearity="tanh").double()
+    linear_rnn = VanillaRNN(d_in, H, nonlinearity="identity").double()
+    gen = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(H, H, generator=gen, dtype=torch.float64))  # (H, H)
+    with torch.no_grad():
+        tanh_rnn.weight_hh.copy_(gamma * q)
+        linear_rnn.load_state_dict(tanh_rnn.state_dict())
+    x = torch.randn(1, K + 1, d_in, generator=torch.Generator().manual_seed(seed + 1),
+                    dtype=torch.float64)  # (1, K + 1, input_size)
+    distances = np.arange(K + 1)
+    return GradientDecay(
+        gamma=gamma, distances=distances, bound=np.asarray(gamma_estimate(gamma, distances)),
+        linear=jacobian_norms(linear_rnn, x), tanh=jacobian_norms(tanh_rnn, x),
+        hidden_size=H, input_size=d_in, seed=seed,
+    )
