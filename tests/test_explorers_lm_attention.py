@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from attnbook.explorers import lm_attention as la  # noqa: E402
 from attnbook.models import ModelConfig, build_model  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 
 class _Tok:
@@ -92,8 +92,26 @@ def test_figure_draws_the_lower_triangle_of_the_chosen_head():
     assert meta["argmax"] == [0, 1, 0]
     assert meta["row_sums"] == pytest.approx([1.0, 1.0, 1.0])
     assert list(fig.layout.xaxis.ticktext) == ["a", "␣", "b"]
-    assert "layer 2, head 1" in fig.layout.title.text
+    assert fig.layout.title.text == "“a␣b”<br>layer 2, head 1"
     assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
+    # In Chinese: the same numbers and tokens, the labels made in Chinese.
+    zh = la.lm_attention_figure(["a", " ", "b"], maps, layer=1, head=0, language="zh_CN")
+    assert zh.data[0].z == fig.data[0].z and zh.data[0].meta == meta
+    assert list(zh.layout.xaxis.ticktext) == ["a", "␣", "b"]
+    assert zh.layout.title.text == "“a␣b”<br>第 2 层，第 1 个头"
+    assert zh.data[0].hovertemplate == "查询 %{y}，键 %{x}：权重 %{z:.3f}<extra></extra>"
+
+
+def test_data_then_draw_is_the_figure():
+    maps = np.zeros((1, 2, 2, 2))
+    maps[0, 1] = [[1.0, 0.0], [0.4, 0.6]]
+    data = la.lm_attention_data(["x", "y"], maps, 0, 1, title="t")
+    np.testing.assert_array_equal(data.weights, maps[0, 1])
+    assert list(data.argmax) == [0, 1] and list(data.row_sums) == [1.0, 1.0]
+    fig = la.draw_lm_attention(data, language="en", height=300)
+    assert fig.to_plotly_json() == la.lm_attention_figure(["x", "y"], maps, 0, 1, title="t",
+                                                          height=300).to_plotly_json()
+    assert fig.layout.title.text == "t<br>layer 1, head 2" and fig.layout.height == 300
 
 
 @pytest.mark.parametrize("call, exc, name", [
@@ -103,6 +121,10 @@ def test_figure_draws_the_lower_triangle_of_the_chosen_head():
      "layer"),
     (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), head=0.0), TypeError, "head"),
     (lambda: la.lm_attention_figure("ab", np.zeros((1, 1, 2, 2))), TypeError, "tokens"),
+    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), height=5), ValueError,
+     "height"),
+    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), language="fr"), ValueError,
+     "language"),
 ])
 def test_figure_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
@@ -146,6 +168,18 @@ def test_explorer_static_frames(model):
     assert z[2][5] is None
     other = static_frame(spec, {"sentence": 0, "layer": 1, "head": 1})
     assert other["data"][0]["z"] != z
+
+
+def test_explorer_speaks_chinese_and_keeps_the_sentences_as_read(model):
+    ex = la.lm_attention_explorer(model, TOK, SENTENCES)
+    assert_speaks_chinese(ex)
+    spec = ex.static_spec("zh_CN")
+    # The menu and the tokens are what the model read, in both editions.
+    assert spec["controls"][0]["labels"] == SENTENCES
+    frame = static_frame(spec, {"sentence": 1, "layer": 2, "head": 2})
+    assert frame["layout"]["xaxis"]["ticktext"][:3] == ["a", "␣", "d"]
+    ref = reference_maps(model, TOK.encode(SENTENCES[1]))
+    assert frame["data"][0]["z"][4][1] == pytest.approx(ref[1, 1][4, 1], rel=1e-3)
 
 
 @pytest.mark.parametrize("kwargs, exc, name", [

@@ -1,25 +1,30 @@
-"""The attention-map explorer: where each character looks, in a trained character-level model.
+"""The attention-map explorer (chapter 13): where each character looks, in a trained model.
 
 Pick a sentence, a layer and a head; the figure is the ``(T, T)`` causal attention matrix of
-that head (:func:`lm_attention_figure`): row ``i`` holds the weights with which the character
-at position ``i`` (the query) reads the characters ``j <= i`` (the keys). The maps come from
-:func:`attnbook.sampling.attention_maps` (one forward pass per sentence, every layer and head);
-the controls only choose which map to draw, in the live widget and in the precomputed static
-frames alike.
+that head: row ``i`` holds the weights with which the character at position ``i`` (the query)
+reads the characters ``j <= i`` (the keys). Two steps, as every explorer: the maps come from
+:func:`attnbook.sampling.attention_maps` (one forward pass per sentence, every layer and head,
+when the explorer is made), :func:`lm_attention_data` takes one head's map out of them, and
+:func:`draw_lm_attention` draws it with every label made in the reader's language;
+:func:`lm_attention_figure` does both in one call. The sentences are what the model read: they
+stay as they are in both editions (the explorer passes their words as ``kept_words``).
 """
 
 from __future__ import annotations
 
 import html as _html
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from .. import i18n
 from ..checks import as_float_array, check_int, check_strings
 from ..viz import EMPTY_TEMPLATE, FONT, axis_style
 from .base import MAX_GRID, Control, Explorer
 
-__all__ = ["MAX_SENTENCE_CHARS", "show_char", "lm_attention_figure", "lm_attention_explorer"]
+__all__ = ["MAX_SENTENCE_CHARS", "show_char", "LMAttentionData", "lm_attention_data",
+           "draw_lm_attention", "lm_attention_figure", "lm_attention_explorer"]
 
 #: Longest sentence the explorer draws, in tokens (characters). At 390 px a phone's plot gives
 #: each of 48 columns about 6 px, and longer sentences would make the static page heavy.
@@ -46,21 +51,36 @@ def show_char(token: str) -> str:
     return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
-def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
-                        title: str | None = None, height: int | None = None):
-    """Figure of the attention-map explorer: one head's causal attention matrix over a sentence.
+@dataclass(frozen=True)
+class LMAttentionData:
+    """One setting of the attention-map explorer (what :func:`draw_lm_attention` draws).
 
-    A heatmap of ``maps[layer, head]``, ``(T, T)``: row ``i`` (the query, top to bottom) holds
-    the weights over the keys ``j`` (left to right); the hidden entries ``j > i`` of the causal
-    mask are left blank. The tick labels are the tokens (:func:`show_char`). The colour scale
-    is fixed to ``[0, 1]`` so that heads can be compared by eye.
+    Attributes:
+        tokens: the ``T`` tokens of the sentence, as text.
+        weights: float64 ``(T, T)``: one head's attention weights, rows the queries ``i``,
+            columns the keys ``j``; the entries above the diagonal (hidden by the causal mask)
+            are not drawn.
+        layer: 0-based layer index.
+        head: 0-based head index.
+        title: the first title line (plain text), or ``None`` for the sentence in quotes.
+        row_sums: float64 ``(T,)``: each query's visible weights (``j <= i``) summed.
+        argmax: int ``(T,)``: the key each query weights most (among ``j <= i``).
+    """
 
-    Layers and heads are **0-based** here, as in the array; the title shows them 1-based, as
-    the explorer's sliders do.
+    tokens: tuple[str, ...]
+    weights: np.ndarray
+    layer: int
+    head: int
+    title: str | None
+    row_sums: np.ndarray
+    argmax: np.ndarray
 
-    Trace order: one trace, the heatmap (``z`` the ``(T, T)`` weights with ``None`` above the
-    diagonal). Its ``meta`` holds ``layer`` and ``head`` (1-based), ``row_sums`` (each query's
-    visible weights summed) and ``argmax`` (the key each query weights most).
+
+def lm_attention_data(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
+                      title: str | None = None) -> LMAttentionData:
+    """One head's causal attention map of a sentence, out of every layer's and head's.
+
+    Layers and heads are **0-based** here, as in the array.
 
     Args:
         tokens: the ``T`` tokens of the sentence, as text.
@@ -68,20 +88,18 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
             :func:`attnbook.sampling.attention_maps` for one sequence.
         layer: 0-based layer index.
         head: 0-based head index.
-        title: optional first title line (plain text); default the sentence in quotes.
-        height: figure height in pixels; default grows with ``T``.
+        title: optional first title line (plain text, shown as given in every language);
+            default the sentence in quotes.
 
     Returns:
-        ``plotly.graph_objects.Figure``.
+        :class:`LMAttentionData`.
 
     Raises:
-        TypeError: if ``tokens`` is not a list or tuple of strings, or ``layer``, ``head`` or
-            ``height`` is not an integer.
+        TypeError: if ``tokens`` is not a list or tuple of strings, or ``layer`` or ``head`` is
+            not an integer.
         ValueError: if ``maps`` is not ``(n_layers, n_heads, T, T)`` with ``T = len(tokens)``,
             holds a non-finite value, or ``layer`` or ``head`` is out of range.
     """
-    import plotly.graph_objects as go
-
     tokens = check_strings(tokens, "tokens")
     maps = as_float_array(maps, "maps").astype(np.float64)
     T = len(tokens)
@@ -95,37 +113,109 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
     n_layers, n_heads = maps.shape[:2]
     layer = check_int(layer, "layer", 0, n_layers - 1)
     head = check_int(head, "head", 0, n_heads - 1)
-    height = (230 + 11 * T) if height is None else check_int(height, "height", 10)
-    w = maps[layer, head]  # (T, T): rows queries, columns keys
+    w = maps[layer, head].copy()  # (T, T): rows queries, columns keys
     visible = np.tril(np.ones((T, T), dtype=bool))  # the causal keep-mask, j <= i
-    shown = [show_char(t) for t in tokens]
+    shown = np.where(visible, w, -np.inf)  # (T, T), hidden keys never the argmax
+    return LMAttentionData(
+        tokens=tuple(tokens), weights=w, layer=layer, head=head,
+        title=None if title is None else str(title),
+        row_sums=np.where(visible, w, 0.0).sum(axis=-1),  # (T,)
+        argmax=np.argmax(shown, axis=-1),  # (T,)
+    )
+
+
+def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
+                      height: int | None = None):
+    """Draw one setting of the attention-map explorer, every label in ``language``.
+
+    A heatmap of the ``(T, T)`` weights: row ``i`` (the query, top to bottom) holds the weights
+    over the keys ``j`` (left to right); the hidden entries ``j > i`` of the causal mask are left
+    blank. The tick labels are the tokens (:func:`show_char`), as the model read them in every
+    language. The colour scale is fixed to ``[0, 1]`` so that heads can be compared by eye. The
+    title shows the layer and head 1-based, as the explorer's sliders do.
+
+    Trace order: one trace, the heatmap (``z`` the ``(T, T)`` weights with ``None`` above the
+    diagonal). Its ``meta`` holds ``layer`` and ``head`` (1-based), ``row_sums`` (each query's
+    visible weights summed) and ``argmax`` (the key each query weights most).
+
+    Args:
+        data: from :func:`lm_attention_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10; default grows with ``T``.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    T = len(data.tokens)
+    height = (230 + 11 * T) if height is None else check_int(height, "height", 10)
+    w = data.weights  # (T, T)
+    shown = [show_char(t) for t in data.tokens]
     ticks = [_html.escape(s) for s in shown]
-    z = [[float(w[i, j]) if visible[i, j] else None for j in range(T)] for i in range(T)]
-    first = f"“{''.join(shown)}”" if title is None else str(title)
+    z = [[float(w[i, j]) if j <= i else None for j in range(T)] for i in range(T)]
+    first = f"“{''.join(shown)}”" if data.title is None else data.title
+    hover = _("query {i}, key {key}: weight {weight}", i="%{y}", key="%{x}",
+              weight="%{z:.3f}")
     trace = go.Heatmap(
         z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
-        hovertemplate="query %{y}, key %{x}: weight %{z:.3f}<extra></extra>",
+        hovertemplate=hover + "<extra></extra>",
         hoverongaps=False,
-        colorbar=dict(title=dict(text="weight", side="right"), thickness=10, len=0.6,
+        colorbar=dict(title=dict(text=_("weight"), side="right"), thickness=10, len=0.6,
                       tickvals=[0, 0.5, 1]),
-        meta=dict(layer=layer + 1, head=head + 1,
-                  row_sums=[float(w[i, : i + 1].sum()) for i in range(T)],
-                  argmax=[int(np.argmax(w[i, : i + 1])) for i in range(T)]),
+        meta=dict(layer=data.layer + 1, head=data.head + 1,
+                  row_sums=[float(x) for x in data.row_sums],
+                  argmax=[int(j) for j in data.argmax]),
     )
     tick_font = dict(size=11 if T <= 32 else 9)
     layout = go.Layout(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
         height=height, margin=dict(l=60, r=20, t=80, b=60),
-        title=dict(text=f"{_html.escape(first)}<br>layer {layer + 1}, head {head + 1}",
+        title=dict(text=_("{title}<br>layer {layer}, head {head}", title=_html.escape(first),
+                          layer=data.layer + 1, head=data.head + 1),
                    x=0.5, xanchor="center", font=dict(size=14)),
         xaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
                          tickangle=0, tickfont=tick_font, showgrid=False, zeroline=False,
-                         title=dict(text="key j (read)"), range=[-0.5, T - 0.5]),
+                         title=dict(text=_("key j (read)")), range=[-0.5, T - 0.5]),
         yaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
                          tickfont=tick_font, showgrid=False, zeroline=False,
-                         autorange="reversed", title=dict(text="query i (reading)")),
+                         autorange="reversed", title=dict(text=_("query i (reading)"))),
     )
     return go.Figure(data=[trace], layout=layout)
+
+
+def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
+                        title: str | None = None, height: int | None = None,
+                        language: str | None = None):
+    """The attention-map explorer's figure: :func:`draw_lm_attention` of :func:`lm_attention_data`.
+
+    Layers and heads are **0-based** here, as in the array; the title shows them 1-based, as
+    the explorer's sliders do.
+
+    Args:
+        tokens: the ``T`` tokens of the sentence, as text.
+        maps: float array ``(n_layers, n_heads, T, T)`` of attention weights, as returned by
+            :func:`attnbook.sampling.attention_maps` for one sequence.
+        layer: 0-based layer index.
+        head: 0-based head index.
+        title: optional first title line (plain text); default the sentence in quotes.
+        height: figure height in pixels; default grows with ``T``.
+        language: see :func:`draw_lm_attention`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError, ValueError: as :func:`lm_attention_data` and :func:`draw_lm_attention`.
+    """
+    data = lm_attention_data(tokens, maps, layer, head, title=title)
+    return draw_lm_attention(data, language=language, height=height)
 
 
 def _default_attention_maps(model, ids):
@@ -139,10 +229,12 @@ def lm_attention_explorer(model, tokenizer, sentences: Sequence[str], *, sentenc
     """The attention-map explorer (chapter 13): a trained language model's heads on a sentence.
 
     Controls: ``sentence`` (a drop-down over ``sentences``), ``layer`` (a slider over
-    ``1 .. n_layers``) and ``head`` (``1 .. n_heads``), layers and heads **1-based**. The figure
-    is :func:`lm_attention_figure`. The maps are computed once, when the explorer is made, by
-    :func:`attnbook.sampling.attention_maps` (the model in eval mode, no dropout); the controls
-    only choose which one to draw.
+    ``1 .. n_layers``) and ``head`` (``1 .. n_heads``), layers and heads **1-based**. The maps
+    are computed once, when the explorer is made, by :func:`attnbook.sampling.attention_maps`
+    (the model in eval mode, no dropout); the controls only choose which one
+    :func:`lm_attention_data` takes and :func:`draw_lm_attention` draws. The sentences and their
+    tokens are what the model read: the Chinese edition shows them as they are
+    (``kept_words``).
 
     Put your own sentence in the list to see the model read it: every character must be in the
     tokenizer's vocabulary.
@@ -192,14 +284,18 @@ def lm_attention_explorer(model, tokenizer, sentences: Sequence[str], *, sentenc
             f"{MAX_GRID} precomputed settings of a static explorer"
         )
 
-    def render(sentence, layer, head):
-        return lm_attention_figure(tokens[sentence], maps[sentence], layer - 1, head - 1)
+    def compute(sentence, layer, head):
+        return lm_attention_data(tokens[sentence], maps[sentence], layer - 1, head - 1)
 
-    labels = [s if len(s) <= 28 else s[:27] + "…" for s in sentences]
+    # The sentences as the model read them: the same menu in every language.
+    short = [s if len(s) <= 28 else s[:27] + "…" for s in sentences]
+    read = [tok for t in tokens for tok in t] + list(sentences) + short
+    kept = {w for text in read for w in i18n.untranslated(text)}
     controls = [
         Control("sentence", "sentence", "select", tuple(range(len(sentences))), sentence,
-                labels=labels),
+                labels=lambda _: short),
         Control("layer", "layer", "slider", tuple(range(1, n_layers + 1)), layer),
         Control("head", "head", "slider", tuple(range(1, n_heads + 1)), head),
     ]
-    return Explorer(controls, render, title="attention-map explorer")
+    return Explorer(controls, title="attention-map explorer", compute=compute,
+                    draw=draw_lm_attention, kept_words=sorted(kept))
