@@ -82,11 +82,33 @@ def test_labels_use_the_books_notation():
         assert old not in shown, old
 
 
+def test_quadratic_meter_speaks_chinese():
+    """Every label, legend entry and hover text of every setting is Chinese in Chinese."""
+    from explorer_util import assert_speaks_chinese
+
+    ex = qx.quadratic_cost_explorer()
+    assert_speaks_chinese(ex)
+    values = {"seq_len": 32768, "n_heads": 1, "dtype": "bfloat16"}
+    zh = ex.figure_json(values, "zh_CN")
+    # One head of 32768² bfloat16 scores: 2 GiB, by hand; 256× the cost at 2048 = (32768/2048)².
+    assert zh["layout"]["title"]["text"] == (
+        "L = 32,768：每层分数占 2 GiB（1 个头，bfloat16）<br>每层 0.55 TFLOP，"
+        "代价是 L₀ = 2,048 时的 256 倍")
+    assert [t["name"] for t in zh["data"]] == ["分数矩阵", "所选的 L", "(L / L₀)²",
+                                               "L / L₀（线性）"]
+    assert zh["data"][0]["hovertemplate"].startswith("L = %{x}：%{y:.3g} GiB")
+    # The same numbers in both editions (one computation, drawn twice).
+    en = ex.figure_json(values)
+    assert zh["data"][1]["meta"] == en["data"][1]["meta"]
+    assert en["data"][1]["meta"]["bytes"] == 32768**2 * 2
+
+
 @pytest.mark.parametrize("call, exc, name", [
     (lambda: qx.quadratic_cost_explorer(seq_len=1000), ValueError, "seq_len"),
     (lambda: qx.quadratic_cost_explorer(n_heads=True), ValueError, "n_heads"),
     (lambda: qx.quadratic_cost_explorer(dtype="int4"), ValueError, "dtype"),
     (lambda: qx.quadratic_cost_explorer(head_dim=0), ValueError, "head_dim"),
+    (lambda: qx.quadratic_cost_explorer(ref_len=2048.0), TypeError, "ref_len"),
     (lambda: qx.quadratic_cost_figure(seq_len=3), ValueError, "seq_len"),
     (lambda: qx.quadratic_cost_figure(ref_len=2048.0), TypeError, "ref_len"),
     (lambda: qx.quadratic_cost_figure(n_heads=0), ValueError, "n_heads"),

@@ -1,22 +1,28 @@
 """The O(L²) meter: the memory and FLOPs of attention's score matrix against sequence length L.
 
-The figure draws :func:`attnbook.cost.score_matrix_bytes` and :func:`attnbook.cost.attention_flops`.
-The literature writes the cost O(n²), with ``n`` the sequence length; the book writes ``L``.
-Also importable from :mod:`attnbook.widgets_cost`.
+Two steps, as every explorer: :func:`quadratic_data` computes a setting with
+:func:`attnbook.cost.score_matrix_bytes` and :func:`attnbook.cost.attention_flops`, and
+:func:`draw_quadratic` draws it with every label made in the reader's language;
+:func:`quadratic_cost_figure` does both in one call. The literature writes the cost O(n²), with
+``n`` the sequence length; the book writes ``L``. Also importable from
+:mod:`attnbook.widgets_cost`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from .. import i18n
 from ..checks import check_choice, check_increasing, check_int
 from ..cost import attention_flops, format_bytes, score_matrix_bytes
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style
 from .base import Control, Explorer
 
-__all__ = ["SEQ_LEN_VALUES", "N_HEADS_VALUES", "SCORE_DTYPES", "quadratic_cost_figure",
+__all__ = ["SEQ_LEN_VALUES", "N_HEADS_VALUES", "SCORE_DTYPES", "QuadraticData",
+           "quadratic_data", "draw_quadratic", "quadratic_cost_figure",
            "quadratic_cost_explorer"]
 
 #: The slider stops of the sequence length ``L`` in the O(L²) meter, 512 to 131072 tokens.
@@ -28,82 +34,154 @@ SCORE_DTYPES = ("float32", "bfloat16")
 _GIB = 2**30
 
 
-def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
-                          head_dim: int = 128, ref_len: int = 2048,
-                          seq_lens: Sequence[int] = SEQ_LEN_VALUES, height: int = 430):
-    """Figure of the O(L²) meter: score-matrix memory and attention FLOPs against ``L``.
+@dataclass(frozen=True)
+class QuadraticData:
+    """One setting of the O(L²) meter, computed (what :func:`draw_quadratic` draws).
 
-    Left: :func:`attnbook.cost.score_matrix_bytes` (one layer, batch 1) in GiB on log-log
-    axes, with the chosen ``L`` marked. Right: the growth factor ``(L / ref_len)**2`` of both
-    memory and FLOPs relative to ``ref_len`` (``L₀``; bars), and the factor ``L / ref_len`` a
-    linear-cost method would pay (line). Trace order: 0 memory curve, 1 chosen point,
-    2 quadratic factor bars, 3 linear factor line. ``meta`` of trace 1 holds the chosen
-    point's ``bytes``, ``flops`` (:func:`attnbook.cost.attention_flops` with
-    ``d_model = n_heads * head_dim``) and ``factor``.
+    Attributes:
+        seq_len, n_heads, dtype, head_dim, ref_len: the setting (see :func:`quadratic_data`).
+        seq_lens: int ``(N,)``, the lengths drawn.
+        score_bytes: int64 ``(N,)``, bytes of one layer's score matrices at each length.
+        chosen_bytes: bytes at ``seq_len``.
+        flops: FLOPs of one layer's attention at ``seq_len``.
+        factor: ``(seq_len / ref_len) ** 2``.
+        quadratic: float64 ``(N,)``, ``(L / ref_len) ** 2`` at each length.
+        linear: float64 ``(N,)``, ``L / ref_len`` at each length.
+    """
+
+    seq_len: int
+    n_heads: int
+    dtype: str
+    head_dim: int
+    ref_len: int
+    seq_lens: np.ndarray
+    score_bytes: np.ndarray
+    chosen_bytes: int
+    flops: int
+    factor: float
+    quadratic: np.ndarray
+    linear: np.ndarray
+
+
+def quadratic_data(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
+                   head_dim: int = 128, ref_len: int = 2048,
+                   seq_lens: Sequence[int] = SEQ_LEN_VALUES) -> QuadraticData:
+    """Compute one setting of the O(L²) meter.
 
     Args:
         seq_len: the chosen ``L``, one of ``seq_lens``.
-        n_heads: heads of the layer.
+        n_heads: heads of the layer, >= 1.
         dtype: score dtype, a key of :data:`attnbook.config.DTYPE_BYTES`.
-        head_dim: per-head width (for the FLOPs).
-        ref_len: the reference length ``L₀`` of the growth factor.
+        head_dim: per-head width (for the FLOPs), >= 1.
+        ref_len: the reference length ``L₀`` of the growth factor, >= 1.
         seq_lens: the lengths drawn, increasing integers >= 1.
-        height: figure height in pixels.
 
     Returns:
-        ``plotly.graph_objects.Figure``.
+        :class:`QuadraticData`: :func:`attnbook.cost.score_matrix_bytes` (one layer, batch 1)
+        at every length and at ``seq_len``, :func:`attnbook.cost.attention_flops` at
+        ``seq_len`` with ``d_model = n_heads * head_dim``, and the growth factors
+        ``(L / ref_len) ** 2`` (memory and FLOPs alike) and ``L / ref_len`` (what a
+        linear-cost method would pay).
 
     Raises:
         TypeError: if a size is not an integer or ``seq_lens`` not a sequence of integers.
         ValueError: if ``seq_len`` is not one of ``seq_lens``, ``dtype`` is unknown, or a size
             is out of range.
     """
-    import plotly.graph_objects as go
-
     seq_lens = check_increasing(seq_lens, "seq_lens", minimum=1)
     check_choice(seq_len, "seq_len", seq_lens)
     seq_len = int(seq_len)
     ref_len = check_int(ref_len, "ref_len", 1)
     n_heads = check_int(n_heads, "n_heads", 1)
     head_dim = check_int(head_dim, "head_dim", 1)
-    mem = score_matrix_bytes(np.array(seq_lens), n_heads, 1, dtype) / _GIB  # (len(seq_lens),)
-    chosen_bytes = score_matrix_bytes(seq_len, n_heads, 1, dtype)
-    flops = attention_flops(seq_len, n_heads * head_dim)
-    factor = (seq_len / ref_len) ** 2
-    quad = [(n / ref_len) ** 2 for n in seq_lens]
-    lin = [n / ref_len for n in seq_lens]
-    labels = [f"{n // 1024}K" if n >= 1024 else str(n) for n in seq_lens]
+    lens = np.array(seq_lens, dtype=np.int64)  # (N,)
+    return QuadraticData(
+        seq_len=seq_len, n_heads=n_heads, dtype=dtype, head_dim=head_dim, ref_len=ref_len,
+        seq_lens=lens, score_bytes=score_matrix_bytes(lens, n_heads, 1, dtype),  # (N,)
+        chosen_bytes=score_matrix_bytes(seq_len, n_heads, 1, dtype),
+        flops=attention_flops(seq_len, n_heads * head_dim),
+        factor=(seq_len / ref_len) ** 2,
+        quadratic=(lens / ref_len) ** 2, linear=lens / ref_len,  # (N,) each
+    )
+
+
+def _length_text(n: int) -> str:
+    """A length as the bars' axis writes it: ``512``, ``1K``, ``128K``."""
+    return f"{n // 1024}K" if n >= 1024 else str(n)
+
+
+def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: int = 430):
+    """Draw one setting of the O(L²) meter, every label in ``language``.
+
+    Left: the score matrices' memory in GiB on log-log axes, with the chosen ``L`` marked.
+    Right: the growth factor ``(L / L₀)²`` of both memory and FLOPs relative to ``ref_len``
+    (``L₀``; bars), and the factor ``L / L₀`` a linear-cost method would pay (line).
+
+    Trace order: 0 memory curve, 1 chosen point, 2 quadratic factor bars, 3 linear factor line.
+    ``meta`` of trace 1 holds the chosen point's ``bytes``, ``flops`` and ``factor``.
+
+    Args:
+        data: from :func:`quadratic_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10 (plotly's least).
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    seq_lens = [int(n) for n in data.seq_lens]
+    seq_len, ref_len = data.seq_len, data.ref_len
+    labels = [_length_text(n) for n in seq_lens]
     colors = [ORANGE if n == seq_len else "#9bb8dc" for n in seq_lens]
+    size_hover = _("L = {L}: {size} GiB", L="%{x}", size="%{y:.3g}") + "<extra></extra>"
     traces = [
-        go.Scatter(x=list(seq_lens), y=mem, mode="lines+markers", name="score matrices",
-                   line=dict(color=BLUE), xaxis="x", yaxis="y",
-                   hovertemplate="L = %{x}: %{y:.3g} GiB<extra></extra>"),
-        go.Scatter(x=[seq_len], y=[chosen_bytes / _GIB], mode="markers", name="chosen L",
-                   marker=dict(size=14, color=ORANGE), xaxis="x", yaxis="y",
-                   meta=dict(bytes=chosen_bytes, flops=flops, factor=factor),
-                   hovertemplate="L = %{x}: %{y:.3g} GiB<extra></extra>"),
-        go.Bar(x=labels, y=quad, marker=dict(color=colors), name="(L / L₀)²", xaxis="x2",
-               yaxis="y2", hovertemplate="L = %{x}: %{y:.4g}× the cost at L₀<extra></extra>"),
-        go.Scatter(x=labels, y=lin, mode="lines+markers", name="L / L₀ (linear)",
+        go.Scatter(x=seq_lens, y=data.score_bytes / _GIB, mode="lines+markers",
+                   name=_("score matrices"), line=dict(color=BLUE), xaxis="x", yaxis="y",
+                   hovertemplate=size_hover),
+        go.Scatter(x=[seq_len], y=[data.chosen_bytes / _GIB], mode="markers",
+                   name=_("chosen L"), marker=dict(size=14, color=ORANGE), xaxis="x",
+                   yaxis="y",
+                   meta=dict(bytes=data.chosen_bytes, flops=data.flops, factor=data.factor),
+                   hovertemplate=size_hover),
+        go.Bar(x=labels, y=data.quadratic, marker=dict(color=colors), name="(L / L₀)²",
+               xaxis="x2", yaxis="y2",
+               hovertemplate=_("L = {L}: {factor}× the cost at L₀", L="%{x}",
+                               factor="%{y:.4g}") + "<extra></extra>"),
+        go.Scatter(x=labels, y=data.linear, mode="lines+markers", name=_("L / L₀ (linear)"),
                    line=dict(color=GREY, dash="dash"), xaxis="x2", yaxis="y2",
-                   hovertemplate="linear: %{y:.4g}×<extra></extra>"),
+                   hovertemplate=_("linear: {factor}×", factor="%{y:.4g}")
+                   + "<extra></extra>"),
     ]
-    title = (f"L = {seq_len:,}: {format_bytes(chosen_bytes)} of scores per layer "
-             f"({n_heads} head{'s' if n_heads != 1 else ''}, {dtype})<br>"
-             f"{flops / 1e12:.3g} TFLOP per layer, {factor:.4g}× the cost at L₀ = {ref_len:,}")
+    title = _.ngettext(
+        "L = {L}: {size} of scores per layer ({n} head, {dtype})<br>{tflop} TFLOP per layer, "
+        "{factor}× the cost at L₀ = {ref_len}",
+        "L = {L}: {size} of scores per layer ({n} heads, {dtype})<br>{tflop} TFLOP per layer, "
+        "{factor}× the cost at L₀ = {ref_len}",
+        data.n_heads, L=f"{seq_len:,}", size=format_bytes(data.chosen_bytes), dtype=data.dtype,
+        tflop=f"{data.flops / 1e12:.3g}", factor=f"{data.factor:.4g}", ref_len=f"{ref_len:,}")
     layout = go.Layout(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
         plot_bgcolor="white", height=height,
         title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
         margin=dict(l=70, r=20, t=110, b=60),
-        xaxis=axis_style(domain=[0.0, 0.44], type="log", title=dict(text="sequence length L"),
-                         anchor="y", tickvals=list(seq_lens)[::2],
-                         ticktext=labels[::2]),
-        yaxis=axis_style(type="log", title=dict(text="GiB of L × L scores (one layer)"),
+        xaxis=axis_style(domain=[0.0, 0.44], type="log",
+                         title=dict(text=_("sequence length L")), anchor="y",
+                         tickvals=seq_lens[::2], ticktext=labels[::2]),
+        yaxis=axis_style(type="log", title=dict(text=_("GiB of L × L scores (one layer)")),
                          anchor="x", dtick=1, exponentformat="power"),
         xaxis2=axis_style(domain=[0.56, 1.0], type="category",
-                          title=dict(text="sequence length L"), anchor="y2"),
-        yaxis2=axis_style(type="log", title=dict(text=f"cost relative to L₀ = {ref_len:,}"),
+                          title=dict(text=_("sequence length L")), anchor="y2"),
+        yaxis2=axis_style(type="log",
+                          title=dict(text=_("cost relative to L₀ = {ref_len}",
+                                            ref_len=f"{ref_len:,}")),
                           anchor="x2", dtick=1, exponentformat="power"),
         legend=dict(orientation="h", x=0.5, xanchor="center", y=1.0, yanchor="bottom",
                     font=dict(size=12)),
@@ -112,13 +190,42 @@ def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = 
     return go.Figure(data=traces, layout=layout)
 
 
+def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
+                          head_dim: int = 128, ref_len: int = 2048,
+                          seq_lens: Sequence[int] = SEQ_LEN_VALUES, height: int = 430,
+                          language: str | None = None):
+    """Figure of the O(L²) meter: score-matrix memory and attention FLOPs against ``L``.
+
+    :func:`draw_quadratic` of :func:`quadratic_data` (trace order and ``meta`` as there).
+
+    Args:
+        seq_len: the chosen ``L``, one of ``seq_lens``.
+        n_heads: heads of the layer.
+        dtype: score dtype, a key of :data:`attnbook.config.DTYPE_BYTES`.
+        head_dim: per-head width (for the FLOPs).
+        ref_len: the reference length ``L₀`` of the growth factor.
+        seq_lens: the lengths drawn, increasing integers >= 1.
+        height: figure height in pixels, >= 10.
+        language: see :func:`draw_quadratic`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError, ValueError: as :func:`quadratic_data` and :func:`draw_quadratic`.
+    """
+    data = quadratic_data(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len,
+                          seq_lens=seq_lens)
+    return draw_quadratic(data, language=language, height=height)
+
+
 def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32",
                             *, head_dim: int = 128, ref_len: int = 2048) -> Explorer:
     """The O(L²) meter (chapter 11): drag ``L`` and watch the score matrix grow as ``L²``.
 
     Controls: ``seq_len`` (a slider over :data:`SEQ_LEN_VALUES`), ``n_heads``
-    (:data:`N_HEADS_VALUES`) and ``dtype`` (:data:`SCORE_DTYPES`). The figure is
-    :func:`quadratic_cost_figure`.
+    (:data:`N_HEADS_VALUES`) and ``dtype`` (:data:`SCORE_DTYPES`). Each setting is computed by
+    :func:`quadratic_data` and drawn by :func:`draw_quadratic`.
 
     Args:
         seq_len: initial ``L``, one of :data:`SEQ_LEN_VALUES`.
@@ -138,14 +245,20 @@ def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str 
     check_choice(seq_len, "seq_len", SEQ_LEN_VALUES)
     check_choice(n_heads, "n_heads", N_HEADS_VALUES)
     check_choice(dtype, "dtype", SCORE_DTYPES)
+    head_dim = check_int(head_dim, "head_dim", 1)
+    ref_len = check_int(ref_len, "ref_len", 1)
 
-    def render(seq_len, n_heads, dtype):
-        return quadratic_cost_figure(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len)
+    def compute(seq_len, n_heads, dtype):
+        return quadratic_data(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len)
 
     controls = [
         Control("seq_len", "sequence length L", "slider", SEQ_LEN_VALUES, int(seq_len),
                 labels=[f"{n:,}" for n in SEQ_LEN_VALUES]),
         Control("n_heads", "heads", "select", N_HEADS_VALUES, int(n_heads)),
-        Control("dtype", "score dtype", "select", SCORE_DTYPES, dtype),
+        Control("dtype", "score dtype", "select", SCORE_DTYPES, dtype,
+                labels=lambda _: SCORE_DTYPES),  # names, the same in every language
     ]
-    return Explorer(controls, render, title="O(L²) meter")
+    # Written as they are in both editions: the dtypes' names and the units TFLOP and TiB
+    # (attnbook.i18n.KEPT_WORDS has FLOP and GiB but not these).
+    return Explorer(controls, title="O(L²) meter", compute=compute, draw=draw_quadratic,
+                    kept_words=SCORE_DTYPES + ("TFLOP", "TiB"))
