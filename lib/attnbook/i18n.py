@@ -186,7 +186,11 @@ def _translations(language: str) -> gettext_module.NullTranslations:
     merged.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": language,
                        "Plural-Forms": PLURAL_FORMS.get(language, "nplurals=2; plural=(n != 1);")}
     seen: dict[str, str] = {}
-    for path in sorted((LOCALE_DIR / language).glob("*.po")):
+    # An explorer's own catalog (explorer-<module>.po) wins over the chapters' after-the-fact
+    # label catalogs (ch*.po), which may carry an older entry for the same English word.
+    paths = sorted((LOCALE_DIR / language).glob("*.po"),
+                   key=lambda p: (not p.name.startswith("explorer-"), p.name))
+    for path in paths:
         for e in polib.pofile(str(path)):
             if e.obsolete or "fuzzy" in e.flags or "{}" in e.msgid:
                 continue
@@ -201,7 +205,7 @@ def _translations(language: str) -> gettext_module.NullTranslations:
                         f"{sorted(want)} but its translation {text!r} has "
                         f"{sorted(_placeholders(text))}")
             if e.msgid in seen:
-                continue  # the first file (in name order) wins; `catalogs.py check` reports it
+                continue  # the first file wins
             seen[e.msgid] = path.name
             merged.append(polib.POEntry(msgid=e.msgid, msgid_plural=e.msgid_plural,
                                         msgstr=e.msgstr, msgstr_plural=e.msgstr_plural))
