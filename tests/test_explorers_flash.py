@@ -24,7 +24,7 @@ from attnbook import flash  # noqa: E402
 from attnbook.explorers import flash as fx  # noqa: E402
 from attnbook.explorers.base import MAX_GRID  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 L = S = 8
 SETTINGS = list(itertools.product((2, 4, 8), (2, 4, 8), (False, True)))
@@ -349,6 +349,27 @@ def test_labels_use_the_books_notation():
     assert layout["yaxis"]["title"]["text"] == "query i"
     assert list(fig.data[1].x) == list(fx.STATE_COLUMNS)
     assert shown_title(fig).startswith("Step 2 of 16: rows i = 0\u20131, keys j = 2\u20133")
+
+
+def test_chinese_figure_has_the_same_numbers_and_whole_chinese_sentences():
+    # causal, 2 x 2 tiles, step 4: rows 0-1 meet keys 6-7, all hidden (keys > queries), and it
+    # is the last key block of these rows.
+    en = fx.flash_step_figure(2, 2, True, 4, language="en")
+    zh = fx.flash_step_figure(2, 2, True, 4, language="zh_CN")
+    for a, b in zip(en.data, zh.data):
+        assert np.array_equal(np.array(a.z), np.array(b.z))
+        assert [list(r) for r in a.text] == [list(r) for r in b.text]
+    assert meta_of(zh) == meta_of(en)
+    lines = title_text(zh.layout.to_plotly_json()).split("<br>")
+    assert lines[0] == "第 4 步（共 16 步）：行 i = 0\u20131，键 j = 6\u20137"
+    assert lines[1].startswith("此分块的键全部被遮蔽")
+    assert lines[2].startswith("第 0\u20131 行完成")
+    assert zh.data[0].hovertemplate.startswith("查询 i = %{y}，键 j = %{x}")
+    assert list(zh.layout.xaxis2.ticktext)[0] == "m<sub>i</sub><br>之前"
+
+
+def test_every_setting_speaks_chinese():
+    assert_speaks_chinese(fx.flash_explorer())
 
 
 # ------------------------------------------------------------------------------------------

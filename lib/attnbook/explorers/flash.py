@@ -4,7 +4,9 @@ The explorer replays the steps that :func:`attnbook.flash.tiled_attention_steps`
 (:class:`attnbook.flash.TileStep`) on a small fixed example (:func:`flash_example`: ``L = S = 8``
 positions, head width ``D = 4``, one number per value so that a row's accumulator ``a_i`` is
 one number). For a block size of queries and of keys, the causal mask on or off and a step,
-:func:`flash_step_figure` draws
+:func:`flash_step_data` computes (the library's tiled loop and plain attention, language-free)
+and :func:`draw_flash_step` draws, every label made in the reader's language
+(:func:`flash_step_figure` does both in one call):
 
 * the ``L x S`` score matrix: the tiles already computed shaded, the tile of this step outlined,
   the tiles not yet visited blank (their scores do not exist yet), and in this tile the score
@@ -24,8 +26,11 @@ normalizer calculation for softmax" (2018).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .. import i18n
 from ..attention import scaled_dot_product_attention
 from ..checks import check_bool, check_choice, check_int, check_seed
 from ..flash import tiled_attention_steps
@@ -38,7 +43,11 @@ __all__ = [
     "BLOCK_SIZES",
     "PROGRESS_VALUES",
     "STATE_COLUMNS",
+    "NOTATION",
     "flash_example",
+    "FlashStepData",
+    "flash_step_data",
+    "draw_flash_step",
     "flash_step_figure",
     "progress_step",
     "flash_explorer",
@@ -68,6 +77,9 @@ _STATUS_COLORS = ("#ffffff", "#e2e2e2", "#fde2c4", "#b5b5b5", "#f0a35e")
 _PLAIN, _ROSE, _EMPTY = 0, 1, 2
 _STATE_COLORS = ("#eef2f8", "#f0a35e", "#ffffff")
 _MINUS = "\u2212"
+#: Latin letters of the figure's notation that every language shows as they are: the indices
+#: of ``s<sub>ij</sub>`` (not an English word to translate).
+NOTATION = ("ij",)
 
 
 def _steps_colorscale(colors) -> list:
@@ -153,60 +165,86 @@ def _check_setting(block_q, block_k, causal, step):
     return int(block_q), int(block_k), causal, step
 
 
-def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
-                      *, seed: int = 0, height: int = 540):
-    """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
+@dataclass(frozen=True)
+class FlashStepData:
+    """One step of the tiled loop, computed (what :func:`draw_flash_step` draws).
+
+    Attributes:
+        step: the step shown, ``k`` in 1 .. ``n_steps``.
+        n_steps: the number of steps ``n`` of the tiling.
+        asked: the step asked for (greater than ``n_steps`` only in a direct call, clamped).
+        causal: whether the causal mask applies.
+        q_start, q_stop, k_start, k_stop: this step's tile (query rows, key columns), half-open.
+        status: int8 ``(L, S)`` status of each score cell (0 not yet computed, 1 computed in an
+            earlier step, 2 in this step's tile, 3 hidden by the causal mask, 4 the score in
+            this tile that raised its row's running maximum).
+        scores: float64 ``(L, S)`` the scores computed so far (``-inf`` where hidden), ``nan``
+            where not computed yet.
+        state: float64 ``(L, 7)`` the columns :data:`STATE_COLUMNS` for the rows of this
+            step's block, ``nan`` for the other rows.
+        state_z: int8 ``(L, 7)``: 1 where a row's maximum rose (its ``m_i`` after and ``r_i``),
+            2 where the cell is empty, 0 otherwise.
+        rose: the rows whose maximum rose in this step.
+        max_diff: after the last key block of a query block, ``max |a_i / ell_i - out_i|`` over
+            its rows against plain attention, else ``None``.
+        first_of_row: this tile is the first key block of its rows.
+        hidden_tile: every score of this tile is hidden by the causal mask.
+        meta: the numbers unrounded (trace 1's ``meta``; see :func:`flash_step_figure`).
+    """
+
+    step: int
+    n_steps: int
+    asked: int
+    causal: bool
+    q_start: int
+    q_stop: int
+    k_start: int
+    k_stop: int
+    status: np.ndarray
+    scores: np.ndarray
+    state: np.ndarray
+    state_z: np.ndarray
+    rose: list
+    max_diff: float | None
+    first_of_row: bool
+    hidden_tile: bool
+    meta: dict
+
+
+def flash_step_data(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
+                    *, seed: int = 0) -> FlashStepData:
+    """Compute one step of the tiled loop on :func:`flash_example`.
 
     Runs :func:`attnbook.flash.tiled_attention_steps` (``block_q``, ``block_k``, ``causal``,
-    default scale) and draws step ``k = min(step, n)`` of its ``n`` steps (steps go through the
-    key blocks of the first query block, then of the next, ...).
-
-    Trace 0 (left, the score matrix ``(L, S)``): ``z`` is the status of each cell (0 not yet
-    computed, 1 computed in an earlier step, 2 in this step's tile, 3 hidden by the causal mask,
-    4 the score in this tile that raised its row's running maximum); ``text`` is the score
-    ``s_ij`` of every cell computed so far (−∞ where hidden) and empty elsewhere. The tile of
-    this step is outlined (``layout.shapes``). Trace 1 (right, one row per query ``i``): ``x`` is
-    :data:`STATE_COLUMNS` — ``m_i``, ``ell_i`` and ``a_i`` before and after the step and the
-    rescale ``r_i`` — with the numbers in ``text`` (two decimals) for the rows of this step's
-    block and empty for the others; ``z`` is 1 where a row's maximum rose (its ``m_i`` after and
-    ``r_i``), 2 where the cell is empty, 0 otherwise. ``meta`` of trace 1 holds the numbers
-    unrounded: ``step``, ``n_steps``, ``q_start``, ``q_stop``, ``k_start``, ``k_stop``, the
-    seven columns as lists over the block's rows (``m_old`` is ``None`` for −∞), ``rose`` (the
-    rows whose maximum rose) and ``max_diff``: after the last key block of a query block,
-    ``max |a_i / ell_i - out_i|`` over its rows against
-    :func:`attnbook.attention.scaled_dot_product_attention`, else ``None``. The title's first
-    line says "Step k of n" and which rows meet which keys (short enough for one line on a
-    phone), the next what the step did.
+    default scale) and plain attention
+    (:func:`attnbook.attention.scaled_dot_product_attention`), and keeps step
+    ``k = min(step, n)`` of the ``n`` steps (steps go through the key blocks of the first query
+    block, then of the next, ...).
 
     Args:
         block_q: queries per block, one of :data:`BLOCK_SIZES`.
         block_k: keys per block, one of :data:`BLOCK_SIZES`.
         causal: apply the causal mask (query ``i`` sees keys ``j <= i``).
-        step: the step to show, 1 .. 16; clamped to the number of steps ``n`` of this
-            setting (the title then says which step was asked for).
+        step: the step to show, 1 .. 16; clamped to the number of steps ``n``.
         seed: seed of :func:`flash_example`.
-        height: figure height in pixels, >= 10.
 
     Returns:
-        ``plotly.graph_objects.Figure``.
+        :class:`FlashStepData`.
 
     Raises:
-        TypeError: if ``block_q``, ``block_k``, ``step``, ``seed`` or ``height`` is not an
-            integer (``2.0`` included) or ``causal`` not a bool.
-        ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step``, ``seed``
-            or ``height`` is out of range.
+        TypeError: if ``block_q``, ``block_k``, ``step`` or ``seed`` is not an integer
+            (``2.0`` included) or ``causal`` not a bool.
+        ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step`` or ``seed``
+            is out of range.
     """
     block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
-    height = check_int(height, "height", 10)
     q, k, v = flash_example(seed)
     _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
     plain = scaled_dot_product_attention(q, k, v, causal=causal)  # (L, 1)
-    return _figure(steps, plain, step, causal, height)
+    return _step_data(steps, plain, step, causal)
 
 
-def _figure(steps, plain, step, causal, height):
-    import plotly.graph_objects as go
-
+def _step_data(steps, plain, step, causal) -> FlashStepData:
     n = len(steps)
     k_ix = min(step, n)
     st = steps[k_ix - 1]
@@ -225,17 +263,12 @@ def _figure(steps, plain, step, causal, height):
 
     # Score matrix: what has been computed so far.
     status = np.full((L, S), _NOT_YET, dtype=np.int8)  # (L, S)
-    text = [[""] * S for _ in range(L)]
+    scores = np.full((L, S), np.nan)  # (L, S)
     for s in steps[:k_ix]:
         here = s is st
-        for a, i in enumerate(range(s.q_start, s.q_stop)):
-            for b, j in enumerate(range(s.k_start, s.k_stop)):
-                x = s.scores[a, b]
-                text[i][j] = _num(x)
-                if x == -np.inf:
-                    status[i, j] = _HIDDEN
-                else:
-                    status[i, j] = _CURRENT if here else _DONE
+        scores[s.q_start:s.q_stop, s.k_start:s.k_stop] = s.scores  # (bq, bk)
+        tile = status[s.q_start:s.q_stop, s.k_start:s.k_stop]  # (bq, bk) view
+        tile[...] = np.where(s.scores == -np.inf, _HIDDEN, _CURRENT if here else _DONE)
     for a, i in enumerate(rows):
         if i in rose:  # the score of this tile that is the row's new maximum
             b = int(np.argmax(st.scores[a]))
@@ -244,80 +277,134 @@ def _figure(steps, plain, step, causal, height):
     # State of the rows of this block: before, after, and the rescale.
     cols = {"m_old": m_old, "m_new": m_new, "rescale": r, "l_old": l_old, "l_new": st.l,
             "a_old": a_old, "a_new": a_new}
-    z_state = np.full((L, len(STATE_COLUMNS)), _EMPTY, dtype=np.int8)  # (L, 7)
-    t_state = [[""] * len(STATE_COLUMNS) for _ in range(L)]
+    state = np.full((L, len(STATE_COLUMNS)), np.nan)  # (L, 7)
+    state_z = np.full((L, len(STATE_COLUMNS)), _EMPTY, dtype=np.int8)  # (L, 7)
     for a, i in enumerate(rows):
         for c, name in enumerate(STATE_COLUMNS):
-            t_state[i][c] = _num(float(cols[name][a]))
-            z_state[i, c] = _ROSE if (i in rose and name in ("m_new", "rescale")) else _PLAIN
-
-    keys = [str(j) for j in range(S)]
-    queries = [str(i) for i in range(L)]
+            state[i, c] = float(cols[name][a])
+            state_z[i, c] = _ROSE if (i in rose and name in ("m_new", "rescale")) else _PLAIN
     meta = {"step": k_ix, "n_steps": n, "q_start": st.q_start, "q_stop": st.q_stop,
             "k_start": st.k_start, "k_stop": st.k_stop, "rose": rose, "max_diff": max_diff}
     for name in STATE_COLUMNS:
         meta[name] = [None if x == -np.inf else float(x) for x in cols[name]]
+    return FlashStepData(
+        step=k_ix, n_steps=n, asked=step, causal=causal, q_start=st.q_start, q_stop=st.q_stop,
+        k_start=st.k_start, k_stop=st.k_stop, status=status, scores=scores, state=state,
+        state_z=state_z, rose=rose, max_diff=max_diff, first_of_row=first_of_row,
+        hidden_tile=bool(np.all(st.scores == -np.inf)), meta=meta)
+
+
+def draw_flash_step(data: FlashStepData, *, language: str | None = None, height: int = 540):
+    """Draw one step of the tiled loop, every label in ``language``.
+
+    Trace 0 (left, the score matrix ``(L, S)``): ``z`` is :attr:`FlashStepData.status`;
+    ``text`` is the score ``s_ij`` of every cell computed so far (−∞ where hidden) and empty
+    elsewhere. The tile of this step is outlined (``layout.shapes``). Trace 1 (right, one row
+    per query ``i``): ``x`` is :data:`STATE_COLUMNS`, ``text`` the numbers (two decimals) for
+    the rows of this step's block and empty for the others, ``z`` is
+    :attr:`FlashStepData.state_z` and ``meta`` :attr:`FlashStepData.meta`. The title's first
+    line says "Step k of n" and which rows meet which keys (short enough for one line on a
+    phone), the next what the step did.
+
+    Args:
+        data: from :func:`flash_step_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    L, S = data.status.shape
+    text = [["" if np.isnan(x) else _num(x) for x in row] for row in data.scores]
+    t_state = [["" if np.isnan(x) else _num(x) for x in row] for row in data.state]
+    keys = [str(j) for j in range(S)]
+    queries = [str(i) for i in range(L)]
     traces = [
         go.Heatmap(
-            z=status, x=keys, y=queries, xaxis="x", yaxis="y", zmin=-0.5,
+            z=data.status, x=keys, y=queries, xaxis="x", yaxis="y", zmin=-0.5,
             zmax=len(_STATUS_COLORS) - 0.5, colorscale=_steps_colorscale(_STATUS_COLORS),
             showscale=False, xgap=1, ygap=1, text=text, texttemplate="%{text}",
-            textfont=dict(size=12), name="scores",
-            hovertemplate="query i = %{y}, key j = %{x}: s = %{text}<extra></extra>",
+            textfont=dict(size=12), name=_("scores"),
+            hovertemplate=_("query i = %{y}, key j = %{x}: s = %{text}<extra></extra>"),
         ),
         go.Heatmap(
-            z=z_state, x=list(STATE_COLUMNS), y=queries, xaxis="x2", yaxis="y2", zmin=-0.5,
-            zmax=len(_STATE_COLORS) - 0.5, colorscale=_steps_colorscale(_STATE_COLORS),
-            showscale=False, xgap=1, ygap=1, text=t_state, texttemplate="%{text}",
-            textfont=dict(size=12), name="running state", meta=meta,
-            hovertemplate="row i = %{y}: %{text}<extra></extra>",
+            z=data.state_z, x=list(STATE_COLUMNS), y=queries, xaxis="x2", yaxis="y2",
+            zmin=-0.5, zmax=len(_STATE_COLORS) - 0.5,
+            colorscale=_steps_colorscale(_STATE_COLORS), showscale=False, xgap=1, ygap=1,
+            text=t_state, texttemplate="%{text}", textfont=dict(size=12),
+            name=_("running state"), meta=data.meta,
+            hovertemplate=_("row i = %{y}: %{text}<extra></extra>"),
         ),
     ]
 
     # Tile grid and the outline of this step's tile (data coordinates of the category axes).
-    bq, bk = st.q_stop - st.q_start, st.k_stop - st.k_start
+    bq, bk = data.q_stop - data.q_start, data.k_stop - data.k_start
     line = dict(color="#555555", width=1)
     shapes = [dict(type="line", xref="x", yref="y", x0=j - 0.5, x1=j - 0.5, y0=-0.5,
                    y1=L - 0.5, line=line) for j in range(bk, S, bk)]
     shapes += [dict(type="line", xref="x", yref="y", x0=-0.5, x1=S - 0.5, y0=i - 0.5,
                     y1=i - 0.5, line=line) for i in range(bq, L, bq)]
-    shapes.append(dict(type="rect", xref="x", yref="y", x0=st.k_start - 0.5,
-                       x1=st.k_stop - 0.5, y0=st.q_start - 0.5, y1=st.q_stop - 0.5,
+    shapes.append(dict(type="rect", xref="x", yref="y", x0=data.k_start - 0.5,
+                       x1=data.k_stop - 0.5, y0=data.q_start - 0.5, y1=data.q_stop - 0.5,
                        line=dict(color=ORANGE, width=3)))
 
-    # Title: which step, what it did.
-    head = (f"Step {k_ix} of {n}: rows i = {_rows(st.q_start, st.q_stop)}, "
-            f"keys j = {_rows(st.k_start, st.k_stop)}")
-    if step > n:  # only a direct call: the explorer's progress stops are all real steps
-        head = f"Step {k_ix} of {n} (asked {step}, past the end)<br>" + head[head.index(":") + 2:]
-    hidden_tile = bool(np.all(st.scores == -np.inf))
-    if first_of_row:
-        what = ("first key block of these rows: m<sub>i</sub> starts at " + _MINUS
-                + "∞, so r<sub>i</sub> = 0 (nothing to rescale)")
-    elif hidden_tile:
-        what = ("all keys of this tile are hidden: nothing changes, r<sub>i</sub> = 1 "
-                "(a kernel skips it)")
-    elif rose:
-        what = (f"m<sub>i</sub> rose in row{'s' if len(rose) > 1 else ''} "
-                f"{', '.join(str(i) for i in rose)}: the old ℓ<sub>i</sub> and "
-                "a<sub>i</sub> are multiplied by r<sub>i</sub> < 1")
+    # Title: which step, what it did; each line a whole sentence.
+    rows_text = _rows(data.q_start, data.q_stop)
+    keys_text = _rows(data.k_start, data.k_stop)
+    k_ix, n = data.step, data.n_steps
+    if data.asked > n:  # only a direct call: the explorer's progress stops are all real steps
+        head = _("Step {k} of {n} (asked {asked}, past the end)<br>rows i = {rows}, "
+                 "keys j = {keys}", k=k_ix, n=n, asked=data.asked, rows=rows_text,
+                 keys=keys_text)
     else:
-        what = ("no row's maximum rose: r<sub>i</sub> = 1, ℓ<sub>i</sub> and a<sub>i</sub> "
-                "only add this tile's terms")
+        head = _("Step {k} of {n}: rows i = {rows}, keys j = {keys}", k=k_ix, n=n,
+                 rows=rows_text, keys=keys_text)
+    if data.first_of_row:
+        what = _("first key block of these rows: m<sub>i</sub> starts at −∞, so "
+                 "r<sub>i</sub> = 0 (nothing to rescale)")
+    elif data.hidden_tile:
+        what = _("all keys of this tile are hidden: nothing changes, r<sub>i</sub> = 1 "
+                 "(a kernel skips it)")
+    elif data.rose:
+        what = _.ngettext(
+            "m<sub>i</sub> rose in row {rows}: the old ℓ<sub>i</sub> and a<sub>i</sub> are "
+            "multiplied by r<sub>i</sub> < 1",
+            "m<sub>i</sub> rose in rows {rows}: the old ℓ<sub>i</sub> and a<sub>i</sub> are "
+            "multiplied by r<sub>i</sub> < 1",
+            len(data.rose), rows=", ".join(str(i) for i in data.rose))
+    else:
+        what = _("no row's maximum rose: r<sub>i</sub> = 1, ℓ<sub>i</sub> and a<sub>i</sub> "
+                 "only add this tile's terms")
     title = f"{head}<br>{what}"
-    if max_diff is not None:
-        diff = "0" if max_diff == 0 else f"{max_diff:.1e}".replace("-", _MINUS)
-        title += (f"<br>rows {_rows(st.q_start, st.q_stop)} done: a<sub>i</sub> / "
-                  f"ℓ<sub>i</sub> equals plain softmax attention, max |difference| = {diff}")
-    caption = ("orange outline: this step's tile · grey: computed in earlier steps · "
-               "blank: not computed yet · dark orange: a new row maximum")
-    if causal:
-        caption += " · dark grey: hidden (causal)"
+    if data.max_diff is not None:
+        diff = ("0" if data.max_diff == 0
+                else f"{data.max_diff:.1e}".replace("-", _MINUS))
+        title += "<br>" + _.ngettext(
+            "row {rows} done: a<sub>i</sub> / ℓ<sub>i</sub> equals plain softmax attention, "
+            "max |difference| = {diff}",
+            "rows {rows} done: a<sub>i</sub> / ℓ<sub>i</sub> equals plain softmax attention, "
+            "max |difference| = {diff}", bq, rows=rows_text, diff=diff)
+    if data.causal:
+        caption = _("orange outline: this step's tile · grey: computed in earlier steps · "
+                    "blank: not computed yet · dark orange: a new row maximum · dark grey: "
+                    "hidden (causal)")
+    else:
+        caption = _("orange outline: this step's tile · grey: computed in earlier steps · "
+                    "blank: not computed yet · dark orange: a new row maximum")
     annotations = [
-        dict(text="scores s<sub>ij</sub> computed so far", x=0.225, y=1.0, xref="paper",
+        dict(text=_("scores s<sub>ij</sub> computed so far"), x=0.225, y=1.0, xref="paper",
              yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
              font=dict(size=13)),
-        dict(text="running state of this block's rows", x=0.78, y=1.0, xref="paper",
+        dict(text=_("running state of this block's rows"), x=0.78, y=1.0, xref="paper",
              yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
              font=dict(size=13)),
         dict(text=caption, x=0.5, y=-0.24, xref="paper", yref="paper", xanchor="center",
@@ -327,17 +414,52 @@ def _figure(steps, plain, step, causal, height):
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
         height=height, title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
         margin=dict(l=60, r=12, t=120, b=110),
-        xaxis=axis_style(domain=[0.0, 0.45], type="category", title=dict(text="key j"),
+        xaxis=axis_style(domain=[0.0, 0.45], type="category", title=dict(text=_("key j")),
                          anchor="y", showgrid=False, tickangle=0),
-        yaxis=axis_style(type="category", title=dict(text="query i"), anchor="x",
+        yaxis=axis_style(type="category", title=dict(text=_("query i")), anchor="x",
                          autorange="reversed", showgrid=False),
         xaxis2=axis_style(domain=[0.53, 1.0], type="category", anchor="y2", showgrid=False,
                           tickmode="array", tickvals=list(STATE_COLUMNS),
-                          ticktext=list(_STATE_TICKS), tickangle=0, tickfont=dict(size=12)),
+                          ticktext=[_(t) for t in _STATE_TICKS], tickangle=0,
+                          tickfont=dict(size=12)),
         yaxis2=axis_style(type="category", anchor="x2", autorange="reversed", showgrid=False),
         shapes=shapes, annotations=annotations, showlegend=False,
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
+                      *, seed: int = 0, height: int = 540, language: str | None = None):
+    """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
+
+    :func:`draw_flash_step` of :func:`flash_step_data`: step ``k = min(step, n)`` of the ``n``
+    steps of the tiling (the title then says which step was asked for). Trace 1's ``meta``
+    holds the numbers unrounded: ``step``, ``n_steps``, ``q_start``, ``q_stop``, ``k_start``,
+    ``k_stop``, the seven columns of :data:`STATE_COLUMNS` as lists over the block's rows
+    (``m_old`` is ``None`` for −∞), ``rose`` (the rows whose maximum rose) and ``max_diff``.
+
+    Args:
+        block_q: queries per block, one of :data:`BLOCK_SIZES`.
+        block_k: keys per block, one of :data:`BLOCK_SIZES`.
+        causal: apply the causal mask (query ``i`` sees keys ``j <= i``).
+        step: the step to show, 1 .. 16; clamped to the number of steps ``n`` of this setting.
+        seed: seed of :func:`flash_example`.
+        height: figure height in pixels, >= 10.
+        language: see :func:`draw_flash_step`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``block_q``, ``block_k``, ``step``, ``seed`` or ``height`` is not an
+            integer (``2.0`` included) or ``causal`` not a bool.
+        ValueError: if a block size is not one of :data:`BLOCK_SIZES`, or ``step``, ``seed``
+            or ``height`` is out of range.
+    """
+    block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
+    height = check_int(height, "height", 10)
+    data = flash_step_data(block_q, block_k, causal, step, seed=seed)
+    return draw_flash_step(data, language=language, height=height)
 
 
 def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2,
@@ -373,9 +495,9 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
     seed = check_seed(seed)
     q, k, v = flash_example(seed)
     runs: dict = {}
-    figures: dict = {}
+    computed: dict = {}
 
-    def render(block_q, block_k, causal, progress):
+    def compute(block_q, block_k, causal, progress):
         key = (block_q, block_k, causal)
         if key not in runs:  # one run of the tiled loop per setting
             _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q,
@@ -383,9 +505,9 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
             runs[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
         steps, plain = runs[key]
         step = progress_step(progress, len(steps))
-        if (*key, step) not in figures:  # 16 / n stops show each step
-            figures[(*key, step)] = _figure(steps, plain, step, causal, 540)
-        return figures[(*key, step)]
+        if (*key, step) not in computed:  # 16 / n stops show each step
+            computed[(*key, step)] = _step_data(steps, plain, step, causal)
+        return computed[(*key, step)]
 
     n0 = (SEQ_LEN // block_q) * (SEQ_LEN // block_k)
     progress0 = MAX_STEPS * min(step, n0) // n0
@@ -397,4 +519,5 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
         Control("progress", "progress", "slider", PROGRESS_VALUES, progress0,
                 labels=_PROGRESS_LABELS),
     ]
-    return Explorer(controls, render, title="FlashAttention, step by step")
+    return Explorer(controls, title="FlashAttention, step by step", compute=compute,
+                    draw=draw_flash_step, kept_words=NOTATION)
