@@ -108,14 +108,21 @@ def test_label_catalog_entries_are_complete_and_keep_placeholders_and_math():
     entries = [e for path in LABELS for e in polib.pofile(str(path))]
     assert len(entries) > 0
     bad = []
+    named = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
     for e in entries:
-        if not e.msgstr or "fuzzy" in e.flags:
-            bad.append((e.msgid, "untranslated or fuzzy"))
-        elif e.msgid.count("{}") != e.msgstr.count("{}"):
-            bad.append((e.msgid, "placeholders differ"))
-        elif sorted(re.findall(r"\$[^$]*\$", e.msgid)) != \
-                sorted(re.findall(r"\$[^$]*\$", e.msgstr)):
-            bad.append((e.msgid, "mathtext differs"))
+        # A plural entry (ngettext) keeps its translations in msgstr_plural.
+        texts = list(e.msgstr_plural.values()) if e.msgid_plural else [e.msgstr]
+        for text in texts:
+            if not text or "fuzzy" in e.flags:
+                bad.append((e.msgid, "untranslated or fuzzy"))
+            elif e.msgid.count("{}") != text.count("{}"):
+                bad.append((e.msgid, "placeholders differ"))
+            elif set(named.findall(e.msgid + (e.msgid_plural or ""))) != set(
+                    named.findall(text)):
+                bad.append((e.msgid, "named placeholders differ"))
+            elif sorted(re.findall(r"\$[^$]*\$", e.msgid)) != \
+                    sorted(re.findall(r"\$[^$]*\$", text)):
+                bad.append((e.msgid, "mathtext differs"))
     assert bad == []
 
 
@@ -127,7 +134,8 @@ def test_every_label_translation_draws_without_a_missing_glyph():
 
     from attnbook import i18n
 
-    texts = [e.msgstr for path in LABELS for e in polib.pofile(str(path)) if e.msgstr]
+    texts = [t for path in LABELS for e in polib.pofile(str(path))
+             for t in ([e.msgstr] + list(e.msgstr_plural.values())) if t]
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.set_title("\n".join(t.replace("{}", "1") for t in texts if "$" not in t)[:20000])
     for i, t in enumerate(t for t in texts if "$" in t):
