@@ -108,6 +108,7 @@ BOOK_SOURCES = (
     "references.md",
     "references.bib",
     "lib/attnbook/**/*.py",
+    "lib/attnbook/explorers/static/*",
     "book/_ext/*.py",
     "book/*.py",
     "locales/**/*.po",

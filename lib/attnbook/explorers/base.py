@@ -7,14 +7,24 @@ An :class:`Explorer` has a few controls (:class:`Control`) and a render function
 * ``application/vnd.jupyter.widget-view+json`` (with ``text/plain``): an ipywidgets layout of
   the controls and a plotly ``FigureWidget``. Every change of a control calls ``render`` again
   — a fresh computation by ``attnbook`` — and redraws the figure. JupyterLab shows this.
-* ``text/html``: a self-contained static explorer for the built book. ``render`` is called for
-  every combination of control values (the *grid*); the figures are embedded as JSON (floats
-  rounded to 4 significant digits, identical traces and frames stored once) next to native
-  HTML controls (``<input type="range">`` with a visible value, ``<select>``, a checkbox) that
-  redraw with ``Plotly.react``. No kernel is needed. plotly.js is not inlined and not fetched:
-  the page provides ``window.Plotly`` (the book loads it once from ``_static``), possibly after
-  the explorer's script has run, so the script waits for it
-  (:func:`attnbook.viz.when_plotly_ready_js`).
+* ``text/html``: a static explorer for the built book. ``render`` is called for every
+  combination of control values (the *grid*); the figures are embedded as JSON (floats rounded
+  to 4 significant digits, identical traces and frames stored once) next to native HTML
+  controls (``<input type="range">`` with a visible value, ``<select>``, a checkbox) that
+  redraw with ``Plotly.react``. No kernel is needed.
+
+The static explorer is front-end code kept as package data in ``explorers/static``: its HTML
+comes from the Jinja2 template ``explorer.html.j2`` (autoescaped), its behaviour from
+``explorer.js`` (``window.attnbookExplorer``: ``mount``, and ``applyPatch``, the twin of
+:func:`apply_patch`, tested against it under Node) and its look from ``explorer.css``. The
+built book loads the script and the stylesheet once per page (:func:`page_assets`,
+``book/_ext/attnbook_explorers.py``), so each explorer there holds only its controls, plot,
+JSON and a one-line call to ``attnbookExplorer.mount``, which waits until both
+``window.Plotly`` and the script exist (a page may load either later). An output shown anywhere
+else (a notebook front end) carries the script and stylesheet inline (``static_html(...,
+assets=True)``); the first copy to run on a page is the one all its explorers use. plotly.js is
+never inlined and never fetched: the page provides ``window.Plotly`` (the book loads it once
+from ``_static``).
 
 Each front-end picks its own representation (MyST-NB's render priority; JupyterLab's widget
 renderer), so there is no environment switch. Also importable from :mod:`attnbook.widgets`.
@@ -27,13 +37,14 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import html as _html
 import itertools
 import json
 import math
+import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -44,7 +55,7 @@ from . import reflow
 
 __all__ = ["Control", "Explorer", "MAX_GRID", "MIN_TRACK_PX", "SLIDER_MAX_PX", "LABEL_CHAR_PX",
            "make_patch",
-           "apply_patch"]
+           "apply_patch", "page_assets"]
 
 #: Largest number of grid combinations an explorer precomputes for its static HTML.
 MAX_GRID = 2000
@@ -740,12 +751,18 @@ class Explorer:
             "toggle_text": [i18n.translate("off", language), i18n.translate("on", language)],
         }
 
-    def static_html(self, language: str = "en", *, missing: set | None = None) -> str:
-        """The self-contained static explorer (computed once per language, then cached).
+    def static_html(self, language: str = "en", *, missing: set | None = None,
+                    assets: bool = True) -> str:
+        """The static explorer (computed once per language, then cached).
 
         Args:
             language: the language of its labels (:data:`attnbook.i18n.LANGUAGES`).
             missing: if given, receives the labels that had no translation.
+            assets: carry the explorer's script and stylesheet (:func:`page_assets`) inline,
+                before the explorer, for a page that does not load them: a notebook front end,
+                a page of your own. Every copy may be on one page; the first that runs defines
+                ``window.attnbookExplorer`` and the others do nothing. ``False`` for the built
+                book, whose pages load both files once (``book/_ext/attnbook_explorers.py``).
 
         Element ids start with a random per-instance prefix, so several explorers (or the same
         one displayed twice) can share a page. The prefix is on the outer ``<div>``'s ``id``; the
@@ -754,7 +771,10 @@ class Explorer:
 
         Returns:
             An HTML ``str``: the controls, the plot ``<div>``, the :meth:`static_spec` JSON and
-            the script that redraws the plot on input (plotly.js itself is not included).
+            a small script that calls ``attnbookExplorer.mount`` once both ``window.Plotly``
+            and the explorer's script are there (after ``<style>`` and ``<script>`` with
+            :func:`page_assets` when ``assets``). plotly.js itself is never included: the page
+            provides ``window.Plotly``.
         """
         if language not in self._static_html:
             lost: set = set()
@@ -763,62 +783,41 @@ class Explorer:
             self._static_missing[language] = lost
         if missing is not None:
             missing |= self._static_missing[language]
-        return self._static_html[language]
+        html = self._static_html[language]
+        return _inline_assets() + html if assets else html
 
     def _build_static_html(self, language: str, missing: set) -> str:
-        spec = self.static_spec(language, missing=missing)
-        def tr(text: str) -> str:  # the machinery's own words, escaped for HTML
-            return _html.escape(i18n.translate(text, language))
+        """The explorer's own HTML, from the template ``static/explorer.html.j2``.
 
-        title = i18n.translate_checked(self.title, language, missing)
+        Its controls, plot ``<div>``, :meth:`static_spec` JSON and the call that mounts it; not
+        the script and stylesheet (:func:`page_assets`), which :meth:`static_html` adds inline
+        unless the page loads them.
+        """
+        from markupsafe import Markup
+
+        spec = self.static_spec(language, missing=missing)
+
+        def tr(text: str) -> str:  # the machinery's own words (the template escapes them)
+            return i18n.translate(text, language)
+
         uid = "attnbook-explorer-" + uuid.uuid4().hex[:12]
-        rows = []
-        for c in (c.translated(language, missing) for c in self._specs):
-            cid = f"{uid}-{c.name}"
-            idx = c.options.index(c.default)
-            if c.kind == "slider":
-                rows.append(
-                    f'<div class="attnbook-ctl"><label for="{cid}">{c.label}</label>'
-                    f'<input type="range" id="{cid}" min="0" max="{len(c.options) - 1}" '
-                    f'step="1" value="{idx}" aria-valuetext="{_html.escape(c.labels[idx])}">'
-                    f'<output id="{cid}-value" for="{cid}" aria-live="polite">'
-                    f"{_html.escape(c.labels[idx])}</output></div>"
-                )
-            elif c.kind == "toggle":
-                checked = " checked" if c.default else ""
-                rows.append(
-                    f'<div class="attnbook-ctl"><input type="checkbox" id="{cid}"{checked}>'
-                    f'<label for="{cid}">{c.label}</label>'
-                    f'<output id="{cid}-value" for="{cid}" aria-live="polite">'
-                    f'{tr("on") if c.default else tr("off")}</output></div>'
-                )
-            else:
-                opts = "".join(
-                    f'<option value="{i}"{" selected" if i == idx else ""}>'
-                    f"{_html.escape(lab)}</option>"
-                    for i, lab in enumerate(c.labels)
-                )
-                rows.append(
-                    f'<div class="attnbook-ctl"><label for="{cid}">{c.label}</label>'
-                    f'<select id="{cid}">{opts}</select></div>'
-                )
-        # No "</script>", "<!--" or "<script" can end or open anything inside the JSON.
-        payload = _json_dumps(spec).replace("<", "\\u003c")
-        body = _STATIC_JS.replace("__UID__", json.dumps(uid))
-        script = viz.when_plotly_ready_js(body, target_id=f"{uid}-plot")
-        height = (spec["layout"] or {}).get("height", 450)
-        return (
-            f'<div class="attnbook-explorer" id="{uid}">'
-            f"<style>{_STATIC_CSS}</style>"
-            f'<div class="attnbook-controls" role="group" '
-            f'aria-label="{_html.escape(title)}: {tr("controls")}">{"".join(rows)}</div>'
-            f'<div id="{uid}-plot" class="attnbook-explorer-plot plotly-graph-div" '
-            f'style="width:100%;height:{int(height)}px" role="figure" '
-            f'aria-label="{_html.escape(title)}"></div>'
-            f"<noscript>{tr('This explorer needs JavaScript.')}</noscript>"
-            f'<script type="application/json" id="{uid}-data">{payload}</script>'
-            f"<script>{script}</script>"
-            f"</div>"
+        controls = [
+            # A control's label may hold HTML (Control.label), written by the library.
+            {"id": f"{uid}-{c.name}", "kind": c.kind, "label": Markup(c.label),
+             "labels": c.labels, "index": c.options.index(c.default), "checked": bool(c.default)}
+            for c in (c.translated(language, missing) for c in self._specs)
+        ]
+        return _template().render(
+            uid=uid,
+            title=i18n.translate_checked(self.title, language, missing),
+            controls=controls,
+            height=int((spec["layout"] or {}).get("height", 450)),
+            # Every "<" escaped: no "</script>", "<!--" or "<script" inside the JSON.
+            payload=Markup(_json_dumps(spec).replace("<", "\\u003c")),
+            wait_ms=int(viz.PLOTLY_WAIT_SECONDS * 1000),
+            text={"controls": tr("controls"), "on": tr("on"), "off": tr("off"),
+                  "noscript": tr("This explorer needs JavaScript.")},
+            missing={"plotly": tr(_NO_PLOTLY), "script": tr(_NO_SCRIPT)},
         )
 
     # ---------------------------------------------------------------------------------------
@@ -832,7 +831,8 @@ class Explorer:
         langs = i18n.editions()
         if langs:  # the built book: one static explorer per edition (attnbook.i18n)
             bundle[i18n.MIME] = i18n.editions_html_bundle(
-                lambda lang, missing: self.static_html(lang, missing=missing), langs)
+                lambda lang, missing: self.static_html(lang, missing=missing, assets=False),
+                langs)
         if include:
             bundle = {k: v for k, v in bundle.items() if k in include}
         if exclude:
@@ -843,118 +843,55 @@ class Explorer:
         return f"<{self.title}: {self.values}>"
 
 
-_STATIC_CSS = (
-    ".attnbook-explorer{margin:1em 0;}"
-    ".attnbook-explorer .attnbook-controls{display:flex;flex-wrap:wrap;gap:.4em 1.6em;"
-    "align-items:center;font-size:.95em;margin-bottom:.3em;}"
-    ".attnbook-explorer .attnbook-ctl{display:flex;align-items:center;gap:.45em;"
-    "max-width:100%;}"
-    ".attnbook-explorer .attnbook-ctl input[type=range]{width:12em;flex:0 1 12em;"
-    "min-width:6em;}"
-    ".attnbook-explorer .attnbook-ctl output{min-width:2.5em;font-variant-numeric:tabular-nums;"
-    "font-weight:600;}"
-    ".attnbook-explorer .attnbook-ctl.attnbook-inactive{opacity:.45;}"
-)
+#: The words of the mount script's message when a file did not load (in the explorer's language).
+_NO_PLOTLY = "This figure needs plotly.js, which did not load."
+_NO_SCRIPT = "This explorer needs its script (attnbook-explorer.js), which did not load."
+#: The static explorer's front end: ``explorer.js``, ``explorer.css``, ``explorer.html.j2``.
+_STATIC_DIR = Path(__file__).resolve().parent / "static"
 
-# The static explorer's script (runs once window.Plotly exists). It only looks values up in the
-# embedded JSON: every number it draws was computed in Python by attnbook.
-_STATIC_JS = r"""
-var uid = __UID__;
-var root = document.getElementById(uid);
-var plot = document.getElementById(uid + '-plot');
-var spec = JSON.parse(document.getElementById(uid + '-data').textContent);
-function copy(x) { return JSON.parse(JSON.stringify(x)); }
-function currentIndex() {
-  var flat = 0;
-  spec.controls.forEach(function (c, i) {
-    var el = document.getElementById(uid + '-' + c.name);
-    var k = c.kind === 'toggle' ? (el.checked ? 1 : 0) : parseInt(el.value, 10);
-    flat += k * spec.strides[i];
-  });
-  return flat;
-}
-function narrowNow() {
-  var w = plot.clientWidth || root.clientWidth;
-  return !!spec.narrow_layout && w > 0 && w < spec.narrow_below;
-}
-function applyPatch(base, p) {
-  if (p === null || p === undefined) { return copy(base); }
-  if (typeof p === 'object' && !Array.isArray(p)) {
-    if ('$set' in p) { return copy(p['$set']); }
-    var out;
-    if ('$list' in p) {
-      out = copy(base);
-      Object.keys(p['$list']).forEach(function (i) {
-        out[+i] = applyPatch(out[+i], p['$list'][i]);
-      });
-      return out;
-    }
-    out = (base && typeof base === 'object' && !Array.isArray(base)) ? copy(base) : {};
-    Object.keys(p).forEach(function (k) {
-      var v = p[k];
-      if (v && typeof v === 'object' && '$del' in v) { delete out[k]; }
-      else { out[k] = applyPatch(out[k], v); }
-    });
-    return out;
-  }
-  return p;
-}
-function frameFigure(flat, narrow) {
-  var frame = spec.frames[spec.frame_of[flat]];
-  var layout = narrow ? applyPatch(spec.narrow_layout, frame.narrow_layout)
-                      : applyPatch(spec.layout, frame.layout);
-  var idx = (narrow && frame.narrow_data) ? frame.narrow_data : frame.data;
-  var data = idx.map(function (e) {
-    return typeof e === 'number' ? copy(spec.traces[e])
-                                 : applyPatch(spec.traces[e.t], spec.patches[e.p]);
-  });
-  return {data: data, layout: layout};
-}
-function syncLabels(flat) {
-  spec.controls.forEach(function (c) {
-    var el = document.getElementById(uid + '-' + c.name);
-    var out = document.getElementById(uid + '-' + c.name + '-value');
-    if (c.kind === 'slider') {
-      var text = c.labels[parseInt(el.value, 10)];
-      out.textContent = text;
-      el.setAttribute('aria-valuetext', text);
-    } else if (c.kind === 'toggle') {
-      out.textContent = spec.toggle_text[el.checked ? 1 : 0];
-    }
-    var off = spec.inactive ? spec.inactive[flat].indexOf(c.name) >= 0 : false;
-    el.disabled = off;
-    el.parentNode.classList.toggle('attnbook-inactive', off);
-  });
-}
-var shown = -1, shownNarrow = null;
-function draw(first) {
-  var flat = currentIndex();
-  syncLabels(flat);
-  var narrow = narrowNow();
-  if (flat === shown && narrow === shownNarrow) { return; }
-  shown = flat;
-  shownNarrow = narrow;
-  plot.setAttribute('data-grid-index', String(flat));
-  plot.setAttribute('data-frame', String(spec.frame_of[flat]));
-  plot.setAttribute('data-layout', narrow ? 'narrow' : 'wide');
-  var fig = frameFigure(flat, narrow);
-  if (fig.layout.height) { plot.style.height = fig.layout.height + 'px'; }
-  if (first) { Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
-  else { Plotly.react(plot, fig.data, fig.layout, spec.config); }
-}
-spec.controls.forEach(function (c) {
-  var el = document.getElementById(uid + '-' + c.name);
-  el.addEventListener('input', function () { draw(false); });
-  el.addEventListener('change', function () { draw(false); });
-});
-// A window resize, or the explorer's box changing width (a sidebar, a <details> opened),
-// may cross the narrow threshold; draw() does nothing unless the frame or the variant changes.
-var resizeTimer = null;
-function onResize() {
-  clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(function () { draw(false); }, 150);
-}
-window.addEventListener('resize', onResize);
-if (window.ResizeObserver) { new ResizeObserver(onResize).observe(root); }
-draw(true);
-"""
+
+def page_assets() -> dict[str, Path]:
+    """The static explorer's script and stylesheet, by the name a page loads them under.
+
+    Both are package data of :mod:`attnbook.explorers` (``static/explorer.js``, which defines
+    ``window.attnbookExplorer``, and ``static/explorer.css``). The built book copies them into
+    its ``_static`` folder and loads them once on every page that shows an explorer
+    (``book/_ext/attnbook_explorers.py``); elsewhere :meth:`Explorer.static_html` carries them
+    inline.
+
+    Returns:
+        ``{"attnbook-explorer.js": path, "attnbook-explorer.css": path}``.
+    """
+    return {f"attnbook-{name}": _STATIC_DIR / name for name in ("explorer.js", "explorer.css")}
+
+
+@functools.cache
+def _template():
+    """The Jinja2 template of one static explorer (autoescape on; an undefined name fails)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_STATIC_DIR), autoescape=True, trim_blocks=True,
+        lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("explorer.html.j2")
+
+
+@functools.cache
+def _inline_assets() -> str:
+    """:func:`page_assets` as a ``<style>`` and a ``<script>``, for a page that lacks them.
+
+    Blank lines are dropped (a Markdown renderer would end a raw HTML block there). The script
+    defines ``window.attnbookExplorer`` only if no other copy has, so every explorer output may
+    carry it and the page runs the first.
+    """
+    files = page_assets()
+    css, js = (
+        "\n".join(line for line in files[f"attnbook-explorer.{ext}"].read_text("utf-8")
+                  .splitlines() if line.strip())
+        for ext in ("css", "js")
+    )
+    for text in (css, js):
+        if re.search(r"</(script|style)|<!--", text, re.IGNORECASE):
+            raise ValueError("the explorer's script or stylesheet would end its inline tag")
+    return f"<style>{css}</style><script>{js}</script>"
