@@ -301,15 +301,35 @@ def _json_dumps(obj) -> str:
 _SET, _LIST, _DEL = "$set", "$list", "$del"
 
 
+def _same(a, b) -> bool:
+    """``a == b`` for JSON values, except that ``true`` is not ``1`` nor ``false`` ``0``.
+
+    Python's ``==`` says ``True == 1`` (also inside lists and dicts); JSON and the page's script
+    do not, so a patch must not drop such a change. ``1`` and ``1.0`` are the same JSON number.
+    """
+    if a is b:
+        return True
+    if a != b:
+        return False
+    if isinstance(a, dict):
+        return all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        types = list(map(type, a))  # fast path: equal scalars of the same types (a trace's z)
+        if types == list(map(type, b)) and not {dict, list, tuple} & set(types):
+            return True
+        return all(_same(x, y) for x, y in zip(a, b))
+    return isinstance(a, bool) == isinstance(b, bool)
+
+
 def make_patch(base, new):
     """A compact patch that turns JSON value ``base`` into ``new`` (see :func:`apply_patch`).
 
     Dicts are diffed key by key (``{"$del": 1}`` removes a key), lists of equal length index
     by index (``{"$list": {"3": patch}}``), anything else is replaced (a scalar as itself, a
     dict, list or ``None`` as ``{"$set": value}``: a bare ``None`` means no patch). Equal
-    values give ``None`` (no patch).
+    values give ``None`` (no patch); ``True`` and ``1`` are not equal here, as in JSON.
     """
-    if base == new:
+    if _same(base, new):
         return None
     if new is None:  # a bare None would read as "no change"
         return {_SET: None}
@@ -318,7 +338,7 @@ def make_patch(base, new):
         for k, v in new.items():
             if k not in base:
                 out[k] = {_SET: v} if isinstance(v, (dict, list)) or v is None else v
-            elif base[k] != v:
+            elif not _same(base[k], v):
                 out[k] = make_patch(base[k], v)
         for k in base:
             if k not in new:
@@ -326,7 +346,7 @@ def make_patch(base, new):
         return out
     if isinstance(base, list) and isinstance(new, list) and len(base) == len(new):
         return {_LIST: {str(i): make_patch(b, n) for i, (b, n) in enumerate(zip(base, new))
-                        if b != n}}
+                        if not _same(b, n)}}
     return {_SET: new} if isinstance(new, (dict, list)) else new
 
 
