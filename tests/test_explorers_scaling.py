@@ -18,9 +18,9 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import scaling  # noqa: E402
-from attnbook.scaling import saturation_stats, score_samples  # noqa: E402
+from attnbook.scaling import saturation_stats, scaling_data, score_samples  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
 
 # Small sample counts keep these tests fast; the defaults are exercised by the size test.
 SMALL = dict(n_samples=400, n_draws=60, seed=3)
@@ -138,6 +138,64 @@ def test_static_scaling_frames_match_library():
     f2 = static_frame(spec, {"d_k": 256, "scaled": False, "n_keys": 16})
     assert f1["data"][0] != f2["data"][0]
 
+
+
+def test_every_setting_speaks_chinese():
+    # Legends, panel titles, statistics boxes, hover text and controls of all 110 settings.
+    assert_speaks_chinese(small_scaling())
+
+
+def test_chinese_figure_has_the_english_figures_numbers_and_chinese_labels():
+    # One computation, drawn twice: the data are the same in both languages, the words are not.
+    data = scaling_data(16, 8, scaled=False, n_samples=400, n_draws=60, seed=3)
+    en = scaling.draw_scaling(data, language="en")
+    zh = scaling.draw_scaling(data, language="zh_CN")
+    for a, b in zip(en.data, zh.data):
+        assert_close(np.array(a.y), np.array(b.y), atol=0, rtol=0)
+    assert zh.data[0].name == "实测分数" and en.data[0].name == "measured scores"
+    assert zh.data[1].name == "理论 N(0, d<sub>k</sub> = 16)"
+    # ln 8 = 2.079 (by hand), S = 8 keys, 60 draws averaged.
+    box = zh.layout.annotations[3].text
+    assert "ln(8) = 2.08" in box and "60 次抽样的平均" in box
+    assert zh.layout.annotations[1].text == "一个查询在 S = 8 个键上的 softmax 权重"
+    assert zh.layout.xaxis.title.text == "分数" and zh.layout.yaxis2.title.text == "平均注意力权重"
+
+
+def test_one_key_and_one_draw_read_in_the_singular():
+    fig = scaling.scaling_figure(4, True, 1, n_samples=50, n_draws=1, language="en")
+    assert fig.layout.annotations[1].text == "Softmax weights of one query over S = 1 key"
+    assert fig.layout.annotations[3].text.endswith("mean of 1 draw")
+    assert list(fig.data[2].y) == [1.0]  # one key takes all the weight
+
+
+@pytest.mark.parametrize("d_k,scaled", [(1, False), (1, True), (64, True), (1024, False)])
+def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled):
+    # Issue 10: the box (3 lines at 13 px, from 3 % below the top) covered a bar at 1280 px.
+    # The plot area is height - t - b = 460 - 50 - 90 = 320 px at the column's width, 230 px
+    # stacked on a phone; every bar and the expected curve must stay under the box there.
+    x_range = 4.0 if scaled else 4 * 1024**0.5  # as the explorer fixes it
+    fig = scaling.scaling_figure(d_k, scaled, 16, n_samples=400, n_draws=20, x_range=x_range)
+    top = fig.layout.yaxis.range[1]
+    box_px = 3 * 13 * 1.3
+    for panel_px in (320, 230):
+        free = 1 - (box_px + 0.03 * panel_px) / panel_px  # fraction of the axis under the box
+        assert max(fig.data[0].y) <= free * top
+        curve = np.array(fig.data[1].y)[np.abs(np.array(fig.data[1].x)) <= x_range]
+        assert curve.max() <= free * top
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: scaling.scaling_figure(x_range=0), ValueError, "x_range"),
+    (lambda: scaling.scaling_figure(x_range="4"), TypeError, "x_range"),
+    # Were plotly's "Invalid value ... for the 'height' property", naming no argument.
+    (lambda: scaling.scaling_figure(height=-1), ValueError, "height"),
+    (lambda: scaling.scaling_figure(height="x"), TypeError, "height"),
+    (lambda: scaling.scaling_figure(n_samples=1), ValueError, "n_samples"),
+    (lambda: scaling.scaling_figure(language="fr"), ValueError, "language"),
+])
+def test_figure_checks_its_arguments(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ from attnbook.attention import softmax
 from attnbook.scaling import (
     saturation_stats,
     saturation_stats_core,
+    scaling_data,
+    score_histogram,
     score_samples,
     score_samples_core,
     score_variance,
@@ -130,3 +132,53 @@ def test_rng_accepts_generator_seed_and_0d_array():
     a = score_samples(3, 4, rng=np.random.default_rng(9))
     assert np.array_equal(a, score_samples(3, 4, rng=9))
     assert np.array_equal(a, score_samples(3, 4, rng=np.array(9)))
+
+
+def test_score_histogram_by_hand():
+    # Scores -1, 0.5 and 1 over 2 bins on [-1, 1]: edges -1, 0, 1 (width 1); one score in the
+    # left bin and two in the right, so the densities are 1/3 and 2/3 (they integrate to 1).
+    centres, density, width = score_histogram([-1.0, 0.5, 1.0], n_bins=2)
+    assert width == 1.0
+    assert_close(centres, [-0.5, 0.5], atol=0, rtol=0)
+    assert_close(density, [1 / 3, 2 / 3], atol=1e-15, rtol=0)
+    # All-zero scores: the bins span [-1, 1] rather than collapsing to a point.
+    centres, density, width = score_histogram(np.zeros(4), n_bins=1)
+    assert (width, float(centres[0]), float(density[0])) == (2.0, 0.0, 0.5)
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
+    (lambda: score_histogram([1.0, 2.0], n_bins=2.0), TypeError, "n_bins"),
+    (lambda: score_histogram(["a", "b"]), TypeError, "scores"),
+    (lambda: scaling_data(4, n_samples=1), ValueError, "n_samples"),
+    (lambda: scaling_data(4, seed=-1), ValueError, "seed"),
+    (lambda: scaling_data(0), ValueError, "d_k"),
+    (lambda: scaling_data(4, 0), ValueError, "n_keys"),
+])
+def test_scaling_data_and_histogram_check_their_arguments(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+@pytest.mark.parametrize("d_k, scaled", [(16, False), (256, True)])
+def test_scaling_data_is_the_seeded_draws_binned(d_k, scaled):
+    # Independent calls with the documented seeds (histogram seed, softmax panel seed + 1).
+    data = scaling_data(d_k, 8, scaled=scaled, n_samples=300, n_draws=40, seed=5)
+    s = score_samples(d_k, 300, scaled=scaled, rng=5)
+    assert_close(data.scores, s, atol=0, rtol=0)
+    assert data.variance == pytest.approx(float(np.var(s, ddof=1)), rel=1e-14)
+    m = np.abs(s).max()
+    density, edges = np.histogram(s, bins=np.linspace(-m, m, 42), density=True)
+    assert_close(data.density, density, atol=1e-15, rtol=1e-12)
+    assert_close(data.centres, (edges[1:] + edges[:-1]) / 2, atol=1e-12, rtol=1e-12)
+    stats = saturation_stats(d_k, 8, 40, scaled=scaled, rng=6)
+    assert_close(data.stats.mean_sorted_weights, stats.mean_sorted_weights, atol=0, rtol=0)
+    # The expected density is N(0, sigma^2), sigma^2 = 1 scaled and d_k unscaled: its peak is
+    # 1 / sqrt(2 pi sigma^2), it spans 5 sigma each side and integrates to 1 (to 1e-6 there).
+    var = 1.0 if scaled else float(d_k)
+    assert data.expected_variance == var
+    assert data.expected_density.max() == pytest.approx(1 / math.sqrt(2 * math.pi * var))
+    assert data.expected_x[-1] == pytest.approx(5 * math.sqrt(var))
+    area = float(np.sum(np.diff(data.expected_x) * (data.expected_density[1:]
+                                                     + data.expected_density[:-1]) / 2))
+    assert area == pytest.approx(1.0, abs=1e-5)

@@ -46,6 +46,19 @@ def test_token_attention_figure_is_read_at_its_old_path():
     assert "token_attention_figure" not in viz.__all__
 
 
+def test_scaling_names_are_read_at_their_old_path():
+    # The figure moved to its explorer's module, the data to attnbook.scaling; their tests are
+    # in tests/test_explorers_scaling.py and tests/test_scaling.py.
+    from attnbook import scaling
+    from attnbook.explorers import scaling as scaling_explorer
+
+    assert viz.scaling_figure is scaling_explorer.scaling_figure
+    for name in ("ScalingData", "scaling_data", "score_histogram"):
+        assert getattr(viz, name) is getattr(scaling, name)
+        assert name not in viz.__all__
+    assert "scaling_figure" not in viz.__all__
+
+
 @pytest.mark.parametrize("call, exc, name", [
     (lambda: viz.mask_figure("causal", scores=np.zeros((3, 3))), ValueError, "scores"),
     (lambda: viz.mask_figure("diagonal"), ValueError, "mask_type"),
@@ -53,16 +66,11 @@ def test_token_attention_figure_is_read_at_its_old_path():
     (lambda: viz.explorer_keep_mask("padding", 4, n_pad=5), ValueError, "n_pad"),
     (lambda: viz.mask_scores(0), ValueError, "seq_len"),
     (lambda: viz.mask_scores(4, seed=None), TypeError, "seed"),
-    (lambda: viz.scaling_figure(x_range=0), ValueError, "x_range"),
-    (lambda: viz.scaling_figure(x_range="4"), TypeError, "x_range"),
-    (lambda: viz.score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
     # Were plotly's "Invalid value ... for the 'height' property" / NumPy's "could not convert
     # string to float", naming neither argument.
     (lambda: viz.mask_figure(height=-5), ValueError, "height"),
     (lambda: viz.mask_figure(height="a"), TypeError, "height"),
     (lambda: viz.mask_figure(scores=[["a"] * 8] * 8), TypeError, "scores"),
-    (lambda: viz.scaling_figure(height=-1), ValueError, "height"),
-    (lambda: viz.scaling_figure(height="x"), TypeError, "height"),
     (lambda: viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="LEFT"), ValueError,
      "pad_side"),
     (lambda: viz.mask_figure(pad_side=None), ValueError, "pad_side"),
@@ -112,22 +120,6 @@ def test_use_book_style_draws_column_wide_png():
         plt.close(fig)
         assert matplotlib.rcParams["xtick.labelsize"] >= 9
     assert Image.open(io.BytesIO(buf.getvalue())).size[0] == viz.COLUMN_PX
-
-
-@pytest.mark.parametrize("d_k,scaled", [(1, False), (1, True), (64, True), (1024, False)])
-def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled):
-    # Issue 10: the box (3 lines at 13 px, from 3 % below the top) covered a bar at 1280 px.
-    # The plot area is height - t - b = 460 - 50 - 90 = 320 px at the column's width, 230 px
-    # stacked on a phone; every bar and the expected curve must stay under the box there.
-    x_range = 4.0 if scaled else 4 * 1024**0.5  # as the explorer fixes it
-    fig = viz.scaling_figure(d_k, scaled, 16, n_samples=400, n_draws=20, x_range=x_range)
-    top = fig.layout.yaxis.range[1]
-    box_px = 3 * 13 * 1.3
-    for panel_px in (320, 230):
-        free = 1 - (box_px + 0.03 * panel_px) / panel_px  # fraction of the axis under the box
-        assert max(fig.data[0].y) <= free * top
-        curve = np.array(fig.data[1].y)[np.abs(np.array(fig.data[1].x)) <= x_range]
-        assert curve.max() <= free * top
 
 
 def test_mask_weight_numbers_are_readable_at_the_column_width():

@@ -293,10 +293,11 @@ KEPT_WORDS = frozenset("""
     KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
     DeepSeek fp32 fp16 bf16 int8 FLOPs FLOP GiB MiB KiB GB MB KB TB ms rad nats Adam SGD
-    softmax logsumexp Transformer ReLU GELU SwiGLU
+    softmax logsumexp tanh Transformer ReLU GELU SwiGLU
 """.split())
 
 
+_SUBSUP = re.compile(r"<(sub|sup)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\([^()]*\)|[A-Za-z0-9]*_[A-Za-z0-9_]+")
 
 
@@ -304,7 +305,8 @@ def untranslated(text: str, kept=frozenset()) -> list[str]:
     """The Latin words of a label that a Chinese reader would see untranslated.
 
     Words inside mathtext or LaTeX (``$...$``), HTML tags, plotly's ``%{...}`` hover
-    placeholders, code (a call such as ``masked_softmax(scores, mask)``, a ``snake_case`` name),
+    placeholders, sub- and superscripts (``W<sub>hh</sub>``), code (a call such as
+    ``masked_softmax(scores, mask)``, a ``snake_case`` name),
     single letters, and the words in :data:`KEPT_WORDS` or ``kept`` (example data
     a real model read, such as its tokens) do not count.
 
@@ -313,7 +315,8 @@ def untranslated(text: str, kept=frozenset()) -> list[str]:
     """
     if not isinstance(text, str):
         return []
-    bare = re.sub(r"%\{[^}]*\}", " ", _TAG.sub(" ", _MATH.sub(" ", text)))
+    bare = _SUBSUP.sub(" ", _MATH.sub(" ", text))  # W<sub>hh</sub>: notation, not a word
+    bare = re.sub(r"%\{[^}]*\}", " ", _TAG.sub(" ", bare))
     bare = _CODE.sub(" ", bare)
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", bare)
     return [w for w in words if len(re.sub(r"[^A-Za-z]", "", w)) >= 2

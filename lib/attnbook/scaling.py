@@ -8,7 +8,8 @@ out of its saturated, near one-hot regime where its Jacobian, and so the gradien
 scores, is almost zero.
 
 The functions here *measure* these facts by Monte Carlo with a seeded generator; the chapters
-and the explorers plot what they return.
+and the explorers plot what they return: :func:`scaling_data` is one setting of the √d_k
+explorer (chapter 3, :mod:`attnbook.explorers.scaling`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ __all__ = [
     "SaturationStats",
     "saturation_stats_core",
     "saturation_stats",
+    "score_histogram",
+    "ScalingData",
+    "scaling_data",
 ]
 
 # Draws are processed in chunks so that d_k = 1024 with 10^4 draws stays within a few MB.
@@ -201,3 +205,105 @@ def saturation_stats(
         mean_sorted_weights=sum_sorted / n_draws,
         mean_jacobian_norm=sum_jac / n_draws,
     )
+
+
+def score_histogram(scores, n_bins: int = 41) -> tuple[np.ndarray, np.ndarray, float]:
+    """Density histogram of scores over ``n_bins`` equal bins spanning ``[-m, m]``.
+
+    ``m`` is the largest ``|score|``, so the bins are symmetric about 0 and hold every sample.
+
+    Args:
+        scores: ``(n,)`` real scores.
+        n_bins: number of bins, >= 1.
+
+    Returns:
+        ``(centres, density, width)``: bin centres ``(n_bins,)``, probability densities
+        ``(n_bins,)`` (``sum(density) * width == 1``) and the bin width.
+
+    Raises:
+        TypeError: if ``n_bins`` is not an integer or ``scores`` is not a real numeric array.
+        ValueError: if ``n_bins`` < 1.
+    """
+    n_bins = checks.check_int(n_bins, "n_bins", 1)
+    scores = checks.as_float_array(scores, "scores").astype(np.float64)
+    m = float(np.max(np.abs(scores))) if scores.size else 1.0
+    m = m if m > 0 else 1.0
+    edges = np.linspace(-m, m, n_bins + 1)  # (n_bins + 1,)
+    density, edges = np.histogram(scores, bins=edges, density=True)
+    centres = (edges[:-1] + edges[1:]) / 2  # (n_bins,)
+    return centres, density, float(edges[1] - edges[0])
+
+
+@dataclass(frozen=True)
+class ScalingData:
+    """One setting of the √d_k explorer (chapter 3), as :func:`scaling_data` computes it.
+
+    Attributes:
+        d_k: head dimension.
+        scaled: whether scores are divided by ``sqrt(d_k)``.
+        n_keys: keys per query in the softmax panel.
+        scores: float64 ``(n_samples,)`` scores from
+            ``score_samples(d_k, n_samples, scaled=scaled, rng=seed)``.
+        variance: sample variance of ``scores`` (ddof = 1), as :func:`score_variance`
+            computes it.
+        expected_variance: ``1`` when scaled, else ``d_k`` (Vaswani et al., 2017, footnote 4).
+        stats: ``saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)``.
+        centres, density, bin_width: :func:`score_histogram` of ``scores``: bin centres
+            ``(n_bins,)``, densities ``(n_bins,)`` and the bin width (score units).
+        expected_x, expected_density: the normal density with the expected variance,
+            ``(81,)`` points over ``[-5 sigma, 5 sigma]``.
+    """
+
+    d_k: int
+    scaled: bool
+    n_keys: int
+    scores: np.ndarray
+    variance: float
+    expected_variance: float
+    stats: SaturationStats
+    centres: np.ndarray
+    density: np.ndarray
+    bin_width: float
+    expected_x: np.ndarray
+    expected_density: np.ndarray
+
+
+def scaling_data(
+    d_k: int, n_keys: int = 16, *, scaled: bool = True, n_samples: int = 2000,
+    n_draws: int = 200, seed: int = 0, n_bins: int = 41,
+) -> ScalingData:
+    """Compute one setting of the √d_k explorer: the scores' histogram and the softmax's peak.
+
+    Args:
+        d_k: head dimension, >= 1.
+        n_keys: keys per query for the softmax panel, >= 1.
+        scaled: divide scores by ``sqrt(d_k)``.
+        n_samples: number of (q, k) pairs in the score histogram, >= 2 (a sample variance).
+        n_draws: number of (q, K) draws averaged in the softmax panel, >= 1.
+        seed: the histogram uses ``rng=seed``, the softmax panel ``rng=seed + 1``; >= 0.
+        n_bins: bins of the histogram (:func:`score_histogram`), >= 1.
+
+    Returns:
+        :class:`ScalingData`.
+
+    Raises:
+        TypeError: if an argument is not an integer (``scaled``: not a bool).
+        ValueError: if ``d_k``, ``n_keys``, ``n_draws`` or ``n_bins`` is < 1, ``n_samples``
+            < 2 or ``seed`` < 0.
+
+    Source: Vaswani et al. (2017), eq. 1 and footnote 4.
+    """
+    n_samples = checks.check_int(n_samples, "n_samples", 2)
+    seed = checks.check_seed(seed)
+    scores = score_samples(d_k, n_samples, scaled=scaled, rng=seed)  # (n_samples,)
+    stats = saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)
+    centres, density, width = score_histogram(scores, n_bins)
+    expected = 1.0 if scaled else float(d_k)
+    x = np.linspace(-5 * np.sqrt(expected), 5 * np.sqrt(expected), 81)  # (81,)
+    pdf = np.exp(-(x**2) / (2 * expected)) / np.sqrt(2 * np.pi * expected)  # (81,)
+    return ScalingData(
+        d_k=int(d_k), scaled=bool(scaled), n_keys=int(n_keys), scores=scores,
+        variance=float(np.var(scores, ddof=1)), expected_variance=expected, stats=stats,
+        centres=centres, density=density, bin_width=width, expected_x=x, expected_density=pdf,
+    )
+

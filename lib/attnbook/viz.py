@@ -8,12 +8,10 @@ Two kinds of things live here:
 * The book's figure style, shared by every figure and explorer: :data:`FONT`, the colours
   :data:`BLUE`, :data:`ORANGE`, :data:`GREY`, :data:`GREEN`, :data:`EMPTY_TEMPLATE` and
   :func:`axis_style`.
-* The *render functions* of the explorers in :mod:`attnbook.explorers`:
-  :func:`scaling_figure`. It takes the explorer's control values and returns a
-  ``plotly.graph_objects.Figure`` computed with the library (``attnbook.scaling``); the live
-  widgets and the precomputed static frames call the same function, so the two front-ends
-  cannot drift apart. The other explorers' figures live in their explorer modules (names that
-  moved are still readable here).
+
+Each explorer's figure lives in its explorer module (:mod:`attnbook.explorers`) and what it
+computes in the library's core modules; the names that lived here are still readable at their
+old path (``attnbook.viz.scaling_figure`` and the others of ``_MOVED``).
 
 Nothing here loads plotly.js, inlines it, or points at a CDN: the page provides it.
 
@@ -23,15 +21,10 @@ plotly is imported lazily (``import attnbook`` pulls in nothing but NumPy).
 from __future__ import annotations
 
 import json
-import math
 import re
 import uuid
-from dataclasses import dataclass
 
-import numpy as np
-
-from .checks import check_int, check_real
-from .scaling import SaturationStats, saturation_stats, score_samples
+from .checks import check_real
 
 __all__ = [
     "StaticFigure",
@@ -49,10 +42,6 @@ __all__ = [
     "FIG_WIDTH_IN",
     "figsize",
     "use_book_style",
-    "ScalingData",
-    "scaling_data",
-    "score_histogram",
-    "scaling_figure",
 ]
 
 #: Names that lived here and moved to their concept's module: ``name -> (module, name)``.
@@ -63,6 +52,10 @@ _MOVED = {
     "explorer_keep_mask": ("attnbook.masks", "keep_mask_by_name"),
     "mask_scores": ("attnbook.explorers.masks", "mask_scores"),
     "mask_figure": ("attnbook.explorers.masks", "mask_figure"),
+    "ScalingData": ("attnbook.scaling", "ScalingData"),
+    "scaling_data": ("attnbook.scaling", "scaling_data"),
+    "score_histogram": ("attnbook.scaling", "score_histogram"),
+    "scaling_figure": ("attnbook.explorers.scaling", "scaling_figure"),
     "HIGHLIGHT_COLORS": ("attnbook.explorers.pretrained", "HIGHLIGHT_COLORS"),
     "token_attention_figure": ("attnbook.explorers.pretrained", "token_attention_figure"),
 }
@@ -324,240 +317,3 @@ def show(fig, *, config: dict | None = None) -> StaticFigure:
         TypeError: if ``fig`` is not a plotly ``Figure``.
     """
     return StaticFigure(fig, config)
-
-
-# --------------------------------------------------------------------------------------------
-# The scaling explorer's figure: score variance and softmax saturation
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ScalingData:
-    """What the scaling explorer draws for one setting, all computed by :mod:`attnbook.scaling`.
-
-    Attributes:
-        d_k: head dimension.
-        scaled: whether scores are divided by ``sqrt(d_k)``.
-        n_keys: keys per query in the softmax panel.
-        scores: float64 ``(n_samples,)`` scores from
-            ``score_samples(d_k, n_samples, scaled=scaled, rng=seed)``.
-        variance: sample variance of ``scores`` (ddof = 1), as
-            :func:`attnbook.scaling.score_variance` computes it.
-        expected_variance: ``1`` when scaled, else ``d_k`` (Vaswani et al., 2017, footnote 4).
-        stats: ``saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)``.
-    """
-
-    d_k: int
-    scaled: bool
-    n_keys: int
-    scores: np.ndarray
-    variance: float
-    expected_variance: float
-    stats: SaturationStats
-
-
-def scaling_data(
-    d_k: int, n_keys: int = 16, *, scaled: bool = True, n_samples: int = 2000,
-    n_draws: int = 200, seed: int = 0,
-) -> ScalingData:
-    """Compute the scaling explorer's numbers for one setting.
-
-    Args:
-        d_k: head dimension, >= 1.
-        n_keys: keys per query for the softmax panel, >= 1.
-        scaled: divide scores by ``sqrt(d_k)``.
-        n_samples: number of (q, k) pairs in the score histogram.
-        n_draws: number of (q, K) draws averaged in the softmax panel.
-        seed: the histogram uses ``rng=seed``, the softmax panel ``rng=seed + 1``.
-
-    Returns:
-        :class:`ScalingData`.
-
-    Raises:
-        ValueError: if an argument is not a positive integer (from :mod:`attnbook.scaling`).
-    """
-    scores = score_samples(d_k, n_samples, scaled=scaled, rng=seed)
-    stats = saturation_stats(d_k, n_keys, n_draws, scaled=scaled, rng=seed + 1)
-    return ScalingData(
-        d_k=int(d_k),
-        scaled=bool(scaled),
-        n_keys=int(n_keys),
-        scores=scores,
-        variance=float(np.var(scores, ddof=1)) if scores.size > 1 else 0.0,
-        expected_variance=1.0 if scaled else float(d_k),
-        stats=stats,
-    )
-
-
-def score_histogram(scores, n_bins: int = 41) -> tuple[np.ndarray, np.ndarray, float]:
-    """Density histogram of scores over ``n_bins`` equal bins spanning ``[-m, m]``.
-
-    ``m`` is the largest ``|score|``, so the bins are symmetric about 0 and hold every sample.
-
-    Args:
-        scores: ``(n,)`` real scores.
-        n_bins: number of bins, >= 1.
-
-    Returns:
-        ``(centres, density, width)``: bin centres ``(n_bins,)``, probability densities
-        ``(n_bins,)`` (``sum(density) * width == 1``) and the bin width.
-
-    Raises:
-        TypeError: if ``n_bins`` is not an integer.
-        ValueError: if ``n_bins`` < 1.
-    """
-    n_bins = check_int(n_bins, "n_bins", 1)
-    scores = np.asarray(scores, dtype=np.float64)
-    m = float(np.max(np.abs(scores))) if scores.size else 1.0
-    m = m if m > 0 else 1.0
-    edges = np.linspace(-m, m, n_bins + 1)
-    density, edges = np.histogram(scores, bins=edges, density=True)
-    centres = (edges[:-1] + edges[1:]) / 2
-    return centres, density, float(edges[1] - edges[0])
-
-
-def _fmt(x: float, digits: int = 3) -> str:
-    return f"{x:.{digits}g}"
-
-
-def scaling_figure(
-    d_k: int = 64, scaled: bool = True, n_keys: int = 16, *, n_samples: int = 2000,
-    n_draws: int = 200, seed: int = 0, x_range: float | None = None, height: int = 460,
-):
-    """Figure of the scaling explorer: the score distribution and the softmax weights.
-
-    Left panel: density histogram of ``q . k`` (or ``q . k / sqrt(d_k)``) for i.i.d.
-    standard-normal ``q, k`` in ``R^{d_k}``, with the measured variance, and the normal density
-    with the expected variance (``d_k`` unscaled, 1 scaled) as a dashed line. Right panel: the
-    softmax weights of one query over ``n_keys`` keys, sorted in decreasing order and averaged
-    over ``n_draws`` draws, with the mean largest weight and the mean entropy (nats; uniform is
-    ``log n_keys``). Source: Vaswani et al. (2017), eq. 1 and footnote 4.
-
-    Trace order (the explorers and tests rely on it): 0 the histogram (``meta`` holds
-    ``variance`` and ``expected_variance``), 1 the expected normal density, 2 the mean sorted
-    weights (``meta`` holds ``mean_max_weight`` and ``mean_entropy``), 3 the uniform level
-    ``1 / n_keys``.
-
-    Args:
-        d_k: head dimension, >= 1.
-        scaled: divide scores by ``sqrt(d_k)``.
-        n_keys: keys per query, >= 1.
-        n_samples: scores in the histogram (see :func:`scaling_data`).
-        n_draws: draws averaged in the softmax panel (see :func:`scaling_data`).
-        seed: seed of the histogram; the softmax panel uses ``seed + 1``.
-        x_range: the score axis shows ``[-x_range, x_range]``; ``None`` fits the data. The
-            explorer fixes it within each mode so that dragging ``d_k`` shows the spread.
-        height: figure height in pixels.
-
-    Returns:
-        ``plotly.graph_objects.Figure``.
-
-    Raises:
-        TypeError: if ``d_k``, ``n_keys``, ``n_samples``, ``n_draws`` or ``height`` is not an
-            integer, or ``x_range`` is not a real number.
-        ValueError: if ``d_k``, ``n_keys``, ``n_samples`` or ``n_draws`` is < 1, ``height``
-            < 10 (plotly's least), or ``x_range`` is not a finite positive number.
-    """
-    import plotly.graph_objects as go
-
-    height = check_int(height, "height", 10)
-    if x_range is not None:
-        x_range = check_real(x_range, "x_range", minimum=0.0, strict=True)
-    data = scaling_data(
-        d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws, seed=seed
-    )
-    stats = data.stats
-    centres, density, width = score_histogram(data.scores)
-    sigma = math.sqrt(data.expected_variance)
-    grid = np.linspace(-5 * sigma, 5 * sigma, 81)
-    pdf = np.exp(-(grid**2) / (2 * data.expected_variance)) / math.sqrt(
-        2 * math.pi * data.expected_variance
-    )
-    ranks = np.arange(1, data.n_keys + 1)
-    score_name = "q·k/√d<sub>k</sub>" if data.scaled else "q·k (unscaled)"
-    expected_name = "N(0, 1)" if data.scaled else f"N(0, d<sub>k</sub> = {data.d_k})"
-
-    traces = [
-        go.Bar(
-            x=centres, y=density, width=width, name="measured scores",
-            marker=dict(color=BLUE, line=dict(width=0)), opacity=0.75,
-            xaxis="x", yaxis="y",
-            meta=dict(variance=data.variance, expected_variance=data.expected_variance),
-            hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>",
-        ),
-        go.Scatter(
-            x=grid, y=pdf, mode="lines", name=f"expected {expected_name}",
-            line=dict(color=ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
-            hovertemplate="score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>",
-        ),
-        go.Bar(
-            x=ranks, y=stats.mean_sorted_weights, name="mean weight (sorted)",
-            marker=dict(color=BLUE), xaxis="x2", yaxis="y2",
-            meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
-            hovertemplate="rank %{x}<br>mean weight %{y:.3f}<extra></extra>",
-        ),
-        go.Scatter(
-            x=[0.5, data.n_keys + 0.5], y=[1 / data.n_keys] * 2, mode="lines",
-            name=f"uniform 1/S = {_fmt(1 / data.n_keys)}",
-            line=dict(color=GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
-            hoverinfo="skip",
-        ),
-    ]
-    annotations = [
-        dict(
-            text=f"Scores {score_name}, d<sub>k</sub> = {data.d_k}",
-            x=0.215, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-            showarrow=False, font=dict(size=14),
-        ),
-        dict(
-            text=f"Softmax weights of one query over S = {data.n_keys} keys",
-            x=0.785, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-            showarrow=False, font=dict(size=14),
-        ),
-        dict(
-            text=(
-                f"variance {_fmt(data.variance)}<br>expected {_fmt(data.expected_variance)}"
-                f"<br>({len(data.scores)} samples)"
-            ),
-            x=0.01, y=0.97, xref="paper", yref="paper", xanchor="left", yanchor="top",
-            showarrow=False, align="left", bgcolor="rgba(255,255,255,0.8)",
-        ),
-        dict(
-            text=(
-                f"mean max weight {_fmt(stats.mean_max_weight)}"
-                f"<br>mean entropy {_fmt(stats.mean_entropy)} nats"
-                f"<br>(uniform: log {data.n_keys} = {_fmt(math.log(data.n_keys))})"
-                f"<br>mean of {stats.n_draws} draws"
-            ),
-            x=0.99, y=0.97, xref="paper", yref="paper", xanchor="right", yanchor="top",
-            showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)",
-        ),
-    ]
-    # Head room over the tallest bar or curve: the statistics box (top left) stays clear of it.
-    y_top = 1.5 * max(float(np.max(density)), float(np.max(pdf)))
-    x_axis = axis_style(domain=[0.0, 0.43], title=dict(text="score"), zeroline=True, anchor="y")
-    if x_range is not None:
-        x_axis["range"] = [-float(x_range), float(x_range)]
-    else:
-        x_axis["autorange"] = True
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE,
-        font=FONT,
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        height=height,
-        margin=dict(l=60, r=20, t=50, b=90),
-        xaxis=x_axis,
-        yaxis=axis_style(title=dict(text="probability density"), anchor="x",
-                         range=[0, y_top]),
-        xaxis2=axis_style(
-            domain=[0.57, 1.0], title=dict(text="rank of the weight (1 = largest)"),
-            anchor="y2", range=[0.5, data.n_keys + 0.5],
-        ),
-        yaxis2=axis_style(title=dict(text="mean attention weight"), anchor="x2", range=[0, 1.02]),
-        annotations=annotations,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top"),
-        bargap=0.05,
-    )
-    return go.Figure(data=traces, layout=layout)
-

@@ -89,3 +89,8 @@ def test_english_explorers_show_no_chinese(built_editions):
 def test_the_scan_catches_english(text, kept, words):
     """The scan itself: it must flag English words and let math, code and kept words pass."""
     assert i18n.untranslated(text, frozenset(kept)) == words
+
+
+def test_the_scan_lets_notation_through():
+    assert i18n.untranslated("γ = ‖W<sub>hh</sub>‖₂，tanh RNN，s<sub>ij</sub>") == []
+    assert i18n.untranslated("W<sub>hh</sub> hidden state") == ["hidden", "state"]

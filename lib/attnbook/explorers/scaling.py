@@ -1,7 +1,9 @@
-"""The √d_k explorer: score variance and softmax saturation against the head dimension.
+"""The √d_k explorer (chapter 3): score variance and softmax saturation against the head dimension.
 
-The figure is :func:`attnbook.viz.scaling_figure`, computed by :mod:`attnbook.scaling`. Also
-importable from :mod:`attnbook.widgets`.
+Two steps, as every explorer: :func:`attnbook.scaling.scaling_data` computes a setting with the
+library (the scores' histogram and the softmax's peak, by Monte Carlo), and :func:`draw_scaling`
+draws it with every label made in the reader's language. :func:`scaling_figure` does both in one
+call. Also importable from :mod:`attnbook.widgets`.
 """
 
 from __future__ import annotations
@@ -9,11 +11,15 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .. import viz
-from ..checks import check_bool, check_choice, check_increasing, check_int, check_seed
+import numpy as np
+
+from .. import i18n, viz
+from ..checks import check_bool, check_choice, check_increasing, check_int, check_real, check_seed
+from ..scaling import ScalingData, scaling_data
 from .base import Control, Explorer
 
-__all__ = ["D_K_VALUES", "N_KEYS_VALUES", "SCALED_X_RANGE", "scaling_explorer"]
+__all__ = ["D_K_VALUES", "N_KEYS_VALUES", "SCALED_X_RANGE", "draw_scaling", "scaling_figure",
+           "scaling_explorer"]
 
 #: Slider stops of ``d_k`` in the scaling explorer: the powers of two from 1 to 1024.
 D_K_VALUES = tuple(2**i for i in range(11))
@@ -21,6 +27,163 @@ D_K_VALUES = tuple(2**i for i in range(11))
 N_KEYS_VALUES = (4, 8, 16, 32, 64)
 #: Half-width of the score axis when the scores are scaled (N(0, 1), so 4 standard deviations).
 SCALED_X_RANGE = 4.0
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}"
+
+
+def draw_scaling(data: ScalingData, *, language: str | None = None,
+                 x_range: float | None = None, height: int = 460):
+    """Draw one setting of the √d_k explorer, every label in ``language``.
+
+    Left panel: the density histogram of the scores ``q . k`` (or ``q . k / sqrt(d_k)``) with
+    their measured variance, and the normal density with the expected variance (``d_k``
+    unscaled, 1 scaled) as a dashed line. Right panel: the softmax weights of one query over
+    ``n_keys`` keys, sorted in decreasing order and averaged over the draws, with the mean
+    largest weight and the mean entropy (nats; uniform is ``ln n_keys``). Source: Vaswani et
+    al. (2017), eq. 1 and footnote 4.
+
+    Trace order (the explorers and tests rely on it): 0 the histogram (``meta`` holds
+    ``variance`` and ``expected_variance``), 1 the expected normal density, 2 the mean sorted
+    weights (``meta`` holds ``mean_max_weight`` and ``mean_entropy``), 3 the uniform level
+    ``1 / n_keys``.
+
+    Args:
+        data: from :func:`attnbook.scaling.scaling_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        x_range: the score axis shows ``[-x_range, x_range]`` (score units); ``None`` fits the
+            data. The explorer fixes it within each mode so that dragging ``d_k`` shows the
+            spread.
+        height: figure height in px, >= 10 (plotly's least).
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError: if ``height`` is not an integer or ``x_range`` not a real number.
+        ValueError: if ``height`` < 10, ``x_range`` is not finite and positive, or
+            ``language`` is unknown.
+    """
+    import plotly.graph_objects as go
+
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    if x_range is not None:
+        x_range = check_real(x_range, "x_range", minimum=0.0, strict=True)
+    stats, n_keys, d_k = data.stats, data.n_keys, data.d_k
+    ranks = np.arange(1, n_keys + 1)
+    traces = [
+        go.Bar(
+            x=data.centres, y=data.density, width=data.bin_width, name=_("measured scores"),
+            marker=dict(color=viz.BLUE, line=dict(width=0)), opacity=0.75,
+            xaxis="x", yaxis="y",
+            meta=dict(variance=data.variance, expected_variance=data.expected_variance),
+            hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>"),
+        ),
+        go.Scatter(
+            x=data.expected_x, y=data.expected_density, mode="lines",
+            name=_("expected N(0, 1)") if data.scaled
+            else _("expected N(0, d<sub>k</sub> = {d_k})", d_k=d_k),
+            line=dict(color=viz.ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
+            hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>"),
+        ),
+        go.Bar(
+            x=ranks, y=stats.mean_sorted_weights, name=_("mean weight (sorted)"),
+            marker=dict(color=viz.BLUE), xaxis="x2", yaxis="y2",
+            meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
+            hovertemplate=_("rank %{x}<br>mean weight %{y:.3f}<extra></extra>"),
+        ),
+        go.Scatter(
+            x=[0.5, n_keys + 0.5], y=[1 / n_keys] * 2, mode="lines",
+            name=_("uniform 1/S = {value}", value=_fmt(1 / n_keys)),
+            line=dict(color=viz.GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
+            hoverinfo="skip",
+        ),
+    ]
+    score_title = (_("Scores q·k/√d<sub>k</sub>, d<sub>k</sub> = {d_k}", d_k=d_k) if data.scaled
+                   else _("Scores q·k (unscaled), d<sub>k</sub> = {d_k}", d_k=d_k))
+    samples_box = _.ngettext(
+        "variance {variance}<br>expected {expected}<br>({n} sample)",
+        "variance {variance}<br>expected {expected}<br>({n} samples)", len(data.scores),
+        variance=_fmt(data.variance), expected=_fmt(data.expected_variance))
+    draws_box = _.ngettext(
+        "mean max weight {max_weight}<br>mean entropy {entropy} nats<br>"
+        "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draw",
+        "mean max weight {max_weight}<br>mean entropy {entropy} nats<br>"
+        "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draws", stats.n_draws,
+        max_weight=_fmt(stats.mean_max_weight), entropy=_fmt(stats.mean_entropy),
+        n_keys=n_keys, uniform=_fmt(math.log(n_keys)))
+    annotations = [
+        dict(text=score_title, x=0.215, y=1.0, xref="paper", yref="paper", xanchor="center",
+             yanchor="bottom", showarrow=False, font=dict(size=14)),
+        dict(text=_.ngettext("Softmax weights of one query over S = {n} key",
+                             "Softmax weights of one query over S = {n} keys", n_keys),
+             x=0.785, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+             showarrow=False, font=dict(size=14)),
+        dict(text=samples_box, x=0.01, y=0.97, xref="paper", yref="paper", xanchor="left",
+             yanchor="top", showarrow=False, align="left", bgcolor="rgba(255,255,255,0.8)"),
+        dict(text=draws_box, x=0.99, y=0.97, xref="paper", yref="paper", xanchor="right",
+             yanchor="top", showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)"),
+    ]
+    # Head room over the tallest bar or curve: the statistics box (top left) stays clear of it.
+    y_top = 1.5 * max(float(np.max(data.density)), float(np.max(data.expected_density)))
+    x_axis = viz.axis_style(domain=[0.0, 0.43], title=dict(text=_("score")), zeroline=True,
+                            anchor="y")
+    if x_range is not None:
+        x_axis["range"] = [-float(x_range), float(x_range)]
+    else:
+        x_axis["autorange"] = True
+    layout = go.Layout(
+        template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
+        plot_bgcolor="white", height=height, margin=dict(l=60, r=20, t=50, b=90),
+        xaxis=x_axis,
+        yaxis=viz.axis_style(title=dict(text=_("probability density")), anchor="x",
+                             range=[0, y_top]),
+        xaxis2=viz.axis_style(
+            domain=[0.57, 1.0], title=dict(text=_("rank of the weight (1 = largest)")),
+            anchor="y2", range=[0.5, n_keys + 0.5],
+        ),
+        yaxis2=viz.axis_style(title=dict(text=_("mean attention weight")), anchor="x2",
+                              range=[0, 1.02]),
+        annotations=annotations,
+        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top"),
+        bargap=0.05,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def scaling_figure(
+    d_k: int = 64, scaled: bool = True, n_keys: int = 16, *, n_samples: int = 2000,
+    n_draws: int = 200, seed: int = 0, x_range: float | None = None, height: int = 460,
+    language: str | None = None,
+):
+    """The √d_k explorer's figure of one setting: :func:`draw_scaling` of its data.
+
+    The data are :func:`attnbook.scaling.scaling_data`'s.
+
+    Args:
+        d_k: head dimension, >= 1.
+        scaled: divide scores by ``sqrt(d_k)``.
+        n_keys: keys per query, >= 1.
+        n_samples: scores in the histogram, >= 2.
+        n_draws: draws averaged in the softmax panel, >= 1.
+        seed: seed of the histogram; the softmax panel uses ``seed + 1``.
+        x_range: half-width of the score axis, or ``None`` (see :func:`draw_scaling`).
+        height: figure height in px, >= 10.
+        language: see :func:`draw_scaling`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError, ValueError: as :func:`attnbook.scaling.scaling_data` and
+            :func:`draw_scaling`.
+    """
+    data = scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
+                        seed=seed)
+    return draw_scaling(data, language=language, x_range=x_range, height=height)
 
 
 def scaling_explorer(
@@ -31,14 +194,14 @@ def scaling_explorer(
     """The √d_k explorer (chapter 3): score variance and softmax saturation against d_k.
 
     Controls: ``d_k`` (a slider over ``d_k_values``, 1 to 1024 by default), ``scaled`` (divide
-    the scores by ``sqrt(d_k)``, on/off) and ``n_keys`` (keys per query, a slider). The figure
-    is :func:`attnbook.viz.scaling_figure`: the histogram of ``n_samples`` scores with their
-    measured and expected variance (``d_k`` unscaled, 1 scaled; Vaswani et al., 2017, footnote
-    4), and the softmax weights of one query over ``n_keys`` keys, sorted and averaged over
-    ``n_draws`` draws, with the mean largest weight and mean entropy
-    (:func:`attnbook.scaling.saturation_stats`). The score axis is fixed within each mode —
-    ``[-4 sqrt(max d_k), 4 sqrt(max d_k)]`` unscaled, ``[-4, 4]`` scaled — so dragging ``d_k``
-    shows the spread growing without scaling and staying put with it.
+    the scores by ``sqrt(d_k)``, on/off) and ``n_keys`` (keys per query, a slider). Each setting
+    is computed by :func:`attnbook.scaling.scaling_data` and drawn by :func:`draw_scaling`: the
+    histogram of ``n_samples`` scores with their measured and expected variance (``d_k``
+    unscaled, 1 scaled; Vaswani et al., 2017, footnote 4), and the softmax weights of one query
+    over ``n_keys`` keys, sorted and averaged over ``n_draws`` draws, with the mean largest
+    weight and mean entropy (:func:`attnbook.scaling.saturation_stats`). The score axis is fixed
+    within each mode — ``[-4 sqrt(max d_k), 4 sqrt(max d_k)]`` unscaled, ``[-4, 4]`` scaled — so
+    dragging ``d_k`` shows the spread growing without scaling and staying put with it.
 
     Args:
         d_k: initial head dimension, one of ``d_k_values``.
@@ -75,11 +238,13 @@ def scaling_explorer(
     # its absence (scaled): 4 standard deviations of the largest unscaled d_k, or of N(0, 1).
     unscaled_range = 4 * math.sqrt(max(d_k_values))
 
-    def render(d_k, scaled, n_keys):
-        return viz.scaling_figure(
-            d_k, scaled, n_keys, n_samples=n_samples, n_draws=n_draws, seed=seed,
-            x_range=SCALED_X_RANGE if scaled else unscaled_range,
-        )
+    def compute(d_k, scaled, n_keys):
+        return scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
+                            seed=seed)
+
+    def draw(data, *, language):
+        return draw_scaling(data, language=language,
+                            x_range=SCALED_X_RANGE if data.scaled else unscaled_range)
 
     controls = [
         Control("d_k", "d<sub>k</sub>", "slider", d_k_values, int(d_k), plain_label="d_k"),
@@ -89,4 +254,4 @@ def scaling_explorer(
         ),
         Control("n_keys", "keys S", "slider", n_keys_values, int(n_keys), plain_label="keys S"),
     ]
-    return Explorer(controls, render, title="√d_k explorer")
+    return Explorer(controls, title="√d_k explorer", compute=compute, draw=draw)
