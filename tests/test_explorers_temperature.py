@@ -4,7 +4,8 @@ Expected values are independent of the explorer: the limits T -> 0 and T -> inf 
 hand (one-hot: entropy 0, J = 0; uniform: entropy ln S, ||J||_F = sqrt(S - 1) / S), and a
 float64 formula for every other T — the softmax written out, the entropy as -sum p ln p, and
 ||J||_F from the entries J_ij = p_i (delta_ij - p_j) summed in a Python loop — never the
-library's softmax, entropy or softmax_jacobian.
+library's softmax, entropy or softmax_jacobian. The sweep itself lives in attnbook.scaling and
+is read here at its first path, attnbook.explorers.temperature (chapter 4 imports it there).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+from attnbook import scaling  # noqa: E402
 from attnbook.explorers import temperature as tx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, static_frame, unmoved  # noqa: E402
 
 Z2 = np.array([1.0, 4.0, 0.5, 0.2])  # chapter 2's scores
 
@@ -168,7 +170,36 @@ def test_labels_use_the_books_notation(default_explorer):
     assert '-T">temperature T</label>' in ex.static_html()
 
 
+def test_the_sweep_lives_in_attnbook_scaling_and_is_read_at_its_first_path():
+    assert tx.temperature_sweep is scaling.temperature_sweep
+    assert tx.temperature_scores is scaling.temperature_scores
+    assert tx.TemperatureSweep is scaling.TemperatureSweep
+    assert tuple(tx.SCORE_SETS) == scaling.TEMPERATURE_SCORE_SETS
+
+
+def test_every_setting_speaks_chinese(default_explorer):
+    assert_speaks_chinese(default_explorer)
+
+
+def test_chinese_labels_and_the_same_numbers():
+    # One computation drawn in both languages: equal data, Chinese words.
+    data = tx.temperature_data(0.5, "chapter 2")
+    en = tx.draw_temperature(data, language="en")
+    zh = tx.draw_temperature(data, language="zh_CN")
+    for a, b in zip(en.data, zh.data):
+        assert_close(np.array(a.y, dtype=float), np.array(b.y, dtype=float), atol=0, rtol=0)
+    p, h, j = reference(Z2, 0.5)
+    # ln 4 = 1.386 (by hand); the title carries the weights' largest, entropy and ||J||_F.
+    assert zh.layout.title.text == (
+        f"T = 0.5：最大权重 {p.max():.3f}，熵 {h:.3f}（上限 ln(4) = 1.386 奈特），"
+        f"‖J‖<sub>F</sub> = {j:.3f}")
+    assert zh.data[4].name == "熵的最大值 ln(S)" and zh.layout.xaxis2.title.text == "温度 T"
+    assert zh.data[0].hovertemplate.startswith("键 %{x}：分数")
+
+
 @pytest.mark.parametrize("call, exc, name", [
+    (lambda: tx.temperature_figure(language="fr"), ValueError, "language"),
+    (lambda: tx.temperature_data(1.0, "mine"), ValueError, "score_set"),
     (lambda: tx.temperature_explorer(T=3.0), ValueError, "T"),
     (lambda: tx.temperature_explorer(score_set="mine"), ValueError, "score_set"),
     (lambda: tx.temperature_figure(T=0.0), ValueError, "T"),

@@ -9,7 +9,9 @@ scores, is almost zero.
 
 The functions here *measure* these facts by Monte Carlo with a seeded generator; the chapters
 and the explorers plot what they return: :func:`scaling_data` is one setting of the √d_k
-explorer (chapter 3, :mod:`attnbook.explorers.scaling`).
+explorer (chapter 3, :mod:`attnbook.explorers.scaling`), :func:`temperature_sweep` the softmax
+of one row of scores at several temperatures (chapter 4, :mod:`attnbook.explorers.temperature`),
+the other knob that moves a softmax between uniform and saturated.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks
-from .attention import entropy_core, softmax_core, softmax_jacobian_core
+from .attention import (
+    entropy,
+    entropy_core,
+    softmax,
+    softmax_core,
+    softmax_jacobian,
+    softmax_jacobian_core,
+)
 
 __all__ = [
     "score_samples_core",
@@ -31,6 +40,10 @@ __all__ = [
     "score_histogram",
     "ScalingData",
     "scaling_data",
+    "TEMPERATURE_SCORE_SETS",
+    "temperature_scores",
+    "TemperatureSweep",
+    "temperature_sweep",
 ]
 
 # Draws are processed in chunks so that d_k = 1024 with 10^4 draws stays within a few MB.
@@ -307,3 +320,108 @@ def scaling_data(
         centres=centres, density=density, bin_width=width, expected_x=x, expected_density=pdf,
     )
 
+
+# --------------------------------------------------------------------------------------------
+# Temperature: the softmax of one row of scores at several T (chapter 4)
+# --------------------------------------------------------------------------------------------
+
+#: The names of the fixed rows of scores of :func:`temperature_scores`.
+TEMPERATURE_SCORE_SETS = ("chapter 2", "scaled", "unscaled")
+
+
+def temperature_scores(score_set: str = "chapter 2") -> np.ndarray:
+    """The fixed row of scores named ``score_set`` (one of :data:`TEMPERATURE_SCORE_SETS`).
+
+    Args:
+        score_set: ``"chapter 2"`` (``[1.0, 4.0, 0.5, 0.2]``), ``"scaled"`` (16 draws of
+            ``numpy.random.default_rng(0).standard_normal``, as a scaled head's scores,
+            ``N(0, 1)``) or ``"unscaled"`` (the same draws times ``sqrt(64) = 8``, as an
+            unscaled head's of ``d_k = 64``, ``N(0, 64)``).
+
+    Returns:
+        float64 ``(S,)`` scores.
+
+    Raises:
+        ValueError: if ``score_set`` is not one of :data:`TEMPERATURE_SCORE_SETS`.
+    """
+    checks.check_choice(score_set, "score_set", TEMPERATURE_SCORE_SETS)
+    if score_set == "chapter 2":
+        return np.array([1.0, 4.0, 0.5, 0.2])
+    z = np.random.default_rng(0).standard_normal(16)  # (S,) = (16,)
+    return z if score_set == "scaled" else 8.0 * z
+
+
+@dataclass(frozen=True)
+class TemperatureSweep:
+    """The softmax of one row of scores at several temperatures, from :func:`temperature_sweep`.
+
+    Attributes:
+        temperatures: float64 ``(n_T,)``, the temperatures ``T``.
+        weights: float64 ``(n_T, S)``, ``softmax(z / T)`` for each ``T``.
+        entropy: float64 ``(n_T,)``, entropy of each row of weights in nats (at most ``ln S``).
+        jacobian_norm: float64 ``(n_T,)``, Frobenius norm of ``diag(p) - p p^T`` for each row
+            (the Jacobian with respect to the softmax's input ``z / T``).
+        score_jacobian_norm: float64 ``(n_T,)``, Frobenius norm of the Jacobian with respect
+            to the raw scores ``z``, ``(diag(p) - p p^T) / T``: ``jacobian_norm / T``, which
+            tends to 0 as ``T`` grows.
+    """
+
+    temperatures: np.ndarray
+    weights: np.ndarray
+    entropy: np.ndarray
+    jacobian_norm: np.ndarray
+    score_jacobian_norm: np.ndarray
+
+
+def temperature_sweep(scores, temperatures) -> TemperatureSweep:
+    """Softmax weights, entropy and Jacobian norm of ``scores`` at each temperature.
+
+    Computes ``p = softmax(z / T)`` (:func:`attnbook.attention.softmax`), its entropy
+    (:func:`attnbook.attention.entropy`, nats) and ``||diag(p) - p p^T||_F``
+    (:func:`attnbook.attention.softmax_jacobian`) for every ``T``, in float64, and that norm
+    divided by ``T`` (the Jacobian with respect to ``z`` rather than ``z / T``). As ``T -> 0``
+    the weights tend to one-hot on the largest score (entropy and Jacobian to 0); as
+    ``T -> inf`` to uniform (entropy ``ln S``, Jacobian norm ``sqrt(S - 1) / S``). The
+    softmax's input is ``(z - max z) / T``, equal to ``z / T`` up to the shift the softmax
+    ignores, so that any positive ``T`` (even ``1e-310``) gives a distribution.
+
+    Args:
+        scores: ``(S,)`` finite real scores, ``S >= 1``.
+        temperatures: ``(n_T,)`` finite temperatures, each ``> 0``.
+
+    Returns:
+        :class:`TemperatureSweep`.
+
+    Raises:
+        TypeError: if ``scores`` or ``temperatures`` is not a real numeric array.
+        ValueError: if ``scores`` is not a non-empty 1-D array, ``temperatures`` is not 1-D, or
+            an entry is nan, infinite, or (a temperature) not positive.
+
+    Source: Hinton, Vinyals and Dean (2015), section 2 (softmax with temperature); the
+    Jacobian as derived in chapter 4.
+    """
+    z = checks.as_float_array(scores, "scores").astype(np.float64)
+    t = checks.as_float_array(temperatures, "temperatures").astype(np.float64)
+    if z.ndim != 1 or z.size == 0:
+        raise ValueError(f"scores must be a non-empty 1-D array (S,); got shape {z.shape}")
+    if t.ndim != 1:
+        raise ValueError(f"temperatures must be a 1-D array (n_T,); got shape {t.shape}")
+    checks.check_finite(z, "scores")
+    checks.check_finite(t, "temperatures")
+    if (t <= 0).any():
+        raise ValueError(f"temperatures must be > 0; got minimum {t.min()!r}")
+    # softmax(z / T) = softmax((z - max z) / T): the shift keeps z / T from overflowing to
+    # +-inf at a tiny T (1e-310), which the softmax would turn into nan. Halving first keeps
+    # z - max z finite for scores near 1.8e308; (z - max z) / T <= 0 can then only overflow
+    # to -inf where the true value lies below -1.8e308, a weight of exactly 0 in float64.
+    half = z / 2 - z.max() / 2  # (S,), (z - max z) / 2
+    with np.errstate(over="ignore"):
+        shifted = half[None, :] / t[:, None] * 2  # (n_T, S), max 0 per row
+    weights = softmax(shifted)  # (n_T, S)
+    jac = softmax_jacobian(weights)  # (n_T, S, S)
+    jac_norm = np.linalg.norm(jac, axis=(-2, -1))  # (n_T,) Frobenius, per T
+    return TemperatureSweep(
+        temperatures=t, weights=weights, entropy=entropy(weights),
+        jacobian_norm=jac_norm,
+        score_jacobian_norm=jac_norm / t,  # d softmax(z / T) / dz = J / T (chain rule)
+    )
