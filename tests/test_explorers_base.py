@@ -329,3 +329,47 @@ def test_explorer_takes_render_or_compute_and_draw():
                     "draw": lambda d, language: None}):
         with pytest.raises(ValueError, match="either render, or compute and draw"):
             Explorer(ctl, title="t", **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# The static explorer's HTML: the template (autoescape) and its inline script and stylesheet
+# ------------------------------------------------------------------------------------------
+
+
+def test_static_html_is_escaped_labelled_and_carries_its_assets_only_when_asked():
+    import html as html_lib
+
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import page_assets
+
+    controls = [Control("d", "d<sub>k</sub>", "slider", (1, 2), 1, labels=("1 < 2", "a & b")),
+                Control("on", "show", "toggle", (False, True), True),
+                Control("kind", "kind", "select", ("x", "y"), "y", labels=("<x>", '"y"'))]
+    ex = Explorer(controls, lambda d, on, kind: go.Figure(go.Bar(y=[d])),
+                  title='Q & K <script>alert("x")</script>')
+    page = ex.static_html(assets=False)
+    full = ex.static_html()
+    assert full.endswith(page) and full != page
+    # Only the page's own copy: no script or stylesheet in the built book's variant.
+    assert "applyPatch" not in page and "<style>" not in page
+    assert page.count("<script>") == 1 and "attnbookExplorer.mount(uid)" in page
+    inline = full[: -len(page)]
+    assert inline.count("<style>") == 1 and inline.count("<script>") == 1
+    for path in page_assets().values():  # the package's files, every line of them
+        assert all(line in inline for line in path.read_text(encoding="utf-8").splitlines())
+    assert ":focus-visible" in inline and "global.attnbookExplorer = {" in inline
+    for html in (page, full):  # a Markdown renderer would end a raw HTML block at a blank line
+        assert not re.search(r"\n[ \t]*\n", html)
+    # Autoescape: the title and option labels are text; a control's label is the library's HTML.
+    assert "<script>alert" not in page and "Q &amp; K &lt;script&gt;" in page
+    assert ">1 &lt; 2</output>" in page and "&lt;x&gt;</option>" in page
+    assert "&#34;y&#34;</option>" in page
+    assert ">d<sub>k</sub></label>" in page
+    # Every control has a visible label tied to it; the group and the figure are named.
+    uid = re.search(r'<div class="attnbook-explorer" id="([^"]+)"', page).group(1)
+    for name in ("d", "on", "kind"):
+        assert f'<label for="{uid}-{name}">' in page and f'id="{uid}-{name}"' in page
+    assert re.search(r'role="group" aria-label="Q &amp; K [^"]*: controls"', page)
+    label = re.search(rf'id="{uid}-plot"[^>]* role="figure" aria-label="([^"]*)"', page).group(1)
+    assert html_lib.unescape(label) == 'Q & K <script>alert("x")</script>'

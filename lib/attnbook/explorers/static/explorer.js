@@ -10,7 +10,7 @@
  * book/_ext/attnbook_explorers.py); a notebook output carries a copy inline, and the first copy
  * that runs on a page is the one every explorer of that page uses.
  *
- * Plain ES5 in one function, no modules and no build step: it runs as a classic <script> and,
+ * Plain ES5 in one function, no modules and no build step: it runs as a classic script and,
  * for tests/test_explorer_js.py, in Node (node:vm, no DOM needed until mount is called).
  */
 (function (global) {
