@@ -43,7 +43,6 @@ __all__ = [
     "BLOCK_SIZES",
     "PROGRESS_VALUES",
     "STATE_COLUMNS",
-    "NOTATION",
     "flash_example",
     "FlashStepData",
     "flash_step_data",
@@ -77,9 +76,6 @@ _STATUS_COLORS = ("#ffffff", "#e2e2e2", "#fde2c4", "#b5b5b5", "#f0a35e")
 _PLAIN, _ROSE, _EMPTY = 0, 1, 2
 _STATE_COLORS = ("#eef2f8", "#f0a35e", "#ffffff")
 _MINUS = "\u2212"
-#: Latin letters of the figure's notation that every language shows as they are: the indices
-#: of ``s<sub>ij</sub>`` (not an English word to translate).
-NOTATION = ("ij",)
 
 
 def _steps_colorscale(colors) -> list:
@@ -520,4 +516,4 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
                 labels=_PROGRESS_LABELS),
     ]
     return Explorer(controls, title="FlashAttention, step by step", compute=compute,
-                    draw=draw_flash_step, kept_words=NOTATION)
+                    draw=draw_flash_step)

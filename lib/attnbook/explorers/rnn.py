@@ -43,7 +43,6 @@ from .base import Control, Explorer
 __all__ = [
     "GAMMA_VALUES",
     "DISTANCE_VALUES",
-    "NOTATION",
     "DecaySetting",
     "gradient_decay_setting",
     "draw_gradient_decay",
@@ -57,9 +56,6 @@ GAMMA_VALUES = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0, 1.01, 1.05, 1.1)
 DISTANCE_VALUES = (1, 2, 5, 10, 20, 30, 50, 75, 100)
 #: The y axis of the norm panel (log scale), fixed so that settings can be compared.
 Y_RANGE = (1e-10, 1e5)
-#: Latin letters of the figure's notation that every language shows as they are: the index of
-#: ``W<sub>hh</sub>`` and the function ``tanh`` (not English words to translate).
-NOTATION = ("hh", "tanh")
 
 def _gamma(value, name: str = "gamma") -> float:
     """``value`` as a spectral norm in ``(0, 2]`` (a real number; TypeError otherwise)."""
@@ -316,10 +312,10 @@ def gradient_decay_explorer(
 
     controls = [
         # The figure's axis spells γ out (‖W_hh‖₂); the slider is named by the letter alone.
-        Control("gamma", "γ", "slider", g_stops, float(gamma),
+        Control("gamma", "γ = ‖W<sub>hh</sub>‖₂", "slider", g_stops, float(gamma),
                 labels=[f"{g:g}" for g in g_stops]),
         Control("distance", "distance Δ", "slider", d_stops, int(distance),
                 plain_label="distance Δ"),
     ]
     return Explorer(controls, title="γ-and-distance explorer", compute=compute,
-                    draw=draw_gradient_decay, kept_words=NOTATION)
+                    draw=draw_gradient_decay)
