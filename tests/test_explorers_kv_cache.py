@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
-from attnbook import kv_cache  # noqa: E402
+from attnbook import cost, kv_cache  # noqa: E402
 from attnbook.cost import format_bytes  # noqa: E402
 from attnbook.explorers import kv_cache as kvx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
@@ -53,20 +53,32 @@ def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str)
 
 
 def test_kv_variants_change_only_the_kv_heads():
+    # kv_variants and weights_bytes live in attnbook.cost, still importable from the explorer.
+    assert kvx.kv_variants is cost.kv_variants and kvx.weights_bytes is cost.weights_bytes
     qwen = kv_cache.PRESETS["Qwen2-7B"]
-    v = kvx.kv_variants(qwen)
+    v = cost.kv_variants(qwen)
     assert list(v) == ["MHA", "published", "MQA"]
     assert [c.kv_heads for c in v.values()] == [28, 4, 1]
     assert v["published"] is qwen
     for c in v.values():
         assert (c.n_layers, c.n_heads, c.head_size, c.d_model) == (28, 28, 128, 3584)
-    ds = kvx.kv_variants(kv_cache.PRESETS["DeepSeek-V2"])
+    ds = cost.kv_variants(kv_cache.PRESETS["DeepSeek-V2"])
     assert ds["published"].uses_mla and not ds["MHA"].uses_mla and not ds["MQA"].uses_mla
     assert (ds["MHA"].kv_heads, ds["MHA"].head_size, ds["MQA"].kv_heads) == (128, 128, 1)
-    mistral = kvx.kv_variants(kv_cache.PRESETS["Mistral-7B"])
+    mistral = cost.kv_variants(kv_cache.PRESETS["Mistral-7B"])
     assert all(c.sliding_window == 4096 for c in mistral.values())
     with pytest.raises(TypeError, match="config"):
-        kvx.kv_variants(kv_cache.HF_CONFIGS["Qwen2-7B"])
+        cost.kv_variants(kv_cache.HF_CONFIGS["Qwen2-7B"])
+
+
+def test_attention_kind_from_the_published_heads():
+    # From config.json: Llama-2-7B 32 of 32 KV heads, Qwen2-7B 4 of 28, DeepSeek-V2 a latent.
+    kinds = {m: cost.attention_kind(kv_cache.PRESETS[m])
+             for m in ("Llama-2-7B", "Qwen2-7B", "DeepSeek-V2")}
+    assert kinds == {"Llama-2-7B": "MHA", "Qwen2-7B": "GQA", "DeepSeek-V2": "MLA"}
+    assert cost.attention_kind(cost.kv_variants(kv_cache.PRESETS["Qwen2-7B"])["MQA"]) == "MQA"
+    with pytest.raises(TypeError, match="config"):
+        cost.attention_kind(kv_cache.HF_CONFIGS["Qwen2-7B"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -204,8 +216,8 @@ def test_weights_line_is_two_bytes_per_parameter_and_int4_halves_float8():
 
 
 def test_weights_bytes_and_kv_variants_refuse_a_dict():
-    assert kvx.weights_bytes(kv_cache.PRESETS["DeepSeek-V2"]) is None
-    for fn in (kvx.weights_bytes, kvx.kv_variants):
+    assert cost.weights_bytes(kv_cache.PRESETS["DeepSeek-V2"]) is None
+    for fn in (cost.weights_bytes, cost.kv_variants):
         with pytest.raises(TypeError, match="config"):
             fn(kv_cache.HF_CONFIGS["Qwen2-7B"])
 
@@ -218,6 +230,28 @@ def test_sliding_window_plateau_on_the_curve():
     assert_close(y[x >= 4096], np.full((x >= 4096).sum(), plateau), atol=0, rtol=1e-12)
     assert (np.diff(y[x <= 4096]) > 0).all()
     assert "the cache stops growing" in shown_title(fig)
+
+
+def test_kv_cache_calculator_speaks_chinese(default_explorer):
+    """Every label, legend entry and hover text of every setting is Chinese in Chinese; model
+    and dtype names stay as they are."""
+    from explorer_util import assert_speaks_chinese
+
+    assert_speaks_chinese(default_explorer)
+    values = {"model": "Qwen2-7B", "context": 131072, "batch": 1, "dtype": "bfloat16"}
+    zh = default_explorer.figure_json(values, "zh_CN")
+    # The issue's example: the bars' labels were English beside a Chinese legend.
+    assert zh["data"][4]["y"] == ["MHA（28 个 KV 头）", "实际配置（GQA）", "MQA（1 个 KV 头）"]
+    assert [t["name"] for t in zh["data"][:3]] == zh["data"][4]["y"]
+    assert zh["data"][0]["hovertemplate"].startswith("%{x} 个词元：%{y:.3g} GiB")
+    title = title_text(zh["layout"])
+    assert title.startswith("Qwen2-7B — 28 层，GQA：28 个查询头，4 个 128 维 KV 头")
+    assert "131072 个词元 × 批大小 1 = 7 GiB（MHA 需要 7 倍）" in title  # 28 / 4, by hand
+    # One computation drawn twice: the same bytes in both editions.
+    en = default_explorer.figure_json(values)
+    assert zh["data"][4]["meta"] == en["data"][4]["meta"]
+    mistral = default_explorer.figure_json(dict(values, model="Mistral-7B"), "zh_CN")
+    assert "窗口 4096 之后缓存不再增长" in title_text(mistral["layout"])
 
 
 @pytest.mark.parametrize("call, exc, name", [

@@ -40,7 +40,7 @@ MOVED = {
     },
     "widgets_heads_pos": {
         "CONTEXT_VALUES": "explorers.kv_cache", "BATCH_VALUES": "explorers.kv_cache",
-        "KV_DTYPES": "explorers.kv_cache", "kv_variants": "explorers.kv_cache",
+        "KV_DTYPES": "explorers.kv_cache", "kv_variants": "cost",
         "kv_cache_figure": "explorers.kv_cache", "kv_cache_explorer": "explorers.kv_cache",
         "POSITION_VALUES": "explorers.positional", "BASE_VALUES": "explorers.positional",
         "position_figure": "explorers.positional", "position_explorer": "explorers.positional",

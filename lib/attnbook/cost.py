@@ -16,7 +16,8 @@ int64 array of its shape.
 
 The older import paths keep working: :func:`kv_cache_bytes` from :mod:`attnbook.kv_cache`,
 :func:`param_count` from :mod:`attnbook.models`, :func:`rnn_flops` and
-:func:`attention_layer_flops` from :mod:`attnbook.timing`. This module imports no torch.
+:func:`attention_layer_flops` from :mod:`attnbook.timing`, :func:`kv_variants` and
+:func:`weights_bytes` from :mod:`attnbook.explorers.kv_cache`. This module imports no torch.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ __all__ = [
     "kv_cache_bytes_core",
     "kv_cache_bytes",
     "param_count",
+    "weights_bytes",
+    "attention_kind",
+    "kv_variants",
     "format_bytes",
 ]
 
@@ -374,6 +378,90 @@ def param_count(config: ModelConfig) -> int:
     src_emb = 0 if config.tie_embeddings else emb  # untied: separate source embedding
     return (emb + src_emb + 2 * pos_table + config.n_encoder_layers * self_layer + final
             + config.n_layers * cross_layer + final + head)
+
+
+def weights_bytes(config: ModelConfig) -> int | None:
+    """Bytes of a model's weights in bfloat16: ``2 * param_count(config)``.
+
+    Also importable from :mod:`attnbook.explorers.kv_cache`, its first home.
+
+    Args:
+        config: an :class:`attnbook.config.ModelConfig`.
+
+    Returns:
+        The bytes (an ``int``), or ``None`` for a multi-head latent attention model
+        (DeepSeek-V2), whose mixture-of-experts layers :func:`param_count` does not model.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
+    """
+    config = _check_config(config)
+    if config.uses_mla:
+        return None
+    return DTYPE_BYTES["bfloat16"] * param_count(config)
+
+
+def attention_kind(config: ModelConfig) -> str:
+    """What a model's attention caches per layer and token, by its usual name.
+
+    Args:
+        config: an :class:`attnbook.config.ModelConfig`.
+
+    Returns:
+        ``"MLA"`` (a latent vector, ``kv_lora_rank`` set), ``"MHA"`` (``n_kv_heads =
+        n_heads``), ``"MQA"`` (one key/value head) or ``"GQA"`` (any other ``n_kv_heads``).
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
+
+    Source: Shazeer (2019) for MQA; Ainslie et al. (2023) for GQA; DeepSeek-V2 (2024) for MLA.
+    """
+    config = _check_config(config)
+    if config.uses_mla:
+        return "MLA"
+    if config.kv_heads == config.n_heads:
+        return "MHA"
+    return "MQA" if config.kv_heads == 1 else "GQA"
+
+
+def kv_variants(config: ModelConfig) -> dict:
+    """The published attention of a model next to its MHA and MQA counterparts.
+
+    Every variant keeps the model's layers, head size and sliding window and changes only what
+    the KV cache holds per layer and token:
+
+    * ``"MHA"``: ``n_kv_heads = n_heads`` (one key/value head per query head);
+    * ``"published"``: the configuration as published (MHA, GQA or MLA);
+    * ``"MQA"``: ``n_kv_heads = 1`` (Shazeer, 2019).
+
+    For a multi-head latent attention model (DeepSeek-V2) the MHA and MQA variants use heads of
+    ``v_head_dim`` (128), the ``d_h`` of the comparison in DeepSeek-V2's table 1. Also
+    importable from :mod:`attnbook.explorers.kv_cache`, its first home.
+
+    Args:
+        config: an :class:`attnbook.config.ModelConfig` (e.g. ``PRESETS["Qwen2-7B"]``).
+
+    Returns:
+        ``{"MHA": ModelConfig, "published": ModelConfig, "MQA": ModelConfig}`` in that order.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
+
+    Source: Vaswani et al. (2017), section 3.2.2; Shazeer (2019); Ainslie et al. (2023);
+    DeepSeek-AI, "DeepSeek-V2" (2024), table 1.
+    """
+    config = _check_config(config)
+    no_mla = dict(kv_lora_rank=None, q_lora_rank=None, qk_nope_head_dim=None,
+                  qk_rope_head_dim=None, v_head_dim=None)
+    if config.uses_mla:
+        plain = config.replace(head_dim=config.v_head_dim, **no_mla)
+    else:
+        plain = config
+    return {
+        "MHA": plain.replace(n_kv_heads=config.n_heads),
+        "published": config,
+        "MQA": plain.replace(n_kv_heads=1),
+    }
 
 
 def format_bytes(n) -> str:

@@ -5,30 +5,42 @@ One explorer, used by chapter 7 (what grouped-query and latent attention save) a
 (:data:`attnbook.config.PRESETS`), the context length, the batch size and the storage dtype;
 the figure shows the KV cache in GiB, computed by :func:`attnbook.cost.kv_cache_bytes`, for
 the model as published and for the same model with multi-head (``n_kv_heads = n_heads``) and
-multi-query (``n_kv_heads = 1``) attention (:func:`kv_variants`), next to the memory of the
-model's weights in bfloat16 (:func:`attnbook.cost.param_count`).
+multi-query (``n_kv_heads = 1``) attention (:func:`attnbook.cost.kv_variants`), next to the
+memory of the model's weights in bfloat16 (:func:`attnbook.cost.weights_bytes`).
 
-Also importable from :mod:`attnbook.widgets_heads_pos` and :mod:`attnbook.widgets_cost`. This
-module imports no torch.
+Two steps, as every explorer: :func:`kv_cache_data` computes a setting with
+:mod:`attnbook.cost` and :func:`draw_kv_cache` draws it with every label made in the reader's
+language; :func:`kv_cache_figure` does both in one call. :func:`kv_variants` and
+:func:`weights_bytes`, first defined here, live in :mod:`attnbook.cost` and are still
+importable from here. Also importable from :mod:`attnbook.widgets_heads_pos` and
+:mod:`attnbook.widgets_cost`. This module imports no torch.
 """
 
 from __future__ import annotations
 
 import html as _html
 import math
+from dataclasses import dataclass
 
+import numpy as np
+
+from .. import i18n
 from ..checks import check_choice, check_int
 from ..config import DTYPE_BYTES, PRESETS, ModelConfig
-from ..cost import format_bytes, kv_cache_bytes, param_count
+from ..cost import attention_kind, format_bytes, kv_cache_bytes, kv_variants, weights_bytes
 from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
 from .base import Control, Explorer
+
+# kv_variants and weights_bytes moved to attnbook.cost; importable from here as before.
 
 __all__ = [
     "CONTEXT_VALUES",
     "BATCH_VALUES",
     "KV_DTYPES",
-    "kv_variants",
-    "weights_bytes",
+    "VARIANTS",
+    "KVCacheData",
+    "kv_cache_data",
+    "draw_kv_cache",
     "kv_cache_figure",
     "kv_cache_explorer",
 ]
@@ -39,6 +51,9 @@ CONTEXT_VALUES = tuple(2**p for p in range(10, 18))
 BATCH_VALUES = (1, 4, 16, 64)
 #: Storage dtypes offered by the KV-cache calculator (keys of :data:`attnbook.config.DTYPE_BYTES`).
 KV_DTYPES = ("float32", "bfloat16", "float8", "int4")
+#: The variants the calculator compares, in drawing order (keys of
+#: :func:`attnbook.cost.kv_variants`).
+VARIANTS = ("MHA", "published", "MQA")
 
 _GIB = 2**30
 _VARIANT_COLORS = (ORANGE, BLUE, GREEN)
@@ -46,92 +61,140 @@ _VARIANT_COLORS = (ORANGE, BLUE, GREEN)
 _CURVE_CONTEXTS = tuple(2**p for p in range(9, 18))
 
 
-def kv_variants(config) -> dict:
-    """The published attention of a model next to its MHA and MQA counterparts.
+@dataclass(frozen=True)
+class KVCacheData:
+    """One setting of the KV-cache calculator, computed (what :func:`draw_kv_cache` draws).
 
-    Every variant keeps the model's layers, head size and sliding window and changes only what
-    the KV cache holds per layer and token:
+    Attributes:
+        model, context, batch, dtype: the setting (see :func:`kv_cache_data`).
+        config: the published :class:`attnbook.config.ModelConfig` of ``model``.
+        kind: its attention, :func:`attnbook.cost.attention_kind` (``"GQA"``, ``"MLA"``, ...).
+        tokens: int ``(N,)``, the context lengths of the curves (512 to 131072 and
+            ``context``), increasing.
+        curves: int64 ``(3, N)``, KV-cache bytes of the :data:`VARIANTS` at each length.
+        at_context: int64 ``(3,)``, KV-cache bytes of the variants at ``context``.
+        per_token: int64 ``(3,)``, bytes per token of one sequence.
+        weights: bytes of the weights in bfloat16, or ``None`` (not modelled for MLA).
+    """
 
-    * ``"MHA"``: ``n_kv_heads = n_heads`` (one key/value head per query head);
-    * ``"published"``: the configuration as published (MHA, GQA or MLA);
-    * ``"MQA"``: ``n_kv_heads = 1`` (Shazeer, 2019).
+    model: str
+    context: int
+    batch: int
+    dtype: str
+    config: ModelConfig
+    kind: str
+    tokens: np.ndarray
+    curves: np.ndarray
+    at_context: np.ndarray
+    per_token: np.ndarray
+    weights: int | None
 
-    For a multi-head latent attention model (DeepSeek-V2) the MHA and MQA variants use heads of
-    ``v_head_dim`` (128), the ``d_h`` of the comparison in DeepSeek-V2's table 1.
+    @property
+    def mha_ratio(self) -> float:
+        """How many times the published cache the MHA variant needs (nan for an empty cache)."""
+        pub = int(self.at_context[1])
+        return int(self.at_context[0]) / pub if pub else float("nan")
+
+
+def kv_cache_data(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
+                  dtype: str = "bfloat16") -> KVCacheData:
+    """Compute one setting of the KV-cache calculator.
+
+    Every size is :func:`attnbook.cost.kv_cache_bytes` ``(variant, tokens, batch, dtype)`` of
+    the :func:`attnbook.cost.kv_variants` of the model; the weights are
+    :func:`attnbook.cost.weights_bytes`.
 
     Args:
-        config: an :class:`attnbook.config.ModelConfig` (e.g. ``PRESETS["Qwen2-7B"]``).
+        model: a key of :data:`attnbook.config.PRESETS`.
+        context: tokens in the cache, >= 1.
+        batch: sequences, >= 1.
+        dtype: a key of :data:`attnbook.config.DTYPE_BYTES`.
 
     Returns:
-        ``{"MHA": ModelConfig, "published": ModelConfig, "MQA": ModelConfig}`` in that order.
+        :class:`KVCacheData`.
 
     Raises:
-        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
-
-    Source: Vaswani et al. (2017), section 3.2.2; Shazeer (2019); Ainslie et al. (2023);
-    DeepSeek-AI, "DeepSeek-V2" (2024), table 1.
+        TypeError: if ``context`` or ``batch`` is not an integer.
+        ValueError: for an unknown model or dtype, or ``context``/``batch`` < 1.
     """
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be an attnbook.config.ModelConfig, got "
-                        f"{type(config).__name__}")
-    no_mla = dict(kv_lora_rank=None, q_lora_rank=None, qk_nope_head_dim=None,
-                  qk_rope_head_dim=None, v_head_dim=None)
-    if config.uses_mla:
-        plain = config.replace(head_dim=config.v_head_dim, **no_mla)
-    else:
-        plain = config
-    return {
-        "MHA": plain.replace(n_kv_heads=config.n_heads),
-        "published": config,
-        "MQA": plain.replace(n_kv_heads=1),
-    }
+    check_choice(model, "model", tuple(PRESETS))
+    check_choice(dtype, "dtype", tuple(DTYPE_BYTES))
+    context = check_int(context, "context", 1)
+    batch = check_int(batch, "batch", 1)
+    config = PRESETS[model]
+    variants = [kv_variants(config)[k] for k in VARIANTS]
+    tokens = sorted(set(_CURVE_CONTEXTS) | {context})
+    return KVCacheData(
+        model=model, context=context, batch=batch, dtype=dtype, config=config,
+        kind=attention_kind(config), tokens=np.array(tokens),
+        curves=np.array([[kv_cache_bytes(c, t, batch, dtype) for t in tokens]
+                         for c in variants], dtype=np.int64),  # (3, N)
+        at_context=np.array([kv_cache_bytes(c, context, batch, dtype) for c in variants],
+                            dtype=np.int64),  # (3,)
+        per_token=np.array([kv_cache_bytes(c, 1, 1, dtype) for c in variants],
+                           dtype=np.int64),  # (3,)
+        weights=weights_bytes(config),
+    )
 
 
-def weights_bytes(config: ModelConfig) -> int | None:
-    """Bytes of a model's weights in bfloat16: ``2 * param_count(config)``.
-
-    Args:
-        config: an :class:`attnbook.config.ModelConfig`.
-
-    Returns:
-        The bytes (an ``int``), or ``None`` for a multi-head latent attention model
-        (DeepSeek-V2), whose mixture-of-experts layers :func:`attnbook.cost.param_count` does
-        not model.
-
-    Raises:
-        TypeError: if ``config`` is not a :class:`attnbook.config.ModelConfig`.
-    """
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be an attnbook.config.ModelConfig, got "
-                        f"{type(config).__name__}")
-    if config.uses_mla:
-        return None
-    return DTYPE_BYTES["bfloat16"] * param_count(config)
+def _attention_text(data: KVCacheData, _) -> str:
+    """What the published model caches per layer and token, in the language of ``_``."""
+    c = data.config
+    if data.kind == "MLA":
+        return _("MLA: latent {rank} + RoPE key {rope} ({heads} heads)", rank=c.kv_lora_rank,
+                 rope=c.qk_rope_head_dim, heads=c.n_heads)
+    values = dict(kind=data.kind, heads=c.n_heads, kv=c.kv_heads, dim=c.head_size,
+                  window=c.sliding_window)
+    if c.sliding_window is None:
+        return _.ngettext("{kind}: {heads} query heads, {kv} KV head of {dim}",
+                          "{kind}: {heads} query heads, {kv} KV heads of {dim}", c.kv_heads,
+                          **values)
+    return _.ngettext("{kind}: {heads} query heads, {kv} KV head of {dim}, window {window}",
+                      "{kind}: {heads} query heads, {kv} KV heads of {dim}, window {window}",
+                      c.kv_heads, **values)
 
 
-def _describe(config) -> str:
-    """One line on what the published model caches per layer and token."""
-    if config.uses_mla:
-        return (f"MLA: latent {config.kv_lora_rank} + RoPE key {config.qk_rope_head_dim} "
-                f"({config.n_heads} heads)")
-    kind = ("MHA" if config.kv_heads == config.n_heads
-            else "MQA" if config.kv_heads == 1 else "GQA")
-    text = (f"{kind}: {config.n_heads} query heads, {config.kv_heads} KV "
-            f"head{'s' if config.kv_heads != 1 else ''} of {config.head_size}")
-    if config.sliding_window is not None:
-        text += f", window {config.sliding_window}"
-    return text
+def _summary_text(data: KVCacheData, _) -> str:
+    """The title's second line: bytes per token, the total, and what MHA or a window change."""
+    ratio = data.mha_ratio
+    shows_ratio = math.isfinite(ratio) and ratio != 1
+    window = data.config.sliding_window
+    values = dict(per_token=format_bytes(int(data.per_token[1])), dtype=data.dtype,
+                  context=data.context, batch=data.batch,
+                  total=format_bytes(int(data.at_context[1])), ratio=f"{ratio:.3g}",
+                  window=window)
+    n = data.context
+    if shows_ratio and window:
+        return _.ngettext(
+            "{per_token} per token in {dtype}; {context} token × batch {batch} = {total} (MHA "
+            "would need {ratio}×); window {window}: the cache stops growing",
+            "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total} (MHA "
+            "would need {ratio}×); window {window}: the cache stops growing", n, **values)
+    if shows_ratio:
+        return _.ngettext(
+            "{per_token} per token in {dtype}; {context} token × batch {batch} = {total} (MHA "
+            "would need {ratio}×)",
+            "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total} (MHA "
+            "would need {ratio}×)", n, **values)
+    if window:
+        return _.ngettext(
+            "{per_token} per token in {dtype}; {context} token × batch {batch} = {total}; "
+            "window {window}: the cache stops growing",
+            "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total}; "
+            "window {window}: the cache stops growing", n, **values)
+    return _.ngettext(
+        "{per_token} per token in {dtype}; {context} token × batch {batch} = {total}",
+        "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total}", n,
+        **values)
 
 
-def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                    dtype: str = "bfloat16", *, height: int = 520):
-    """Figure of the KV-cache calculator: cache size against context, and at one context.
+def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int = 520):
+    """Draw one setting of the KV-cache calculator, every label in ``language``.
 
     Left: the KV cache in GiB (log-log) against the context length, 512 to 131072 tokens, for
-    the three :func:`kv_variants` of ``model``, with a marker at ``context``, and the model's
-    weights in bfloat16 (:func:`weights_bytes`) as a dashed line. Right: the three sizes at
-    ``context`` as bars, labelled with :func:`attnbook.cost.format_bytes`. All sizes are
-    :func:`attnbook.cost.kv_cache_bytes` ``(variant, tokens, batch, dtype)``.
+    the three :data:`VARIANTS`, with a marker at ``context``, and the model's weights in
+    bfloat16 as a dashed line. Right: the three sizes at ``context`` as bars, labelled with
+    :func:`attnbook.cost.format_bytes`.
 
     Trace order: 0-2 the curves of ``MHA``, ``published``, ``MQA`` (``x`` tokens, ``y`` GiB),
     3 the markers at ``context``, 4 the bars (``x`` GiB, ``meta["bytes"]`` exact,
@@ -139,89 +202,81 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
     DeepSeek-V2; ``meta["weights_bytes"]`` the bytes or ``None``).
 
     Args:
-        model: a key of :data:`attnbook.config.PRESETS`.
-        context: tokens in the cache, >= 1.
-        batch: sequences, >= 1.
-        dtype: a key of :data:`attnbook.config.DTYPE_BYTES`.
-        height: figure height in pixels.
+        data: from :func:`kv_cache_data`.
+        language: one of :data:`attnbook.i18n.LANGUAGES` (default
+            :func:`attnbook.i18n.get_language`).
+        height: figure height in px, >= 10 (plotly's least).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``context`` or ``batch`` is not an integer.
-        ValueError: for an unknown model or dtype, or ``context``/``batch`` < 1.
+        TypeError: if ``height`` is not an integer.
+        ValueError: if ``height`` < 10 or ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
-    check_choice(model, "model", tuple(PRESETS))
-    check_choice(dtype, "dtype", tuple(DTYPE_BYTES))
-    context = check_int(context, "context", 1)
-    batch = check_int(batch, "batch", 1)
-    config = PRESETS[model]
-    variants = kv_variants(config)
-    labels = {
-        "MHA": f"MHA ({config.n_heads} KV heads)",
-        "published": f"as published ({_describe(config).split(':')[0]})",
-        "MQA": "MQA (1 KV head)",
-    }
-    curve_x = sorted(set(_CURVE_CONTEXTS) | {context})
+    _ = i18n.labels(language)
+    height = check_int(height, "height", 10)
+    config = data.config
+    names = [
+        _.ngettext("MHA ({n} KV head)", "MHA ({n} KV heads)", config.n_heads),
+        _("as published ({kind})", kind=data.kind),
+        _("MQA (1 KV head)"),
+    ]
+    tokens = [int(t) for t in data.tokens]
     traces = []
-    at_context = {}
-    for (key, cfg), color in zip(variants.items(), _VARIANT_COLORS):
-        b = [kv_cache_bytes(cfg, t, batch, dtype) for t in curve_x]
-        at_context[key] = kv_cache_bytes(cfg, context, batch, dtype)
+    for i, (name, color) in enumerate(zip(names, _VARIANT_COLORS)):
+        published = VARIANTS[i] == "published"
         traces.append(dict(
-            type="scatter", x=curve_x, y=[v / _GIB for v in b], mode="lines", name=labels[key],
-            line=dict(color=color, width=3 if key == "published" else 2,
-                      dash="solid" if key == "published" else "dot"),
+            type="scatter", x=tokens, y=(data.curves[i] / _GIB).tolist(), mode="lines",
+            name=name,
+            line=dict(color=color, width=3 if published else 2,
+                      dash="solid" if published else "dot"),
             xaxis="x", yaxis="y",
-            hovertemplate="%{x} tokens: %{y:.3g} GiB<extra>" + _html.escape(labels[key])
-            + "</extra>",
+            hovertemplate=_("{tokens} tokens: {size} GiB", tokens="%{x}", size="%{y:.3g}")
+            + "<extra>" + _html.escape(name) + "</extra>",
         ))
-    keys = list(variants)
+    at_context = [int(b) for b in data.at_context]
     traces.append(dict(
-        type="scatter", x=[context] * 3, y=[at_context[k] / _GIB for k in keys], mode="markers",
+        type="scatter", x=[data.context] * 3, y=[b / _GIB for b in at_context],
+        mode="markers",
         marker=dict(color=list(_VARIANT_COLORS), size=10, line=dict(color="white", width=1)),
-        showlegend=False, xaxis="x", yaxis="y", hoverinfo="skip", name="at context",
+        showlegend=False, xaxis="x", yaxis="y", hoverinfo="skip", name=_("at context"),
     ))
-    per_token = [kv_cache_bytes(variants[k], 1, 1, dtype) for k in keys]
     traces.append(dict(
-        type="bar", y=[labels[k] for k in keys], x=[at_context[k] / _GIB for k in keys],
-        orientation="h",
+        type="bar", y=names, x=[b / _GIB for b in at_context], orientation="h",
         marker=dict(color=list(_VARIANT_COLORS)), xaxis="x2", yaxis="y2", showlegend=False,
-        text=[format_bytes(at_context[k]) for k in keys], textposition="outside",
-        cliponaxis=False, name="at context",
-        meta={"bytes": [at_context[k] for k in keys], "per_token": per_token},
-        hovertemplate="%{y}: %{text}<extra></extra>",
+        text=[format_bytes(b) for b in at_context], textposition="outside",
+        cliponaxis=False, name=_("at context"),
+        meta={"bytes": at_context, "per_token": [int(b) for b in data.per_token]},
+        hovertemplate=_("{variant}: {size}", variant="%{y}", size="%{text}")
+        + "<extra></extra>",
     ))
-    weights = weights_bytes(config)
-    ends = [curve_x[0], curve_x[-1]]
+    weights = data.weights
+    ends = [tokens[0], tokens[-1]]
     traces.append(dict(
         type="scatter", x=ends if weights else [], y=[weights / _GIB] * 2 if weights else [],
-        mode="lines", name="weights (bfloat16)", line=dict(color=GREY, dash="dash", width=2),
+        mode="lines", name=_("weights (bfloat16)"), line=dict(color=GREY, dash="dash", width=2),
         xaxis="x", yaxis="y", meta={"weights_bytes": weights},
-        hovertemplate="weights: %{y:.3g} GiB<extra></extra>",
+        hovertemplate=_("weights: {size} GiB", size="%{y:.3g}") + "<extra></extra>",
     ))
-    pub = at_context["published"]
-    ratio = at_context["MHA"] / pub if pub else float("nan")
-    window = (f"; window {config.sliding_window}: the cache stops growing"
-              if config.sliding_window else "")
-    title = (f"{_html.escape(model)} — {config.n_layers} layers, "
-             f"{_html.escape(_describe(config))}<br><sub>{format_bytes(per_token[1])} per token "
-             f"in {dtype}; {context} tokens × batch {batch} = {format_bytes(pub)}"
-             + (f" (MHA would need {ratio:.3g}×)" if math.isfinite(ratio) and ratio != 1 else "")
-             + window + "</sub>")
+    heading = _.ngettext("{model} — {layers} layer, {attention}",
+                         "{model} — {layers} layers, {attention}", config.n_layers,
+                         model=data.model, layers=config.n_layers,
+                         attention=_attention_text(data, _))
+    title = (_html.escape(heading) + "<br><sub>" + _html.escape(_summary_text(data, _))
+             + "</sub>")
     layout = dict(
         template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
         plot_bgcolor="white", height=height,
         title=dict(text=title, x=0.5, xanchor="center"),
         margin=dict(l=70, r=40, t=90, b=130),
-        xaxis=axis_style(domain=[0.0, 0.42], type="log", title=dict(text="context (tokens)"),
-                         anchor="y", dtick=1),
+        xaxis=axis_style(domain=[0.0, 0.42], type="log",
+                         title=dict(text=_("context (tokens)")), anchor="y", dtick=1),
         yaxis=axis_style(type="log", title=dict(text="GiB"), anchor="x",
                          exponentformat="power", dtick=1),
-        xaxis2=axis_style(domain=[0.68, 0.93], title=dict(text="GiB at the chosen context"),
+        xaxis2=axis_style(domain=[0.68, 0.93], title=dict(text=_("GiB at the chosen context")),
                           anchor="y2", rangemode="tozero"),
         yaxis2=axis_style(anchor="x2", autorange="reversed", showgrid=False),
         # Below the panels: inside the left panel it would hide the MHA curve.
@@ -230,15 +285,41 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
     )
     return go.Figure(data=traces, layout=layout)
 
+
+def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
+                    dtype: str = "bfloat16", *, height: int = 520,
+                    language: str | None = None):
+    """Figure of the KV-cache calculator: cache size against context, and at one context.
+
+    :func:`draw_kv_cache` of :func:`kv_cache_data` (trace order and ``meta`` as there).
+
+    Args:
+        model: a key of :data:`attnbook.config.PRESETS`.
+        context: tokens in the cache, >= 1.
+        batch: sequences, >= 1.
+        dtype: a key of :data:`attnbook.config.DTYPE_BYTES`.
+        height: figure height in pixels, >= 10.
+        language: see :func:`draw_kv_cache`.
+
+    Returns:
+        ``plotly.graph_objects.Figure``.
+
+    Raises:
+        TypeError, ValueError: as :func:`kv_cache_data` and :func:`draw_kv_cache`.
+    """
+    return draw_kv_cache(kv_cache_data(model, context, batch, dtype), language=language,
+                         height=height)
+
+
 def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
                       dtype: str = "bfloat16") -> Explorer:
     """The KV-cache calculator (chapters 7 and 11): published configs, context, batch, dtype.
 
     Controls: ``model`` (a drop-down over :data:`attnbook.config.PRESETS`), ``context`` (a
     slider over :data:`CONTEXT_VALUES`), ``batch`` (:data:`BATCH_VALUES`) and ``dtype``
-    (:data:`KV_DTYPES`). The figure is :func:`kv_cache_figure`: the model as published (its
-    ``n_heads``, ``n_kv_heads``, MLA latent or sliding window) next to its MHA and MQA
-    variants and the memory of its weights.
+    (:data:`KV_DTYPES`). Each setting is computed by :func:`kv_cache_data` and drawn by
+    :func:`draw_kv_cache`: the model as published (its ``n_heads``, ``n_kv_heads``, MLA latent
+    or sliding window) next to its MHA and MQA variants and the memory of its weights.
 
     Args:
         model: initial model, a key of :data:`attnbook.config.PRESETS`.
@@ -259,10 +340,15 @@ def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int 
     check_choice(batch, "batch", BATCH_VALUES)
     check_choice(dtype, "dtype", KV_DTYPES)
     controls = [
-        Control("model", "model", "select", models, model),
+        # Model and dtype names are the same in every language.
+        Control("model", "model", "select", models, model, labels=lambda _: models),
         Control("context", "context (tokens)", "slider", CONTEXT_VALUES, int(context),
-                labels=[f"{c // 1024}K" for c in CONTEXT_VALUES]),
+                labels=lambda _: [f"{c // 1024}K" for c in CONTEXT_VALUES]),
         Control("batch", "batch", "slider", BATCH_VALUES, int(batch)),
-        Control("dtype", "dtype", "select", KV_DTYPES, dtype),
+        Control("dtype", "dtype", "select", KV_DTYPES, dtype, labels=lambda _: KV_DTYPES),
     ]
-    return Explorer(controls, kv_cache_figure, title="KV-cache calculator")
+    # Written as they are in both editions: the published models' names, the dtypes' names and
+    # the unit TiB (attnbook.i18n.KEPT_WORDS has GiB but not TiB).
+    kept = models + KV_DTYPES + ("TiB",)
+    return Explorer(controls, title="KV-cache calculator", compute=kv_cache_data,
+                    draw=draw_kv_cache, kept_words=kept)
