@@ -253,7 +253,7 @@ def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str 
 
     controls = [
         Control("seq_len", "sequence length L", "slider", SEQ_LEN_VALUES, int(seq_len),
-                labels=[f"{n:,}" for n in SEQ_LEN_VALUES]),
+                labels=lambda _: [f"{n:,}" for n in SEQ_LEN_VALUES]),
         Control("n_heads", "heads", "select", N_HEADS_VALUES, int(n_heads)),
         Control("dtype", "score dtype", "select", SCORE_DTYPES, dtype,
                 labels=lambda _: SCORE_DTYPES),  # names, the same in every language
