@@ -766,6 +766,8 @@ class Explorer:
             "patches": patches,
             "narrow_below": reflow.STACK_BELOW_PX,
             "inactive": inactive if self._active is not None else None,
+            # Latin words that are example data a real model read (shown as read).
+            "kept_words": sorted(self._kept),
             "config": {"displaylogo": False, "responsive": True},
             # What a toggle's value reads (off, on).
             "toggle_text": [i18n.translate("off", language), i18n.translate("on", language)],
