@@ -28,9 +28,19 @@ Scale
 
 Submodules are imported lazily by the chapters (``from attnbook import attention``); importing
 ``attnbook`` itself pulls in nothing but NumPy.
+
+Old import paths
+    The first edition's ``attnbook.widgets``, ``widgets_rnn``, ``widgets_heads_pos``,
+    ``widgets_block`` and ``widgets_cost`` still import, and each of their names is the very
+    object its home defines (in :mod:`attnbook.explorers` or :mod:`attnbook.cost`). They are
+    no files but one alias table (``attnbook._aliases``).
 """
 
+from . import _aliases
+
 __version__ = "0.1.0"
+
+_aliases.install()
 
 __all__ = [
     # the check layer, configurations and cost formulas (NumPy only)
@@ -63,13 +73,8 @@ __all__ = [
     "sampling",
     "pretrained",
     "timing",
-    # the book's figures and explorers (plotly, ipywidgets); widgets* re-export explorers.*
+    # the book's figures and explorers (plotly, ipywidgets)
     "viz",
     "i18n",
     "explorers",
-    "widgets",
-    "widgets_rnn",
-    "widgets_block",
-    "widgets_heads_pos",
-    "widgets_cost",
 ]

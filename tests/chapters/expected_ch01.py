@@ -107,7 +107,7 @@ def expected() -> dict:
     import torch
 
     from attnbook import experiments, rnn, timing
-    from attnbook.widgets_rnn import gradient_decay_data
+    from attnbook.rnn import gradient_decay_data
 
     e: dict = {}
     previous = torch.get_num_threads()

@@ -33,8 +33,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attnbook import heads, kv_cache, pretrained
 from attnbook import nn as ann
+from attnbook.cost import kv_variants
 from attnbook.models import BASE_TRANSFORMER
-from attnbook.widgets_heads_pos import kv_variants
 
 NUMBER = 7
 NAME = "07-multi-head-gqa"

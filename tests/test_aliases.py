@@ -1,0 +1,303 @@
+"""The first edition's import paths, served by one alias table (``attnbook._aliases``).
+
+Every name the book and the API appendix have shown at ``attnbook.widgets``,
+``attnbook.widgets_rnn``, ``attnbook.widgets_heads_pos``, ``attnbook.widgets_block`` and
+``attnbook.widgets_cost`` still imports there and is the very object its home defines, so
+readers' notebooks keep running; the API appendix documents each name at its home only and
+renders the table once ("Old import paths" in ``appendix/api/index.md``).
+
+The names each old module had are written here from its last version as a file (git history
+of ``lib/attnbook/widgets*.py``), not read from the table, so that a name dropped from the table
+fails. Each check that reads the table or the page is a function returning problems, also run
+on a broken copy so that it is shown to be able to fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from attnbook import _aliases
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB = ROOT / "lib" / "attnbook"
+
+#: Per old module: its ``__all__`` as the first edition wrote it, and the names it defined
+#: without listing them there (importable by name, left out of ``import *``).
+FIRST_EDITION = {
+    "widgets": (
+        ("Control", "Explorer", "scaling_explorer", "mask_explorer", "referent_explorer",
+         "D_K_VALUES"),
+        ("MAX_GRID", "N_KEYS_VALUES", "SCALED_X_RANGE"),
+    ),
+    "widgets_rnn": (
+        ("GAMMA_VALUES", "DISTANCE_VALUES", "GradientDecay", "gradient_decay_data",
+         "gradient_decay_figure", "gradient_decay_explorer"),
+        ("Y_RANGE",),
+    ),
+    "widgets_heads_pos": (
+        ("CONTEXT_VALUES", "BATCH_VALUES", "KV_DTYPES", "POSITION_VALUES", "BASE_VALUES",
+         "format_bytes", "kv_variants", "kv_cache_figure", "kv_cache_explorer",
+         "position_figure", "position_explorer"),
+        (),
+    ),
+    "widgets_block": (
+        ("DEPTH_VALUES", "PLACEMENTS", "ARMS", "gradient_norms_at_init", "norm_placement_figure",
+         "norm_placement_explorer"),
+        (),
+    ),
+    "widgets_cost": (
+        ("score_matrix_bytes", "attention_flops", "quadratic_cost_figure",
+         "quadratic_cost_explorer", "kv_cache_figure", "kv_cache_explorer", "SEQ_LEN_VALUES",
+         "CONTEXT_VALUES"),
+        (),
+    ),
+}
+
+#: The public names of attnbook.viz before the explorers moved out (they stay there).
+VIZ_NAMES = ("StaticFigure", "show", "when_plotly_ready_js", "PLOTLY_WAIT_SECONDS",
+             "ScalingData", "scaling_data", "score_histogram", "scaling_figure", "MASK_TYPES",
+             "explorer_keep_mask", "mask_scores", "mask_figure", "HIGHLIGHT_COLORS",
+             "token_attention_figure")
+
+
+# --------------------------------------------------------------------------------------------------
+# The table against the library
+
+
+def defines(module_name: str, name: str) -> bool:
+    """Whether the source of ``module_name`` defines ``name`` at top level (not imports it)."""
+    spec = importlib.util.find_spec(module_name)
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+def table_problems(table: dict[str, dict[str, str]]) -> list[str]:
+    """Entries of an alias table that name no object, or not the module that defines it."""
+    problems = []
+    for old, names in table.items():
+        for name, home in names.items():
+            where = f"attnbook.{home}"
+            value = getattr(importlib.import_module(where), name, None)
+            if value is None:
+                problems.append(f"attnbook.{old}.{name}: {where} has no {name}")
+                continue
+            made_in = getattr(value, "__module__", None) if (
+                inspect.isfunction(value) or inspect.isclass(value)) else None
+            if (made_in or where) != where or not defines(where, name):
+                problems.append(f"attnbook.{old}.{name}: {where} does not define it"
+                                + (f" ({made_in} does)" if made_in else ""))
+    return problems
+
+
+def test_the_table_keeps_every_first_edition_name():
+    assert set(_aliases.ALIASES) == set(FIRST_EDITION)
+    for old, (listed, unlisted) in FIRST_EDITION.items():
+        assert set(_aliases.ALIASES[old]) == set(listed) | set(unlisted), old
+        assert _aliases.old_all(old) == list(listed), old
+
+
+def test_every_entry_names_the_module_that_defines_it():
+    assert table_problems(_aliases.ALIASES) == []
+
+
+def test_table_check_can_fail():
+    broken = {"widgets_cost": {
+        "score_matrix_bytes": "cost",  # right
+        "PRESETS": "kv_cache",  # re-exported by attnbook.kv_cache, defined in attnbook.config
+        "kv_cache_explorer": "explorers.quadratic",  # not there at all
+        "Control": "explorers.scaling",  # imported there from explorers.base
+    }}
+    assert table_problems(broken) == [
+        "attnbook.widgets_cost.PRESETS: attnbook.kv_cache does not define it",
+        "attnbook.widgets_cost.kv_cache_explorer: attnbook.explorers.quadratic has no "
+        "kv_cache_explorer",
+        "attnbook.widgets_cost.Control: attnbook.explorers.scaling does not define it "
+        "(attnbook.explorers.base does)",
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# The old modules
+
+
+@pytest.mark.parametrize("old", sorted(FIRST_EDITION))
+def test_every_old_name_is_the_object_of_its_home(old):
+    pytest.importorskip("plotly")
+    pytest.importorskip("ipywidgets")
+    module = importlib.import_module(f"attnbook.{old}")
+    listed, unlisted = FIRST_EDITION[old]
+    assert module.__all__ == list(listed)
+    for name in (*listed, *unlisted):
+        home = importlib.import_module(_aliases.home(old, name))
+        assert getattr(module, name) is getattr(home, name), f"attnbook.{old}.{name}"
+        space: dict = {}
+        exec(f"from attnbook.{old} import {name}", space)
+        assert space[name] is getattr(home, name)
+    # import * gives the old __all__, each name its home's object.
+    space = {}
+    exec(f"from attnbook.{old} import *", space)
+    assert set(space) - {"__builtins__"} == set(listed)
+
+
+def test_three_ways_of_writing_an_old_import():
+    pytest.importorskip("plotly")
+    pytest.importorskip("ipywidgets")
+    import attnbook.widgets
+    import attnbook.widgets_rnn as w
+    from attnbook.explorers import base, rnn, scaling
+    from attnbook.widgets import scaling_explorer
+
+    assert scaling_explorer is scaling.scaling_explorer
+    assert w.gradient_decay_explorer is rnn.gradient_decay_explorer
+    assert attnbook.widgets.Control is base.Control
+    # One calculator and one list of context lengths, at both of their old paths.
+    from attnbook import widgets_cost, widgets_heads_pos
+
+    assert widgets_cost.kv_cache_explorer is widgets_heads_pos.kv_cache_explorer
+    assert widgets_cost.CONTEXT_VALUES is widgets_heads_pos.CONTEXT_VALUES
+
+
+def test_an_unknown_name_raises_attribute_error_naming_the_module():
+    from attnbook import widgets_block
+
+    with pytest.raises(AttributeError, match=r"module 'attnbook\.widgets_block' has no "
+                                             r"attribute 'no_such_name'"):
+        _ = widgets_block.no_such_name
+    with pytest.raises(ImportError, match="no_such_name"):
+        exec("from attnbook.widgets_block import no_such_name", {})
+    # A name of another old module is not here either (norm_placement_explorer is not in cost).
+    with pytest.raises(AttributeError, match="widgets_cost"):
+        _ = importlib.import_module("attnbook.widgets_cost").norm_placement_explorer
+    assert not hasattr(widgets_block, "__path__")  # a module, not a package
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("attnbook.widgets_nope")
+
+
+@pytest.mark.parametrize("old", sorted(FIRST_EDITION))
+def test_dir_lists_every_name_of_the_old_module(old):
+    # A fresh copy of the module, before any name was read (a read keeps the value in it).
+    spec = importlib.util.find_spec(f"attnbook.{old}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not set(_aliases.ALIASES[old]) & set(vars(module))
+    listing = dir(module)
+    assert listing == sorted(listing)
+    assert set(_aliases.ALIASES[old]) <= set(listing)
+    assert {"__all__", "__doc__", "__name__"} <= set(listing)
+    assert not set(listing) & {"ALIASES", "install", "importlib"}, "no table internals"
+    assert old in (module.__doc__ or "")
+
+
+def test_importing_attnbook_or_an_old_module_imports_nothing_heavy():
+    # A fresh interpreter: the old modules import nothing until a name is read, and then only
+    # that name's home (cost is NumPy only; the scaling explorer pulls in its own module).
+    code = textwrap.dedent("""
+        import sys
+        heavy = ('plotly', 'torch', 'ipywidgets', 'anywidget', 'matplotlib')
+        import attnbook
+        import attnbook.widgets, attnbook.widgets_rnn, attnbook.widgets_heads_pos
+        import attnbook.widgets_block, attnbook.widgets_cost
+        print(sorted(m for m in sys.modules if m.split('.')[0] in heavy
+                     or m.startswith('attnbook.explorers')))
+        from attnbook.widgets_cost import score_matrix_bytes
+        print(sorted(m for m in sys.modules if m.split('.')[0] in heavy
+                     or m.startswith('attnbook.explorers')), score_matrix_bytes.__module__)
+        attnbook.widgets.scaling_explorer
+        print('attnbook.explorers.scaling' in sys.modules, 'torch' in sys.modules)
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "[]", lines[0]
+    assert lines[1] == "[] attnbook.cost", lines[1]
+    assert lines[2] == "True False", lines[2]  # the scaling explorer needs no torch
+
+
+def test_the_old_modules_are_made_by_the_table_not_by_files():
+    for old in FIRST_EDITION:
+        assert not (LIB / f"{old}.py").exists() and not (LIB / old).exists(), old
+        spec = importlib.util.find_spec(f"attnbook.{old}")
+        assert isinstance(spec.loader, _aliases.AliasLoader), old
+    finders = [f for f in sys.meta_path if getattr(f, "attnbook_aliases", False)]
+    assert len(finders) == 1
+    # Running install() again (importlib.reload(attnbook)) leaves one finder.
+    _aliases.install()
+    assert len([f for f in sys.meta_path if getattr(f, "attnbook_aliases", False)]) == 1
+    assert importlib.util.find_spec("attnbook.masks").loader is not None  # others untouched
+    assert not isinstance(importlib.util.find_spec("attnbook.masks").loader, _aliases.AliasLoader)
+
+
+def test_a_new_table_entry_is_served(monkeypatch):
+    # The finder reads the table, not a list of its own: a module added there imports.
+    monkeypatch.setitem(_aliases.ALIASES, "old_softmax", {"softmax": "attention"})
+    monkeypatch.delitem(sys.modules, "attnbook.old_softmax", raising=False)
+    try:
+        module = importlib.import_module("attnbook.old_softmax")
+        from attnbook import attention
+
+        assert module.softmax is attention.softmax
+        assert module.__all__ == ["softmax"]
+    finally:
+        sys.modules.pop("attnbook.old_softmax", None)
+        import attnbook
+
+        vars(attnbook).pop("old_softmax", None)
+
+
+def test_viz_keeps_its_names():
+    pytest.importorskip("plotly")
+    viz = importlib.import_module("attnbook.viz")
+    for name in VIZ_NAMES:
+        assert hasattr(viz, name), name
+
+
+# --------------------------------------------------------------------------------------------------
+# The chapters
+
+
+def test_every_name_a_chapter_imports_from_an_explorer_module_exists():
+    pytest.importorskip("plotly")
+    pytest.importorskip("ipywidgets")
+    # Old paths and new ones (attnbook.explorers.<concept>) alike.
+    # from attnbook.widgets_x import a, b   /   from attnbook import widgets_x; widgets_x.a
+    found = 0
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        imports = re.findall(r"from attnbook\.(widgets\w*|viz|explorers\.\w+) import "
+                             r"(?:\(([^)]*)\)|([\w, ]+))", text)
+        for mod, grouped, plain in imports:
+            names = grouped or plain
+            for name in filter(None, (n.strip() for n in names.split(","))):
+                module = importlib.import_module(f"attnbook.{mod}")
+                assert hasattr(module, name), f"{path.name}: attnbook.{mod}.{name}"
+                found += 1
+        for pkg, mod, alias in re.findall(
+            r"from attnbook(\.explorers)? import (\w+)\b(?: as (\w+))?", text
+        ):
+            if not pkg and not (mod.startswith("widgets") or mod == "viz"):
+                continue
+            module = importlib.import_module(f"attnbook{pkg}.{mod}")
+            # `from attnbook.explorers import kv_cache as kv_explorer`: the names are read
+            # through the alias (a bare `kv_cache.` in that chapter is attnbook.kv_cache).
+            for name in set(re.findall(rf"\b{alias or mod}\.(\w+)", text)):
+                assert hasattr(module, name), f"{path.name}: attnbook{pkg}.{mod}.{name}"
+                found += 1
+    assert found >= 10  # the chapters do import explorers from these modules
