@@ -30,6 +30,7 @@ from attnbook import _aliases
 
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "attnbook"
+API_INDEX = ROOT / "appendix" / "api" / "index.md"
 
 #: Per old module: its ``__all__`` as the first edition wrote it, and the names it defined
 #: without listing them there (importable by name, left out of ``import *``).
@@ -267,6 +268,87 @@ def test_viz_keeps_its_names():
     viz = importlib.import_module("attnbook.viz")
     for name in VIZ_NAMES:
         assert hasattr(viz, name), name
+
+
+# --------------------------------------------------------------------------------------------------
+# The API appendix: each name at its home, the table once
+
+
+def page_table(markdown: str) -> set[tuple[str, str, str]]:
+    """``{(old module, name, home)}`` of the "Old import paths" table of the API index."""
+    section = markdown.split("(old-import-paths)=", 1)[-1]
+    rows = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`attnbook."):
+            continue
+        old = cells[0].strip("`").removeprefix("attnbook.")
+        home = re.fullmatch(r"\{py:mod\}`attnbook\.([\w.]+)`", cells[2])
+        for entry in (e.strip() for e in cells[1].split(",")):
+            link = re.fullmatch(r"\{py:(?:func|class|data)\}`~attnbook\.([\w.]+)\.(\w+)`", entry)
+            plain = re.fullmatch(r"`(\w+)`", entry)
+            if link and home:  # the link's module and the row's "Defined in" must agree
+                rows.add((old, link.group(2), home.group(1) if link.group(1) == home.group(1)
+                          else f"{link.group(1)}, in the row of {home.group(1)}"))
+            elif plain and home:
+                rows.add((old, plain.group(1), home.group(1)))
+            else:
+                rows.add((old, entry, "?"))
+    return rows
+
+
+def page_problems(markdown: str, table: dict[str, dict[str, str]]) -> list[str]:
+    """How the page's table differs from the alias table; an unlinked name that is documented."""
+    want = {(old, name, home) for old, names in table.items() for name, home in names.items()}
+    got = page_table(markdown)
+    problems = [f"the page lacks attnbook.{o}.{n} -> attnbook.{h}"
+                for o, n, h in sorted(want - got)]
+    problems += [f"the page has attnbook.{o}.{n} -> {h}, not in the table"
+                 for o, n, h in sorted(got - want)]
+    for old, name, home in sorted(want & got):
+        documented = name in getattr(importlib.import_module(f"attnbook.{home}"), "__all__", ())
+        if documented and f"`~attnbook.{home}.{name}`" not in markdown:
+            problems.append(f"the page does not link attnbook.{old}.{name} to its entry")
+    return problems
+
+
+def test_the_api_index_renders_the_table():
+    assert page_problems(API_INDEX.read_text(encoding="utf-8"), _aliases.ALIASES) == []
+
+
+def test_page_check_can_fail():
+    text = API_INDEX.read_text(encoding="utf-8")
+    moved = text.replace("{py:func}`~attnbook.explorers.masks.mask_explorer`",
+                         "{py:func}`~attnbook.explorers.scaling.mask_explorer`")
+    assert page_problems(moved, _aliases.ALIASES) == [
+        "the page lacks attnbook.widgets.mask_explorer -> attnbook.explorers.masks",
+        "the page has attnbook.widgets.mask_explorer -> explorers.scaling, in the row of "
+        "explorers.masks, not in the table",
+    ]
+    unlinked = text.replace("{py:data}`~attnbook.explorers.block.ARMS`", "`ARMS`")
+    assert page_problems(unlinked, _aliases.ALIASES) == [
+        "the page does not link attnbook.widgets_block.ARMS to its entry"
+    ]
+    extra = {**_aliases.ALIASES, "widgets_x": {"softmax": "attention"}}
+    assert page_problems(text, extra) == [
+        "the page lacks attnbook.widgets_x.softmax -> attnbook.attention"
+    ]
+
+
+def test_no_page_documents_or_links_an_old_module():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    pages = [ROOT / "intro.md", ROOT / "run.md", *sorted((ROOT / "chapters").glob("*.md")),
+             *sorted((ROOT / "appendix").rglob("*.md"))]
+    problems = [f"_toc.yml lists appendix/api/{old}" for old in FIRST_EDITION
+                if re.search(rf"appendix/api/{old}\s*$", toc, flags=re.M)]
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        for old in FIRST_EDITION:
+            if re.search(rf"(automodule|currentmodule|py:module)::\s*attnbook\.{old}\b"
+                         rf"|\{{py:\w+\}}`~?attnbook\.{old}\b|api/{old}(\.md|\.html|\))", text):
+                problems.append(f"{path.relative_to(ROOT)} documents or links attnbook.{old}")
+    assert problems == []
+    assert not any((ROOT / "appendix" / "api" / f"{old}.md").exists() for old in FIRST_EDITION)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ Old import paths
     The first edition's ``attnbook.widgets``, ``widgets_rnn``, ``widgets_heads_pos``,
     ``widgets_block`` and ``widgets_cost`` still import, and each of their names is the very
     object its home defines (in :mod:`attnbook.explorers` or :mod:`attnbook.cost`). They are
-    no files but one alias table (``attnbook._aliases``).
+    no files but one alias table (:ref:`old-import-paths`).
 """
 
 from . import _aliases

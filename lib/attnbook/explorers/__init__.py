@@ -29,9 +29,8 @@ module                 explorers
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
 the package itself imports none of them. plotly and ipywidgets are imported when an explorer or
 figure is built, torch only by the explorers that train or run a model (``rnn``, ``block``,
-``pretrained``). The modules of the first edition, :mod:`attnbook.widgets`,
-:mod:`attnbook.widgets_rnn`, :mod:`attnbook.widgets_heads_pos`, :mod:`attnbook.widgets_block`
-and :mod:`attnbook.widgets_cost`, re-export these names at their old import paths.
+``pretrained``). The first edition's import paths (``attnbook.widgets`` and four more) still
+give these very objects, through one alias table (:ref:`old-import-paths`).
 """
 
 __all__ = [

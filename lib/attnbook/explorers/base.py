@@ -27,7 +27,7 @@ never inlined and never fetched: the page provides ``window.Plotly`` (the book l
 from ``_static``).
 
 Each front-end picks its own representation (MyST-NB's render priority; JupyterLab's widget
-renderer), so there is no environment switch. Also importable from :mod:`attnbook.widgets`.
+renderer), so there is no environment switch.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ language; :func:`norm_placement_figure` does both in one call and
 :func:`norm_placement_explorer` wraps them in an :class:`~attnbook.explorers.base.Explorer`
 (controls: depth, placement). ``gradient_norms_at_init`` stays importable from here, its
 first home (left out of ``__all__``, so the API pages list it once, in
-:mod:`attnbook.experiments`). Also importable from :mod:`attnbook.widgets_block`.
+:mod:`attnbook.experiments`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ and the RoPE score of a query and a key as a function of their offset ``Δ = i -
 
 Two steps, as every explorer: :func:`position_data` computes a setting with the library and
 :func:`draw_position` draws it with every label made in the reader's language;
-:func:`position_figure` does both in one call. Also importable from
-:mod:`attnbook.widgets_heads_pos`.
+:func:`position_figure` does both in one call.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ attention rows that :func:`attnbook.pretrained.attention_of_token` computed (one
 all-MiniLM-L6-v2 per sentence), and :func:`draw_token_attention` draws them with every label made
 in the reader's language. :func:`token_attention_figure` does both in one call. The sentences and
 their word pieces are what the model read: they stay English in both editions (the explorer passes
-them as ``kept_words``). Also importable from :mod:`attnbook.widgets`.
+them as ``kept_words``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Two steps, as every explorer: :func:`quadratic_data` computes a setting with
 :func:`attnbook.cost.score_matrix_bytes` and :func:`attnbook.cost.attention_flops`, and
 :func:`draw_quadratic` draws it with every label made in the reader's language;
 :func:`quadratic_cost_figure` does both in one call. The literature writes the cost O(n²), with
-``n`` the sequence length; the book writes ``L``. Also importable from
-:mod:`attnbook.widgets_cost`.
+``n`` the sequence length; the book writes ``L``.
 """
 
 from __future__ import annotations

@@ -20,8 +20,7 @@ computes a setting (the measurement and the curve of the bound against ``gamma``
 :func:`draw_gradient_decay` draws it with every label made in the reader's language;
 :func:`gradient_decay_figure` does both in one call. Like every explorer of
 :mod:`attnbook.explorers`, :func:`gradient_decay_explorer` is one call whose output is a live
-ipywidgets explorer in JupyterLab and a precomputed static one in the built book. Also
-importable from :mod:`attnbook.widgets_rnn`.
+ipywidgets explorer in JupyterLab and a precomputed static one in the built book.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Two steps, as every explorer: :func:`attnbook.scaling.scaling_data` computes a setting with the
 library (the scores' histogram and the softmax's peak, by Monte Carlo), and :func:`draw_scaling`
 draws it with every label made in the reader's language. :func:`scaling_figure` does both in one
-call. Also importable from :mod:`attnbook.widgets`.
+call.
 """
 
 from __future__ import annotations
