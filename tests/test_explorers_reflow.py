@@ -14,7 +14,6 @@ import pytest
 from attnbook.explorers import reflow
 from attnbook.explorers.base import apply_patch, make_patch
 from attnbook.explorers.reflow import (
-    CHAR_EM,
     NARROW_PX,
     PANEL_PX,
     STACK_BELOW_PX,
@@ -29,12 +28,20 @@ from attnbook.explorers.reflow import (
 # --------------------------------------------------------------------------------------------
 
 
+def pil_width(text: str, px: float) -> float:
+    """Width of plain text in the figure font as FreeType lays it out (an independent reader)."""
+    from PIL import ImageFont
+
+    from attnbook.fonts import font_paths
+
+    return ImageFont.truetype(str(font_paths()[0]), 100).getlength(text) * px / 100
+
+
 def test_wrap_breaks_at_spaces_greedily():
-    # At 10 px a character is CHAR_EM * 10 = 5.8 px: "aaa bbb" is 7 chars = 40.6 px.
-    assert CHAR_EM == 0.58
-    assert wrap_html("aaa bbb ccc", 45, 10) == "aaa bbb<br>ccc"
-    assert wrap_html("aaa bbb ccc", 70, 10) == "aaa bbb ccc"  # 11 chars = 63.8 px fit
-    assert wrap_html("aaa bbb ccc", 20, 10) == "aaa<br>bbb<br>ccc"
+    two, three, one = (pil_width(t, 10) for t in ("aaa bbb", "aaa bbb ccc", "aaa"))
+    assert wrap_html("aaa bbb ccc", (two + three) / 2, 10) == "aaa bbb<br>ccc"
+    assert wrap_html("aaa bbb ccc", three + 1, 10) == "aaa bbb ccc"
+    assert wrap_html("aaa bbb ccc", one + 2, 10) == "aaa<br>bbb<br>ccc"
 
 
 def test_wrap_keeps_tags_whole_and_existing_breaks():
@@ -49,11 +56,16 @@ def test_wrap_keeps_tags_whole_and_existing_breaks():
     assert wrap_html("x supercalifragilistic y", 30, 10) == "x<br>supercalifragilistic<br>y"
 
 
-def test_text_width_counts_visible_characters_and_small_subscripts():
-    assert text_width_px("abcd", 10) == pytest.approx(4 * 5.8)
-    assert text_width_px("<b>abcd</b>", 10) == pytest.approx(4 * 5.8)
+def test_text_width_measures_the_font_and_small_subscripts():
+    # The font's own advances (FreeType through PIL as the independent reader), not a constant
+    # per character: "WWWW" is wider than "iiii" by the font's own ratio.
+    for text in ("abcd", "WWWW", "iiii", "注意力"):
+        assert text_width_px(text, 10) == pytest.approx(pil_width(text, 10), rel=0.02)
+    assert text_width_px("WWWW", 10) > 3 * text_width_px("iiii", 10)
+    assert text_width_px("<b>abcd</b>", 10) == pytest.approx(text_width_px("abcd", 10))
     # d<sub>k</sub>: "d" full, "k" at 70 %.
-    assert text_width_px("d<sub>k</sub>", 10) == pytest.approx(1.7 * 5.8)
+    assert text_width_px("d<sub>k</sub>", 10) == pytest.approx(
+        pil_width("d", 10) + 0.7 * pil_width("k", 10), rel=0.01)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,7 +142,9 @@ def test_wide_figure_keeps_its_panels_side_by_side():
 def test_long_title_wraps_and_gets_room():
     fig = two_panels()
     title = ("m = 8, i = 1, base 500 000: θ<sub>i</sub> = 0.194 rad/token, angle "
-             "m·θ<sub>i</sub> = 1.55 rad, wavelength 2π/θ<sub>i</sub> = 32.4 tokens")
+             "m·θ<sub>i</sub> = 1.55 rad, wavelength 2π/θ<sub>i</sub> = 32.4 tokens, "
+             "at the position of the query")
+    assert text_width_px(title, 14) > 688  # too wide for one line at either width
     fig["layout"]["title"] = {"text": title, "font": {"size": 14}}
     for width in (688, NARROW_PX):
         lay = fit_figure(fig, width)["layout"]
@@ -145,7 +159,8 @@ def test_long_title_wraps_and_gets_room():
 
 def test_panel_titles_grow_upwards_without_overlap():
     fig = two_panels(t=20)  # room for one line of subplot title
-    fig["layout"]["annotations"][0]["text"] = "A long subplot title that cannot fit its panel"
+    fig["layout"]["annotations"][0]["text"] = (
+        "A long subplot title that cannot fit inside its panel at all")
     lay = fit_figure(fig, 688)["layout"]
     a = lay["annotations"][0]
     n = a["text"].count("<br>") + 1
@@ -170,15 +185,15 @@ def heat(n, template="%{z:.2f}"):
 
 def test_heatmap_numbers_fit_their_cells_or_are_left_out():
     # 8 x 8 stacked at 358 px: the colour bar goes (the cells print the numbers), and cells
-    # of (358 - 62 - 14) / 8 = 35 px hold "0.00" at the 11 px asked for (4 x 0.58 x 11 = 26).
+    # of (358 - 62 - 14) / 8 = 35 px hold "0.00" at the 11 px asked for.
     out = fit_figure(heat(8), NARROW_PX)
     t = out["data"][0]
     assert t["texttemplate"] == "%{z:.2f}"
     assert out["layout"]["margin"]["r"] == 14 and out["data"][1]["showscale"] is False
     size = t.get("textfont", {}).get("size", 11)
     cell = (NARROW_PX - out["layout"]["margin"]["l"] - out["layout"]["margin"]["r"]) / 8
-    assert size == 11 and 4 * CHAR_EM * size <= cell - 4
-    # 16 x 16: cells of ~17 px cannot hold "0.00" at 9 px (4 x 0.58 x 9 = 20.9 px): the
+    assert size == 11 and pil_width("0.00", size) <= cell - 4
+    # 16 x 16: cells of ~17 px cannot hold "0.00" at 9 px: the
     # numbers are left out and the colour bar, next to its (lower) panel, gives the scale.
     out16 = fit_figure(heat(16), NARROW_PX)
     assert out16["data"][0]["texttemplate"] == ""

@@ -134,7 +134,7 @@ def test_mask_weight_numbers_are_readable_at_the_column_width():
     fitted = reflow.fit_figure(fig, viz.COLUMN_PX)
     weights = next(t for t in fitted["data"] if t["name"] == "weights")
     assert weights["texttemplate"] == "%{z:.2f}" and weights["textfont"]["size"] >= 14
-    # Each cell is wide enough for "0.54" at that size (the reflow's own estimate of a digit).
+    # Each cell is wide enough for "0.54" at that size in the figure font.
     plot_w = viz.COLUMN_PX - fitted["layout"]["margin"]["l"] - fitted["layout"]["margin"]["r"]
     lo, hi = fitted["layout"]["xaxis2"]["domain"]
-    assert plot_w * (hi - lo) / 8 - 4 >= 4 * reflow.CHAR_EM * 14
+    assert plot_w * (hi - lo) / 8 - 4 >= reflow.text_width_px("0.54", 14)

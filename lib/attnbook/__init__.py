@@ -75,6 +75,7 @@ __all__ = [
     "timing",
     # the book's figures and explorers (plotly, ipywidgets)
     "viz",
+    "fonts",
     "i18n",
     "explorers",
 ]

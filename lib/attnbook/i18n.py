@@ -292,7 +292,8 @@ def collect_missing(sink: set | None = None):
 KEPT_WORDS = frozenset("""
     KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
-    DeepSeek fp32 fp16 bf16 int8 FLOPs FLOP GiB MiB KiB GB MB KB TB ms rad nats Adam SGD
+    DeepSeek fp32 fp16 bf16 fp8 int8 float64 float32 float16 bfloat16 FLOPs FLOP TFLOP TFLOPs
+    GiB MiB KiB TiB GB MB KB TB ms rad nats Adam SGD
     softmax logsumexp tanh Transformer ReLU GELU SwiGLU
 """.split())
 

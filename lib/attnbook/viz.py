@@ -24,6 +24,7 @@ import json
 import re
 import uuid
 
+from . import fonts
 from .checks import check_real
 
 __all__ = [
@@ -78,8 +79,9 @@ EMPTY_TEMPLATE: dict = {}
 #: Seconds a static figure waits for ``window.Plotly`` before it says that plotly.js is missing.
 PLOTLY_WAIT_SECONDS = 60
 
-#: Font of the book's figures (plotly ``layout.font``).
-FONT = dict(family="Helvetica, Arial, sans-serif", size=13)
+#: Font of the book's figures (plotly ``layout.font``): the family the built book ships
+#: (:mod:`attnbook.fonts`), whose metrics the figures measure their text with.
+FONT = dict(family=fonts.CSS_FAMILY, size=13)
 #: The book's first data colour (measured values, the published model).
 BLUE = "#1f5fa8"
 #: The book's second data colour (expected values, the chosen setting).

@@ -7,8 +7,9 @@ into each other and a one-line caption would be cut at both ends. :func:`fit_fig
 figure (plotly JSON: ``{"data": [...], "layout": {...}}``) for a given width:
 
 * **Text wraps.** The title, the subplot titles and the captions get explicit ``<br>`` so that
-  each line fits its width (:func:`wrap_html`; widths are estimated from the number of visible
-  characters, :data:`CHAR_EM` em each). Extra lines get extra margin, so nothing is clipped.
+  each line fits its width (:func:`wrap_html`; widths are measured with the advance widths of
+  the font the figure is drawn in, :func:`attnbook.fonts.text_width`). Extra lines get extra
+  margin, so nothing is clipped.
 * **Panels stack** (only when ``width <`` :data:`STACK_BELOW_PX`). A figure whose panels (pairs of
   x/y axes) sit side by side in one row is redrawn as one column: each panel gets the full width
   and :data:`PANEL_PX` px of height, the x/y axis domains are recomputed, every annotation in
@@ -34,13 +35,13 @@ import math
 import re
 import unicodedata
 
+from .. import fonts
 from ..checks import check_real
 
 __all__ = [
     "NARROW_PX",
     "STACK_BELOW_PX",
     "PANEL_PX",
-    "CHAR_EM",
     "MIN_CELL_FONT",
     "visible_text",
     "text_width_px",
@@ -56,8 +57,6 @@ NARROW_PX = 358
 STACK_BELOW_PX = 520
 #: Height in px of each panel once the panels are stacked.
 PANEL_PX = 230
-#: Estimated width of one visible character, in em (Helvetica/Arial average, rounded up).
-CHAR_EM = 0.58
 #: Smallest font (px) for numbers drawn on heatmap cells; below it they are left out.
 MIN_CELL_FONT = 9
 #: Default font size (px) when a layout sets none (the book's ``viz.FONT``).
@@ -88,16 +87,11 @@ def _is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-def _em(text: str) -> float:
-    """Width in em of visible text: :data:`CHAR_EM` per character, 1 em per wide one."""
-    return sum(1.0 if _is_wide(ch) else CHAR_EM for ch in text)
-
-
 def text_width_px(text: str, font_px: float) -> float:
-    """Estimated drawn width in px of one line of plotly pseudo-HTML at ``font_px``.
+    """Drawn width in px of one line of plotly pseudo-HTML at ``font_px``, in the figure font.
 
-    Every visible character counts :data:`CHAR_EM` em, a full-width one (Chinese) 1 em;
-    characters inside ``<sub>``/``<sup>`` count 70 % (plotly draws them smaller).
+    :func:`attnbook.fonts.text_width`: the advance widths of the font the book's figures are
+    drawn in (:data:`attnbook.fonts.FAMILY`); ``<sub>``/``<sup>`` text at 70 %.
 
     Raises:
         TypeError: if ``text`` is not a string or ``font_px`` not a real number.
@@ -106,8 +100,7 @@ def text_width_px(text: str, font_px: float) -> float:
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     font_px = check_real(font_px, "font_px", minimum=0, strict=True)
-    small = sum(_em(visible_text(m.group(2))) for m in _SMALL.finditer(str(text)))
-    return (_em(visible_text(text)) - 0.3 * small) * font_px
+    return fonts.text_width(text, font_px)
 
 
 def _units(line: str) -> list[tuple[str, str]]:
@@ -300,10 +293,11 @@ def _fit_heatmap_text(trace: dict, layout: dict, plot_w: float, plot_h: float,
     cell_w = plot_w * (xd[1] - xd[0]) / n_cols
     cell_h = plot_h * (yd[1] - yd[0]) / n_rows
     digits = m.group(1)
-    chars = max(len(f"{v:.{int(digits)}f}" if digits else str(v)) for v in values)
+    widest = max(fonts.text_width(f"{v:.{int(digits)}f}" if digits else str(v), 1.0)
+                 for v in values)  # in em
     size = _font_size(trace.get("textfont") and {"font": trace["textfont"]},
                       _font_size(layout, _BASE_FONT))
-    fits = min((cell_w - 4) / (chars * CHAR_EM), cell_h - 4)
+    fits = min((cell_w - 4) / widest, cell_h - 4)
     if fits >= size:
         return
     if fits >= MIN_CELL_FONT:

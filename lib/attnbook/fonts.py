@@ -1,0 +1,226 @@
+"""The font the book's plotly figures are drawn in, and the width of text drawn in it.
+
+A figure that has to fit text inside a plot (a wrapped caption, a legend row, a number in a heatmap
+cell) must know how wide that text is drawn. It can only know if the font is known, so the book
+pins it: the explorers and figures of :mod:`attnbook.viz` ask for the family :data:`FAMILY`,
+which the built book defines with ``@font-face`` from two files it ships
+(:func:`write_webfonts`, subsets of):
+
+* **Noto Sans CJK SC** Regular (SIL Open Font License, from the ``mplfonts`` package, the font
+  the book's matplotlib figures use for Chinese), for every character it has: Latin, Greek,
+  digits, punctuation and Chinese;
+* **DejaVu Sans** (Bitstream Vera / public-domain licence, shipped with matplotlib), for the few
+  it lacks (``₂``, ``ᵀ``, ``⁻``).
+
+Each ``@font-face`` carries a ``unicode-range`` of exactly its characters, so the browser picks
+the face per character just as :func:`text_width` does, and downloads the Chinese face only on a
+page that draws Chinese. :func:`text_width` measures with the same files' advance widths
+(fontTools: ``cmap`` and ``hmtx``), never with a per-character constant. Kerning is not applied
+(plotly's SVG text does not kern either), and plotly draws ``<sub>``/``<sup>`` at 70 % of the
+size.
+
+Outside the built book (a live explorer in JupyterLab) the family is not defined and the
+browser draws with its own ``sans-serif``: the live figure is drawn for the same widths, and the
+margins it keeps (``automargin``, wrapped text at the measured width) are what keeps it readable.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import html as _html
+import io
+import re
+from pathlib import Path
+
+from .checks import check_real
+
+__all__ = ["FAMILY", "CSS_FAMILY", "font_paths", "text_width", "webfont_chars",
+           "write_webfonts"]
+
+#: The family name of the book's figure font (defined by the built book's ``@font-face``).
+FAMILY = "attnbook-sans"
+#: What a plotly figure asks for: the book's font, else the browser's sans-serif.
+CSS_FAMILY = f"{FAMILY}, sans-serif"
+#: Size of ``<sub>``/``<sup>`` text relative to the text around it, as plotly draws it.
+_SMALL_SCALE = 0.7
+
+_TAG = re.compile(r"<[^>]*>")
+_SMALL = re.compile(r"<(sub|sup)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
+
+
+def font_paths() -> tuple[Path, Path]:
+    """The two font files, in the order a character is looked up: Noto Sans CJK SC, DejaVu Sans.
+
+    Raises:
+        RuntimeError: if ``mplfonts`` or matplotlib's DejaVu Sans is not installed.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("mplfonts")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the figure font comes from the mplfonts package: pip install mplfonts")
+    noto = Path(list(spec.submodule_search_locations)[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the fallback figure font is matplotlib's DejaVu Sans: "
+                           "pip install matplotlib")
+    dejavu = (Path(list(spec.submodule_search_locations)[0]) / "mpl-data" / "fonts" / "ttf"
+              / "DejaVuSans.ttf")
+    for path in (noto, dejavu):
+        if not path.is_file():
+            raise RuntimeError(f"figure font not found: {path}")
+    return noto, dejavu
+
+
+@functools.lru_cache(maxsize=None)
+def _metrics() -> tuple[tuple[dict[int, float], ...], float]:
+    """Per font, ``{code point: advance in em}``; and the fallback advance (DejaVu's ``?``)."""
+    from fontTools.ttLib import TTFont
+
+    out = []
+    for path in font_paths():
+        font = TTFont(str(path), lazy=True)
+        upm = font["head"].unitsPerEm
+        hmtx = font["hmtx"]
+        out.append({cp: hmtx[name][0] / upm for cp, name in font.getBestCmap().items()})
+    return tuple(out), out[1][ord("?")]
+
+
+def _advance(ch: str) -> float:
+    fonts, missing = _metrics()
+    cp = ord(ch)
+    for advances in fonts:
+        if cp in advances:
+            return advances[cp]
+    return missing
+
+
+def _plain_width(text: str) -> float:
+    return sum(_advance(ch) for ch in _html.unescape(_TAG.sub("", text)))
+
+
+def text_width(text: str, size_px: float) -> float:
+    """Width in px of one line of plotly pseudo-HTML drawn in :data:`FAMILY` at ``size_px``.
+
+    Tags are not drawn, entities are decoded, ``<sub>``/``<sup>`` text is 70 % of the size;
+    each character's advance comes from the font that draws it (Noto Sans CJK SC, else DejaVu
+    Sans; a character neither has counts as DejaVu's ``?``).
+
+    Args:
+        text: one line (no ``<br>``).
+        size_px: font size in CSS px, > 0.
+
+    Returns:
+        The width in CSS px (float).
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``size_px`` not a real number.
+        ValueError: if ``size_px`` is not a finite positive number.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    size_px = check_real(size_px, "size_px", minimum=0, strict=True)
+    small = sum(_plain_width(m.group(2)) for m in _SMALL.finditer(text))
+    return (_plain_width(text) - (1 - _SMALL_SCALE) * small) * size_px
+
+
+# ---------------------------------------------------------------------------------------------
+# The web fonts of the built book
+# ---------------------------------------------------------------------------------------------
+
+#: Characters every edition's figures may draw whatever their labels say: printable ASCII,
+#: Latin-1, Greek, and the notation of the book's labels.
+BASE_CHARS = (
+    "".join(chr(c) for c in range(0x20, 0x7F)) + "".join(chr(c) for c in range(0xA0, 0x100))
+    + "".join(chr(c) for c in range(0x391, 0x3CA))
+    + "‖√∂∑∏∞≈≠≤≥±×÷·−–—…→←↑↓⇒∈∝∥⊙⊗′″‘’“”•°₀₁₂₃₄₅₆₇₈₉⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺ᵀℓ∇∫√%‰€"
+)
+
+
+def webfont_chars(texts) -> str:
+    """The sorted characters of :data:`BASE_CHARS` and of ``texts`` (an iterable of strings)."""
+    chars = set(BASE_CHARS)
+    for text in texts:
+        chars.update(_html.unescape(text))
+    return "".join(sorted(ch for ch in chars if ch.isprintable() and ch != "\x00"))
+
+
+def _ranges(codepoints) -> str:
+    """CSS ``unicode-range`` of a set of code points, as merged runs."""
+    cps = sorted(codepoints)
+    runs, start, prev = [], None, None
+    for cp in cps:
+        if start is None:
+            start = prev = cp
+        elif cp == prev + 1:
+            prev = cp
+        else:
+            runs.append((start, prev))
+            start = prev = cp
+    if start is not None:
+        runs.append((start, prev))
+    return ", ".join(f"U+{a:X}" if a == b else f"U+{a:X}-{b:X}" for a, b in runs)
+
+
+def write_webfonts(out_dir, chars: str) -> dict[str, Path]:
+    """Write the book's figure font for ``chars``: two WOFF subsets and their ``@font-face`` CSS.
+
+    The fonts are subset with fontTools' subsetter to the glyphs of ``chars`` (Noto Sans CJK SC,
+    16 MB whole, becomes a few hundred kB); files whose inputs did not change are not rewritten
+    (the CSS names a hash of the characters and the font files).
+
+    Args:
+        out_dir: folder to write into (created if missing), e.g. a Sphinx build's ``_static``.
+        chars: the characters the figures draw (:func:`webfont_chars`).
+
+    Returns:
+        ``{file name: path}`` of the CSS (``attnbook-fonts.css``) and the font files.
+    """
+    from fontTools import subset
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = font_paths()
+    fonts, _ = _metrics()
+    digest = hashlib.sha256(chars.encode("utf-8")
+                            + b"".join(str(p.stat().st_size).encode() for p in paths))
+    tag = digest.hexdigest()[:12]
+    css_path = out_dir / "attnbook-fonts.css"
+    names = [f"attnbook-sans-{tag}-{i}.woff" for i in range(len(paths))]
+    written = {"attnbook-fonts.css": css_path} | {n: out_dir / n for n in names}
+    if css_path.is_file() and f"/* {tag} */" in css_path.read_text(encoding="utf-8") and all(
+            (out_dir / n).is_file() for n in names):
+        return written
+    remaining = {ord(ch) for ch in chars}
+    rules = [f"/* {tag} */",
+             f"/* The figures' font ({FAMILY}): subsets of Noto Sans CJK SC (SIL Open Font "
+             "License 1.1) and DejaVu Sans (Bitstream Vera licence), written by "
+             "attnbook.fonts.write_webfonts. */"]
+    for path, advances, name in zip(paths, fonts, names):
+        mine = {cp for cp in remaining if cp in advances}
+        remaining -= mine
+        if not mine:
+            continue
+        options = subset.Options()
+        options.flavor = "woff"
+        options.layout_features = []
+        options.name_IDs = ["*"]
+        options.notdef_outline = True
+        options.drop_tables += ["FFTM"]  # FontForge's timestamps: nothing to draw with
+        font = subset.load_font(str(path), options)
+        sub = subset.Subsetter(options)
+        sub.populate(unicodes=mine)
+        sub.subset(font)
+        buf = io.BytesIO()
+        subset.save_font(font, buf, options)
+        (out_dir / name).write_bytes(buf.getvalue())
+        rules.append(
+            f"@font-face {{ font-family: {FAMILY}; font-style: normal; font-weight: 400; "
+            f"font-display: swap; src: url({name}) format('woff'); "
+            f"unicode-range: {_ranges(mine)}; }}")
+    for old in out_dir.glob("attnbook-sans-*.woff"):
+        if old.name not in names:
+            old.unlink()
+    css_path.write_text("\n".join(rules) + "\n", encoding="utf-8")
+    return written

@@ -1,0 +1,76 @@
+"""attnbook.fonts: the figure font's metrics and the web fonts the built book ships.
+
+Widths are checked against FreeType (through PIL), an independent reader of the same files; the
+web fonts are read back with fontTools and must hold every character asked for.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attnbook import fonts
+
+
+def pil_width(path, text: str, px: float) -> float:
+    from PIL import ImageFont
+
+    return ImageFont.truetype(str(path), 100).getlength(text) * px / 100
+
+
+@pytest.mark.parametrize("text", ["WWWWWWWWWW", "iiiiiiiiii", "query position i", "查询位置 i",
+                                  "‖W‖ = 0.542"])
+def test_width_is_the_fonts_own(text):
+    noto, _ = fonts.font_paths()
+    assert fonts.text_width(text, 13) == pytest.approx(pil_width(noto, text, 13), rel=0.01)
+
+
+def test_a_character_noto_lacks_is_measured_in_dejavu():
+    noto, dejavu = fonts.font_paths()
+    assert fonts.text_width("₂", 20) == pytest.approx(pil_width(dejavu, "₂", 20), rel=0.01)
+    assert fonts.text_width("a₂", 20) == pytest.approx(
+        pil_width(noto, "a", 20) + pil_width(dejavu, "₂", 20), rel=0.01)
+
+
+def test_markup_is_not_drawn_and_subscripts_are_smaller():
+    assert fonts.text_width("<b>a&amp;b</b>", 10) == pytest.approx(fonts.text_width("a&b", 10))
+    assert fonts.text_width("d<sub>k</sub>", 10) == pytest.approx(
+        fonts.text_width("d", 10) + 0.7 * fonts.text_width("k", 10))
+
+
+@pytest.mark.parametrize("args, exc, name", [
+    ((3, 10), TypeError, "text"), (("a", 0), ValueError, "size_px"),
+    (("a", "10"), TypeError, "size_px"), (("a", float("nan")), ValueError, "size_px")])
+def test_bad_input_names_the_argument(args, exc, name):
+    with pytest.raises(exc, match=name):
+        fonts.text_width(*args)
+
+
+def test_web_fonts_hold_every_character_asked_for(tmp_path):
+    from fontTools.ttLib import TTFont
+
+    chars = fonts.webfont_chars(["查询位置 i：权重 0.542", "γ = ‖W<sub>hh</sub>‖₂ ᵀ"])
+    out = fonts.write_webfonts(tmp_path, chars)
+    css = out["attnbook-fonts.css"].read_text(encoding="utf-8")
+    faces = re.findall(r"src: url\(([^)]+)\) format\('woff'\); unicode-range: ([^;]+);", css)
+    assert len(faces) == 2
+    covered: set[int] = set()
+    for name, ranges in faces:
+        font = TTFont(str(tmp_path / name))
+        assert font.flavor == "woff"
+        cmap = set(font.getBestCmap())
+        mine = set()
+        for r in ranges.split(", "):
+            a, _, b = r[2:].partition("-")
+            mine |= set(range(int(a, 16), int(b or a, 16) + 1))
+        assert mine <= cmap, f"{name} lacks {sorted(mine - cmap)[:5]}"
+        assert not (mine & covered), "a character in two faces"
+        covered |= mine
+    assert {ord(c) for c in chars} <= covered
+    # The Chinese face is a subset, not the 16 MB font.
+    assert sum((tmp_path / n).stat().st_size for n, _ in faces) < 400_000
+    # Unchanged inputs: nothing rewritten.
+    stamp = {p: p.stat().st_mtime_ns for p in out.values()}
+    assert fonts.write_webfonts(tmp_path, chars) == out
+    assert {p: p.stat().st_mtime_ns for p in out.values()} == stamp
