@@ -1,4 +1,4 @@
-"""The page as a reader sees it (issue 10): every page of the built book, at 1280 and 390 px.
+"""The page as a reader sees it (issue 10): every page of both editions, at 1280 and 390 px.
 
 One Chromium, one context per width, one tab reused for every page; each page is loaded from a
 localhost server (every other request aborted), left to settle (MathJax typeset, plotly drawn,
@@ -46,15 +46,17 @@ MIN_SHOWN_RATIO = 0.90
 SHOW_AT_MOST = 40
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["override"] if os.environ.get(HTML_ENV) else ["en", "zh"])
 def layout_html(request) -> Path:
-    """The built HTML to measure: $ATTNBOOK_LAYOUT_HTML, or the strict build of the book."""
+    """The built HTML to measure: each edition of the strict build of the book (English, then
+    Chinese: the same figures with other labels, which must fit as well), or
+    $ATTNBOOK_LAYOUT_HTML (measured once)."""
     override = os.environ.get(HTML_ENV)
-    if override:
+    if request.param == "override":
         path = Path(override)
         assert (path / "intro.html").is_file(), f"{HTML_ENV}={override} holds no built book"
         return path
-    return request.getfixturevalue("built_book")
+    return request.getfixturevalue("built_editions")[request.param]
 
 
 @pytest.fixture(scope="module")
