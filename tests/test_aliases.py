@@ -383,3 +383,24 @@ def test_every_name_a_chapter_imports_from_an_explorer_module_exists():
                 assert hasattr(module, name), f"{path.name}: attnbook{pkg}.{mod}.{name}"
                 found += 1
     assert found >= 10  # the chapters do import explorers from these modules
+
+
+def test_names_moved_out_of_a_module_still_read_there():
+    """attnbook._aliases.MOVED: every moved name reads at its old path as its home's object
+    (a renamed one under its new name), and nothing else does."""
+    import importlib
+
+    from attnbook import _aliases
+
+    assert _aliases.MOVED, "the table of moved names is empty"
+    for module, names in _aliases.MOVED.items():
+        old = importlib.import_module(f"attnbook.{module}")
+        for name in names:
+            where, new = _aliases.moved(module, name)
+            assert getattr(old, name) is getattr(importlib.import_module(where), new), name
+            assert name not in getattr(old, "__all__", ()), f"{module}.{name} documented twice"
+        with pytest.raises(AttributeError, match=f"'attnbook.{module}' has no attribute 'nope'"):
+            old.nope  # noqa: B018 - the lookup is what is tested
+    from attnbook import masks, viz
+
+    assert viz.explorer_keep_mask is masks.keep_mask_by_name  # the one renamed name

@@ -92,6 +92,57 @@ ALIASES: dict[str, dict[str, str]] = {
     },
 }
 
+#: Names that moved out of a module that still exists, per module (without the ``attnbook.``
+#: prefix): ``{old name: "home"}`` or, for a renamed one, ``{old name: "home:new name"}``. The
+#: module reads them through :func:`moved_getattr` (its module-level ``__getattr__``).
+MOVED: dict[str, dict[str, str]] = {
+    "viz": {
+        "MASK_TYPES": "masks",
+        "PAD_SIDES": "masks",
+        "explorer_keep_mask": "masks:keep_mask_by_name",
+        "mask_scores": "explorers.masks",
+        "mask_figure": "explorers.masks",
+        "ScalingData": "scaling",
+        "scaling_data": "scaling",
+        "score_histogram": "scaling",
+        "scaling_figure": "explorers.scaling",
+        "HIGHLIGHT_COLORS": "explorers.pretrained",
+        "token_attention_figure": "explorers.pretrained",
+    },
+}
+
+
+def moved(module: str, name: str) -> tuple[str, str]:
+    """The home of a name that moved out of ``attnbook.<module>``: ``(full module, name)``.
+
+    Raises:
+        KeyError: if :data:`MOVED` has no such module or name.
+    """
+    where, _, new = MOVED[module][name].partition(":")
+    return f"{PACKAGE}.{where}", new or name
+
+
+def moved_getattr(fullname: str):
+    """The module-level ``__getattr__`` (PEP 562) of ``fullname`` that serves its moved names.
+
+    Args:
+        fullname: the module's ``__name__`` (``"attnbook.viz"``).
+
+    Returns:
+        ``__getattr__(name)``: the moved name's object, imported from its home on access; any
+        other name raises ``AttributeError`` naming the module.
+    """
+    table = MOVED.get(fullname.removeprefix(PACKAGE + "."), {})
+
+    def __getattr__(name: str):
+        if name not in table:
+            raise AttributeError(f"module {fullname!r} has no attribute {name!r}")
+        where, new = moved(fullname.removeprefix(PACKAGE + "."), name)
+        return getattr(importlib.import_module(where), new)
+
+    return __getattr__
+
+
 #: The names of :data:`ALIASES` that an old module importable but left out of its ``__all__``
 #: (``from attnbook.widgets import *`` never gave them; ``from attnbook.widgets import MAX_GRID``
 #: did, and still does).

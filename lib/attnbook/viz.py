@@ -11,7 +11,7 @@ Two kinds of things live here:
 
 Each explorer's figure lives in its explorer module (:mod:`attnbook.explorers`) and what it
 computes in the library's core modules; the names that lived here are still readable at their
-old path (``attnbook.viz.scaling_figure`` and the others of ``_MOVED``).
+old path (``attnbook.viz.scaling_figure`` and the others of ``attnbook._aliases.MOVED``).
 
 Nothing here loads plotly.js, inlines it, or points at a CDN: the page provides it.
 
@@ -24,7 +24,7 @@ import json
 import re
 import uuid
 
-from . import fonts
+from . import _aliases, fonts
 from .checks import check_real
 
 __all__ = [
@@ -45,31 +45,9 @@ __all__ = [
     "use_book_style",
 ]
 
-#: Names that lived here and moved to their concept's module: ``name -> (module, name)``.
-#: Reading one here still works (:func:`__getattr__`).
-_MOVED = {
-    "MASK_TYPES": ("attnbook.masks", "MASK_TYPES"),
-    "PAD_SIDES": ("attnbook.masks", "PAD_SIDES"),
-    "explorer_keep_mask": ("attnbook.masks", "keep_mask_by_name"),
-    "mask_scores": ("attnbook.explorers.masks", "mask_scores"),
-    "mask_figure": ("attnbook.explorers.masks", "mask_figure"),
-    "ScalingData": ("attnbook.scaling", "ScalingData"),
-    "scaling_data": ("attnbook.scaling", "scaling_data"),
-    "score_histogram": ("attnbook.scaling", "score_histogram"),
-    "scaling_figure": ("attnbook.explorers.scaling", "scaling_figure"),
-    "HIGHLIGHT_COLORS": ("attnbook.explorers.pretrained", "HIGHLIGHT_COLORS"),
-    "token_attention_figure": ("attnbook.explorers.pretrained", "token_attention_figure"),
-}
-
-
-def __getattr__(name: str):
-    """A name that moved to its concept's module (:data:`_MOVED`), read at its old path."""
-    if name in _MOVED:
-        import importlib
-
-        module, attr = _MOVED[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Names that moved out of this module (to their concept's module) are still read here,
+#: through the one table of old paths, :data:`attnbook._aliases.MOVED`.
+__getattr__ = _aliases.moved_getattr(__name__)
 
 
 #: The template of the book's figures, which is empty. The figures set their style directly in the
