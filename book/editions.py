@@ -78,7 +78,7 @@ EDITIONS = (
     ("zh", "zh_CN", "中文", "Chinese"),
 )
 #: ``$ATTNBOOK_EDITIONS`` of the chapters' kernels: the one execution draws every figure and
-#: explorer in each edition's language (attnbook.i18n).
+#: explorer in each edition's language (attnbook.i18n, attnbook.mpl_figures).
 EDITIONS_ENV = " ".join(lang for _code, lang, *_ in EDITIONS)
 #: Per edition other than English: the book's title (the sidebar and every <title>) and
 #: MyST-NB's words on the buttons that show a hidden cell.
@@ -91,11 +91,13 @@ EDITION_CONFIG = {
 }
 #: What an edition's HTML depends on besides its pages, the catalogs and the cached outputs
 #: (which Sphinx tracks): the build's extensions and their static files, the renderer of the
-#: edition outputs (attnbook.i18n), the static explorers' script and stylesheet (package data
-#: that book/_ext/attnbook_explorers.py copies into _static), the requirement files (globs
-#: relative to the root).
+#: edition outputs (attnbook.edition_outputs), the label catalogs' lookup of glued phrases
+#: (attnbook.i18n), the static explorers' script and stylesheet (package data that
+#: book/_ext/attnbook_explorers.py copies into _static), the requirement files (globs relative
+#: to the root).
 BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "lib/attnbook/i18n.py",
-                 "lib/attnbook/explorers/static/*", "requirements.txt", "pyproject.toml")
+                 "lib/attnbook/edition_outputs.py", "lib/attnbook/explorers/static/*",
+                 "requirements.txt", "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
 STRICT = {"warningiserror": True,  # -W

@@ -15,7 +15,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from attnbook import i18n  # noqa: E402
+from attnbook import edition_outputs, i18n, mpl_figures  # noqa: E402
 
 CATALOG = """\
 msgid ""
@@ -159,7 +159,7 @@ def _figure():
 def test_translated_figure_sets_and_restores_every_text(catalog):
     fig, ax = _figure()
     missing = set()
-    with i18n.translated_figure(fig, "zh_CN", missing=missing):
+    with mpl_figures.translated_figure(fig, "zh_CN", missing=missing):
         assert ax.get_title() == "第 1 个头"
         assert ax.get_xlabel() == "位置 $i$"
         assert ax.get_legend().get_texts()[0].get_text() == "注意力权重"
@@ -168,27 +168,27 @@ def test_translated_figure_sets_and_restores_every_text(catalog):
     assert missing == set()
     plt.close(fig)
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got dict"):
-        with i18n.translated_figure({}, "zh_CN"):
+        with mpl_figures.translated_figure({}, "zh_CN"):
             pass
 
 
 def test_chinese_figure_draws_every_glyph_and_differs_from_english(catalog):
     fig, _ax = _figure()
-    en = base64.b64decode(i18n.figure_png(fig, "en"))
-    zh = base64.b64decode(i18n.figure_png(fig, "zh_CN"))
+    en = base64.b64decode(mpl_figures.figure_png(fig, "en"))
+    zh = base64.b64decode(mpl_figures.figure_png(fig, "zh_CN"))
     assert en[:8] == zh[:8] == b"\x89PNG\r\n\x1a\n"
     assert en != zh
     plt.close(fig)
 
 
 def test_a_glyph_no_font_has_is_an_error(catalog):
-    assert i18n.cjk_font_path().is_file()
+    assert mpl_figures.cjk_font_path().is_file()
     fig, ax = plt.subplots(figsize=(2, 1))
     ax.set_title("\U0001F700")  # an alchemical symbol: in neither DejaVu Sans nor Noto CJK
-    with pytest.raises(i18n.MissingGlyphError, match="missing from font"):
-        i18n.figure_png(fig, "zh_CN")
+    with pytest.raises(mpl_figures.MissingGlyphError, match="missing from font"):
+        mpl_figures.figure_png(fig, "zh_CN")
     glyphs = []
-    i18n.figure_png(fig, "en", glyphs=glyphs)
+    mpl_figures.figure_png(fig, "en", glyphs=glyphs)
     assert len(glyphs) == 1 and glyphs[0].startswith("en: Glyph")
     plt.close(fig)
 
@@ -196,7 +196,7 @@ def test_a_glyph_no_font_has_is_an_error(catalog):
 def test_figure_bundle_lists_untranslated_labels(catalog):
     fig, ax = _figure()
     ax.set_ylabel("a label nobody translated")
-    payload = i18n.figure_bundle(fig, ("en", "zh_CN"))
+    payload = mpl_figures.figure_bundle(fig, ("en", "zh_CN"))
     assert payload["kind"] == "image/png"
     assert set(payload["editions"]) == {"en", "zh_CN"}
     assert payload["untranslated"] == ["a label nobody translated"]
@@ -208,16 +208,16 @@ def test_install_display_adds_the_editions_output_in_a_build(catalog, monkeypatc
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setattr(mpl_figures, "_ipython", lambda: shell)
     fig, _ax = _figure()
     data, _md = shell.display_formatter.format(fig)
-    assert i18n.MIME not in data
+    assert edition_outputs.MIME not in data
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
-    assert i18n.install_display() is True
+    assert mpl_figures.install_display() is True
     data, _md = shell.display_formatter.format(fig)
-    payload = data[i18n.MIME]
+    payload = data[edition_outputs.MIME]
     assert set(payload["editions"]) == {"en", "zh_CN"} and payload["untranslated"] == []
-    shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
+    shell.display_formatter.formatters[edition_outputs.MIME].pop(type(fig))
     shell.display_formatter.formatters["image/png"].pop(type(fig), None)
     plt.close(fig)
 
@@ -227,20 +227,20 @@ def test_a_book_build_draws_each_edition_of_a_figure_once(catalog, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setattr(mpl_figures, "_ipython", lambda: shell)
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     png = shell.display_formatter.formatters["image/png"]
     old = png.for_type(matplotlib.figure.Figure)  # None: no formatter registered
     drawn = []
-    real = i18n.figure_png
-    monkeypatch.setattr(i18n, "figure_png",
+    real = mpl_figures.figure_png
+    monkeypatch.setattr(mpl_figures, "figure_png",
                         lambda fig, lang=None, **kw: drawn.append(lang) or real(fig, lang, **kw))
     try:
-        assert i18n.install_display() is True
+        assert mpl_figures.install_display() is True
         fig, ax = _figure()
         data, _md = shell.display_formatter.format(fig)
         assert sorted(drawn) == ["en", "zh_CN"]
-        payload = data[i18n.MIME]
+        payload = data[edition_outputs.MIME]
         assert payload["editions"]["en"] == data["image/png"]
         assert payload["editions"]["zh_CN"] != data["image/png"]
         # Changed and shown again: drawn again, not taken from the last display.
@@ -250,18 +250,19 @@ def test_a_book_build_draws_each_edition_of_a_figure_once(catalog, monkeypatch):
         assert sorted(drawn) == ["en", "zh_CN"] and data2["image/png"] != data["image/png"]
         # Asked for the editions alone (no image/png drawn first): English is drawn there.
         drawn.clear()
-        data3, _md = shell.display_formatter.format(fig, include={i18n.MIME})
+        data3, _md = shell.display_formatter.format(fig, include={edition_outputs.MIME})
         assert sorted(drawn) == ["en", "zh_CN"]
-        assert data3[i18n.MIME]["editions"]["en"] == data2["image/png"]
+        assert data3[edition_outputs.MIME]["editions"]["en"] == data2["image/png"]
         # The image/png alone, then a change, then the editions alone: English drawn anew.
         shell.display_formatter.format(fig, include={"image/png"})
         ax.set_title("a third title")
         drawn.clear()
         data4, _md = shell.display_formatter.format(fig, exclude={"image/png"})
         assert sorted(drawn) == ["en", "zh_CN"]
-        assert data4[i18n.MIME]["editions"]["en"] != data3[i18n.MIME]["editions"]["en"]
+        mime = edition_outputs.MIME
+        assert data4[mime]["editions"]["en"] != data3[mime]["editions"]["en"]
     finally:
-        shell.display_formatter.formatters[i18n.MIME].pop(matplotlib.figure.Figure, None)
+        shell.display_formatter.formatters[edition_outputs.MIME].pop(matplotlib.figure.Figure, None)
         png.pop(matplotlib.figure.Figure, None)
         if old is not None:
             png.for_type(matplotlib.figure.Figure, old)
@@ -294,27 +295,28 @@ class _FakeRenderer:
 def _mime(payload):
     from myst_nb.core.render import MimeData
 
-    return MimeData(i18n.MIME, payload)
+    return MimeData(edition_outputs.MIME, payload)
 
 
 def test_mime_renderer_shows_each_edition_its_own_and_warns_on_gaps():
     payload = {"kind": "image/png", "editions": {"en": "RU4=", "zh_CN": "WkgK"},
                "untranslated": ["head 9"], "missing_glyphs": []}
     zh = _FakeRenderer("zh_CN")
-    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False) == (
+    assert edition_outputs.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False) == (
         "image", "image/png", "WkgK")
     assert len(zh.logger.messages) == 1 and "'head 9'" in zh.logger.messages[0]
     en = _FakeRenderer("en")
-    assert i18n.EditionsMimeRenderer.handle_mime(en, _mime(payload), False) == (
+    assert edition_outputs.EditionsMimeRenderer.handle_mime(en, _mime(payload), False) == (
         "image", "image/png", "RU4=")
     assert en.logger.messages == []
     html = {"kind": "text/html", "editions": {"en": "<p>x</p>"}, "untranslated": []}
-    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(html), False)[0] == "html"
+    assert edition_outputs.EditionsMimeRenderer.handle_mime(zh, _mime(html), False)[0] == "html"
     from myst_nb.core.render import MimeData
-    assert i18n.EditionsMimeRenderer.handle_mime(zh, MimeData("image/png", "x"), False) is None
+    renderer = edition_outputs.EditionsMimeRenderer
+    assert renderer.handle_mime(zh, MimeData("image/png", "x"), False) is None
     glyph = dict(payload, missing_glyphs=["en: Glyph 128768 missing from font(s) DejaVu Sans."])
     en = _FakeRenderer("en")
-    i18n.EditionsMimeRenderer.handle_mime(en, _mime(glyph), False)
+    edition_outputs.EditionsMimeRenderer.handle_mime(en, _mime(glyph), False)
     assert any("no font can draw" in m for m in en.logger.messages)
 
 
@@ -330,9 +332,9 @@ def test_explorer_carries_one_static_explorer_per_edition(catalog, monkeypatch):
     ex = Explorer([Control("layers", "layers", "slider", (1, 2), 1),
                    Control("causal", "causal", "toggle", (False, True), False)],
                   render, title="attention weights")
-    assert i18n.MIME not in ex._repr_mimebundle_()
+    assert edition_outputs.MIME not in ex._repr_mimebundle_()
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
-    payload = ex._repr_mimebundle_()[i18n.MIME]
+    payload = ex._repr_mimebundle_()[edition_outputs.MIME]
     assert payload["kind"] == "text/html" and payload["untranslated"] == []
     zh, en = payload["editions"]["zh_CN"], payload["editions"]["en"]
     assert ">层数</label>" in zh and ">layers</label>" in en
@@ -365,7 +367,7 @@ def test_png_formatter_follows_the_live_language(catalog, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setattr(mpl_figures, "_ipython", lambda: shell)
     png = shell.display_formatter.formatters["image/png"]
     fig, _ax = _figure()
     with warnings.catch_warnings():
@@ -373,7 +375,7 @@ def test_png_formatter_follows_the_live_language(catalog, monkeypatch):
         i18n.set_language("zh_CN")
         zh = png(fig)
         i18n.set_language("en")
-    assert zh == i18n.figure_png(fig, "zh_CN")
+    assert zh == mpl_figures.figure_png(fig, "zh_CN")
     assert png(fig) != zh
     plt.close(fig)
 
@@ -407,16 +409,16 @@ def test_install_display_survives_the_inline_backend_loading_later(catalog, monk
     from IPython.core.pylabtools import select_figure_formats
 
     shell = InteractiveShell.instance()
-    monkeypatch.setattr(i18n, "_ipython", lambda: shell)
+    monkeypatch.setattr(mpl_figures, "_ipython", lambda: shell)
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     loads = []
-    monkeypatch.setattr(i18n, "_load_inline_backend",
+    monkeypatch.setattr(mpl_figures, "_load_inline_backend",
                         lambda: (loads.append(1), select_figure_formats(shell, {"png"})))
-    i18n.install_display()
+    mpl_figures.install_display()
     fig, _ax = _figure()
     data, _md = shell.display_formatter.format(fig)
-    assert loads and i18n.MIME in data and "image/png" in data
-    shell.display_formatter.formatters[i18n.MIME].pop(type(fig))
+    assert loads and edition_outputs.MIME in data and "image/png" in data
+    shell.display_formatter.formatters[edition_outputs.MIME].pop(type(fig))
     plt.close(fig)
 
 
@@ -426,7 +428,7 @@ def test_tick_labels_are_translated_when_known_and_never_reported(catalog):
     ax.set_xticks([0, 1], ["animal", "causal"])
     ax.set_title("a title nobody translated")
     missing = set()
-    with i18n.translated_figure(fig, "zh_CN", missing=missing):
+    with mpl_figures.translated_figure(fig, "zh_CN", missing=missing):
         fig.canvas.draw()  # the formatter rewrites the tick labels at draw time
         assert [t.get_text() for t in ax.get_xticklabels()] == ["animal", "因果"]
     assert missing == {"a title nobody translated"}
@@ -476,7 +478,7 @@ def test_placeholder_counts_must_agree(tmp_path, monkeypatch):
 def test_renderer_warns_when_an_edition_has_no_rendering():
     payload = {"kind": "image/png", "editions": {"en": "RU4="}, "untranslated": []}
     zh = _FakeRenderer("zh_CN")
-    assert i18n.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False)[2] == "RU4="
+    assert edition_outputs.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False)[2] == "RU4="
     assert any("no zh_CN rendering" in m for m in zh.logger.messages)
 
 
@@ -485,7 +487,7 @@ def test_figure_state_is_restored_after_translating_ticks(catalog):
     ax.plot([0, 1], [0, 1])
     before = (ax.xaxis.isDefault_majfmt, ax.xaxis.get_major_formatter())
     family = ax.get_xticklabels()[0].get_fontfamily()
-    i18n.figure_png(fig, "zh_CN")
+    mpl_figures.figure_png(fig, "zh_CN")
     assert (ax.xaxis.isDefault_majfmt, ax.xaxis.get_major_formatter()) == before
     assert ax.get_xticklabels()[0].get_fontfamily() == family
     plt.close(fig)
@@ -495,7 +497,7 @@ def test_an_undrawn_figure_with_chinese_tick_labels_draws_every_glyph(catalog):
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.bar(["causal", "layers"], [1, 2])
     glyphs = []
-    i18n.figure_png(fig, "zh_CN", glyphs=glyphs)
+    mpl_figures.figure_png(fig, "zh_CN", glyphs=glyphs)
     assert glyphs == []
     plt.close(fig)
 
@@ -532,7 +534,7 @@ def test_drawing_in_chinese_logs_nothing(catalog, caplog):
     fig, ax = _figure()
     ax.bar(["causal", "layers"], [1, 2])
     with caplog.at_level(logging.DEBUG, logger="matplotlib.font_manager"):
-        i18n.figure_png(fig, "zh_CN")
+        mpl_figures.figure_png(fig, "zh_CN")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
     plt.close(fig)
 
@@ -543,6 +545,55 @@ def test_bold_chinese_text_draws_without_logging(catalog, caplog):
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.set_title("attention weights", fontweight="bold")
     with caplog.at_level(logging.INFO, logger="matplotlib.font_manager"):
-        i18n.figure_png(fig, "zh_CN")
+        mpl_figures.figure_png(fig, "zh_CN")
     assert not [r for r in caplog.records if "findfont" in r.getMessage()]
     plt.close(fig)
+
+
+def test_moved_names_stay_readable_at_their_old_path():
+    """``attnbook.i18n.figure_png`` and the others are the objects of their new homes."""
+    from attnbook import _aliases
+
+    assert set(_aliases.MOVED["i18n"]) == {
+        "MIME", "editions_html_bundle", "EditionsMimeRenderer", "MissingGlyphError",
+        "translated_figure", "figure_png", "figure_bundle", "cjk_font_path", "install_display"}
+    for name, home in _aliases.MOVED["i18n"].items():
+        module = {"mpl_figures": mpl_figures, "edition_outputs": edition_outputs}[home]
+        assert getattr(i18n, name) is getattr(module, name)
+        assert name in module.__all__ and name not in i18n.__all__
+    from attnbook.i18n import EditionsMimeRenderer, figure_png
+    assert figure_png is mpl_figures.figure_png
+    assert EditionsMimeRenderer is edition_outputs.EditionsMimeRenderer
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        i18n.no_such_name  # noqa: B018
+
+
+def test_importing_the_label_api_loads_no_matplotlib():
+    import subprocess
+    import sys
+
+    code = ("import sys, attnbook.i18n as i, attnbook.edition_outputs; "
+            "i.set_language('zh_CN'); i.translate('x'); "
+            "print('matplotlib' in sys.modules, 'attnbook.mpl_figures' in sys.modules); "
+            "i.MIME; print('attnbook.edition_outputs' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False", "True"]
+
+
+def test_set_language_calls_each_hook_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(i18n, "_hooks", [])
+    hook = lambda: calls.append(i18n.get_language())  # noqa: E731
+    i18n.on_language_change(hook)
+    i18n.on_language_change(hook)
+    try:
+        i18n.set_language("zh_CN")
+    finally:
+        i18n.set_language("en")
+    assert calls == ["zh_CN", "en"]
+
+
+def test_the_figure_module_follows_set_language():
+    """Imported, attnbook.mpl_figures re-installs its display hook at every set_language."""
+    assert i18n._hooks.count(mpl_figures.install_display) == 1

@@ -77,5 +77,7 @@ __all__ = [
     "viz",
     "fonts",
     "i18n",
+    "mpl_figures",
+    "edition_outputs",
     "explorers",
 ]

@@ -109,6 +109,19 @@ MOVED: dict[str, dict[str, str]] = {
         "HIGHLIGHT_COLORS": "explorers.pretrained",
         "token_attention_figure": "explorers.pretrained",
     },
+    # i18n split by job (issue 20): matplotlib figures per language, and the per-edition output
+    # type with MyST-NB's renderer.
+    "i18n": {
+        "MIME": "edition_outputs",
+        "editions_html_bundle": "edition_outputs",
+        "EditionsMimeRenderer": "edition_outputs",
+        "MissingGlyphError": "mpl_figures",
+        "translated_figure": "mpl_figures",
+        "figure_png": "mpl_figures",
+        "figure_bundle": "mpl_figures",
+        "cjk_font_path": "mpl_figures",
+        "install_display": "mpl_figures",
+    },
 }
 
 

@@ -1,55 +1,51 @@
-"""Figure and explorer labels in the reader's language: English or Chinese (中文).
+"""Labels in the reader's language: English or Chinese (中文).
 
 The book has two editions built from one execution of its chapters (``book/editions.py``). The
 prose is translated by Sphinx's gettext catalogs; the *labels drawn inside figures and
-explorers* are translated here, from the label catalogs ``lib/attnbook/locale/zh_CN/*.po`` (one
-``msgid`` per English label, as written in a chapter or in this library; any number of files,
-read together).
+explorers* are made here, from the label catalogs ``lib/attnbook/locale/zh_CN/*.po``.
 
-Two ways a label reaches the reader:
+* **Labels made in the reader's language** (the library's figures and explorers):
+  ``_ = labels("zh_CN")``, then ``_("query {i}", i=2)`` and ``_.ngettext(...)``
+  (:class:`Labels`, stdlib ``gettext``, named placeholders; catalogs
+  ``explorer-<module>.po``). :func:`collect_missing` lists the messages the catalogs lack and
+  :func:`untranslated` the English words a Chinese label still shows.
+* **Labels translated after they were drawn** (figures drawn by chapter code, glued phrases):
+  :func:`lookup`, :func:`translate`, :func:`translate_checked` and :func:`translate_plotly`,
+  from the catalogs ``ch*.po``. Matching a label: exactly, or against a catalog ``msgid`` with
+  ``{}`` placeholders, each of which matches any run of characters (a number, a token) that is
+  carried into the ``msgstr``'s ``{}`` in order. Mathtext (``$...$``) is never translated; a
+  label with no Latin word outside its math needs no entry.
 
-* **Live** (JupyterLab): ``set_language("zh_CN")`` (or ``ATTNBOOK_LANG=zh_CN`` in the
-  environment) draws every matplotlib figure shown afterwards and every explorer created
-  afterwards with Chinese labels.
-* **The built book**: ``book/editions.py`` sets ``ATTNBOOK_EDITIONS="en zh_CN"`` for the one
-  execution both editions share. Each figure and explorer output then carries, next to its
-  usual English ``image/png`` / ``text/html``, a :data:`MIME` bundle with one rendering per
-  edition; ``book/_ext/attnbook_i18n.py`` shows each edition its own. A label that the catalog
-  does not translate is listed in the bundle (``"untranslated"``) and fails the strict build of
-  the Chinese edition, naming the page.
+Which language: :func:`set_language` (or ``ATTNBOOK_LANG=zh_CN``) for what is drawn live in
+JupyterLab, :func:`editions` for a book build (``ATTNBOOK_EDITIONS="en zh_CN"``), where every
+output carries one rendering per edition.
 
-Chinese text needs a CJK font: :func:`cjk_font_path` is Noto Sans CJK SC (SIL Open Font
-License) from the PyPI package ``mplfonts`` — installed with the book, never downloaded.
-Matplotlib falls back to it for the glyphs DejaVu Sans lacks; a glyph missing from both
-("Glyph ... missing from font(s)") is an error (:class:`MissingGlyphError`), not tofu.
-
-Matching a label: exactly, or against a catalog ``msgid`` with ``{}`` placeholders, each of
-which matches any run of characters (a number, a token) that is carried into the ``msgstr``'s
-``{}`` in order. Mathtext (``$...$``) is never translated; a label with no Latin word outside
-its math needs no entry.
+Two jobs live in their own modules: drawing matplotlib figures per language (the CJK font, PNG
+rendering, IPython's display hooks) in :mod:`attnbook.mpl_figures`, and the per-edition output
+type with MyST-NB's renderer in :mod:`attnbook.edition_outputs`. Their names stay readable at
+their old paths here (``attnbook.i18n.figure_png``, ...), through a module-level
+``__getattr__`` that reads the one table of old paths, ``attnbook._aliases.MOVED``, and
+imports the new home on first use, so that importing this module imports no matplotlib.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import contextvars
 import functools
 import gettext as gettext_module
 import io
-import json
 import os
 import re
-import unicodedata
-import warnings
 from pathlib import Path
+
+from . import _aliases
 
 __all__ = [
     "LANGUAGES",
-    "MIME",
-    "MissingGlyphError",
     "get_language",
     "set_language",
+    "on_language_change",
     "editions",
     "needs_translation",
     "Labels",
@@ -62,19 +58,10 @@ __all__ = [
     "translate",
     "translate_checked",
     "translate_plotly",
-    "translated_figure",
-    "figure_png",
-    "figure_bundle",
-    "cjk_font_path",
-    "install_display",
-    "editions_html_bundle",
-    "EditionsMimeRenderer",
 ]
 
 #: The languages a label can be drawn in (Sphinx's language codes).
 LANGUAGES = ("en", "zh_CN")
-#: The output MIME type carrying one rendering per edition (see the module docstring).
-MIME = "application/vnd.attnbook.editions+json"
 #: The label catalogs: ``<language>/*.po`` in this folder.
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
@@ -82,13 +69,13 @@ _MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _TAG = re.compile(r"<[^<>]*>")
 _state: dict[str, str | None] = {"language": None}
-_saved_png: dict = {}
-#: The last figure :func:`_book_png` drew: ``{"image/png": (figure, base64 PNG, glyph messages)}``.
-_drawn: dict = {}
+#: Called with no argument after :func:`set_language` (:func:`on_language_change`).
+_hooks: list = []
 
-
-class MissingGlyphError(RuntimeError):
-    """A figure label has a character that no installed font (CJK font included) can draw."""
+#: The names that moved to the module of their job (``figure_png``, ``MIME``, ...) stay readable
+#: at their old path ``attnbook.i18n.<name>``, through the one table of old paths,
+#: :data:`attnbook._aliases.MOVED`; the home is imported on first access only.
+__getattr__ = _aliases.moved_getattr(__name__)
 
 
 def _check_language(language: str, name: str = "language") -> str:
@@ -114,13 +101,25 @@ def get_language() -> str:
 def set_language(language: str) -> None:
     """Draw figures and explorers created from now on in ``language`` (``"en"``, ``"zh_CN"``).
 
-    In a notebook it also switches how matplotlib figures are shown (:func:`install_display`).
+    Then calls the hooks of :func:`on_language_change`: in a notebook,
+    :mod:`attnbook.mpl_figures` switches how matplotlib figures are shown.
 
     Raises:
         ValueError: if ``language`` is not in :data:`LANGUAGES`.
     """
     _state["language"] = _check_language(language)
-    install_display()
+    for hook in list(_hooks):
+        hook()
+
+
+def on_language_change(hook) -> None:
+    """Call ``hook()`` after every :func:`set_language` (once, however often it is registered).
+
+    How a module that shows things in the current language follows a change without this module
+    importing it (:mod:`attnbook.mpl_figures` registers its IPython display hook).
+    """
+    if hook not in _hooks:
+        _hooks.append(hook)
 
 
 def editions() -> tuple[str, ...]:
@@ -462,402 +461,3 @@ def translate_plotly(obj, language: str | None = None, *, missing: set[str] | No
         return {k: walk(v, k, data=k in ("text", "hovertext")) for k, v in trace.items()}
 
     return walk(obj)
-
-
-def _translating_formatter_class():
-    from matplotlib.ticker import Formatter
-
-    class TranslatingFormatter(Formatter):
-        """A tick formatter whose labels are another's, translated when the catalog knows them."""
-
-        def __init__(self, inner, language):
-            self.inner, self.language = inner, language
-
-        def __call__(self, x, pos=None):
-            return translate(self.inner(x, pos), self.language)
-
-        def format_ticks(self, values):
-            return [translate(s, self.language) for s in self.inner.format_ticks(values)]
-
-        def set_locs(self, locs):
-            self.inner.set_locs(locs)
-
-        def get_offset(self):
-            return self.inner.get_offset()
-
-        def set_axis(self, axis):
-            super().set_axis(axis)
-            self.inner.set_axis(axis)
-
-    return TranslatingFormatter
-
-
-def _TranslatingFormatter(inner, language):  # noqa: N802 - a class made on first use
-    cls = _FORMATTER_CLASS.get("cls")
-    if cls is None:
-        cls = _FORMATTER_CLASS["cls"] = _translating_formatter_class()
-    return cls(inner, language)
-
-
-_FORMATTER_CLASS: dict = {}
-
-
-@contextlib.contextmanager
-def translated_figure(fig, language: str | None = None, *, missing: set[str] | None = None):
-    """Temporarily set every text of a matplotlib figure to ``language``; restore on exit.
-
-    Titles, axis labels, tick labels, legend entries, annotations and figure texts are all
-    ``matplotlib.text.Text`` artists; each is looked up with :func:`translate`. Tick labels are
-    often data (the tokens of a sentence a model read): they are translated when the catalog has
-    them and never reported missing.
-
-    Args:
-        fig: a ``matplotlib.figure.Figure``.
-        language: default :func:`get_language`.
-        missing: if given, receives the labels that needed a translation and had none.
-
-    Raises:
-        TypeError: if ``fig`` is not a matplotlib figure.
-    """
-    from matplotlib.figure import Figure
-    from matplotlib.text import Text
-
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    language = get_language() if language is None else _check_language(language)
-    sink = missing if missing is not None else set()
-    saved = []
-    formatters = []
-    try:
-        if language != "en":
-            ticks = {id(label) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
-                     for tick in axis.get_major_ticks() + axis.get_minor_ticks()
-                     for label in (tick.label1, tick.label2)}
-            # Tick labels are rewritten by the axis' formatters whenever the figure is drawn:
-            # wrap each formatter so that what it writes is translated.
-            for ax in fig.axes:
-                for axis in (ax.xaxis, ax.yaxis):
-                    major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
-                    formatters.append((axis, major, minor,
-                                       axis.isDefault_majfmt, axis.isDefault_minfmt))
-                    axis.set_major_formatter(_TranslatingFormatter(major, language))
-                    axis.set_minor_formatter(_TranslatingFormatter(minor, language))
-            for artist in fig.findobj(Text):
-                text = artist.get_text()
-                if id(artist) in ticks:
-                    # Its text is written again at draw time, perhaps in Chinese: the CJK
-                    # font as a fallback whatever it says now.
-                    saved.append((artist, text, artist.get_fontproperties().copy()))
-                    artist.set_fontfamily(_families_for("", artist.get_fontfamily()))
-                    new = translate(text, language)
-                else:
-                    new = translate_checked(text, language, sink)
-                if new != text:
-                    saved.append((artist, text, artist.get_fontproperties().copy()))
-                    artist.set_text(new)
-                    artist.set_fontfamily(_families_for(new, artist.get_fontfamily()))
-        yield fig
-    finally:
-        for artist, text, props in reversed(saved):
-            artist.set_text(text)
-            artist.set_fontproperties(props)
-        for axis, major, minor, major_default, minor_default in formatters:
-            axis.set_major_formatter(major)
-            axis.set_minor_formatter(minor)
-            # Unit converters (dates, categories) install their own formatter only on an axis
-            # whose formatter the user has not set.
-            axis.isDefault_majfmt, axis.isDefault_minfmt = major_default, minor_default
-
-
-def _families_for(text: str, families) -> list[str]:
-    """The font families to draw ``text``: the CJK font as a fallback, or first with mathtext.
-
-    Matplotlib falls back from font to font glyph by glyph for plain text, but draws the
-    non-math part of a mathtext label (``"头维度 $d_k$"``) with one font only: there the CJK
-    font (whose Latin letters are fine) comes first; the math keeps the mathtext font set.
-    Generic families (``sans-serif``) stay generic: matplotlib resolves each to the first
-    installed font of its list (expanded here, every absent name would log "findfont: Font
-    family ... not found" at every draw).
-    """
-    cjk = _cjk_family()
-    rest = [f for f in families if f != cjk]
-    has_wide = any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in text)
-    if has_wide and _MATH.search(text):
-        return [cjk] + rest
-    return rest + [cjk]
-
-
-def cjk_font_path() -> Path:
-    """Noto Sans CJK SC Regular, shipped by the ``mplfonts`` package (SIL Open Font License).
-
-    Raises:
-        RuntimeError: if ``mplfonts`` (a requirement of the book) is not installed.
-    """
-    import importlib.util
-
-    spec = importlib.util.find_spec("mplfonts")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the CJK font comes from the mplfonts package: pip install mplfonts")
-    path = Path(list(spec.submodule_search_locations)[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
-    if not path.is_file():
-        raise RuntimeError(f"mplfonts has no {path.name} (looked in {path.parent})")
-    return path
-
-
-@functools.lru_cache(maxsize=None)
-def _cjk_family() -> str:
-    from matplotlib import font_manager
-
-    path = cjk_font_path()
-    font_manager.fontManager.addfont(str(path))
-    return font_manager.FontProperties(fname=str(path)).get_name()
-
-
-def figure_png(fig, language: str | None = None, *, missing: set[str] | None = None,
-               glyphs: list[str] | None = None) -> str:
-    """A matplotlib figure drawn with its labels in ``language``, as base64 PNG.
-
-    Drawn as IPython's inline backend draws it (``bbox_inches="tight"``), with Noto Sans CJK SC
-    as the fallback font for the glyphs of the default font lacks.
-
-    Args:
-        fig: a ``matplotlib.figure.Figure``.
-        language: default :func:`get_language`.
-        missing: if given, receives the labels that had no translation.
-        glyphs: if given, receives matplotlib's "Glyph ... missing from font(s)" messages
-            instead of raising.
-
-    Returns:
-        The base64 ``str`` of the PNG (what a notebook's ``image/png`` output holds).
-
-    Raises:
-        MissingGlyphError: if a character of a label is in no font (matplotlib would draw a
-            box) and ``glyphs`` is None.
-        TypeError: if ``fig`` is not a matplotlib figure.
-    """
-    import logging
-
-    language = get_language() if language is None else _check_language(language)
-    buf = io.BytesIO()
-    # Mathtext reports a missing glyph through logging, plain text through warnings.
-    mathtext_log = _MathtextGlyphs()
-    logger = logging.getLogger("matplotlib.mathtext")
-    logger.addHandler(mathtext_log)
-    # The CJK font has one weight: a bold title drawn with it falls back to regular, which
-    # matplotlib logs at every draw (into the chapter's output). Expected; not shown.
-    fonts_log = logging.getLogger("matplotlib.font_manager")
-    fonts_log.addFilter(_no_weight_fallback)
-    with translated_figure(fig, language, missing=missing), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            fig.canvas.print_figure(buf, format="png", bbox_inches="tight")
-        finally:
-            logger.removeHandler(mathtext_log)
-            fonts_log.removeFilter(_no_weight_fallback)
-    lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
-                  | set(mathtext_log.messages))
-    if lost and glyphs is None:
-        raise MissingGlyphError(f"figure drawn in {language}: {'; '.join(lost)}")
-    if glyphs is not None:
-        glyphs.extend(f"{language}: {m}" for m in lost)
-    for w in caught:
-        if "missing from font" in str(w.message):
-            continue  # anything else is the caller's business, as it would have been
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _no_weight_fallback(record) -> bool:
-    return "Failed to find font weight" not in record.getMessage()
-
-
-class _MathtextGlyphs(__import__("logging").Handler):
-    """Collects matplotlib.mathtext's "does not have a glyph" messages (a box drawn instead)."""
-
-    def __init__(self):
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        msg = record.getMessage()
-        if "does not have a glyph" in msg:
-            self.messages.append(f"{msg} (missing from font, in mathtext)")
-
-
-def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
-    """The :data:`MIME` payload of a matplotlib figure: one PNG per language.
-
-    Returns:
-        ``{"kind": "image/png", "editions": {language: base64 PNG}, "untranslated": [labels],
-        "missing_glyphs": [matplotlib's messages]}``; the book's renderer turns the last two
-        into build warnings (errors in the strict build).
-    """
-    missing: set[str] = set()
-    glyphs: list[str] = []
-    drawn = _drawn.pop("image/png", None)
-    out = {}
-    for lang in languages:
-        if drawn is not None and drawn[0] is fig and not fig.stale and lang == "en":
-            # The English drawing this output's image/png already holds: not drawn again.
-            out[lang] = drawn[1]
-            glyphs.extend(drawn[2])
-        else:
-            out[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs)
-    return {"kind": "image/png", "editions": out, "untranslated": sorted(missing),
-            "missing_glyphs": glyphs}
-
-
-def _book_png(fig) -> str:
-    """The ``image/png`` of a figure in a book build: the English drawing.
-
-    Kept for :func:`figure_bundle` (which IPython calls next, for the same output), so that
-    each edition's rendering is drawn once.
-    """
-    glyphs: list[str] = []
-    png = figure_png(fig, "en", glyphs=glyphs)
-    _drawn["image/png"] = (fig, png, glyphs)
-    # Drawn as it is now: any change to one of its artists marks it stale again (matplotlib
-    # passes the flag up to the figure), and figure_bundle then draws it anew.
-    fig.stale = False
-    return png
-
-
-def _ipython():
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
-
-
-def install_display() -> bool:
-    """Make matplotlib figures shown in this IPython kernel carry the edition renderings.
-
-    In a book build (:func:`editions` not empty) a figure's output gets a :data:`MIME` entry
-    with one PNG per edition (its usual English ``image/png`` stays, for JupyterLab). Live,
-    with :func:`get_language` not English, the ``image/png`` itself is drawn in that language.
-    Called by :func:`attnbook.viz.use_book_style` and :func:`set_language`; a no-op outside
-    IPython.
-
-    Returns:
-        True when a formatter was installed.
-    """
-    ip = _ipython()
-    if ip is None or not hasattr(ip, "display_formatter"):
-        return False
-    from IPython.core.formatters import BaseFormatter
-    from matplotlib.figure import Figure
-    from traitlets import Unicode
-
-    _load_inline_backend()
-    formatters = ip.display_formatter.formatters
-    langs = editions()
-    if langs:
-        if MIME not in formatters:
-            class _EditionsFormatter(BaseFormatter):
-                format_type = Unicode(MIME)
-                _return_type = (dict,)
-                print_method = Unicode("_repr_attnbook_editions_")
-
-            formatters[MIME] = _EditionsFormatter(parent=ip.display_formatter)
-        formatters[MIME].for_type(Figure, lambda fig: figure_bundle(fig, langs))
-        if "en" in langs and "image/png" in formatters:
-            # Runs before the MIME formatter (IPython calls them in the order they were added).
-            formatters["image/png"].for_type(Figure, _book_png)
-        return True
-    language = get_language()
-    png = formatters.get("image/png")
-    if png is None:
-        return False
-    if language == "en":
-        if "png" in _saved_png:  # back to the formatter the figure had before
-            old = _saved_png.pop("png")
-            if old is None:
-                png.pop(Figure, None)
-            else:
-                png.for_type(Figure, old)
-        return False
-    old = png.for_type(Figure, lambda fig: figure_png(fig, language))
-    _saved_png.setdefault("png", old)
-    return True
-
-
-def _load_inline_backend() -> None:
-    """Load IPython's inline matplotlib backend now, if it is the backend.
-
-    The inline backend, when pyplot first loads it, removes every display formatter of
-    ``Figure`` but its own (``IPython.core.pylabtools.select_figure_formats``): loaded after
-    :func:`install_display`, it would silently drop the edition renderings.
-    """
-    import matplotlib as mpl
-
-    backend = mpl.get_backend()
-    if "inline" in backend.lower():
-        import matplotlib.pyplot as plt
-
-        plt.switch_backend(backend)
-
-
-def editions_html_bundle(render_html, languages: tuple[str, ...]) -> dict:
-    """The :data:`MIME` payload of an HTML output drawn once per language.
-
-    Args:
-        render_html: ``render_html(language, missing) -> str``.
-        languages: the editions.
-    """
-    missing: set[str] = set()
-    out = {lang: render_html(lang, missing) for lang in languages}
-    return {"kind": "text/html", "editions": out, "untranslated": sorted(missing)}
-
-
-
-class EditionsMimeRenderer:
-    """MyST-NB mime renderer: each edition of the built book shows its own rendering.
-
-    Registered in pyproject.toml (entry point group ``myst_nb.mime_renderers``). For the HTML
-    builder a :data:`MIME` output outranks ``text/html`` and ``image/png``; its rendering for
-    the build's ``language`` (English when it has none) is passed to MyST-NB's own image or HTML
-    renderer, so the page holds exactly what an ordinary output would. A label listed as
-    untranslated is a warning on the page (an error in the strict build) in every edition but
-    the English one.
-    """
-
-    mime_priority_overrides = [("html", MIME, 1)]
-
-    @staticmethod
-    def handle_mime(renderer, data, inline):
-        """Render ``data`` if it is a :data:`MIME` output, else return None (MyST-NB's API)."""
-        import dataclasses
-
-        if data.mime_type != MIME:
-            return None
-        payload = data.content
-        if isinstance(payload, (str, bytes)):
-            payload = json.loads(payload)
-        env = getattr(renderer.renderer, "sphinx_env", None)
-        language = getattr(getattr(env, "config", None), "language", None) or "en"
-        renderings = payload.get("editions", {})
-        chosen = language if language in renderings else "en"
-        if chosen not in renderings:
-            return None
-        if chosen != language:
-            renderer.logger.warning(
-                f"this output has no {language} rendering (only {sorted(renderings)}): was the "
-                f"book built with ATTNBOOK_EDITIONS naming {language}?",
-                subtype="attnbook_label", line=data.line)
-        for message in payload.get("missing_glyphs", []):
-            renderer.logger.warning(f"figure has a character no font can draw: {message}",
-                                    subtype="attnbook_glyph", line=data.line)
-        if language != "en":
-            for label in payload.get("untranslated", []):
-                renderer.logger.warning(
-                    f"figure label not translated to {language}: {label!r} (add it to "
-                    f"lib/attnbook/locale/{language}/)",
-                    subtype="attnbook_label", line=data.line,
-                )
-        kind = payload.get("kind", "text/html")
-        inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
-        if kind == "text/html":
-            return renderer.render_text_html(inner)
-        return renderer.render_image(inner)

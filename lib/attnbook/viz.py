@@ -126,10 +126,10 @@ def use_book_style() -> None:
             "figure.constrained_layout.use": True,
         }
     )
-    # Figures in the reader's language: Chinese labels in the Chinese edition (attnbook.i18n).
-    from . import i18n
+    # Figures in the reader's language: Chinese labels in the Chinese edition.
+    from . import mpl_figures
 
-    i18n.install_display()
+    mpl_figures.install_display()
 
 
 def axis_style(**kwargs) -> dict:

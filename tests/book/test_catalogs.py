@@ -132,7 +132,7 @@ def test_every_label_translation_draws_without_a_missing_glyph():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from attnbook import i18n
+    from attnbook import mpl_figures
 
     texts = [t for path in LABELS for e in polib.pofile(str(path))
              for t in ([e.msgstr] + list(e.msgstr_plural.values())) if t]
@@ -141,10 +141,10 @@ def test_every_label_translation_draws_without_a_missing_glyph():
     for i, t in enumerate(t for t in texts if "$" in t):
         ax.text(0, i, t.replace("{}", "1"))
     glyphs: list[str] = []
-    with i18n.translated_figure(fig, "en"):
+    with mpl_figures.translated_figure(fig, "en"):
         for artist in fig.findobj(matplotlib.text.Text):
-            artist.set_fontfamily(i18n._families_for(artist.get_text(), ["sans-serif"]))
-        i18n.figure_png(fig, "en", glyphs=glyphs)
+            artist.set_fontfamily(mpl_figures._families_for(artist.get_text(), ["sans-serif"]))
+        mpl_figures.figure_png(fig, "en", glyphs=glyphs)
     plt.close(fig)
     assert glyphs == []
 

@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import i18n, viz
+from .. import edition_outputs, i18n, viz
 from ..checks import check_choice
 from . import reflow
 
@@ -851,8 +851,8 @@ class Explorer:
         bundle["text/plain"] = f"<{self.title}: {self.values}>"
         bundle["text/html"] = self.static_html(self.language)
         langs = i18n.editions()
-        if langs:  # the built book: one static explorer per edition (attnbook.i18n)
-            bundle[i18n.MIME] = i18n.editions_html_bundle(
+        if langs:  # the built book: one static explorer per edition (attnbook.edition_outputs)
+            bundle[edition_outputs.MIME] = edition_outputs.editions_html_bundle(
                 lambda lang, missing: self.static_html(lang, missing=missing, assets=False),
                 langs)
         if include:

@@ -1,0 +1,89 @@
+"""Outputs that carry one rendering per edition of the book, and the renderer that picks one.
+
+The book has two editions built from one execution of its chapters (``book/editions.py`` sets
+``ATTNBOOK_EDITIONS="en zh_CN"`` for it). Each figure and explorer output then carries, next to
+its usual English ``image/png`` / ``text/html`` (what JupyterLab shows), a :data:`MIME` entry
+with one rendering per edition: :func:`attnbook.mpl_figures.figure_bundle` for a matplotlib
+figure, :func:`editions_html_bundle` for an explorer. :class:`EditionsMimeRenderer`, MyST-NB's
+renderer for that type, shows each edition its own; a label listed as untranslated fails the
+strict build of the Chinese edition, naming the page.
+
+The labels themselves are made by :mod:`attnbook.i18n`; the matplotlib drawings by
+:mod:`attnbook.mpl_figures`. This module imports neither (nor matplotlib).
+"""
+
+from __future__ import annotations
+
+import json
+
+__all__ = [
+    "MIME",
+    "editions_html_bundle",
+    "EditionsMimeRenderer",
+]
+
+#: The output MIME type carrying one rendering per edition (see the module docstring).
+MIME = "application/vnd.attnbook.editions+json"
+
+
+def editions_html_bundle(render_html, languages: tuple[str, ...]) -> dict:
+    """The :data:`MIME` payload of an HTML output drawn once per language.
+
+    Args:
+        render_html: ``render_html(language, missing) -> str``.
+        languages: the editions.
+    """
+    missing: set[str] = set()
+    out = {lang: render_html(lang, missing) for lang in languages}
+    return {"kind": "text/html", "editions": out, "untranslated": sorted(missing)}
+
+
+class EditionsMimeRenderer:
+    """MyST-NB mime renderer: each edition of the built book shows its own rendering.
+
+    Registered in pyproject.toml (entry point group ``myst_nb.mime_renderers``). For the HTML
+    builder a :data:`MIME` output outranks ``text/html`` and ``image/png``; its rendering for
+    the build's ``language`` (English when it has none) is passed to MyST-NB's own image or HTML
+    renderer, so the page holds exactly what an ordinary output would. A label listed as
+    untranslated is a warning on the page (an error in the strict build) in every edition but
+    the English one.
+    """
+
+    mime_priority_overrides = [("html", MIME, 1)]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline):
+        """Render ``data`` if it is a :data:`MIME` output, else return None (MyST-NB's API)."""
+        import dataclasses
+
+        if data.mime_type != MIME:
+            return None
+        payload = data.content
+        if isinstance(payload, (str, bytes)):
+            payload = json.loads(payload)
+        env = getattr(renderer.renderer, "sphinx_env", None)
+        language = getattr(getattr(env, "config", None), "language", None) or "en"
+        renderings = payload.get("editions", {})
+        chosen = language if language in renderings else "en"
+        if chosen not in renderings:
+            return None
+        if chosen != language:
+            renderer.logger.warning(
+                f"this output has no {language} rendering (only {sorted(renderings)}): was the "
+                f"book built with ATTNBOOK_EDITIONS naming {language}?",
+                subtype="attnbook_label", line=data.line)
+        for message in payload.get("missing_glyphs", []):
+            renderer.logger.warning(f"figure has a character no font can draw: {message}",
+                                    subtype="attnbook_glyph", line=data.line)
+        if language != "en":
+            for label in payload.get("untranslated", []):
+                renderer.logger.warning(
+                    f"figure label not translated to {language}: {label!r} (add it to "
+                    f"lib/attnbook/locale/{language}/)",
+                    subtype="attnbook_label", line=data.line,
+                )
+        kind = payload.get("kind", "text/html")
+        inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
+        if kind == "text/html":
+            return renderer.render_text_html(inner)
+        return renderer.render_image(inner)
