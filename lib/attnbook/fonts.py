@@ -35,12 +35,12 @@ from pathlib import Path
 
 from .checks import check_real
 
-__all__ = ["FAMILY", "CSS_FAMILY", "font_paths", "text_width", "webfont_chars",
+__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "font_paths", "text_width", "webfont_chars",
            "write_webfonts"]
 
 #: The family name of the book's figure font (defined by the built book's ``@font-face``).
 FAMILY = "attnbook-sans"
-#: What a plotly figure asks for: the book's font, else the browser's sans-serif.
+#: What a plotly figure asks for (the book's font, else the browser's sans-serif).
 CSS_FAMILY = f"{FAMILY}, sans-serif"
 #: Size of ``<sub>``/``<sup>`` text relative to the text around it, as plotly draws it.
 _SMALL_SCALE = 0.7
@@ -129,8 +129,8 @@ def text_width(text: str, size_px: float) -> float:
 # The web fonts of the built book
 # ---------------------------------------------------------------------------------------------
 
-#: Characters every edition's figures may draw whatever their labels say: printable ASCII,
-#: Latin-1, Greek, and the notation of the book's labels.
+#: Characters every edition's figures may draw whatever their labels say (printable ASCII,
+#: Latin-1, Greek, and the notation of the book's labels).
 BASE_CHARS = (
     "".join(chr(c) for c in range(0x20, 0x7F)) + "".join(chr(c) for c in range(0xA0, 0x100))
     + "".join(chr(c) for c in range(0x391, 0x3CA))

@@ -54,6 +54,8 @@ __all__ = [
     "ngettext",
     "collect_missing",
     "untranslated",
+    "KEPT_WORDS",
+    "PLURAL_FORMS",
     "lookup",
     "translate",
     "translate_checked",
@@ -218,7 +220,7 @@ class Labels:
 
     A figure builder makes each label in the reader's language as it creates it. The message is
     an English ``msgid`` of the label catalogs (``lib/attnbook/locale/<language>/*.po``) with
-    named placeholders (``{n_heads}``, formatted with :meth:`str.format`), so a translation may
+    named placeholders (``{n_heads}``, formatted with ``str.format``), so a translation may
     put them in any order. In English the message itself is formatted. A message the catalog
     lacks is shown in English and noted by :func:`collect_missing` (the book build then fails).
 
@@ -286,8 +288,8 @@ def collect_missing(sink: set | None = None):
         _MISSING.reset(token)
 
 
-#: Latin words a Chinese label may keep: names, abbreviations and units the Chinese edition
-#: writes as they are (the glossary appendix lists them), compared case-sensitively.
+#: Latin words a Chinese label may keep, compared case-sensitively (names, abbreviations and
+#: units the Chinese edition writes as they are; the glossary appendix lists them).
 KEPT_WORDS = frozenset("""
     KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral

@@ -301,7 +301,7 @@ __all__ += ["MASK_TYPES", "PAD_SIDES", "keep_mask_by_name"]
 
 #: The named masks of chapter 6, in the order its explorer offers them.
 MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
-#: Where the padding tokens are: at the end (``"right"``) or at the start (``"left"``).
+#: Where the padding tokens are, at the end (``"right"``) or at the start (``"left"``).
 PAD_SIDES = ("right", "left")
 
 

@@ -42,7 +42,7 @@ __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTI
 
 #: The named dimensions of every hand-made vector, (fruit, company), one per sense.
 DIMS = ("fruit", "company")
-#: The ambiguous word whose query is followed (its role: a key of :data:`KEYS`).
+#: The ambiguous word whose query is followed (its role is a key of :data:`KEYS`).
 WORD = "apple"
 #: The query of "apple". It asks equally for fruit and for company, (fruit, company) = (1, 1).
 QUERY = (1, 1)
