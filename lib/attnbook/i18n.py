@@ -169,8 +169,13 @@ class _Recorder(gettext_module.NullTranslations):
         return msgid1 if n == 1 else msgid2
 
 
-@functools.lru_cache(maxsize=None)
 def _translations(language: str) -> gettext_module.NullTranslations:
+    """The label catalogs of ``language`` in :data:`LOCALE_DIR` (compiled once per folder)."""
+    return _compiled(language, LOCALE_DIR)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslations:
     """The label catalogs of ``language``, compiled in memory with stdlib :mod:`gettext`.
 
     Every ``lib/attnbook/locale/<language>/*.po`` is read (``polib``) into one catalog, compiled
@@ -189,7 +194,7 @@ def _translations(language: str) -> gettext_module.NullTranslations:
     seen: dict[str, str] = {}
     # An explorer's own catalog (explorer-<module>.po) wins over the chapters' after-the-fact
     # label catalogs (ch*.po), which may carry an older entry for the same English word.
-    paths = sorted((LOCALE_DIR / language).glob("*.po"),
+    paths = sorted((locale_dir / language).glob("*.po"),
                    key=lambda p: (not p.name.startswith("explorer-"), p.name))
     for path in paths:
         for e in polib.pofile(str(path)):
