@@ -251,7 +251,7 @@ def test_kv_cache_calculator_speaks_chinese(default_explorer):
     en = default_explorer.figure_json(values)
     assert zh["data"][4]["meta"] == en["data"][4]["meta"]
     mistral = default_explorer.figure_json(dict(values, model="Mistral-7B"), "zh_CN")
-    assert "窗口 4096 之后缓存不再增长" in title_text(mistral["layout"])
+    assert "超过窗口 4096 后缓存不再增长" in title_text(mistral["layout"])
 
 
 @pytest.mark.parametrize("call, exc, name", [

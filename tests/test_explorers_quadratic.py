@@ -94,7 +94,7 @@ def test_quadratic_meter_speaks_chinese():
     assert zh["layout"]["title"]["text"] == (
         "L = 32,768：每层分数占 2 GiB（1 个头，bfloat16）<br>每层 0.55 TFLOP，"
         "代价是 L₀ = 2,048 时的 256 倍")
-    assert [t["name"] for t in zh["data"]] == ["分数矩阵", "所选的 L", "(L / L₀)²",
+    assert [t["name"] for t in zh["data"]] == ["分数矩阵", "所选 L", "(L / L₀)²",
                                                "L / L₀（线性）"]
     assert zh["data"][0]["hovertemplate"].startswith("L = %{x}：%{y:.3g} GiB")
     # The same numbers in both editions (one computation, drawn twice).

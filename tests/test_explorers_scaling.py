@@ -157,7 +157,7 @@ def test_chinese_figure_has_the_english_figures_numbers_and_chinese_labels():
     # ln 8 = 2.079 (by hand), S = 8 keys, 60 draws averaged.
     box = zh.layout.annotations[3].text
     assert "ln(8) = 2.08" in box and "60 次抽样的平均" in box
-    assert zh.layout.annotations[1].text == "一个查询在 S = 8 个键上的 softmax 权重"
+    assert zh.layout.annotations[1].text == "单个查询在 S = 8 个键上的 softmax 权重"
     assert zh.layout.xaxis.title.text == "分数" and zh.layout.yaxis2.title.text == "平均注意力权重"
 
 

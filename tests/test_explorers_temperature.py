@@ -193,7 +193,7 @@ def test_chinese_labels_and_the_same_numbers():
     assert zh.layout.title.text == (
         f"T = 0.5：最大权重 {p.max():.3f}，熵 {h:.3f}（上限 ln(4) = 1.386 奈特），"
         f"‖J‖<sub>F</sub> = {j:.3f}")
-    assert zh.data[4].name == "熵的最大值 ln(S)" and zh.layout.xaxis2.title.text == "温度 T"
+    assert zh.data[4].name == "熵的上限 ln(S)" and zh.layout.xaxis2.title.text == "温度 T"
     assert zh.data[0].hovertemplate.startswith("键 %{x}：分数")
 
 
