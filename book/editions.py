@@ -90,10 +90,11 @@ EDITION_CONFIG = {
     },
 }
 #: What an edition's HTML depends on besides its pages, the catalogs and the cached outputs
-#: (which Sphinx tracks): the build's extensions and their static files, the renderer of the
-#: edition outputs (attnbook.i18n), the requirement files (globs relative to the root).
-BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "lib/attnbook/i18n.py",
-                 "requirements.txt", "pyproject.toml")
+#: (which Sphinx tracks): the build's extensions, their static files and the theme templates
+#: they override, the renderer of the edition outputs (attnbook.i18n), the requirement files
+#: (globs relative to the root).
+BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "book/_templates/**/*",
+                 "lib/attnbook/i18n.py", "requirements.txt", "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
 STRICT = {"warningiserror": True,  # -W

@@ -109,6 +109,8 @@ BOOK_SOURCES = (
     "references.bib",
     "lib/attnbook/**/*.py",
     "book/_ext/*.py",
+    "book/_static/**/*",
+    "book/_templates/**/*",
     "book/*.py",
     "locales/**/*.po",
     "lib/attnbook/locale/*.po",
