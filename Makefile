@@ -18,6 +18,11 @@ TEST_HASH  := $(shell cat requirements.txt requirements-test.txt pyproject.toml 
                 | sha256sum | cut -c1-12)
 BOOK_STAMP := $(VENV)/.installed-book-$(BOOK_HASH)
 TEST_STAMP := $(VENV)/.installed-test-$(TEST_HASH)
+# axe-core, the accessibility checker tests/browser/test_browser_a11y.py injects into the built
+# pages: an npm devDependency pinned in package.json and package-lock.json, installed by `npm ci`
+# into node_modules/ (git-ignored) when the lock file changes. Without npm `make test` says so and
+# goes on: that test then skips locally, and fails under CI (CI=1, as .ci/run sets).
+AXE := node_modules/axe-core/axe.min.js
 
 # The strict build of both editions (book/editions.py): English in _build/html/en, Chinese in
 # _build/html/zh, a landing page _build/html/index.html. Any Sphinx warning is an error (-W),
@@ -46,7 +51,7 @@ UNIT_MARKERS := not slow and not browser and not book
 book: $(BOOK_STAMP)
 	@$(MAKE) --no-print-directory html
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(AXE)
 	@$(MAKE) --no-print-directory html
 	$(VPY) -m pytest
 
@@ -107,6 +112,15 @@ $(TEST_STAMP): | $(VPY)
 	$(VPY) -m pip install -r requirements-test.txt
 	rm -f $(VENV)/.installed-test-* $(VENV)/.installed-book-*
 	touch $@ $(BOOK_STAMP)
+
+# npm gives the installed files the tarball's old dates: the stamp is touched after.
+$(AXE): package.json package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --no-audit --no-fund && touch $@; \
+	else \
+	  echo "make test: npm not found, so axe-core is not installed: the accessibility test" \
+	    "skips (it fails under CI). Install Node.js and npm (Debian: apt-get install npm)."; \
+	fi
 
 clean:
 	rm -rf _build

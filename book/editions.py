@@ -90,13 +90,16 @@ EDITION_CONFIG = {
     },
 }
 #: What an edition's HTML depends on besides its pages, the catalogs and the cached outputs
-#: (which Sphinx tracks): the build's extensions and their static files, the renderer of the
-#: edition outputs (attnbook.edition_outputs), the label catalogs' lookup of glued phrases
-#: (attnbook.i18n), the static explorers' script and stylesheet (package data that
-#: book/_ext/attnbook_explorers.py copies into _static), the requirement files (globs relative
-#: to the root).
-BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "lib/attnbook/i18n.py",
-                 "lib/attnbook/edition_outputs.py", "lib/attnbook/explorers/static/*",
+#: (which Sphinx tracks): the build's extensions, their static files and the theme templates
+#: they override, the renderer of the edition outputs (attnbook.edition_outputs), the label
+#: catalogs' lookup of glued phrases (attnbook.i18n), the static explorers' script and
+#: stylesheet (package data that book/_ext/attnbook_explorers.py copies into _static), the
+#: figures' web font (attnbook.fonts, subset to the characters of the label catalogs and the
+#: explorer modules), the requirement files (globs relative to the root).
+BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "book/_templates/**/*",
+                 "lib/attnbook/i18n.py", "lib/attnbook/edition_outputs.py",
+                 "lib/attnbook/explorers/static/*", "lib/attnbook/fonts.py",
+                 "lib/attnbook/locale/*/*.po", "lib/attnbook/explorers/*.py",
                  "requirements.txt", "pyproject.toml")
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).

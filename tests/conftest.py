@@ -110,6 +110,8 @@ BOOK_SOURCES = (
     "lib/attnbook/**/*.py",
     "lib/attnbook/explorers/static/*",
     "book/_ext/*.py",
+    "book/_static/**/*",
+    "book/_templates/**/*",
     "book/*.py",
     "locales/**/*.po",
     "lib/attnbook/locale/*.po",

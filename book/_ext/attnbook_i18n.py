@@ -131,6 +131,8 @@ UI_TEXT = {
             ("注：正文中的数字是构建本书时算出的，所用的随机种子与代码中的相同；"
              "运行代码单元会重新计算这些数字。"),
         "Solution": "解答",
+        # The sidebar's expand toggles (attnbook_a11y); {title} is the entry's text.
+        "Pages under {title}": "{title}下的页面",
     },
 }
 
