@@ -597,3 +597,37 @@ def test_set_language_calls_each_hook_once(monkeypatch):
 def test_the_figure_module_follows_set_language():
     """Imported, attnbook.mpl_figures re-installs its display hook at every set_language."""
     assert i18n._hooks.count(mpl_figures.install_display) == 1
+
+
+def test_an_empty_label_is_empty_not_the_catalogs_header():
+    # gettext("") returns a catalog's metadata ("Language: zh_CN\nContent-Type: ...").
+    for language in i18n.LANGUAGES:
+        assert i18n.labels(language)("") == ""
+        assert i18n.labels(language).ngettext("", "", 1) == ""
+
+
+def test_a_missing_placeholder_value_names_the_label_and_the_values_given():
+    for language in i18n.LANGUAGES:
+        with pytest.raises(KeyError, match=r"query \{i\}.*placeholder \{i\}.*\['j'\]"):
+            i18n.labels(language)("query {i}", j=1)
+    with pytest.raises(TypeError, match="n is the count argument"):
+        i18n.labels("en").ngettext("{n} head", "{n} heads", 2, n=3)
+
+
+def test_nested_collectors_all_see_a_missing_message():
+    zh = i18n.labels("zh_CN")
+    with i18n.collect_missing() as outer:
+        zh("no such label (outer)")
+        with i18n.collect_missing() as inner:
+            zh("no such label (inner)")
+        with i18n.collect_missing(isolated=True) as probe:
+            zh("no such label (probe)")
+    assert inner == {"no such label (inner)"}
+    assert probe == {"no such label (probe)"}
+    assert outer == {"no such label (outer)", "no such label (inner)"}
+
+
+@pytest.mark.parametrize("text", ["缩放&nbsp;点积", "查询 &amp; 键", "零宽&#8203;空格", "&#x2014;"])
+def test_html_entities_are_characters_not_untranslated_words(text):
+    assert i18n.untranslated(text) == []
+    assert i18n.untranslated(text + " query") == ["query"]

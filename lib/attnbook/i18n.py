@@ -145,8 +145,8 @@ def editions() -> tuple[str, ...]:
 PLURAL_FORMS = {"zh_CN": "nplurals=1; plural=0;"}
 _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[!:][^{}]*)?\}(?!\})")
 #: The msgids looked up and not found, per collector (:func:`collect_missing`).
-_MISSING: contextvars.ContextVar[set | None] = contextvars.ContextVar("attnbook_missing",
-                                                                     default=None)
+_MISSING: contextvars.ContextVar[tuple[set, ...]] = contextvars.ContextVar("attnbook_missing",
+                                                                         default=())
 
 
 def _placeholders(text: str) -> set[str]:
@@ -157,14 +157,12 @@ class _Recorder(gettext_module.NullTranslations):
     """The catalog's fallback: a msgid the catalog lacks is noted, then shown in English."""
 
     def gettext(self, message):
-        sink = _MISSING.get()
-        if sink is not None:
+        for sink in _MISSING.get():  # every collector the lookup is nested in
             sink.add(message)
         return message
 
     def ngettext(self, msgid1, msgid2, n):
-        sink = _MISSING.get()
-        if sink is not None:
+        for sink in _MISSING.get():
             sink.add(msgid1)
         return msgid1 if n == 1 else msgid2
 
@@ -220,6 +218,19 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
     return out
 
 
+def _format(message: str, text: str, values: dict) -> str:
+    """``text`` (``message`` in some language) with its named placeholders filled from ``values``.
+
+    Raises:
+        KeyError: if ``values`` lacks a placeholder, naming the message and the values given.
+    """
+    try:
+        return text.format(**values)
+    except KeyError as err:
+        raise KeyError(f"label {message!r} needs a value for its placeholder {{{err.args[0]}}}; "
+                       f"got values for {sorted(values)}") from None
+
+
 class Labels:
     """The labels of one language: ``_ = labels("zh_CN")``, then ``_("query {i}", i=2)``.
 
@@ -238,8 +249,10 @@ class Labels:
 
     def __call__(self, message: str, /, **values) -> str:
         """``message`` in this language, its placeholders filled from ``values``."""
+        if not message:  # gettext's "" is the catalog's header, never a label
+            return message
         text = message if self.language == "en" else _translations(self.language).gettext(message)
-        return text.format(**values) if values else text
+        return _format(message, text, values) if values else text
 
     def ngettext(self, singular: str, plural: str, n: int, /, **values) -> str:
         """The plural form for ``n`` (passed to the format as ``n`` too) in this language."""
@@ -247,7 +260,10 @@ class Labels:
             text = singular if n == 1 else plural
         else:
             text = _translations(self.language).ngettext(singular, plural, n)
-        return text.format(n=n, **values)
+        if "n" in values:
+            raise TypeError(f"ngettext({singular!r}, ...): n is the count argument ({n!r}); "
+                            f"it cannot also be passed as a value (n={values['n']!r})")
+        return _format(singular, text, {"n": n, **values})
 
     def __repr__(self) -> str:
         return f"Labels({self.language!r})"
@@ -279,14 +295,19 @@ def ngettext(singular: str, plural: str, n: int, language: str | None = None, /,
 
 
 @contextlib.contextmanager
-def collect_missing(sink: set | None = None):
+def collect_missing(sink: set | None = None, *, isolated: bool = False):
     """Collect the messages :class:`Labels` looked up and the catalogs lacked, in this block.
+
+    Collectors nest: a message missed inside an inner block is added to every enclosing
+    collector's set too, unless the inner one is ``isolated`` (a probe whose misses its caller
+    resolves another way). The collector is a context variable, so a thread started inside the
+    block does not report to it (run such work with ``contextvars.copy_context().run``).
 
     Yields:
         The set the msgids are added to (``sink``, or a new set).
     """
     sink = set() if sink is None else sink
-    token = _MISSING.set(sink)
+    token = _MISSING.set((sink,) if isolated else _MISSING.get() + (sink,))
     try:
         yield sink
     finally:
@@ -304,6 +325,7 @@ KEPT_WORDS = frozenset("""
 """.split())
 
 
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);")
 _SUBSUP = re.compile(r"<(sub|sup)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\([^()]*\)|[A-Za-z0-9]*_[A-Za-z0-9_]+")
 
@@ -311,8 +333,8 @@ _CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\([^()]*\)|[A-Za-z0-9]*_[A-Za-z0-9_]
 def untranslated(text: str, kept=frozenset()) -> list[str]:
     """The Latin words of a label that a Chinese reader would see untranslated.
 
-    Words inside mathtext or LaTeX (``$...$``), HTML tags, plotly's ``%{...}`` hover
-    placeholders, sub- and superscripts (``W<sub>hh</sub>``), code (a call such as
+    Words inside mathtext or LaTeX (``$...$``), HTML tags and entities (``&nbsp;``), plotly's
+    ``%{...}`` hover placeholders, sub- and superscripts (``W<sub>hh</sub>``), code (a call such as
     ``masked_softmax(scores, mask)``, a ``snake_case`` name),
     single letters, and the words in :data:`KEPT_WORDS` or ``kept`` (example data
     a real model read, such as its tokens) do not count.
@@ -324,6 +346,7 @@ def untranslated(text: str, kept=frozenset()) -> list[str]:
         return []
     bare = _SUBSUP.sub(" ", _MATH.sub(" ", text))  # W<sub>hh</sub>: notation, not a word
     bare = re.sub(r"%\{[^}]*\}", " ", _TAG.sub(" ", bare))
+    bare = _ENTITY.sub(" ", bare)  # &nbsp; &amp; &#8203;: a character, not a word
     bare = _CODE.sub(" ", bare)
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", bare)
     return [w for w in words if len(re.sub(r"[^A-Za-z]", "", w)) >= 2

@@ -202,7 +202,7 @@ def _label(text: str, language: str, missing: set) -> str:
     or whose translation still shows an English word (:func:`attnbook.i18n.untranslated`), is
     added to ``missing``.
     """
-    with i18n.collect_missing() as lost:
+    with i18n.collect_missing(isolated=True) as lost:  # resolved below, or added to missing
         out = i18n.labels(language)(text)
     if lost:
         out = i18n.translate_checked(text, language, missing)  # a `{}` pattern entry, if any
