@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+import plotly.graph_objects as go  # noqa: E402
+
 from attnbook.explorers.base import MAX_GRID, Control, Explorer  # noqa: E402
 from attnbook.explorers.masks import mask_explorer  # noqa: E402
 from attnbook.explorers.scaling import scaling_explorer  # noqa: E402
@@ -373,3 +375,20 @@ def test_static_html_is_escaped_labelled_and_carries_its_assets_only_when_asked(
     assert re.search(r'role="group" aria-label="Q &amp; K [^"]*: controls"', page)
     label = re.search(rf'id="{uid}-plot"[^>]* role="figure" aria-label="([^"]*)"', page).group(1)
     assert html_lib.unescape(label) == 'Q & K <script>alert("x")</script>'
+
+
+def test_explorer_values_leave_the_callers_controls_alone_and_figure_json_checks_values():
+    controls = [Control("a", "A", "slider", (1, 2, 3), 1)]
+
+    def draw(d, *, language):
+        return go.Figure(go.Scatter(x=[0, 1], y=[d, d]))
+
+    ex = Explorer(controls, title="T", compute=lambda a: a, draw=draw, values={"a": 2})
+    assert controls[0].default == 1  # shared Control objects keep their default
+    assert ex.values == {"a": 2}
+    assert Explorer(controls, title="T", compute=lambda a: a, draw=draw).values == {"a": 1}
+    with pytest.raises(ValueError, match=r"values\['a'\]=7 is not one of \(1, 2, 3\)"):
+        ex.figure_json({"a": 7})
+    with pytest.raises(ValueError, match="no control named 'b'"):
+        ex.figure_json({"a": 1, "b": 0})
+    assert ex.figure_json({})["data"][0]["y"] == [2, 2]  # a control left out: its default

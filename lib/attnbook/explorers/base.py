@@ -534,7 +534,11 @@ class Explorer:
             spec = self._spec(name)
             if value not in spec.options:
                 raise ValueError(f"{name}={value!r} is not one of {spec.options}")
-            spec.default = value
+            # A copy: the caller's Control (maybe shared by other explorers) keeps its default.
+            copy = dataclasses.replace(spec, default=value)
+            copy._make_labels = spec._make_labels
+            copy.labels = spec.labels
+            self._specs[self._specs.index(spec)] = copy
         self._render = render
         self._compute, self._draw = compute, draw
         self._kept = frozenset(kept_words)
@@ -593,12 +597,25 @@ class Explorer:
         labels translated.
 
         Args:
-            values: ``{control name: value}`` (controls greyed out by ``active`` are set to their
-                default first).
+            values: ``{control name: value}``, each one of its control's options; a control
+                left out takes its default (and controls greyed out by ``active`` are set to
+                their default first).
             language: one of :data:`attnbook.i18n.LANGUAGES`.
             missing: if given, receives every label of another language than English that the
                 catalogs lack or that still shows an English word.
+
+        Raises:
+            ValueError: if ``values`` names no control of the explorer, or a value is not one
+                of its control's options.
         """
+        if not isinstance(values, dict):
+            raise TypeError(f"values must be a dict {{control name: value}}, got "
+                            f"{type(values).__name__}")
+        for name, value in values.items():
+            spec = self._spec(name)  # an unknown name: ValueError naming the controls
+            if value not in spec.options:
+                raise ValueError(f"values[{name!r}]={value!r} is not one of {spec.options}")
+        values = {c.name: values.get(c.name, c.default) for c in self._specs}
         canon = self._canonical(values)
         key = _json_dumps(canon)
         sink = missing if missing is not None else set()
