@@ -28,14 +28,17 @@ def visible_strings(spec: dict) -> set[str]:
     """Every string of a static explorer's JSON that a reader can see."""
     out: set[str] = set()
 
-    def walk(node, inside=False):
+    def walk(node, key=None, annotation=False):
+        # A string is seen when its own key is a label key (a title's "text", a trace's
+        # "hovertext" list, ...); "side": "right" under a title is not, nor an annotation's
+        # "name" (an identifier plotly never draws).
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, inside or k in _LABEL_KEYS)
+                walk(v, k, annotation or k == "annotations")
         elif isinstance(node, list):
             for v in node:
-                walk(v, inside)
-        elif isinstance(node, str) and inside:
+                walk(v, key, annotation)
+        elif isinstance(node, str) and key in _LABEL_KEYS and not (annotation and key == "name"):
             out.add(node)
 
     for key in ("traces", "layout", "narrow_layout", "frames", "patches"):
