@@ -37,6 +37,7 @@ import copy
 import dataclasses
 import functools
 import hashlib
+import html as _html
 import itertools
 import json
 import math
@@ -53,9 +54,8 @@ from .. import edition_outputs, i18n, viz
 from ..checks import check_choice
 from . import reflow
 
-__all__ = ["Control", "Explorer", "MAX_GRID", "MIN_TRACK_PX", "SLIDER_MAX_PX", "LABEL_CHAR_PX",
-           "make_patch",
-           "apply_patch", "page_assets"]
+__all__ = ["Control", "Explorer", "take_title", "plotly_text_html", "MAX_GRID", "MIN_TRACK_PX",
+           "SLIDER_MAX_PX", "LABEL_CHAR_PX", "make_patch", "apply_patch", "page_assets"]
 
 #: Largest number of grid combinations an explorer precomputes for its static HTML.
 MAX_GRID = 2000
@@ -193,6 +193,77 @@ class Control:
             options=pairs, value=self.default, description=self.plain_label, style=style,
             layout=layout,
         )
+
+
+_PLOTLY_TAG = re.compile(r"<(/?)([a-zA-Z]+)([^>]*)>")
+_COLOR_STYLE = re.compile(r"""style\s*=\s*['"]\s*(color\s*:\s*[#\w(),.%\s]+?)\s*;?\s*['"]""")
+
+
+def plotly_text_html(text: str) -> str:
+    """Plotly's pseudo-HTML (a figure title) as safe HTML for the page.
+
+    Kept: ``<br>``, ``<b>``, ``<i>``, ``<em>``, ``<sub>``, ``<sup>`` and a ``<span>``'s colour;
+    any other tag is dropped and every other character is escaped (a title may quote tokens a
+    model read). The kept tags come out balanced: a tag left open is closed at the end, and a
+    closing tag closes the tags opened inside it (one with nothing to close is dropped), so no
+    bold or colour runs past the caption into the page.
+    """
+    out, pos, opened = [], 0, []
+    for m in _PLOTLY_TAG.finditer(text):
+        out.append(_html.escape(_html.unescape(text[pos:m.start()]), quote=False))
+        pos = m.end()
+        close, tag, attrs = m.group(1), m.group(2).lower(), m.group(3)
+        if tag == "br":
+            out.append("<br>")
+        elif tag not in ("b", "i", "em", "sub", "sup", "span"):
+            continue
+        elif close:
+            if tag in opened:
+                while True:
+                    last = opened.pop()
+                    out.append(f"</{last}>")
+                    if last == tag:
+                        break
+        elif tag == "span":
+            color = _COLOR_STYLE.search(attrs)
+            out.append(f'<span style="{_html.escape(color.group(1))}">' if color else "<span>")
+            opened.append(tag)
+        else:
+            out.append(f"<{tag}>")
+            opened.append(tag)
+    out.append(_html.escape(_html.unescape(text[pos:]), quote=False))
+    return "".join(out) + "".join(f"</{t}>" for t in reversed(opened))
+
+
+def take_title(fig: dict) -> tuple[dict, str]:
+    """A figure without its title, and the title as HTML for a caption above the plot.
+
+    A title is prose: in HTML the browser wraps it at the width it is shown, in any language,
+    where inside the plot it must be fitted by hand. The top margin that held the title is
+    given back (the figure gets shorter by as much, so the plot area keeps its height).
+
+    Args:
+        fig: plotly JSON (``{"data", "layout"}``); not changed.
+
+    Returns:
+        ``(figure, caption)``: a copy of the figure with no title, and the title as safe HTML
+        (:func:`plotly_text_html`; ``""`` when it had none).
+    """
+    layout = dict(fig.get("layout") or {})
+    title = layout.pop("title", None)
+    text = (title.get("text") if isinstance(title, dict) else title) or ""
+    if not text:
+        return {**fig, "layout": layout}, ""
+    font = (title.get("font") or {}) if isinstance(title, dict) else {}
+    size = float(font.get("size") or (layout.get("font") or {}).get("size") or 13) * (
+        1 if font.get("size") else 1.4)
+    margin = dict(layout.get("margin") or {})
+    top = float(margin.get("t", 100))
+    lines = len(re.split(r"<br\s*/?>", text))
+    margin["t"] = max(20, round(top - lines * size * 1.3 - 16))
+    layout["margin"] = margin
+    layout["height"] = round(float(layout.get("height", 450)) - (top - margin["t"]))
+    return {**fig, "layout": layout}, plotly_text_html(text)
 
 
 def _label(text: str, language: str, missing: set) -> str:
@@ -559,7 +630,10 @@ class Explorer:
             list(self.controls.values()),
             layout=w.Layout(flex_flow="row wrap", align_items="center"),
         )
-        self.widget = w.VBox([box, self.figure])
+        #: The figure's title, as HTML above the plot (the browser wraps it in any language).
+        self.caption = w.HTML(value=self._caption_html(),
+                              layout=w.Layout(width="100%", margin="4px 0 0 0"))
+        self.widget = w.VBox([box, self.caption, self.figure])
 
     def _spec(self, name: str) -> Control:
         for c in self._specs:
@@ -636,19 +710,27 @@ class Explorer:
         return fig
 
     def _live_figure(self):
-        """The figure for the current values, its text wrapped to the book's column width."""
+        """The figure for the current values, its text wrapped to the book's column width.
+
+        Its title is taken out as the caption above the plot (:func:`take_title`).
+        """
         import plotly.graph_objects as go
 
-        fig = self.figure_json(self.values, self.language)
+        fig, self._caption = take_title(self.figure_json(self.values, self.language))
         return go.Figure(reflow.fit_figure(fig, viz.COLUMN_PX))
 
     def _on_change(self, change) -> None:
         self._update_disabled()
         self.redraw()
 
+    def _caption_html(self) -> str:
+        return (f'<div class="attnbook-explorer-caption" style="text-align:center;'
+                f'font-weight:600">{self._caption}</div>')
+
     def redraw(self) -> None:
         """Recompute the figure for the current values and update :attr:`figure` in place."""
         new = self._live_figure()
+        self.caption.value = self._caption_html()
         fig = self.figure
         same_types = [t.type for t in fig.data] == [t.type for t in new.data]
         with fig.batch_update():
@@ -715,6 +797,8 @@ class Explorer:
         base_layout = None
         narrow_layout = None
         patches: list = []  # distinct patches of wide traces into narrow ones
+        captions: list[str] = []  # distinct captions (the figures' titles, as HTML)
+        caption_index: dict[str, int] = {}
         patch_index: dict[str, int] = {}
         for combo in itertools.product(*(c.options for c in specs)):
             values = dict(zip((c.name for c in specs), combo))
@@ -724,7 +808,7 @@ class Explorer:
                 act = self._active(values)
                 inactive.append([c.name for c in specs if c.name not in act])
             if key not in rendered:
-                raw = self.figure_json(canon, language, missing=missing)
+                raw, caption = take_title(self.figure_json(canon, language, missing=missing))
                 wide = reflow.fit_figure(raw, viz.COLUMN_PX)
                 narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
                 wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
@@ -740,8 +824,12 @@ class Explorer:
                 n_layout = _round_json(narrow["layout"])
                 if base_layout is None:
                     base_layout, narrow_layout = layout, n_layout
+                if caption not in caption_index:
+                    caption_index[caption] = len(captions)
+                    captions.append(caption)
                 frame = {"data": data, "layout": make_patch(base_layout, layout) or {},
-                         "narrow_layout": make_patch(narrow_layout, n_layout) or {}}
+                         "narrow_layout": make_patch(narrow_layout, n_layout) or {},
+                         "caption": caption_index[caption]}
                 # A narrow trace is stored as a patch of its wide trace (usually a few keys).
                 n_data = []
                 for i, t in zip(data, narrow["data"]):
@@ -781,6 +869,7 @@ class Explorer:
             "layout": base_layout,
             "narrow_layout": narrow_layout,
             "patches": patches,
+            "captions": captions,
             "narrow_below": reflow.STACK_BELOW_PX,
             "inactive": inactive if self._active is not None else None,
             # Latin words that are example data a real model read (shown as read).
@@ -840,6 +929,7 @@ class Explorer:
             return i18n.translate(text, language)
 
         uid = "attnbook-explorer-" + uuid.uuid4().hex[:12]
+        first = sum(c["default"] * stride for c, stride in zip(spec["controls"], spec["strides"]))
         controls = [
             # A control's label may hold HTML (Control.label), written by the library.
             {"id": f"{uid}-{c.name}", "kind": c.kind, "label": Markup(c.label),
@@ -850,6 +940,8 @@ class Explorer:
             uid=uid,
             title=i18n.translate_checked(self.title, language, missing),
             controls=controls,
+            caption=Markup(spec["captions"][spec["frames"][spec["frame_of"][first]]["caption"]]
+                           if spec["captions"] else ""),
             height=int((spec["layout"] or {}).get("height", 450)),
             # Every "<" escaped: no "</script>", "<!--" or "<script" inside the JSON.
             payload=Markup(_json_dumps(spec).replace("<", "\\u003c")),

@@ -57,7 +57,9 @@
     return flat;
   }
 
-  // The figure {data, layout} of grid point `flat`, wide or narrow (a phone's column).
+  // The figure {data, layout} of grid point `flat`, wide or narrow (a phone's column), and its
+  // caption (the figure's title as safe HTML written in Python,
+  // attnbook.explorers.base.plotly_text_html; the same in both variants).
   function frameFigure(spec, flat, narrow) {
     var frame = spec.frames[spec.frame_of[flat]];
     var layout = narrow ? applyPatch(spec.narrow_layout, frame.narrow_layout)
@@ -67,7 +69,8 @@
       return typeof e === 'number' ? copy(spec.traces[e])
                                    : applyPatch(spec.traces[e.t], spec.patches[e.p]);
     });
-    return {data: data, layout: layout};
+    var caption = spec.captions ? spec.captions[frame.caption] : '';
+    return {data: data, layout: layout, caption: caption || ''};
   }
 
   // Wire up the explorer whose outer <div> has id `uid` and draw its first frame. Returns false
@@ -118,6 +121,9 @@
       plot.setAttribute('data-frame', String(spec.frame_of[flat]));
       plot.setAttribute('data-layout', narrow ? 'narrow' : 'wide');
       var fig = frameFigure(spec, flat, narrow);
+      // The figure's title, as HTML the browser wraps (safe HTML written in Python).
+      var caption = doc.getElementById(uid + '-caption');
+      if (caption) { caption.innerHTML = fig.caption; }
       if (fig.layout.height) { plot.style.height = fig.layout.height + 'px'; }
       if (first) { global.Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
       else { global.Plotly.react(plot, fig.data, fig.layout, spec.config); }
