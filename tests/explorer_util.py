@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 
 
 def embedded_spec(html: str) -> dict:
@@ -19,8 +20,44 @@ def embedded_spec(html: str) -> dict:
     return json.loads(m.group(2).replace("<\\/", "</"))
 
 
+class _TextOf(HTMLParser):
+    def __init__(self, br: str):
+        super().__init__(convert_charrefs=True)
+        self.br, self.parts = br, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "br":
+            self.parts.append(self.br)
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def caption_text(html: str, *, br: str = " ") -> str:
+    """The text a reader sees in a caption's HTML: tags dropped, entities decoded, each
+    ``<br>`` as ``br`` (a space: the browser wraps the caption; ``"\\n"`` to read its lines).
+
+    Parsed with the standard library's HTML parser, not with the code that wrote the HTML.
+    """
+    parser = _TextOf(br)
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def live_caption(explorer, *, br: str = " ") -> str:
+    """The text of a live explorer's caption (the figure's title, shown above the plot)."""
+    return caption_text(explorer.caption.value, br=br)
+
+
+def frame_caption(spec: dict, frame: dict) -> str:
+    """The caption (the figure's title, HTML above the plot) the page shows with ``frame``."""
+    return spec["captions"][frame["caption"]] if spec.get("captions") else ""
+
+
 def static_frame(spec: dict, values: dict, *, narrow: bool = False) -> dict:
-    """The figure (data + layout) the static page draws for ``values`` (option values by name).
+    """The figure (data + layout) the static page draws for ``values`` (option values by name),
+    and its ``"caption"`` (the figure's title, shown as HTML above the plot).
 
     ``narrow=True``: the variant a plot narrower than ``spec["narrow_below"]`` px draws.
     """
@@ -35,9 +72,10 @@ def static_frame(spec: dict, values: dict, *, narrow: bool = False) -> dict:
         data = [spec["traces"][e] if isinstance(e, int)
                 else apply_patch(spec["traces"][e["t"]], spec["patches"][e["p"]])
                 for e in frame.get("narrow_data", frame["data"])]
-        return {"data": data, "layout": layout}
+        return {"data": data, "layout": layout, "caption": frame_caption(spec, frame)}
     layout = apply_patch(spec["layout"], frame["layout"])
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout}
+    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout,
+            "caption": frame_caption(spec, frame)}
 
 
 def unmoved(explorer):

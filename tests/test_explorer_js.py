@@ -306,6 +306,10 @@ def test_toy_spec_has_what_the_frame_comparison_needs(toy_spec):
     assert toy_spec["narrow_layout"] != toy_spec["layout"]
     assert len(toy_spec["frames"]) >= 6 and toy_spec["inactive"]
     assert any(f["layout"] for f in toy_spec["frames"][1:])
+    # Each (n, side) has its own caption (the title, taken out of the figure), so a frame that
+    # shows another frame's caption differs: 3 x 2, less n = 2 at the start (side is inactive
+    # at n = 2, drawn at its default, the end).
+    assert len(toy_spec["captions"]) == 5 and "title" not in toy_spec["layout"]
 
 
 # One rule broken per mutant; the comparison must catch each.
@@ -320,6 +324,7 @@ MUTANTS = {
                          "out = isObject(base) ? base : {};"),
     "narrow frame from the wide layout": ("var layout = narrow ? applyPatch(spec.narrow_layout",
                                           "var layout = narrow ? applyPatch(spec.layout"),
+    "the first frame's caption": ("spec.captions[frame.caption]", "spec.captions[0]"),
 }
 
 

@@ -15,7 +15,13 @@ pytest.importorskip("ipywidgets")
 
 import plotly.graph_objects as go  # noqa: E402
 
-from attnbook.explorers.base import MAX_GRID, Control, Explorer  # noqa: E402
+from attnbook.explorers.base import (  # noqa: E402
+    MAX_GRID,
+    Control,
+    Explorer,
+    plotly_text_html,
+    take_title,
+)
 from attnbook.explorers.masks import mask_explorer  # noqa: E402
 from attnbook.explorers.scaling import scaling_explorer  # noqa: E402
 from explorer_util import embedded_spec  # noqa: E402
@@ -138,7 +144,7 @@ def test_live_sliders_get_a_row_and_a_track_of_150_px(which):
 
 def test_static_spec_carries_a_stacked_narrow_variant(masks):
     from attnbook.explorers import reflow
-    from explorer_util import static_frame
+    from explorer_util import caption_text, static_frame
 
     spec = embedded_spec(masks.static_html())
     assert spec["narrow_below"] == reflow.STACK_BELOW_PX
@@ -156,8 +162,12 @@ def test_static_spec_carries_a_stacked_narrow_variant(masks):
     for fr in (wide, narrow):
         notes = [a for a in fr["layout"]["annotations"] if "see no key" in a["text"]]
         assert len(notes) == 1 and notes[0]["y"] < 0
-    # Every frame's title still names its setting in the narrow variant.
-    assert "at the start" in reflow.title_text(narrow["layout"]).replace("<br>", " ")
+    # The title is not drawn in the plot: it is the caption above it, the same HTML in both
+    # variants (the browser wraps it), and it still names the frame's setting.
+    for fr in (wide, narrow):
+        assert reflow.title_text(fr["layout"]) == "" and "title" not in fr["layout"]
+    assert narrow["caption"] == wide["caption"]
+    assert "at the start" in caption_text(narrow["caption"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -176,6 +186,8 @@ def test_live_figure_state_is_the_figure_the_controls_left():
     def as_json(obj):
         return json.dumps(obj, cls=PlotlyJSONEncoder, sort_keys=True)
 
+    from explorer_util import caption_text
+
     ex = mask_explorer()
     fig = ex.figure
     created = as_json(fig._widget_data)
@@ -184,7 +196,10 @@ def test_live_figure_state_is_the_figure_the_controls_left():
     assert as_json(fig._widget_data) != created
     assert as_json(fig._widget_data) == as_json([t.to_plotly_json() for t in fig.data])
     assert as_json(fig._widget_layout) == as_json(fig.layout.to_plotly_json())
-    assert "5 pad tokens at the start" in as_json(fig.get_state(["_widget_layout"]))
+    # The title is no longer in the figure: it is the caption widget above the plot, whose
+    # synced value a later view reads, and it follows the controls too.
+    assert "title" not in fig.layout.to_plotly_json()
+    assert "5 pad tokens at the start" in caption_text(ex.caption.get_state(["value"])["value"])
 
 
 # Runs the live figure's front-end module in Node with a stand-in for plotly's module: two
@@ -392,3 +407,133 @@ def test_explorer_values_leave_the_callers_controls_alone_and_figure_json_checks
     with pytest.raises(ValueError, match="no control named 'b'"):
         ex.figure_json({"a": 1, "b": 0})
     assert ex.figure_json({})["data"][0]["y"] == [2, 2]  # a control left out: its default
+
+
+# ------------------------------------------------------------------------------------------
+# The title, out of the plot: take_title and plotly_text_html
+# ------------------------------------------------------------------------------------------
+
+
+def titled(text, *, top=120, height=500, size=None):
+    title = {"text": text} if size is None else {"text": text, "font": {"size": size}}
+    return {"data": [{"type": "bar", "y": [1, 2]}],
+            "layout": {"title": title, "margin": {"t": top, "l": 40, "b": 60},
+                       "height": height, "font": {"size": 13}, "xaxis": {"title": {"text": "x"}}}}
+
+
+def test_take_title_removes_the_title_and_gives_back_its_margin():
+    import copy
+
+    fig = titled("Weights of <b>it</b>", size=20)
+    before = copy.deepcopy(fig)
+    out, caption = take_title(fig)
+    assert fig == before  # the caller's figure is not changed
+    assert "title" not in out["layout"] and caption == "Weights of <b>it</b>"
+    given_back = 120 - out["layout"]["margin"]["t"]
+    # The figure is shorter by exactly the margin it gave back: the plot area keeps its height.
+    assert 500 - out["layout"]["height"] == given_back
+    assert 20 <= given_back < 120  # at least the title's one line of 20 px, not the whole margin
+    # Nothing else moves: the other margins, the data, an axis title.
+    assert out["layout"]["margin"]["l"] == 40 and out["layout"]["margin"]["b"] == 60
+    assert out["data"] == before["data"]
+    assert out["layout"]["xaxis"] == {"title": {"text": "x"}}
+
+
+def test_take_title_gives_back_a_line_per_line_of_a_multi_line_title():
+    one, _ = take_title(titled("first", top=200, height=600, size=18))
+    three, caption = take_title(titled("first<br>second<br />third", top=200, height=600,
+                                       size=18))
+    assert caption == "first<br>second<br>third"
+    back_one = 200 - one["layout"]["margin"]["t"]
+    back_three = 200 - three["layout"]["margin"]["t"]
+    assert 600 - three["layout"]["height"] == back_three
+    # Two more lines of an 18 px font: at least 2 x 18 px more given back.
+    assert back_three - back_one >= 2 * 18
+    # A title that filled a small margin: the margin shrinks but never below zero, and the
+    # height by as much.
+    small, _ = take_title(titled("a<br>b<br>c<br>d", top=40, height=300))
+    assert 0 <= small["layout"]["margin"]["t"] <= 40
+    assert 300 - small["layout"]["height"] == 40 - small["layout"]["margin"]["t"]
+
+
+@pytest.mark.parametrize("layout", [
+    {"margin": {"t": 50}, "height": 300},
+    {"title": {"text": ""}, "margin": {"t": 50}, "height": 300},
+    {"title": {"font": {"size": 30}}, "margin": {"t": 50}, "height": 300},
+])
+def test_take_title_leaves_a_figure_without_a_title_as_it_was(layout):
+    fig = {"data": [{"type": "scatter", "y": [3]}], "layout": layout}
+    out, caption = take_title(fig)
+    assert caption == ""
+    assert out["data"] == fig["data"]
+    assert {k: v for k, v in out["layout"].items()} == {
+        k: v for k, v in layout.items() if k != "title"}
+    assert out["layout"]["margin"] == {"t": 50} and out["layout"]["height"] == 300
+
+
+def test_take_title_of_a_title_given_as_a_string():
+    out, caption = take_title({"data": [], "layout": {"title": "Plain & simple",
+                                                      "margin": {"t": 90}, "height": 400}})
+    assert caption == "Plain &amp; simple" and "title" not in out["layout"]
+    assert 90 - out["layout"]["margin"]["t"] == 400 - out["layout"]["height"] > 0
+
+
+@pytest.mark.parametrize("text, html", [
+    # the tags plotly draws are kept as they are
+    ("a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line",
+     "a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line"),
+    ("<em>one</em><br/>two<BR>three", "<em>one</em><br>two<br>three"),
+    # attributes of a kept tag are dropped
+    ('<b onclick="steal()">x</b>', "<b>x</b>"),
+    # entities are decoded once, then every &, < and > escaped once
+    ("Tom &amp; Jerry, Tom & Jerry", "Tom &amp; Jerry, Tom &amp; Jerry"),
+    ("&lt;s&gt; is a token", "&lt;s&gt; is a token"),
+    ("&amp;lt; stays one level", "&amp;lt; stays one level"),
+    ("didn&#x27;t &#8220;it&#8221;", "didn't \u201cit\u201d"),
+    ("q < k and k > 0", "q &lt; k and k &gt; 0"),
+    # a coloured span keeps its colour and nothing else
+    ('<span style="color:#1f5fa8">blue</span> and <span style=\'color: rgb(200, 0, 0)\'>red</span>',
+     '<span style="color:#1f5fa8">blue</span> and <span style="color: rgb(200, 0, 0)">red</span>'),
+    ('<span style="color:red" onmouseover="steal()">r</span>', '<span style="color:red">r</span>'),
+    ('<span style="color:red;background:url(javascript:x)">r</span>', "<span>r</span>"),
+    ('<span class="x">plain</span>', "<span>plain</span>"),
+    # unbalanced tags are balanced: left open, closed at the end; a stray close dropped
+    ('<span style="color:red">open', '<span style="color:red">open</span>'),
+    ("stray</span> close", "stray close"),
+    ('<span style="color:red"><b>both', '<span style="color:red"><b>both</b></span>'),
+    ("<b>x</i>y</b>", "<b>xy</b>"),
+    ('<span style="color:red">r<b>x</span>y', '<span style="color:red">r<b>x</b></span>y'),
+    ("", ""),
+])
+def test_plotly_text_html(text, html):
+    assert plotly_text_html(text) == html
+
+
+@pytest.mark.parametrize("text", [
+    "<script>alert(1)</script>after",
+    '<img src=x onerror="alert(1)">after',
+    '<a href="javascript:alert(1)">after</a>',
+    '<iframe srcdoc="<script>alert(1)</script>">after',
+    "&lt;script&gt;alert(1)&lt;/script&gt;after",
+    '<svg onload="alert(1)">after',
+])
+def test_plotly_text_html_drops_or_escapes_anything_active(text):
+    from html.parser import HTMLParser
+
+    html = plotly_text_html(text)
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags, self.attrs = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.attrs += [name for name, _ in attrs]
+
+    parser = Tags()
+    parser.feed(html)
+    # What a browser would parse: no element but the kept ones, no attribute at all.
+    assert set(parser.tags) <= {"br", "b", "i", "em", "sub", "sup", "span"}, html
+    assert parser.attrs == [], html
+    assert html.endswith("after"), html

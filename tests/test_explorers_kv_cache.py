@@ -22,7 +22,7 @@ from attnbook.cost import format_bytes  # noqa: E402
 from attnbook.explorers import kv_cache as kvx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
+from explorer_util import caption_text, embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
@@ -32,6 +32,13 @@ BYTES = {"float32": 4, "bfloat16": 2, "float8": 1, "int4": 0.5}
 def shown_title(fig) -> str:
     """The live figure's title as one line (the title annotation, its <br> as spaces)."""
     return title_text(fig.layout.to_plotly_json()).replace("<br>", " ")
+
+
+def live_title(ex) -> str:
+    """A live explorer's title as one line: the caption above its plot (the figure itself has
+    none), its text with each <br> as a space."""
+    assert title_text(ex.figure.layout.to_plotly_json()) == ""
+    return live_caption(ex)
 
 
 def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str) -> int:
@@ -120,7 +127,7 @@ def test_kv_live_default_is_qwen2_and_the_controls_recompute():
     assert list(ex.figure.data[4].x) != before, "the figure did not change"
     want = check_kv_figure(ex.figure, "Llama-3-8B", 131072, 4, "float32")
     assert want[1] == 2 * 32 * 8 * 128 * 131072 * 4 * 4  # 64 GiB, by hand
-    assert "Llama-3-8B" in shown_title(ex.figure)
+    assert "Llama-3-8B" in live_title(ex)
     assert np.isfinite(np.array(ex.figure.data[4].x, dtype=float)).all()
 
 
@@ -132,7 +139,7 @@ def test_kv_live_sliding_window_and_mla():
     ex.controls["model"].value = "DeepSeek-V2"
     want = check_kv_figure(ex.figure, "DeepSeek-V2", 131072, 1, "bfloat16")
     assert want[1] == (512 + 64) * 60 * 131072 * 2
-    assert "MLA" in shown_title(ex.figure)
+    assert "MLA" in live_title(ex)
 
 
 # ------------------------------------------------------------------------------------------
@@ -167,7 +174,9 @@ def test_kv_static_frames_match_hand_formula(default_explorer):
     a = static_frame(spec, {"model": "Qwen2-7B", "context": 1024, "batch": 1, "dtype": "bfloat16"})
     b = static_frame(spec, {"model": "Qwen2-7B", "context": 1024, "batch": 4, "dtype": "bfloat16"})
     assert a["data"][4] != b["data"][4]
-    assert title_text(a["layout"]) != title_text(b["layout"])
+    # The title (the caption above the plot, not drawn in it) follows the batch.
+    assert title_text(a["layout"]) == title_text(b["layout"]) == ""
+    assert caption_text(a["caption"]) != caption_text(b["caption"])
     # The legend sits below the panels (inside the left one it hid the MHA curve, issue 10).
     assert a["layout"]["legend"]["y"] < 0 and a["layout"]["legend"]["yanchor"] == "top"
     # Qwen2-7B at 131072 tokens: 7 GiB (the issue's number), shown as a bar label.

@@ -25,7 +25,7 @@ pytest.importorskip("ipywidgets")
 from attnbook.explorers import positional as posx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame, unmoved  # noqa: E402
+from explorer_util import embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -109,9 +109,14 @@ def test_labels_use_the_books_notation(default_explorer):
     # Position i (query), key j, offset i - j, pair r, theta_r; not RoFormer's m, n and i.
     ex = posx.position_explorer(position=12, pair=3)
     layout = ex.figure.layout.to_plotly_json()
-    title = title_text(layout).replace("<br>", " ")
-    assert title.startswith("i = 12, r = 3, base 10 000: θ<sub>r</sub> = ")
-    assert "angle i·θ<sub>r</sub> = " in title and "2π/θ<sub>r</sub> = " in title
+    # The title is the caption above the plot (HTML): its text, and θ's r as a subscript.
+    assert title_text(layout) == ""
+    title = live_caption(ex)
+    assert title.startswith("i = 12, r = 3, base 10 000: θr = ")
+    assert "angle i·θr = " in title and "2π/θr = " in title
+    for part in ("base 10 000: θ<sub>r</sub> = ", "angle i·θ<sub>r</sub> = ",
+                 "2π/θ<sub>r</sub> = "):
+        assert part in ex.caption.value
     heads = " ".join(a["text"] for a in layout["annotations"]).replace("<br>", " ")
     assert "RoPE rotates pair r by i·θ<sub>r</sub>" in heads
     assert "sinusoidal encoding, same θ<sub>r</sub>" in heads

@@ -18,7 +18,13 @@ from attnbook.explorers import pretrained as ep  # noqa: E402
 from attnbook.explorers.pretrained import referent_explorer  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
+from explorer_util import (  # noqa: E402
+    assert_speaks_chinese,
+    caption_text,
+    embedded_spec,
+    live_caption,
+    static_frame,
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +41,11 @@ def referent():
     return referent_explorer()
 
 
-def shown_title(fig) -> str:
-    """The live figure's title as one line (the title annotation, its <br> as spaces)."""
-    return title_text(fig.layout.to_plotly_json()).replace("<br>", " ")
+def shown_title(ex) -> str:
+    """The live explorer's title as one line: the caption above its plot (the figure itself
+    has none), its text with each <br> as a space."""
+    assert title_text(ex.figure.layout.to_plotly_json()) == ""
+    return live_caption(ex)
 
 
 def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
@@ -63,7 +71,7 @@ def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
             for word in ("animal", "street"):
                 assert meta["highlight"][word] == pytest.approx(
                     float(w[layer - 1, head - 1, t.index(word)]), abs=0)
-        assert shown_title(fig) == f"Attention of “it”: layer {layer}, head {head}"
+        assert shown_title(referent) == f"Attention of “it”: layer {layer}, head {head}"
         # The corner annotation prints the two weights and their difference, 3 decimals.
         a = float(w2[layer - 1, head - 1, t2.index("animal")])
         s = float(w2[layer - 1, head - 1, t2.index("street")])
@@ -91,7 +99,8 @@ def test_referent_static_frames_are_the_library_rows(referent, it_rows):
                 # Floats are stored with 4 significant digits.
                 assert_close(np.array(fr["data"][i]["y"], dtype=float),
                              w[layer - 1, head - 1].astype(float), atol=1e-12, rtol=1e-3)
-            assert title_text(fr["layout"]).endswith(f"layer {layer}, head {head}")
+            assert title_text(fr["layout"]) == ""  # the title is the caption above the plot
+            assert caption_text(fr["caption"]).endswith(f"layer {layer}, head {head}")
 
 
 def test_referent_explorer_starts_where_asked_and_rejects_bad_input(it_rows):

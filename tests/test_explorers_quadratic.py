@@ -16,16 +16,17 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import quadratic as qx  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, live_caption, static_frame  # noqa: E402
 
 GIB = 2**30
 
 
-def shown_title(fig) -> str:
-    """The live figure's title as one line (the title annotation, its <br> as spaces)."""
-    return title_text(fig.layout.to_plotly_json()).replace("<br>", " ")
+def shown_title(ex) -> str:
+    """The live explorer's title as one line: the caption above its plot (the figure itself
+    has none), its text with each <br> as a space."""
+    assert "title" not in ex.figure.layout.to_plotly_json()
+    return live_caption(ex)
 
 
 def test_quadratic_meter_live_slider_recomputes():
@@ -44,7 +45,7 @@ def test_quadratic_meter_live_slider_recomputes():
                  atol=0, rtol=1e-12)
     assert_close(np.array(fig.data[2].y), [(2**i / 2048) ** 2 for i in range(9, 18)], atol=0,
                  rtol=1e-12)
-    assert "256× the cost" in shown_title(fig)
+    assert "256× the cost" in shown_title(ex)
     ex.controls["dtype"].value = "bfloat16"
     assert fig.data[1].meta["bytes"] == 32 * 32768**2 * 2
 
@@ -63,7 +64,7 @@ def test_labels_use_the_books_notation():
     # The sequence length is L (the literature's n appears only in the chapter's prose).
     ex = qx.quadratic_cost_explorer(seq_len=32768, n_heads=32, dtype="float32")
     layout = ex.figure.layout.to_plotly_json()
-    title = shown_title(ex.figure)
+    title = shown_title(ex)
     assert title.startswith("L = 32,768: ")
     assert title.endswith("the cost at L₀ = 2,048")
     assert layout["xaxis"]["title"]["text"] == "sequence length L"

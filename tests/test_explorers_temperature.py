@@ -22,7 +22,13 @@ from attnbook import scaling  # noqa: E402
 from attnbook.explorers import temperature as tx  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import assert_speaks_chinese, embedded_spec, static_frame, unmoved  # noqa: E402
+from explorer_util import (  # noqa: E402
+    assert_speaks_chinese,
+    embedded_spec,
+    live_caption,
+    static_frame,
+    unmoved,
+)
 
 Z2 = np.array([1.0, 4.0, 0.5, 0.2])  # chapter 2's scores
 
@@ -166,7 +172,8 @@ def test_labels_use_the_books_notation(default_explorer):
     layout = fig.layout.to_plotly_json()
     assert layout["xaxis2"]["title"]["text"] == "temperature T"
     assert ex.controls["T"].description == "temperature T"
-    assert "of ln 4 = 1.386 nats" in title_text(layout).replace("<br>", " ")
+    assert title_text(layout) == ""  # the title is the caption above the plot
+    assert "of ln 4 = 1.386 nats" in live_caption(ex)
     assert '-T">temperature T</label>' in ex.static_html()
 
 

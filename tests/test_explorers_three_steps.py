@@ -18,7 +18,7 @@ pytest.importorskip("ipywidgets")
 from attnbook.explorers import three_steps as ts  # noqa: E402
 from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, live_caption, static_frame  # noqa: E402
 
 R2 = math.sqrt(2)
 
@@ -169,7 +169,8 @@ def test_explorer_live_and_static():
     ex.controls["context"].value = "I saw an apple"
     ex.controls["include_self"].value = False
     assert ex.figure.data[6].meta["cos_output"] is None
-    assert "no direction" in title_text(ex.figure.layout.to_plotly_json())
+    assert title_text(ex.figure.layout.to_plotly_json()) == ""  # the caption holds the title
+    assert "no direction" in live_caption(ex)
     spec = embedded_spec(ex.static_html())
     assert len(spec["frame_of"]) == len(ts.CONTEXTS) * 2
     f = static_frame(spec, {"context": "I ate an apple", "include_self": True})
