@@ -341,9 +341,8 @@ def test_explorer_carries_one_static_explorer_per_edition(catalog, monkeypatch):
     spec = json.loads(zh.split('type="application/json"')[1].split(">", 1)[1]
                       .split("</script>")[0].replace("<\\/", "</"))
     assert spec["toggle_text"] == ["关", "开"]
-    titles = {json.dumps(f["layout"], ensure_ascii=False) for f in spec["frames"]}
-    assert any("第 2 个头" in t for t in titles) or "第 1 个头" in json.dumps(
-        spec["layout"], ensure_ascii=False)
+    # The figure's title is the caption above the plot (HTML), one per distinct frame.
+    assert set(spec["captions"]) == {"第 1 个头", "第 2 个头"}
     assert "head 1" not in zh
 
 
@@ -358,7 +357,8 @@ def test_live_explorer_uses_the_language_set(catalog):
                       lambda layers: go.Figure(layout={"title": {"text": f"head {layers}"}}),
                       title="x")
         assert ex.controls["layers"].description == "层数"
-        assert "第 1 个头" in json.dumps(ex.figure.layout.to_plotly_json(), ensure_ascii=False)
+        assert "第 1 个头" in ex.caption.value  # the title, as HTML above the plot
+        assert "第 1 个头" not in json.dumps(ex.figure.layout.to_plotly_json(), ensure_ascii=False)
     finally:
         i18n.set_language("en")
 
