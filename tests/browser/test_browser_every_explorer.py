@@ -47,12 +47,14 @@ def test_most_chapters_have_an_explorer():
 
 
 def drawn_signature(page, uid: str) -> str:
-    """What the plot shows: its traces' data and its title/annotations, as JSON."""
+    """What the plot shows: its traces' data, its caption (the title above the plot) and its
+    annotations, as JSON."""
     return page.evaluate(
         """(id) => { const gd = document.getElementById(id + '-plot');
              const lay = gd.layout || {};
+             const cap = document.getElementById(id + '-caption');
              return JSON.stringify({data: gd.data.map(t => [t.x, t.y, t.z, t.text, t.visible]),
-                                    title: lay.title,
+                                    title: cap ? cap.innerHTML : lay.title,
                                     ann: (lay.annotations || []).map(a => a.text)});
            }""",
         uid,
