@@ -97,6 +97,8 @@ class Example:
 #: The example in each language of :data:`attnbook.i18n.LANGUAGES`. Chinese: 苹果 is a fruit
 #: after 吃了 (ate) or 削了 (peeled) and the company before 发布了 (released) or 的股价 (its
 #: stock); 我看到了一个苹果 says nothing either way.
+#:
+#: :meta hide-value:
 EXAMPLES = {
     "en": Example(
         word="apple", senses=DIMS,
