@@ -131,6 +131,8 @@ def text_width(text: str, size_px: float) -> float:
 
 #: Characters every edition's figures may draw whatever their labels say (printable ASCII,
 #: Latin-1, Greek, and the notation of the book's labels).
+#:
+#: :meta hide-value:
 BASE_CHARS = (
     "".join(chr(c) for c in range(0x20, 0x7F)) + "".join(chr(c) for c in range(0xA0, 0x100))
     + "".join(chr(c) for c in range(0x391, 0x3CA))
