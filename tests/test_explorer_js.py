@@ -414,3 +414,57 @@ def test_bootstrap_mounts_once_after_plotly_and_the_script(tmp_path, bootstrap, 
     out = json.loads(run.stdout)
     assert out["calls"] == ([{"uid": uid, "plotly": True}] if mounted else []), out
     assert out["text"] == (words[text] if text else ""), out
+
+
+# The first draw waits for the figure font (explorer.js's whenFontsLoaded): a fake
+# document.fonts whose load() resolves when the test says so.
+FONTS_RUNNER = r"""
+const fs = require('node:fs');
+const vm = require('node:vm');
+const [script] = process.argv.slice(2);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function run(scenario) {
+  const calls = [];
+  let resolveLoad = null;
+  const fonts = scenario.noApi ? {} : {load: (font, text) => {
+    calls.push(['load', font, text]);
+    return new Promise((r) => { resolveLoad = r; });
+  }};
+  const context = vm.createContext({document: {fonts}, setTimeout, clearTimeout});
+  vm.runInContext(fs.readFileSync(script, 'utf8'), context);
+  context.attnbookExplorer.whenFontsLoaded(scenario.family, 'γ注意', scenario.waitMs,
+                                           (late) => calls.push(['then', late]));
+  await sleep(scenario.loadAfterMs);
+  if (resolveLoad) { resolveLoad([]); }
+  await sleep(scenario.waitMs + 30);
+  return calls;
+}
+(async () => {
+  const out = {
+    inTime: await run({family: 'attnbook-sans, sans-serif', waitMs: 200, loadAfterMs: 10}),
+    late: await run({family: 'attnbook-sans, sans-serif', waitMs: 40, loadAfterMs: 120}),
+    noFamily: await run({family: null, waitMs: 40, loadAfterMs: 10}),
+    noApi: await run({family: 'attnbook-sans', waitMs: 40, loadAfterMs: 10, noApi: true}),
+  };
+  process.stdout.write(JSON.stringify(out));
+})();
+"""
+
+
+def test_first_draw_waits_for_the_figure_font_and_redraws_when_it_comes_late(tmp_path):
+    node = node_or_skip()
+    runner = tmp_path / "fonts.js"
+    runner.write_text(FONTS_RUNNER)
+    res = subprocess.run([node, str(runner), str(SCRIPT)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    # Loaded within the wait: one draw, after the load, asked for the text's characters.
+    assert out["inTime"] == [["load", "13px attnbook-sans, sans-serif", "γ注意"],
+                             ["then", False]]
+    # Not loaded within the wait: drawn without it, then drawn again once it is there.
+    assert out["late"] == [["load", "13px attnbook-sans, sans-serif", "γ注意"],
+                           ["then", False], ["then", True]]
+    # No family to wait for, or a browser without the font loading API: drawn at once.
+    assert out["noFamily"] == [["then", False]]
+    assert out["noApi"] == [["then", False]]

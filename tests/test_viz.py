@@ -5,6 +5,7 @@ style and the figure builders' checks of their arguments.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -138,3 +139,25 @@ def test_mask_weight_numbers_are_readable_at_the_column_width():
     plot_w = viz.COLUMN_PX - fitted["layout"]["margin"]["l"] - fitted["layout"]["margin"]["r"]
     lo, hi = fitted["layout"]["xaxis2"]["domain"]
     assert plot_w * (hi - lo) / 8 - 4 >= reflow.text_width_px("0.54", 14)
+
+
+def test_static_figure_draws_once_the_fonts_its_text_needs_have_loaded():
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[1], y=[2], name="注意力 <b>γ</b>"))
+    html = viz.show(fig).to_html()
+    call = re.search(r'fonts\.load\(("[^"]*"), ("(?:[^"\\]|\\.)*")\)', html)
+    assert call, "the figure does not wait for its font"
+    font, text = json.loads(call.group(1)), json.loads(call.group(2))
+    assert font == f"{viz.FONT['size']}px {viz.FONT['family']}"
+    assert set("注意力γ") <= set(text)  # the Chinese legend's faces are asked for
+    assert "<" not in call.group(2)  # written into a <script>: no "</script>" can appear
+    assert f"setTimeout(go, {viz.FONT_WAIT_MS})" in html  # and it never waits for ever
+    # The bare wrapper (no text given) draws as soon as plotly.js is there.
+    assert "fonts.load" not in viz.when_plotly_ready_js("draw();")
+
+
+def test_legend_below_sits_in_container_coordinates():
+    assert viz.legend_below() == dict(orientation="h", x=0.5, xanchor="center",
+                                      yref="container", y=0.0, yanchor="bottom")
+    assert viz.legend_below(font=dict(size=11))["font"] == {"size": 11}

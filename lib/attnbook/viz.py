@@ -38,6 +38,7 @@ __all__ = [
     "GREY",
     "GREEN",
     "axis_style",
+    "legend_below",
     "COLUMN_PX",
     "FIG_DPI",
     "FIG_WIDTH_IN",
@@ -56,6 +57,9 @@ __getattr__ = _aliases.moved_getattr(__name__)
 EMPTY_TEMPLATE: dict = {}
 #: Seconds a static figure waits for ``window.Plotly`` before it says that plotly.js is missing.
 PLOTLY_WAIT_SECONDS = 60
+#: Milliseconds a static figure waits for the book's web font before it draws without it (the
+#: explorers wait as long: FONT_WAIT_MS in explorers/static/explorer.js).
+FONT_WAIT_MS = 3000
 
 #: Font of the book's figures (plotly ``layout.font``): the family the built book ships
 #: (:mod:`attnbook.fonts`), whose metrics the figures measure their text with.
@@ -153,13 +157,35 @@ def axis_style(**kwargs) -> dict:
     return style
 
 
+def legend_below(**kwargs) -> dict:
+    """A horizontal legend centred at the bottom of the figure, under the x-axis titles.
+
+    The legend is placed in container coordinates (``yref="container"``, ``y=0``): plotly
+    reserves its height below the plot area, under the tick labels and axis titles that
+    ``automargin`` already makes room for, however tall those turn out in the reader's font.
+    A legend placed in paper coordinates (``y=-0.2``) sits at a fixed fraction of the plot
+    height instead, and lands on the x-axis title when the font or the height changes.
+
+    Args:
+        **kwargs: plotly legend properties; they override the placement where they overlap.
+
+    Returns:
+        A new ``dict`` for plotly's ``layout.legend``.
+    """
+    legend = dict(orientation="h", x=0.5, xanchor="center", yref="container", y=0.0,
+                  yanchor="bottom")
+    legend.update(kwargs)
+    return legend
+
+
 # --------------------------------------------------------------------------------------------
 # Static display of plain figures
 # --------------------------------------------------------------------------------------------
 
 
-def when_plotly_ready_js(body: str, *, target_id: str | None = None) -> str:
-    """Wrap JavaScript so that it runs once ``window.Plotly`` exists.
+def when_plotly_ready_js(body: str, *, target_id: str | None = None,
+                         font_text: str | None = None) -> str:
+    """Wrap JavaScript so that it runs once ``window.Plotly`` (and the figure font) is there.
 
     Pages may load plotly.js with ``defer`` (after inline scripts have run), so an inline
     script that calls ``Plotly`` straight away would fail. The wrapper runs ``body`` at once when
@@ -167,18 +193,37 @@ def when_plotly_ready_js(body: str, *, target_id: str | None = None) -> str:
     :data:`PLOTLY_WAIT_SECONDS`; after that it writes a message into the element ``target_id``
     (if given) instead of failing silently.
 
+    With ``font_text``, ``body`` also waits (at most :data:`FONT_WAIT_MS` ms) until the faces
+    of :data:`FONT`'s family that those characters need have loaded: plotly measures each
+    label once, when it draws, and labels measured in the fallback font overlap once the
+    book's web font arrives. A page without that font (a notebook) draws at once.
+
     Args:
         body: JavaScript statements.
         target_id: id of the element that receives the "plotly.js did not load" message.
+        font_text: the characters the figure draws (any order, repeats allowed).
 
     Returns:
         A self-contained JavaScript statement (an immediately invoked function).
     """
     target = json.dumps(target_id)
     tries = int(PLOTLY_WAIT_SECONDS * 1000 / 50)
+    if font_text is None:
+        run = "  function run() {\n" + body + "\n  }\n"
+    else:
+        run = (
+            "  function draw() {\n" + body + "\n  }\n"
+            "  function run() {\n"
+            "    var fonts = document.fonts, done = false;\n"
+            "    function go() { if (!done) { done = true; draw(); } }\n"
+            "    if (!fonts || typeof fonts.load !== 'function') { go(); return; }\n"
+            f"    setTimeout(go, {FONT_WAIT_MS});\n"
+            f"    fonts.load({json.dumps(str(FONT['size']) + 'px ' + FONT['family'])}, "
+            + json.dumps(font_text).replace("<", "\\u003c") + ").then(go, go);\n"
+            "  }\n"
+        )
     return (
-        "(function () {\n"
-        "  function run() {\n" + body + "\n  }\n"
+        "(function () {\n" + run +
         "  if (window.Plotly) { run(); return; }\n"
         "  var tries = 0;\n"
         "  var timer = setInterval(function () {\n"
@@ -244,6 +289,9 @@ class StaticFigure:
             include_plotlyjs=False, full_html=False, div_id=div_id, config=self.config
         )
         n_wrapped = 0
+        # Every character the figure may draw (its JSON holds more, which costs nothing).
+        drawn = json.dumps(json.loads(self.figure.to_json()), ensure_ascii=False)
+        font_text = "".join(sorted(set(drawn)))
 
         def wrap(match: re.Match) -> str:
             nonlocal n_wrapped
@@ -251,7 +299,8 @@ class StaticFigure:
             if "Plotly.newPlot" not in body:
                 return match.group(0)
             n_wrapped += 1
-            return f"<script{attrs}>{when_plotly_ready_js(body, target_id=div_id)}</script>"
+            script = when_plotly_ready_js(body, target_id=div_id, font_text=font_text)
+            return f"<script{attrs}>{script}</script>"
 
         out = _SCRIPT_RE.sub(wrap, raw)
         if n_wrapped != 1:  # plotly changed its HTML template: better fail than ship a blank figure

@@ -4,8 +4,8 @@
  * Every number it draws was computed by attnbook; this script only looks frames up and applies
  * the patches that Python's make_patch wrote.
  *
- * Defines window.attnbookExplorer = {mount, applyPatch, frameFigure, gridIndex}. An explorer's
- * HTML (explorer.html.j2) calls attnbookExplorer.mount(uid) once both this script and
+ * Defines window.attnbookExplorer = {mount, applyPatch, frameFigure, gridIndex,
+ * whenFontsLoaded}. An explorer's HTML (explorer.html.j2) calls attnbookExplorer.mount(uid) once both this script and
  * window.Plotly exist. The built book loads this file once per page (_static/attnbook-explorer.js,
  * book/_ext/attnbook_explorers.py); a notebook output carries a copy inline, and the first copy
  * that runs on a page is the one every explorer of that page uses.
@@ -142,11 +142,39 @@
     }
     global.addEventListener('resize', onResize);
     if (global.ResizeObserver) { new global.ResizeObserver(onResize).observe(root); }
-    draw(true);
+    var family = spec.layout && spec.layout.font && spec.layout.font.family;
+    whenFontsLoaded(family, JSON.stringify(spec), FONT_WAIT_MS, function (late) {
+      if (late) { shown = -1; }  // drawn before the font came: measure the labels again
+      draw(true);
+      plot.setAttribute('data-fonts', late ? 'late' : 'ready');
+    });
     return true;
+  }
+
+  // Plotly measures every label once, when it draws: tick labels, titles and the legend set the
+  // margins and the axis-title offsets. The figures' font (attnbook-sans) is a web font the
+  // browser fetches only when a page first asks for it (font-display: swap); labels measured in
+  // the fallback font would overlap once it arrives. So: call then(false) once the faces that
+  // `text` needs in `family` (a CSS font-family list) have loaded, or at once where the browser
+  // has no font loading API or the family is not given. If they take longer than waitMs,
+  // then(false) runs without them and then(true) when they come, to draw again.
+  var FONT_WAIT_MS = 3000;
+  function whenFontsLoaded(family, text, waitMs, then) {
+    var fonts = global.document && global.document.fonts;
+    if (!family || !fonts || typeof fonts.load !== 'function') { then(false); return; }
+    var drawn = false;
+    var timer = setTimeout(function () { drawn = true; then(false); }, waitMs);
+    function loaded() {
+      clearTimeout(timer);
+      var late = drawn;
+      drawn = true;
+      then(late);
+    }
+    fonts.load('13px ' + family, text).then(loaded, loaded);
   }
 
   global.attnbookExplorer = {
     mount: mount, applyPatch: applyPatch, frameFigure: frameFigure, gridIndex: gridIndex,
+    whenFontsLoaded: whenFontsLoaded,
   };
 })(typeof window !== 'undefined' ? window : globalThis);
