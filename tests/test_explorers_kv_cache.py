@@ -177,8 +177,10 @@ def test_kv_static_frames_match_hand_formula(default_explorer):
     # The title (the caption above the plot, not drawn in it) follows the batch.
     assert title_text(a["layout"]) == title_text(b["layout"]) == ""
     assert caption_text(a["caption"]) != caption_text(b["caption"])
-    # The legend sits below the panels (inside the left one it hid the MHA curve, issue 10).
-    assert a["layout"]["legend"]["y"] < 0 and a["layout"]["legend"]["yanchor"] == "top"
+    # The legend sits below the panels (inside the left one it hid the MHA curve, issue 10):
+    # at the bottom of the figure, under the axis titles (viz.legend_below).
+    legend = a["layout"]["legend"]
+    assert (legend["yref"], legend["y"], legend["yanchor"]) == ("container", 0, "bottom")
     # Qwen2-7B at 131072 tokens: 7 GiB (the issue's number), shown as a bar label.
     q = static_frame(spec, {"model": "Qwen2-7B", "context": 131072, "batch": 1,
                             "dtype": "bfloat16"})

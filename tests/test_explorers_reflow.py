@@ -121,7 +121,12 @@ def test_narrow_figure_stacks_side_by_side_panels():
     ann = {a["text"]: a for a in lay["annotations"]}
     assert ann["Left panel title"]["y"] == pytest.approx(a1)
     assert ann["Right panel title"]["y"] == pytest.approx(b1)
-    assert ann["Right panel title"]["x"] == 0.5
+    # Titles span the stacked figure: centred on the figure, not on the plot area (which the
+    # wider left margin shifts right), so a line may take the figure's width.
+    plot_w = NARROW_PX - lay["margin"]["l"] - lay["margin"]["r"]
+    centre = lay["margin"]["l"] + ann["Right panel title"]["x"] * plot_w
+    assert ann["Right panel title"]["xanchor"] == "center"
+    assert centre == pytest.approx(NARROW_PX / 2, abs=0.5)
     # The box keeps its place relative to its panel: x 0.99 in [0.57, 1] -> 0.42 / 0.43.
     assert ann["box"]["x"] == pytest.approx(0.42 / 0.43, abs=1e-6)
     assert ann["box"]["y"] == pytest.approx(b0 + 0.97 * (b1 - b0), abs=1e-6)
@@ -359,3 +364,89 @@ def test_slanted_ticks_that_collide_on_a_phone_get_steeper_and_the_panel_below_m
     # The lower panel's top moves down by what the upper ticks gained, and its title with it.
     top = narrow["yaxis2"]["domain"][1]
     assert top < 0.38 and narrow["annotations"][0]["y"] == pytest.approx(top)
+
+
+def ticks_fig(labels, angle, width_frac=1.0):
+    axis = {"tickangle": angle, "ticktext": labels, "tickvals": list(range(len(labels))),
+            "anchor": "y", "domain": [0.0, width_frac]}
+    return {"data": [{"type": "bar", "y": [0.1] * len(labels)}],
+            "layout": {"height": 400, "margin": {"l": 70, "r": 20, "t": 40, "b": 70},
+                       "xaxis": axis, "yaxis": {"anchor": "x"}}}
+
+
+def test_upright_ticks_still_too_close_get_a_smaller_font():
+    # 17 tokens upright in (358 - 90) px: 15.8 px apart, less than a 13 px line (16.9 px).
+    labels = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because",
+              "it", "was", "too", "tired", ".", "[SEP]", "x"]
+    ax = fit_figure(ticks_fig(labels, -90), NARROW_PX)["layout"]["xaxis"]
+    spacing = (NARROW_PX - 90) / 17
+    size = ax["tickfont"]["size"]
+    assert size * 1.3 <= spacing and size >= reflow.MIN_CELL_FONT
+    assert ax["ticktext"] == labels  # every label kept
+    # At 688 px they fit at 13 px: nothing changes.
+    assert "tickfont" not in fit_figure(ticks_fig(labels, -90), 688)["layout"]["xaxis"]
+
+
+def test_level_ticks_wider_than_their_spacing_shrink_then_thin_out():
+    # The attention map's character ticks (angle 0): each label must fit its own column.
+    plot_w = NARROW_PX - 90
+    chars = list("The quick brown fox jumps over the lazy dog, again ")  # 51 characters
+    ax = fit_figure(ticks_fig(chars, 0), NARROW_PX)["layout"]["xaxis"]
+    # 5.3 px per character is too little even at the smallest font: every k-th label stays.
+    step = ax["tickvals"][1] - ax["tickvals"][0]
+    assert step > 1 and ax["tickvals"] == list(range(len(chars)))[::step]
+    assert ax["ticktext"] == chars[::step]
+    assert ax["tickfont"]["size"] == reflow.MIN_CELL_FONT
+    widest = max(text_width_px(c, reflow.MIN_CELL_FONT) for c in chars)
+    assert widest + 1 <= plot_w / len(chars) * step
+    # Few enough characters in a narrow panel: all of them stay, at a smaller font.
+    word = list("attention")
+    ax = fit_figure(ticks_fig(word, 0, width_frac=0.3), NARROW_PX)["layout"]["xaxis"]
+    assert ax["ticktext"] == word
+    size = ax["tickfont"]["size"]
+    assert reflow.MIN_CELL_FONT <= size < 13
+    assert max(text_width_px(c, size) for c in word) + 1 <= plot_w * 0.3 / len(word)
+
+
+def test_centred_caption_wraps_to_the_room_on_its_nearer_side():
+    # Centred on the plot area (x = 0.5), which the 70 px left margin shifts right: a line may
+    # be twice as wide as the distance to the right edge, not the figure's width.
+    text = "orange outline: this step's tile · grey: computed in earlier steps · blank: not yet"
+    fig = {"data": [{"type": "scatter", "x": [0, 1], "y": [0, 1]}],
+           "layout": {"height": 400, "margin": {"l": 70, "r": 20, "t": 40, "b": 60},
+                      "xaxis": {"anchor": "y"}, "yaxis": {"anchor": "x"},
+                      "annotations": [{"text": text, "x": 0.5, "y": -0.2, "xref": "paper",
+                                       "yref": "paper", "xanchor": "center",
+                                       "yanchor": "top"}]}}
+    width = 520  # the text (476 px) fits the figure less a border, not the room on the right
+    out = fit_figure(fig, width)["layout"]["annotations"][0]["text"]
+    centre = 70 + 0.5 * (width - 90)
+    room = 2 * min(centre, width - centre)
+    lines = re.split(r"<br>", out)
+    assert len(lines) >= 2
+    assert all(text_width_px(line, 13) <= room - 8 + 1e-6 for line in lines), lines
+
+
+def test_stacked_figure_keeps_a_container_legend_below_the_last_panel():
+    from attnbook import viz
+
+    fig = two_panels()
+    fig["layout"]["legend"] = viz.legend_below()
+    lay = fit_figure(fig, NARROW_PX)["layout"]
+    assert lay["legend"]["yref"] == "paper" and lay["legend"]["y"] < 0
+    assert lay["legend"]["yanchor"] == "top"
+    # The wide figure keeps it where viz put it: plotly reserves its height under the axes.
+    assert fit_figure(fig, 688)["layout"]["legend"] == viz.legend_below()
+
+
+def test_stacked_panels_make_room_for_two_line_tick_labels():
+    plain = fit_figure(two_panels(), NARROW_PX)["layout"]
+    fig = two_panels()
+    fig["layout"]["xaxis"].update(tickvals=[0, 1], ticktext=["0<br>pad", "1<br>pad"])
+    tall = fit_figure(fig, NARROW_PX)["layout"]
+
+    def gap_px(lay):
+        paper = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+        return (lay["yaxis"]["domain"][0] - lay["yaxis2"]["domain"][1]) * paper
+
+    assert gap_px(tall) == pytest.approx(gap_px(plain) + 13 * 1.3, abs=1.5)

@@ -27,7 +27,7 @@ from .. import i18n
 from ..checks import check_choice, check_int
 from ..config import DTYPE_BYTES, PRESETS, ModelConfig
 from ..cost import attention_kind, format_bytes, kv_cache_bytes, kv_variants, weights_bytes
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
+from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style, legend_below
 from .base import Control, Explorer
 
 # kv_variants and weights_bytes moved to attnbook.cost; importable from here as before.
@@ -279,7 +279,7 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
                           anchor="y2", rangemode="tozero"),
         yaxis2=axis_style(anchor="x2", autorange="reversed", showgrid=False),
         # Below the panels: inside the left panel it would hide the MHA curve.
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.25, yanchor="top"),
+        legend=legend_below(),
         bargap=0.35,
     )
     return go.Figure(data=traces, layout=layout)

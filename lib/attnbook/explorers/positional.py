@@ -26,7 +26,7 @@ from ..positional import (
     rope_pair_path,
     sinusoidal_encoding,
 )
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style
+from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style, legend_below
 from .base import Control, Explorer
 
 __all__ = ["POSITION_VALUES", "BASE_VALUES", "PositionData", "position_data", "draw_position",
@@ -214,7 +214,7 @@ def draw_position(data: PositionData, *, language: str | None = None, height: in
             head(_("sinusoidal encoding, same θ<sub>r</sub>"), 0.5),
             head(_("RoPE score q·k vs offset"), 0.87),
         ],
-        legend=dict(x=0.5, y=-0.3, xanchor="center", yanchor="top", orientation="h"),
+        legend=legend_below(),
     )
     return go.Figure(data=traces, layout=layout)
 

@@ -61,8 +61,9 @@ PANEL_PX = 230
 MIN_CELL_FONT = 9
 #: Default font size (px) when a layout sets none (the book's ``viz.FONT``).
 _BASE_FONT = 13
-#: Space (px) under a panel for its tick labels and x-axis title.
-_AXIS_PX = 64
+#: Space (px) under a panel for one line of tick labels and a one-line x-axis title (ticks
+#: outside, the labels, plotly's standoff, the title and a few px clear of what follows).
+_AXIS_PX = 70
 #: Line height as a multiple of the font size.
 _LINE = 1.3
 
@@ -441,8 +442,9 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
             avail = plot_w * (1 - x) + m["r"] - 4
         elif anchor == "right":
             avail = plot_w * x + m["l"] - 4
-        else:
-            avail = min(plot_w * min(x, 1 - x) * 2 + m["l"] + m["r"], width) - 8
+        else:  # centred on x: as far to the left as to the right, the nearer edge decides
+            centre = m["l"] + x * plot_w
+            avail = 2 * min(centre, width - centre) - 8
         before = _n_lines(a["text"])
         a["text"] = wrap_html(str(a["text"]), max(avail, 60.0), size)
         if _n_lines(a["text"]) > before and anchor in ("left", "right") and "align" not in a:
@@ -485,7 +487,8 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
         size = _font_size(title, font * 1.4)
         if width < STACK_BELOW_PX:
             size = min(size, 15.0)
-        text = wrap_html(str(title["text"]), width - 20, size)
+        centre = m["l"] + 0.5 * plot_w
+        text = wrap_html(str(title["text"]), 2 * min(centre, width - centre) - 8, size)
         layout["title"] = {"text": ""}
         ann = _title_annotation(title, text, size, top_px + 6)
         layout["annotations"] = list(layout.get("annotations") or []) + [ann]
@@ -503,7 +506,12 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
 
 
 def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> dict:
-    """Slanted tick labels too close for their angle get the smallest steeper angle that fits.
+    """Tick labels too close for their angle get a steeper angle, or a smaller font.
+
+    Slanted labels get the smallest steeper angle whose line height fits the spacing; where
+    even upright (90°) labels are too close, and for level labels (angle 0) wider than their
+    spacing, the tick font shrinks to fit (down to :data:`MIN_CELL_FONT` px) and, below that,
+    only every k-th label is kept.
 
     Returns:
         ``{x axis name: px}``: how much taller each changed axis's tick labels get.
@@ -513,19 +521,38 @@ def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> 
         ax = layout.get(p["x"]) or {}
         angle = ax.get("tickangle")
         labels = ax.get("ticktext") or ax.get("tickvals")
-        if not isinstance(angle, (int, float)) or not angle or abs(angle) >= 90 or not labels:
+        if not isinstance(angle, (int, float)) or abs(angle) > 90 or not labels:
             continue
         size = _font_size({"font": ax.get("tickfont")}, font)
         spacing = plot_w * (p["xd"][1] - p["xd"][0]) / len(labels)
-        longest = max(text_width_px(str(t), size) for t in labels)
+        widths = [text_width_px(str(t), size) for t in labels]
+        longest = max(widths)
         old = abs(angle)
-        for new in (old, 50, 60, 70, 90):
-            if new >= old and spacing >= size * _LINE / math.sin(math.radians(new)):
-                break
-        if new != old:
-            ax["tickangle"] = -new if angle < 0 else new
-            growth[p["x"]] = longest * (math.sin(math.radians(new))
-                                        - math.sin(math.radians(old)))
+        new = old
+        if old:
+            for new in (old, 50, 60, 70, 90):
+                if new >= old and spacing >= size * _LINE / math.sin(math.radians(new)):
+                    break
+            if new != old:
+                ax["tickangle"] = -new if angle < 0 else new
+                growth[p["x"]] = longest * (math.sin(math.radians(new))
+                                            - math.sin(math.radians(old)))
+        # What one label needs along the axis at 1 px of font: its line height when slanted,
+        # its width when level.
+        need_per_px = (_LINE / math.sin(math.radians(new)) if new
+                       else max(longest / size, 1e-9) + 1 / size)
+        if spacing >= size * need_per_px:
+            continue
+        fit = math.floor(spacing / need_per_px)
+        if fit >= MIN_CELL_FONT:
+            ax["tickfont"] = {**(ax.get("tickfont") or {}), "size": fit}
+            continue
+        ax["tickfont"] = {**(ax.get("tickfont") or {}), "size": MIN_CELL_FONT}
+        step = math.ceil(MIN_CELL_FONT * need_per_px / spacing)
+        values = ax.get("tickvals")
+        if values and ax.get("ticktext"):
+            ax["tickvals"] = list(values)[::step]
+            ax["ticktext"] = list(ax["ticktext"])[::step]
     return growth
 
 
@@ -565,6 +592,9 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
                                       for t in fig["data"]):
         new_r = 60
     plot_w = max(width - new_l - new_r, 50.0)  # a tiny width: as _wrap_in_place
+    # Titles and captions span the figure: centred on the figure (in paper coordinates of the
+    # plot area, which the margins shift right), each line may take the width less a border.
+    mid_x = round((width / 2 - new_l) / plot_w, 6)
     annotations = layout.get("annotations") or []
     # Classify the paper annotations: above a panel, inside a panel, or a caption.
     above = {i: [] for i in range(len(ps))}
@@ -593,7 +623,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
         for a in sorted(items, key=lambda a: float(a.get("yshift", 0))):
             size = _font_size(a, font)
             a["text"] = wrap_html(str(a["text"]), width - 16, size)
-            a.update(x=0.5, xanchor="center")
+            a.update(x=mid_x, xanchor="center")
             if need:
                 a["yshift"] = need + 2
             need += _n_lines(a["text"]) * size * _LINE + 2
@@ -608,16 +638,18 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
         text = wrap_html(str(title["text"]), width - 16, size)
         title_px = _n_lines(text) * size * _LINE + 10
         title_ann = _title_annotation(title, text, size, 0.0)
+        title_ann["x"] = mid_x
         layout["title"] = {"text": ""}
     for a in top_notes:
         size = _font_size(a, font)
         a["text"] = wrap_html(str(a["text"]), width - 16, size)
+        a["x"], a["xanchor"] = mid_x, "center"
         title_px += _n_lines(a["text"]) * size * _LINE
     # Pixel rows from the top of the plot area: panel, gap (axis + next title), panel, ...
     tops, cursor = [], 0.0
     for k, i in enumerate(order):
         if k:
-            cursor += _AXIS_PX + above_px[i] + 6
+            cursor += _axis_px(layout, ps[order[k - 1]], font) + above_px[i] + 6
         tops.append(cursor)
         cursor += PANEL_PX
     paper_h = cursor
@@ -625,14 +657,16 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
     legend = layout.get("legend") or {}
     ly = float(legend.get("y", 1))
     outside_legend = (not 0 <= ly <= 1 or (ly >= 1 and legend.get("yanchor") == "bottom")
-                      or (ly <= 0 and legend.get("yanchor") == "top"))
+                      or (ly <= 0 and legend.get("yanchor") == "top")
+                      or legend.get("yref") == "container")
     legend_px = _legend_px(fig, width) if outside_legend or not legend else 0.0
     caption_px = 0.0
     for a in below:
         size = _font_size(a, font)
         a["text"] = wrap_html(str(a["text"]), width - 16, size)
         caption_px += _n_lines(a["text"]) * size * _LINE + 4
-    new_b = _AXIS_PX + legend_px + caption_px + 8
+    last_axis_px = _axis_px(layout, ps[order[-1]], font)
+    new_b = last_axis_px + legend_px + caption_px + 8
     # Axis domains and the panel map (old panel -> new y domain).
     new_yd = {}
     for k, i in enumerate(order):
@@ -655,9 +689,10 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
         fy = (float(a.get("y", 0.5)) - y0) / (y1 - y0) if y1 > y0 else 0.5
         a["x"] = round(min(max(fx, 0.0), 1.0), 6)
         a["y"] = round(new_yd[i][0] + fy * (new_yd[i][1] - new_yd[i][0]), 6)
-    cursor_px = _AXIS_PX
+    cursor_px = last_axis_px
     if outside_legend or not legend:
         layout["legend"] = {**legend, "orientation": "h", "x": 0.0, "xanchor": "left",
+                            "yref": "paper",
                             "y": round(-cursor_px / paper_h, 6), "yanchor": "top"}
         cursor_px += legend_px
     elif legend:
@@ -669,7 +704,7 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
                       y=round(new_yd[i][0] + fy * (new_yd[i][1] - new_yd[i][0]), 6))
     for a in below:
         size = _font_size(a, font)
-        a.update(x=0.5, xanchor="center", yanchor="top", y=round(-cursor_px / paper_h, 6))
+        a.update(x=mid_x, xanchor="center", yanchor="top", y=round(-cursor_px / paper_h, 6))
         a.pop("yshift", None)
         cursor_px += _n_lines(a["text"]) * size * _LINE + 4
     # Colour bars follow their panel.
@@ -711,6 +746,21 @@ def _stack(fig: dict, ps: list[dict], width: float) -> None:
         if not t.get("texttemplate"):
             t["showscale"] = True  # the numbers were left out: the colour bar says the values
             layout["margin"]["r"] = 60
+
+
+def _axis_px(layout: dict, p: dict, font: float) -> float:
+    """Room in px under panel ``p`` for its x tick labels and x-axis title.
+
+    :data:`_AXIS_PX` holds one line of tick labels and a one-line title; each extra line of
+    the tallest tick label (``"0<br>pad"``) and of the title adds a line.
+    """
+    ax = layout.get(p["x"]) or {}
+    size = _font_size({"font": ax.get("tickfont")}, font)
+    tick_lines = max((_n_lines(t) for t in ax.get("ticktext") or []), default=1)
+    title = ax.get("title")
+    title = title.get("text", "") if isinstance(title, dict) else title or ""
+    extra = (tick_lines - 1) * size * _LINE + (max(_n_lines(title), 1) - 1) * font * _LINE
+    return _AXIS_PX + extra
 
 
 def _ps_after(layout: dict, ps: list[dict]) -> list[dict]:

@@ -34,7 +34,7 @@ import numpy as np
 from .. import i18n
 from ..checks import check_choice, check_increasing, check_int, check_real
 from ..rnn import GradientDecay, gamma_estimate, gradient_decay_data
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
+from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style, legend_below
 from .base import Control, Explorer
 
 # GradientDecay and gradient_decay_data live in attnbook.rnn; importable here, their first home
@@ -231,7 +231,7 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
         shapes=[dict(type="line", x0=distance, x1=distance, y0=0, y1=1, xref="x",
                      yref="y domain", line=dict(color="#999999", width=1, dash="dot"))],
         annotations=annotations,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.2, yanchor="top"),
+        legend=legend_below(),
     )
     return go.Figure(data=traces, layout=layout)
 

@@ -146,9 +146,9 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
             anchor="y2", range=[0.5, n_keys + 0.5],
         ),
         yaxis2=viz.axis_style(title=dict(text=_("mean attention weight")), anchor="x2",
-                              range=[0, 1.02]),
+                              range=[0, 1.05]),
         annotations=annotations,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top"),
+        legend=viz.legend_below(),
         bargap=0.05,
     )
     return go.Figure(data=traces, layout=layout)

@@ -201,7 +201,7 @@ def draw_temperature(data: TemperatureData, *, language: str | None = None,
         xaxis3=viz.axis_style(domain=[0.74, 1.0], anchor="y3", **t_axis),
         yaxis3=viz.axis_style(anchor="x3", range=[0, j_top]),
         annotations=annotations,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.3, yanchor="top"),
+        legend=viz.legend_below(),
         bargap=0.15,
     )
     return go.Figure(data=traces, layout=layout)
