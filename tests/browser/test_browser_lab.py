@@ -263,9 +263,9 @@ def run_in_lab(browser, server, name, library, tmp_path):
     readout = slider.locator(".widget-readout")
     before_dk = int(readout.text_content().strip())
     before = drawn(plot)
-    # The figure's title is the caption above the plot (HTML the browser wraps).
-    caption = output.locator(".attnbook-explorer-caption").first
-    assert f"d<sub>k</sub> = {before_dk}" in caption.inner_html()
+    # The score panel's title (an annotation of the figure: the scaling explorer has no
+    # overall title, so its caption above the plot stays empty) names the slider's d_k.
+    assert f"d<sub>k</sub> = {before_dk}" in before["title"]
 
     # Drag the handle to the right with the mouse (real input).
     handle = slider.locator(".noUi-handle")
@@ -284,8 +284,12 @@ def run_in_lab(browser, server, name, library, tmp_path):
     assert new_dk > before_dk
 
     # The kernel recomputes and the FigureWidget redraws for the new d_k.
-    wait_until(caption, "(el, t) => el.innerHTML.includes(t)", f"d<sub>k</sub> = {new_dk}",
-               REDRAW_MS)
+    wait_until(
+        plot,
+        "(gd, t) => !!(gd.layout.annotations"
+        " && gd.layout.annotations.some(a => a.text.includes(t)))",
+        f"d<sub>k</sub> = {new_dk}", REDRAW_MS,
+    )
     after = drawn(plot)
     assert after["hist_y"] != before["hist_y"], "the histogram did not change"
     scaled = output.locator(".widget-checkbox input[type=checkbox]").first.is_checked()
@@ -336,6 +340,7 @@ def wait_until(locator, predicate: str, arg, timeout_ms: int) -> None:
 def drawn(plot) -> dict:
     return plot.evaluate(
         """(gd) => ({
+             title: (gd.layout.annotations || []).map(a => a.text).join(' | '),
              hist_y: Array.from(gd.data[0].y || []),
              weights_y: Array.from(gd.data[2].y || []),
              meta: gd.data[0].meta || {},
