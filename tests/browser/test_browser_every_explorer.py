@@ -139,9 +139,9 @@ def explorer_label_findings(page, *, name: str, width: int) -> list[dict]:
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("chapter", chapters_with_explorers())
 def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
-    # The English edition only: the Chinese edition's explorer text is fitted by the same
-    # reflow with wide characters counted as 1 em, which still leaves a few titles and
-    # annotations clipped at 390 px (issue 12's note); every other browser check runs on both.
+    # The English edition, chapter by chapter (a failure names the chapter); both editions'
+    # explorer labels, at both widths and after a slider step, are measured again by
+    # tests/browser/test_browser_layout.py::test_explorer_labels_neither_overlap_nor_stick_out.
     """No explorer text overlaps another or leaves its figure, before and after a slider moves.
 
     At 390 px (a phone; the column is ~358 px) the explorers draw their narrow frames
