@@ -631,3 +631,27 @@ def test_nested_collectors_all_see_a_missing_message():
 def test_html_entities_are_characters_not_untranslated_words(text):
     assert i18n.untranslated(text) == []
     assert i18n.untranslated(text + " query") == ["query"]
+
+
+def test_a_figure_relaid_out_for_a_phone_keeps_its_text_size_and_is_restored():
+    """The narrow drawing: 358 px wide, text in the same points, the figure unchanged after."""
+    import io
+
+    from PIL import Image
+
+    fig, axes = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    for ax in axes:
+        ax.plot([0, 1000, 2000], [0, 1, 2], label="attention weights")
+        ax.set(xlabel="position $i$", title="head 1")
+    size, fonts = fig.get_size_inches().copy(), [t.get_fontsize() for t in fig.texts]
+    wide = Image.open(io.BytesIO(base64.b64decode(mpl_figures.figure_png(fig, "en"))))
+    narrow = Image.open(io.BytesIO(base64.b64decode(
+        mpl_figures.figure_png(fig, "en", width_px=358))))
+    assert wide.width > 600
+    assert narrow.width == 358  # exactly the phone's column, never wider
+    assert narrow.height >= 0.9 * wide.height  # the height is kept, not scaled down
+    assert (fig.get_size_inches() == size).all()
+    assert [t.get_fontsize() for t in fig.texts] == fonts
+    with pytest.raises(ValueError, match="width_px"):
+        mpl_figures.figure_png(fig, "en", width_px=0)
+    plt.close(fig)

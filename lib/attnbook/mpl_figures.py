@@ -41,6 +41,7 @@ __all__ = [
     "translated_figure",
     "figure_png",
     "figure_bundle",
+    "relaid_out",
     "cjk_font_path",
     "install_display",
 ]
@@ -210,8 +211,35 @@ def _cjk_family() -> str:
     return font_manager.FontProperties(fname=str(path)).get_name()
 
 
+@contextlib.contextmanager
+def relaid_out(fig, width_px: int):
+    """Temporarily lay ``fig`` out ``width_px`` CSS pixels wide; restore its size on exit.
+
+    The font sizes stay in points, so the text keeps its size while the axes shrink;
+    constrained layout (the book's default) places the panels again. The height stays what it
+    was in inches, so a figure drawn for the column grows relatively taller on a phone.
+
+    Raises:
+        ValueError: if ``width_px`` is not a positive integer.
+    """
+    from .checks import check_int
+
+    width_px = check_int(width_px, "width_px", minimum=1)
+    size = fig.get_size_inches().copy()
+    engine = fig.get_layout_engine()
+    try:
+        if engine is None:
+            fig.set_layout_engine("constrained")
+        fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
+        yield fig
+    finally:
+        fig.set_size_inches(size, forward=False)
+        if engine is None:
+            fig.set_layout_engine("none")
+
+
 def figure_png(fig, language: str | None = None, *, missing: set[str] | None = None,
-               glyphs: list[str] | None = None) -> str:
+               glyphs: list[str] | None = None, width_px: int | None = None) -> str:
     """A matplotlib figure drawn with its labels in ``language``, as base64 PNG.
 
     Drawn as IPython's inline backend draws it (``bbox_inches="tight"``), with Noto Sans CJK SC
@@ -223,6 +251,9 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
         missing: if given, receives the labels that had no translation.
         glyphs: if given, receives matplotlib's "Glyph ... missing from font(s)" messages
             instead of raising.
+        width_px: if given, the figure is laid out this many CSS pixels wide for this drawing
+            (:func:`relaid_out`: a phone's column), its text in the same points, and the PNG
+            is exactly that wide (no ``bbox_inches="tight"``).
 
     Returns:
         The base64 ``str`` of the PNG (what a notebook's ``image/png`` output holds).
@@ -244,11 +275,16 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     # matplotlib logs at every draw (into the chapter's output). Expected; not shown.
     fonts_log = logging.getLogger("matplotlib.font_manager")
     fonts_log.addFilter(_no_weight_fallback)
-    with translated_figure(fig, language, missing=missing), \
+    resize = (relaid_out(fig, width_px) if width_px is not None
+              else contextlib.nullcontext(fig))
+    with translated_figure(fig, language, missing=missing), resize, \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            fig.canvas.print_figure(buf, format="png", bbox_inches="tight")
+            # At a given width the drawing is exactly that wide (constrained layout keeps the
+            # text inside); "tight" could make it wider than the phone's column.
+            fig.canvas.print_figure(buf, format="png",
+                                    bbox_inches="tight" if width_px is None else None)
         finally:
             logger.removeHandler(mathtext_log)
             fonts_log.removeFilter(_no_weight_fallback)
