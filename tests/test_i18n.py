@@ -204,6 +204,58 @@ def test_figure_bundle_lists_untranslated_labels(catalog):
     plt.close(fig)
 
 
+def test_titles_wider_than_their_panel_on_a_phone_are_broken_into_lines():
+    fig, axes = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    titles = ["layer 1: where the pronoun attends", "第 1 层：“it” 关注哪里，每个头"]
+    for ax, title in zip(axes, titles):
+        ax.plot([0, 1], [0, 1])
+        ax.set_title(title)
+    axes[1].title.set_fontfamily(["DejaVu Sans", mpl_figures._cjk_family()])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    # In one line each title is wider than half a phone's column: side by side they overlap.
+    assert min(ax.title.get_window_extent(renderer).width for ax in axes) > 358 / 2
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        boxes = [ax.title.get_window_extent(renderer) for ax in axes]
+        assert all("\n" in ax.title.get_text() for ax in axes)
+        # Broken between words, and between CJK characters (no space there).
+        assert axes[0].title.get_text().replace("\n", " ") == titles[0]
+        assert axes[1].title.get_text().replace("\n", "") == titles[1]
+        assert boxes[0].x1 <= boxes[1].x0
+        assert all(0 <= b.x0 and b.x1 <= 358 for b in boxes)
+    assert [ax.title.get_text() for ax in axes] == titles
+    plt.close(fig)
+
+
+def _png_size(b64: str) -> tuple[int, int]:
+    import io
+
+    from PIL import Image
+
+    return Image.open(io.BytesIO(base64.b64decode(b64))).size
+
+
+def test_figure_bundle_adds_a_phone_drawing_per_edition(catalog):
+    fig, ax = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    ax.plot([0, 1000, 2000], [0, 1, 2])
+    ax.set(xlabel="position $i$", title="head 1")
+    payload = mpl_figures.figure_bundle(fig, ("en", "zh_CN"))
+    assert set(payload["narrow"]) == {"en", "zh_CN"}
+    for lang in ("en", "zh_CN"):
+        wide, narrow = _png_size(payload["editions"][lang]), _png_size(payload["narrow"][lang])
+        assert wide[0] > 600 and narrow[0] == mpl_figures.PHONE_PX
+    # Each edition's phone drawing has its own labels.
+    assert payload["narrow"]["en"] != payload["narrow"]["zh_CN"]
+    assert payload["narrow"]["en"] not in payload["editions"].values()
+    plt.close(fig)
+    # A figure no wider than a phone's column is shown as drawn: no second drawing.
+    small, ax = plt.subplots(figsize=(3.5, 2), dpi=100)
+    ax.plot([0, 1], [0, 1])
+    assert mpl_figures.figure_bundle(small, ("en", "zh_CN"))["narrow"] == {}
+    plt.close(small)
+
+
 def test_install_display_adds_the_editions_output_in_a_build(catalog, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -318,6 +370,35 @@ def test_mime_renderer_shows_each_edition_its_own_and_warns_on_gaps():
     en = _FakeRenderer("en")
     edition_outputs.EditionsMimeRenderer.handle_mime(en, _mime(glyph), False)
     assert any("no font can draw" in m for m in en.logger.messages)
+
+
+class _ImageRenderer(_FakeRenderer):
+    """render_image as MyST-NB's: one image node, named by the PNG's content."""
+
+    def render_image(self, data):
+        from docutils import nodes
+
+        return [nodes.image(uri=f"{data.content}.png", alt="a figure")]
+
+
+def test_mime_renderer_puts_a_figures_column_and_phone_drawings_in_one_picture():
+    from docutils import nodes
+
+    payload = {"kind": "image/png", "editions": {"en": "RU4=", "zh_CN": "WkgK"},
+               "narrow": {"en": "ZW4=", "zh_CN": "emg="}, "untranslated": []}
+    for lang, wide, narrow in (("en", "RU4=", "ZW4="), ("zh_CN", "WkgK", "emg=")):
+        (out,) = edition_outputs.EditionsMimeRenderer.handle_mime(
+            _ImageRenderer(lang), _mime(payload), False)
+        assert isinstance(out, nodes.container)
+        assert edition_outputs.PICTURE_CLASS in out["classes"]
+        assert out["media"] == edition_outputs.PHONE_MEDIA == "(max-width: 600px)"
+        # The column's drawing first (the <img>), then the phone's (the <source>).
+        assert [c["uri"] for c in out.children] == [f"{wide}.png", f"{narrow}.png"]
+    # Without a phone drawing: the column's image alone, as before.
+    del payload["narrow"]
+    (out,) = edition_outputs.EditionsMimeRenderer.handle_mime(
+        _ImageRenderer("en"), _mime(payload), False)
+    assert isinstance(out, nodes.image) and out["uri"] == "RU4=.png"
 
 
 def test_explorer_carries_one_static_explorer_per_edition(catalog, monkeypatch):

@@ -18,12 +18,21 @@ import json
 
 __all__ = [
     "MIME",
+    "PHONE_MEDIA",
+    "PICTURE_CLASS",
     "editions_html_bundle",
     "EditionsMimeRenderer",
 ]
 
 #: The output MIME type carrying one rendering per edition (see the module docstring).
 MIME = "application/vnd.attnbook.editions+json"
+#: The media query under which the browser shows a figure's phone drawing (the payload's
+#: ``narrow`` PNG, 358 px wide): a window up to 600 px wide (a phone, held either way), where the
+#: column's 688 px drawing would be shrunk.
+PHONE_MEDIA = "(max-width: 600px)"
+#: Class of the container :class:`EditionsMimeRenderer` puts a figure's two drawings in (the
+#: column's, then the phone's); ``book/_ext/attnbook_figures.py`` writes it as ``<picture>``.
+PICTURE_CLASS = "attnbook-picture"
 
 
 def editions_html_bundle(render_html, languages: tuple[str, ...]) -> dict:
@@ -44,7 +53,10 @@ class EditionsMimeRenderer:
     Registered in pyproject.toml (entry point group ``myst_nb.mime_renderers``). For the HTML
     builder a :data:`MIME` output outranks ``text/html`` and ``image/png``; its rendering for
     the build's ``language`` (English when it has none) is passed to MyST-NB's own image or HTML
-    renderer, so the page holds exactly what an ordinary output would. A label listed as
+    renderer, so the page holds exactly what an ordinary output would. A figure that also has
+    a phone drawing (the payload's ``narrow``) becomes two such images in one container of
+    class :data:`PICTURE_CLASS` (media query :data:`PHONE_MEDIA`), which the book's
+    ``attnbook_figures`` extension writes as ``<picture>``: the browser picks. A label listed as
     untranslated is a warning on the page (an error in the strict build) in every edition but
     the English one.
     """
@@ -86,4 +98,13 @@ class EditionsMimeRenderer:
         inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
         if kind == "text/html":
             return renderer.render_text_html(inner)
-        return renderer.render_image(inner)
+        wide = renderer.render_image(inner)
+        narrow_png = payload.get("narrow", {}).get(chosen)
+        if narrow_png is None:
+            return wide
+        from docutils import nodes
+
+        narrow = renderer.render_image(dataclasses.replace(data, mime_type=kind,
+                                                           content=narrow_png))
+        return [nodes.container("", *wide, *narrow, classes=[PICTURE_CLASS],
+                                media=PHONE_MEDIA)]

@@ -10,8 +10,10 @@ its labels translated after the fact (:func:`translated_figure`, from the label 
   :func:`attnbook.viz.use_book_style`, which every chapter calls, installs the hook; importing
   this module also makes :func:`attnbook.i18n.set_language` re-install it.
 * **The built book**: each figure output carries, next to its English ``image/png``, an
-  :data:`attnbook.edition_outputs.MIME` entry with one PNG per edition (:func:`figure_bundle`);
-  MyST-NB's :class:`attnbook.edition_outputs.EditionsMimeRenderer` shows each edition its own.
+  :data:`attnbook.edition_outputs.MIME` entry with one PNG per edition, and one more per
+  edition drawn for a phone's column (:func:`figure_bundle`, :func:`relaid_out`); MyST-NB's
+  :class:`attnbook.edition_outputs.EditionsMimeRenderer` shows each edition its own, and the
+  browser picks the column's or the phone's drawing (``book/_ext/attnbook_figures.py``).
 
 Chinese text needs a CJK font: :func:`cjk_font_path` is Noto Sans CJK SC (SIL Open Font
 License) from the PyPI package ``mplfonts`` — installed with the book, never downloaded.
@@ -42,9 +44,14 @@ __all__ = [
     "figure_png",
     "figure_bundle",
     "relaid_out",
+    "PHONE_PX",
     "cjk_font_path",
     "install_display",
 ]
+
+#: Width in CSS pixels of the book's text column on a phone (a 390 px wide window, measured in
+#: Chromium): :func:`figure_bundle` draws every wider figure again at this width.
+PHONE_PX = 358
 
 _MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
 _saved_png: dict = {}
@@ -213,11 +220,14 @@ def _cjk_family() -> str:
 
 @contextlib.contextmanager
 def relaid_out(fig, width_px: int):
-    """Temporarily lay ``fig`` out ``width_px`` CSS pixels wide; restore its size on exit.
+    """Temporarily lay ``fig`` out ``width_px`` CSS pixels wide; restore it on exit.
 
     The font sizes stay in points, so the text keeps its size while the axes shrink;
     constrained layout (the book's default) places the panels again. The height stays what it
-    was in inches, so a figure drawn for the column grows relatively taller on a phone.
+    was in inches, so a figure drawn for the column grows relatively taller on a phone. A title
+    (of an axes, or the figure's) that is now wider than its axes (or the figure) is broken
+    into lines, between words or between two CJK characters, measured by matplotlib's
+    renderer, so that neighbouring titles neither overlap nor leave the figure.
 
     Raises:
         ValueError: if ``width_px`` is not a positive integer.
@@ -227,15 +237,81 @@ def relaid_out(fig, width_px: int):
     width_px = check_int(width_px, "width_px", minimum=1)
     size = fig.get_size_inches().copy()
     engine = fig.get_layout_engine()
+    titles = [(ax.title, ax) for ax in fig.axes]
+    if fig.get_suptitle():
+        titles.append((fig._suptitle, fig))  # the Text that fig.suptitle made
+    texts = [(text, text.get_text()) for text, _ in titles]
     try:
         if engine is None:
             fig.set_layout_engine("constrained")
         fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
+        with warnings.catch_warnings():
+            # Before its titles are broken into lines a figure may not fit; the drawing after
+            # (figure_png) warns if it still does not.
+            warnings.filterwarnings("ignore", "constrained_layout not applied")
+            fig.draw_without_rendering()  # places the axes at the new width
+        renderer = fig.canvas.get_renderer()
+        for text, box in titles:
+            if text.get_text() and text.get_visible():
+                limit = box.get_window_extent(renderer).width
+                text.set_text(_wrapped(text, limit, renderer))
         yield fig
     finally:
+        for text, original in texts:
+            text.set_text(original)
         fig.set_size_inches(size, forward=False)
         if engine is None:
             fig.set_layout_engine("none")
+
+
+def _pieces(line: str) -> list[tuple[bool, str]]:
+    """``(space before, piece)`` pairs: a line may break before each piece.
+
+    A piece is a word, a math span, or one East Asian wide character.
+    """
+    out: list[list] = []
+    space = False
+    for tok in re.findall(r"\s+|(?<!\\)\$(?:\\.|[^$\\])*\$|.", line):
+        if tok.isspace():
+            space = True
+            continue
+        wide = len(tok) == 1 and unicodedata.east_asian_width(tok) in ("W", "F")
+        if out and not space and not wide and not out[-1][2]:
+            out[-1][1] += tok
+        else:
+            out.append([space, tok, wide])
+        space = False
+    return [(sp, tok) for sp, tok, _ in out]
+
+
+def _wrapped(text, limit: float, renderer) -> str:
+    """The string of matplotlib ``text`` broken into lines at most ``limit`` px wide.
+
+    A piece (:func:`_pieces`) wider than that stays whole; ``text`` is left as it was.
+    """
+    original = text.get_text()
+
+    def width(candidate: str) -> float:
+        text.set_text(candidate)
+        return text.get_window_extent(renderer).width
+
+    try:
+        if width(original) <= limit:
+            return original
+        lines = []
+        for line in original.split("\n"):
+            current = ""
+            for space, piece in _pieces(line):
+                candidate = current + (" " if space and current else "") + piece
+                if current and width(candidate) > limit:
+                    lines.append(current)
+                    current = piece
+                else:
+                    current = candidate
+            lines.append(current)
+        return "\n".join(lines)
+    finally:
+        text.set_text(original)
 
 
 def figure_png(fig, language: str | None = None, *, missing: set[str] | None = None,
@@ -277,17 +353,20 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     fonts_log.addFilter(_no_weight_fallback)
     resize = (relaid_out(fig, width_px) if width_px is not None
               else contextlib.nullcontext(fig))
-    with translated_figure(fig, language, missing=missing), resize, \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            # At a given width the drawing is exactly that wide (constrained layout keeps the
-            # text inside); "tight" could make it wider than the phone's column.
-            fig.canvas.print_figure(buf, format="png",
-                                    bbox_inches="tight" if width_px is None else None)
-        finally:
-            logger.removeHandler(mathtext_log)
-            fonts_log.removeFilter(_no_weight_fallback)
+    try:
+        with translated_figure(fig, language, missing=missing), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # Inside: the warnings of relaid_out's layout pass are caught too (a glyph missing
+            # there is missing in the drawing).
+            with resize:
+                # At a given width the drawing is exactly that wide (constrained layout keeps
+                # the text inside); "tight" could make it wider than the phone's column.
+                fig.canvas.print_figure(buf, format="png",
+                                        bbox_inches="tight" if width_px is None else None)
+    finally:
+        logger.removeHandler(mathtext_log)
+        fonts_log.removeFilter(_no_weight_fallback)
     lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
                   | set(mathtext_log.messages))
     if lost and glyphs is None:
@@ -321,15 +400,21 @@ class _MathtextGlyphs(__import__("logging").Handler):
 def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     """The editions payload (:data:`~attnbook.edition_outputs.MIME`) of a matplotlib figure.
 
+    Each edition gets the figure as drawn for the column and, if it is wider than a phone's
+    column (:data:`PHONE_PX`), drawn again for the phone (:func:`relaid_out`: the panels
+    narrower, the text the same size). The book's renderer gives the browser both, and it
+    shows the phone drawing in a narrow window.
+
     Returns:
-        ``{"kind": "image/png", "editions": {language: base64 PNG}, "untranslated": [labels],
-        "missing_glyphs": [matplotlib's messages]}``; the book's renderer turns the last two
-        into build warnings (errors in the strict build).
+        ``{"kind": "image/png", "editions": {language: base64 PNG}, "narrow": {language:
+        base64 PNG, PHONE_PX wide} (empty for a figure no wider than that), "untranslated":
+        [labels], "missing_glyphs": [matplotlib's messages]}``; the book's renderer turns the
+        last two into build warnings (errors in the strict build).
     """
     missing: set[str] = set()
     glyphs: list[str] = []
     drawn = _drawn.pop("image/png", None)
-    out = {}
+    out, narrow = {}, {}
     for lang in languages:
         if drawn is not None and drawn[0] is fig and not fig.stale and lang == "en":
             # The English drawing this output's image/png already holds: not drawn again.
@@ -337,8 +422,12 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
             glyphs.extend(drawn[2])
         else:
             out[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs)
-    return {"kind": "image/png", "editions": out, "untranslated": sorted(missing),
-            "missing_glyphs": glyphs}
+    if fig.get_figwidth() * fig.dpi > PHONE_PX:
+        for lang in languages:
+            narrow[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs,
+                                      width_px=PHONE_PX)
+    return {"kind": "image/png", "editions": out, "narrow": narrow,
+            "untranslated": sorted(missing), "missing_glyphs": list(dict.fromkeys(glyphs))}
 
 
 def _book_png(fig) -> str:

@@ -185,9 +185,11 @@ MEASURE_JS = r"""
   for (const img of content.querySelectorAll('img')) {
     if (!visible(img) || !img.naturalWidth) continue;
     const shown = img.getBoundingClientRect();
-    const src = (img.getAttribute('src') || '').split('/').pop();
+    const src = (img.currentSrc || img.getAttribute('src') || '').split('/').pop();
     const what = short((img.getAttribute('alt') || '') + ' ' + src, 60);
-    const parent = img.parentElement;
+    // The box of a <picture> (inline) is its parent's.
+    const parent = img.parentElement.tagName === 'PICTURE' ? img.parentElement.parentElement
+                                                           : img.parentElement;
     const ps = getComputedStyle(parent);
     const pbox = parent.clientWidth - parseFloat(ps.paddingLeft) - parseFloat(ps.paddingRight);
     if (shown.width > pbox + 1 || shown.right > vw + 1) {

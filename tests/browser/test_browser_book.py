@@ -76,6 +76,12 @@ class PageParser(HTMLParser):
         for name, value in attrs.items():
             if (tag, name) in FETCHING and value:
                 self.fetched.append((tag, name, value))
+        if tag in ("img", "source") and attrs.get("srcset"):
+            # "url [descriptor], url [descriptor]": each candidate may be fetched (a figure's
+            # phone drawing, book/_ext/attnbook_figures.py).
+            for candidate in attrs["srcset"].split(","):
+                if candidate.strip():
+                    self.fetched.append((tag, "srcset", candidate.split()[0]))
 
     def handle_data(self, data):
         if self._in_script is not None:

@@ -197,6 +197,8 @@ CLEAN = """<!DOCTYPE html><html><head><meta charset="utf-8">
   width:100px">z</mjx-math></mjx-container></div>
 <pre>short</pre>
 <div class="cell_output"><img src="small.png"></div>
+<div class="cell_output"><picture><source media="(max-width: 10px)" srcset="small.png"><img
+  src="small.png" width="300" height="20"></picture></div>
 <div id="fig" class="plotly-graph-div" style="width:560px;height:300px"></div>
 <script>Plotly.newPlot('fig', [{x: [1, 2], y: [1, 2]}], {width: 560, height: 300,
   title: {text: 'A title'}, xaxis: {title: {text: 'x'}}, yaxis: {title: {text: 'y'}}});
