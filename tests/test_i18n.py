@@ -736,3 +736,27 @@ def test_a_figure_relaid_out_for_a_phone_keeps_its_text_size_and_is_restored():
     with pytest.raises(ValueError, match="width_px"):
         mpl_figures.figure_png(fig, "en", width_px=0)
     plt.close(fig)
+
+
+def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn):
+    """Six panels with long labels cannot be laid out 358 px wide: the payload has no phone
+    drawing (the phone shows the column's, shrunk), the figure is restored, nothing warns."""
+    fig, axes = plt.subplots(1, 6, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    for ax in axes:
+        ax.plot([0, 1000, 2000], [0, 1, 2])
+        ax.set(ylabel="attention weight of the key", xlabel="position in the sequence")
+    size = fig.get_size_inches().copy()
+    with pytest.raises(mpl_figures.LayoutCollapsed, match="358 px"):
+        with mpl_figures.relaid_out(fig, 358):
+            pass
+    assert (fig.get_size_inches() == size).all()
+    bundle = mpl_figures.figure_bundle(fig, ("en", "zh_CN"))
+    assert bundle["narrow"] == {} and set(bundle["editions"]) == {"en", "zh_CN"}
+    assert not [w for w in recwarn if "constrained_layout" in str(w.message)]
+    # Two panels fit: both editions get their phone drawing.
+    fig2, axes2 = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    for ax in axes2:
+        ax.plot([0, 1], [0, 1])
+    assert set(mpl_figures.figure_bundle(fig2, ("en", "zh_CN"))["narrow"]) == {"en", "zh_CN"}
+    plt.close(fig)
+    plt.close(fig2)

@@ -44,6 +44,7 @@ __all__ = [
     "figure_png",
     "figure_bundle",
     "relaid_out",
+    "LayoutCollapsed",
     "PHONE_PX",
     "cjk_font_path",
     "install_display",
@@ -218,6 +219,11 @@ def _cjk_family() -> str:
     return font_manager.FontProperties(fname=str(path)).get_name()
 
 
+class LayoutCollapsed(ValueError):
+    """A figure's panels and text do not fit the width it was to be laid out at
+    (:func:`relaid_out`): constrained layout would shrink an axes to nothing."""
+
+
 @contextlib.contextmanager
 def relaid_out(fig, width_px: int):
     """Temporarily lay ``fig`` out ``width_px`` CSS pixels wide; restore it on exit.
@@ -231,6 +237,8 @@ def relaid_out(fig, width_px: int):
 
     Raises:
         ValueError: if ``width_px`` is not a positive integer.
+        LayoutCollapsed: if even with its titles broken the panels and their text do not fit
+            ``width_px`` (constrained layout gives up); the figure is restored first.
     """
     from .checks import check_int
 
@@ -246,8 +254,7 @@ def relaid_out(fig, width_px: int):
             fig.set_layout_engine("constrained")
         fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
         with warnings.catch_warnings():
-            # Before its titles are broken into lines a figure may not fit; the drawing after
-            # (figure_png) warns if it still does not.
+            # Before its titles are broken into lines a figure may not fit; checked below.
             warnings.filterwarnings("ignore", "constrained_layout not applied")
             fig.draw_without_rendering()  # places the axes at the new width
         renderer = fig.canvas.get_renderer()
@@ -255,6 +262,13 @@ def relaid_out(fig, width_px: int):
             if text.get_text() and text.get_visible():
                 limit = box.get_window_extent(renderer).width
                 text.set_text(_wrapped(text, limit, renderer))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.draw_without_rendering()
+        if any("constrained_layout not applied" in str(w.message) for w in caught):
+            raise LayoutCollapsed(
+                f"the figure's panels do not fit {width_px} px with its text at its size "
+                f"(constrained layout collapsed an axes to zero size)")
         yield fig
     finally:
         for text, original in texts:
@@ -402,7 +416,8 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
 
     Each edition gets the figure as drawn for the column and, if it is wider than a phone's
     column (:data:`PHONE_PX`), drawn again for the phone (:func:`relaid_out`: the panels
-    narrower, the text the same size). The book's renderer gives the browser both, and it
+    narrower, the text the same size), unless its panels do not fit there
+    (:class:`LayoutCollapsed`: then no edition gets a phone drawing). The book's renderer gives the browser both, and it
     shows the phone drawing in a narrow window.
 
     Returns:
@@ -423,9 +438,14 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
         else:
             out[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs)
     if fig.get_figwidth() * fig.dpi > PHONE_PX:
-        for lang in languages:
-            narrow[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs,
-                                      width_px=PHONE_PX)
+        try:
+            for lang in languages:
+                narrow[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs,
+                                          width_px=PHONE_PX)
+        except LayoutCollapsed:
+            # Too many panels or too much text for a phone's column: the phone shows the
+            # column's drawing, shrunk, rather than a collapsed one (in every edition alike).
+            narrow = {}
     return {"kind": "image/png", "editions": out, "narrow": narrow,
             "untranslated": sorted(missing), "missing_glyphs": list(dict.fromkeys(glyphs))}
 
