@@ -220,8 +220,10 @@ def _cjk_family() -> str:
 
 
 class LayoutCollapsed(ValueError):
-    """A figure's panels and text do not fit the width it was to be laid out at
-    (:func:`relaid_out`): constrained layout would shrink an axes to nothing."""
+    """A figure's panels and text do not fit the width it was to be laid out at.
+
+    Raised by :func:`relaid_out`: constrained layout would shrink an axes to nothing.
+    """
 
 
 @contextlib.contextmanager
@@ -417,8 +419,8 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     Each edition gets the figure as drawn for the column and, if it is wider than a phone's
     column (:data:`PHONE_PX`), drawn again for the phone (:func:`relaid_out`: the panels
     narrower, the text the same size), unless its panels do not fit there
-    (:class:`LayoutCollapsed`: then no edition gets a phone drawing). The book's renderer gives the browser both, and it
-    shows the phone drawing in a narrow window.
+    (:class:`LayoutCollapsed`: then no edition gets a phone drawing). The book's renderer
+    gives the browser both, and it shows the phone drawing in a narrow window.
 
     Returns:
         ``{"kind": "image/png", "editions": {language: base64 PNG}, "narrow": {language:
