@@ -20,6 +20,7 @@ __all__ = [
     "MIME",
     "PHONE_MEDIA",
     "PICTURE_CLASS",
+    "WIDE_FIGURE_CLASS",
     "editions_html_bundle",
     "EditionsMimeRenderer",
 ]
@@ -30,6 +31,9 @@ MIME = "application/vnd.attnbook.editions+json"
 #: ``narrow`` PNG, 358 px wide): a window up to 600 px wide (a phone, held either way), where the
 #: column's 688 px drawing would be shrunk.
 PHONE_MEDIA = "(max-width: 600px)"
+#: Class of the container of a figure whose panels do not fit a phone (the payload's
+#: ``too_wide``): on a phone its column drawing keeps its size and scrolls sideways.
+WIDE_FIGURE_CLASS = "attnbook-wide-figure"
 #: Class of the container :class:`EditionsMimeRenderer` puts a figure's two drawings in (the
 #: column's, then the phone's); ``book/_ext/attnbook_figures.py`` writes it as ``<picture>``.
 PICTURE_CLASS = "attnbook-picture"
@@ -101,6 +105,12 @@ class EditionsMimeRenderer:
         wide = renderer.render_image(inner)
         narrow_png = payload.get("narrow", {}).get(chosen)
         if narrow_png is None:
+            if payload.get("too_wide"):
+                # No phone drawing fits: on a phone the column's drawing keeps its size and
+                # scrolls sideways in its own box (book/_static/attnbook.css).
+                from docutils import nodes
+
+                return [nodes.container("", *wide, classes=[WIDE_FIGURE_CLASS])]
             return wide
         from docutils import nodes
 

@@ -219,6 +219,10 @@ def _cjk_family() -> str:
     return font_manager.FontProperties(fname=str(path)).get_name()
 
 
+#: The start of matplotlib's warning when constrained layout cannot fit a figure's axes.
+_COLLAPSED = "constrained_layout not applied"
+
+
 class LayoutCollapsed(ValueError):
     """A figure's panels and text do not fit the width it was to be laid out at.
 
@@ -267,7 +271,7 @@ def relaid_out(fig, width_px: int):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fig.draw_without_rendering()
-        if any("constrained_layout not applied" in str(w.message) for w in caught):
+        if any(_COLLAPSED in str(w.message) for w in caught):
             raise LayoutCollapsed(
                 f"the figure's panels do not fit {width_px} px with its text at its size "
                 f"(constrained layout collapsed an axes to zero size)")
@@ -345,7 +349,8 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
             instead of raising.
         width_px: if given, the figure is laid out this many CSS pixels wide for this drawing
             (:func:`relaid_out`: a phone's column), its text in the same points, and the PNG
-            is exactly that wide (no ``bbox_inches="tight"``).
+            is exactly that wide (no ``bbox_inches="tight"``); :class:`LayoutCollapsed` if its
+            panels do not fit.
 
     Returns:
         The base64 ``str`` of the PNG (what a notebook's ``image/png`` output holds).
@@ -383,6 +388,9 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     finally:
         logger.removeHandler(mathtext_log)
         fonts_log.removeFilter(_no_weight_fallback)
+    if width_px is not None and any(_COLLAPSED in str(w.message) for w in caught):
+        # The layout pass fitted, the drawing did not (its renderer measured the text wider).
+        raise LayoutCollapsed(f"the figure's panels do not fit {width_px} px when drawn")
     lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
                   | set(mathtext_log.messages))
     if lost and glyphs is None:
@@ -424,14 +432,16 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
 
     Returns:
         ``{"kind": "image/png", "editions": {language: base64 PNG}, "narrow": {language:
-        base64 PNG, PHONE_PX wide} (empty for a figure no wider than that), "untranslated":
-        [labels], "missing_glyphs": [matplotlib's messages]}``; the book's renderer turns the
+        base64 PNG, PHONE_PX wide} (empty for a figure no wider than that), "too_wide": whether
+        its panels do not fit a phone (then "narrow" is empty and the page lets the column's
+        drawing scroll sideways on a phone), "untranslated": [labels], "missing_glyphs":
+        [matplotlib's messages]}``; the book's renderer turns the
         last two into build warnings (errors in the strict build).
     """
     missing: set[str] = set()
     glyphs: list[str] = []
     drawn = _drawn.pop("image/png", None)
-    out, narrow = {}, {}
+    out, narrow, too_wide = {}, {}, False
     for lang in languages:
         if drawn is not None and drawn[0] is fig and not fig.stale and lang == "en":
             # The English drawing this output's image/png already holds: not drawn again.
@@ -446,9 +456,9 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
                                           width_px=PHONE_PX)
         except LayoutCollapsed:
             # Too many panels or too much text for a phone's column: the phone shows the
-            # column's drawing, shrunk, rather than a collapsed one (in every edition alike).
-            narrow = {}
-    return {"kind": "image/png", "editions": out, "narrow": narrow,
+            # column's drawing at its own size, in a box that scrolls sideways (every edition).
+            narrow, too_wide = {}, True
+    return {"kind": "image/png", "editions": out, "narrow": narrow, "too_wide": too_wide,
             "untranslated": sorted(missing), "missing_glyphs": list(dict.fromkeys(glyphs))}
 
 

@@ -54,12 +54,22 @@ def site(tmp_path_factory):
     ax.set(xlabel="position", title="head 1")
     payload = mpl_figures.figure_bundle(fig, ("en",))
     plt.close(fig)
+    # Six panels with long labels do not fit a phone's column: no phone drawing.
+    fig, axes = plt.subplots(1, 6, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    for a in axes:
+        a.plot([0, 1000, 2000], [0, 1, 2])
+        a.set(ylabel="attention weight of the key", xlabel="position in the sequence")
+    too_wide = mpl_figures.figure_bundle(fig, ("en",))
+    plt.close(fig)
+    assert too_wide["too_wide"] and too_wide["narrow"] == {} and not payload["too_wide"]
     src = tmp_path_factory.mktemp("toy-figures")
     (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR)), encoding="utf-8")
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Figures"),
         nbformat.v4.new_code_cell("fig", outputs=[nbformat.v4.new_output(
             "display_data", {"image/png": payload["editions"]["en"], MIME: payload})]),
+        nbformat.v4.new_code_cell("fig2", outputs=[nbformat.v4.new_output(
+            "display_data", {"image/png": too_wide["editions"]["en"], MIME: too_wide})]),
     ])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -75,7 +85,7 @@ def test_the_figure_is_one_picture_with_both_drawings_and_their_sizes(site):
     out, payload = site
     html = (out / "index.html").read_text(encoding="utf-8")
     pictures = re.findall(r"<picture>.*?</picture>", html, re.S)
-    assert len(pictures) == 1 and html.count("<img") == 1, html
+    assert len(pictures) == 1 and html.count("<img") == 2, html
     source = re.fullmatch(
         r'<picture><source height="(\d+)" media="\(max-width: 600px\)" '
         r'srcset="(_images/\w+\.png)" width="(\d+)" />'
@@ -109,3 +119,18 @@ def test_the_offline_audit_checks_the_phone_drawing(site):
     finally:
         (out / phone).write_bytes(kept)
     assert len(problems) == 1 and phone in problems[0], problems
+
+
+def test_a_figure_too_wide_for_a_phone_scrolls_in_its_own_box(site):
+    """Its column drawing alone, in the box the stylesheet lets scroll sideways on a phone."""
+    from attnbook.edition_outputs import WIDE_FIGURE_CLASS
+
+    out, _ = site
+    html = (out / "index.html").read_text(encoding="utf-8")
+    box = re.search(rf'<div class="{WIDE_FIGURE_CLASS}[^"]*">\s*(<img [^>]*>)\s*</div>', html)
+    assert box, html
+    assert "<picture>" not in box.group(0)
+    css = (ROOT / "book" / "_static" / "attnbook.css").read_text(encoding="utf-8")
+    rule = re.search(r"@media \(max-width: 600px\) \{\s*\.bd-article \.cell_output "
+                     rf"\.{WIDE_FIGURE_CLASS} \{{\s*overflow-x: auto;", css)
+    assert rule, "the stylesheet does not let the box scroll on a phone"

@@ -5,7 +5,9 @@ page offers both in a ``<picture>`` (``book/_ext/attnbook_figures.py``). Measure
 every chapter page of both editions (device scale 1):
 
 * at 390 px (a phone) every figure image is shown at ≥ 70 % of the width it was drawn at, and
-  a figure with a phone drawing shows that one;
+  a figure with a phone drawing shows that one; a figure whose panels do not fit a phone (no
+  phone drawing, ``attnbook.edition_outputs.WIDE_FIGURE_CLASS``) keeps its size in a box that
+  scrolls sideways (the page itself does not: tests/browser/test_browser_layout.py);
 * at 1280 px every figure shows its column drawing (the ``<img src>``), never the phone's.
 
 Before this, 31 of 32 figures in each edition were shown below 70 % at 390 px. The last test
@@ -39,6 +41,9 @@ FIGURES_JS = r"""
     const abs = u => new URL(u, document.baseURI).href;
     return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
             current: img.currentSrc, src: abs(img.getAttribute('src')),
+            box: img.closest('.attnbook-wide-figure') ?
+                 img.closest('.attnbook-wide-figure').scrollWidth >
+                 img.closest('.attnbook-wide-figure').clientWidth + 1 : null,
             phone: source ? abs(source.getAttribute('srcset').trim().split(/\s+/)[0]) : null};
   })
 """
@@ -67,6 +72,8 @@ def faults(rows: list[dict], width: int) -> list[str]:
         where = f"{r['page']} @ {width} px: {r['current'].rsplit('/', 1)[-1]}"
         if not r["natural"]:
             out.append(f"{where}: not loaded")
+        elif width <= PHONE and r["box"] is False:
+            out.append(f"{where}: too wide for a phone, but its box does not scroll")
         elif width <= PHONE and r["phone"] and r["current"] != r["phone"]:
             out.append(f"{where}: the column's drawing, not the phone's")
         elif width <= PHONE and r["shown"] < MIN_PHONE_RATIO * r["natural"]:
