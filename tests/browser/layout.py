@@ -29,7 +29,8 @@ Kinds (``KINDS``) and their sub-kinds:
     A visible image in a cell output (or a glued figure) drawn at ``naturalWidth`` px and shown
     narrower: ``sub`` ``"below70"`` (shown < 70 % of its drawn width), ``"below95"``
     (70 % ≤ shown < 95 %); ``numbers["ratio"]`` is shown/drawn. ``"wider"``: any visible image
-    wider than its box (its parent's content box or the viewport).
+    wider than its box (its parent's content box or the viewport), unless that box scrolls
+    sideways and itself fits the page.
 ``labels``
     Inside each plotly figure (``.js-plotly-plot``): two text elements (titles, axis titles,
     annotations such as subplot titles, legend texts, slider and current-value labels, tick
@@ -192,7 +193,10 @@ MEASURE_JS = r"""
                                                            : img.parentElement;
     const ps = getComputedStyle(parent);
     const pbox = parent.clientWidth - parseFloat(ps.paddingLeft) - parseFloat(ps.paddingRight);
-    if (shown.width > pbox + 1 || shown.right > vw + 1) {
+    // A box that scrolls sideways and fits the page holds a wide image on purpose (a figure
+    // too wide for a phone, edition_outputs.WIDE_FIGURE_CLASS).
+    const scrollBox = scrollsX(parent) && parent.getBoundingClientRect().right <= vw + 1;
+    if (!scrollBox && (shown.width > pbox + 1 || shown.right > vw + 1)) {
       out.push({kind: 'shrunk', sub: 'wider', what, where: where(img),
                 numbers: {shown: r1(shown.width), box: r1(pbox), right: r1(shown.right),
                           viewport: vw}});

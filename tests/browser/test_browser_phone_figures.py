@@ -107,7 +107,12 @@ def test_chapter_figures_are_legible_on_a_phone(measured):
     pictures = [r for r in rows if r["phone"]]
     # Every chapter but one draws matplotlib figures; each wider than a phone has two drawings.
     assert len({r["page"] for r in pictures}) >= 10, sorted({r["page"] for r in rows})
-    assert len(pictures) >= 25 and len(pictures) >= 0.9 * len(rows), (len(pictures), len(rows))
+    assert len(pictures) >= 25, (len(pictures), len(rows))
+    # Every figure wider than a phone's column has a phone drawing, or (its panels do not fit
+    # there) keeps its size in a box that scrolls sideways.
+    wide = [r for r in rows if r["natural"] > 358 and not r["phone"]]
+    assert all(r["box"] for r in wide), [r["src"].rsplit("/", 1)[-1] for r in wide
+                                         if not r["box"]]
     found = faults(rows, PHONE)
     assert not found, f"{len(found)} of {len(rows)} figures:\n  " + "\n  ".join(found)
 
