@@ -31,12 +31,13 @@ import hashlib
 import html as _html
 import io
 import re
+import unicodedata
 from pathlib import Path
 
 from .checks import check_real
 
-__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "font_paths", "text_width", "webfont_chars",
-           "write_webfonts"]
+__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "font_paths", "text_width", "wrap_html",
+           "webfont_chars", "write_webfonts"]
 
 #: The family name of the book's figure font (defined by the built book's ``@font-face``).
 FAMILY = "attnbook-sans"
@@ -123,6 +124,110 @@ def text_width(text: str, size_px: float) -> float:
     size_px = check_real(size_px, "size_px", minimum=0, strict=True)
     small = sum(_plain_width(m.group(2)) for m in _SMALL.finditer(text))
     return (_plain_width(text) - (1 - _SMALL_SCALE) * small) * size_px
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines that fit a width
+# ---------------------------------------------------------------------------------------------
+
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点).
+_NO_BREAK_BEFORE = set("，。、；：！？）」』”’》〉】…％")
+#: Punctuation a line may not end with (避尾点).
+_NO_BREAK_AFTER = set("（「『“‘《〈【")
+
+
+def _is_wide(ch: str) -> bool:
+    """True for a full-width character (CJK ideographs, full-width punctuation)."""
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _units(line: str) -> list[tuple[str, str]]:
+    """Split one line where it may break: ``(separator before, unit)`` pairs.
+
+    A break may fall at a space outside a tag (the space is dropped there) or between two
+    full-width characters or a full-width character and its neighbour (Chinese has no spaces;
+    the separator is then ``""``). Tags stay whole.
+    """
+    units: list[tuple[str, str]] = []
+    cur, sep, in_tag = [], "", False
+
+    def flush(next_sep):
+        nonlocal cur, sep
+        if cur:
+            units.append((sep, "".join(cur)))
+            cur, sep = [], next_sep
+        elif next_sep == " ":
+            sep = " " if units else ""
+
+    for ch in line:
+        if ch == "<":
+            in_tag = True
+        if in_tag:
+            cur.append(ch)
+            if ch == ">":
+                in_tag = False
+            continue
+        if ch == " ":
+            flush(" ")
+        elif ch in _NO_BREAK_BEFORE:
+            # Closing punctuation stays at the end of the line it closes.
+            if not cur and units and sep == "":
+                prev_sep, prev = units.pop()
+                cur, sep = list(prev), prev_sep
+            cur.append(ch)
+            flush("")
+        elif _is_wide(ch):
+            if not (cur and cur[-1] in _NO_BREAK_AFTER):
+                flush("")
+            cur.append(ch)
+            if ch not in _NO_BREAK_AFTER:
+                flush("")
+        else:
+            cur.append(ch)
+    flush("")
+    return units
+
+
+def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
+    """Insert ``<br>`` into plotly pseudo-HTML so that each line fits ``max_px``.
+
+    Widths are :func:`text_width`'s (the font's own advances). Existing ``<br>`` are kept;
+    lines are broken greedily at spaces outside tags and between
+    full-width (Chinese) characters (a tag such as ``<span style='...'>`` is never split). A
+    single word wider than ``max_px`` stays whole on its own line.
+
+    Args:
+        text: the text (plotly's pseudo-HTML: ``<br>``, ``<b>``, ``<sub>``, ``<span>``...).
+        max_px: the width available, in px.
+        font_px: the font size, in px.
+
+    Returns:
+        The text with line breaks; unchanged when every line already fits.
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``max_px``/``font_px`` not a real number.
+        ValueError: if ``max_px`` is nan or ``font_px`` not a finite positive number.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    max_px = check_real(max_px, "max_px", allow_inf=True)
+    font_px = check_real(font_px, "font_px", minimum=0, strict=True)
+    out_lines = []
+    for line in _BR.split(text):
+        if text_width(line, font_px) <= max_px:
+            out_lines.append(line)
+            continue
+        cur = ""
+        for sep, unit in _units(line):
+            trial = unit if not cur else cur + sep + unit
+            if cur and text_width(trial, font_px) > max_px:
+                out_lines.append(cur)
+                cur = unit
+            else:
+                cur = trial
+        out_lines.append(cur)
+    return "<br>".join(out_lines)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ __all__ = [
     "axis_style",
     "legend_below",
     "COLUMN_PX",
+    "PHONE_PX",
     "FIG_DPI",
     "FIG_WIDTH_IN",
     "figsize",
@@ -77,6 +78,9 @@ GREEN = "#2e7d32"
 #: Theme's article column, measured in Chromium). A figure drawn wider is shrunk on the page,
 #: and so is its text.
 COLUMN_PX = 688
+#: Width in CSS pixels of the book's text column on a phone (a 390 px wide window, measured in
+#: Chromium): the explorers draw each figure for it too.
+PHONE_PX = 358
 #: Dots per inch of the book's matplotlib figures (one dot is one CSS pixel on the page).
 FIG_DPI = 100
 #: Width in inches of a matplotlib figure that fills the column (``COLUMN_PX / FIG_DPI``).

@@ -6,8 +6,9 @@ built book (the figures for every combination of control values, precomputed by 
 render function). :mod:`attnbook.explorers.base` holds that machinery
 (:class:`~attnbook.explorers.base.Control`, :class:`~attnbook.explorers.base.Explorer`); each
 other module holds the explorers of one concept, with their figures and slider stops, and
-:mod:`attnbook.explorers.reflow` fits every figure to the width it is shown at (a phone's
-column stacks the panels):
+:mod:`attnbook.explorers.layout` lays an explorer's panels out for the width it is drawn at
+(side by side in the column, stacked on a phone) and :mod:`attnbook.explorers.reflow` fits the
+figures of the explorers not yet drawn that way:
 
 =====================  ======================================================================
 module                 explorers
@@ -35,6 +36,7 @@ give these very objects, through one alias table (:ref:`old-import-paths`).
 
 __all__ = [
     "base",
+    "layout",
     "reflow",
     "rnn",
     "pretrained",

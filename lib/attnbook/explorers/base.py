@@ -38,6 +38,7 @@ import dataclasses
 import functools
 import hashlib
 import html as _html
+import inspect
 import itertools
 import json
 import math
@@ -560,7 +561,11 @@ class Explorer:
             ``msgid`` of the label catalogs.
         compute: ``compute(**values) -> data`` (anything ``draw`` reads), instead of ``render``.
         draw: ``draw(data, *, language) -> plotly.graph_objects.Figure``, with ``compute``;
-            must return the same trace types in the same order for every setting.
+            must return the same trace types in the same order for every setting. A ``draw``
+            that also takes ``width`` (px) lays its figure out for that width itself: it is
+            called with :data:`attnbook.viz.COLUMN_PX` and :data:`attnbook.viz.PHONE_PX`
+            (same traces in the same order at both) and its figures are used as drawn; any
+            other figure is fitted afterwards by :func:`attnbook.explorers.reflow.fit_figure`.
         kept_words: Latin words that are example data a real model read (its tokens), shown
             as they are in every language.
         active: optional ``active(values) -> set of control names`` that matter for these
@@ -612,6 +617,8 @@ class Explorer:
             self._specs[self._specs.index(spec)] = copy
         self._render = render
         self._compute, self._draw = compute, draw
+        #: Whether ``draw`` lays its figure out for a width itself (takes ``width``).
+        self.draws_for_width = draw is not None and "width" in inspect.signature(draw).parameters
         self._kept = frozenset(kept_words)
         self._data: dict[str, Any] = {}  # canonical values -> compute's result
         self._active = active
@@ -663,7 +670,7 @@ class Explorer:
             ctl.disabled = name not in keep
 
     def figure_json(self, values: dict, language: str = "en", *,
-                    missing: set | None = None) -> dict:
+                    missing: set | None = None, width: int | None = None) -> dict:
         """The figure of a setting in ``language``, as plotly JSON (typed arrays as lists).
 
         The setting's data is computed once (``compute``, cached per canonical setting) and drawn
@@ -677,6 +684,8 @@ class Explorer:
             language: one of :data:`attnbook.i18n.LANGUAGES`.
             missing: if given, receives every label of another language than English that the
                 catalogs lack or that still shows an English word.
+            width: the width in px to lay the figure out for (default
+                :data:`attnbook.viz.COLUMN_PX`); only a ``draw`` that takes ``width`` uses it.
 
         Raises:
             ValueError: if ``values`` names no control of the explorer, or a value is not one
@@ -701,8 +710,10 @@ class Explorer:
                                                                      missing=sink)
         if key not in self._data:
             self._data[key] = self._compute(**canon)
+        kwargs = {"width": width or viz.COLUMN_PX} if self.draws_for_width else {}
         with i18n.collect_missing() as lost:
-            fig = _plain_json(self._draw(self._data[key], language=language).to_plotly_json())
+            fig = _plain_json(self._draw(self._data[key], language=language,
+                                         **kwargs).to_plotly_json())
         if language != "en":
             sink |= lost
             if not lost:  # (a message the catalogs lack shows up in English again below)
@@ -717,7 +728,7 @@ class Explorer:
         import plotly.graph_objects as go
 
         fig, self._caption = take_title(self.figure_json(self.values, self.language))
-        return go.Figure(reflow.fit_figure(fig, viz.COLUMN_PX))
+        return go.Figure(fig if self.draws_for_width else reflow.fit_figure(fig, viz.COLUMN_PX))
 
     def _on_change(self, change) -> None:
         self._update_disabled()
@@ -775,10 +786,10 @@ class Explorer:
         narrow variant), ``inactive`` (per grid index, the names of the controls greyed out)
         and ``config``.
 
-        Every rendered figure is stored twice, fitted by
-        :func:`attnbook.explorers.reflow.fit_figure` to the book's column
-        (:data:`attnbook.viz.COLUMN_PX`) and to a phone's
-        (:data:`attnbook.explorers.reflow.NARROW_PX`: stacked panels, wrapped text).
+        Every figure is stored twice, for the book's column (:data:`attnbook.viz.COLUMN_PX`)
+        and for a phone's (:data:`attnbook.viz.PHONE_PX`): drawn for each width by a ``draw``
+        that takes ``width``, else fitted to it by
+        :func:`attnbook.explorers.reflow.fit_figure` (stacked panels, wrapped text).
 
         Returns:
             The dict described above; floats are rounded to 4 significant digits and identical
@@ -809,8 +820,13 @@ class Explorer:
                 inactive.append([c.name for c in specs if c.name not in act])
             if key not in rendered:
                 raw, caption = take_title(self.figure_json(canon, language, missing=missing))
-                wide = reflow.fit_figure(raw, viz.COLUMN_PX)
-                narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
+                if self.draws_for_width:  # laid out by draw itself, for each width
+                    wide = raw
+                    narrow, _ = take_title(self.figure_json(canon, language, missing=missing,
+                                                            width=viz.PHONE_PX))
+                else:
+                    wide = reflow.fit_figure(raw, viz.COLUMN_PX)
+                    narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
                 wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
                              for t in wide["data"]]
                 data = []

@@ -7,7 +7,7 @@ into each other and a one-line caption would be cut at both ends. :func:`fit_fig
 figure (plotly JSON: ``{"data": [...], "layout": {...}}``) for a given width:
 
 * **Text wraps.** The title, the subplot titles and the captions get explicit ``<br>`` so that
-  each line fits its width (:func:`wrap_html`; widths are measured with the advance widths of
+  each line fits its width (:func:`attnbook.fonts.wrap_html`; widths are the advance widths of
   the font the figure is drawn in, :func:`attnbook.fonts.text_width`). Extra lines get extra
   margin, so nothing is clipped.
 * **Panels stack** (only when ``width <`` :data:`STACK_BELOW_PX`). A figure whose panels (pairs of
@@ -33,10 +33,10 @@ import copy
 import html as _html
 import math
 import re
-import unicodedata
 
-from .. import fonts
+from .. import fonts, viz
 from ..checks import check_real
+from ..fonts import wrap_html
 
 __all__ = [
     "NARROW_PX",
@@ -45,14 +45,14 @@ __all__ = [
     "MIN_CELL_FONT",
     "visible_text",
     "text_width_px",
-    "wrap_html",
     "panels",
     "fit_figure",
     "title_text",
 ]
 
-#: Width in CSS px of the book's column on a 390 px wide phone (the figure's width there).
-NARROW_PX = 358
+#: Width in CSS px of the book's column on a 390 px wide phone (the figure's width there):
+#: :data:`attnbook.viz.PHONE_PX`.
+NARROW_PX = viz.PHONE_PX
 #: A plot narrower than this many px shows the stacked (narrow) layout.
 STACK_BELOW_PX = 520
 #: Height in px of each panel once the panels are stacked.
@@ -77,17 +77,6 @@ def visible_text(text: str) -> str:
     return _html.unescape(_TAG.sub("", str(text)))
 
 
-#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点).
-_NO_BREAK_BEFORE = set("，。、；：！？）」』”’》〉】…％")
-#: Punctuation a line may not end with (避尾点).
-_NO_BREAK_AFTER = set("（「『“‘《〈【")
-
-
-def _is_wide(ch: str) -> bool:
-    """True for a full-width character (CJK ideographs, full-width punctuation)."""
-    return unicodedata.east_asian_width(ch) in ("W", "F")
-
-
 def text_width_px(text: str, font_px: float) -> float:
     """Drawn width in px of one line of plotly pseudo-HTML at ``font_px``, in the figure font.
 
@@ -102,93 +91,6 @@ def text_width_px(text: str, font_px: float) -> float:
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     font_px = check_real(font_px, "font_px", minimum=0, strict=True)
     return fonts.text_width(text, font_px)
-
-
-def _units(line: str) -> list[tuple[str, str]]:
-    """Split one line where it may break: ``(separator before, unit)`` pairs.
-
-    A break may fall at a space outside a tag (the space is dropped there) or between two
-    full-width characters or a full-width character and its neighbour (Chinese has no spaces;
-    the separator is then ``""``). Tags stay whole.
-    """
-    units: list[tuple[str, str]] = []
-    cur, sep, in_tag = [], "", False
-
-    def flush(next_sep):
-        nonlocal cur, sep
-        if cur:
-            units.append((sep, "".join(cur)))
-            cur, sep = [], next_sep
-        elif next_sep == " ":
-            sep = " " if units else ""
-
-    for ch in line:
-        if ch == "<":
-            in_tag = True
-        if in_tag:
-            cur.append(ch)
-            if ch == ">":
-                in_tag = False
-            continue
-        if ch == " ":
-            flush(" ")
-        elif ch in _NO_BREAK_BEFORE:
-            # Closing punctuation stays at the end of the line it closes.
-            if not cur and units and sep == "":
-                prev_sep, prev = units.pop()
-                cur, sep = list(prev), prev_sep
-            cur.append(ch)
-            flush("")
-        elif _is_wide(ch):
-            if not (cur and cur[-1] in _NO_BREAK_AFTER):
-                flush("")
-            cur.append(ch)
-            if ch not in _NO_BREAK_AFTER:
-                flush("")
-        else:
-            cur.append(ch)
-    flush("")
-    return units
-
-
-def wrap_html(text: str, max_px: float, font_px: float = _BASE_FONT) -> str:
-    """Insert ``<br>`` into plotly pseudo-HTML so that each line fits ``max_px``.
-
-    Existing ``<br>`` are kept; lines are broken greedily at spaces outside tags and between
-    full-width (Chinese) characters (a tag such as ``<span style='...'>`` is never split). A
-    single word wider than ``max_px`` stays whole on its own line.
-
-    Args:
-        text: the text (plotly's pseudo-HTML: ``<br>``, ``<b>``, ``<sub>``, ``<span>``...).
-        max_px: the width available, in px.
-        font_px: the font size, in px.
-
-    Returns:
-        The text with line breaks; unchanged when every line already fits.
-
-    Raises:
-        TypeError: if ``text`` is not a string or ``max_px``/``font_px`` not a real number.
-        ValueError: if ``max_px`` is nan or ``font_px`` not a finite positive number.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    max_px = check_real(max_px, "max_px", allow_inf=True)
-    font_px = check_real(font_px, "font_px", minimum=0, strict=True)
-    out_lines = []
-    for line in _BR.split(text):
-        if text_width_px(line, font_px) <= max_px:
-            out_lines.append(line)
-            continue
-        cur = ""
-        for sep, unit in _units(line):
-            trial = unit if not cur else cur + sep + unit
-            if cur and text_width_px(trial, font_px) > max_px:
-                out_lines.append(cur)
-                cur = unit
-            else:
-                cur = trial
-        out_lines.append(cur)
-    return "<br>".join(out_lines)
 
 
 def _n_lines(text) -> int:

@@ -34,8 +34,9 @@ import numpy as np
 from .. import i18n
 from ..checks import check_choice, check_increasing, check_int, check_real
 from ..rnn import GradientDecay, gamma_estimate, gradient_decay_data
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style, legend_below
+from ..viz import BLUE, COLUMN_PX, GREEN, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import panel_grid
 
 # GradientDecay and gradient_decay_data live in attnbook.rnn; importable here, their first home
 # (left out of __all__, so the API pages list them once).
@@ -134,30 +135,35 @@ def gradient_decay_setting(gamma: float = 0.9, distance: int = 50, *,
 
 
 def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
-                        height: int = 440):
-    """Draw one setting of the γ-and-distance explorer, every label in ``language``.
+                        height: int = 440, width: int = COLUMN_PX):
+    """Draw one setting of the γ-and-distance explorer for ``width`` px, labels in ``language``.
 
     Left panel (log y): the bound ``gamma^Δ`` against ``Δ``, the measured norms of the linear
     and the tanh RNN, a vertical line at ``distance`` and the three values there. Right panel
     (log y): the bound ``gamma^distance`` against ``gamma`` over ``gamma_range``, with the chosen
-    ``gamma`` marked and the level 1 (no change) dotted.
+    ``gamma`` marked and the level 1 (no change) dotted. Side by side in the book's column, one
+    under the other on a phone (:func:`attnbook.explorers.layout.panel_grid`).
 
     Trace order (the explorer's tests rely on it): 0 the bound, 1 the linear RNN, 2 the tanh RNN,
     3 the three values at ``distance`` (``meta`` holds ``bound``, ``linear``, ``tanh``),
-    4 the bound against ``gamma``, 5 the chosen ``gamma`` on it, 6 the level 1.
+    4 the bound against ``gamma``, 5 the chosen ``gamma`` on it, 6 the level 1. Annotations:
+    0 and 1 the panels' titles, 2 the values at ``distance`` (inside the left panel).
 
     Args:
         setting: from :func:`gradient_decay_setting`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10.
+        height: figure height in px with the panels side by side, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``height`` or ``width`` is not an integer.
+        ValueError: if ``height`` < 10, ``width`` < 1 or ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
@@ -172,68 +178,61 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
     def clip(y):
         return np.maximum(np.asarray(y, dtype=np.float64), floor)
 
+    grid = panel_grid(
+        width,
+        [_("‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma}",
+           gamma=f"{gamma:g}"),
+         _("The bound at Δ = {distance} against γ", distance=distance)],
+        column_widths=[0.6, 0.4], height=height, spacing_px=100, bottom=50)
+    fig, (left, right) = grid.figure, grid.cells
     norm_hover = "Δ = %{x}<br>‖∂h<sub>L</sub>/∂h<sub>t</sub>‖ = %{y:.3g}"
-    traces = [
-        go.Scatter(x=k, y=clip(data.bound), mode="lines", name=_("bound γ<sup>Δ</sup>"),
-                   line=dict(color=GREY, dash="dash", width=2), xaxis="x", yaxis="y",
-                   hovertemplate="Δ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"),
-        go.Scatter(x=k[::5], y=clip(data.linear[::5]), mode="markers",
-                   name=_("linear RNN, measured"), marker=dict(color=BLUE, size=7),
-                   xaxis="x", yaxis="y",
-                   hovertemplate=f"{norm_hover}<extra>{_('linear RNN')}</extra>"),
-        go.Scatter(x=k, y=clip(data.tanh), mode="lines", name=_("tanh RNN, measured"),
-                   line=dict(color=ORANGE, width=2.5), xaxis="x", yaxis="y",
-                   hovertemplate=f"{norm_hover}<extra>{_('tanh RNN')}</extra>"),
-        go.Scatter(x=[distance] * 3, y=clip([at["bound"], at["linear"], at["tanh"]]),
-                   mode="markers", name=_("at Δ = {distance}", distance=distance),
-                   marker=dict(color=[GREY, BLUE, ORANGE], size=12,
-                               symbol="circle-open", line=dict(width=3)),
-                   xaxis="x", yaxis="y", meta=at, showlegend=False,
-                   hovertemplate="Δ = %{x}: %{y:.3g}<extra></extra>"),
-        go.Scatter(x=setting.gamma_grid, y=clip(setting.gamma_curve), mode="lines",
-                   name=_("γ<sup>{distance}</sup> against γ", distance=distance),
-                   line=dict(color=GREEN, width=2.5), xaxis="x2", yaxis="y2",
-                   hovertemplate="γ = %{x:.3f}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"),
-        go.Scatter(x=[gamma], y=clip([at["bound"]]), mode="markers", name=_("chosen γ"),
-                   marker=dict(color=GREEN, size=12), xaxis="x2", yaxis="y2",
-                   showlegend=False, hovertemplate="γ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}"
-                   "<extra></extra>"),
-        go.Scatter(x=[lo, hi], y=[1.0, 1.0], mode="lines", name=_("1 (no change)"),
-                   line=dict(color=GREY, dash="dot", width=1.5), xaxis="x2", yaxis="y2",
-                   hoverinfo="skip"),
-    ]
-    log_lo, log_hi = math.log10(Y_RANGE[0]), math.log10(Y_RANGE[1])
-    annotations = [
-        dict(text=_("‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma}",
-                    gamma=f"{gamma:g}"),
-             x=0.27, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-             showarrow=False, font=dict(size=14)),
-        dict(text=_("The bound at Δ = {distance} against γ", distance=distance),
-             x=0.83, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-             showarrow=False, font=dict(size=14)),
-        dict(text=_("Δ = {distance}:<br>γ<sup>Δ</sup> = {bound}<br>linear RNN {linear}"
-                    "<br>tanh RNN {tanh}", distance=distance, bound=_fmt_norm(at["bound"]),
-                    linear=_fmt_norm(at["linear"]), tanh=_fmt_norm(at["tanh"])),
-             x=0.01, y=0.03, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
-             showarrow=False, align="left", bgcolor="rgba(255,255,255,0.85)"),
-    ]
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height, margin=dict(l=70, r=20, t=50, b=90),
-        xaxis=axis_style(domain=[0.0, 0.56], title=dict(text=_("distance Δ = L − t (steps)")),
-                         range=[0, K], anchor="y"),
-        yaxis=axis_style(type="log", range=[log_lo, log_hi], exponentformat="power",
-                         title=dict(text=_("gradient norm")), anchor="x"),
-        xaxis2=axis_style(domain=[0.68, 1.0], title=dict(text="γ = ‖W<sub>hh</sub>‖₂"),
-                          range=[lo, hi], anchor="y2"),
-        yaxis2=axis_style(type="log", range=[log_lo, log_hi], exponentformat="power",
-                          title=dict(text=f"γ<sup>{distance}</sup>"), anchor="x2"),
-        shapes=[dict(type="line", x0=distance, x1=distance, y0=0, y1=1, xref="x",
-                     yref="y domain", line=dict(color="#999999", width=1, dash="dot"))],
-        annotations=annotations,
-        legend=legend_below(),
-    )
-    return go.Figure(data=traces, layout=layout)
+    fig.add_trace(go.Scatter(
+        x=k, y=clip(data.bound), mode="lines", name=_("bound γ<sup>Δ</sup>"),
+        line=dict(color=GREY, dash="dash", width=2),
+        hovertemplate="Δ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **left)
+    fig.add_trace(go.Scatter(
+        x=k[::5], y=clip(data.linear[::5]), mode="markers", name=_("linear RNN, measured"),
+        marker=dict(color=BLUE, size=7),
+        hovertemplate=f"{norm_hover}<extra>{_('linear RNN')}</extra>"), **left)
+    fig.add_trace(go.Scatter(
+        x=k, y=clip(data.tanh), mode="lines", name=_("tanh RNN, measured"),
+        line=dict(color=ORANGE, width=2.5),
+        hovertemplate=f"{norm_hover}<extra>{_('tanh RNN')}</extra>"), **left)
+    fig.add_trace(go.Scatter(
+        x=[distance] * 3, y=clip([at["bound"], at["linear"], at["tanh"]]), mode="markers",
+        name=_("at Δ = {distance}", distance=distance),
+        marker=dict(color=[GREY, BLUE, ORANGE], size=12, symbol="circle-open",
+                    line=dict(width=3)),
+        meta=at, showlegend=False, hovertemplate="Δ = %{x}: %{y:.3g}<extra></extra>"), **left)
+    fig.add_trace(go.Scatter(
+        x=setting.gamma_grid, y=clip(setting.gamma_curve), mode="lines",
+        name=_("γ<sup>{distance}</sup> against γ", distance=distance),
+        line=dict(color=GREEN, width=2.5),
+        hovertemplate="γ = %{x:.3f}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **right)
+    fig.add_trace(go.Scatter(
+        x=[gamma], y=clip([at["bound"]]), mode="markers", name=_("chosen γ"),
+        marker=dict(color=GREEN, size=12), showlegend=False,
+        hovertemplate="γ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **right)
+    fig.add_trace(go.Scatter(
+        x=[lo, hi], y=[1.0, 1.0], mode="lines", name=_("1 (no change)"),
+        line=dict(color=GREY, dash="dot", width=1.5), hoverinfo="skip"), **right)
+    log_range = [math.log10(Y_RANGE[0]), math.log10(Y_RANGE[1])]
+    fig.update_yaxes(type="log", range=log_range, exponentformat="power")
+    fig.update_xaxes(title_text=_("distance Δ = L − t (steps)"), range=[0, K], **left)
+    fig.update_yaxes(title_text=_("gradient norm"), **left)
+    fig.update_xaxes(title_text="γ = ‖W<sub>hh</sub>‖₂", range=[lo, hi], **right)
+    fig.update_yaxes(title_text=f"γ<sup>{distance}</sup>", **right)
+    # The values at the chosen distance, in the left panel's lower left corner (its own
+    # coordinates: wherever plotly puts the panel).
+    fig.add_annotation(
+        text=_("Δ = {distance}:<br>γ<sup>Δ</sup> = {bound}<br>linear RNN {linear}"
+               "<br>tanh RNN {tanh}", distance=distance, bound=_fmt_norm(at["bound"]),
+               linear=_fmt_norm(at["linear"]), tanh=_fmt_norm(at["tanh"])),
+        xref="x domain", yref="y domain", x=0.01, y=0.03, xanchor="left", yanchor="bottom",
+        showarrow=False, align="left", bgcolor="rgba(255,255,255,0.85)")
+    fig.add_shape(type="line", x0=distance, x1=distance, y0=0, y1=1, xref="x",
+                  yref="y domain", line=dict(color="#999999", width=1, dash="dot"))
+    return fig
 
 
 def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,

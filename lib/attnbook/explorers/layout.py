@@ -1,0 +1,137 @@
+"""Panels laid out for the width a figure is drawn at, with plotly's own subplot grid.
+
+An explorer whose ``draw`` takes ``width`` (:class:`attnbook.explorers.base.Explorer`) builds its
+figure here: :func:`panel_grid` returns a ``make_subplots`` figure whose panels sit side by side
+in the book's column (:data:`attnbook.viz.COLUMN_PX`, 688 px) and one under the other on a phone
+(:data:`attnbook.viz.PHONE_PX`, 358 px; any width below :data:`STACK_BELOW_PX`). Plotly places
+the panels, their titles and the legend (:func:`attnbook.viz.legend_below`), and ``automargin``
+makes room for tick labels and axis titles; the only text this module places is the panels'
+titles, wrapped to the room they have with the font's own advance widths
+(:func:`attnbook.fonts.wrap_html`). Prose (the figure's title, notes) belongs in the HTML
+caption above the plot (:func:`attnbook.explorers.base.take_title`), where the browser wraps it.
+
+The figure a ``draw`` returns must have the same traces in the same order at every width: the
+static explorer stores the phone's traces as patches of the column's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import fonts, viz
+from ..checks import check_int
+
+__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid"]
+
+#: A figure drawn narrower than this many px has its panels one under the other (the static
+#: explorer switches to its phone drawing below this plot width, too).
+STACK_BELOW_PX = 520
+#: Height in px of each panel once the panels are stacked.
+PANEL_PX = 230
+#: Room in px under a stacked panel for one line of tick labels and a one-line x-axis title.
+AXIS_PX = 70
+#: Line height as a multiple of the font size.
+_LINE = 1.3
+
+
+@dataclass
+class PanelGrid:
+    """A figure of panels and where each panel is.
+
+    Attributes:
+        figure: the ``plotly.graph_objects.Figure`` (``make_subplots``), styled as the book's.
+        cells: per panel, ``{"row": r, "col": c}`` to pass to ``add_trace``,
+            ``update_xaxes`` and ``update_yaxes``.
+        stacked: whether the panels are one under the other.
+        width: the width in px the figure was laid out for.
+    """
+
+    figure: object
+    cells: list[dict]
+    stacked: bool
+    width: int
+
+
+def _lines(text: str) -> int:
+    return text.count("<br>") + 1 if text else 0
+
+
+def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[float] | None = None,
+               height: int = 440, title_size: int = 14, left: int = 70, right: int = 20,
+               bottom: int = 50, spacing_px: int = 80) -> PanelGrid:
+    """Panels side by side (``width >=`` :data:`STACK_BELOW_PX`) or stacked, with titles.
+
+    Side by side, the figure is ``height`` px tall and the panels share the plot width in the
+    ratio ``column_widths``, ``spacing_px`` apart. Stacked, each panel is :data:`PANEL_PX` px
+    tall and the gap under a panel holds its tick labels, its x-axis title (:data:`AXIS_PX`)
+    and the next panel's title; the figure is as tall as that needs. A panel title longer than
+    its room is broken into lines (:func:`attnbook.fonts.wrap_html`, the font's advances) and
+    the room above the panel grows with it.
+
+    Args:
+        width: the figure's width in px (> 0).
+        titles: one title per panel (plotly pseudo-HTML, already in the reader's language);
+            ``""`` for none.
+        column_widths: relative widths of the panels side by side (default: equal).
+        height: the figure's height in px when the panels are side by side.
+        title_size: the titles' font size in px.
+        left: the left margin in px (``automargin`` grows it where the y tick labels and
+            axis title need more; at most 62 px once stacked).
+        right: the right margin in px (at most 14 px once stacked).
+        bottom: room in px under the lowest x-axis title, for the legend
+            (:func:`attnbook.viz.legend_below`; plotly adds more if it needs more).
+        spacing_px: the gap between side-by-side panels in px.
+
+    Returns:
+        :class:`PanelGrid`.
+
+    Raises:
+        TypeError: if ``width``, ``height`` or a size is not an integer.
+        ValueError: if ``width`` < 1, there is no title, or ``column_widths`` does not give
+            one positive number per panel.
+    """
+    from plotly.subplots import make_subplots
+
+    width = check_int(width, "width", 1)
+    height = check_int(height, "height", 10)
+    n = len(titles)
+    if n == 0:
+        raise ValueError("titles must name at least one panel (use '' for an untitled one)")
+    if column_widths is None:
+        column_widths = [1.0] * n
+    if len(column_widths) != n or not all(float(c) > 0 for c in column_widths):
+        raise ValueError(f"column_widths must be {n} positive numbers (one per title), got "
+                         f"{list(column_widths)}")
+    stacked = width < STACK_BELOW_PX and n > 1
+    line_px = title_size * _LINE
+    margin_b = AXIS_PX + bottom  # the lowest panel's tick labels and axis title, the legend
+    if stacked:
+        wrapped = [fonts.wrap_html(t, width - 16, title_size) for t in titles]
+        # make_subplots spaces the rows evenly: each gap as tall as the tallest one needs.
+        gap = max(AXIS_PX + _lines(t) * line_px + 6 for t in wrapped[1:])
+        plot_h = n * PANEL_PX + (n - 1) * gap
+        fig = make_subplots(rows=n, cols=1, subplot_titles=wrapped, vertical_spacing=gap / plot_h)
+        cells = [{"row": i + 1, "col": 1} for i in range(n)]
+        top = _lines(wrapped[0]) * line_px + 10
+        fig.update_layout(height=round(top + plot_h + margin_b),
+                          margin=dict(l=min(left, 62), r=min(right, 14), t=round(top),
+                                      b=margin_b))
+    else:
+        plot_w = width - left - right
+        spacing = spacing_px / plot_w if n > 1 else 0.0
+        total = float(sum(column_widths))
+        share = [float(c) / total for c in column_widths]
+        room = [plot_w * (1 - spacing * (n - 1)) * s + spacing_px * 0.9 for s in share]
+        wrapped = [fonts.wrap_html(t, r, title_size) for t, r in zip(titles, room)]
+        fig = make_subplots(rows=1, cols=n, subplot_titles=wrapped, column_widths=share,
+                            horizontal_spacing=spacing)
+        cells = [{"row": 1, "col": i + 1} for i in range(n)]
+        top = max(_lines(t) for t in wrapped) * line_px + 10
+        fig.update_layout(height=height, margin=dict(l=left, r=right, t=round(top), b=margin_b))
+    fig.update_annotations(font=dict(size=title_size))  # the titles: make_subplots' annotations
+    fig.update_layout(template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
+                      plot_bgcolor="white", legend=viz.legend_below())
+    fig.update_xaxes(**viz.axis_style())
+    fig.update_yaxes(**viz.axis_style())
+    return PanelGrid(fig, cells, stacked, width)

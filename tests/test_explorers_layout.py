@@ -1,0 +1,113 @@
+"""Tests of attnbook.explorers.layout (panels laid out for a width with make_subplots) and of
+explorers whose draw lays its figure out itself (Explorer.draws_for_width)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("plotly")
+
+from attnbook import fonts, viz  # noqa: E402
+from attnbook.explorers import layout, rnn  # noqa: E402
+from attnbook.explorers.base import Explorer  # noqa: E402
+from explorer_util import embedded_spec, static_frame  # noqa: E402
+
+LONG = "The bound at the chosen distance against the spectral norm of the recurrent matrix"
+
+
+def test_column_width_puts_panels_side_by_side_with_the_given_shares():
+    grid = layout.panel_grid(688, ["left", "right"], column_widths=[0.6, 0.4], spacing_px=100,
+                             left=70, right=20)
+    assert not grid.stacked and grid.cells == [{"row": 1, "col": 1}, {"row": 1, "col": 2}]
+    lay = grid.figure.layout
+    (a0, a1), (b0, b1) = lay.xaxis.domain, lay.xaxis2.domain
+    plot_w = 688 - 70 - 20
+    assert (b0 - a1) * plot_w == pytest.approx(100, abs=0.5)  # the gap, in px
+    assert (a1 - a0) / (b1 - b0) == pytest.approx(0.6 / 0.4)
+    assert lay.yaxis.domain == lay.yaxis2.domain  # one row
+    assert lay.height == 440 and lay.legend.yref == "container"
+
+
+def test_phone_width_stacks_panels_each_panel_px_tall_with_room_between():
+    grid = layout.panel_grid(viz.PHONE_PX, ["top panel", LONG], bottom=50)
+    assert grid.stacked and grid.cells == [{"row": 1, "col": 1}, {"row": 2, "col": 1}]
+    lay = grid.figure.layout
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    (a0, a1), (b0, b1) = lay.yaxis.domain, lay.yaxis2.domain
+    assert (a1 - a0) * plot_h == pytest.approx(layout.PANEL_PX, abs=0.5)
+    assert (b1 - b0) * plot_h == pytest.approx(layout.PANEL_PX, abs=0.5)
+    # The gap holds the upper panel's axis and the lower panel's title (wrapped: two lines).
+    title = grid.figure.layout.annotations[1].text
+    lines = title.split("<br>")
+    assert len(lines) >= 2
+    assert all(fonts.text_width(line, 14) <= viz.PHONE_PX - 16 for line in lines)
+    assert (a0 - b1) * plot_h >= layout.AXIS_PX + len(lines) * 14 * 1.3
+    assert lay.xaxis.domain == lay.xaxis2.domain == (0.0, 1.0)
+
+
+def test_titles_wrap_to_the_room_of_their_panel_side_by_side():
+    grid = layout.panel_grid(688, ["short", LONG], column_widths=[0.6, 0.4])
+    title = grid.figure.layout.annotations[1].text
+    lay = grid.figure.layout
+    plot_w = 688 - lay.margin.l - lay.margin.r
+    room = (lay.xaxis2.domain[1] - lay.xaxis2.domain[0]) * plot_w + 0.9 * 80
+    assert "<br>" in title
+    assert all(fonts.text_width(line, 14) <= room for line in title.split("<br>"))
+    # The top margin holds the tallest title.
+    assert lay.margin.t >= 2 * 14 * 1.3
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    (dict(width=0, titles=["a"]), ValueError, "width"),
+    (dict(width=300.5, titles=["a"]), TypeError, "width"),
+    (dict(width=688, titles=[]), ValueError, "titles"),
+    (dict(width=688, titles=["a", "b"], column_widths=[1.0]), ValueError, "column_widths"),
+    (dict(width=688, titles=["a", "b"], column_widths=[1.0, -1.0]), ValueError,
+     "column_widths"),
+])
+def test_panel_grid_rejects_bad_arguments_naming_them(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        layout.panel_grid(**kwargs)
+
+
+# An explorer whose draw takes width: its figures are used as drawn, at both widths
+# ------------------------------------------------------------------------------------------
+
+SMALL = dict(gamma_values=(0.9, 1.1), distance_values=(5, 20), hidden_size=8, seed=3)
+
+
+def test_an_explorer_drawing_for_a_width_stores_what_draw_made_for_each_width():
+    ex = rnn.gradient_decay_explorer(0.9, 20, **SMALL)
+    assert ex.draws_for_width
+    spec = embedded_spec(ex.static_html())
+    setting = rnn.gradient_decay_setting(0.9, 20, data=rnn.gradient_decay_data(
+        0.9, max_distance=20, hidden_size=8, seed=3), gamma_range=(0.9, 1.1))
+    for width, narrow in ((viz.COLUMN_PX, False), (viz.PHONE_PX, True)):
+        drawn = rnn.draw_gradient_decay(setting, language="en", width=width).to_plotly_json()
+        frame = static_frame(spec, {"gamma": 0.9, "distance": 20}, narrow=narrow)
+        lay = frame["layout"]
+        # Exactly draw's layout (floats rounded to 4 digits when stored), not a refit one.
+        assert lay["height"] == drawn["layout"]["height"]
+        assert lay["yaxis2"]["domain"] == pytest.approx(list(drawn["layout"]["yaxis2"]["domain"]),
+                                                        rel=1e-3)
+        assert [a["text"] for a in lay["annotations"]] == [
+            a["text"] for a in drawn["layout"]["annotations"]]
+    wide = static_frame(spec, {"gamma": 0.9, "distance": 20})["layout"]
+    phone = static_frame(spec, {"gamma": 0.9, "distance": 20}, narrow=True)["layout"]
+    assert wide["yaxis"]["domain"] == wide["yaxis2"]["domain"]  # side by side
+    assert phone["yaxis"]["domain"][0] > phone["yaxis2"]["domain"][1]  # stacked
+
+
+def test_a_draw_without_width_is_still_fitted_afterwards():
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import Control
+
+    def draw(data, *, language):
+        return go.Figure(go.Scatter(x=[0, 1], y=[data, data]),
+                         layout=dict(title=dict(text="t"), height=300))
+
+    ex = Explorer([Control("v", "v", "slider", (1, 2), 1)], title="test explorer",
+                  compute=lambda v: v, draw=draw)
+    assert not ex.draws_for_width
+    assert ex.figure_json({"v": 2}, "en", width=viz.PHONE_PX)["data"][0]["y"] == [2, 2]
