@@ -34,7 +34,7 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from . import i18n
+from . import i18n, viz
 from .checks import check_choice
 from .edition_outputs import MIME
 
@@ -50,9 +50,9 @@ __all__ = [
     "install_display",
 ]
 
-#: Width in CSS pixels of the book's text column on a phone (a 390 px wide window, measured in
-#: Chromium): :func:`figure_bundle` draws every wider figure again at this width.
-PHONE_PX = 358
+#: Width in CSS pixels of the book's text column on a phone (:data:`attnbook.viz.PHONE_PX`):
+#: :func:`figure_bundle` draws every wider figure again at this width.
+PHONE_PX = viz.PHONE_PX
 
 _MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
 _saved_png: dict = {}
