@@ -426,10 +426,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function run(scenario) {
   const calls = [];
   let resolveLoad = null;
-  const fonts = scenario.noApi ? {} : {load: (font, text) => {
-    calls.push(['load', font, text]);
-    return new Promise((r) => { resolveLoad = r; });
-  }};
+  const fonts = scenario.noApi ? {} : scenario.throws ? {load: () => { throw new Error('no'); }}
+    : {load: (font, text) => {
+      calls.push(['load', font, text]);
+      return new Promise((r) => { resolveLoad = r; });
+    }};
   const context = vm.createContext({document: {fonts}, setTimeout, clearTimeout});
   vm.runInContext(fs.readFileSync(script, 'utf8'), context);
   context.attnbookExplorer.whenFontsLoaded(scenario.family, 'γ注意', scenario.waitMs,
@@ -445,6 +446,7 @@ async function run(scenario) {
     late: await run({family: 'attnbook-sans, sans-serif', waitMs: 40, loadAfterMs: 120}),
     noFamily: await run({family: null, waitMs: 40, loadAfterMs: 10}),
     noApi: await run({family: 'attnbook-sans', waitMs: 40, loadAfterMs: 10, noApi: true}),
+    throws: await run({family: 'attnbook-sans', waitMs: 40, loadAfterMs: 10, throws: true}),
   };
   process.stdout.write(JSON.stringify(out));
 })();
@@ -468,3 +470,5 @@ def test_first_draw_waits_for_the_figure_font_and_redraws_when_it_comes_late(tmp
     # No family to wait for, or a browser without the font loading API: drawn at once.
     assert out["noFamily"] == [["then", False]]
     assert out["noApi"] == [["then", False]]
+    # A load() that throws: drawn at once, once (not after the wait, not twice).
+    assert out["throws"] == [["then", False]]

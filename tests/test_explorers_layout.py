@@ -111,3 +111,56 @@ def test_a_draw_without_width_is_still_fitted_afterwards():
                   compute=lambda v: v, draw=draw)
     assert not ex.draws_for_width
     assert ex.figure_json({"v": 2}, "en", width=viz.PHONE_PX)["data"][0]["y"] == [2, 2]
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    (dict(width=688, titles="Loss"), TypeError, "titles"),
+    (dict(width=688, titles=["a", 2]), TypeError, "titles"),
+    (dict(width=688, titles=["a", "b"], spacing_px=1000), ValueError, "spacing_px"),
+    (dict(width=520, titles=["a", "b"], left=260, right=260), ValueError, "left=260"),
+    (dict(width=688, titles=["a", "b"], column_widths=[float("inf"), 1]), ValueError,
+     r"column_widths\[0\]"),
+    (dict(width=688, titles=["a", "b"], column_widths=["1", 2]), TypeError,
+     r"column_widths\[0\]"),
+    (dict(width=688, titles=["a"], height=10), ValueError, "height"),
+    (dict(width=688, titles=["a"], left=-5), ValueError, "left"),
+    (dict(width=688, titles=["a"], spacing_px=80.5), TypeError, "spacing_px"),
+])
+def test_panel_grid_rejects_impossible_layouts_naming_the_argument(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        layout.panel_grid(**kwargs)
+
+
+def test_titles_never_reach_past_the_figure():
+    # Chinese without spaces (stacked) and long English (side by side): every line of every
+    # title, centred where plotly puts it, stays inside the figure.
+    for width, titles in ((viz.PHONE_PX, ["注意力" * 30, "x"]), (688, ["word " * 40] * 2)):
+        grid = layout.panel_grid(width, titles)
+        lay = grid.figure.layout
+        plot_w = width - lay.margin.l - lay.margin.r
+        for ann in lay.annotations:
+            centre = lay.margin.l + ann.x * plot_w
+            for line in ann.text.split("<br>"):
+                half = fonts.text_width(line, 14) / 2
+                assert centre - half >= 0 and centre + half <= width, (width, line)
+
+
+def test_an_explorer_whose_draw_changes_its_traces_with_the_width_is_refused():
+    import plotly.graph_objects as go
+
+    from attnbook.explorers.base import Control
+
+    def draw(data, *, language, width):
+        traces = [go.Scatter(x=[0, 1], y=[data, data], name="a")]
+        if width > 500:
+            traces.append(go.Bar(x=[0], y=[1], name="b"))
+        return go.Figure(traces)
+
+    ex = Explorer([Control("v", "v", "slider", (1, 2), 1)], title="test explorer",
+                  compute=lambda v: v, draw=draw)
+    with pytest.raises(ValueError, match="same traces at every width"):
+        ex.static_html()
+    with pytest.raises(ValueError, match="width"):
+        ex.figure_json({"v": 1}, "en", width=0)
+    with pytest.raises(TypeError, match="width"):
+        ex.figure_json({"v": 1}, "en", width=358.0)

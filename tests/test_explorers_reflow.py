@@ -450,3 +450,27 @@ def test_stacked_panels_make_room_for_two_line_tick_labels():
         return (lay["yaxis"]["domain"][0] - lay["yaxis2"]["domain"][1]) * paper
 
     assert gap_px(tall) == pytest.approx(gap_px(plain) + 13 * 1.3, abs=1.5)
+
+
+def test_fit_figure_reads_plotlys_typed_arrays_in_tick_lists():
+    # plotly 6 writes NumPy tick lists as {"dtype", "bdata"}: read as the numbers they hold.
+    import plotly.graph_objects as go
+
+    labels = [f"token{i}" for i in range(30)]
+    fig = go.Figure(go.Bar(x=np.arange(30), y=np.ones(30)),
+                    layout=dict(xaxis=dict(tickvals=np.arange(30), ticktext=labels,
+                                           tickangle=-90, anchor="y"),
+                                yaxis=dict(anchor="x"), height=400,
+                                margin=dict(l=70, r=20, t=40, b=70)))
+    ax = fit_figure(fig.to_plotly_json(), NARROW_PX)["layout"]["xaxis"]
+    step = ax["tickvals"][1] - ax["tickvals"][0]
+    assert ax["tickvals"] == list(range(30))[::step] and ax["ticktext"] == labels[::step]
+
+
+def test_a_container_legend_is_not_moved_in_container_coordinates():
+    from attnbook import viz
+
+    fig = two_panels()
+    fig["layout"]["legend"] = viz.legend_below(y=1.0, yanchor="bottom")
+    fig["layout"]["title"] = {"text": "a title"}
+    assert fit_figure(fig, 688)["layout"]["legend"]["y"] == 1.0

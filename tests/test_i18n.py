@@ -760,3 +760,22 @@ def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn)
     assert set(mpl_figures.figure_bundle(fig2, ("en", "zh_CN"))["narrow"]) == {"en", "zh_CN"}
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_a_figure_without_a_layout_engine_or_laid_out_tight_gets_no_phone_drawing():
+    """Axes placed by hand cannot be placed again; tight layout that gives up is a collapse too.
+    Either way the figure is left as it was and says so the same way twice."""
+    for engine in ("none", "tight"):
+        fig, axes = plt.subplots(1, 8, figsize=(6.88, 2.5), dpi=100, layout=engine)
+        for ax in axes:
+            ax.plot([0, 1], [0, 1])
+            ax.set(ylabel="attention weight of the key")
+        before = [ax.get_position().bounds for ax in axes]
+        first = mpl_figures.figure_bundle(fig, ("en",))
+        second = mpl_figures.figure_bundle(fig, ("en",))
+        assert first["too_wide"] and second["too_wide"], engine
+        assert first["narrow"] == second["narrow"] == {}
+        if engine == "none":
+            assert fig.get_layout_engine() is None
+            assert [ax.get_position().bounds for ax in axes] == before
+        plt.close(fig)

@@ -219,8 +219,9 @@ def _cjk_family() -> str:
     return font_manager.FontProperties(fname=str(path)).get_name()
 
 
-#: The start of matplotlib's warning when constrained layout cannot fit a figure's axes.
-_COLLAPSED = "constrained_layout not applied"
+#: The start of matplotlib's warning when constrained layout cannot fit a figure's axes (and
+#: tight layout's, for a figure laid out by it).
+_COLLAPSED = ("constrained_layout not applied", "Tight layout not applied")
 
 
 class LayoutCollapsed(ValueError):
@@ -244,7 +245,8 @@ def relaid_out(fig, width_px: int):
     Raises:
         ValueError: if ``width_px`` is not a positive integer.
         LayoutCollapsed: if even with its titles broken the panels and their text do not fit
-            ``width_px`` (constrained layout gives up); the figure is restored first.
+            ``width_px`` (its layout engine gives up; the figure is restored first), or the
+            figure has no layout engine (its axes were placed by hand).
     """
     from .checks import check_int
 
@@ -255,13 +257,16 @@ def relaid_out(fig, width_px: int):
     if fig.get_suptitle():
         titles.append((fig._suptitle, fig))  # the Text that fig.suptitle made
     texts = [(text, text.get_text()) for text, _ in titles]
+    if engine is None:
+        # Its axes were placed by hand, for its own width: nothing can place them again.
+        raise LayoutCollapsed(f"the figure has no layout engine (its axes were placed by hand); "
+                              f"it cannot be laid out again at {width_px} px")
     try:
-        if engine is None:
-            fig.set_layout_engine("constrained")
         fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
         with warnings.catch_warnings():
             # Before its titles are broken into lines a figure may not fit; checked below.
             warnings.filterwarnings("ignore", "constrained_layout not applied")
+            warnings.filterwarnings("ignore", "Tight layout not applied")
             fig.draw_without_rendering()  # places the axes at the new width
         renderer = fig.canvas.get_renderer()
         for text, box in titles:
@@ -271,7 +276,7 @@ def relaid_out(fig, width_px: int):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fig.draw_without_rendering()
-        if any(_COLLAPSED in str(w.message) for w in caught):
+        if any(str(w.message).startswith(_COLLAPSED) for w in caught):
             raise LayoutCollapsed(
                 f"the figure's panels do not fit {width_px} px with its text at its size "
                 f"(constrained layout collapsed an axes to zero size)")
@@ -280,8 +285,6 @@ def relaid_out(fig, width_px: int):
         for text, original in texts:
             text.set_text(original)
         fig.set_size_inches(size, forward=False)
-        if engine is None:
-            fig.set_layout_engine("none")
 
 
 def _pieces(line: str) -> list[tuple[bool, str]]:
@@ -388,7 +391,7 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     finally:
         logger.removeHandler(mathtext_log)
         fonts_log.removeFilter(_no_weight_fallback)
-    if width_px is not None and any(_COLLAPSED in str(w.message) for w in caught):
+    if width_px is not None and any(str(w.message).startswith(_COLLAPSED) for w in caught):
         # The layout pass fitted, the drawing did not (its renderer measured the text wider).
         raise LayoutCollapsed(f"the figure's panels do not fit {width_px} px when drawn")
     lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}

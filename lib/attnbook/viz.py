@@ -210,7 +210,7 @@ def when_plotly_ready_js(body: str, *, target_id: str | None = None,
     Returns:
         A self-contained JavaScript statement (an immediately invoked function).
     """
-    target = json.dumps(target_id)
+    target = json.dumps(target_id).replace("<", "\\u003c")  # written into a <script>
     tries = int(PLOTLY_WAIT_SECONDS * 1000 / 50)
     if font_text is None:
         run = "  function run() {\n" + body + "\n  }\n"

@@ -52,7 +52,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import edition_outputs, i18n, viz
-from ..checks import check_choice
+from ..checks import check_choice, check_int
 from . import reflow
 
 __all__ = ["Control", "Explorer", "take_title", "plotly_text_html", "MAX_GRID", "MIN_TRACK_PX",
@@ -710,6 +710,8 @@ class Explorer:
                                                                      missing=sink)
         if key not in self._data:
             self._data[key] = self._compute(**canon)
+        if width is not None:
+            width = check_int(width, "width", 1)
         kwargs = {"width": width or viz.COLUMN_PX} if self.draws_for_width else {}
         with i18n.collect_missing() as lost:
             fig = _plain_json(self._draw(self._data[key], language=language,
@@ -824,6 +826,13 @@ class Explorer:
                     wide = raw
                     narrow, _ = take_title(self.figure_json(canon, language, missing=missing,
                                                             width=viz.PHONE_PX))
+                    kinds = [[t.get("type"), t.get("name")] for t in raw["data"]]
+                    n_kinds = [[t.get("type"), t.get("name")] for t in narrow["data"]]
+                    if kinds != n_kinds:
+                        raise ValueError(
+                            f"draw must return the same traces at every width; for {canon} "
+                            f"it drew {kinds} at {viz.COLUMN_PX} px and {n_kinds} at "
+                            f"{viz.PHONE_PX} px")
                 else:
                     wide = reflow.fit_figure(raw, viz.COLUMN_PX)
                     narrow = reflow.fit_figure(raw, reflow.NARROW_PX)

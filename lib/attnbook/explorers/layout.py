@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import fonts, viz
-from ..checks import check_int
+from ..checks import check_int, check_real
 
 __all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid"]
 
@@ -87,27 +87,47 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         :class:`PanelGrid`.
 
     Raises:
-        TypeError: if ``width``, ``height`` or a size is not an integer.
-        ValueError: if ``width`` < 1, there is no title, or ``column_widths`` does not give
-            one positive number per panel.
+        TypeError: if ``width``, ``height`` or a size is not an integer, ``titles`` is not a
+            sequence of strings or a column width not a real number.
+        ValueError: if ``width`` < 1, a size is negative, there is no title,
+            ``column_widths`` does not give one finite positive number per panel, or the
+            width or height leaves no room for the panels.
     """
     from plotly.subplots import make_subplots
 
     width = check_int(width, "width", 1)
     height = check_int(height, "height", 10)
+    title_size = check_int(title_size, "title_size", 1)
+    left, right = check_int(left, "left", 0), check_int(right, "right", 0)
+    bottom, spacing_px = check_int(bottom, "bottom", 0), check_int(spacing_px, "spacing_px", 0)
+    if isinstance(titles, str) or not all(isinstance(t, str) for t in titles):
+        raise TypeError(f"titles must be a sequence of strings (one per panel), got {titles!r}")
+    titles = list(titles)
     n = len(titles)
     if n == 0:
         raise ValueError("titles must name at least one panel (use '' for an untitled one)")
     if column_widths is None:
         column_widths = [1.0] * n
-    if len(column_widths) != n or not all(float(c) > 0 for c in column_widths):
+    column_widths = [check_real(c, f"column_widths[{i}]", minimum=0, strict=True)
+                     for i, c in enumerate(column_widths)]
+    if len(column_widths) != n:
         raise ValueError(f"column_widths must be {n} positive numbers (one per title), got "
-                         f"{list(column_widths)}")
+                         f"{column_widths}")
+    stacked_now = width < STACK_BELOW_PX and n > 1
+    side = (min(left, 62) + min(right, 14)) if stacked_now else left + right + (n - 1) * spacing_px
+    if width - side < 20 * (1 if stacked_now else n):
+        raise ValueError(f"width={width} px leaves no room for {n} panel(s) after the margins "
+                         f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})")
     stacked = width < STACK_BELOW_PX and n > 1
     line_px = title_size * _LINE
     margin_b = AXIS_PX + bottom  # the lowest panel's tick labels and axis title, the legend
     if stacked:
-        wrapped = [fonts.wrap_html(t, width - 16, title_size) for t in titles]
+        # Each title is centred on the plot area, which the wider left margin shifts right:
+        # a line may take twice the distance from that centre to the nearer edge.
+        l_px, r_px = min(left, 62), min(right, 14)
+        centre = l_px + (width - l_px - r_px) / 2
+        wrapped = [fonts.wrap_html(t, 2 * min(centre, width - centre) - 8, title_size)
+                   for t in titles]
         # make_subplots spaces the rows evenly: each gap as tall as the tallest one needs.
         gap = max(AXIS_PX + _lines(t) * line_px + 6 for t in wrapped[1:])
         plot_h = n * PANEL_PX + (n - 1) * gap
@@ -115,19 +135,27 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         cells = [{"row": i + 1, "col": 1} for i in range(n)]
         top = _lines(wrapped[0]) * line_px + 10
         fig.update_layout(height=round(top + plot_h + margin_b),
-                          margin=dict(l=min(left, 62), r=min(right, 14), t=round(top),
-                                      b=margin_b))
+                          margin=dict(l=l_px, r=r_px, t=round(top), b=margin_b))
     else:
         plot_w = width - left - right
         spacing = spacing_px / plot_w if n > 1 else 0.0
         total = float(sum(column_widths))
         share = [float(c) / total for c in column_widths]
-        room = [plot_w * (1 - spacing * (n - 1)) * s + spacing_px * 0.9 for s in share]
+        room, x0 = [], 0.0
+        for s_i in share:  # a title may reach into the gaps beside its panel, not off the figure
+            panel = plot_w * (1 - spacing * (n - 1)) * s_i
+            centre = left + x0 * plot_w + panel / 2
+            room.append(min(panel + spacing_px * 0.9, 2 * min(centre, width - centre) - 8))
+            x0 += panel / plot_w + spacing
         wrapped = [fonts.wrap_html(t, r, title_size) for t, r in zip(titles, room)]
         fig = make_subplots(rows=1, cols=n, subplot_titles=wrapped, column_widths=share,
                             horizontal_spacing=spacing)
         cells = [{"row": 1, "col": i + 1} for i in range(n)]
         top = max(_lines(t) for t in wrapped) * line_px + 10
+        if height - top - margin_b < 20:
+            raise ValueError(f"height={height} px leaves no room for the panels under their "
+                             f"titles ({top:.0f} px) and above their axes and legend "
+                             f"({margin_b} px)")
         fig.update_layout(height=height, margin=dict(l=left, r=right, t=round(top), b=margin_b))
     fig.update_annotations(font=dict(size=title_size))  # the titles: make_subplots' annotations
     fig.update_layout(template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",

@@ -29,7 +29,6 @@ control moves or the window is resized. Pure Python on JSON dicts: no plotly imp
 
 from __future__ import annotations
 
-import copy
 import html as _html
 import math
 import re
@@ -259,8 +258,11 @@ def fit_figure(fig: dict, width: float) -> dict:
     if not isinstance(data, (list, tuple)) or not all(isinstance(t, dict) for t in data):
         raise TypeError("fig['data'] must be a list of trace dicts, got "
                         f"{type(data).__name__} {str(data)[:60]}")
-    fig = {"data": copy.deepcopy(list(fig.get("data") or [])),
-           "layout": copy.deepcopy(fig["layout"])}
+    from .base import _plain_json  # (base imports this module)
+
+    # A copy, with plotly's typed arrays ({"dtype", "bdata"}) and NumPy arrays as lists.
+    fig = {"data": _plain_json(list(fig.get("data") or [])),
+           "layout": _plain_json(fig["layout"])}
     layout = fig["layout"]
     ps = panels(layout)
     if width < STACK_BELOW_PX and _side_by_side(ps):
@@ -380,7 +382,8 @@ def _wrap_in_place(fig: dict, ps: list[dict], width: float) -> None:
                 for _, a, _, _ in items:
                     a["y"] = round(top, 6)
     legend = layout.get("legend") or {}
-    if legend and float(legend.get("y", 1)) >= 1 and legend.get("yanchor") == "bottom":
+    if (legend and legend.get("yref", "paper") == "paper" and float(legend.get("y", 1)) >= 1
+            and legend.get("yanchor") == "bottom"):
         legend["y"] = round(1 + (top_px + 4) / plot_h, 6)
         top_px += 4 + _legend_px(fig, plot_w)
     title = _title(layout)
@@ -423,7 +426,9 @@ def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> 
         ax = layout.get(p["x"]) or {}
         angle = ax.get("tickangle")
         labels = ax.get("ticktext") or ax.get("tickvals")
-        if not isinstance(angle, (int, float)) or abs(angle) > 90 or not labels:
+        if (isinstance(angle, bool) or not isinstance(angle, (int, float))
+                or not math.isfinite(angle) or abs(angle) > 90 or not labels
+                or p["xd"][1] <= p["xd"][0]):
             continue
         size = _font_size({"font": ax.get("tickfont")}, font)
         spacing = plot_w * (p["xd"][1] - p["xd"][0]) / len(labels)
@@ -455,6 +460,8 @@ def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> 
         if values and ax.get("ticktext"):
             ax["tickvals"] = list(values)[::step]
             ax["ticktext"] = list(ax["ticktext"])[::step]
+        elif values:  # the values are the labels
+            ax["tickvals"] = list(values)[::step]
     return growth
 
 

@@ -162,11 +162,16 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` or ``width`` is not an integer.
-        ValueError: if ``height`` < 10, ``width`` < 1 or ``language`` is unknown.
+        TypeError: if ``setting`` is not a :class:`DecaySetting`, or ``height`` or ``width``
+            not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(setting, DecaySetting):
+        raise TypeError(f"setting must be a DecaySetting (from gradient_decay_setting), got "
+                        f"{type(setting).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     data, distance, at = setting.data, setting.distance, setting.at

@@ -170,7 +170,10 @@
       drawn = true;
       then(late);
     }
-    fonts.load('13px ' + family, text).then(loaded, loaded);
+    var loading;
+    try { loading = fonts.load('13px ' + family, text); } catch (e) { loading = null; }
+    if (loading && typeof loading.then === 'function') { loading.then(loaded, loaded); }
+    else { loaded(); }  // a load that throws or returns no promise: draw now
   }
 
   global.attnbookExplorer = {
