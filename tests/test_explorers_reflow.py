@@ -452,8 +452,9 @@ def test_stacked_panels_make_room_for_two_line_tick_labels():
     assert gap_px(tall) == pytest.approx(gap_px(plain) + 13 * 1.3, abs=1.5)
 
 
-def test_fit_figure_reads_plotlys_typed_arrays_in_tick_lists():
-    # plotly 6 writes NumPy tick lists as {"dtype", "bdata"}: read as the numbers they hold.
+def test_fit_figure_leaves_typed_tick_arrays_alone_rather_than_misread_them():
+    # plotly 6 writes NumPy tick lists as {"dtype", "bdata"}; fit_figure reads plain lists
+    # only (the explorers pass it plain JSON) and must not slice the dict as if it were one.
     import plotly.graph_objects as go
 
     labels = [f"token{i}" for i in range(30)]
@@ -462,7 +463,13 @@ def test_fit_figure_reads_plotlys_typed_arrays_in_tick_lists():
                                            tickangle=-90, anchor="y"),
                                 yaxis=dict(anchor="x"), height=400,
                                 margin=dict(l=70, r=20, t=40, b=70)))
+    before = fig.to_plotly_json()["layout"]["xaxis"]
     ax = fit_figure(fig.to_plotly_json(), NARROW_PX)["layout"]["xaxis"]
+    assert ax["tickvals"] == before["tickvals"] and list(ax["ticktext"]) == labels
+    # The same axis as plain lists is fitted: every k-th token at 9 px.
+    plain = fig.to_plotly_json()
+    plain["layout"]["xaxis"]["tickvals"] = list(range(30))
+    ax = fit_figure(plain, NARROW_PX)["layout"]["xaxis"]
     step = ax["tickvals"][1] - ax["tickvals"][0]
     assert ax["tickvals"] == list(range(30))[::step] and ax["ticktext"] == labels[::step]
 

@@ -779,3 +779,11 @@ def test_a_figure_without_a_layout_engine_or_laid_out_tight_gets_no_phone_drawin
             assert fig.get_layout_engine() is None
             assert [ax.get_position().bounds for ax in axes] == before
         plt.close(fig)
+
+
+def test_the_phone_width_is_one_number():
+    from attnbook import viz
+    from attnbook.explorers import layout, reflow
+
+    assert mpl_figures.PHONE_PX == viz.PHONE_PX == reflow.NARROW_PX == 358
+    assert layout.STACK_BELOW_PX == reflow.STACK_BELOW_PX

@@ -34,7 +34,7 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from . import i18n, viz
+from . import i18n
 from .checks import check_choice
 from .edition_outputs import MIME
 
@@ -50,9 +50,10 @@ __all__ = [
     "install_display",
 ]
 
-#: Width in CSS pixels of the book's text column on a phone (:data:`attnbook.viz.PHONE_PX`):
-#: :func:`figure_bundle` draws every wider figure again at this width.
-PHONE_PX = viz.PHONE_PX
+#: Width in CSS pixels of the book's text column on a phone (the same number as
+#: :data:`attnbook.viz.PHONE_PX`, which imports this module: tests/test_i18n.py checks they
+#: agree): :func:`figure_bundle` draws every wider figure again at this width.
+PHONE_PX = 358
 
 _MATH = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$")
 _saved_png: dict = {}

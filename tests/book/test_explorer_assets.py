@@ -68,9 +68,18 @@ def site(tmp_path_factory) -> Path:
         "Explorers\n=========\n\n" + explorers + "\n.. toctree::\n\n   other\n", encoding="utf-8")
     (src / "other.rst").write_text("Other\n=====\n\nNo explorer here.\n", encoding="utf-8")
     out = src / "_build"
+    # Each toy build in this process starts from docutils' own node registry: a node class a
+    # build before it registered would make this one warn (an error here). sphinx.testing's
+    # clean-up, as SphinxTestApp.cleanup runs it.
+    from sphinx.testing.util import _clean_up_global_state
+
+    _clean_up_global_state()
     app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
                  status=None, warning=sys.stderr, freshenv=True, warningiserror=True)
-    app.build()
+    try:
+        app.build()
+    finally:
+        _clean_up_global_state()
     return out
 
 

@@ -75,9 +75,18 @@ def site(tmp_path_factory):
                                  "language": "python"}
     nbformat.write(nb, src / "index.ipynb")
     out = src / "_build"
+    # Each toy build in this process starts from docutils' own node registry: a node class a
+    # build before it registered would make this one warn (an error here). sphinx.testing's
+    # clean-up, as SphinxTestApp.cleanup runs it.
+    from sphinx.testing.util import _clean_up_global_state
+
+    _clean_up_global_state()
     app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
                  status=None, warning=sys.stderr, freshenv=True, warningiserror=True)
-    app.build()
+    try:
+        app.build()
+    finally:
+        _clean_up_global_state()
     return out, payload
 
 

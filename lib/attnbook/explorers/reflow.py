@@ -29,6 +29,7 @@ control moves or the window is resized. Pure Python on JSON dicts: no plotly imp
 
 from __future__ import annotations
 
+import copy
 import html as _html
 import math
 import re
@@ -258,11 +259,8 @@ def fit_figure(fig: dict, width: float) -> dict:
     if not isinstance(data, (list, tuple)) or not all(isinstance(t, dict) for t in data):
         raise TypeError("fig['data'] must be a list of trace dicts, got "
                         f"{type(data).__name__} {str(data)[:60]}")
-    from .base import _plain_json  # (base imports this module)
-
-    # A copy, with plotly's typed arrays ({"dtype", "bdata"}) and NumPy arrays as lists.
-    fig = {"data": _plain_json(list(fig.get("data") or [])),
-           "layout": _plain_json(fig["layout"])}
+    fig = {"data": copy.deepcopy(list(fig.get("data") or [])),
+           "layout": copy.deepcopy(fig["layout"])}
     layout = fig["layout"]
     ps = panels(layout)
     if width < STACK_BELOW_PX and _side_by_side(ps):
@@ -426,7 +424,11 @@ def _steepen_ticks(layout: dict, ps: list[dict], plot_w: float, font: float) -> 
         ax = layout.get(p["x"]) or {}
         angle = ax.get("tickangle")
         labels = ax.get("ticktext") or ax.get("tickvals")
-        if (isinstance(angle, bool) or not isinstance(angle, (int, float))
+        # Only plain lists are read: plotly's typed arrays ({"dtype", "bdata"}, what
+        # to_plotly_json gives for a NumPy array) and arrays are left as they are.
+        if (not isinstance(labels, (list, tuple))
+                or not isinstance(ax.get("tickvals") or [], (list, tuple))
+                or isinstance(angle, bool) or not isinstance(angle, (int, float))
                 or not math.isfinite(angle) or abs(angle) > 90 or not labels
                 or p["xd"][1] <= p["xd"][0]):
             continue
