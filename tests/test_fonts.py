@@ -13,6 +13,15 @@ import pytest
 from attnbook import fonts
 
 
+def code_points(unicode_range: str) -> set[int]:
+    """The code points of a CSS unicode-range ("U+20-7E, U+2016")."""
+    out = set()
+    for r in unicode_range.split(", "):
+        a, _, b = r[2:].partition("-")
+        out |= set(range(int(a, 16), int(b or a, 16) + 1))
+    return out
+
+
 def pil_width(path, text: str, px: float) -> float:
     from PIL import ImageFont
 
@@ -20,7 +29,7 @@ def pil_width(path, text: str, px: float) -> float:
 
 
 @pytest.mark.parametrize("text", ["WWWWWWWWWW", "iiiiiiiiii", "query position i", "查询位置 i",
-                                  "‖W‖ = 0.542"])
+                                  "W = 0.542"])
 def test_width_is_the_fonts_own(text):
     noto, _ = fonts.font_paths()
     assert fonts.text_width(text, 13) == pytest.approx(pil_width(noto, text, 13), rel=0.01)
@@ -31,6 +40,20 @@ def test_a_character_noto_lacks_is_measured_in_dejavu():
     assert fonts.text_width("₂", 20) == pytest.approx(pil_width(dejavu, "₂", 20), rel=0.01)
     assert fonts.text_width("a₂", 20) == pytest.approx(
         pil_width(noto, "a", 20) + pil_width(dejavu, "₂", 20), rel=0.01)
+
+
+@pytest.mark.parametrize("symbol", ["‖", "−", "×", "→", "≤", "√"])
+def test_math_symbols_noto_draws_full_width_are_measured_and_served_in_dejavu(symbol, tmp_path):
+    # Noto Sans CJK draws these as CJK punctuation, one em wide ("‖W‖" read "‖ W ‖").
+    noto, dejavu = fonts.font_paths()
+    assert pil_width(noto, symbol, 20) == pytest.approx(20, rel=0.01)
+    assert pil_width(dejavu, symbol, 20) < 18
+    assert fonts.text_width(f"a{symbol}b", 20) == pytest.approx(
+        pil_width(noto, "ab", 20) + pil_width(dejavu, symbol, 20), rel=0.01)
+    css = fonts.write_webfonts(tmp_path, fonts.webfont_chars([symbol]))["attnbook-fonts.css"]
+    (dejavu_face,) = re.findall(r"-1\.woff\) format\('woff'\); unicode-range: ([^;]+);",
+                                css.read_text(encoding="utf-8"))
+    assert ord(symbol) in code_points(dejavu_face)
 
 
 def test_markup_is_not_drawn_and_subscripts_are_smaller():
@@ -60,10 +83,7 @@ def test_web_fonts_hold_every_character_asked_for(tmp_path):
         font = TTFont(str(tmp_path / name))
         assert font.flavor == "woff"
         cmap = set(font.getBestCmap())
-        mine = set()
-        for r in ranges.split(", "):
-            a, _, b = r[2:].partition("-")
-            mine |= set(range(int(a, 16), int(b or a, 16) + 1))
+        mine = code_points(ranges)
         assert mine <= cmap, f"{name} lacks {sorted(mine - cmap)[:5]}"
         assert not (mine & covered), "a character in two faces"
         covered |= mine

@@ -10,7 +10,9 @@ which the built book defines with ``@font-face`` from two files it ships
   the book's matplotlib figures use for Chinese), for every character it has: Latin, Greek,
   digits, punctuation and Chinese;
 * **DejaVu Sans** (Bitstream Vera / public-domain licence, shipped with matplotlib), for the few
-  it lacks (``₂``, ``ᵀ``, ``⁻``).
+  it lacks (``₂``, ``ᵀ``, ``⁻``) and for the mathematical symbols and arrows Noto draws
+  full-width, as CJK punctuation (``−``, ``×``, ``→``, ``≤``, ``√``, ``‖``: 1 em in Noto, about
+  0.5–0.84 em in DejaVu).
 
 Each ``@font-face`` carries a ``unicode-range`` of exactly its characters, so the browser picks
 the face per character just as :func:`text_width` does, and downloads the Chinese face only on a
@@ -88,13 +90,33 @@ def _metrics() -> tuple[tuple[dict[int, float], ...], float]:
     return tuple(out), out[1][ord("?")]
 
 
+def _is_math_symbol(cp: int) -> bool:
+    """Whether ``cp`` is a mathematical symbol or arrow that is not a wide East Asian character.
+
+    ``×``, ``−``, ``→``, ``≤``, ``√``, ``‖``: Noto Sans CJK draws these full-width (1 em, as
+    CJK punctuation), which spaces an English formula apart, so DejaVu Sans draws them.
+    """
+    ch = chr(cp)
+    return ((unicodedata.category(ch) in ("Sm", "So") or ch == "‖")
+            and unicodedata.east_asian_width(ch) not in ("W", "F"))
+
+
+def _font_index(cp: int) -> int | None:
+    """Which of :func:`font_paths` draws code point ``cp`` (``None``: neither has it).
+
+    Noto Sans CJK SC draws what it has, except a mathematical symbol it draws full-width that
+    DejaVu Sans has (:func:`_is_math_symbol`).
+    """
+    (noto, dejavu), _ = _metrics()
+    if cp in noto and not (cp in dejavu and noto[cp] >= 0.9 and _is_math_symbol(cp)):
+        return 0
+    return 1 if cp in dejavu else None
+
+
 def _advance(ch: str) -> float:
     fonts, missing = _metrics()
-    cp = ord(ch)
-    for advances in fonts:
-        if cp in advances:
-            return advances[cp]
-    return missing
+    i = _font_index(ord(ch))
+    return missing if i is None else fonts[i][ord(ch)]
 
 
 def _plain_width(text: str) -> float:
@@ -106,7 +128,8 @@ def text_width(text: str, size_px: float) -> float:
 
     Tags are not drawn, entities are decoded, ``<sub>``/``<sup>`` text is 70 % of the size;
     each character's advance comes from the font that draws it (Noto Sans CJK SC, else DejaVu
-    Sans; a character neither has counts as DejaVu's ``?``).
+    Sans, and DejaVu for the mathematical symbols Noto draws full-width; a character neither
+    has counts as DejaVu's ``?``).
 
     Args:
         text: one line (no ``<br>``).
@@ -289,7 +312,6 @@ def write_webfonts(out_dir, chars: str) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = font_paths()
-    fonts, _ = _metrics()
     digest = hashlib.sha256(chars.encode("utf-8")
                             + b"".join(str(p.stat().st_size).encode() for p in paths))
     tag = digest.hexdigest()[:12]
@@ -304,8 +326,8 @@ def write_webfonts(out_dir, chars: str) -> dict[str, Path]:
              f"/* The figures' font ({FAMILY}): subsets of Noto Sans CJK SC (SIL Open Font "
              "License 1.1) and DejaVu Sans (Bitstream Vera licence), written by "
              "attnbook.fonts.write_webfonts. */"]
-    for path, advances, name in zip(paths, fonts, names):
-        mine = {cp for cp in remaining if cp in advances}
+    for i, (path, name) in enumerate(zip(paths, names)):
+        mine = {cp for cp in remaining if _font_index(cp) == i}
         remaining -= mine
         if not mine:
             continue
