@@ -431,10 +431,16 @@ async function run(scenario) {
       calls.push(['load', font, text]);
       return new Promise((r) => { resolveLoad = r; });
     }};
-  const context = vm.createContext({document: {fonts}, setTimeout, clearTimeout});
+  // setTimeout as the page's: an exception thrown in a callback is the page's uncaught error.
+  const timeout = (fn, ms) => setTimeout(() => {
+    try { fn(); } catch (e) { calls.push(['uncaught', String(e.message)]); }
+  }, ms);
+  const context = vm.createContext({document: {fonts}, setTimeout: timeout, clearTimeout});
   vm.runInContext(fs.readFileSync(script, 'utf8'), context);
-  context.attnbookExplorer.whenFontsLoaded(scenario.family, 'γ注意', scenario.waitMs,
-                                           (late) => calls.push(['then', late]));
+  context.attnbookExplorer.whenFontsLoaded(scenario.family, 'γ注意', scenario.waitMs, (late) => {
+    calls.push(['then', late]);
+    if (scenario.drawThrows) { throw new Error('draw failed'); }
+  });
   await sleep(scenario.loadAfterMs);
   if (resolveLoad) { resolveLoad([]); }
   await sleep(scenario.waitMs + 30);
@@ -447,7 +453,12 @@ async function run(scenario) {
     noFamily: await run({family: null, waitMs: 40, loadAfterMs: 10}),
     noApi: await run({family: 'attnbook-sans', waitMs: 40, loadAfterMs: 10, noApi: true}),
     throws: await run({family: 'attnbook-sans', waitMs: 40, loadAfterMs: 10, throws: true}),
+    drawThrows: await run({family: 'attnbook-sans', waitMs: 200, loadAfterMs: 10,
+                           drawThrows: true}),
+    drawThrowsNoApi: await run({family: null, waitMs: 40, loadAfterMs: 10, drawThrows: true}),
   };
+  process.on('unhandledRejection', (e) => { out.rejected = String(e); });
+  await sleep(20);
   process.stdout.write(JSON.stringify(out));
 })();
 """
@@ -472,3 +483,9 @@ def test_first_draw_waits_for_the_figure_font_and_redraws_when_it_comes_late(tmp
     assert out["noApi"] == [["then", False]]
     # A load() that throws: drawn at once, once (not after the wait, not twice).
     assert out["throws"] == [["then", False]]
+    # A draw that throws: the page's own uncaught error, on the promise path as on the direct
+    # one (not an unhandled rejection, not thrown into the caller).
+    assert out["drawThrows"] == [["load", "13px attnbook-sans", "γ注意"], ["then", False],
+                                 ["uncaught", "draw failed"]]
+    assert out["drawThrowsNoApi"] == [["then", False], ["uncaught", "draw failed"]]
+    assert "rejected" not in out

@@ -787,3 +787,30 @@ def test_the_phone_width_is_one_number():
 
     assert mpl_figures.PHONE_PX == viz.PHONE_PX == reflow.NARROW_PX == 358
     assert layout.STACK_BELOW_PX == reflow.STACK_BELOW_PX
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda fig: mpl_figures.relaid_out(None, 358).__enter__(), TypeError, "fig"),
+    (lambda fig: mpl_figures.figure_bundle(None, ("en",)), TypeError, "fig"),
+    (lambda fig: mpl_figures.figure_bundle(fig, "en"), TypeError, "languages"),
+    (lambda fig: mpl_figures.figure_bundle(fig, ("en", "fr")), ValueError, "languages"),
+])
+def test_figure_functions_name_the_bad_argument(call, exc, name):
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(3, 2), layout="constrained")
+    try:
+        with pytest.raises(exc, match=name):
+            call(fig)
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(body=123), "body"),
+                                          (dict(body="", target_id=5), "target_id"),
+                                          (dict(body="", font_text=b"ab"), "font_text")])
+def test_plotly_waiter_names_the_bad_argument(kwargs, name):
+    from attnbook import viz
+
+    with pytest.raises(TypeError, match=name):
+        viz.when_plotly_ready_js(**kwargs)

@@ -244,13 +244,18 @@ def relaid_out(fig, width_px: int):
     renderer, so that neighbouring titles neither overlap nor leave the figure.
 
     Raises:
+        TypeError: if ``fig`` is not a matplotlib ``Figure``.
         ValueError: if ``width_px`` is not a positive integer.
         LayoutCollapsed: if even with its titles broken the panels and their text do not fit
             ``width_px`` (its layout engine gives up; the figure is restored first), or the
             figure has no layout engine (its axes were placed by hand).
     """
+    from matplotlib.figure import Figure
+
     from .checks import check_int
 
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     width_px = check_int(width_px, "width_px", minimum=1)
     size = fig.get_size_inches().copy()
     engine = fig.get_layout_engine()
@@ -441,7 +446,23 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
         drawing scroll sideways on a phone), "untranslated": [labels], "missing_glyphs":
         [matplotlib's messages]}``; the book's renderer turns the
         last two into build warnings (errors in the strict build).
+
+    Raises:
+        TypeError: if ``fig`` is not a matplotlib ``Figure`` or ``languages`` is not a tuple or
+            list of language codes (a single string is refused, not read letter by letter).
+        ValueError: if a language is not one of :data:`attnbook.i18n.LANGUAGES`.
     """
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if not isinstance(languages, (tuple, list)) or not all(
+            isinstance(lang, str) for lang in languages):
+        raise TypeError(f"languages must be a tuple of language codes such as ('en', 'zh_CN'), "
+                        f"got {languages!r}")
+    for lang in languages:
+        if lang not in i18n.LANGUAGES:
+            raise ValueError(f"languages must be drawn from {i18n.LANGUAGES}, got {lang!r}")
     missing: set[str] = set()
     glyphs: list[str] = []
     drawn = _drawn.pop("image/png", None)

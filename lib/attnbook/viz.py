@@ -209,7 +209,16 @@ def when_plotly_ready_js(body: str, *, target_id: str | None = None,
 
     Returns:
         A self-contained JavaScript statement (an immediately invoked function).
+
+    Raises:
+        TypeError: if ``body``, ``target_id`` or ``font_text`` is not a string (or ``None``
+            where allowed).
     """
+    for name, value, optional in (("body", body, False), ("target_id", target_id, True),
+                                  ("font_text", font_text, True)):
+        if not (isinstance(value, str) or (optional and value is None)):
+            raise TypeError(f"{name} must be a string{' or None' if optional else ''}, got "
+                            f"{type(value).__name__}")
     target = json.dumps(target_id).replace("<", "\\u003c")  # written into a <script>
     tries = int(PLOTLY_WAIT_SECONDS * 1000 / 50)
     if font_text is None:

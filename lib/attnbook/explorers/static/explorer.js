@@ -161,14 +161,19 @@
   var FONT_WAIT_MS = 3000;
   function whenFontsLoaded(family, text, waitMs, then) {
     var fonts = global.document && global.document.fonts;
-    if (!family || !fonts || typeof fonts.load !== 'function') { then(false); return; }
+    // A draw that throws is reported as the page's own uncaught error on every path (not as
+    // an unhandled rejection of the font promise, nor thrown into the caller on some paths).
+    function call(late) {
+      try { then(late); } catch (e) { setTimeout(function () { throw e; }, 0); }
+    }
+    if (!family || !fonts || typeof fonts.load !== 'function') { call(false); return; }
     var drawn = false;
-    var timer = setTimeout(function () { drawn = true; then(false); }, waitMs);
+    var timer = setTimeout(function () { drawn = true; call(false); }, waitMs);
     function loaded() {
       clearTimeout(timer);
       var late = drawn;
       drawn = true;
-      then(late);
+      call(late);
     }
     var loading;
     try { loading = fonts.load('13px ' + family, text); } catch (e) { loading = null; }
