@@ -22,7 +22,7 @@ from typing import Sequence
 from .. import fonts, viz
 from ..checks import check_int, check_real
 
-__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid"]
+__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid", "caption_title"]
 
 #: A figure drawn narrower than this many px has its panels one under the other (the static
 #: explorer switches to its phone drawing below this plot width, too).
@@ -163,3 +163,35 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     fig.update_xaxes(**viz.axis_style())
     fig.update_yaxes(**viz.axis_style())
     return PanelGrid(fig, cells, stacked, width)
+
+
+def caption_title(fig, text: str, *, size: int = 14):
+    """Give ``fig`` the title ``text``, with the room that the explorer's caption gives back.
+
+    An explorer takes a figure's title out and shows it as an HTML caption above the plot
+    (:func:`attnbook.explorers.base.take_title`), taking back from the top margin (and the
+    height) the room a title of that many lines at ``size`` had there. This adds that room
+    first, so that the panels' titles (:func:`panel_grid`) keep theirs once the title is gone.
+
+    Args:
+        fig: a ``plotly.graph_objects.Figure`` laid out by :func:`panel_grid` (changed in
+            place).
+        text: the title, plotly pseudo-HTML (prose, already in the reader's language).
+        size: its font size in px.
+
+    Returns:
+        ``fig``.
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``size`` not an integer.
+        ValueError: if ``size`` < 1.
+    """
+    import math
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    size = check_int(size, "size", 1)
+    room = math.ceil(_lines(text) * size * _LINE + 16)  # what take_title gives back
+    fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=fig.layout.margin.t + room, height=fig.layout.height + room)
+    return fig
