@@ -130,3 +130,21 @@ def assert_same_traces(a, b) -> None:
 
 def assert_legend_in_container(fig) -> None:
     assert fig.layout.legend.yref == "container"
+
+
+def title_text(layout: dict) -> str:
+    """The text of a plotly layout dict's title (``""`` for none)."""
+    t = layout.get("title")
+    return str(t.get("text", "") if isinstance(t, dict) else t or "")
+
+
+def assert_title_room_after_caption(fig) -> None:
+    """Once the title is taken out as the caption (``take_title``), the top margin still holds
+    the top row's panel titles (make_subplots' annotations at the top of the plot)."""
+    from attnbook.explorers.base import take_title
+
+    shown, _ = take_title(fig.to_plotly_json())
+    top = max(a.y for a in fig.layout.annotations if a.yanchor == "bottom")
+    need = max((a.text.count("<br>") + 1) * (a.font.size or 13) * 1.3
+               for a in fig.layout.annotations if a.yanchor == "bottom" and a.y == top)
+    assert shown["layout"]["margin"]["t"] >= need, "the caption took the panel titles' room"
