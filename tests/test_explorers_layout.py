@@ -184,3 +184,19 @@ def test_a_caption_title_gives_back_exactly_the_room_it_took():
         layout.caption_title(grid.figure, None)
     with pytest.raises(ValueError, match="size"):
         layout.caption_title(grid.figure, "x", size=0)
+
+
+def test_stacked_overrides_the_width_rule_and_is_checked():
+    wide = layout.panel_grid(688, ["a", "b"], stacked=True)
+    assert wide.stacked and wide.cells == [{"row": 1, "col": 1}, {"row": 2, "col": 1}]
+    lay = wide.figure.layout
+    assert lay.xaxis.domain == lay.xaxis2.domain == (0.0, 1.0)
+    assert lay.yaxis.domain[0] > lay.yaxis2.domain[1]
+    narrow = layout.panel_grid(viz.PHONE_PX, ["a", "b"], stacked=False, left=40, right=10,
+                               spacing_px=40)
+    assert not narrow.stacked and narrow.figure.layout.xaxis.domain[1] < \
+        narrow.figure.layout.xaxis2.domain[0]
+    assert not layout.panel_grid(688, ["one"], stacked=True).stacked  # one panel: nothing to stack
+    assert layout.panel_grid(viz.PHONE_PX, ["a", "b"]).stacked  # the default: by width
+    with pytest.raises(TypeError, match="stacked"):
+        layout.panel_grid(688, ["a", "b"], stacked="yes")
