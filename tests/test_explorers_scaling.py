@@ -273,3 +273,11 @@ def test_no_panel_is_placed_by_hand():
     wide = static_frame(spec, {"d_k": 4, "scaled": True, "n_keys": 4})
     assert narrow["layout"]["xaxis"]["domain"] == narrow["layout"]["xaxis2"]["domain"]
     assert wide["layout"]["xaxis"]["domain"][1] < wide["layout"]["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        scaling.draw_scaling(scaling_data(4, 4, n_samples=20, n_draws=2, seed=0), width=width)

@@ -282,3 +282,11 @@ def test_the_static_explorer_stores_a_stacked_phone_figure(default_explorer):
     assert narrow["xaxis"]["domain"] == narrow["xaxis3"]["domain"] == [0, 1]
     assert narrow["yaxis"]["domain"][0] > narrow["yaxis3"]["domain"][1]
     assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        tx.draw_temperature(tx.temperature_data(1.0), width=width)

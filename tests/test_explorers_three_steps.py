@@ -256,3 +256,11 @@ def test_the_static_explorer_stores_a_stacked_phone_figure():
     assert narrow["xaxis"]["domain"] == narrow["xaxis2"]["domain"]
     assert narrow["yaxis"]["domain"][0] > narrow["yaxis2"]["domain"][1]
     assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        ts.draw_three_steps(ts.three_steps(), width=width)
