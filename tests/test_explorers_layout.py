@@ -164,3 +164,39 @@ def test_an_explorer_whose_draw_changes_its_traces_with_the_width_is_refused():
         ex.figure_json({"v": 1}, "en", width=0)
     with pytest.raises(TypeError, match="width"):
         ex.figure_json({"v": 1}, "en", width=358.0)
+
+
+def test_a_caption_title_gives_back_exactly_the_room_it_took():
+    from attnbook.explorers.base import take_title
+
+    for text in ("One line of prose", "Two lines<br>of prose"):
+        grid = layout.panel_grid(viz.PHONE_PX, ["top", "bottom"])
+        before = grid.figure.layout.margin.t, grid.figure.layout.height
+        fig = layout.caption_title(grid.figure, text, size=14)
+        assert fig.layout.title.text == text and fig.layout.margin.t > before[0]
+        shown, caption = take_title(fig.to_plotly_json())
+        assert caption
+        # Once the caption is taken out, the panels' titles have their room again (within the
+        # pixel a rounding may leave).
+        assert 0 <= shown["layout"]["margin"]["t"] - before[0] <= 1
+        assert shown["layout"]["height"] - before[1] == shown["layout"]["margin"]["t"] - before[0]
+    with pytest.raises(TypeError, match="text"):
+        layout.caption_title(grid.figure, None)
+    with pytest.raises(ValueError, match="size"):
+        layout.caption_title(grid.figure, "x", size=0)
+
+
+def test_stacked_overrides_the_width_rule_and_is_checked():
+    wide = layout.panel_grid(688, ["a", "b"], stacked=True)
+    assert wide.stacked and wide.cells == [{"row": 1, "col": 1}, {"row": 2, "col": 1}]
+    lay = wide.figure.layout
+    assert lay.xaxis.domain == lay.xaxis2.domain == (0.0, 1.0)
+    assert lay.yaxis.domain[0] > lay.yaxis2.domain[1]
+    narrow = layout.panel_grid(viz.PHONE_PX, ["a", "b"], stacked=False, left=40, right=10,
+                               spacing_px=40)
+    assert not narrow.stacked and narrow.figure.layout.xaxis.domain[1] < \
+        narrow.figure.layout.xaxis2.domain[0]
+    assert not layout.panel_grid(688, ["one"], stacked=True).stacked  # one panel: nothing to stack
+    assert layout.panel_grid(viz.PHONE_PX, ["a", "b"]).stacked  # the default: by width
+    with pytest.raises(TypeError, match="stacked"):
+        layout.panel_grid(688, ["a", "b"], stacked="yes")

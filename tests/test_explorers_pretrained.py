@@ -14,9 +14,10 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+import panel_checks  # noqa: E402
+from attnbook import viz  # noqa: E402
 from attnbook.explorers import pretrained as ep  # noqa: E402
 from attnbook.explorers.pretrained import referent_explorer  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import (  # noqa: E402
     assert_speaks_chinese,
@@ -44,7 +45,7 @@ def referent():
 def shown_title(ex) -> str:
     """The live explorer's title as one line: the caption above its plot (the figure itself
     has none), its text with each <br> as a space."""
-    assert title_text(ex.figure.layout.to_plotly_json()) == ""
+    assert panel_checks.title_text(ex.figure.layout.to_plotly_json()) == ""
     return live_caption(ex)
 
 
@@ -72,10 +73,11 @@ def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
                 assert meta["highlight"][word] == pytest.approx(
                     float(w[layer - 1, head - 1, t.index(word)]), abs=0)
         assert shown_title(referent) == f"Attention of “it”: layer {layer}, head {head}"
-        # The corner annotation prints the two weights and their difference, 3 decimals.
+        # The panel title prints the two weights and their difference, 3 decimals.
         a = float(w2[layer - 1, head - 1, t2.index("animal")])
         s = float(w2[layer - 1, head - 1, t2.index("street")])
-        corner = [an.text for an in fig.layout.annotations if " − " in an.text][1]
+        corner = [an.text.replace("\u00a0", " ") for an in fig.layout.annotations
+                  if "\u00a0−\u00a0" in an.text][1]
         assert f"{a:.3f}" in corner and f"{s:.3f}" in corner and f"{a - s:+.3f}" in corner
     # The two sentences differ in one token, and so do their tick labels.
     assert fig.layout.xaxis.ticktext[13] == "tired" and fig.layout.xaxis2.ticktext[13] == "wide"
@@ -99,7 +101,8 @@ def test_referent_static_frames_are_the_library_rows(referent, it_rows):
                 # Floats are stored with 4 significant digits.
                 assert_close(np.array(fr["data"][i]["y"], dtype=float),
                              w[layer - 1, head - 1].astype(float), atol=1e-12, rtol=1e-3)
-            assert title_text(fr["layout"]) == ""  # the title is the caption above the plot
+            # The title is the caption above the plot.
+            assert panel_checks.title_text(fr["layout"]) == ""
             assert caption_text(fr["caption"]).endswith(f"layer {layer}, head {head}")
 
 
@@ -160,13 +163,14 @@ def test_token_attention_figure_draws_the_chosen_row():
     assert list(bar.marker.color) == ["#9db4d3", "#9db4d3", ep.HIGHLIGHT_COLORS[0],
                                       ep.HIGHLIGHT_COLORS[1], "#9db4d3"]
     assert fig.layout.title.text == "Attention of “it”: layer 2, head 3"
-    corner = fig.layout.annotations[1].text
+    # The panel's title: the sentence's name, then the highlighted weights under it.
+    name, corner = fig.layout.annotations[0].text.replace("\u00a0", " ").split("<br>", 1)
     assert "0.300" in corner and "0.150" in corner and "animal − street +0.150" in corner
-    assert fig.layout.annotations[0].text == "sentence 1"
+    assert name == "sentence 1"
     zh = ep.token_attention_figure([TOKENS], [hand_weights()], 1, 2, language="zh_CN")
     assert list(zh.data[0].y) == list(bar.y)
     assert zh.layout.title.text == "“it”的注意力：第 2 层，第 3 个头"
-    assert zh.layout.annotations[0].text == "句子 1"
+    assert zh.layout.annotations[0].text.split("<br>")[0] == "句子 1"
 
 
 def test_token_attention_data_then_draw_is_the_figure():
@@ -205,3 +209,71 @@ def test_token_attention_figure_rejects_bad_input():
     ]:
         with pytest.raises(exc, match=name):
             call()
+
+
+# ------------------------------------------------------------------------------------------
+# Layout for the width it is drawn at (issue 20): plotly's grid, no hand-placed panels
+# ------------------------------------------------------------------------------------------
+
+# Two sentences as a WordPiece tokenizer cuts them (hand-made: no model needed), 16 pieces each.
+LONG = [
+    ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it",
+     "was", "too", "tired", ".", "[SEP]"],
+    ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it",
+     "was", "too", "wide", ".", "[SEP]"],
+]
+
+
+def long_data():
+    rng = np.random.default_rng(0)
+    w = [rng.dirichlet(np.ones(16), size=(2, 3)) for _ in LONG]  # (2, 3, 16) rows summing to 1
+    titles = [f"{i + 1}. “{' '.join(t[1:-1])}”" for i, t in enumerate(LONG)]
+    return ep.token_attention_data(LONG, w, 1, 2, titles=titles)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_figure_is_laid_out_for_the_column_and_the_phone(language):
+    data = long_data()
+    wide = ep.draw_token_attention(data, language=language, width=viz.COLUMN_PX)
+    phone = ep.draw_token_attention(data, language=language, width=viz.PHONE_PX)
+    panel_checks.assert_same_traces(wide, phone)
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        # One bar per word piece needs the whole width: stacked at both widths.
+        panel_checks.assert_stacked(fig)
+        panel_checks.assert_panels_apart(fig)
+        panel_checks.assert_titles_fit(fig, width, 2)
+        panel_checks.assert_title_room_after_caption(fig)
+        assert len(fig.layout.annotations) == 2  # the panels' titles, nothing placed by hand
+        assert not fig.layout.showlegend
+        # A weight is never split from its word piece where the title wraps.
+        for a in fig.layout.annotations:
+            for line in a.text.split("<br>")[1:]:
+                assert not line.lstrip().startswith(("0.", "+0.", "-0.", "−"))
+        # The word pieces never overlap: slanted labels are a line height apart across the
+        # slant, upright ones a line height apart along the axis; and legible (>= 9 px).
+        plot_w, _ = panel_checks.plot_px(fig, width)
+        for axis in ("xaxis", "xaxis2"):
+            ax = fig.layout[axis]
+            size = ax.tickfont.size
+            assert size >= 9
+            slot = plot_w / len(ax.ticktext)
+            across = slot if ax.tickangle == -90 else slot * abs(np.sin(np.radians(ax.tickangle)))
+            assert across >= size * 1.2, (width, ax.tickangle, slot)
+    # In the column the pieces have room to slant; on a phone they must stand upright.
+    assert wide.layout.xaxis.tickangle != -90 and phone.layout.xaxis.tickangle == -90
+
+
+def test_the_explorer_draws_for_its_width(referent):
+    assert referent.draws_for_width
+    spec = embedded_spec(referent.static_html())
+    narrow = static_frame(spec, {"layer": 2, "head": 3}, narrow=True)["layout"]
+    wide = static_frame(spec, {"layer": 2, "head": 3})["layout"]
+    assert narrow["xaxis"]["tickangle"] == -90 and wide["xaxis"]["tickangle"] == -40
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        ep.draw_token_attention(long_data(), width=width)

@@ -17,6 +17,8 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+import panel_checks  # noqa: E402
+from attnbook import viz  # noqa: E402
 from attnbook.explorers import scaling  # noqa: E402
 from attnbook.scaling import saturation_stats, scaling_data, score_samples  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
@@ -169,16 +171,23 @@ def test_one_key_and_one_draw_read_in_the_singular():
 
 
 @pytest.mark.parametrize("d_k,scaled", [(1, False), (1, True), (64, True), (1024, False)])
-def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled):
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled, language):
     # Issue 10: the box (3 lines at 13 px, from 3 % below the top) covered a bar at 1280 px.
-    # The plot area is height - t - b = 460 - 50 - 90 = 320 px at the column's width, 230 px
-    # stacked on a phone; every bar and the expected curve must stay under the box there.
+    # The panel's height in px is read from the figure drawn for the column and for the phone;
+    # every bar and the expected curve must stay under the box there.
     x_range = 4.0 if scaled else 4 * 1024**0.5  # as the explorer fixes it
-    fig = scaling.scaling_figure(d_k, scaled, 16, n_samples=400, n_draws=20, x_range=x_range)
-    top = fig.layout.yaxis.range[1]
-    box_px = 3 * 13 * 1.3
-    for panel_px in (320, 230):
-        free = 1 - (box_px + 0.03 * panel_px) / panel_px  # fraction of the axis under the box
+    data = scaling_data(d_k, 16, scaled=scaled, n_samples=400, n_draws=20, seed=0)
+    for width in (viz.COLUMN_PX, viz.PHONE_PX):
+        fig = scaling.draw_scaling(data, x_range=x_range, width=width, language=language)
+        top = fig.layout.yaxis.range[1]
+        box = fig.layout.annotations[2]
+        assert box.yref == "y domain" and box.yanchor == "top"
+        _, plot_h = panel_checks.plot_px(fig, width)
+        (_, (y0, y1)) = panel_checks.panels(fig)["x"]
+        panel_px = (y1 - y0) * plot_h
+        box_px = (box.text.count("<br>") + 1) * 13 * 1.3 + 4  # lines and the box's padding
+        free = box.y - box_px / panel_px  # fraction of the axis under the box
         assert max(fig.data[0].y) <= free * top
         curve = np.array(fig.data[1].y)[np.abs(np.array(fig.data[1].x)) <= x_range]
         assert curve.max() <= free * top
@@ -222,3 +231,53 @@ def test_bad_options_raise_naming_the_argument(kwargs, exc, name):
     # A seed of None would draw a different figure on every build.
     with pytest.raises(exc, match=name):
         scaling.scaling_explorer(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# Layout for the width it is drawn at (issue 20): plotly's grid, no hand-placed panels
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("d_k,scaled,n_keys", [(1, False, 4), (1024, False, 64), (64, True, 16)])
+def test_figure_is_laid_out_for_the_column_and_the_phone(language, d_k, scaled, n_keys):
+    data = scaling_data(d_k, n_keys, scaled=scaled, n_samples=200, n_draws=1000, seed=1)
+    wide = scaling.draw_scaling(data, language=language, width=viz.COLUMN_PX)
+    phone = scaling.draw_scaling(data, language=language, width=viz.PHONE_PX)
+    panel_checks.assert_same_traces(wide, phone)
+    panel_checks.assert_side_by_side(wide)
+    panel_checks.assert_stacked(phone)
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        panel_checks.assert_panels_apart(fig)
+        panel_checks.assert_titles_fit(fig, width, 2)
+        panel_checks.assert_legend_in_container(fig)
+        # The statistics boxes: in their own panel's coordinates, as wide as it at most.
+        samples, draws = fig.layout.annotations[2:4]
+        assert (samples.xref, samples.yref) == ("x domain", "y domain")
+        assert (draws.xref, draws.yref) == ("x2 domain", "y2 domain")
+        for box in (samples, draws):
+            panel_checks.assert_text_fits_its_panel(fig, width, box)
+        assert "1000" in draws.text.replace("<br>", " ")
+        assert not any(a.xref == "paper" for a in fig.layout.annotations[2:])
+
+
+def test_no_panel_is_placed_by_hand():
+    # Each panel's domain is make_subplots', the same at every setting of the explorer.
+    figs = [scaling.scaling_figure(d, s, n, n_samples=50, n_draws=5)
+            for d, s, n in [(1, True, 4), (1024, False, 64)]]
+    assert [panel_checks.panels(f) for f in figs[:1]] == [panel_checks.panels(f) for f in figs[1:]]
+    ex = small_scaling(d_k_values=(1, 4), n_keys_values=(4,), d_k=1, n_keys=4)
+    assert ex.draws_for_width
+    spec = embedded_spec(ex.static_html())
+    narrow = static_frame(spec, {"d_k": 4, "scaled": True, "n_keys": 4}, narrow=True)
+    wide = static_frame(spec, {"d_k": 4, "scaled": True, "n_keys": 4})
+    assert narrow["layout"]["xaxis"]["domain"] == narrow["layout"]["xaxis2"]["domain"]
+    assert wide["layout"]["xaxis"]["domain"][1] < wide["layout"]["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        scaling.draw_scaling(scaling_data(4, 4, n_samples=20, n_draws=2, seed=0), width=width)

@@ -18,9 +18,9 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
-from attnbook import scaling  # noqa: E402
+import panel_checks  # noqa: E402
+from attnbook import scaling, viz  # noqa: E402
 from attnbook.explorers import temperature as tx  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import (  # noqa: E402
     assert_speaks_chinese,
@@ -31,6 +31,7 @@ from explorer_util import (  # noqa: E402
 )
 
 Z2 = np.array([1.0, 4.0, 0.5, 0.2])  # chapter 2's scores
+T_MIN = tx.T_VALUES[0]
 
 
 def reference(z, T):
@@ -172,7 +173,7 @@ def test_labels_use_the_books_notation(default_explorer):
     layout = fig.layout.to_plotly_json()
     assert layout["xaxis2"]["title"]["text"] == "temperature T"
     assert ex.controls["T"].description == "temperature T"
-    assert title_text(layout) == ""  # the title is the caption above the plot
+    assert panel_checks.title_text(layout) == ""  # the title is the caption above the plot
     assert "of ln 4 = 1.386 nats" in live_caption(ex)
     assert '-T">temperature T</label>' in ex.static_html()
 
@@ -239,3 +240,53 @@ def test_tiny_and_huge_temperatures_give_a_distribution():
     w = tx.temperature_sweep([1e308, -1e308], [1e308]).weights[0]
     assert_close(w, [1 / (1 + math.exp(-2)), math.exp(-2) / (1 + math.exp(-2))],
                  atol=1e-15, rtol=1e-14)
+
+
+# ------------------------------------------------------------------------------------------
+# Layout for the width it is drawn at (issue 20): plotly's grid, no hand-placed panels
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("T,score_set", [(1.0, "chapter 2"), (T_MIN, "unscaled"),
+                                         (32.0, "scaled")])
+def test_figure_is_laid_out_for_the_column_and_the_phone(language, T, score_set):
+    data = tx.temperature_data(T, score_set)
+    wide = tx.draw_temperature(data, language=language, width=viz.COLUMN_PX)
+    phone = tx.draw_temperature(data, language=language, width=viz.PHONE_PX)
+    panel_checks.assert_same_traces(wide, phone)
+    panel_checks.assert_side_by_side(wide)
+    panel_checks.assert_stacked(phone)
+    assert len(panel_checks.panels(phone)) == 3
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        panel_checks.assert_panels_apart(fig)
+        panel_checks.assert_titles_fit(fig, width, 3)
+        panel_checks.assert_title_room_after_caption(fig)
+        panel_checks.assert_legend_in_container(fig)
+        # Three panel titles and nothing placed on the paper by hand; the numbers are prose,
+        # in the title (the caption above the plot).
+        assert len(fig.layout.annotations) == 3
+        assert "‖J‖<sub>F</sub> = " in fig.layout.title.text
+        # Each trace is drawn in its own panel: the weights in the first, the curves against T
+        # in the second and third (on a log axis).
+        axes = [t.xaxis or "x" for t in fig.data]
+        assert axes == ["x", "x", "x2", "x2", "x2", "x3", "x3", "x3"]
+        assert fig.layout.xaxis2.type == fig.layout.xaxis3.type == "log"
+
+
+def test_the_static_explorer_stores_a_stacked_phone_figure(default_explorer):
+    assert default_explorer.draws_for_width
+    spec = embedded_spec(default_explorer.static_html())
+    narrow = static_frame(spec, {"T": 1.0, "score_set": "chapter 2"}, narrow=True)["layout"]
+    wide = static_frame(spec, {"T": 1.0, "score_set": "chapter 2"})["layout"]
+    assert narrow["xaxis"]["domain"] == narrow["xaxis3"]["domain"] == [0, 1]
+    assert narrow["yaxis"]["domain"][0] > narrow["yaxis3"]["domain"][1]
+    assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        tx.draw_temperature(tx.temperature_data(1.0), width=width)

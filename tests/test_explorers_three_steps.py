@@ -15,10 +15,12 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+import panel_checks  # noqa: E402
+from attnbook import fonts, viz  # noqa: E402
 from attnbook.explorers import three_steps as ts  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, live_caption, static_frame  # noqa: E402
+from panel_checks import title_text  # noqa: E402
 
 R2 = math.sqrt(2)
 
@@ -203,3 +205,62 @@ def test_explorer_live_and_static():
 def test_bad_input_raises(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+# ------------------------------------------------------------------------------------------
+# Layout for the width it is drawn at (issue 20): plotly's grid, no hand-placed panels
+# ------------------------------------------------------------------------------------------
+
+
+def _tick_room(fig, width, axis="xaxis"):
+    """Room in px of one token's bar, and the widest token in px."""
+    plot_w, _ = panel_checks.plot_px(fig, width)
+    x0, x1 = fig.layout[axis].domain
+    ticks = fig.layout[axis].ticktext
+    return (x1 - x0) * plot_w / len(ticks), max(fonts.text_width(t, 13) for t in ticks)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("context", list(ts.CONTEXTS))
+def test_figure_is_laid_out_for_the_column_and_the_phone(language, context):
+    data = ts.three_steps(context)
+    wide = ts.draw_three_steps(data, language=language, width=viz.COLUMN_PX)
+    phone = ts.draw_three_steps(data, language=language, width=viz.PHONE_PX)
+    panel_checks.assert_same_traces(wide, phone)
+    panel_checks.assert_side_by_side(wide)
+    panel_checks.assert_stacked(phone)
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        panel_checks.assert_panels_apart(fig)
+        panel_checks.assert_titles_fit(fig, width, 3)
+        panel_checks.assert_title_room_after_caption(fig)
+        assert len(fig.layout.annotations) == 3  # the panels' titles, nothing placed by hand
+        assert fig.layout.title.text.startswith("“")  # the sentence: prose, in the caption
+        # Tokens never overlap: level only where each fits its bar's room, else slanted.
+        for axis in ("xaxis", "xaxis2"):
+            room, widest = _tick_room(fig, width, axis)
+            assert fig.layout[axis].tickangle == -45 or widest <= room
+        # The plane keeps one unit as long on both of its axes.
+        assert fig.layout.yaxis3.scaleanchor == "x3"
+    # On a phone the five tokens of the longest sentence have room to stand level.
+    if len(data.words) <= 5:
+        assert phone.layout.xaxis.tickangle == 0
+
+
+def test_the_static_explorer_stores_a_stacked_phone_figure():
+    ex = ts.three_steps_explorer()
+    assert ex.draws_for_width
+    spec = embedded_spec(ex.static_html("zh_CN"))
+    values = {"context": "Apple released a new chip", "include_self": True}
+    narrow = static_frame(spec, values, narrow=True)["layout"]
+    wide = static_frame(spec, values)["layout"]
+    assert narrow["xaxis"]["domain"] == narrow["xaxis2"]["domain"]
+    assert narrow["yaxis"]["domain"][0] > narrow["yaxis2"]["domain"][1]
+    assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
+
+
+@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
+                                        (688.0, TypeError)])
+def test_a_bad_width_is_named(width, exc):
+    # 40 px leaves no room for a panel after the margins.
+    with pytest.raises(exc, match="width"):
+        ts.draw_three_steps(ts.three_steps(), width=width)

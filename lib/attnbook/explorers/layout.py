@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import fonts, viz
-from ..checks import check_int, check_real
+from ..checks import check_bool, check_int, check_real
 
-__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid"]
+__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid", "caption_title"]
 
 #: A figure drawn narrower than this many px has its panels one under the other (the static
 #: explorer switches to its phone drawing below this plot width, too).
@@ -59,7 +59,8 @@ def _lines(text: str) -> int:
 
 def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[float] | None = None,
                height: int = 440, title_size: int = 14, left: int = 70, right: int = 20,
-               bottom: int = 50, spacing_px: int = 80) -> PanelGrid:
+               bottom: int = 50, spacing_px: int = 80,
+               stacked: bool | None = None) -> PanelGrid:
     """Panels side by side (``width >=`` :data:`STACK_BELOW_PX`) or stacked, with titles.
 
     Side by side, the figure is ``height`` px tall and the panels share the plot width in the
@@ -82,13 +83,17 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         bottom: room in px under the lowest x-axis title, for the legend
             (:func:`attnbook.viz.legend_below`; plotly adds more if it needs more).
         spacing_px: the gap between side-by-side panels in px.
+        stacked: ``None`` (default) stacks the panels below :data:`STACK_BELOW_PX`; ``True``
+            stacks them at every width (panels too wide to share a row, e.g. one bar per token
+            of a sentence); ``False`` keeps them side by side at every width.
 
     Returns:
         :class:`PanelGrid`.
 
     Raises:
         TypeError: if ``width``, ``height`` or a size is not an integer, ``titles`` is not a
-            sequence of strings or a column width not a real number.
+            sequence of strings, a column width not a real number or ``stacked`` not a bool
+            or ``None``.
         ValueError: if ``width`` < 1, a size is negative, there is no title,
             ``column_widths`` does not give one finite positive number per panel, or the
             width or height leaves no room for the panels.
@@ -113,15 +118,16 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     if len(column_widths) != n:
         raise ValueError(f"column_widths must be {n} positive numbers (one per title), got "
                          f"{column_widths}")
-    stacked_now = width < STACK_BELOW_PX and n > 1
-    side = (min(left, 62) + min(right, 14)) if stacked_now else left + right + (n - 1) * spacing_px
-    if width - side < 20 * (1 if stacked_now else n):
+    if stacked is not None:
+        stacked = check_bool(stacked, "stacked")
+    stack = (width < STACK_BELOW_PX if stacked is None else stacked) and n > 1
+    side = (min(left, 62) + min(right, 14)) if stack else left + right + (n - 1) * spacing_px
+    if width - side < 20 * (1 if stack else n):
         raise ValueError(f"width={width} px leaves no room for {n} panel(s) after the margins "
                          f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})")
-    stacked = width < STACK_BELOW_PX and n > 1
     line_px = title_size * _LINE
     margin_b = AXIS_PX + bottom  # the lowest panel's tick labels and axis title, the legend
-    if stacked:
+    if stack:
         # Each title is centred on the plot area, which the wider left margin shifts right:
         # a line may take twice the distance from that centre to the nearer edge.
         l_px, r_px = min(left, 62), min(right, 14)
@@ -162,4 +168,36 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
                       plot_bgcolor="white", legend=viz.legend_below())
     fig.update_xaxes(**viz.axis_style())
     fig.update_yaxes(**viz.axis_style())
-    return PanelGrid(fig, cells, stacked, width)
+    return PanelGrid(fig, cells, stack, width)
+
+
+def caption_title(fig, text: str, *, size: int = 14):
+    """Give ``fig`` the title ``text``, with the room that the explorer's caption gives back.
+
+    An explorer takes a figure's title out and shows it as an HTML caption above the plot
+    (:func:`attnbook.explorers.base.take_title`), taking back from the top margin (and the
+    height) the room a title of that many lines at ``size`` had there. This adds that room
+    first, so that the panels' titles (:func:`panel_grid`) keep theirs once the title is gone.
+
+    Args:
+        fig: a ``plotly.graph_objects.Figure`` laid out by :func:`panel_grid` (changed in
+            place).
+        text: the title, plotly pseudo-HTML (prose, already in the reader's language).
+        size: its font size in px.
+
+    Returns:
+        ``fig``.
+
+    Raises:
+        TypeError: if ``text`` is not a string or ``size`` not an integer.
+        ValueError: if ``size`` < 1.
+    """
+    import math
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    size = check_int(size, "size", 1)
+    room = math.ceil(_lines(text) * size * _LINE + 16)  # what take_title gives back
+    fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=fig.layout.margin.t + room, height=fig.layout.height + room)
+    return fig

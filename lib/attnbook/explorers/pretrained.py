@@ -11,6 +11,7 @@ them as ``kept_words``).
 from __future__ import annotations
 
 import html as _html
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,6 +20,7 @@ import numpy as np
 from .. import i18n, viz
 from ..checks import check_int, check_strings
 from .base import Control, Explorer
+from .layout import caption_title, panel_grid
 
 __all__ = ["HIGHLIGHT_COLORS", "TokenAttentionData", "token_attention_data",
            "draw_token_attention", "token_attention_figure", "referent_explorer"]
@@ -148,49 +150,56 @@ def token_attention_data(
 
 
 def draw_token_attention(data: TokenAttentionData, *, language: str | None = None,
-                         height: int | None = None):
-    """Draw one setting of the referent explorer, every label in ``language``.
+                         height: int | None = None, width: int = viz.COLUMN_PX):
+    """Draw one setting of the referent explorer for ``width`` px, every label in ``language``.
 
-    One bar chart per sentence, stacked vertically: the bars are the attention weights of the
-    query token (e.g. "it") over every token of the sentence (a row of the ``(T, T)`` attention
-    matrix, so the bars sum to 1). The first occurrence of each highlighted token is drawn in its
-    own colour (:data:`HIGHLIGHT_COLORS`) and named, with its weight, in the panel's corner
-    (with the first two, their difference); the query's tick label is bold. The weight axis is
-    fixed to ``[0, 1]`` so that heads can be compared by eye. The title shows the layer and head
-    1-based ("layer 1" is the first layer), as the explorer's sliders do. The word pieces are
-    shown as the model read them, in every language.
+    One bar chart per sentence, one under the other at every width (a bar per word piece
+    needs the whole width; :func:`attnbook.explorers.layout.panel_grid` with
+    ``stacked=True``): the bars are the attention weights of the query token (e.g. "it") over
+    every token of the sentence (a row of the ``(T, T)`` attention matrix, so the bars sum to
+    1). The first occurrence of each highlighted token is drawn in its own colour
+    (:data:`HIGHLIGHT_COLORS`) and named, with its weight, on the line under the sentence in
+    the panel's title (with the first two, their difference); the query's tick label is bold.
+    The word pieces are slanted where each has the room of its bar at ``width``, upright
+    where not, so that they never overlap. The weight axis is fixed to ``[0, 1]`` so that
+    heads can be compared by eye. The title (the caption above the plot) shows the layer and
+    head 1-based ("layer 1" is the first layer), as the explorer's sliders do. The word pieces
+    are shown as the model read them, in every language.
 
     Trace order: trace ``i`` is sentence ``i``'s bars (``x`` the token positions ``0 .. T_i-1``,
     ``y`` the weights, ``customdata`` the word pieces); its ``meta`` holds ``layer`` and ``head``
     (1-based), ``sentence`` (0-based), ``query_index`` and ``highlight`` (``{token: weight}``).
+    Annotation ``i`` is sentence ``i``'s panel title: the sentence, then the highlighted
+    weights after a ``<br>``.
 
     Args:
         data: from :func:`token_attention_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10; default ``170 + 270 * n_sentences``.
+        height: figure height in px, >= 10; default as tall as
+            :func:`~attnbook.explorers.layout.panel_grid` makes the stacked panels
+            (:data:`~attnbook.explorers.layout.PANEL_PX` each, their titles and tick labels).
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``height`` or ``width`` is not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
     _ = i18n.labels(language)
     n = len(data.tokens)
-    height = 170 + 270 * n if height is None else check_int(height, "height", 10)
-    titles = data.titles or tuple(_("sentence {i}", i=i + 1) for i in range(n))
+    if height is not None:
+        height = check_int(height, "height", 10)
+    names = data.titles or tuple(_("sentence {i}", i=i + 1) for i in range(n))
     query = _html.escape(data.query)
     hover = _("“{token}”: weight {weight}", token="%{customdata}", weight="%{y:.3f}")
-
-    # Between two panels: the upper one's rotated tick labels, then two lines of text (the
-    # sentence and the highlighted weights) above the lower one.
-    gap = 0.24 if n > 1 else 0.0
-    panel = (1.0 - gap * (n - 1)) / n
-    traces, annotations, axes = [], [], {}
+    panel_titles, traces, tick_axes = [], [], []
     for i, (t, row) in enumerate(zip(data.tokens, data.rows)):
         qi = data.query_index[i]
         hi = dict(zip(data.highlight, data.highlight_index[i]))
@@ -200,56 +209,43 @@ def draw_token_attention(data: TokenAttentionData, *, language: str | None = Non
             colors[j] = color
             ticks[j] = f"<b><span style='color:{color}'>{_html.escape(tok)}</span></b>"
         ticks[qi] = f"<b>{_html.escape(t[qi])}</b>"
-        suffix = "" if i == 0 else str(i + 1)
-        top = 1.0 - i * (panel + gap)
-        axes[f"xaxis{suffix}"] = viz.axis_style(
-            anchor=f"y{suffix}", tickmode="array", tickvals=list(range(len(t))),
-            ticktext=ticks, tickangle=-40, range=[-0.6, len(t) - 0.4], showgrid=False,
-            zeroline=False,
-        )
-        axes[f"yaxis{suffix}"] = viz.axis_style(
-            anchor=f"x{suffix}", domain=[top - panel, top], range=[0, 1.0],
-            title=dict(text=_("weight of “{query}”", query=query)),
-        )
-        traces.append(
-            go.Bar(
-                x=list(range(len(t))), y=row, marker=dict(color=colors, line=dict(width=0)),
-                customdata=list(t), xaxis=f"x{suffix}", yaxis=f"y{suffix}", name=titles[i],
-                hovertemplate=hover + "<extra></extra>",
-                meta=dict(layer=data.layer + 1, head=data.head + 1, sentence=i, query_index=qi,
-                          highlight={tok: float(row[j]) for tok, j in hi.items()}),
-            )
-        )
-        annotations.append(dict(
-            text=_html.escape(titles[i]), x=0.0, y=top, yshift=22, xref="paper", yref="paper",
-            xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=14),
-        ))
-        # Word pieces and numbers only: the same in every language.
-        parts = [f"<span style='color:{c}'>{_html.escape(tok)}</span> {row[j]:.3f}"
+        tick_axes.append((t, ticks))
+        # Word pieces and numbers only: the same in every language. Each part is kept on one
+        # line (no-break spaces) where the title is wrapped to the width.
+        parts = [f"<span style='color:{c}'>{_html.escape(tok)}</span>\u00a0{row[j]:.3f}"
                  for (tok, j), c in zip(hi.items(), HIGHLIGHT_COLORS)]
         if len(hi) >= 2:
             (t0, j0), (t1, j1) = list(hi.items())[:2]
-            parts.append(f"{_html.escape(t0)} − {_html.escape(t1)} {row[j0] - row[j1]:+.3f}")
-        annotations.append(dict(
-            text=" · ".join(parts), x=0.0, y=top, yshift=2, xref="paper", yref="paper",
-            xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=13),
-        ))
-    layout = go.Layout(
-        template=viz.EMPTY_TEMPLATE,
-        font=viz.FONT,
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        height=height,
-        title=dict(text=_("Attention of “{query}”: layer {layer}, head {head}", query=query,
-                          layer=data.layer + 1, head=data.head + 1),
-                   x=0.5, xanchor="center"),
-        margin=dict(l=70, r=20, t=110, b=70),
-        annotations=annotations,
-        showlegend=False,
-        bargap=0.15,
-        **axes,
-    )
-    return go.Figure(data=traces, layout=layout)
+            parts.append(f"{_html.escape(t0)}\u00a0−\u00a0{_html.escape(t1)}\u00a0"
+                         f"{row[j0] - row[j1]:+.3f}")
+        panel_titles.append(_html.escape(names[i]) + ("<br>" + " · ".join(parts) if parts else ""))
+        traces.append(go.Bar(
+            x=list(range(len(t))), y=row, marker=dict(color=colors, line=dict(width=0)),
+            customdata=list(t), name=names[i], hovertemplate=hover + "<extra></extra>",
+            meta=dict(layer=data.layer + 1, head=data.head + 1, sentence=i, query_index=qi,
+                      highlight={tok: float(row[j]) for tok, j in hi.items()})))
+    grid = panel_grid(width, panel_titles, stacked=True, left=70, right=20, bottom=20)
+    fig, cells = grid.figure, grid.cells
+    lay = fig.layout
+    plot_w = width - lay.margin.l - lay.margin.r
+    size = viz.FONT["size"]
+    for trace, cell, (t, ticks) in zip(traces, cells, tick_axes):
+        fig.add_trace(trace, **cell)
+        # A slanted label needs its bar to be a line height apart from the next across the
+        # slant (sin 40°); else it stands upright, a line height wide.
+        slot = plot_w / len(t)
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(t))), ticktext=ticks,
+                         tickangle=-40 if slot * math.sin(math.radians(40)) >= 1.2 * size
+                         else -90, range=[-0.6, len(t) - 0.4], showgrid=False, zeroline=False,
+                         tickfont=dict(size=size), **cell)
+        fig.update_yaxes(range=[0, 1.0], title_text=_("weight of “{query}”", query=query),
+                         **cell)
+    if height is not None:
+        fig.update_layout(height=height)
+    fig.update_layout(showlegend=False, bargap=0.15)
+    return caption_title(fig, _("Attention of “{query}”: layer {layer}, head {head}",
+                                query=query, layer=data.layer + 1, head=data.head + 1),
+                         size=14)
 
 
 def token_attention_figure(
@@ -271,7 +267,7 @@ def token_attention_figure(
         query: the query word piece (bold on the axis).
         highlight: word pieces to highlight (at most :data:`HIGHLIGHT_COLORS` of them).
         titles: optional ``n_sentences`` panel titles (plain text).
-        height: figure height in px; default ``170 + 270 * n_sentences``.
+        height: figure height in px; default as :func:`draw_token_attention`.
         language: see :func:`draw_token_attention`.
 
     Returns:

@@ -13,10 +13,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import i18n, viz
+from .. import fonts, i18n, viz
 from ..checks import check_bool, check_choice, check_increasing, check_int, check_real, check_seed
 from ..scaling import ScalingData, scaling_data
 from .base import Control, Explorer
+from .layout import panel_grid
 
 __all__ = ["D_K_VALUES", "N_KEYS_VALUES", "SCALED_X_RANGE", "draw_scaling", "scaling_figure",
            "scaling_explorer"]
@@ -34,20 +35,23 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def draw_scaling(data: ScalingData, *, language: str | None = None,
-                 x_range: float | None = None, height: int = 460):
-    """Draw one setting of the √d_k explorer, every label in ``language``.
+                 x_range: float | None = None, height: int = 460, width: int = viz.COLUMN_PX):
+    """Draw one setting of the √d_k explorer for ``width`` px, every label in ``language``.
 
     Left panel: the density histogram of the scores ``q . k`` (or ``q . k / sqrt(d_k)``) with
     their measured variance, and the normal density with the expected variance (``d_k``
     unscaled, 1 scaled) as a dashed line. Right panel: the softmax weights of one query over
     ``n_keys`` keys, sorted in decreasing order and averaged over the draws, with the mean
     largest weight and the mean entropy (nats; uniform is ``ln n_keys``). Source: Vaswani et
-    al. (2017), eq. 1 and footnote 4.
+    al. (2017), eq. 1 and footnote 4. Side by side in the book's column, one under the other
+    on a phone (:func:`attnbook.explorers.layout.panel_grid`); each statistics box sits in its
+    panel's top corner, wrapped to the panel's width.
 
     Trace order (the explorers and tests rely on it): 0 the histogram (``meta`` holds
     ``variance`` and ``expected_variance``), 1 the expected normal density, 2 the mean sorted
     weights (``meta`` holds ``mean_max_weight`` and ``mean_entropy``), 3 the uniform level
-    ``1 / n_keys``.
+    ``1 / n_keys``. Annotations: 0 and 1 the panels' titles, 2 the scores' statistics box,
+    3 the weights' statistics box.
 
     Args:
         data: from :func:`attnbook.scaling.scaling_data`.
@@ -56,15 +60,19 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
         x_range: the score axis shows ``[-x_range, x_range]`` (score units); ``None`` fits the
             data. The explorer fixes it within each mode so that dragging ``d_k`` shows the
             spread.
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, >= 10 (plotly's least).
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer or ``x_range`` not a real number.
-        ValueError: if ``height`` < 10, ``x_range`` is not finite and positive, or
-            ``language`` is unknown.
+        TypeError: if ``height`` or ``width`` is not an integer or ``x_range`` not a real
+            number.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels, ``x_range``
+            is not finite and positive, or ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
@@ -78,7 +86,6 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
         go.Bar(
             x=data.centres, y=data.density, width=data.bin_width, name=_("measured scores"),
             marker=dict(color=viz.BLUE, line=dict(width=0)), opacity=0.75,
-            xaxis="x", yaxis="y",
             meta=dict(variance=data.variance, expected_variance=data.expected_variance),
             hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>"),
         ),
@@ -86,19 +93,19 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
             x=data.expected_x, y=data.expected_density, mode="lines",
             name=_("expected N(0, 1)") if data.scaled
             else _("expected N(0, d<sub>k</sub> = {d_k})", d_k=d_k),
-            line=dict(color=viz.ORANGE, dash="dash", width=2), xaxis="x", yaxis="y",
+            line=dict(color=viz.ORANGE, dash="dash", width=2),
             hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>"),
         ),
         go.Bar(
             x=ranks, y=stats.mean_sorted_weights, name=_("mean weight (sorted)"),
-            marker=dict(color=viz.BLUE), xaxis="x2", yaxis="y2",
+            marker=dict(color=viz.BLUE),
             meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
             hovertemplate=_("rank %{x}<br>mean weight %{y:.3f}<extra></extra>"),
         ),
         go.Scatter(
             x=[0.5, n_keys + 0.5], y=[1 / n_keys] * 2, mode="lines",
             name=_("uniform 1/S = {value}", value=_fmt(1 / n_keys)),
-            line=dict(color=viz.GREY, dash="dot", width=2), xaxis="x2", yaxis="y2",
+            line=dict(color=viz.GREY, dash="dot", width=2),
             hoverinfo="skip",
         ),
     ]
@@ -115,43 +122,40 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
         "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draws", stats.n_draws,
         max_weight=_fmt(stats.mean_max_weight), entropy=_fmt(stats.mean_entropy),
         n_keys=n_keys, uniform=_fmt(math.log(n_keys)))
-    annotations = [
-        dict(text=score_title, x=0.215, y=1.0, xref="paper", yref="paper", xanchor="center",
-             yanchor="bottom", showarrow=False, font=dict(size=14)),
-        dict(text=_.ngettext("Softmax weights of one query over S = {n} key",
-                             "Softmax weights of one query over S = {n} keys", n_keys),
-             x=0.785, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-             showarrow=False, font=dict(size=14)),
-        dict(text=samples_box, x=0.01, y=0.97, xref="paper", yref="paper", xanchor="left",
-             yanchor="top", showarrow=False, align="left", bgcolor="rgba(255,255,255,0.8)"),
-        dict(text=draws_box, x=0.99, y=0.97, xref="paper", yref="paper", xanchor="right",
-             yanchor="top", showarrow=False, align="right", bgcolor="rgba(255,255,255,0.8)"),
-    ]
+    grid = panel_grid(
+        width,
+        [score_title, _.ngettext("Softmax weights of one query over S = {n} key",
+                                 "Softmax weights of one query over S = {n} keys", n_keys)],
+        height=height, spacing_px=70, left=60, right=20, bottom=50)
+    fig, cells = grid.figure, grid.cells
+    for trace, cell in zip(traces, (cells[0], cells[0], cells[1], cells[1])):
+        fig.add_trace(trace, **cell)
+    # The statistics boxes sit in their panel's own corner (its domain coordinates), wrapped to
+    # a little under half of the panel's width in px at this width.
+    lay = fig.layout
+    plot_w = width - lay.margin.l - lay.margin.r
+    for box, axis, corner in ((samples_box, "", "left"), (draws_box, "2", "right")):
+        x0, x1 = lay[f"xaxis{axis}"].domain
+        fig.add_annotation(
+            text=fonts.wrap_html(box, 0.62 * (x1 - x0) * plot_w, viz.FONT["size"]),
+            xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.01 if corner == "left" else 0.99,
+            y=0.97,
+            xanchor=corner, yanchor="top", showarrow=False, align=corner,
+            bgcolor="rgba(255,255,255,0.8)")
     # Head room over the tallest bar or curve: the statistics box (top left) stays clear of it.
     y_top = 1.5 * max(float(np.max(data.density)), float(np.max(data.expected_density)))
-    x_axis = viz.axis_style(domain=[0.0, 0.43], title=dict(text=_("score")), zeroline=True,
-                            anchor="y")
+    x_axis = dict(title_text=_("score"), zeroline=True)
     if x_range is not None:
         x_axis["range"] = [-float(x_range), float(x_range)]
     else:
         x_axis["autorange"] = True
-    layout = go.Layout(
-        template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height, margin=dict(l=60, r=20, t=50, b=90),
-        xaxis=x_axis,
-        yaxis=viz.axis_style(title=dict(text=_("probability density")), anchor="x",
-                             range=[0, y_top]),
-        xaxis2=viz.axis_style(
-            domain=[0.57, 1.0], title=dict(text=_("rank of the weight (1 = largest)")),
-            anchor="y2", range=[0.5, n_keys + 0.5],
-        ),
-        yaxis2=viz.axis_style(title=dict(text=_("mean attention weight")), anchor="x2",
-                              range=[0, 1.05]),
-        annotations=annotations,
-        legend=viz.legend_below(),
-        bargap=0.05,
-    )
-    return go.Figure(data=traces, layout=layout)
+    fig.update_xaxes(**x_axis, **cells[0])
+    fig.update_yaxes(title_text=_("probability density"), range=[0, y_top], **cells[0])
+    fig.update_xaxes(title_text=_("rank of the weight (1 = largest)"), range=[0.5, n_keys + 0.5],
+                     **cells[1])
+    fig.update_yaxes(title_text=_("mean attention weight"), range=[0, 1.05], **cells[1])
+    fig.update_layout(bargap=0.05)
+    return fig
 
 
 def scaling_figure(
@@ -242,8 +246,8 @@ def scaling_explorer(
         return scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
                             seed=seed)
 
-    def draw(data, *, language):
-        return draw_scaling(data, language=language,
+    def draw(data, *, language, width):
+        return draw_scaling(data, language=language, width=width,
                             x_range=SCALED_X_RANGE if data.scaled else unscaled_range)
 
     controls = [

@@ -27,6 +27,7 @@ from ..scaling import TEMPERATURE_SCORE_SETS, temperature_sweep
 from ..scaling import TemperatureSweep as TemperatureSweep
 from ..scaling import temperature_scores as temperature_scores
 from .base import Control, Explorer
+from .layout import caption_title, panel_grid
 
 __all__ = ["T_VALUES", "SCORE_SETS", "TemperatureData", "temperature_data", "draw_temperature",
            "temperature_figure", "temperature_explorer"]
@@ -104,32 +105,39 @@ def _fmt_t(t: float) -> str:
 
 
 def draw_temperature(data: TemperatureData, *, language: str | None = None,
-                     height: int = 430):
-    """Draw one setting of the temperature explorer, every label in ``language``.
+                     height: int = 430, width: int = viz.COLUMN_PX):
+    """Draw one setting of the temperature explorer for ``width`` px, labels in ``language``.
 
     Left: the weights ``softmax(z / T)`` of the fixed scores, one bar per key, with the uniform
     level ``1/S`` dotted. Middle: the entropy against ``T`` (log axis) over ``t_range``, the
     chosen ``T`` marked, and its maximum ``ln S`` dashed. Right: the Frobenius norm of the
     softmax Jacobian against ``T``, the chosen ``T`` marked, and the uniform weights' value
-    ``sqrt(S - 1) / S`` dash-dotted.
+    ``sqrt(S - 1) / S`` dash-dotted. Side by side in the book's column, one under the other on
+    a phone (:func:`attnbook.explorers.layout.panel_grid`); the figure's title (the numbers at
+    ``T``) is prose, shown as the caption above the plot.
 
     Trace order (the explorer's tests rely on it): 0 the weights (bars; ``meta`` holds ``T``,
     ``entropy`` and ``jacobian_norm`` at ``T``), 1 the uniform level, 2 the entropy curve,
     3 the entropy at ``T``, 4 the line ``ln S``, 5 the Jacobian curve, 6 the Jacobian norm at
-    ``T``, 7 the uniform value of the Jacobian norm.
+    ``T``, 7 the uniform value of the Jacobian norm. Annotations: 0, 1 and 2 the panels'
+    titles.
 
     Args:
         data: from :func:`temperature_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, >= 10 (plotly's least).
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``height`` or ``width`` is not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
@@ -146,65 +154,53 @@ def draw_temperature(data: TemperatureData, *, language: str | None = None,
     entropy_hover = _("T = %{x:.3g}: %{y:.3f} nats<extra></extra>")
     jacobian_hover = _("T = %{x:.3g}: %{y:.3f}<extra></extra>")
     traces = [
-        go.Bar(x=keys, y=p, name=_("weights"), marker=dict(color=viz.BLUE), xaxis="x",
-               yaxis="y", meta=dict(T=T, entropy=h, jacobian_norm=jn), customdata=z,
+        go.Bar(x=keys, y=p, name=_("weights"), marker=dict(color=viz.BLUE),
+               meta=dict(T=T, entropy=h, jacobian_norm=jn), customdata=z,
                hovertemplate=_("key %{x}: score %{customdata:.3g}, weight %{y:.3f}"
                                "<extra></extra>")),
         go.Scatter(x=[0.5, S + 0.5], y=[1 / S] * 2, mode="lines",
                    name=_("uniform weights (1/S)"),
-                   line=dict(color=viz.GREY, dash="dot", width=2), xaxis="x", yaxis="y",
-                   hoverinfo="skip"),
+                   line=dict(color=viz.GREY, dash="dot", width=2), hoverinfo="skip"),
         go.Scatter(x=curve.temperatures, y=curve.entropy, mode="lines", name=_("entropy"),
-                   line=dict(color=viz.BLUE, width=2), xaxis="x2", yaxis="y2",
-                   showlegend=False, hovertemplate=entropy_hover),
-        go.Scatter(x=[T], y=[h], mode="markers", name=_("chosen T"),
-                   marker=dict(size=12, color=viz.ORANGE), xaxis="x2", yaxis="y2",
+                   line=dict(color=viz.BLUE, width=2), showlegend=False,
                    hovertemplate=entropy_hover),
+        go.Scatter(x=[T], y=[h], mode="markers", name=_("chosen T"),
+                   marker=dict(size=12, color=viz.ORANGE), hovertemplate=entropy_hover),
         go.Scatter(x=x_ends, y=[ln_s] * 2, mode="lines", name=_("largest entropy, ln S"),
-                   line=dict(color=viz.GREY, dash="dash", width=2), xaxis="x2", yaxis="y2",
-                   hoverinfo="skip"),
+                   line=dict(color=viz.GREY, dash="dash", width=2), hoverinfo="skip"),
         go.Scatter(x=curve.temperatures, y=curve.jacobian_norm, mode="lines",
-                   name=_("‖J‖<sub>F</sub>"), line=dict(color=viz.BLUE, width=2), xaxis="x3",
-                   yaxis="y3", showlegend=False, hovertemplate=jacobian_hover),
+                   name=_("‖J‖<sub>F</sub>"), line=dict(color=viz.BLUE, width=2),
+                   showlegend=False, hovertemplate=jacobian_hover),
         go.Scatter(x=[T], y=[jn], mode="markers", name=_("chosen T"), showlegend=False,
-                   marker=dict(size=12, color=viz.ORANGE), xaxis="x3", yaxis="y3",
-                   hovertemplate=jacobian_hover),
+                   marker=dict(size=12, color=viz.ORANGE), hovertemplate=jacobian_hover),
         go.Scatter(x=x_ends, y=[j_uniform] * 2, mode="lines", name=_("‖J‖ at uniform weights"),
-                   line=dict(color=viz.GREY, dash="dashdot", width=2), xaxis="x3", yaxis="y3",
-                   hoverinfo="skip"),
+                   line=dict(color=viz.GREY, dash="dashdot", width=2), hoverinfo="skip"),
     ]
-    titles = (
-        (_("softmax(z / T), S = {S}", S=S), 0.13),
-        (_("entropy (nats)"), 0.5),
-        (_("‖J‖<sub>F</sub>, J = diag(p) − p p<sup>T</sup>"), 0.87),
-    )
-    annotations = [dict(text=text, x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
-                        yanchor="bottom", showarrow=False, font=dict(size=14))
-                   for text, x in titles]
+    grid = panel_grid(
+        width,
+        [_("softmax(z / T), S = {S}", S=S), _("entropy (nats)"),
+         _("‖J‖<sub>F</sub>, J = diag(p) − p p<sup>T</sup>")],
+        height=height, left=60, right=20, bottom=50, spacing_px=60)
+    fig, cells = grid.figure, grid.cells
+    for trace, panel in zip(traces, (0, 0, 1, 1, 1, 2, 2, 2)):
+        fig.add_trace(trace, **cells[panel])
     j_top = 1.15 * max(float(curve.jacobian_norm.max()), j_uniform, jn)
     log_ticks = [t for t in (0.1, 1, 10) if lo <= t <= hi]
-    t_axis = dict(type="log", title=dict(text=_("temperature T")), tickvals=log_ticks,
+    t_axis = dict(type="log", title_text=_("temperature T"), tickvals=log_ticks,
                   ticktext=[f"{t:g}" for t in log_ticks])
+    fig.update_xaxes(title_text=_("key j"), range=[0.5, S + 0.5], dtick=1 if S <= 8 else 5,
+                     **cells[0])
+    fig.update_yaxes(title_text=_("weight"), range=[0, 1.02], **cells[0])
+    fig.update_xaxes(**t_axis, **cells[1])
+    fig.update_yaxes(range=[0, 1.1 * ln_s], **cells[1])
+    fig.update_xaxes(**t_axis, **cells[2])
+    fig.update_yaxes(range=[0, j_top], **cells[2])
+    # Prose: the title is the caption above the plot (the browser wraps it).
     title = _("T = {T}: largest weight {max_weight}, entropy {entropy} of ln {S} = {ln_s} nats, "
               "‖J‖<sub>F</sub> = {jacobian_norm}", T=_fmt_t(T), max_weight=f"{p.max():.3f}",
               entropy=f"{h:.3f}", S=S, ln_s=f"{ln_s:.3f}", jacobian_norm=f"{jn:.3f}")
-    layout = go.Layout(
-        template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height,
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
-        margin=dict(l=60, r=20, t=100, b=110),
-        xaxis=viz.axis_style(domain=[0.0, 0.26], title=dict(text=_("key j")), anchor="y",
-                             range=[0.5, S + 0.5], dtick=1 if S <= 8 else 5),
-        yaxis=viz.axis_style(title=dict(text=_("weight")), anchor="x", range=[0, 1.02]),
-        xaxis2=viz.axis_style(domain=[0.37, 0.63], anchor="y2", **t_axis),
-        yaxis2=viz.axis_style(anchor="x2", range=[0, 1.1 * ln_s]),
-        xaxis3=viz.axis_style(domain=[0.74, 1.0], anchor="y3", **t_axis),
-        yaxis3=viz.axis_style(anchor="x3", range=[0, j_top]),
-        annotations=annotations,
-        legend=viz.legend_below(),
-        bargap=0.15,
-    )
-    return go.Figure(data=traces, layout=layout)
+    fig.update_layout(bargap=0.15)
+    return caption_title(fig, title, size=14)
 
 
 def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import attention, i18n
+from .. import attention, fonts, i18n
 from ..checks import check_bool, check_choice, check_int, check_real
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style
+from ..viz import BLUE, COLUMN_PX, FONT, GREEN, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import caption_title, panel_grid
 
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
            "Example", "EXAMPLES", "ThreeSteps", "three_steps", "draw_three_steps",
@@ -225,31 +226,41 @@ def _scale_label(c: float) -> str:
     return "1/√2" if math.isclose(c, 1 / math.sqrt(2)) else f"{c:g}"
 
 
-def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: int = 400):
-    """Draw the three steps of one context, every label and the example in ``language``.
+def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: int = 400,
+                     width: int = COLUMN_PX):
+    """Draw the three steps of one context for ``width`` px, labels and example in ``language``.
 
     Left: the scores ``c q . k_j`` of "apple"'s query with every token it attends to. Middle:
     their softmax, the weights. Right: the (fruit, company) plane with the values of the other
     tokens (grey points), the fruit and company directions (dashed), the starting vector of
     "apple" (its own value, grey arrow) and the output ``o`` (orange arrow). The tokens, the
-    sentence and the sense names are those of ``EXAMPLES[language]``.
+    sentence and the sense names are those of ``EXAMPLES[language]``. Side by side in the
+    book's column, one under the other on a phone
+    (:func:`attnbook.explorers.layout.panel_grid`); the tokens are slanted only where they do
+    not fit their bar's width level. The figure's title (the sentence and ``o``) is prose,
+    shown as the caption above the plot.
 
     Trace order: 0 scores, 1 weights, 2 fruit direction, 3 company direction, 4 values,
     5 start, 6 output; ``meta`` of trace 6 holds ``output``, ``cos_output`` (``None`` for a
-    zero output) and ``cos_start`` (fruit, company).
+    zero output) and ``cos_start`` (fruit, company). Annotations: 0, 1 and 2 the panels'
+    titles.
 
     Args:
         data: from :func:`three_steps`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10.
+        height: figure height in px with the panels side by side, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``height`` or ``width`` is not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
@@ -273,13 +284,13 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
     traces = [
         go.Bar(x=x, y=r.scores, marker=dict(color=colors), name=_("scores"),
                text=[f"{s:.2f}" for s in r.scores], textposition="outside",
-               cliponaxis=False, xaxis="x", yaxis="y", showlegend=False,
+               cliponaxis=False, showlegend=False,
                hovertext=[_("{token}: score {score}", token=t, score=f"{s:.3f}")
                           for t, s in zip(tokens, r.scores)],
                hovertemplate="%{hovertext}<extra></extra>"),
         go.Bar(x=x, y=r.weights, marker=dict(color=colors), name=_("weights"),
                text=[f"{a:.2f}" for a in r.weights], textposition="outside",
-               cliponaxis=False, xaxis="x2", yaxis="y2", showlegend=False,
+               cliponaxis=False, showlegend=False,
                hovertext=[_("{token}: weight {weight}", token=t, weight=f"{a:.3f}")
                           for t, a in zip(tokens, r.weights)],
                hovertemplate="%{hovertext}<extra></extra>"),
@@ -290,14 +301,14 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
             x=[0, end[0]], y=[0, end[1]], mode="lines+text", name=name,
             text=["", name], textposition="top left" if d[0] > 0 else "middle right",
             line=dict(color=color, dash="dash", width=2), textfont=dict(color=color),
-            xaxis="x3", yaxis="y3", showlegend=False, hoverinfo="skip"))
+            showlegend=False, hoverinfo="skip"))
     finite = bool(np.isfinite(r.cos_output).all())
     start_label = _("{word} (start)", word=ex.word)
     traces += [
         go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers+text",
                    name=_("values"), text=names, textposition="bottom right",
                    marker=dict(color=GREY, size=8), textfont=dict(color=GREY, size=11),
-                   xaxis="x3", yaxis="y3", showlegend=False,
+                   showlegend=False,
                    hovertext=[_("{tokens}: value ({x}, {y})", tokens=n, x=f"{p[0]:g}",
                                 y=f"{p[1]:g}") for n, p in zip(names, pts)],
                    hovertemplate="%{hovertext}<extra></extra>"),
@@ -305,8 +316,7 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
                    name=_("start"), text=["", start_label], textposition="top center",
                    line=dict(color=GREY, width=2), textfont=dict(color=GREY, size=11),
                    marker=dict(symbol="arrow", angleref="previous", size=[0, 12],
-                               color=GREY),
-                   xaxis="x3", yaxis="y3", showlegend=False,
+                               color=GREY), showlegend=False,
                    hovertext=2 * [_("{word} (start): ({x}, {y})", word=ex.word,
                                     x=f"{r.start[0]:.2f}", y=f"{r.start[1]:.2f}")],
                    hovertemplate="%{hovertext}<extra></extra>"),
@@ -315,8 +325,7 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
                    line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
                    # a zero output has no direction: a ring at the origin, not an arrow
                    marker=dict(symbol="arrow" if finite else "circle-open",
-                               angleref="previous", size=[0, 14], color=ORANGE),
-                   xaxis="x3", yaxis="y3", showlegend=False,
+                               angleref="previous", size=[0, 14], color=ORANGE), showlegend=False,
                    meta=dict(output=r.output.tolist(),
                              cos_output=r.cos_output.tolist() if finite else None,
                              cos_start=r.cos_start.tolist()),
@@ -331,35 +340,39 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
     else:
         title = _("“{sentence}”: o = ({x}, {y}), no direction: the other words carry nothing",
                   sentence=sentence, x=ox, y=oy)
-    sub = [(_("1. scores {c}·q·k<sub>j</sub>", c=_scale_label(r.scale)), 0.13),
-           (_("2. weights α<sub>j</sub> (softmax)"), 0.5),
-           ("3. o = Σ α<sub>j</sub> v<sub>j</sub>", 0.87)]  # math only: no words
-    annotations = [dict(text=t, x=xc, y=1.0, xref="paper", yref="paper", xanchor="center",
-                        yanchor="bottom", showarrow=False, font=dict(size=13))
-                   for t, xc in sub]
+    grid = panel_grid(
+        width,
+        [_("1. scores {c}·q·k<sub>j</sub>", c=_scale_label(r.scale)),
+         _("2. weights α<sub>j</sub> (softmax)"),
+         "3. o = Σ α<sub>j</sub> v<sub>j</sub>"],  # math only: no words
+        height=height, title_size=13, left=50, right=20, bottom=10, spacing_px=60)
+    fig, cells = grid.figure, grid.cells
+    for trace, panel in zip(traces, (0, 1, 2, 2, 2, 2, 2)):
+        fig.add_trace(trace, **cells[panel])
     # The score axis depends on c only (the largest dot product of the vocabulary is 2), so
     # that switching the context changes the bars, not the axis.
     top_dot = max(float(np.dot(QUERY, k)) for k in KEYS.values())
     s_top = max(r.scale * top_dot, 0.5)
-    word_axis = dict(tickmode="array", tickvals=x, ticktext=ticks, tickangle=-45,
+    # Tokens stay level where each has the room of its bar at this width, else slant.
+    plot_w = width - fig.layout.margin.l - fig.layout.margin.r
+    x0, x1 = fig.layout.xaxis.domain
+    slot = (x1 - x0) * plot_w / len(x)
+    widest = max(fonts.text_width(t, FONT["size"]) for t in ticks)
+    word_axis = dict(tickmode="array", tickvals=x, ticktext=ticks,
+                     tickangle=0 if widest <= 0.9 * slot else -45,
                      range=[-0.6, len(x) - 0.4], showgrid=False, zeroline=False)
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height,
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=13)),
-        margin=dict(l=50, r=20, t=90, b=80),
-        xaxis=axis_style(domain=[0.0, 0.26], anchor="y", **word_axis),
-        yaxis=axis_style(anchor="x", range=[0, 1.3 * s_top], title=dict(text=_("score"))),
-        xaxis2=axis_style(domain=[0.37, 0.63], anchor="y2", **word_axis),
-        yaxis2=axis_style(anchor="x2", range=[0, 1.15], title=dict(text=_("weight"))),
-        xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3", range=[-0.3, lim + 0.2],
-                          title=dict(text=ex.senses[0]), zeroline=True, dtick=1),
-        yaxis3=axis_style(anchor="x3", range=[-0.3, lim + 0.2],
-                          title=dict(text=ex.senses[1]), zeroline=True, dtick=1,
-                          scaleanchor="x3", scaleratio=1),
-        annotations=annotations, bargap=0.3,
-    )
-    return go.Figure(data=traces, layout=layout)
+    fig.update_xaxes(**word_axis, **cells[0])
+    fig.update_yaxes(range=[0, 1.3 * s_top], title_text=_("score"), **cells[0])
+    fig.update_xaxes(**word_axis, **cells[1])
+    fig.update_yaxes(range=[0, 1.15], title_text=_("weight"), **cells[1])
+    # The plane keeps one unit as long on both axes, in the middle of its panel.
+    fig.update_xaxes(range=[-0.3, lim + 0.2], title_text=ex.senses[0], zeroline=True, dtick=1,
+                     constrain="domain", **cells[2])
+    fig.update_yaxes(range=[-0.3, lim + 0.2], title_text=ex.senses[1], zeroline=True, dtick=1,
+                     scaleanchor="x3", scaleratio=1, constrain="domain", **cells[2])
+    # Prose: the title is the caption above the plot (the browser wraps it).
+    fig.update_layout(bargap=0.3, showlegend=False)
+    return caption_title(fig, title, size=13)
 
 
 def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
