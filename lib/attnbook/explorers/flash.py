@@ -446,7 +446,8 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
 
 
 def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
-                      *, seed: int = 0, height: int = 420, language: str | None = None):
+                      *, seed: int = 0, height: int = 420, language: str | None = None,
+                      width: int = COLUMN_PX):
     """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
 
     :func:`draw_flash_step` of :func:`flash_step_data`: step ``k = min(step, n)`` of the ``n``
@@ -463,6 +464,7 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
         seed: seed of :func:`flash_example`.
         height: figure height in pixels, >= 10.
         language: see :func:`draw_flash_step`.
+        width: the width in px the figure is drawn at (see :func:`draw_flash_step`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -476,7 +478,7 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
     block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
     height = check_int(height, "height", 10)
     data = flash_step_data(block_q, block_k, causal, step, seed=seed)
-    return draw_flash_step(data, language=language, height=height)
+    return draw_flash_step(data, language=language, height=height, width=width)
 
 
 def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2,

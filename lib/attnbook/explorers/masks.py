@@ -266,7 +266,7 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
 def mask_figure(
     mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
     seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
-    language: str | None = None,
+    language: str | None = None, width: int = COLUMN_PX,
 ):
     """The mask explorer's figure of one setting: :func:`draw_mask` of :func:`mask_data`.
 
@@ -280,6 +280,7 @@ def mask_figure(
         height: figure height in px, >= 10.
         pad_side: ``"right"`` or ``"left"``.
         language: see :func:`draw_mask`.
+        width: the width in px the figure is drawn at (see :func:`draw_mask`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -289,7 +290,7 @@ def mask_figure(
     """
     data = mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, seed=seed,
                      scores=scores)
-    return draw_mask(data, language=language, height=height)
+    return draw_mask(data, language=language, height=height, width=width)
 
 
 def mask_explorer(
