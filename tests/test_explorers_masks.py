@@ -256,8 +256,8 @@ def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
             assert b[1] - 1 <= y_mid - bar.len * plot_h / 2 and \
                 y_mid + bar.len * plot_h / 2 <= b[3] + 1, "as tall as its panel"
         # Dense ticks stay legible: >= 9 px, and the labels shown do not overlap.
-        cell = (b[2] - b[0]) / L
-        for ax in (lay.xaxis, lay.xaxis2):
+        for ax, box in ((lay.xaxis, a), (lay.xaxis2, b)):
+            cell = (box[2] - box[0]) / L
             size = ax.tickfont.size
             assert size >= 9
             shown = [j for j, t in enumerate(ax.ticktext) if t]
@@ -269,12 +269,13 @@ def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
                          for line in t.split("<br>"))
             assert widest < k * cell, (width, size, k, cell)
         # A value written in a cell fits it; otherwise none is written (the hover has it).
-        tr = fig.data[1]
-        if tr.texttemplate:
-            assert tr.textfont.size >= 9
-            assert fonts.text_width("0.00", tr.textfont.size) < cell
-        elif L <= 8:
-            pytest.fail(f"{L} cells at {width} px have room for their values")
+        for tr, box, widest in ((fig.data[0], a, "0"), (fig.data[1], b, "0.00")):
+            cell = (box[2] - box[0]) / L
+            if tr.texttemplate:
+                assert tr.textfont.size >= 9
+                assert fonts.text_width(widest, tr.textfont.size) < cell
+            elif L <= 8:
+                pytest.fail(f"{L} cells at {width} px have room for their values")
 
 
 def test_mask_note_for_a_query_without_keys_is_in_the_caption_in_orange():

@@ -107,7 +107,7 @@ def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
 
 
 #: Font size in px of the weights written in their cells, at most (smaller when cells are).
-CELL_FONT_PX = 12
+CELL_FONT_PX = 14
 #: Font size in px of the figure's title (shown as the caption above the plot).
 TITLE_PX = 16
 #: Room in px under a phone's lowest axis title for the horizontal colour bar and its ticks.
@@ -180,9 +180,11 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
         for j in range(L)] for i in range(L)]
 
     # Side by side the colour bar takes the right margin; stacked it lies under the weights.
+    # The weights panel is the wider: its cells hold numbers (issue 10: 14 px, legible).
     grid = panel_grid(
         width, [_("Keep-mask (1 = may attend)"), _("Weights = masked_softmax(scores, mask)")],
-        height=height, spacing_px=60, left=70, right=20 if width < STACK_BELOW_PX else 80,
+        column_widths=[0.8, 1.0], height=height, spacing_px=50, left=70,
+        right=20 if width < STACK_BELOW_PX else 76,
         bottom=0 if width < STACK_BELOW_PX else 20,
         axis_px=AXIS_PX + (20 if is_pad.any() else 0))  # "6<br>pad": two lines of ticks
     fig, (left, right), stacked = grid.figure, grid.cells, grid.stacked
@@ -190,14 +192,15 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
     plot_w = width - lay.margin.l - lay.margin.r
     plot_h = lay.height - lay.margin.t - lay.margin.b
     (wx0, wx1), (wy0, wy1) = lay.xaxis2.domain, lay.yaxis2.domain
-    # The room of one cell in px, both panels as wide (the y tick labels may widen the left
-    # margin a little); a value that does not fit with a gap is left to the hover text.
+    # The room of one cell in px (the y tick labels may widen the left margin a little); a
+    # value that does not fit with a gap is left to the hover text.
     cell_px = (wx1 - wx0) * plot_w / L - 1
+    mask_px = (lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / L - 1
     cell_font = min(CELL_FONT_PX, int((cell_px - 2) / fonts.text_width("0.00", 1)))
-    mask_font = min(CELL_FONT_PX, int((cell_px - 2) / fonts.text_width("0", 1)))
+    mask_font = min(CELL_FONT_PX, int((mask_px - 2) / fonts.text_width("0", 1)))
     widest = max(fonts.text_width(line, 1) for t in key_ticks for line in t.split("<br>"))
-    tick_size = max(MIN_FONT_PX, min(13, int((cell_px - 4) / widest)))
-    step = _tick_step(key_ticks, cell_px, tick_size)  # every step-th key labelled
+    tick_size = max(MIN_FONT_PX, min(13, int((mask_px - 4) / widest)))
+    step = _tick_step(key_ticks, mask_px, tick_size)  # every step-th key labelled
     row_px = (wy1 - wy0) * plot_h / L
     y_tick_size = max(MIN_FONT_PX, min(13, int(row_px * 0.8)))
 
