@@ -158,10 +158,11 @@ def test_static_spec_carries_a_stacked_narrow_variant(masks):
     top, bottom = narrow["layout"]["yaxis"]["domain"], narrow["layout"]["yaxis2"]["domain"]
     assert bottom[1] < top[0]
     assert narrow["layout"]["height"] > wide["layout"]["height"]
-    # The caption of the empty rows is there in both, below the last panel when stacked.
+    # The note on the empty rows is prose: in both, a line of the caption above the plot, not
+    # text placed in the plot.
     for fr in (wide, narrow):
-        notes = [a for a in fr["layout"]["annotations"] if "see no key" in a["text"]]
-        assert len(notes) == 1 and notes[0]["y"] < 0
+        assert not [a for a in fr["layout"]["annotations"] if "see no key" in a["text"]]
+        assert "see no key" in caption_text(fr["caption"], br="\n").splitlines()[-1]
     # The title is not drawn in the plot: it is the caption above it, the same HTML in both
     # variants (the browser wraps it), and it still names the frame's setting.
     for fr in (wide, narrow):

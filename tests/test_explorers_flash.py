@@ -417,3 +417,62 @@ def test_bad_height_and_seed_of_the_example():
         fx.flash_step_figure(height=0)
     with pytest.raises(TypeError, match="seed"):
         fx.flash_example("0")
+
+
+# ------------------------------------------------------------------------------------------
+# The figure laid out for the book's column (688 px) and a phone (358 px)
+# ------------------------------------------------------------------------------------------
+
+
+def _box(lay, n, width):
+    """Panel n's (1 or 2) rectangle in px from the figure's left and top."""
+    plot_w = width - lay.margin.l - lay.margin.r
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    x0, x1 = lay[f"xaxis{'' if n == 1 else n}"].domain
+    y0, y1 = lay[f"yaxis{'' if n == 1 else n}"].domain
+    return (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
+            lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("setting", [(2, 2, False, 2), (2, 2, True, 4), (8, 8, True, 1)])
+def test_figure_fits_the_column_and_a_phone(setting, language):
+    from attnbook import fonts, viz
+
+    data = fx.flash_step_data(*setting)
+    figs = {w: fx.draw_flash_step(data, language=language, width=w)
+            for w in (viz.COLUMN_PX, viz.PHONE_PX)}
+    kinds = {w: [(t.type, t.name) for t in f.data] for w, f in figs.items()}
+    assert kinds[viz.COLUMN_PX] == kinds[viz.PHONE_PX]
+    for width, fig in figs.items():
+        lay = fig.layout
+        a, b = _box(lay, 1, width), _box(lay, 2, width)
+        assert a[2] <= b[0] or a[3] <= b[1], "the panels do not overlap"
+        if width == viz.PHONE_PX:
+            assert a[3] < b[1] and (a[0], a[2]) == (b[0], b[2]), "stacked on a phone"
+        else:
+            assert a[1] == b[1] and a[2] < b[0], "side by side in the column"
+        # Only the panels' titles are text in the plot; each line fits the figure and the
+        # room of its panel and the gap beside it.
+        assert len(lay.annotations) == 2
+        plot_w = width - lay.margin.l - lay.margin.r
+        for ann, box in zip(lay.annotations, (a, b)):
+            centre = lay.margin.l + ann.x * plot_w
+            for line in ann.text.split("<br>"):
+                w = fonts.text_width(line, ann.font.size)
+                assert 0 <= centre - w / 2 and centre + w / 2 <= width, (width, line)
+                assert w <= box[2] - box[0] + 50, (width, line)
+        # The numbers fit their cells, in a font of 9 px or more; so do the state ticks.
+        for trace, box, n_cols in ((fig.data[0], a, S), (fig.data[1], b, 7)):
+            cell = (box[2] - box[0]) / n_cols
+            size = trace.textfont.size
+            assert size >= 9
+            assert max(fonts.text_width(t, size) for row in trace.text for t in row) < cell
+        cell = (b[2] - b[0]) / 7
+        size = lay.xaxis2.tickfont.size
+        assert size >= 9
+        assert all(fonts.text_width(line, size) < cell for t in lay.xaxis2.ticktext
+                   for line in t.split("<br>"))
+        # What the colours mean is the caption's last line, not a note under the plot.
+        assert lay.title.text.split("<br>")[-1].count("orange outline" if language == "en"
+                                                      else "橙色边框") == 1

@@ -200,3 +200,26 @@ def test_stacked_overrides_the_width_rule_and_is_checked():
     assert layout.panel_grid(viz.PHONE_PX, ["a", "b"]).stacked  # the default: by width
     with pytest.raises(TypeError, match="stacked"):
         layout.panel_grid(688, ["a", "b"], stacked="yes")
+
+
+def test_axis_px_makes_room_for_tick_labels_of_two_lines_under_a_stacked_panel():
+    # Two-line tick labels ("6<br>pad") and an axis title need more than one line's room:
+    # the gap under the upper panel grows by as much as axis_px asks, the panels keep their
+    # height, and the lowest panel's margin holds the same room.
+    def gap_px(grid):
+        lay = grid.figure.layout
+        plot_h = lay.height - lay.margin.t - lay.margin.b
+        return (lay.yaxis.domain[0] - lay.yaxis2.domain[1]) * plot_h, lay
+
+    plain, _ = gap_px(layout.panel_grid(viz.PHONE_PX, ["a", "b"], bottom=0))
+    tall, lay = gap_px(layout.panel_grid(viz.PHONE_PX, ["a", "b"], bottom=0, axis_px=100))
+    assert tall == pytest.approx(plain + 100 - layout.AXIS_PX, abs=1)
+    assert tall >= 100 + 14 * 1.3
+    assert lay.margin.b == 100
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    assert (lay.yaxis2.domain[1] - lay.yaxis2.domain[0]) * plot_h == pytest.approx(
+        layout.PANEL_PX, abs=0.5)
+    with pytest.raises(ValueError, match="axis_px"):
+        layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=-1)
+    with pytest.raises(TypeError, match="axis_px"):
+        layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=70.5)

@@ -111,7 +111,12 @@ def test_data_then_draw_is_the_figure():
     fig = la.draw_lm_attention(data, language="en", height=300)
     assert fig.to_plotly_json() == la.lm_attention_figure(["x", "y"], maps, 0, 1, title="t",
                                                           height=300).to_plotly_json()
-    assert fig.layout.title.text == "t<br>layer 1, head 2" and fig.layout.height == 300
+    assert fig.layout.title.text == "t<br>layer 1, head 2"
+    # The title is shown as the caption above the plot; the figure without it is as tall as
+    # asked (take_title leaves a top margin of at least 20 px).
+    from attnbook.explorers.base import take_title
+
+    assert 300 <= take_title(fig.to_plotly_json())[0]["layout"]["height"] <= 320
 
 
 @pytest.mark.parametrize("call, exc, name", [
@@ -195,3 +200,68 @@ def test_explorer_speaks_chinese_and_keeps_the_sentences_as_read(model):
 def test_explorer_bad_input(model, kwargs, exc, name):
     with pytest.raises(exc, match=name):
         la.lm_attention_explorer(model, TOK, **kwargs)
+
+
+# The figure laid out for the book's column (688 px) and a phone (358 px)
+# ------------------------------------------------------------------------------------------
+
+LONG = "the cat sat on the mat, and the dog sat on a log"  # 48 characters: the longest
+
+
+def _shown(ticktext):
+    """Indices of the labels shown and the step between them (one step, from 0)."""
+    shown = [i for i, t in enumerate(ticktext) if t]
+    steps = {b - a for a, b in zip(shown, shown[1:])}
+    assert shown[0] == 0 and len(steps) <= 1, ticktext
+    return shown, (steps.pop() if steps else 1)
+
+
+@pytest.mark.parametrize("sentence, height", [(LONG, None), ("the cat", None), (LONG, 300)])
+def test_figure_fits_the_column_and_a_phone_with_legible_ticks(sentence, height):
+    from attnbook import fonts, viz
+
+    T = len(sentence)
+    maps = np.random.default_rng(0).random((1, 1, T, T))
+    data = la.lm_attention_data(list(sentence), maps)
+    figs = {w: la.draw_lm_attention(data, width=w, height=height)
+            for w in (viz.COLUMN_PX, viz.PHONE_PX)}
+    assert [(t.type, t.name) for t in figs[viz.COLUMN_PX].data] == [
+        (t.type, t.name) for t in figs[viz.PHONE_PX].data]
+    for width, fig in figs.items():
+        lay = fig.layout
+        plot_w = width - lay.margin.l - lay.margin.r
+        plot_h = lay.height - lay.margin.t - lay.margin.b
+        (x0, x1), (y0, y1) = lay.xaxis.domain, lay.yaxis.domain
+        panel = (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
+                 lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+        assert not [a for a in lay.annotations if a.text], "no text placed in the plot"
+        # The colour bar: inside the figure and beside (column) or under (phone) the map.
+        bar = fig.data[0].colorbar
+        title_px = fonts.text_width(bar.title.text, 13)
+        if width == viz.PHONE_PX:
+            assert bar.orientation == "h" and bar.yref == "container" and bar.y == 0
+            left = lay.margin.l + bar.x * plot_w
+            assert panel[0] <= left and left + bar.len * plot_w + title_px <= panel[2]
+            assert bar.ypad + bar.thickness + 13 * 1.3 <= lay.margin.b - 70  # under the axis
+        else:
+            left = lay.margin.l + bar.x * plot_w
+            assert left >= panel[2] + 4
+            assert left + bar.thickness + fonts.text_width("0.5", 13) + 13 * 1.3 <= width
+            mid = lay.margin.t + (1 - bar.y) * plot_h
+            assert panel[1] - 1 <= mid - bar.len * plot_h / 2
+            assert mid + bar.len * plot_h / 2 <= panel[3] + 1
+        # Tokens as ticks: 9 px or more, and the labels shown do not overlap (the keys side
+        # by side by their widths, the queries one under the other by their line height).
+        col, row = (panel[2] - panel[0]) / T, (panel[3] - panel[1]) / T
+        xs, k = _shown(lay.xaxis.ticktext)
+        ys, k_y = _shown(lay.yaxis.ticktext)
+        assert lay.xaxis.tickfont.size >= 9 and lay.yaxis.tickfont.size >= 9
+        widest = max(fonts.text_width(t, lay.xaxis.tickfont.size) for t in lay.xaxis.ticktext)
+        assert widest < k * col, (width, widest, k, col)
+        assert lay.yaxis.tickfont.size * 1.3 <= k_y * row, (width, k_y, row)
+        if height is None:
+            assert k_y == 1, "every query labelled at the default height"
+        if T == 48 and width == viz.PHONE_PX:
+            assert k > 1, "48 columns on a phone: every k-th key"
+        if T <= 8:
+            assert k == 1 and lay.xaxis.tickfont.size >= 11

@@ -19,7 +19,7 @@ from attnbook import masks, viz  # noqa: E402
 from attnbook.attention import masked_softmax  # noqa: E402
 from attnbook.explorers.masks import mask_explorer  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, static_frame  # noqa: E402
+from explorer_util import embedded_spec, live_caption, static_frame  # noqa: E402
 
 
 def reference_weights(scores, keep):
@@ -75,7 +75,9 @@ def test_mask_live_sliding_window_and_empty_rows():
     z = np.array(fig.data[1].z)
     assert np.isfinite(z).all() and (z == 0).all()
     assert all("sees no key" in t for row in fig.data[1].text for t in row)
-    assert any("see no key" in a.text for a in fig.layout.annotations)
+    # The note is prose: a line of the caption above the plot, not text inside it.
+    assert "see no key" in live_caption(ex)
+    assert not any("see no key" in a.text for a in fig.layout.annotations)
 
 
 def test_static_mask_frames_match_library_and_dedupe():
@@ -137,7 +139,7 @@ def test_mask_explorer_left_padding_shows_the_empty_rows():
     assert (w[:2] == 0).all(), "the left-padding queries 0 and 1 see no key"
     assert_close(w[2:].sum(axis=-1), np.ones(L - 2), atol=1e-12, rtol=0)
     assert list(fig.data[1].x)[:2] == ["0 pad", "1 pad"]
-    assert any("queries 0, 1 see no key" in a.text for a in fig.layout.annotations)
+    assert "queries 0, 1 see no key" in live_caption(ex, br="\n").splitlines()[1]
     # Switching the side live moves the pad keys to the end: no empty row.
     ex.controls["pad_side"].value = "right"
     assert (np.array(fig.data[1].z).sum(axis=-1) > 0.999).all()
@@ -177,3 +179,109 @@ def test_mask_explorer_speaks_chinese():
                                       "pad_side": "right"}, "zh_CN")
     assert "查询 0，键 0：可关注" in zh["data"][0]["text"][0]
     assert "。" not in "".join(zh["data"][0]["text"][0])  # hover text is short, no sentence end
+
+
+# The figure laid out for the book's column (688 px) and a phone (358 px)
+# ------------------------------------------------------------------------------------------
+
+from attnbook import fonts  # noqa: E402
+from attnbook.explorers.masks import draw_mask, mask_data  # noqa: E402
+
+SETTINGS = [dict(), dict(mask_type="causal + padding", n_pad=2, pad_side="left"),
+            dict(mask_type="causal + padding", n_pad=5, seq_len=16)]
+
+
+def _px(lay, width):
+    """Plot area width and height in px."""
+    return width - lay.margin.l - lay.margin.r, lay.height - lay.margin.t - lay.margin.b
+
+
+def _box(lay, n, width):
+    """Panel n's (1 or 2) rectangle in px from the figure's left and top."""
+    plot_w, plot_h = _px(lay, width)
+    (x0, x1) = lay[f"xaxis{'' if n == 1 else n}"].domain
+    (y0, y1) = lay[f"yaxis{'' if n == 1 else n}"].domain
+    return (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
+            lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+
+
+def _apart(a, b):
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
+@pytest.mark.parametrize("kwargs", SETTINGS)
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
+    data = mask_data(**kwargs)
+    L = data.keep.shape[0]
+    figs = {w: draw_mask(data, width=w, language=language) for w in (viz.COLUMN_PX,
+                                                                    viz.PHONE_PX)}
+    # Same traces (type, name) in the same order at both widths.
+    kinds = {w: [(t.type, t.name) for t in f.data] for w, f in figs.items()}
+    assert kinds[viz.COLUMN_PX] == kinds[viz.PHONE_PX]
+    for width, fig in figs.items():
+        lay = fig.layout
+        a, b = _box(lay, 1, width), _box(lay, 2, width)
+        assert _apart(a, b), (width, a, b)
+        if width == viz.PHONE_PX:
+            assert a[3] < b[1] and a[0] == b[0], "stacked: the keep-mask above the weights"
+        else:
+            assert a[1] == b[1] and a[2] < b[0], "side by side in the column"
+        # Panel titles: each line inside the figure and no wider than its panel and the gap.
+        plot_w, plot_h = _px(lay, width)
+        for ann, box in zip(lay.annotations[:2], (a, b)):
+            assert ann.xref == "paper" and ann.yref == "paper"  # make_subplots' own titles
+            centre = lay.margin.l + ann.x * plot_w
+            for line in ann.text.split("<br>"):
+                w = fonts.text_width(line, ann.font.size)
+                assert centre - w / 2 >= 0 and centre + w / 2 <= width, (width, line)
+                assert w <= box[2] - box[0] + 60, (width, line)
+        assert len(lay.annotations) == 2, "no prose inside the plot"
+        # The colour bar: inside the figure, over no panel.
+        bar = fig.data[1].colorbar
+        ticks_px = fonts.text_width("0.8", 13)
+        if width == viz.PHONE_PX:
+            assert bar.orientation == "h" and bar.yref == "container" and bar.y == 0
+            left = lay.margin.l + bar.x * plot_w
+            right = left + bar.len * plot_w + fonts.text_width(bar.title.text, 13)
+            assert b[0] <= left and right <= b[2]
+            # From the figure's bottom up: ypad, the bar, its tick labels; then the axis.
+            top_from_bottom = bar.ypad + bar.thickness + 13 * 1.3
+            assert top_from_bottom <= lay.margin.b - 70
+        else:
+            left = lay.margin.l + bar.x * plot_w
+            assert left >= b[2] + 4, "beside the weights panel"
+            assert left + bar.thickness + ticks_px + 13 * 1.3 <= width, "inside the figure"
+            y_mid = lay.margin.t + (1 - bar.y) * plot_h
+            assert b[1] - 1 <= y_mid - bar.len * plot_h / 2 and \
+                y_mid + bar.len * plot_h / 2 <= b[3] + 1, "as tall as its panel"
+        # Dense ticks stay legible: >= 9 px, and the labels shown do not overlap.
+        for ax, box in ((lay.xaxis, a), (lay.xaxis2, b)):
+            cell = (box[2] - box[0]) / L
+            size = ax.tickfont.size
+            assert size >= 9
+            shown = [j for j, t in enumerate(ax.ticktext) if t]
+            assert shown[0] == 0
+            gaps = {j - i for i, j in zip(shown, shown[1:])}
+            assert len(gaps) <= 1
+            k = gaps.pop() if gaps else 1
+            widest = max(fonts.text_width(line, size) for t in ax.ticktext
+                         for line in t.split("<br>"))
+            assert widest < k * cell, (width, size, k, cell)
+        # A value written in a cell fits it; otherwise none is written (the hover has it).
+        for tr, box, widest in ((fig.data[0], a, "0"), (fig.data[1], b, "0.00")):
+            cell = (box[2] - box[0]) / L
+            if tr.texttemplate:
+                assert tr.textfont.size >= 9
+                assert fonts.text_width(widest, tr.textfont.size) < cell
+            elif L <= 8:
+                pytest.fail(f"{L} cells at {width} px have room for their values")
+
+
+def test_mask_note_for_a_query_without_keys_is_in_the_caption_in_orange():
+    data = mask_data("causal + padding", n_pad=2, pad_side="left")
+    for width in (viz.COLUMN_PX, viz.PHONE_PX):
+        title = draw_mask(data, width=width).layout.title.text
+        first, note = title.split("<br>")
+        assert "queries 0, 1 see no key" in note and viz.ORANGE in note
+    assert "<br>" not in draw_mask(mask_data("causal"), width=viz.PHONE_PX).layout.title.text

@@ -125,20 +125,18 @@ def test_use_book_style_draws_column_wide_png():
 
 def test_mask_weight_numbers_are_readable_at_the_column_width():
     # Issue 10: the weights drawn on the 8 x 8 heatmap were 11 px (digits about 7 px tall) at
-    # 1280 px. The weights panel is wider now and draws them at 14 px; the reflow keeps that at
-    # the column's width (it only shrinks numbers that do not fit their cells, e.g. on a phone).
-    from attnbook.explorers import reflow
+    # 1280 px. The weights panel is the wider one and draws them at 14 px in the column, as
+    # drawn for it (draw_mask(width=COLUMN_PX); on a phone they shrink only if they must).
+    from attnbook import fonts
 
-    fig = json.loads(viz.mask_figure("causal + padding", n_pad=2, pad_side="left").to_json())
+    fig = json.loads(viz.mask_figure("causal + padding", n_pad=2, pad_side="left",
+                                     width=viz.COLUMN_PX).to_json())
     weights = next(t for t in fig["data"] if t["name"] == "weights")
-    assert weights["textfont"]["size"] >= 14
-    fitted = reflow.fit_figure(fig, viz.COLUMN_PX)
-    weights = next(t for t in fitted["data"] if t["name"] == "weights")
     assert weights["texttemplate"] == "%{z:.2f}" and weights["textfont"]["size"] >= 14
     # Each cell is wide enough for "0.54" at that size in the figure font.
-    plot_w = viz.COLUMN_PX - fitted["layout"]["margin"]["l"] - fitted["layout"]["margin"]["r"]
-    lo, hi = fitted["layout"]["xaxis2"]["domain"]
-    assert plot_w * (hi - lo) / 8 - 4 >= reflow.text_width_px("0.54", 14)
+    plot_w = viz.COLUMN_PX - fig["layout"]["margin"]["l"] - fig["layout"]["margin"]["r"]
+    lo, hi = fig["layout"]["xaxis2"]["domain"]
+    assert plot_w * (hi - lo) / 8 - 2 >= fonts.text_width("0.54", 14)
 
 
 def test_static_figure_draws_once_the_fonts_its_text_needs_have_loaded():

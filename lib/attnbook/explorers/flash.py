@@ -30,12 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import i18n
+from .. import fonts, i18n
 from ..attention import scaled_dot_product_attention
 from ..checks import check_bool, check_choice, check_int, check_seed
 from ..flash import tiled_attention_steps
-from ..viz import EMPTY_TEMPLATE, FONT, ORANGE, axis_style
+from ..viz import COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import panel_grid
 
 __all__ = [
     "SEQ_LEN",
@@ -76,6 +77,11 @@ _STATUS_COLORS = ("#ffffff", "#e2e2e2", "#fde2c4", "#b5b5b5", "#f0a35e")
 _PLAIN, _ROSE, _EMPTY = 0, 1, 2
 _STATE_COLORS = ("#eef2f8", "#f0a35e", "#ffffff")
 _MINUS = "\u2212"
+#: Font size in px of the figure's title (shown as the caption above the plot).
+TITLE_PX = 14
+#: Font size in px of the numbers in the cells and the state columns' ticks, at most (less
+#: when the cells are narrower) and at least.
+CELL_FONT_PX, MIN_FONT_PX = 12, 9
 
 
 def _steps_colorscale(colors) -> list:
@@ -290,33 +296,45 @@ def _step_data(steps, plain, step, causal) -> FlashStepData:
         hidden_tile=bool(np.all(st.scores == -np.inf)), meta=meta)
 
 
-def draw_flash_step(data: FlashStepData, *, language: str | None = None, height: int = 540):
-    """Draw one step of the tiled loop, every label in ``language``.
+def draw_flash_step(data: FlashStepData, *, language: str | None = None, height: int = 420,
+                    width: int = COLUMN_PX):
+    """Draw one step of the tiled loop for ``width`` px, every label in ``language``.
 
     Trace 0 (left, the score matrix ``(L, S)``): ``z`` is :attr:`FlashStepData.status`;
     ``text`` is the score ``s_ij`` of every cell computed so far (−∞ where hidden) and empty
     elsewhere. The tile of this step is outlined (``layout.shapes``). Trace 1 (right, one row
     per query ``i``): ``x`` is :data:`STATE_COLUMNS`, ``text`` the numbers (two decimals) for
     the rows of this step's block and empty for the others, ``z`` is
-    :attr:`FlashStepData.state_z` and ``meta`` :attr:`FlashStepData.meta`. The title's first
-    line says "Step k of n" and which rows meet which keys (short enough for one line on a
-    phone), the next what the step did.
+    :attr:`FlashStepData.state_z` and ``meta`` :attr:`FlashStepData.meta`. The panels sit side
+    by side in the book's column and one under the other on a phone
+    (:func:`attnbook.explorers.layout.panel_grid`); annotations 0 and 1 are their titles. The
+    title (the caption above the plot) says on its first line "Step k of n" and which rows
+    meet which keys, on the next what the step did, then (after the last key block of the
+    rows) the check against plain attention, and last what the colours mean.
 
     Args:
         data: from :func:`flash_step_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10.
+        height: figure height in px with the panels side by side, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`FlashStepData`, or ``height`` or ``width``
+            not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, FlashStepData):
+        raise TypeError(f"data must be a FlashStepData (from flash_step_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     L, S = data.status.shape
@@ -324,23 +342,34 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
     t_state = [["" if np.isnan(x) else _num(x) for x in row] for row in data.state]
     keys = [str(j) for j in range(S)]
     queries = [str(i) for i in range(L)]
-    traces = [
-        go.Heatmap(
-            z=data.status, x=keys, y=queries, xaxis="x", yaxis="y", zmin=-0.5,
-            zmax=len(_STATUS_COLORS) - 0.5, colorscale=_steps_colorscale(_STATUS_COLORS),
-            showscale=False, xgap=1, ygap=1, text=text, texttemplate="%{text}",
-            textfont=dict(size=12), name=_("scores"),
-            hovertemplate=_("query i = %{y}, key j = %{x}: s = %{text}<extra></extra>"),
-        ),
-        go.Heatmap(
-            z=data.state_z, x=list(STATE_COLUMNS), y=queries, xaxis="x2", yaxis="y2",
-            zmin=-0.5, zmax=len(_STATE_COLORS) - 0.5,
-            colorscale=_steps_colorscale(_STATE_COLORS), showscale=False, xgap=1, ygap=1,
-            text=t_state, texttemplate="%{text}", textfont=dict(size=12),
-            name=_("running state"), meta=data.meta,
-            hovertemplate=_("row i = %{y}: %{text}<extra></extra>"),
-        ),
-    ]
+    state_ticks = [_(t) for t in _STATE_TICKS]
+
+    # One column of cells per key (left) and per state column (right): equal cells.
+    grid = panel_grid(
+        width, [_("scores s<sub>ij</sub> computed so far"),
+                _("running state of this block's rows")],
+        column_widths=[S, len(STATE_COLUMNS)], height=height, title_size=13, left=60,
+        right=12, spacing_px=50, bottom=10)
+    fig, (left, right) = grid.figure, grid.cells
+    lay = fig.layout
+    plot_w = width - lay.margin.l - lay.margin.r
+    cell_px = min((lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / S,
+                  (lay.xaxis2.domain[1] - lay.xaxis2.domain[0]) * plot_w / len(STATE_COLUMNS))
+    widest = max(fonts.text_width(t, 1) for row in text + t_state for t in row)
+    cell_font = max(MIN_FONT_PX, min(CELL_FONT_PX, int((cell_px - 4) / widest)))
+    tick_widest = max(fonts.text_width(line, 1) for t in state_ticks for line in t.split("<br>"))
+    tick_font = max(MIN_FONT_PX, min(CELL_FONT_PX, int((cell_px - 4) / tick_widest)))
+    fig.add_trace(go.Heatmap(
+        z=data.status, x=keys, y=queries, zmin=-0.5, zmax=len(_STATUS_COLORS) - 0.5,
+        colorscale=_steps_colorscale(_STATUS_COLORS), showscale=False, xgap=1, ygap=1,
+        text=text, texttemplate="%{text}", textfont=dict(size=cell_font), name=_("scores"),
+        hovertemplate=_("query i = %{y}, key j = %{x}: s = %{text}<extra></extra>")), **left)
+    fig.add_trace(go.Heatmap(
+        z=data.state_z, x=list(STATE_COLUMNS), y=queries, zmin=-0.5,
+        zmax=len(_STATE_COLORS) - 0.5, colorscale=_steps_colorscale(_STATE_COLORS),
+        showscale=False, xgap=1, ygap=1, text=t_state, texttemplate="%{text}",
+        textfont=dict(size=cell_font), name=_("running state"), meta=data.meta,
+        hovertemplate=_("row i = %{y}: %{text}<extra></extra>")), **right)
 
     # Tile grid and the outline of this step's tile (data coordinates of the category axes).
     bq, bk = data.q_stop - data.q_start, data.k_stop - data.k_start
@@ -390,42 +419,35 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
             "rows {rows} done: a<sub>i</sub> / ℓ<sub>i</sub> equals plain softmax attention, "
             "max |difference| = {diff}", bq, rows=rows_text, diff=diff)
     if data.causal:
-        caption = _("orange outline: this step's tile · grey: computed in earlier steps · "
-                    "blank: not computed yet · dark orange: a new row maximum · dark grey: "
-                    "hidden (causal)")
+        key = _("orange outline: this step's tile · grey: computed in earlier steps · "
+                "blank: not computed yet · dark orange: a new row maximum · dark grey: "
+                "hidden (causal)")
     else:
-        caption = _("orange outline: this step's tile · grey: computed in earlier steps · "
-                    "blank: not computed yet · dark orange: a new row maximum")
-    annotations = [
-        dict(text=_("scores s<sub>ij</sub> computed so far"), x=0.225, y=1.0, xref="paper",
-             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-             font=dict(size=13)),
-        dict(text=_("running state of this block's rows"), x=0.78, y=1.0, xref="paper",
-             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-             font=dict(size=13)),
-        dict(text=caption, x=0.5, y=-0.24, xref="paper", yref="paper", xanchor="center",
-             yanchor="top", showarrow=False, font=dict(size=12)),
-    ]
-    layout = dict(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height, title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
-        margin=dict(l=60, r=12, t=120, b=110),
-        xaxis=axis_style(domain=[0.0, 0.45], type="category", title=dict(text=_("key j")),
-                         anchor="y", showgrid=False, tickangle=0),
-        yaxis=axis_style(type="category", title=dict(text=_("query i")), anchor="x",
-                         autorange="reversed", showgrid=False),
-        xaxis2=axis_style(domain=[0.53, 1.0], type="category", anchor="y2", showgrid=False,
-                          tickmode="array", tickvals=list(STATE_COLUMNS),
-                          ticktext=[_(t) for t in _STATE_TICKS], tickangle=0,
-                          tickfont=dict(size=12)),
-        yaxis2=axis_style(type="category", anchor="x2", autorange="reversed", showgrid=False),
-        shapes=shapes, annotations=annotations, showlegend=False,
-    )
-    return go.Figure(data=traces, layout=layout)
+        key = _("orange outline: this step's tile · grey: computed in earlier steps · "
+                "blank: not computed yet · dark orange: a new row maximum")
+    # What the colours mean is prose too: the caption's last line, in grey.
+    title += f"<br><span style='color:{GREY}'>{key}</span>"
+    # The title becomes the caption above the plot (base.take_title), which gives back the
+    # room it is given here: the panels' titles keep theirs.
+    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
+    fig.update_layout(
+        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
+        height=lay.height + room, margin=dict(t=lay.margin.t + room), shapes=shapes,
+        showlegend=False)
+    fig.update_xaxes(type="category", showgrid=False, tickangle=0)
+    fig.update_yaxes(type="category", autorange="reversed", showgrid=False,
+                     title_text=_("query i"))
+    fig.update_xaxes(title_text=_("key j"), **left)
+    fig.update_xaxes(tickmode="array", tickvals=list(STATE_COLUMNS), ticktext=state_ticks,
+                     tickfont=dict(size=tick_font), **right)
+    if not grid.stacked:  # side by side, the rows are the left panel's
+        fig.update_yaxes(title_text=None, **right)
+    return fig
 
 
 def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
-                      *, seed: int = 0, height: int = 540, language: str | None = None):
+                      *, seed: int = 0, height: int = 420, language: str | None = None,
+                      width: int = COLUMN_PX):
     """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
 
     :func:`draw_flash_step` of :func:`flash_step_data`: step ``k = min(step, n)`` of the ``n``
@@ -442,6 +464,7 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
         seed: seed of :func:`flash_example`.
         height: figure height in pixels, >= 10.
         language: see :func:`draw_flash_step`.
+        width: the width in px the figure is drawn at (see :func:`draw_flash_step`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -455,7 +478,7 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
     block_q, block_k, causal, step = _check_setting(block_q, block_k, causal, step)
     height = check_int(height, "height", 10)
     data = flash_step_data(block_q, block_k, causal, step, seed=seed)
-    return draw_flash_step(data, language=language, height=height)
+    return draw_flash_step(data, language=language, height=height, width=width)
 
 
 def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2,

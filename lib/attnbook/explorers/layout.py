@@ -59,13 +59,13 @@ def _lines(text: str) -> int:
 
 def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[float] | None = None,
                height: int = 440, title_size: int = 14, left: int = 70, right: int = 20,
-               bottom: int = 50, spacing_px: int = 80,
+               bottom: int = 50, spacing_px: int = 80, axis_px: int = AXIS_PX,
                stacked: bool | None = None) -> PanelGrid:
     """Panels side by side (``width >=`` :data:`STACK_BELOW_PX`) or stacked, with titles.
 
     Side by side, the figure is ``height`` px tall and the panels share the plot width in the
     ratio ``column_widths``, ``spacing_px`` apart. Stacked, each panel is :data:`PANEL_PX` px
-    tall and the gap under a panel holds its tick labels, its x-axis title (:data:`AXIS_PX`)
+    tall and the gap under a panel holds its tick labels, its x-axis title (``axis_px``)
     and the next panel's title; the figure is as tall as that needs. A panel title longer than
     its room is broken into lines (:func:`attnbook.fonts.wrap_html`, the font's advances) and
     the room above the panel grows with it.
@@ -83,6 +83,8 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         bottom: room in px under the lowest x-axis title, for the legend
             (:func:`attnbook.viz.legend_below`; plotly adds more if it needs more).
         spacing_px: the gap between side-by-side panels in px.
+        axis_px: room in px under a panel for its tick labels and x-axis title (default
+            :data:`AXIS_PX`, one line of tick labels; more for tick labels of two lines).
         stacked: ``None`` (default) stacks the panels below :data:`STACK_BELOW_PX`; ``True``
             stacks them at every width (panels too wide to share a row, e.g. one bar per token
             of a sentence); ``False`` keeps them side by side at every width.
@@ -105,6 +107,7 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     title_size = check_int(title_size, "title_size", 1)
     left, right = check_int(left, "left", 0), check_int(right, "right", 0)
     bottom, spacing_px = check_int(bottom, "bottom", 0), check_int(spacing_px, "spacing_px", 0)
+    axis_px = check_int(axis_px, "axis_px", 0)
     if isinstance(titles, str) or not all(isinstance(t, str) for t in titles):
         raise TypeError(f"titles must be a sequence of strings (one per panel), got {titles!r}")
     titles = list(titles)
@@ -126,7 +129,7 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         raise ValueError(f"width={width} px leaves no room for {n} panel(s) after the margins "
                          f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})")
     line_px = title_size * _LINE
-    margin_b = AXIS_PX + bottom  # the lowest panel's tick labels and axis title, the legend
+    margin_b = axis_px + bottom  # the lowest panel's tick labels and axis title, the legend
     if stack:
         # Each title is centred on the plot area, which the wider left margin shifts right:
         # a line may take twice the distance from that centre to the nearer edge.
@@ -135,7 +138,7 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         wrapped = [fonts.wrap_html(t, 2 * min(centre, width - centre) - 8, title_size)
                    for t in titles]
         # make_subplots spaces the rows evenly: each gap as tall as the tallest one needs.
-        gap = max(AXIS_PX + _lines(t) * line_px + 6 for t in wrapped[1:])
+        gap = max(axis_px + _lines(t) * line_px + 6 for t in wrapped[1:])
         plot_h = n * PANEL_PX + (n - 1) * gap
         fig = make_subplots(rows=n, cols=1, subplot_titles=wrapped, vertical_spacing=gap / plot_h)
         cells = [{"row": i + 1, "col": 1} for i in range(n)]

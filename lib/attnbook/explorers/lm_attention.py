@@ -18,10 +18,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import i18n
+from .. import fonts, i18n
 from ..checks import as_float_array, check_int, check_strings
-from ..viz import EMPTY_TEMPLATE, FONT, axis_style
+from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
+from .layout import AXIS_PX, STACK_BELOW_PX, panel_grid
 
 __all__ = ["MAX_SENTENCE_CHARS", "show_char", "LMAttentionData", "lm_attention_data",
            "draw_lm_attention", "lm_attention_figure", "lm_attention_explorer"]
@@ -29,6 +30,17 @@ __all__ = ["MAX_SENTENCE_CHARS", "show_char", "LMAttentionData", "lm_attention_d
 #: Longest sentence the explorer draws, in tokens (characters). At 390 px a phone's plot gives
 #: each of 48 columns about 6 px, and longer sentences would make the static page heavy.
 MAX_SENTENCE_CHARS = 48
+
+#: Font sizes in px of the tick labels (the tokens): the least and the most.
+MIN_TICK_PX, MAX_TICK_PX = 9, 12
+#: Height in px of a row of the map when the height is not given: the columns' width, within
+#: these bounds (a phone's columns are narrower than a legible row).
+MIN_ROW_PX, MAX_ROW_PX = 12, 24
+_LINE = 1.3  # a line of text, in font sizes
+#: Font size in px of the figure's title (shown as the caption above the plot).
+TITLE_PX = 14
+#: Room in px under a phone's axis title for the horizontal colour bar and its ticks.
+BAR_PX = 46
 
 #: Colour scale of the weights, white (0) to the book's blue (1).
 _SCALE = [[0.0, "#ffffff"], [0.25, "#c6d7ee"], [1.0, "#1f5fa8"]]
@@ -125,14 +137,18 @@ def lm_attention_data(tokens: Sequence[str], maps, layer: int = 0, head: int = 0
 
 
 def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
-                      height: int | None = None):
-    """Draw one setting of the attention-map explorer, every label in ``language``.
+                      height: int | None = None, width: int = COLUMN_PX):
+    """Draw one setting of the attention-map explorer for ``width`` px, labels in ``language``.
 
     A heatmap of the ``(T, T)`` weights: row ``i`` (the query, top to bottom) holds the weights
     over the keys ``j`` (left to right); the hidden entries ``j > i`` of the causal mask are left
     blank. The tick labels are the tokens (:func:`show_char`), as the model read them in every
-    language. The colour scale is fixed to ``[0, 1]`` so that heads can be compared by eye. The
-    title shows the layer and head 1-based, as the explorer's sliders do.
+    language, in a font of at least :data:`MIN_TICK_PX` px: where the columns are narrower than
+    a token, only every k-th key is labelled (every query keeps its label: the rows are made at
+    least :data:`MIN_ROW_PX` px tall). The colour scale is fixed to ``[0, 1]`` so that heads can
+    be compared by eye; its bar stands beside the map in the book's column and lies under it
+    below :data:`attnbook.explorers.layout.STACK_BELOW_PX`. The title (the caption above the
+    plot) shows the layer and head 1-based, as the explorer's sliders do.
 
     Trace order: one trace, the heatmap (``z`` the ``(T, T)`` weights with ``None`` above the
     diagonal). Its ``meta`` holds ``layer`` and ``head`` (1-based), ``row_sums`` (each query's
@@ -142,20 +158,30 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
         data: from :func:`lm_attention_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10; default grows with ``T``.
+        height: figure height in px without the title, >= 10; default: rows as tall as the
+            columns are wide (:data:`MIN_ROW_PX` to :data:`MAX_ROW_PX` px).
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`LMAttentionData`, or ``height`` or ``width`` is
+            not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the map or ``language`` is
+            unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, LMAttentionData):
+        raise TypeError(f"data must be a LMAttentionData (from lm_attention_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
+    width = check_int(width, "width", 1)
+    if height is not None:
+        height = check_int(height, "height", 10)
     T = len(data.tokens)
-    height = (230 + 11 * T) if height is None else check_int(height, "height", 10)
     w = data.weights  # (T, T)
     shown = [show_char(t) for t in data.tokens]
     ticks = [_html.escape(s) for s in shown]
@@ -163,36 +189,72 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
     first = f"“{''.join(shown)}”" if data.title is None else data.title
     hover = _("query {i}, key {key}: weight {weight}", i="%{y}", key="%{x}",
               weight="%{z:.3f}")
-    trace = go.Heatmap(
+    bar_title = _("weight")
+    narrow = width < STACK_BELOW_PX
+    # The colour bar takes the right margin in the column and the bottom one on a phone.
+    left, right, bottom = (60, 14, BAR_PX) if narrow else (60, 80, 10)
+    plot_w = width - left - right
+    if plot_w < 20:
+        raise ValueError(f"width={width} px leaves no room for the map (margins "
+                         f"{left + right} px)")
+    col_px = plot_w / T
+    row_px = min(MAX_ROW_PX, max(MIN_ROW_PX, col_px))
+    if height is None:
+        height = round(T * row_px) + 10 + AXIS_PX + bottom
+    grid = panel_grid(width, [""], height=height, left=left, right=right, bottom=bottom)
+    fig, (cell,) = grid.figure, grid.cells
+    lay = fig.layout
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    # Tick labels: as large as the cells allow, never below MIN_TICK_PX; keys labelled every
+    # k-th when even that is too wide for one column.
+    widest = max(fonts.text_width(t, 1) for t in shown)
+    size = max(MIN_TICK_PX, min(MAX_TICK_PX, int((col_px - 2) / widest)))
+    k = 1
+    while k < T and widest * size + 2 > k * col_px:
+        k += 1
+    # A label is a line of text, 1.3 font sizes tall: every row labelled when rows are that
+    # tall (the default height makes them so), every k-th when a given height is too small.
+    y_size = max(MIN_TICK_PX, min(MAX_TICK_PX, int(plot_h / T / _LINE)))
+    y_step = 1
+    while y_step < T and y_size * _LINE > y_step * plot_h / T:
+        y_step += 1
+    if narrow:  # horizontal, under the keys' axis title, its title on its right
+        bar = dict(orientation="h", x=0, xanchor="left", y=0, yref="container",
+                   yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
+                   len=1 - (fonts.text_width(bar_title, 13) + 16) / plot_w)
+    else:  # beside the map, as tall as it
+        bar = dict(x=1 + 12 / plot_w, xanchor="left", y=0.5, yanchor="middle",
+                   len=min(1.0, 300 / plot_h), thickness=12,
+                   title=dict(text=bar_title, side="right"))
+    bar.update(tickvals=[0, 0.5, 1])
+    fig.add_trace(go.Heatmap(
         z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
-        hovertemplate=hover + "<extra></extra>",
-        hoverongaps=False,
-        colorbar=dict(title=dict(text=_("weight"), side="right"), thickness=10, len=0.6,
-                      tickvals=[0, 0.5, 1]),
+        hovertemplate=hover + "<extra></extra>", hoverongaps=False, colorbar=bar,
         meta=dict(layer=data.layer + 1, head=data.head + 1,
                   row_sums=[float(x) for x in data.row_sums],
-                  argmax=[int(j) for j in data.argmax]),
-    )
-    tick_font = dict(size=11 if T <= 32 else 9)
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height, margin=dict(l=60, r=20, t=80, b=60),
-        title=dict(text=_("{title}<br>layer {layer}, head {head}", title=_html.escape(first),
-                          layer=data.layer + 1, head=data.head + 1),
-                   x=0.5, xanchor="center", font=dict(size=14)),
-        xaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
-                         tickangle=0, tickfont=tick_font, showgrid=False, zeroline=False,
-                         title=dict(text=_("key j (read)")), range=[-0.5, T - 0.5]),
-        yaxis=axis_style(tickmode="array", tickvals=list(range(T)), ticktext=ticks,
-                         tickfont=tick_font, showgrid=False, zeroline=False,
-                         autorange="reversed", title=dict(text=_("query i (reading)"))),
-    )
-    return go.Figure(data=[trace], layout=layout)
+                  argmax=[int(j) for j in data.argmax])), **cell)
+    title = _("{title}<br>layer {layer}, head {head}", title=_html.escape(first),
+              layer=data.layer + 1, head=data.head + 1)
+    # The title becomes the caption above the plot (base.take_title), which gives back the
+    # room it is given here.
+    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
+    fig.update_layout(
+        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
+        height=lay.height + room, margin=dict(t=lay.margin.t + room), showlegend=False)
+    fig.update_xaxes(tickmode="array", tickvals=list(range(T)),
+                     ticktext=[t if j % k == 0 else "" for j, t in enumerate(ticks)],
+                     tickangle=0, tickfont=dict(size=size), showgrid=False, zeroline=False,
+                     title_text=_("key j (read)"), range=[-0.5, T - 0.5], **cell)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(T)),
+                     ticktext=[t if i % y_step == 0 else "" for i, t in enumerate(ticks)],
+                     tickfont=dict(size=y_size), showgrid=False, zeroline=False,
+                     autorange="reversed", title_text=_("query i (reading)"), **cell)
+    return fig
 
 
 def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
                         title: str | None = None, height: int | None = None,
-                        language: str | None = None):
+                        language: str | None = None, width: int = COLUMN_PX):
     """The attention-map explorer's figure: :func:`draw_lm_attention` of :func:`lm_attention_data`.
 
     Layers and heads are **0-based** here, as in the array; the title shows them 1-based, as
@@ -205,8 +267,9 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
         layer: 0-based layer index.
         head: 0-based head index.
         title: optional first title line (plain text); default the sentence in quotes.
-        height: figure height in pixels; default grows with ``T``.
+        height: figure height in pixels without the title; default grows with ``T``.
         language: see :func:`draw_lm_attention`.
+        width: the width in px the figure is drawn at (see :func:`draw_lm_attention`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -215,7 +278,7 @@ def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int =
         TypeError, ValueError: as :func:`lm_attention_data` and :func:`draw_lm_attention`.
     """
     data = lm_attention_data(tokens, maps, layer, head, title=title)
-    return draw_lm_attention(data, language=language, height=height)
+    return draw_lm_attention(data, language=language, height=height, width=width)
 
 
 def _default_attention_maps(model, ids):

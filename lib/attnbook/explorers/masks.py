@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import i18n, viz
+from .. import fonts, i18n, viz
 from ..attention import masked_softmax
 from ..checks import as_float_array, check_choice, check_int, check_seed
 from ..masks import MASK_TYPES, PAD_SIDES, keep_mask_by_name
+from ..viz import COLUMN_PX
 from .base import Control, Explorer
+from .layout import AXIS_PX, STACK_BELOW_PX, panel_grid
 
 __all__ = ["MaskData", "mask_scores", "mask_data", "draw_mask", "mask_figure", "mask_explorer"]
 
@@ -104,32 +106,63 @@ def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
                     masked_softmax(scores.astype(np.float64), keep), is_pad)
 
 
-def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430):
-    """Draw one setting of the mask explorer, every label in ``language``.
+#: Font size in px of the weights written in their cells, at most (smaller when cells are).
+CELL_FONT_PX = 14
+#: Font size in px of the figure's title (shown as the caption above the plot).
+TITLE_PX = 16
+#: Room in px under a phone's lowest axis title for the horizontal colour bar and its ticks.
+BAR_PX = 46
+#: Smallest font size in px of a tick label or a cell value; below it labels are thinned out
+#: (every k-th tick) and values left to the hover text.
+MIN_FONT_PX = 9
 
-    Left: the keep-mask (1 = may attend). Right: the weights. A query with no visible key has
-    all-zero weights (the book's convention); its hover text and a note say so.
+
+def _tick_step(labels, room_px: float, size: int) -> int:
+    """Show every k-th of ``labels`` so that each fits the ``room_px`` its k cells give it."""
+    widest = max(fonts.text_width(line, size) for t in labels for line in t.split("<br>"))
+    k = 1
+    while k < len(labels) and widest + 4 > k * room_px:
+        k += 1
+    return k
+
+
+def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
+              width: int = COLUMN_PX):
+    """Draw one setting of the mask explorer for ``width`` px, every label in ``language``.
+
+    Left (top on a phone): the keep-mask (1 = may attend). Right (below): the weights, with a
+    colour bar beside the panel (under it once the panels are stacked). A query with no visible
+    key has all-zero weights (the book's convention); its hover text says so, and so does a
+    second line of the title (the caption above the plot).
 
     Trace order: 0 the keep-mask heatmap (``z`` is 0/1), 1 the weights heatmap (``z`` is the
-    ``(L, S)`` weights, rows = queries).
+    ``(L, S)`` weights, rows = queries). Annotations: 0 and 1 the panels' titles.
 
     Args:
         data: from :func:`mask_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, >= 10 (plotly's least).
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`MaskData`, or ``height`` or ``width`` not an
+            integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, MaskData):
+        raise TypeError(f"data must be a MaskData (from mask_data), got {type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
+    width = check_int(width, "width", 1)
     keep, weights, is_pad, empty = data.keep, data.weights, data.is_pad, data.empty
     L = keep.shape[0]
     keys = [_("{j} pad", j=j) if is_pad[j] else str(j) for j in range(L)]
@@ -145,23 +178,55 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430)
         else _("query {i}, key {key}: weight {weight} (hidden)", i=i, key=keys[j],
                weight=f"{weights[i, j]:.3f}")
         for j in range(L)] for i in range(L)]
-    traces = [
-        go.Heatmap(
-            z=keep.astype(np.int8), x=keys, y=queries, xaxis="x", yaxis="y",
-            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
-            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, viz.BLUE], [1, viz.BLUE]],
-            text=mask_text, texttemplate="%{z}", hovertemplate="%{text}<extra></extra>",
-            name=_("keep-mask"),
-        ),
-        go.Heatmap(
-            z=weights, x=keys, y=queries, xaxis="x2", yaxis="y2",
-            zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-            colorbar=dict(title=dict(text=_("weight"), side="right"), x=0.95, xanchor="left",
-                          len=0.9, thickness=14),
-            text=weight_text, texttemplate="%{z:.2f}", textfont=dict(size=14),
-            hovertemplate="%{text}<extra></extra>", name=_("weights"),
-        ),
-    ]
+
+    # Side by side the colour bar takes the right margin; stacked it lies under the weights.
+    # The weights panel is the wider: its cells hold numbers (issue 10: 14 px, legible).
+    grid = panel_grid(
+        width, [_("Keep-mask (1 = may attend)"), _("Weights = masked_softmax(scores, mask)")],
+        column_widths=[0.8, 1.0], height=height, spacing_px=50, left=70,
+        right=20 if width < STACK_BELOW_PX else 76,
+        bottom=0 if width < STACK_BELOW_PX else 20,
+        axis_px=AXIS_PX + (20 if is_pad.any() else 0))  # "6<br>pad": two lines of ticks
+    fig, (left, right), stacked = grid.figure, grid.cells, grid.stacked
+    lay = fig.layout
+    plot_w = width - lay.margin.l - lay.margin.r
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    (wx0, wx1), (wy0, wy1) = lay.xaxis2.domain, lay.yaxis2.domain
+    # The room of one cell in px (the y tick labels may widen the left margin a little); a
+    # value that does not fit with a gap is left to the hover text.
+    cell_px = (wx1 - wx0) * plot_w / L - 1
+    mask_px = (lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / L - 1
+    cell_font = min(CELL_FONT_PX, int((cell_px - 2) / fonts.text_width("0.00", 1)))
+    mask_font = min(CELL_FONT_PX, int((mask_px - 2) / fonts.text_width("0", 1)))
+    widest = max(fonts.text_width(line, 1) for t in key_ticks for line in t.split("<br>"))
+    tick_size = max(MIN_FONT_PX, min(13, int((mask_px - 4) / widest)))
+    step = _tick_step(key_ticks, mask_px, tick_size)  # every step-th key labelled
+    row_px = (wy1 - wy0) * plot_h / L
+    y_tick_size = max(MIN_FONT_PX, min(13, int(row_px * 0.8)))
+
+    bar_title = _("weight")
+    if stacked:  # horizontal, under the weights panel's axis title, its title on its right
+        bar = dict(orientation="h", x=wx0, xanchor="left", y=0, yref="container",
+                   yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
+                   len=wx1 - wx0 - (fonts.text_width(bar_title, 13) + 16) / plot_w)
+    else:  # beside the weights panel, as tall as it
+        bar = dict(x=wx1 + 12 / plot_w, xanchor="left", y=(wy0 + wy1) / 2, yanchor="middle",
+                   len=wy1 - wy0, thickness=14, title=dict(text=bar_title, side="right"))
+    fig.add_trace(go.Heatmap(
+        z=keep.astype(np.int8), x=keys, y=queries, zmin=0, zmax=1, showscale=False, xgap=1,
+        ygap=1, colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, viz.BLUE], [1, viz.BLUE]],
+        text=mask_text, texttemplate="%{z}" if mask_font >= MIN_FONT_PX else "",
+        textfont=dict(size=mask_font), hovertemplate="%{text}<extra></extra>",
+        name=_("keep-mask")), **left)
+    fig.add_trace(go.Heatmap(
+        z=weights, x=keys, y=queries, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
+        colorbar=bar, text=weight_text,
+        texttemplate="%{z:.2f}" if cell_font >= MIN_FONT_PX else "",
+        textfont=dict(size=cell_font), hovertemplate="%{text}<extra></extra>",
+        name=_("weights")), **right)
+    if stacked:  # room under the lowest axis title for the colour bar and its tick labels
+        fig.update_layout(height=lay.height + BAR_PX, margin=dict(b=lay.margin.b + BAR_PX))
+
     n = data.n_pad
     pad_text = (_.ngettext("{n} pad token at the end", "{n} pad tokens at the end", n)
                 if data.pad_side == "right"
@@ -176,43 +241,35 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430)
     }[data.mask_type]
     title = _.ngettext("Mask: {detail}, {n} token", "Mask: {detail}, {n} tokens", L,
                        detail=_html.escape(detail))
-    annotations = [
-        dict(text=_("Keep-mask (1 = may attend)"), x=0.175, y=1.0, xref="paper", yref="paper",
-             xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)),
-        dict(text=_("Weights = masked_softmax(scores, mask)"), x=0.675, y=1.0, xref="paper",
-             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-             font=dict(size=14)),
-    ]
-    if empty.any():
+    if empty.any():  # prose: a second line of the caption, not text in the plot
         rows = np.flatnonzero(empty)
-        annotations.append(dict(
-            text=_.ngettext("query {rows} sees no key: its weights are all 0",
-                            "queries {rows} see no key: their weights are all 0", len(rows),
-                            rows=", ".join(str(i) for i in rows)),
-            x=0.675, y=-0.3, xref="paper", yref="paper", xanchor="center", yanchor="top",
-            showarrow=False, font=dict(color=viz.ORANGE)))
-    key_axis = dict(title=dict(text=_("key position j")), type="category", showgrid=False,
-                    tickmode="array", tickvals=keys, ticktext=key_ticks, tickangle=0)
-    layout = go.Layout(
-        template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height,
-        title=dict(text=title, x=0.5, xanchor="center"),
-        margin=dict(l=70, r=20, t=80, b=100),
-        xaxis=viz.axis_style(domain=[0.0, 0.35], anchor="y", **key_axis),
-        yaxis=viz.axis_style(title=dict(text=_("query position i")), anchor="x",
-                             autorange="reversed", type="category", showgrid=False),
-        xaxis2=viz.axis_style(domain=[0.42, 0.93], anchor="y2", **key_axis),
-        yaxis2=viz.axis_style(anchor="x2", autorange="reversed", type="category",
-                              showgrid=False),
-        annotations=annotations, showlegend=False,
-    )
-    return go.Figure(data=traces, layout=layout)
+        note = _.ngettext("query {rows} sees no key: its weights are all 0",
+                          "queries {rows} see no key: their weights are all 0", len(rows),
+                          rows=", ".join(str(i) for i in rows))
+        title += f"<br><span style='color:{viz.ORANGE}'>{_html.escape(note)}</span>"
+    # The title becomes the caption above the plot (base.take_title), which gives back the
+    # room it is given here: the panels' titles keep theirs.
+    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
+                      height=fig.layout.height + room,
+                      margin=dict(t=fig.layout.margin.t + room), showlegend=False)
+    shown = [t if j % step == 0 else "" for j, t in enumerate(key_ticks)]
+    for cell in (left, right):
+        fig.update_xaxes(title_text=_("key position j"), type="category", showgrid=False,
+                         tickmode="array", tickvals=keys, ticktext=shown, tickangle=0,
+                         tickfont=dict(size=tick_size), **cell)
+        fig.update_yaxes(type="category", autorange="reversed", showgrid=False,
+                         tickfont=dict(size=y_tick_size), **cell)
+    fig.update_yaxes(title_text=_("query position i"), **left)
+    if stacked:  # one under the other, both panels show the queries
+        fig.update_yaxes(title_text=_("query position i"), **right)
+    return fig
 
 
 def mask_figure(
     mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
     seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
-    language: str | None = None,
+    language: str | None = None, width: int = COLUMN_PX,
 ):
     """The mask explorer's figure of one setting: :func:`draw_mask` of :func:`mask_data`.
 
@@ -226,6 +283,7 @@ def mask_figure(
         height: figure height in px, >= 10.
         pad_side: ``"right"`` or ``"left"``.
         language: see :func:`draw_mask`.
+        width: the width in px the figure is drawn at (see :func:`draw_mask`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -235,7 +293,7 @@ def mask_figure(
     """
     data = mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, seed=seed,
                      scores=scores)
-    return draw_mask(data, language=language, height=height)
+    return draw_mask(data, language=language, height=height, width=width)
 
 
 def mask_explorer(
