@@ -25,7 +25,8 @@ from attnbook.experiments import copy_batch  # noqa: E402
 from attnbook.explorers import block as wb  # noqa: E402
 from attnbook.models import DecoderOnlyModel, ModelConfig  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import assert_speaks_chinese, embedded_spec, static_frame  # noqa: E402
+from explorer_util import assert_speaks_chinese, embedded_spec, live_caption, static_frame  # noqa: E402
+from width_checks import check_widths  # noqa: E402
 
 # Tiny sizes keep the tests fast (the run's defaults are for the chapter).
 TINY = dict(d_model=16, n_heads=2, d_ff=32, n=3, vocab=5, batch_size=4, seed=3)
@@ -111,8 +112,10 @@ def test_live_depth_slider_and_placement(grads):
     assert [t.visible for t in fig.data] == [True, False, True, False, True, False]
     ex.controls["placement"].value = "Pre-LN"
     assert [t.visible for t in fig.data] == [False, True, False, True, False, True]
-    notes = " ".join(a.text for a in fig.layout.annotations)
+    # The ratios are prose: in the caption above the plot, not placed in the figure.
+    notes = live_caption(ex)
     assert "Pre-LN: last / first layer" in notes and "Post-LN:" not in notes
+    assert not any("last / first" in a.text for a in fig.layout.annotations)
 
 
 def test_hover_text_names_the_layer_and_its_norm_in_each_language(grads):
@@ -125,11 +128,36 @@ def test_hover_text_names_the_layer_and_its_norm_in_each_language(grads):
     last = reference_norms(3, True)[-1]
     assert zh.data[3].text[1] == f"Pre-LN，3 层：最后一层的梯度范数 {last:.3f}"
     assert en.data[3].text[1] == f"Pre-LN, 3 layers: last layer's gradient norm {last:.3f}"
-    assert zh.layout.title.text == "初始化时的梯度：Post-LN 与 Pre-LN"
+    assert zh.layout.title.text.split("<br>")[0] == "初始化时的梯度：Post-LN 与 Pre-LN"
     assert zh.layout.annotations[0].text == "各层的梯度范数（共 5 层）"
     # The numbers are the same in both languages.
     for a, b in zip(en.data, zh.data):
         assert_close(np.array(a.y, dtype=float), np.array(b.y, dtype=float), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("depth, placement", [(5, "both"), (2, "Pre-LN")])
+def test_figure_is_laid_out_for_the_column_and_for_a_phone(grads, depth, placement, language):
+    data = wb.norm_placement_data(depth, placement, grads)
+    wide, phone = check_widths(
+        lambda w: wb.draw_norm_placement(data, language=language, width=w), n_panels=2)
+    for fig in (wide, phone):
+        lay = fig["layout"]
+        assert [t.get("xaxis", "x") for t in fig["data"]] == ["x"] * 2 + ["x2"] * 4
+        # Only the panels' titles are annotations; the ratios moved into the caption, as a
+        # second line, one per arm shown.
+        assert len(lay["annotations"]) == 2
+        caption = lay["title"]["text"]
+        assert caption.count("<br>") == 1
+        second = caption.split("<br>")[1]
+        assert "Pre-LN" in second and ("Post-LN" in second) == (placement == "both")
+        ratio = f"{data.ratio('pre_ln'):.2f}"
+        assert ratio in second
+        # Both panels share the y range, so their heights compare (the brief: no panels at
+        # different scales for no reason).
+        assert lay["yaxis"]["range"] == lay["yaxis2"]["range"]
+        # Layer ticks stay legible: no more than 12 numbers on the layer axis.
+        assert depth / lay["xaxis"]["dtick"] <= 12
 
 
 def test_every_setting_speaks_chinese(grads):

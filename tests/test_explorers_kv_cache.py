@@ -20,13 +20,19 @@ pytest.importorskip("ipywidgets")
 from attnbook import cost, kv_cache  # noqa: E402
 from attnbook.cost import format_bytes  # noqa: E402
 from attnbook.explorers import kv_cache as kvx  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import caption_text, embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
+from width_checks import check_widths  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
 BYTES = {"float32": 4, "bfloat16": 2, "float8": 1, "int4": 0.5}
+
+
+def title_text(layout: dict) -> str:
+    """The figure's title (``layout.title.text``; ``""`` when it has none)."""
+    t = layout.get("title")
+    return str((t.get("text") if isinstance(t, dict) else t) or "")
 
 
 def shown_title(fig) -> str:
@@ -187,6 +193,58 @@ def test_kv_static_frames_match_hand_formula(default_explorer):
     assert q["data"][4]["text"][1] == "7 GiB"
 
 
+# Laid out for the column and for a phone (issue 20)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("model", ["Qwen2-7B", "DeepSeek-V2"])
+def test_kv_figure_is_laid_out_for_the_column_and_for_a_phone(model, language):
+    from attnbook import fonts, viz
+
+    data = kvx.kv_cache_data(model, 131072, 64, "float32")
+    wide, phone = check_widths(lambda w: kvx.draw_kv_cache(data, language=language, width=w),
+                               n_panels=2)
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        lay = fig["layout"]
+        # No panel placed by hand any more: the bars' panel is the second subplot of the grid.
+        assert fig["data"][4]["xaxis"] == "x2" and fig["data"][0].get("xaxis", "x") == "x"
+        # The bar labels (e.g. "2 TiB") stay inside the bar panel: the axis reaches past the
+        # longest bar by at least the label's width, read with the font's advances.
+        plot_w = width - lay["margin"]["l"] - lay["margin"]["r"]
+        if width == viz.PHONE_PX:  # the names beside the bars widen the left margin
+            names = max(fonts.text_width(line, 12) for t in lay["yaxis2"]["ticktext"]
+                        for line in t.split("<br>"))
+            plot_w = width - max(lay["margin"]["l"], names) - lay["margin"]["r"]
+        d0, d1 = lay["xaxis2"]["domain"]
+        panel_px = (d1 - d0) * plot_w
+        longest = max(fig["data"][4]["x"])
+        label_px = max(fonts.text_width(t, 13) for t in fig["data"][4]["text"])
+        free_px = (lay["xaxis2"]["range"][1] - longest) / lay["xaxis2"]["range"][1] * panel_px
+        assert free_px >= label_px, (width, free_px, label_px)
+        # The variants' names beside the bars: each line of each name fits the room they have
+        # (side by side the gap between the panels, minus the tick marks).
+        lines = [line for t in lay["yaxis2"]["ticktext"] for line in t.split("<br>")]
+        if width == viz.COLUMN_PX:
+            gap = (d0 - lay["xaxis"]["domain"][1]) * plot_w
+            assert max(fonts.text_width(line, 12) for line in lines) <= gap - 20
+        # The title is prose for the caption (two lines: the model, then the totals).
+        assert title_text(lay).count("<br>") == 1
+    # The phone's figure is taller (stacked), the column's panels share one row.
+    assert phone["layout"]["height"] > wide["layout"]["height"]
+
+
+def test_the_caption_gives_back_exactly_the_room_the_title_took():
+    from attnbook.explorers.base import take_title
+
+    fig = kvx.kv_cache_figure().to_plotly_json()
+    bare, caption = take_title(fig)
+    assert caption and "Qwen2-7B" in caption
+    # What is left above the panels is the room of their titles (one line of 14 px each).
+    assert 14 * 1.3 <= bare["layout"]["margin"]["t"] <= 2 * 14 * 1.3 + 12
+    assert 300 <= bare["layout"]["height"] <= 520
+
+
 # Display bundle, size, bad input
 # ------------------------------------------------------------------------------------------
 
@@ -198,8 +256,10 @@ def test_mimebundle_is_self_contained_and_fits_a_page(default_explorer):
     html = bundle["text/html"]
     assert "<script src" not in html and "https://" not in html
     # Every frame is stored for the column and for a phone (stacked, wrapped: the title
-    # alone is ~200 bytes per variant and frame, 640 frames): about 0.61 MB.
-    assert len(html.encode()) < 650_000, (ex.title, len(html))
+    # alone is ~200 bytes per variant and frame, 640 frames), and each frame's bar axis
+    # reaches past its own longest bar's label at each width (~90 bytes a frame): about
+    # 0.71 MB.
+    assert len(html.encode()) < 760_000, (ex.title, len(html))
     for name in ("model", "context", "batch", "dtype"):
         m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
         assert m, f"no control {name}"

@@ -23,9 +23,16 @@ pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import positional as posx  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
+from width_checks import check_widths  # noqa: E402
+
+
+def title_text(layout: dict) -> str:
+    """The figure's title (``layout.title.text``; ``""`` when it has none)."""
+    t = layout.get("title")
+    return str((t.get("text") if isinstance(t, dict) else t) or "")
+
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -151,6 +158,28 @@ def test_position_explorer_speaks_chinese(default_explorer):
     en = default_explorer.figure_json({"position": 12, "pair": 3, "base": 10000.0})
     assert zh["data"][1]["y"] == en["data"][1]["y"]
     check_position_figure(zh["data"], 12, 3, 10000.0)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
+    from attnbook import viz
+
+    data = posx.position_data(32, 7, 500000.0)
+    wide, phone = check_widths(lambda w: posx.draw_position(data, language=language, width=w),
+                               n_panels=3)
+    for fig in (wide, phone):
+        lay = fig["layout"]
+        assert [t.get("xaxis", "x") for t in fig["data"]] == ["x"] * 2 + ["x2"] * 3 + ["x3"] * 2
+        # The circle stays a circle: one unit as long on both axes of its panel.
+        assert lay["yaxis"]["scaleanchor"] == "x" and lay["yaxis"]["scaleratio"] == 1
+        # No hand-placed text: the only annotations are the three panels' titles.
+        assert len(lay["annotations"]) == 3
+        assert all(a["yref"] == "paper" for a in lay["annotations"])
+    # Stacked, top to bottom in reading order: rotation, encoding, score.
+    ys = [phone["layout"][k]["domain"][0] for k in ("yaxis", "yaxis2", "yaxis3")]
+    assert ys[0] > ys[1] > ys[2]
+    assert wide["layout"]["height"] < phone["layout"]["height"]
+    assert viz.PHONE_PX < viz.COLUMN_PX
 
 
 @pytest.mark.parametrize("call, exc, name", [

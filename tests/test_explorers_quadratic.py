@@ -18,6 +18,7 @@ pytest.importorskip("ipywidgets")
 from attnbook.explorers import quadratic as qx  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, live_caption, static_frame  # noqa: E402
+from width_checks import check_widths  # noqa: E402
 
 GIB = 2**30
 
@@ -102,6 +103,31 @@ def test_quadratic_meter_speaks_chinese():
     en = ex.figure_json(values)
     assert zh["data"][1]["meta"] == en["data"][1]["meta"]
     assert en["data"][1]["meta"]["bytes"] == 32768**2 * 2
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
+    from attnbook import fonts, viz
+
+    data = qx.quadratic_data(131072, 32, "float32")
+    wide, phone = check_widths(lambda w: qx.draw_quadratic(data, language=language, width=w),
+                               n_panels=2)
+    for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
+        lay = fig["layout"]
+        assert [t.get("xaxis", "x") for t in fig["data"]] == ["x", "x", "x2", "x2"]
+        # The bars' length labels do not overlap: the labels shown, spread over the bar
+        # panel's width, each have room for their text.
+        d0, d1 = lay["xaxis2"]["domain"]
+        panel_px = (d1 - d0) * (width - lay["margin"]["l"] - lay["margin"]["r"])
+        shown = lay["xaxis2"].get("ticktext") or fig["data"][2]["x"]
+        every = len(fig["data"][2]["x"]) / len(shown)
+        size = lay["xaxis2"].get("tickfont", {}).get("size", 13)
+        assert size >= 9
+        assert max(fonts.text_width(t, size) for t in shown) + 4 <= panel_px / 9 * every
+        # The legend is below the panels, in container coordinates (it sat on the panels'
+        # titles at paper y = 1).
+        assert lay["legend"]["y"] == 0 and lay["legend"]["yanchor"] == "bottom"
+    assert phone["layout"]["height"] > wide["layout"]["height"]
 
 
 @pytest.mark.parametrize("call, exc, name", [

@@ -31,8 +31,9 @@ import numpy as np
 from .. import i18n
 from ..checks import check_choice, check_increasing, check_int
 from ..experiments import NORM_PLACEMENT_DEPTHS, gradient_norms_at_init
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style
+from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import panel_grid
 
 __all__ = [
     "DEPTH_VALUES",
@@ -125,36 +126,60 @@ def norm_placement_data(depth: int, placement: str, grads: dict) -> NormPlacemen
     return NormPlacementData(int(depth), placement, np.array(depths), per_layer, last, ymax)
 
 
+def _caption_room(fig, title: str, size: int = 14) -> None:
+    """Set ``title`` as the figure's title and add the room it takes above the panels.
+
+    The explorer shows the title as a caption above the plot and gives that room back
+    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
+    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
+    """
+    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
+    lay = fig.layout
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=lay.margin.t + room, height=lay.height + room)
+
+
 def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
-                        height: int = 480):
-    """Draw one setting of the norm-placement explorer, every label in ``language``.
+                        height: int = 440, width: int = COLUMN_PX):
+    """Draw one setting of the norm-placement explorer for ``width`` px, labels in ``language``.
 
     Left panel: the gradient norm of every layer (1 = next to the embedding, ``depth`` = next to
     the output). Right panel: the last layer's gradient norm against the depth, over every depth
     measured, with the current depth marked. ``placement`` shows one arm or both; a hidden arm
     keeps its traces (``visible=False``) so that every setting has the same traces in the same
-    order.
+    order. Side by side in the book's column, one under the other on a phone
+    (:func:`attnbook.explorers.layout.panel_grid`). The title is the caption above the plot;
+    its second line gives, per arm shown, the last layer's norm over the first layer's.
 
     Trace order: 0 Post-LN per layer, 1 Pre-LN per layer (``x`` the 1-based layer index, ``y``
     the norms), 2 Post-LN last layer against depth, 3 Pre-LN last layer against depth (``x`` the
     depths), 4 Post-LN current depth, 5 Pre-LN current depth (single markers). Traces 0 and 1
     carry ``meta = {"depth", "placement", "ratio_last_first"}``. Hover text is in ``text``.
+    Annotations: 0 and 1 the panels' titles.
 
     Args:
         data: from :func:`norm_placement_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10.
+        height: figure height in px with the panels side by side, without the title, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`NormPlacementData`, or ``height`` or
+            ``width`` not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, NormPlacementData):
+        raise TypeError(f"data must be a NormPlacementData (from norm_placement_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     depth, depths = data.depth, [int(L) for L in data.depths]
@@ -168,7 +193,7 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
         per_layer.append(go.Scatter(
             x=np.arange(1, depth + 1), y=g, mode="lines+markers", name=label,
             line=dict(color=color, width=2.5), marker=dict(size=7, color=color),
-            visible=shown[label], legendgroup=label, xaxis="x", yaxis="y",
+            visible=shown[label], legendgroup=label,
             meta=dict(depth=depth, placement=label, ratio_last_first=ratio),
             text=[_("{arm}, layer {layer} of {depth}: gradient norm {norm}", arm=label,
                     layer=i + 1, depth=depth, norm=f"{x:.3f}") for i, x in enumerate(g)],
@@ -178,7 +203,7 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
             x=np.array(depths), y=last, mode="lines+markers",
             name=_("{arm}, last layer", arm=label),
             line=dict(color=color, width=2, dash="dot"), marker=dict(size=6, color=color),
-            visible=shown[label], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
+            visible=shown[label], legendgroup=label, showlegend=False,
             text=[_.ngettext("{arm}, {n} layer: last layer's gradient norm {norm}",
                              "{arm}, {n} layers: last layer's gradient norm {norm}", L,
                              arm=label, norm=f"{x:.3f}") for L, x in zip(depths, last)],
@@ -188,48 +213,39 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
             x=[depth], y=[g[-1]], mode="markers",
             name=_.ngettext("{arm}, {n} layer", "{arm}, {n} layers", depth, arm=label),
             marker=dict(size=14, color=color, symbol="circle-open", line=dict(width=3)),
-            visible=shown[label], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
+            visible=shown[label], legendgroup=label, showlegend=False,
             hoverinfo="skip",
         ))
         if shown[label]:
             notes.append(_("{arm}: last / first layer = {ratio}", arm=label,
                            ratio=f"{ratio:.2f}"))
-    annotations = [
-        dict(text=_.ngettext("Gradient norm of each layer, {n} layer",
-                             "Gradient norm of each layer, {n} layers", depth),
-             x=0.22, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-             showarrow=False, font=dict(size=14)),
-        dict(text=_("Last layer's gradient norm against depth"), x=0.79, y=1.0, xref="paper",
-             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-             font=dict(size=14)),
-        dict(text="   ·   ".join(notes), x=0.5, y=-0.26, xref="paper", yref="paper",
-             xanchor="center", yanchor="top", showarrow=False, font=dict(color=GREY)),
-    ]
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white", plot_bgcolor="white",
-        height=height,
-        title=dict(text=_("Gradients at initialisation: Post-LN vs Pre-LN"), x=0.5,
-                   xanchor="center", y=0.98, yanchor="top"),
-        margin=dict(l=70, r=20, t=110, b=110),
-        xaxis=axis_style(domain=[0.0, 0.44],
-                         title=dict(text=_("layer (1 = next to the embedding)")),
-                         anchor="y", range=[0.5, depth + 0.5],
-                         dtick=max(1, int(math.ceil(depth / 12)))),
-        yaxis=axis_style(title=dict(text=_("gradient norm of the layer")), anchor="x",
-                         range=[0, data.ymax]),
-        xaxis2=axis_style(domain=[0.56, 1.0], title=dict(text=_("number of layers")),
-                          anchor="y2", type="log", tickvals=depths,
-                          ticktext=[str(L) for L in depths]),
-        yaxis2=axis_style(anchor="x2", range=[0, data.ymax]),
-        annotations=annotations,
-        legend=dict(orientation="h", x=0.5, y=1.09, xanchor="center", yanchor="bottom"),
-        showlegend=True,
-    )
-    return go.Figure(data=per_layer + vs_depth + current, layout=layout)
+    grid = panel_grid(
+        width, [_.ngettext("Gradient norm of each layer, {n} layer",
+                           "Gradient norm of each layer, {n} layers", depth),
+                _("Last layer's gradient norm against depth")],
+        height=height, spacing_px=70, bottom=50)
+    fig, (left, right) = grid.figure, grid.cells
+    for trace in per_layer:
+        fig.add_trace(trace, **left)
+    for trace in vs_depth + current:
+        fig.add_trace(trace, **right)
+    fig.update_xaxes(title_text=_("layer (1 = next to the embedding)"), range=[0.5, depth + 0.5],
+                     dtick=max(1, int(math.ceil(depth / (12 if not grid.stacked else 8)))),
+                     **left)
+    fig.update_yaxes(title_text=_("gradient norm of the layer"), range=[0, data.ymax], **left)
+    fig.update_xaxes(title_text=_("number of layers"), type="log", tickvals=depths,
+                     ticktext=[str(L) for L in depths], **right)
+    fig.update_yaxes(range=[0, data.ymax], **right)
+    # The ratios are prose: the caption's second line, in the notes' grey.
+    title = _("Gradients at initialisation: Post-LN vs Pre-LN")
+    if notes:
+        title += f"<br><span style='color:{GREY}'>" + "   ·   ".join(notes) + "</span>"
+    _caption_room(fig, title)
+    return fig
 
 
-def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: int = 480,
-                          language: str | None = None):
+def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: int = 440,
+                          language: str | None = None, width: int = COLUMN_PX):
     """The norm-placement figure of one setting: :func:`draw_norm_placement` of its data.
 
     The data is :func:`norm_placement_data` ``(depth, placement, grads)``.
@@ -238,8 +254,9 @@ def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: in
         depth: number of layers, a key of ``grads``.
         placement: one of :data:`PLACEMENTS`.
         grads: the dict of :func:`attnbook.experiments.gradient_norms_at_init`.
-        height: figure height in px, >= 10.
+        height: figure height in px with the panels side by side, without the title, >= 10.
         language: see :func:`draw_norm_placement`.
+        width: the width in px the figure is drawn at (see :func:`draw_norm_placement`).
 
     Returns:
         ``plotly.graph_objects.Figure`` (trace order as :func:`draw_norm_placement`).
@@ -248,7 +265,7 @@ def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: in
         TypeError, ValueError: as :func:`norm_placement_data` and :func:`draw_norm_placement`.
     """
     return draw_norm_placement(norm_placement_data(depth, placement, grads), language=language,
-                               height=height)
+                               height=height, width=width)
 
 
 def norm_placement_explorer(

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import i18n
+from .. import fonts, i18n
 from ..checks import check_choice, check_int
 from ..config import DTYPE_BYTES, PRESETS, ModelConfig
 from ..cost import attention_kind, format_bytes, kv_cache_bytes, kv_variants, weights_bytes
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREEN, GREY, ORANGE, axis_style, legend_below
+from ..viz import BLUE, COLUMN_PX, GREEN, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import STACK_BELOW_PX, panel_grid
 
 # kv_variants and weights_bytes moved to attnbook.cost; importable from here as before.
 
@@ -187,34 +188,67 @@ def _summary_text(data: KVCacheData, _) -> str:
         **values)
 
 
-def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int = 520):
-    """Draw one setting of the KV-cache calculator, every label in ``language``.
+#: Font size in px of the bar panel's variant names (its y tick labels).
+_TICK_PX = 12
+#: Widest line in px of a variant name beside the bars, side by side and stacked (longer
+#: names are wrapped; on a phone the names take room from both panels' width).
+_NAME_PX = (118, 84)
 
-    Left: the KV cache in GiB (log-log) against the context length, 512 to 131072 tokens, for
-    the three :data:`VARIANTS`, with a marker at ``context``, and the model's weights in
-    bfloat16 as a dashed line. Right: the three sizes at ``context`` as bars, labelled with
-    :func:`attnbook.cost.format_bytes`.
+
+def _caption_room(fig, title: str, size: int = 14) -> None:
+    """Set ``title`` as the figure's title and add the room it takes above the panels.
+
+    The explorer shows the title as a caption above the plot and gives that room back
+    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
+    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
+    """
+    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
+    lay = fig.layout
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=lay.margin.t + room, height=lay.height + room)
+
+
+def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int = 460,
+                  width: int = COLUMN_PX):
+    """Draw one setting of the KV-cache calculator for ``width`` px, every label in ``language``.
+
+    Left panel: the KV cache in GiB (log-log) against the context length, 512 to 131072
+    tokens, for the three :data:`VARIANTS`, with a marker at ``context``, and the model's
+    weights in bfloat16 as a dashed line. Right panel: the three sizes at ``context`` as bars,
+    labelled with :func:`attnbook.cost.format_bytes`. Side by side in the book's column, one
+    under the other on a phone (:func:`attnbook.explorers.layout.panel_grid`). The title (the
+    model and its attention, then the bytes per token and the total) is the caption above the
+    plot.
 
     Trace order: 0-2 the curves of ``MHA``, ``published``, ``MQA`` (``x`` tokens, ``y`` GiB),
-    3 the markers at ``context``, 4 the bars (``x`` GiB, ``meta["bytes"]`` exact,
-    ``meta["per_token"]`` bytes per token per sequence), 5 the weights line (empty for
-    DeepSeek-V2; ``meta["weights_bytes"]`` the bytes or ``None``).
+    3 the markers at ``context``, 4 the bars (``y`` the variants' names, ``x`` GiB,
+    ``meta["bytes"]`` exact, ``meta["per_token"]`` bytes per token per sequence), 5 the weights
+    line (empty for DeepSeek-V2; ``meta["weights_bytes"]`` the bytes or ``None``).
+    Annotations: 0 and 1 the panels' titles.
 
     Args:
         data: from :func:`kv_cache_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, without the title, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`KVCacheData`, or ``height`` or ``width`` not
+            an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, KVCacheData):
+        raise TypeError(f"data must be a KVCacheData (from kv_cache_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     config = data.config
@@ -223,71 +257,73 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
         _("as published ({kind})", kind=data.kind),
         _("MQA (1 KV head)"),
     ]
+    # The variants' names beside the bars, wrapped to _NAME_PX; side by side, the gap between
+    # the panels holds them, stacked the left margin (automargin).
+    room = _NAME_PX[check_int(width, "width", 1) < STACK_BELOW_PX]
+    ticktext = [fonts.wrap_html(_html.escape(n), room, _TICK_PX) for n in names]
+    name_px = max(fonts.text_width(line, _TICK_PX) for t in ticktext for line in t.split("<br>"))
+    grid = panel_grid(
+        width,
+        [_("KV cache against the context length"),
+         _.ngettext("At {context} token", "At {context} tokens", data.context,
+                    context=data.context)],
+        column_widths=[0.56, 0.44], height=height, spacing_px=round(name_px) + 40, bottom=60)
+    fig, (left, right) = grid.figure, grid.cells
     tokens = [int(t) for t in data.tokens]
-    traces = []
     for i, (name, color) in enumerate(zip(names, _VARIANT_COLORS)):
         published = VARIANTS[i] == "published"
-        traces.append(dict(
-            type="scatter", x=tokens, y=(data.curves[i] / _GIB).tolist(), mode="lines",
-            name=name,
+        fig.add_trace(go.Scatter(
+            x=tokens, y=(data.curves[i] / _GIB).tolist(), mode="lines", name=name,
             line=dict(color=color, width=3 if published else 2,
                       dash="solid" if published else "dot"),
-            xaxis="x", yaxis="y",
             hovertemplate=_("{tokens} tokens: {size} GiB", tokens="%{x}", size="%{y:.3g}")
-            + "<extra>" + _html.escape(name) + "</extra>",
-        ))
+            + "<extra>" + _html.escape(name) + "</extra>"), **left)
     at_context = [int(b) for b in data.at_context]
-    traces.append(dict(
-        type="scatter", x=[data.context] * 3, y=[b / _GIB for b in at_context],
-        mode="markers",
+    fig.add_trace(go.Scatter(
+        x=[data.context] * 3, y=[b / _GIB for b in at_context], mode="markers",
         marker=dict(color=list(_VARIANT_COLORS), size=10, line=dict(color="white", width=1)),
-        showlegend=False, xaxis="x", yaxis="y", hoverinfo="skip", name=_("at context"),
-    ))
-    traces.append(dict(
-        type="bar", y=names, x=[b / _GIB for b in at_context], orientation="h",
-        marker=dict(color=list(_VARIANT_COLORS)), xaxis="x2", yaxis="y2", showlegend=False,
-        text=[format_bytes(b) for b in at_context], textposition="outside",
-        cliponaxis=False, name=_("at context"),
+        showlegend=False, hoverinfo="skip", name=_("at context")), **left)
+    text = [format_bytes(b) for b in at_context]
+    fig.add_trace(go.Bar(
+        y=names, x=[b / _GIB for b in at_context], orientation="h",
+        marker=dict(color=list(_VARIANT_COLORS)), showlegend=False, text=text,
+        textposition="outside", cliponaxis=False, name=_("at context"),
         meta={"bytes": at_context, "per_token": [int(b) for b in data.per_token]},
         hovertemplate=_("{variant}: {size}", variant="%{y}", size="%{text}")
-        + "<extra></extra>",
-    ))
+        + "<extra></extra>"), **right)
     weights = data.weights
     ends = [tokens[0], tokens[-1]]
-    traces.append(dict(
-        type="scatter", x=ends if weights else [], y=[weights / _GIB] * 2 if weights else [],
-        mode="lines", name=_("weights (bfloat16)"), line=dict(color=GREY, dash="dash", width=2),
-        xaxis="x", yaxis="y", meta={"weights_bytes": weights},
-        hovertemplate=_("weights: {size} GiB", size="%{y:.3g}") + "<extra></extra>",
-    ))
+    fig.add_trace(go.Scatter(
+        x=ends if weights else [], y=[weights / _GIB] * 2 if weights else [], mode="lines",
+        name=_("weights (bfloat16)"), line=dict(color=GREY, dash="dash", width=2),
+        meta={"weights_bytes": weights},
+        hovertemplate=_("weights: {size} GiB", size="%{y:.3g}") + "<extra></extra>"), **left)
+    fig.update_xaxes(type="log", title_text=_("context (tokens)"), dtick=1, **left)
+    fig.update_yaxes(type="log", title_text="GiB", exponentformat="power", dtick=1, **left)
+    # The bars' labels stand right of the bars: the axis reaches far enough to hold the
+    # longest one inside the panel (its width in px read from the grid's domain).
+    lay = fig.layout
+    l_px = max(lay.margin.l, name_px + 16) if grid.stacked else lay.margin.l  # automargin
+    panel_px = (lay.xaxis2.domain[1] - lay.xaxis2.domain[0]) * (width - l_px - lay.margin.r)
+    text_px = max(fonts.text_width(t, 13) for t in text) + 8
+    top = max(at_context) / _GIB or 1.0
+    reach = top / max(1 - text_px / max(panel_px, 2 * text_px), 0.5)
+    fig.update_xaxes(title_text="GiB", range=[0, reach], **right)
+    fig.update_yaxes(autorange="reversed", showgrid=False, tickvals=names, ticktext=ticktext,
+                     tickfont=dict(size=_TICK_PX), **right)
+    fig.update_layout(bargap=0.35)
     heading = _.ngettext("{model} — {layers} layer, {attention}",
                          "{model} — {layers} layers, {attention}", config.n_layers,
                          model=data.model, layers=config.n_layers,
                          attention=_attention_text(data, _))
-    title = (_html.escape(heading) + "<br><sub>" + _html.escape(_summary_text(data, _))
-             + "</sub>")
-    layout = dict(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height,
-        title=dict(text=title, x=0.5, xanchor="center"),
-        margin=dict(l=70, r=40, t=90, b=130),
-        xaxis=axis_style(domain=[0.0, 0.42], type="log",
-                         title=dict(text=_("context (tokens)")), anchor="y", dtick=1),
-        yaxis=axis_style(type="log", title=dict(text="GiB"), anchor="x",
-                         exponentformat="power", dtick=1),
-        xaxis2=axis_style(domain=[0.68, 0.93], title=dict(text=_("GiB at the chosen context")),
-                          anchor="y2", rangemode="tozero"),
-        yaxis2=axis_style(anchor="x2", autorange="reversed", showgrid=False),
-        # Below the panels: inside the left panel it would hide the MHA curve.
-        legend=legend_below(),
-        bargap=0.35,
-    )
-    return go.Figure(data=traces, layout=layout)
+    _caption_room(fig, _html.escape(heading) + "<br><sub>"
+                  + _html.escape(_summary_text(data, _)) + "</sub>")
+    return fig
 
 
 def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                    dtype: str = "bfloat16", *, height: int = 520,
-                    language: str | None = None):
+                    dtype: str = "bfloat16", *, height: int = 460,
+                    language: str | None = None, width: int = COLUMN_PX):
     """Figure of the KV-cache calculator: cache size against context, and at one context.
 
     :func:`draw_kv_cache` of :func:`kv_cache_data` (trace order and ``meta`` as there).
@@ -297,8 +333,9 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
         context: tokens in the cache, >= 1.
         batch: sequences, >= 1.
         dtype: a key of :data:`attnbook.config.DTYPE_BYTES`.
-        height: figure height in pixels, >= 10.
+        height: figure height in px with the panels side by side, without the title, >= 10.
         language: see :func:`draw_kv_cache`.
+        width: the width in px the figure is drawn at (see :func:`draw_kv_cache`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -307,7 +344,7 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
         TypeError, ValueError: as :func:`kv_cache_data` and :func:`draw_kv_cache`.
     """
     return draw_kv_cache(kv_cache_data(model, context, batch, dtype), language=language,
-                         height=height)
+                         height=height, width=width)
 
 
 def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,

@@ -26,8 +26,9 @@ from ..positional import (
     rope_pair_path,
     sinusoidal_encoding,
 )
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style, legend_below
+from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import panel_grid
 
 __all__ = ["POSITION_VALUES", "BASE_VALUES", "PositionData", "position_data", "draw_position",
            "position_figure", "position_explorer"]
@@ -122,106 +123,120 @@ def position_data(position: int = 8, pair: int = 1, base: float = 10000.0, *,
     )
 
 
-def draw_position(data: PositionData, *, language: str | None = None, height: int = 450):
-    """Draw one setting of the position explorer, every label in ``language``.
+def _caption_room(fig, title: str, size: int = 14) -> None:
+    """Set ``title`` as the figure's title and add the room it takes above the panels.
+
+    The explorer shows the title as a caption above the plot and gives that room back
+    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
+    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
+    """
+    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
+    lay = fig.layout
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=lay.margin.t + room, height=lay.height + room)
+
+
+def draw_position(data: PositionData, *, language: str | None = None, height: int = 450,
+                  width: int = COLUMN_PX):
+    """Draw one setting of the position explorer for ``width`` px, every label in ``language``.
 
     Left: RoPE rotates the coordinate pair ``r`` (interleaved layout, dimensions ``2r, 2r+1``)
     of the unit vector ``e_{2r}`` by ``i * theta_r``; the dots are its positions ``0 .. i``.
     Middle: dimensions ``2r`` (sine) and ``2r + 1`` (cosine) of the sinusoidal encoding — the
     same frequency, against the position ``p``. Right: the RoPE score ``R_i q . R_j k /
     head_dim`` of the all-ones query at position ``i`` and key at position ``j = 0`` against
-    their offset ``Δ = i - j`` (it depends on the offset only).
+    their offset ``Δ = i - j`` (it depends on the offset only). Side by side in the book's
+    column, one under the other on a phone (:func:`attnbook.explorers.layout.panel_grid`); the
+    title (``theta_r``, the angle and the wavelength) is the caption above the plot.
 
     Trace order: 0 the unit circle, 1 the rotated pair at positions ``0 .. i`` (``x``, ``y``
     its coordinates), 2 the sine curve (dimension ``2r``), 3 the cosine curve (``2r + 1``),
     4 the markers at ``p = i`` on both curves, 5 the score curve over offsets
     ``0 .. max_position``, 6 the marker at offset ``Δ = i``. ``meta`` of trace 1 holds ``theta``
     (rad per token), ``angle`` (``i * theta``, rad) and ``wavelength`` (``2 pi / theta``,
-    tokens).
+    tokens). Annotations: 0-2 the panels' titles.
 
     Args:
         data: from :func:`position_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, without the title, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`PositionData`, or ``height`` or ``width`` not
+            an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, PositionData):
+        raise TypeError(f"data must be a PositionData (from position_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     m, pos, path = data.position, data.positions, data.path
     circle = np.linspace(0, 2 * np.pi, 121)
-    traces = [
-        dict(type="scatter", x=np.cos(circle), y=np.sin(circle), mode="lines", xaxis="x",
-             yaxis="y", line=dict(color="#c8c8c8", width=1), hoverinfo="skip",
-             showlegend=False, name=_("unit circle")),
-        dict(type="scatter", x=path[:, 0], y=path[:, 1], mode="lines+markers", xaxis="x",
-             yaxis="y", showlegend=False, name=_("rotated pair"),
-             line=dict(color=BLUE, width=1), marker=dict(size=[6] * m + [13], color=BLUE),
-             hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
-             meta={"theta": data.theta, "angle": data.angle, "wavelength": data.wavelength}),
-        dict(type="scatter", x=pos, y=data.sine, mode="lines", xaxis="x2", yaxis="y2",
-             name=_("dim 2r: sin(p·θ<sub>r</sub>)"), line=dict(color=BLUE, width=2)),
-        dict(type="scatter", x=pos, y=data.cosine, mode="lines", xaxis="x2",
-             yaxis="y2", name=_("dim 2r+1: cos(p·θ<sub>r</sub>)"),
-             line=dict(color=ORANGE, width=2)),
-        dict(type="scatter", x=[m, m], y=[data.sine[m], data.cosine[m]],
-             mode="markers", xaxis="x2", yaxis="y2", showlegend=False, name=_("at p = i"),
-             marker=dict(size=10, color=[BLUE, ORANGE])),
-        dict(type="scatter", x=pos, y=data.scores, mode="lines", xaxis="x3", yaxis="y3",
-             showlegend=False, name=_("score"), line=dict(color=GREY, width=2),
-             hovertemplate=_("Δ = {offset}: score {score}", offset="%{x}",
-                             score="%{y:.3f}") + "<extra></extra>"),
-        dict(type="scatter", x=[m], y=[data.scores[m]], mode="markers", xaxis="x3",
-             yaxis="y3", showlegend=False, name=_("at Δ = i"),
-             marker=dict(size=10, color=GREY)),
-    ]
-
-    def head(text, x):
-        return dict(text=text, x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
-                    yanchor="bottom", showarrow=False, font=dict(size=14))
-
+    grid = panel_grid(
+        width, [_("RoPE rotates pair r by i·θ<sub>r</sub>"),
+                _("sinusoidal encoding, same θ<sub>r</sub>"),
+                _("RoPE score q·k vs offset")],
+        column_widths=[1.0, 1.15, 1.15], height=height, left=60, spacing_px=60, bottom=50)
+    fig, (rot, sin, score) = grid.figure, grid.cells
+    fig.add_trace(go.Scatter(
+        x=np.cos(circle), y=np.sin(circle), mode="lines", line=dict(color="#c8c8c8", width=1),
+        hoverinfo="skip", showlegend=False, name=_("unit circle")), **rot)
+    fig.add_trace(go.Scatter(
+        x=path[:, 0], y=path[:, 1], mode="lines+markers", showlegend=False,
+        name=_("rotated pair"), line=dict(color=BLUE, width=1),
+        marker=dict(size=[6] * m + [13], color=BLUE),
+        hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
+        meta={"theta": data.theta, "angle": data.angle, "wavelength": data.wavelength}), **rot)
+    fig.add_trace(go.Scatter(
+        x=pos, y=data.sine, mode="lines", name=_("dim 2r: sin(p·θ<sub>r</sub>)"),
+        line=dict(color=BLUE, width=2)), **sin)
+    fig.add_trace(go.Scatter(
+        x=pos, y=data.cosine, mode="lines", name=_("dim 2r+1: cos(p·θ<sub>r</sub>)"),
+        line=dict(color=ORANGE, width=2)), **sin)
+    fig.add_trace(go.Scatter(
+        x=[m, m], y=[data.sine[m], data.cosine[m]], mode="markers", showlegend=False,
+        name=_("at p = i"), marker=dict(size=10, color=[BLUE, ORANGE])), **sin)
+    fig.add_trace(go.Scatter(
+        x=pos, y=data.scores, mode="lines", showlegend=False, name=_("score"),
+        line=dict(color=GREY, width=2),
+        hovertemplate=_("Δ = {offset}: score {score}", offset="%{x}", score="%{y:.3f}")
+        + "<extra></extra>"), **score)
+    fig.add_trace(go.Scatter(
+        x=[m], y=[data.scores[m]], mode="markers", showlegend=False, name=_("at Δ = i"),
+        marker=dict(size=10, color=GREY)), **score)
+    # The circle stays round: one unit is as long on both axes (plotly widens the range of the
+    # longer side of the panel).
+    fig.update_xaxes(range=[-1.2, 1.2], title_text=_("dim 2r"), zeroline=True, **rot)
+    fig.update_yaxes(range=[-1.2, 1.2], title_text=_("dim 2r+1"), zeroline=True,
+                     scaleanchor="x", scaleratio=1, **rot)
+    fig.update_xaxes(title_text=_("position p"), **sin)
+    fig.update_yaxes(range=[-1.1, 1.1], **sin)
+    fig.update_xaxes(title_text=_("offset Δ = i − j"), **score)
+    fig.update_yaxes(range=[-0.45, 1.05], **score)
     # Only the title changes with the controls (small static frames); the panels are fixed.
     title = _("i = {i}, r = {r}, base {base}: θ<sub>r</sub> = {theta} rad/token, angle "
               "i·θ<sub>r</sub> = {angle} rad, wavelength 2π/θ<sub>r</sub> = {wavelength} "
               "tokens", i=m, r=data.pair, base=_base_text(data.base),
               theta=f"{data.theta:.3g}", angle=f"{data.angle:.3g}",
               wavelength=f"{data.wavelength:.3g}")
-    layout = dict(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height,
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
-        margin=dict(l=50, r=20, t=90, b=120),
-        xaxis=axis_style(domain=[0.0, 0.26], range=[-1.2, 1.2], anchor="y",
-                         title=dict(text=_("dim 2r")), zeroline=True),
-        yaxis=axis_style(range=[-1.2, 1.2], anchor="x", scaleanchor="x", scaleratio=1,
-                         title=dict(text=_("dim 2r+1")), zeroline=True),
-        xaxis2=axis_style(domain=[0.36, 0.64], anchor="y2",
-                          title=dict(text=_("position p"))),
-        yaxis2=axis_style(anchor="x2", range=[-1.1, 1.1]),
-        xaxis3=axis_style(domain=[0.74, 1.0], anchor="y3",
-                          title=dict(text=_("offset Δ = i − j"))),
-        yaxis3=axis_style(anchor="x3", range=[-0.45, 1.05]),
-        annotations=[
-            head(_("RoPE rotates pair r by i·θ<sub>r</sub>"), 0.13),
-            head(_("sinusoidal encoding, same θ<sub>r</sub>"), 0.5),
-            head(_("RoPE score q·k vs offset"), 0.87),
-        ],
-        legend=legend_below(),
-    )
-    return go.Figure(data=traces, layout=layout)
+    _caption_room(fig, title)
+    return fig
 
 
 def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
                     head_dim: int = 16, max_position: int = 64, height: int = 450,
-                    language: str | None = None):
+                    language: str | None = None, width: int = COLUMN_PX):
     """The position explorer's figure of one setting, drawn from its computed data.
 
     :func:`draw_position` of :func:`position_data`.
@@ -232,8 +247,9 @@ def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
         base: the frequency base (``rope_theta``), > 1.
         head_dim: even head dimension ``d_k`` (also the encoding's ``d_model``).
         max_position: last position drawn in the middle and right panels.
-        height: figure height in pixels, >= 10.
+        height: figure height in px with the panels side by side, without the title, >= 10.
         language: see :func:`draw_position`.
+        width: the width in px the figure is drawn at (see :func:`draw_position`).
 
     Returns:
         ``plotly.graph_objects.Figure`` (trace order as in :func:`draw_position`).
@@ -244,7 +260,7 @@ def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
     Source: Vaswani et al. (2017), section 3.5; Su et al., "RoFormer" (2021), eq. 34.
     """
     data = position_data(position, pair, base, head_dim=head_dim, max_position=max_position)
-    return draw_position(data, language=language, height=height)
+    return draw_position(data, language=language, height=height, width=width)
 
 
 def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *,

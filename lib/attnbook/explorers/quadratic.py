@@ -14,11 +14,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import i18n
+from .. import fonts, i18n
 from ..checks import check_choice, check_increasing, check_int
 from ..cost import attention_flops, format_bytes, score_matrix_bytes
-from ..viz import BLUE, EMPTY_TEMPLATE, FONT, GREY, ORANGE, axis_style
+from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
+from .layout import panel_grid
 
 __all__ = ["SEQ_LEN_VALUES", "N_HEADS_VALUES", "SCORE_DTYPES", "QuadraticData",
            "quadratic_data", "draw_quadratic", "quadratic_cost_figure",
@@ -31,6 +32,8 @@ N_HEADS_VALUES = (1, 8, 32)
 #: The score dtypes offered by the O(L²) meter.
 SCORE_DTYPES = ("float32", "bfloat16")
 _GIB = 2**30
+#: Font size in px of the bars' length labels.
+_TICK_PX = 12
 
 
 @dataclass(frozen=True)
@@ -109,31 +112,57 @@ def _length_text(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
-def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: int = 430):
-    """Draw one setting of the O(L²) meter, every label in ``language``.
+def _caption_room(fig, title: str, size: int = 14) -> None:
+    """Set ``title`` as the figure's title and add the room it takes above the panels.
 
-    Left: the score matrices' memory in GiB on log-log axes, with the chosen ``L`` marked.
-    Right: the growth factor ``(L / L₀)²`` of both memory and FLOPs relative to ``ref_len``
-    (``L₀``; bars), and the factor ``L / L₀`` a linear-cost method would pay (line).
+    The explorer shows the title as a caption above the plot and gives that room back
+    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
+    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
+    """
+    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
+    lay = fig.layout
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
+                      margin_t=lay.margin.t + room, height=lay.height + room)
+
+
+def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: int = 430,
+                   width: int = COLUMN_PX):
+    """Draw one setting of the O(L²) meter for ``width`` px, every label in ``language``.
+
+    Left panel: the score matrices' memory in GiB on log-log axes, with the chosen ``L``
+    marked. Right panel: the growth factor ``(L / L₀)²`` of both memory and FLOPs relative to
+    ``ref_len`` (``L₀``; bars), and the factor ``L / L₀`` a linear-cost method would pay
+    (line). Side by side in the book's column, one under the other on a phone
+    (:func:`attnbook.explorers.layout.panel_grid`); the title (the chosen point's bytes, FLOPs
+    and factor) is the caption above the plot.
 
     Trace order: 0 memory curve, 1 chosen point, 2 quadratic factor bars, 3 linear factor line.
     ``meta`` of trace 1 holds the chosen point's ``bytes``, ``flops`` and ``factor``.
+    Annotations: 0 and 1 the panels' titles.
 
     Args:
         data: from :func:`quadratic_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10 (plotly's least).
+        height: figure height in px with the panels side by side, without the title, >= 10.
+        width: the width in px the figure is drawn at (default
+            :data:`attnbook.viz.COLUMN_PX`; below
+            :data:`attnbook.explorers.layout.STACK_BELOW_PX` the panels are stacked).
 
     Returns:
         ``plotly.graph_objects.Figure``.
 
     Raises:
-        TypeError: if ``height`` is not an integer.
-        ValueError: if ``height`` < 10 or ``language`` is unknown.
+        TypeError: if ``data`` is not a :class:`QuadraticData`, or ``height`` or ``width``
+            not an integer.
+        ValueError: if ``height`` < 10, ``width`` leaves no room for the panels or
+            ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, QuadraticData):
+        raise TypeError(f"data must be a QuadraticData (from quadratic_data), got "
+                        f"{type(data).__name__}")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     seq_lens = [int(n) for n in data.seq_lens]
@@ -141,24 +170,43 @@ def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: 
     labels = [_length_text(n) for n in seq_lens]
     colors = [ORANGE if n == seq_len else "#9bb8dc" for n in seq_lens]
     size_hover = _("L = {L}: {size} GiB", L="%{x}", size="%{y:.3g}") + "<extra></extra>"
-    traces = [
-        go.Scatter(x=seq_lens, y=data.score_bytes / _GIB, mode="lines+markers",
-                   name=_("score matrices"), line=dict(color=BLUE), xaxis="x", yaxis="y",
-                   hovertemplate=size_hover),
-        go.Scatter(x=[seq_len], y=[data.chosen_bytes / _GIB], mode="markers",
-                   name=_("chosen L"), marker=dict(size=14, color=ORANGE), xaxis="x",
-                   yaxis="y",
-                   meta=dict(bytes=data.chosen_bytes, flops=data.flops, factor=data.factor),
-                   hovertemplate=size_hover),
-        go.Bar(x=labels, y=data.quadratic, marker=dict(color=colors), name="(L / L₀)²",
-               xaxis="x2", yaxis="y2",
-               hovertemplate=_("L = {L}: {factor}× the cost at L₀", L="%{x}",
-                               factor="%{y:.4g}") + "<extra></extra>"),
-        go.Scatter(x=labels, y=data.linear, mode="lines+markers", name=_("L / L₀ (linear)"),
-                   line=dict(color=GREY, dash="dash"), xaxis="x2", yaxis="y2",
-                   hovertemplate=_("linear: {factor}×", factor="%{y:.4g}")
-                   + "<extra></extra>"),
-    ]
+    grid = panel_grid(
+        width, [_("Memory of the score matrices"),
+                _("Growth relative to L₀ = {ref_len}", ref_len=f"{ref_len:,}")],
+        height=height, spacing_px=90, bottom=50)
+    fig, (left, right) = grid.figure, grid.cells
+    fig.add_trace(go.Scatter(
+        x=seq_lens, y=data.score_bytes / _GIB, mode="lines+markers", name=_("score matrices"),
+        line=dict(color=BLUE), hovertemplate=size_hover), **left)
+    fig.add_trace(go.Scatter(
+        x=[seq_len], y=[data.chosen_bytes / _GIB], mode="markers", name=_("chosen L"),
+        marker=dict(size=14, color=ORANGE),
+        meta=dict(bytes=data.chosen_bytes, flops=data.flops, factor=data.factor),
+        hovertemplate=size_hover), **left)
+    fig.add_trace(go.Bar(
+        x=labels, y=data.quadratic, marker=dict(color=colors), name="(L / L₀)²",
+        hovertemplate=_("L = {L}: {factor}× the cost at L₀", L="%{x}", factor="%{y:.4g}")
+        + "<extra></extra>"), **right)
+    fig.add_trace(go.Scatter(
+        x=labels, y=data.linear, mode="lines+markers", name=_("L / L₀ (linear)"),
+        line=dict(color=GREY, dash="dash"),
+        hovertemplate=_("linear: {factor}×", factor="%{y:.4g}") + "<extra></extra>"), **right)
+    # One tick label per bar where they fit side by side in the panel, else every other one
+    # (the panel's width in px read from the grid's domain).
+    lay = fig.layout
+    d0, d1 = lay.xaxis2.domain
+    slot = (d1 - d0) * (width - lay.margin.l - lay.margin.r) / len(labels)
+    step = 1 if max(fonts.text_width(t, _TICK_PX) for t in labels) + 6 <= slot else 2
+    fig.update_xaxes(type="log", title_text=_("sequence length L"), tickvals=seq_lens[::2],
+                     ticktext=labels[::2], **left)
+    fig.update_yaxes(type="log", title_text=_("GiB of L × L scores (one layer)"), dtick=1,
+                     exponentformat="power", **left)
+    fig.update_xaxes(type="category", title_text=_("sequence length L"), tickangle=0,
+                     tickvals=labels[::step], ticktext=labels[::step],
+                     tickfont=dict(size=_TICK_PX), **right)
+    fig.update_yaxes(type="log", title_text=_("cost relative to L₀ = {ref_len}",
+                                               ref_len=f"{ref_len:,}"),
+                     dtick=1, exponentformat="power", **right)
     title = _.ngettext(
         "L = {L}: {size} of scores per layer ({n} head, {dtype})<br>{tflop} TFLOP per layer, "
         "{factor}× the cost at L₀ = {ref_len}",
@@ -166,33 +214,14 @@ def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: 
         "{factor}× the cost at L₀ = {ref_len}",
         data.n_heads, L=f"{seq_len:,}", size=format_bytes(data.chosen_bytes), dtype=data.dtype,
         tflop=f"{data.flops / 1e12:.3g}", factor=f"{data.factor:.4g}", ref_len=f"{ref_len:,}")
-    layout = go.Layout(
-        template=EMPTY_TEMPLATE, font=FONT, paper_bgcolor="white",
-        plot_bgcolor="white", height=height,
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=14)),
-        margin=dict(l=70, r=20, t=110, b=60),
-        xaxis=axis_style(domain=[0.0, 0.44], type="log",
-                         title=dict(text=_("sequence length L")), anchor="y",
-                         tickvals=seq_lens[::2], ticktext=labels[::2]),
-        yaxis=axis_style(type="log", title=dict(text=_("GiB of L × L scores (one layer)")),
-                         anchor="x", dtick=1, exponentformat="power"),
-        xaxis2=axis_style(domain=[0.56, 1.0], type="category",
-                          title=dict(text=_("sequence length L")), anchor="y2"),
-        yaxis2=axis_style(type="log",
-                          title=dict(text=_("cost relative to L₀ = {ref_len}",
-                                            ref_len=f"{ref_len:,}")),
-                          anchor="x2", dtick=1, exponentformat="power"),
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=1.0, yanchor="bottom",
-                    font=dict(size=12)),
-        showlegend=True,
-    )
-    return go.Figure(data=traces, layout=layout)
+    _caption_room(fig, title)
+    return fig
 
 
 def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
                           head_dim: int = 128, ref_len: int = 2048,
                           seq_lens: Sequence[int] = SEQ_LEN_VALUES, height: int = 430,
-                          language: str | None = None):
+                          language: str | None = None, width: int = COLUMN_PX):
     """Figure of the O(L²) meter: score-matrix memory and attention FLOPs against ``L``.
 
     :func:`draw_quadratic` of :func:`quadratic_data` (trace order and ``meta`` as there).
@@ -204,8 +233,9 @@ def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = 
         head_dim: per-head width (for the FLOPs).
         ref_len: the reference length ``L₀`` of the growth factor.
         seq_lens: the lengths drawn, increasing integers >= 1.
-        height: figure height in pixels, >= 10.
+        height: figure height in px with the panels side by side, without the title, >= 10.
         language: see :func:`draw_quadratic`.
+        width: the width in px the figure is drawn at (see :func:`draw_quadratic`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -215,7 +245,7 @@ def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = 
     """
     data = quadratic_data(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len,
                           seq_lens=seq_lens)
-    return draw_quadratic(data, language=language, height=height)
+    return draw_quadratic(data, language=language, height=height, width=width)
 
 
 def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32",
