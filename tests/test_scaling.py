@@ -7,6 +7,8 @@ import pytest
 
 from attnbook.attention import softmax
 from attnbook.scaling import (
+    query_gradient_core,
+    query_gradient_stats,
     saturation_stats,
     saturation_stats_core,
     scaling_data,
@@ -182,3 +184,98 @@ def test_scaling_data_is_the_seeded_draws_binned(d_k, scaled):
     area = float(np.sum(np.diff(data.expected_x) * (data.expected_density[1:]
                                                      + data.expected_density[:-1]) / 2))
     assert area == pytest.approx(1.0, abs=1e-5)
+
+
+# --- query_gradient_stats: the gradient that reaches the query --------------------------------
+
+def _draws(d_k, n_keys, n_draws, seed):
+    """The documented draw stream: per draw one block of (1 + n_keys) d_k + n_keys normals."""
+    x = np.random.default_rng(seed).standard_normal((n_draws, (1 + n_keys) * d_k + n_keys))
+    q = x[:, :d_k]
+    k = x[:, d_k:(1 + n_keys) * d_k].reshape(n_draws, n_keys, d_k)
+    return q, k, x[:, (1 + n_keys) * d_k:]
+
+
+def _autograd_query_gradient(q, k, v, scale):
+    """||d l / d q|| and the largest weight by torch.autograd, float64, l = sum_j p_j v_j."""
+    import torch
+
+    qt = torch.tensor(q, dtype=torch.float64, requires_grad=True)
+    kt, vt = torch.tensor(k, dtype=torch.float64), torch.tensor(v, dtype=torch.float64)
+    p = torch.softmax(scale * torch.einsum("mnd,md->mn", kt, qt), dim=-1)
+    (p * vt).sum().backward()  # the draws are independent: one backward gives every draw's
+    return p.max(dim=-1).values.detach().numpy(), qt.grad.norm(dim=-1).numpy()
+
+
+@pytest.mark.parametrize("d_k, n_keys", [(1, 2), (8, 5), (64, 16)])
+def test_query_gradient_matches_torch_autograd_on_the_documented_draws(d_k, n_keys):
+    n, seed, thr = 300, 4, 0.9
+    got = query_gradient_stats(d_k, n_keys, n, threshold=thr, rng=seed)
+    q, k, v = _draws(d_k, n_keys, n, seed)
+    for arm, scale in (("scaled", 1 / math.sqrt(d_k)), ("unscaled", 1.0)):
+        max_w, grad = _autograd_query_gradient(q, k, v, scale)
+        assert_close(got.max_weight[arm], max_w, atol=1e-14, rtol=0)
+        assert_close(got.grad_norm[arm], grad, atol=1e-13, rtol=1e-12)
+        sat = max_w > thr
+        assert got.saturated_share[arm] == pytest.approx(sat.mean(), abs=1e-15)
+        assert got.mean_grad_norm[arm] == pytest.approx(grad.mean(), rel=1e-12)
+        assert got.median_grad_norm[arm] == pytest.approx(np.median(grad), rel=1e-12)
+        assert got.saturated_grad_share[arm] == pytest.approx(grad[sat].sum() / grad.sum(),
+                                                              rel=1e-12, abs=1e-15)
+    # d_k = 1: 1/sqrt(1) = 1, so the two arms are the same computation.
+    if d_k == 1:
+        assert np.array_equal(got.grad_norm["scaled"], got.grad_norm["unscaled"])
+
+
+def test_query_gradient_core_on_two_keys_by_hand():
+    # d_k = 1, q = [1], keys [ln 3] and [0], values [1, 0]: l = p_1 = sigmoid(c ln 3), and
+    # dl/dq = p_1 (1 - p_1) c (k_1 - k_2) = p_1 (1 - p_1) c ln 3.
+    q = np.array([[1.0]])
+    k = np.array([[[math.log(3.0)], [0.0]]])
+    v = np.array([[1.0, 0.0]])
+    max_w, grad = query_gradient_core(q, k, v, 1.0)
+    assert_close(max_w, [0.75], atol=1e-15, rtol=0)
+    assert_close(grad, [0.75 * 0.25 * math.log(3.0)], atol=1e-15, rtol=0)
+    p1 = math.sqrt(3.0) / (math.sqrt(3.0) + 1)  # c = 1/2: e^(ln 3 / 2) = sqrt(3)
+    max_w, grad = query_gradient_core(q, k, v, 0.5)
+    assert_close(max_w, [p1], atol=1e-15, rtol=0)
+    assert_close(grad, [p1 * (1 - p1) * 0.5 * math.log(3.0)], atol=1e-15, rtol=0)
+
+
+def test_query_gradient_of_a_saturated_draw_is_tiny_and_shares_add_up():
+    # Keys [40] and [0], q = [1]: p_1 = 1 - e^-40 to double precision, so dl/dq ~ 40 e^-40.
+    max_w, grad = query_gradient_core(np.array([[1.0]]), np.array([[[40.0], [0.0]]]),
+                                      np.array([[1.0, -1.0]]), 1.0)
+    assert max_w[0] == 1.0 and 0 < grad[0] < 1e-15
+    stats = query_gradient_stats(512, 16, 400, rng=1)
+    assert stats.saturated_share["scaled"] == 0.0 == stats.saturated_grad_share["scaled"]
+    assert 0 < stats.saturated_share["unscaled"] < 1
+    assert 0 <= stats.saturated_grad_share["unscaled"] < stats.saturated_share["unscaled"]
+
+
+def test_query_gradient_draws_do_not_depend_on_the_chunk_size(monkeypatch):
+    import attnbook.scaling as scaling_module
+
+    whole = query_gradient_stats(16, 4, 50, rng=2)
+    monkeypatch.setattr(scaling_module, "_CHUNK_ELEMENTS", 3 * (17 * 4 + 4))  # 3 draws a chunk
+    chunked = query_gradient_stats(16, 4, 50, rng=2)
+    for arm in ("scaled", "unscaled"):
+        assert np.array_equal(whole.grad_norm[arm], chunked.grad_norm[arm])
+        assert np.array_equal(whole.max_weight[arm], chunked.max_weight[arm])
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"d_k": 0}, ValueError, "d_k must be >= 1"),
+    ({"d_k": 2.0}, TypeError, "d_k must be an integer"),
+    ({"n_keys": 0}, ValueError, "n_keys must be >= 1"),
+    ({"n_draws": True}, TypeError, "n_draws must be an integer"),
+    ({"threshold": 1.0}, ValueError, "threshold must be < 1"),
+    ({"threshold": 0}, ValueError, "threshold must be > 0"),
+    ({"threshold": float("nan")}, ValueError, "threshold must be finite"),
+    ({"threshold": "0.9"}, TypeError, "threshold must be a real number"),
+    ({"rng": -1}, ValueError, "rng"),
+])
+def test_query_gradient_stats_names_a_bad_argument(kwargs, exc, name):
+    args = {"d_k": 4, "n_keys": 4, "n_draws": 10, **kwargs}
+    with pytest.raises(exc, match=name):
+        query_gradient_stats(args.pop("d_k"), args.pop("n_keys"), args.pop("n_draws"), **args)

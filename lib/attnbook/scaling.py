@@ -11,7 +11,8 @@ The functions here *measure* these facts by Monte Carlo with a seeded generator;
 and the explorers plot what they return: :func:`scaling_data` is one setting of the √d_k
 explorer (chapter 3, :mod:`attnbook.explorers.scaling`), :func:`temperature_sweep` the softmax
 of one row of scores at several temperatures (chapter 4, :mod:`attnbook.explorers.temperature`),
-the other knob that moves a softmax between uniform and saturated.
+the other knob that moves a softmax between uniform and saturated. :func:`query_gradient_stats`
+follows the gradient one step further than the Jacobian, to what a learner changes: the query.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ __all__ = [
     "SaturationStats",
     "saturation_stats_core",
     "saturation_stats",
+    "QueryGradientStats",
+    "query_gradient_core",
+    "query_gradient_stats",
     "score_histogram",
     "ScalingData",
     "scaling_data",
@@ -217,6 +221,132 @@ def saturation_stats(
         mean_entropy=sum_ent / n_draws,
         mean_sorted_weights=sum_sorted / n_draws,
         mean_jacobian_norm=sum_jac / n_draws,
+    )
+
+
+@dataclass(frozen=True)
+class QueryGradientStats:
+    """The gradient a query receives, with and without the scale, over the same draws.
+
+    Both arms (``"scaled"``: scores ``q . k / sqrt(d_k)``; ``"unscaled"``: ``q . k``) are
+    computed from the same queries, keys and values; the dicts below are keyed by arm.
+
+    Attributes:
+        d_k: head dimension.
+        n_keys: keys per query.
+        n_draws: number of independent draws (a query, its keys and their values).
+        threshold: a draw is *saturated* when its largest weight exceeds this.
+        max_weight: ``{arm: float64 (n_draws,)}`` the largest attention weight of each draw.
+        grad_norm: ``{arm: float64 (n_draws,)}`` ``||d loss / d q||`` of each draw, for the loss
+            ``sum_j p_j v_j``.
+        saturated_share: ``{arm: float}`` fraction of draws whose largest weight exceeds
+            ``threshold``.
+        mean_grad_norm: ``{arm: float}`` mean of ``grad_norm`` over the draws.
+        median_grad_norm: ``{arm: float}`` median of ``grad_norm``.
+        saturated_grad_share: ``{arm: float}`` the saturated draws' share of the summed gradient
+            norm, ``sum(grad_norm[saturated]) / sum(grad_norm)`` (0 when no draw is saturated).
+    """
+
+    d_k: int
+    n_keys: int
+    n_draws: int
+    threshold: float
+    max_weight: dict
+    grad_norm: dict
+    saturated_share: dict
+    mean_grad_norm: dict
+    median_grad_norm: dict
+    saturated_grad_share: dict
+
+
+def query_gradient_core(q, k, v, scale):
+    """Largest weight and ||dl/dq|| per draw for the loss l = sum_j p_j v_j.
+
+    q (m, d_k), k (m, n, d_k), v (m, n): per draw a query, its keys and one
+    value per key; the scores are z = scale * (q . k_j).
+    """
+    z = np.einsum("mnd,md->mn", k, q) * scale  # (m, n) scores
+    p = softmax_core(z)  # (m, n) weights
+    jac = softmax_jacobian_core(p)  # (m, n, n) dp/dz, symmetric
+    grad_z = (jac @ v[..., None])[..., 0]  # (m, n) dl/dz = J dl/dp, dl/dp = v
+    grad_q = scale * np.einsum("mn,mnd->md", grad_z, k)  # (m, d_k) dz/dq
+    return p.max(axis=-1), np.sqrt((grad_q**2).sum(axis=-1))
+
+
+def query_gradient_stats(
+    d_k: int, n_keys: int = 16, n_draws: int = 10_000, *, threshold: float = 0.99, rng=0
+) -> QueryGradientStats:
+    """Measure the gradient that reaches the query, scaled and unscaled, on the same draws.
+
+    Each draw is a query ``q`` and ``n_keys`` keys, i.i.d. standard normal in ``R^{d_k}``, and
+    one standard-normal value ``v_j`` per key. The loss is the attention output read out
+    linearly, ``l = sum_j p_j v_j`` with ``p = softmax(scale * K q)`` (a head with one value
+    dimension, read out with weight 1). Its gradient with respect to the query is, by the chain
+    rule, ``scale * K^T J v`` with ``J = diag(p) - p p^T``; :func:`query_gradient_core` computes
+    it for ``scale = 1/sqrt(d_k)`` and ``scale = 1`` from the same draws. With ``q = W_Q x`` the
+    projection receives ``(dl/dq) x^T``, of norm ``||dl/dq|| ||x||``: the same factor in both
+    arms. The draws are taken in chunks (bounded memory), each draw as one block of
+    ``(1 + n_keys) * d_k + n_keys`` normals from ``rng`` — ``q``, then the keys row by row,
+    then the values — so the numbers do not depend on the chunk size.
+
+    Args:
+        d_k: head dimension, an integer >= 1.
+        n_keys: keys per query, an integer >= 1.
+        n_draws: number of independent draws, an integer >= 1.
+        threshold: a draw counts as saturated when its largest weight exceeds this; a real
+            number with ``0 < threshold < 1``.
+        rng: a ``numpy.random.Generator`` or an integer seed >= 0.
+
+    Returns:
+        :class:`QueryGradientStats` (float64 per-draw arrays and their summaries, per arm).
+
+    Raises:
+        TypeError: if ``d_k``, ``n_keys`` or ``n_draws`` is not an integer, ``threshold`` is not
+            a real number, or ``rng`` is neither a Generator nor an integer seed.
+        ValueError: if ``d_k``, ``n_keys`` or ``n_draws`` is below 1, ``threshold`` is not
+            strictly between 0 and 1 (or is nan), or the seed is negative.
+
+    Source: the softmax Jacobian and the chain rule through ``z_j = scale * q . k_j``;
+    Vaswani et al. (2017), eq. 1 and footnote 4, for the scale.
+    """
+    d_k = checks.check_int(d_k, "d_k", 1)
+    n_keys = checks.check_int(n_keys, "n_keys", 1)
+    n_draws = checks.check_int(n_draws, "n_draws", 1)
+    threshold = checks.check_real(threshold, "threshold", minimum=0.0, maximum=1.0, strict=True)
+    gen = checks.check_rng(rng)
+    arms = {"scaled": 1 / np.sqrt(d_k), "unscaled": 1.0}
+    block = (1 + n_keys) * d_k + n_keys  # normals per draw
+    chunk = max(1, _CHUNK_ELEMENTS // block)  # draws per chunk: bounded memory
+    max_w = {arm: [] for arm in arms}
+    grad = {arm: [] for arm in arms}
+    for start in range(0, n_draws, chunk):
+        m = min(chunk, n_draws - start)
+        x = gen.standard_normal((m, block))  # (m, block), one row per draw
+        q = x[:, :d_k]  # (m, d_k)
+        k = x[:, d_k:d_k + n_keys * d_k].reshape(m, n_keys, d_k)  # (m, n_keys, d_k)
+        v = x[:, d_k + n_keys * d_k:]  # (m, n_keys)
+        for arm, scale in arms.items():
+            w, g = query_gradient_core(q, k, v, scale)
+            max_w[arm].append(w)
+            grad[arm].append(g)
+    max_w = {arm: np.concatenate(parts) for arm, parts in max_w.items()}
+    grad = {arm: np.concatenate(parts) for arm, parts in grad.items()}
+    saturated = {arm: max_w[arm] > threshold for arm in arms}
+    total = {arm: float(grad[arm].sum()) for arm in arms}
+    return QueryGradientStats(
+        d_k=d_k,
+        n_keys=n_keys,
+        n_draws=n_draws,
+        threshold=threshold,
+        max_weight=max_w,
+        grad_norm=grad,
+        saturated_share={arm: float(saturated[arm].mean()) for arm in arms},
+        mean_grad_norm={arm: float(grad[arm].mean()) for arm in arms},
+        median_grad_norm={arm: float(np.median(grad[arm])) for arm in arms},
+        saturated_grad_share={
+            arm: float(grad[arm][saturated[arm]].sum()) / total[arm] if total[arm] > 0 else 0.0
+            for arm in arms
+        },
     )
 
 
