@@ -107,3 +107,13 @@ def assert_speaks_chinese(explorer) -> None:
             continue
         for text in c["labels"]:
             assert not i18n.untranslated(text, kept), f"control {c['name']}: option {text!r}"
+
+
+def title_text(layout: dict) -> str:
+    """The title drawn inside a figure's plot: an annotation named ``"title"``, else
+    ``layout.title``'s text ("" when the figure draws none: its title is the caption above)."""
+    for a in layout.get("annotations") or []:
+        if a.get("name") == "title":
+            return str(a.get("text", ""))
+    t = layout.get("title")
+    return str(t.get("text", "") if isinstance(t, dict) else t or "")

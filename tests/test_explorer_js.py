@@ -8,7 +8,7 @@ on cases made by Python and compare the results with Python's, so the two cannot
 
 * several hundred random pairs of nested JSON values (dicts, lists, scalars, ``None``; keys
   added, deleted and set to ``None``, lists patched index by index or resized), plus the cases of
-  ``tests/test_explorers_reflow.py``; the cases are checked to exercise every rule
+  ``tests/test_explorers_base.py``; the cases are checked to exercise every rule
   (``$set``, ``$list``, ``$del``, a value set to ``None``, no change);
 * every grid point, wide and narrow, of a small explorer's real static spec;
 * mutants of the script (one rule broken each) must fail the same comparison, so the comparison
@@ -156,7 +156,7 @@ def random_pairs(n: int, seed: int = 0) -> list:
     return pairs
 
 
-# The cases of tests/test_explorers_reflow.py::test_patch_round_trip and a few by hand.
+# The cases of tests/test_explorers_base.py::test_patch_round_trip and a few by hand.
 HAND_PAIRS = [
     ({"a": 1, "b": [1, 2, 3]}, {"a": 1, "b": [1, 5, 3]}),
     ({"a": 1, "b": {"c": 2}}, {"b": {"c": 3, "d": [1]}}),

@@ -4,6 +4,8 @@ the static HTML and its size. The explorers of the book serve as the examples.
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import os
 import re
@@ -19,6 +21,8 @@ from attnbook.explorers.base import (  # noqa: E402
     MAX_GRID,
     Control,
     Explorer,
+    apply_patch,
+    make_patch,
     plotly_text_html,
     take_title,
 )
@@ -143,11 +147,11 @@ def test_live_sliders_get_a_row_and_a_track_of_150_px(which):
 
 
 def test_static_spec_carries_a_stacked_narrow_variant(masks):
-    from attnbook.explorers import reflow
-    from explorer_util import caption_text, static_frame
+    from attnbook.explorers import layout
+    from explorer_util import caption_text, static_frame, title_text
 
     spec = embedded_spec(masks.static_html())
-    assert spec["narrow_below"] == reflow.STACK_BELOW_PX
+    assert spec["narrow_below"] == layout.STACK_BELOW_PX
     values = {"mask_type": "causal + padding", "window": 3, "n_pad": 2, "pad_side": "left"}
     wide, narrow = static_frame(spec, values), static_frame(spec, values, narrow=True)
     # Same numbers in both variants; the narrow one stacks the two heatmaps.
@@ -166,7 +170,7 @@ def test_static_spec_carries_a_stacked_narrow_variant(masks):
     # The title is not drawn in the plot: it is the caption above it, the same HTML in both
     # variants (the browser wraps it), and it still names the frame's setting.
     for fr in (wide, narrow):
-        assert reflow.title_text(fr["layout"]) == "" and "title" not in fr["layout"]
+        assert title_text(fr["layout"]) == "" and "title" not in fr["layout"]
     assert narrow["caption"] == wide["caption"]
     assert "at the start" in caption_text(narrow["caption"])
 
@@ -538,3 +542,46 @@ def test_plotly_text_html_drops_or_escapes_anything_active(text):
     assert set(parser.tags) <= {"br", "b", "i", "em", "sub", "sup", "span"}, html
     assert parser.attrs == [], html
     assert html.endswith("after"), html
+
+
+# --------------------------------------------------------------------------------------------
+# Patches
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base,new",
+    [
+        ({"a": 1, "b": [1, 2, 3]}, {"a": 1, "b": [1, 5, 3]}),
+        ({"a": 1, "b": {"c": 2}}, {"b": {"c": 3, "d": [1]}}),
+        ({"annotations": [{"text": "x", "y": 1}]}, {"annotations": [{"text": "y", "y": 1},
+                                                                    {"text": "z"}]}),
+        ({"a": [1, 2]}, {"a": "now a string"}),
+        ({"t": {"text": "a"}}, {"t": {"text": ""}, "u": None}),
+        ({"a": 1, "b": 2}, {"a": None, "b": 2}),  # a value becomes null
+        ([1, 2, 3], [1, None, 3]),
+        ({"a": {"b": 1}}, {"a": None}),
+        (5, None),
+    ],
+)
+def test_patch_round_trip(base, new):
+    p = make_patch(base, new)
+    assert apply_patch(base, p) == new
+    assert apply_patch(base, json.loads(json.dumps(p))) == new  # survives JSON
+    assert make_patch(new, new) is None
+
+
+def test_patch_never_holds_a_bare_null():
+    # The page's applyPatch reads a null patch as "no change" and cannot copy a missing
+    # value: a value set to (or added as) null is spelled {"$set": null}.
+    assert make_patch({"a": 1}, {"a": None}) == {"a": {"$set": None}}
+    assert make_patch({}, {"u": None}) == {"u": {"$set": None}}
+    assert make_patch([1, 2], [1, None]) == {"$list": {"1": {"$set": None}}}
+
+
+def test_patch_of_one_changed_annotation_text_is_small():
+    base = {"annotations": [{"text": f"title {i}", "x": 0.5, "font": {"size": 14}}
+                            for i in range(5)]}
+    new = copy.deepcopy(base)
+    new["annotations"][3]["text"] = "changed"
+    assert make_patch(base, new) == {"annotations": {"$list": {"3": {"text": "changed"}}}}

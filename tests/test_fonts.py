@@ -94,3 +94,25 @@ def test_web_fonts_hold_every_character_asked_for(tmp_path):
     stamp = {p: p.stat().st_mtime_ns for p in out.values()}
     assert fonts.write_webfonts(tmp_path, chars) == out
     assert {p: p.stat().st_mtime_ns for p in out.values()} == stamp
+
+
+def test_chinese_is_measured_one_em_a_character_and_broken_between_characters():
+    assert fonts.text_width("注意力", 10) == pytest.approx(30.0)  # 1 em each in Noto CJK
+    wrapped = fonts.wrap_html("每个键对这个查询的权重", 60, 10)
+    lines = wrapped.split("<br>")
+    assert "".join(lines) == "每个键对这个查询的权重" and len(lines) == 2
+    assert all(fonts.text_width(line, 10) <= 60 for line in lines)
+    # Latin words still break only at spaces, and tags stay whole.
+    assert fonts.wrap_html("<b>注意力</b> weights here", 70, 10).split("<br>")[0] in (
+        "<b>注意力</b>", "<b>注意力</b> weights")
+
+
+def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation():
+    text = "注意力很重要。它（注意力）决定权重，对吗？"
+    for width in (30, 40, 55, 70, 90):
+        lines = fonts.wrap_html(text, width, 13).split("<br>")
+        assert "".join(lines) == text
+        assert not any(line[0] in "，。）？" for line in lines[1:]), lines
+        assert not any(line[-1] == "（" for line in lines), lines
+    # Latin text with its own punctuation still breaks only at spaces.
+    assert "1.<br>" not in fonts.wrap_html("o = (0.00, 1.64)；与 fruit 的余弦", 120, 13)

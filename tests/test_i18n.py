@@ -461,20 +461,6 @@ def test_png_formatter_follows_the_live_language(catalog, monkeypatch):
     plt.close(fig)
 
 
-def test_reflow_counts_chinese_characters_as_wide_and_breaks_between_them():
-    from attnbook.explorers import reflow
-
-    assert reflow.text_width_px("注意力", 10) == pytest.approx(30.0)  # 1 em each
-    assert reflow.text_width_px("abc", 10) < 20
-    wrapped = reflow.wrap_html("每个键对这个查询的权重", 60, 10)
-    lines = wrapped.split("<br>")
-    assert "".join(lines) == "每个键对这个查询的权重" and len(lines) == 2
-    assert all(reflow.text_width_px(line, 10) <= 60 for line in lines)
-    # Latin words still break only at spaces, and tags stay whole.
-    assert reflow.wrap_html("<b>注意力</b> weights here", 70, 10).split("<br>")[0] in (
-        "<b>注意力</b>", "<b>注意力</b> weights")
-
-
 def test_slider_width_counts_wide_characters_twice():
     from attnbook.explorers.base import LABEL_CHAR_PX, Control
 
@@ -516,19 +502,6 @@ def test_tick_labels_are_translated_when_known_and_never_reported(catalog):
     fig.canvas.draw()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["animal", "causal"]
     plt.close(fig)
-
-
-def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation():
-    from attnbook.explorers import reflow
-
-    text = "注意力很重要。它（注意力）决定权重，对吗？"
-    for width in (30, 40, 55, 70, 90):
-        lines = reflow.wrap_html(text, width, 13).split("<br>")
-        assert "".join(lines) == text
-        assert not any(line[0] in "，。）？" for line in lines[1:]), lines
-        assert not any(line[-1] == "（" for line in lines), lines
-    # Latin text with its own punctuation still breaks only at spaces.
-    assert "1.<br>" not in reflow.wrap_html("o = (0.00, 1.64)；与 fruit 的余弦", 120, 13)
 
 
 def test_a_traces_colour_bar_title_is_a_label_but_its_text_is_data(catalog):
@@ -783,10 +756,11 @@ def test_a_figure_without_a_layout_engine_or_laid_out_tight_gets_no_phone_drawin
 
 def test_the_phone_width_is_one_number():
     from attnbook import viz
-    from attnbook.explorers import layout, reflow
+    from attnbook.explorers import layout
 
-    assert mpl_figures.PHONE_PX == viz.PHONE_PX == reflow.NARROW_PX == 358
-    assert layout.STACK_BELOW_PX == reflow.STACK_BELOW_PX
+    assert mpl_figures.PHONE_PX == viz.PHONE_PX == 358
+    # A phone's column is narrower than the width below which explorers stack their panels.
+    assert viz.PHONE_PX < layout.STACK_BELOW_PX < viz.COLUMN_PX
 
 
 @pytest.mark.parametrize("call, exc, name", [

@@ -7,8 +7,7 @@ render function). :mod:`attnbook.explorers.base` holds that machinery
 (:class:`~attnbook.explorers.base.Control`, :class:`~attnbook.explorers.base.Explorer`); each
 other module holds the explorers of one concept, with their figures and slider stops, and
 :mod:`attnbook.explorers.layout` lays an explorer's panels out for the width it is drawn at
-(side by side in the column, stacked on a phone) and :mod:`attnbook.explorers.reflow` fits the
-figures of the explorers not yet drawn that way:
+(side by side in the column, stacked on a phone):
 
 =====================  ======================================================================
 module                 explorers
@@ -37,7 +36,6 @@ give these very objects, through one alias table (:ref:`old-import-paths`).
 __all__ = [
     "base",
     "layout",
-    "reflow",
     "rnn",
     "pretrained",
     "scaling",

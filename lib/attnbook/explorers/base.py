@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import edition_outputs, i18n, viz
 from ..checks import check_choice, check_int
-from . import reflow
+from . import layout as _layout
 
 __all__ = ["Control", "Explorer", "take_title", "plotly_text_html", "MAX_GRID", "MIN_TRACK_PX",
            "SLIDER_MAX_PX", "LABEL_CHAR_PX", "make_patch", "apply_patch", "page_assets"]
@@ -352,7 +352,7 @@ def _plain_json(obj):
     """``obj`` with typed arrays turned into nested lists, values unchanged.
 
     Plotly's base64 typed arrays (:func:`_typed_array`) and NumPy arrays become lists, which
-    is what :func:`reflow.fit_figure` reads.
+    is what :func:`make_patch` compares and the static page reads.
     """
     arr = _typed_array(obj)
     if arr is not None:
@@ -564,8 +564,9 @@ class Explorer:
             must return the same trace types in the same order for every setting. A ``draw``
             that also takes ``width`` (px) lays its figure out for that width itself: it is
             called with :data:`attnbook.viz.COLUMN_PX` and :data:`attnbook.viz.PHONE_PX`
-            (same traces in the same order at both) and its figures are used as drawn; any
-            other figure is fitted afterwards by :func:`attnbook.explorers.reflow.fit_figure`.
+            (same traces in the same order at both; :mod:`attnbook.explorers.layout`); a
+            figure drawn for no width is shown as drawn at every width (plotly fits its plot
+            area to the page, but nothing stacks its panels or wraps its text).
         kept_words: Latin words that are example data a real model read (its tokens), shown
             as they are in every language.
         active: optional ``active(values) -> set of control names`` that matter for these
@@ -723,14 +724,14 @@ class Explorer:
         return fig
 
     def _live_figure(self):
-        """The figure for the current values, its text wrapped to the book's column width.
+        """The figure for the current values, drawn for the book's column width.
 
         Its title is taken out as the caption above the plot (:func:`take_title`).
         """
         import plotly.graph_objects as go
 
         fig, self._caption = take_title(self.figure_json(self.values, self.language))
-        return go.Figure(fig if self.draws_for_width else reflow.fit_figure(fig, viz.COLUMN_PX))
+        return go.Figure(fig)
 
     def _on_change(self, change) -> None:
         self._update_disabled()
@@ -772,8 +773,7 @@ class Explorer:
 
         Args:
             language: the language of its labels (:data:`attnbook.i18n.LANGUAGES`); each
-                combination is rendered once, and its labels translated per language before the
-                text is fitted to the column.
+                combination is computed once and drawn per language and width.
             missing: if given, receives the labels that had no translation.
 
         Keys: ``controls`` (name, kind, labels, options, default index), ``strides`` (the
@@ -789,9 +789,9 @@ class Explorer:
         and ``config``.
 
         Every figure is stored twice, for the book's column (:data:`attnbook.viz.COLUMN_PX`)
-        and for a phone's (:data:`attnbook.viz.PHONE_PX`): drawn for each width by a ``draw``
-        that takes ``width``, else fitted to it by
-        :func:`attnbook.explorers.reflow.fit_figure` (stacked panels, wrapped text).
+        and for a phone's (:data:`attnbook.viz.PHONE_PX`), drawn for each width by a ``draw``
+        that takes ``width`` (a figure drawn for no width is stored once and its narrow
+        variant is the same).
 
         Returns:
             The dict described above; floats are rounded to 4 significant digits and identical
@@ -833,9 +833,8 @@ class Explorer:
                             f"draw must return the same traces at every width; for {canon} "
                             f"it drew {kinds} at {viz.COLUMN_PX} px and {n_kinds} at "
                             f"{viz.PHONE_PX} px")
-                else:
-                    wide = reflow.fit_figure(raw, viz.COLUMN_PX)
-                    narrow = reflow.fit_figure(raw, reflow.NARROW_PX)
+                else:  # drawn for no width: the same figure at every width
+                    wide = narrow = raw
                 wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
                              for t in wide["data"]]
                 data = []
@@ -895,7 +894,7 @@ class Explorer:
             "narrow_layout": narrow_layout,
             "patches": patches,
             "captions": captions,
-            "narrow_below": reflow.STACK_BELOW_PX,
+            "narrow_below": _layout.STACK_BELOW_PX,
             "inactive": inactive if self._active is not None else None,
             # Latin words that are example data a real model read (shown as read).
             "kept_words": sorted(self._kept),
