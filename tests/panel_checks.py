@@ -132,12 +132,6 @@ def assert_legend_in_container(fig) -> None:
     assert fig.layout.legend.yref == "container"
 
 
-def title_text(layout: dict) -> str:
-    """The text of a plotly layout dict's title (``""`` for none)."""
-    t = layout.get("title")
-    return str(t.get("text", "") if isinstance(t, dict) else t or "")
-
-
 def assert_title_room_after_caption(fig) -> None:
     """Once the title is taken out as the caption (``take_title``), the top margin still holds
     the top row's panel titles (make_subplots' annotations at the top of the plot)."""

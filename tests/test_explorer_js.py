@@ -206,24 +206,26 @@ def toy_spec():
     import plotly.graph_objects as go
 
     from attnbook.explorers.base import Control, Explorer
+    from attnbook.explorers.layout import panel_grid
 
-    def render(n, side, show):
+    def compute(n, side, show):
+        return n, side, show
+
+    def draw(data, *, language, width):
+        # Drawn for its width (panels stacked on a phone), so the narrow variants differ.
+        n, side, show = data
         z = [[(i * n + j) % 7 / 7 for j in range(n)] for i in range(n)]
-        fig = go.Figure([go.Heatmap(z=z, showscale=False),
-                         go.Bar(y=[n, n / 3, 1 if show else 0.5], xaxis="x2", yaxis="y2")])
-        fig.update_layout(
-            height=360, title=dict(text=f"{n} tokens, padding at the {side}"),
-            xaxis=dict(domain=[0, 0.45]), xaxis2=dict(domain=[0.55, 1], anchor="y2"),
-            yaxis2=dict(anchor="x2"),
-            annotations=[dict(text="scores" if show else "weights", x=0.2, y=1.05,
-                              xref="paper", yref="paper", showarrow=False)],
-        )
+        grid = panel_grid(width, ["scores" if show else "weights", "bars"], height=360)
+        fig = grid.figure
+        fig.add_trace(go.Heatmap(z=z, showscale=False), **grid.cells[0])
+        fig.add_trace(go.Bar(y=[n, n / 3, 1 if show else 0.5]), **grid.cells[1])
+        fig.update_layout(title=dict(text=f"{n} tokens, padding at the {side}"))
         return fig
 
     controls = [Control("n", "tokens", "slider", (2, 3, 5), 3),
                 Control("side", "padding at", "select", ("start", "end"), "end"),
                 Control("show", "scores", "toggle", (False, True), True)]
-    ex = Explorer(controls, render, title="toy explorer",
+    ex = Explorer(controls, title="toy explorer", compute=compute, draw=draw,
                   active=lambda v: {"n", "show"} | ({"side"} if v["n"] > 2 else set()))
     return ex.static_spec("en")
 

@@ -23,12 +23,12 @@ pytest.importorskip("ipywidgets")
 from attnbook import flash  # noqa: E402
 from attnbook.explorers import flash as fx  # noqa: E402
 from attnbook.explorers.base import MAX_GRID  # noqa: E402
-from attnbook.explorers.reflow import title_text  # noqa: E402
 from explorer_util import (  # noqa: E402
     assert_speaks_chinese,
     caption_text,
     embedded_spec,
     static_frame,
+    title_text,
 )
 
 L = S = 8

@@ -21,18 +21,19 @@ from attnbook import cost, kv_cache  # noqa: E402
 from attnbook.cost import format_bytes  # noqa: E402
 from attnbook.explorers import kv_cache as kvx  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import caption_text, embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
+from explorer_util import (  # noqa: E402
+    caption_text,
+    embedded_spec,
+    live_caption,
+    static_frame,
+    title_text,
+    unmoved,
+)
 from width_checks import check_widths  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 GIB = 2**30
 BYTES = {"float32": 4, "bfloat16": 2, "float8": 1, "int4": 0.5}
-
-
-def title_text(layout: dict) -> str:
-    """The figure's title (``layout.title.text``; ``""`` when it has none)."""
-    t = layout.get("title")
-    return str((t.get("text") if isinstance(t, dict) else t) or "")
 
 
 def shown_title(fig) -> str:

@@ -24,15 +24,14 @@ pytest.importorskip("ipywidgets")
 
 from attnbook.explorers import positional as posx  # noqa: E402
 from attnbook.testing import assert_close  # noqa: E402
-from explorer_util import embedded_spec, live_caption, static_frame, unmoved  # noqa: E402
+from explorer_util import (  # noqa: E402
+    embedded_spec,
+    live_caption,
+    static_frame,
+    title_text,
+    unmoved,
+)
 from width_checks import check_widths  # noqa: E402
-
-
-def title_text(layout: dict) -> str:
-    """The figure's title (``layout.title.text``; ``""`` when it has none)."""
-    t = layout.get("title")
-    return str((t.get("text") if isinstance(t, dict) else t) or "")
-
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 

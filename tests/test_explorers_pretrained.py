@@ -25,6 +25,7 @@ from explorer_util import (  # noqa: E402
     embedded_spec,
     live_caption,
     static_frame,
+    title_text,
 )
 
 
@@ -45,7 +46,7 @@ def referent():
 def shown_title(ex) -> str:
     """The live explorer's title as one line: the caption above its plot (the figure itself
     has none), its text with each <br> as a space."""
-    assert panel_checks.title_text(ex.figure.layout.to_plotly_json()) == ""
+    assert title_text(ex.figure.layout.to_plotly_json()) == ""
     return live_caption(ex)
 
 
@@ -102,7 +103,7 @@ def test_referent_static_frames_are_the_library_rows(referent, it_rows):
                 assert_close(np.array(fr["data"][i]["y"], dtype=float),
                              w[layer - 1, head - 1].astype(float), atol=1e-12, rtol=1e-3)
             # The title is the caption above the plot.
-            assert panel_checks.title_text(fr["layout"]) == ""
+            assert title_text(fr["layout"]) == ""
             assert caption_text(fr["caption"]).endswith(f"layer {layer}, head {head}")
 
 

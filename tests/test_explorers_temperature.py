@@ -27,6 +27,7 @@ from explorer_util import (  # noqa: E402
     embedded_spec,
     live_caption,
     static_frame,
+    title_text,
     unmoved,
 )
 
@@ -173,7 +174,7 @@ def test_labels_use_the_books_notation(default_explorer):
     layout = fig.layout.to_plotly_json()
     assert layout["xaxis2"]["title"]["text"] == "temperature T"
     assert ex.controls["T"].description == "temperature T"
-    assert panel_checks.title_text(layout) == ""  # the title is the caption above the plot
+    assert title_text(layout) == ""  # the title is the caption above the plot
     assert "of ln 4 = 1.386 nats" in live_caption(ex)
     assert '-T">temperature T</label>' in ex.static_html()
 

@@ -260,8 +260,7 @@ def take_title(fig: dict) -> tuple[dict, str]:
         1 if font.get("size") else 1.4)
     margin = dict(layout.get("margin") or {})
     top = float(margin.get("t", 100))
-    lines = len(re.split(r"<br\s*/?>", text))
-    margin["t"] = max(20, round(top - lines * size * 1.3 - 16))
+    margin["t"] = max(20, round(top - _layout.title_room(text, size)))
     layout["margin"] = margin
     layout["height"] = round(float(layout.get("height", 450)) - (top - margin["t"]))
     return {**fig, "layout": layout}, plotly_text_html(text)

@@ -33,7 +33,7 @@ from ..checks import check_choice, check_increasing, check_int
 from ..experiments import NORM_PLACEMENT_DEPTHS, gradient_norms_at_init
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
-from .layout import panel_grid
+from .layout import caption_title, panel_grid
 
 __all__ = [
     "DEPTH_VALUES",
@@ -124,19 +124,6 @@ def norm_placement_data(depth: int, placement: str, grads: dict) -> NormPlacemen
             for _, key in ARMS}  # (n_depths,)
     ymax = 1.08 * max(float(np.max(grads[L][key])) for L in depths for _, key in ARMS)
     return NormPlacementData(int(depth), placement, np.array(depths), per_layer, last, ymax)
-
-
-def _caption_room(fig, title: str, size: int = 14) -> None:
-    """Set ``title`` as the figure's title and add the room it takes above the panels.
-
-    The explorer shows the title as a caption above the plot and gives that room back
-    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
-    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
-    """
-    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
-    lay = fig.layout
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
-                      margin_t=lay.margin.t + room, height=lay.height + room)
 
 
 def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
@@ -240,7 +227,7 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
     title = _("Gradients at initialisation: Post-LN vs Pre-LN")
     if notes:
         title += f"<br><span style='color:{GREY}'>" + "   ·   ".join(notes) + "</span>"
-    _caption_room(fig, title)
+    caption_title(fig, title)
     return fig
 
 

@@ -36,7 +36,7 @@ from ..checks import check_bool, check_choice, check_int, check_seed
 from ..flash import tiled_attention_steps
 from ..viz import COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
-from .layout import panel_grid
+from .layout import caption_title, panel_grid
 
 __all__ = [
     "SEQ_LEN",
@@ -427,13 +427,9 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
                 "blank: not computed yet · dark orange: a new row maximum")
     # What the colours mean is prose too: the caption's last line, in grey.
     title += f"<br><span style='color:{GREY}'>{key}</span>"
-    # The title becomes the caption above the plot (base.take_title), which gives back the
-    # room it is given here: the panels' titles keep theirs.
-    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
-    fig.update_layout(
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
-        height=lay.height + room, margin=dict(t=lay.margin.t + room), shapes=shapes,
-        showlegend=False)
+    # The title becomes the caption above the plot (base.take_title).
+    caption_title(fig, title, size=TITLE_PX)
+    fig.update_layout(shapes=shapes, showlegend=False)
     fig.update_xaxes(type="category", showgrid=False, tickangle=0)
     fig.update_yaxes(type="category", autorange="reversed", showgrid=False,
                      title_text=_("query i"))

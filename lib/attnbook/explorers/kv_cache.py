@@ -29,7 +29,7 @@ from ..config import DTYPE_BYTES, PRESETS, ModelConfig
 from ..cost import attention_kind, format_bytes, kv_cache_bytes, kv_variants, weights_bytes
 from ..viz import BLUE, COLUMN_PX, GREEN, GREY, ORANGE
 from .base import Control, Explorer
-from .layout import STACK_BELOW_PX, panel_grid
+from .layout import STACK_BELOW_PX, caption_title, panel_grid
 
 # kv_variants and weights_bytes moved to attnbook.cost; importable from here as before.
 
@@ -195,19 +195,6 @@ _TICK_PX = 12
 _NAME_PX = (118, 84)
 
 
-def _caption_room(fig, title: str, size: int = 14) -> None:
-    """Set ``title`` as the figure's title and add the room it takes above the panels.
-
-    The explorer shows the title as a caption above the plot and gives that room back
-    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
-    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
-    """
-    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
-    lay = fig.layout
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
-                      margin_t=lay.margin.t + room, height=lay.height + room)
-
-
 def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int = 460,
                   width: int = COLUMN_PX):
     """Draw one setting of the KV-cache calculator for ``width`` px, every label in ``language``.
@@ -316,7 +303,7 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
                          "{model} — {layers} layers, {attention}", config.n_layers,
                          model=data.model, layers=config.n_layers,
                          attention=_attention_text(data, _))
-    _caption_room(fig, _html.escape(heading) + "<br><sub>"
+    caption_title(fig, _html.escape(heading) + "<br><sub>"
                   + _html.escape(_summary_text(data, _)) + "</sub>")
     return fig
 

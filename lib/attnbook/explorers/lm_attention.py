@@ -22,7 +22,7 @@ from .. import fonts, i18n
 from ..checks import as_float_array, check_int, check_strings
 from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
-from .layout import AXIS_PX, STACK_BELOW_PX, panel_grid
+from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
 
 __all__ = ["MAX_SENTENCE_CHARS", "show_char", "LMAttentionData", "lm_attention_data",
            "draw_lm_attention", "lm_attention_figure", "lm_attention_explorer"]
@@ -235,12 +235,9 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
                   argmax=[int(j) for j in data.argmax])), **cell)
     title = _("{title}<br>layer {layer}, head {head}", title=_html.escape(first),
               layer=data.layer + 1, head=data.head + 1)
-    # The title becomes the caption above the plot (base.take_title), which gives back the
-    # room it is given here.
-    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
-    fig.update_layout(
-        title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
-        height=lay.height + room, margin=dict(t=lay.margin.t + room), showlegend=False)
+    # The title becomes the caption above the plot (base.take_title).
+    caption_title(fig, title, size=TITLE_PX)
+    fig.update_layout(showlegend=False)
     fig.update_xaxes(tickmode="array", tickvals=list(range(T)),
                      ticktext=[t if j % k == 0 else "" for j, t in enumerate(ticks)],
                      tickangle=0, tickfont=dict(size=size), showgrid=False, zeroline=False,

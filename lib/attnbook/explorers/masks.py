@@ -19,7 +19,7 @@ from ..checks import as_float_array, check_choice, check_int, check_seed
 from ..masks import MASK_TYPES, PAD_SIDES, keep_mask_by_name
 from ..viz import COLUMN_PX
 from .base import Control, Explorer
-from .layout import AXIS_PX, STACK_BELOW_PX, panel_grid
+from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
 
 __all__ = ["MaskData", "mask_scores", "mask_data", "draw_mask", "mask_figure", "mask_explorer"]
 
@@ -247,12 +247,9 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
                           "queries {rows} see no key: their weights are all 0", len(rows),
                           rows=", ".join(str(i) for i in rows))
         title += f"<br><span style='color:{viz.ORANGE}'>{_html.escape(note)}</span>"
-    # The title becomes the caption above the plot (base.take_title), which gives back the
-    # room it is given here: the panels' titles keep theirs.
-    room = round((title.count("<br>") + 1) * TITLE_PX * 1.3 + 16)
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=TITLE_PX)),
-                      height=fig.layout.height + room,
-                      margin=dict(t=fig.layout.margin.t + room), showlegend=False)
+    # The title becomes the caption above the plot (base.take_title).
+    caption_title(fig, title, size=TITLE_PX)
+    fig.update_layout(showlegend=False)
     shown = [t if j % step == 0 else "" for j, t in enumerate(key_ticks)]
     for cell in (left, right):
         fig.update_xaxes(title_text=_("key position j"), type="category", showgrid=False,

@@ -28,7 +28,7 @@ from ..positional import (
 )
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
-from .layout import panel_grid
+from .layout import caption_title, panel_grid
 
 __all__ = ["POSITION_VALUES", "BASE_VALUES", "PositionData", "position_data", "draw_position",
            "position_figure", "position_explorer"]
@@ -121,19 +121,6 @@ def position_data(position: int = 8, pair: int = 1, base: float = 10000.0, *,
         positions=pos, sine=pe[:, 2 * pair], cosine=pe[:, 2 * pair + 1],
         scores=rope_offset_scores(pos, head_dim, base=base),  # (P,)
     )
-
-
-def _caption_room(fig, title: str, size: int = 14) -> None:
-    """Set ``title`` as the figure's title and add the room it takes above the panels.
-
-    The explorer shows the title as a caption above the plot and gives that room back
-    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
-    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
-    """
-    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
-    lay = fig.layout
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
-                      margin_t=lay.margin.t + room, height=lay.height + room)
 
 
 def draw_position(data: PositionData, *, language: str | None = None, height: int = 450,
@@ -230,7 +217,7 @@ def draw_position(data: PositionData, *, language: str | None = None, height: in
               "tokens", i=m, r=data.pair, base=_base_text(data.base),
               theta=f"{data.theta:.3g}", angle=f"{data.angle:.3g}",
               wavelength=f"{data.wavelength:.3g}")
-    _caption_room(fig, title)
+    caption_title(fig, title)
     return fig
 
 

@@ -19,7 +19,7 @@ from ..checks import check_choice, check_increasing, check_int
 from ..cost import attention_flops, format_bytes, score_matrix_bytes
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
-from .layout import panel_grid
+from .layout import caption_title, panel_grid
 
 __all__ = ["SEQ_LEN_VALUES", "N_HEADS_VALUES", "SCORE_DTYPES", "QuadraticData",
            "quadratic_data", "draw_quadratic", "quadratic_cost_figure",
@@ -112,19 +112,6 @@ def _length_text(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
-def _caption_room(fig, title: str, size: int = 14) -> None:
-    """Set ``title`` as the figure's title and add the room it takes above the panels.
-
-    The explorer shows the title as a caption above the plot and gives that room back
-    (:func:`attnbook.explorers.base.take_title`: the title's lines at ``size`` px, 1.3 line
-    height, and 16 px); adding it here leaves the panels' titles their room afterwards.
-    """
-    room = round((title.count("<br>") + 1) * size * 1.3 + 16)
-    lay = fig.layout
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center", font=dict(size=size)),
-                      margin_t=lay.margin.t + room, height=lay.height + room)
-
-
 def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: int = 430,
                    width: int = COLUMN_PX):
     """Draw one setting of the O(L²) meter for ``width`` px, every label in ``language``.
@@ -214,7 +201,7 @@ def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: 
         "{factor}× the cost at L₀ = {ref_len}",
         data.n_heads, L=f"{seq_len:,}", size=format_bytes(data.chosen_bytes), dtype=data.dtype,
         tflop=f"{data.flops / 1e12:.3g}", factor=f"{data.factor:.4g}", ref_len=f"{ref_len:,}")
-    _caption_room(fig, title)
+    caption_title(fig, title)
     return fig
 
 
