@@ -360,3 +360,15 @@ def test_check_id_sequence_names_the_argument_and_converts_to_int64():
         check_id_sequence([0, -1], "train_ids")
     with pytest.raises(TypeError, match="train_ids"):
         check_id_sequence([0.5, 1.0], "train_ids")
+
+
+def test_check_instance_names_the_argument_the_class_and_its_maker():
+    from attnbook.checks import check_instance
+
+    class Data:
+        pass
+
+    d = Data()
+    assert check_instance(d, Data, "data", "make_data") is d
+    with pytest.raises(TypeError, match=r"data must be a Data \(from make_data\), got dict"):
+        check_instance({}, Data, "data", "make_data")

@@ -116,3 +116,24 @@ def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation(
         assert not any(line[-1] == "（" for line in lines), lines
     # Latin text with its own punctuation still breaks only at spaces.
     assert "1.<br>" not in fonts.wrap_html("o = (0.00, 1.64)；与 fruit 的余弦", 120, 13)
+
+
+@pytest.mark.parametrize("text, width, kept", [
+    ("19.9 个词元的周期", 80, ["词元"]),                  # a word is not split
+    ("查询 8 个词元，其中 2 个是填充词元", 90, ["8 个词元"]),  # a count stays with its noun
+    ("朴素 softmax 注意力的深灰色部分", 100, ["注意力", "深灰色"]),
+    ("（上限 ln(4) = 1.386 奈特）", 160, ["ln(4) = 1.386 奈特"]),  # a relation keeps its sides
+])
+def test_chinese_breaks_between_words_not_inside_them(text, width, kept):
+    wrapped = fonts.wrap_html(text, width, 13)
+    lines = wrapped.split("<br>")
+    assert all(fonts.text_width(line, 13) <= width for line in lines), lines
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+    for word in kept:
+        assert any(word in line for line in lines), (word, lines)
+
+
+def test_a_word_wider_than_its_line_is_still_broken_to_fit():
+    lines = fonts.wrap_html("注意力机制", 30, 13).split("<br>")
+    assert "".join(lines) == "注意力机制" and len(lines) >= 2
+    assert all(fonts.text_width(line, 13) <= 30 for line in lines), lines

@@ -130,6 +130,24 @@ def check_bool(value, name: str) -> bool:
     return bool(value)
 
 
+def check_instance(value, cls: type, name: str, made_by: str):
+    """``value`` itself if it is a ``cls`` (the data an explorer's ``draw`` takes).
+
+    Args:
+        value: what was passed.
+        cls: the class it must be.
+        name: the argument's name, for the message.
+        made_by: the function that makes a ``cls``, named in the message.
+
+    Raises:
+        TypeError: ``value`` is not a ``cls``.
+    """
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__} (from {made_by}), got "
+                        f"{type(value).__name__}")
+    return value
+
+
 def check_choice(value, name: str, allowed: Sequence):
     """One of ``allowed`` (compared with ``==``).
 

@@ -212,13 +212,81 @@ def _units(line: str) -> list[tuple[str, str]]:
     return units
 
 
+#: Relations kept on one line with both their sides (``ln(4) = 1.386``).
+_RELATIONS = {"=", "≈", "≠", "<", ">", "≤", "≥", "→"}
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter():
+    """``jieba.lcut`` with its log quiet, or ``None`` where jieba is not installed."""
+    try:
+        import jieba
+    except ImportError:
+        return None
+    import logging
+
+    jieba.setLogLevel(logging.WARNING)  # it logs its dictionary loading to stderr
+    return jieba.lcut
+
+
+def _words(units: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Join :func:`_units` so that a line breaks only where a reader would break it.
+
+    Between Chinese characters a break falls only between two words (jieba's segmentation,
+    the one the book's search uses): "词元" is one unit, not two. A number stays with the
+    measure word or unit after it ("8 个", "256 倍"), and a relation (``=``, ``≈``, ``→``...)
+    with both its sides. :func:`wrap_html` splits a joined unit again where it alone is wider
+    than its line.
+    """
+    cut = _segmenter()
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(units):
+        j = i + 1
+        while j < len(units) and units[j][0] == "":
+            j += 1
+        chain = units[i:j]  # units with no space between them
+        if cut is not None and len(chain) > 1 and not any("<" in u for _, u in chain):
+            ends, pos = set(), 0
+            for word in cut("".join(u for _, u in chain)):
+                pos += len(word)
+                ends.add(pos)
+            pos = 0
+            for sep, u in chain:
+                if out and pos and pos not in ends:
+                    out[-1] = (out[-1][0], out[-1][1] + u)
+                else:
+                    out.append((sep, u))
+                pos += len(u)
+        else:
+            out.extend(chain)
+        i = j
+    joined: list[tuple[str, str]] = []
+    keep = None  # what the previous unit holds on to: "any" next unit, or the next "word"
+    for sep, u in out:
+        after_number = (sep == " " and bool(joined) and joined[-1][1][-1:].isdigit()
+                        and _is_wide(u[0]))
+        glued = bool(joined) and (keep == "any" or (keep == "word" and sep == "")
+                                  or after_number or (sep == " " and u in _RELATIONS))
+        if glued:
+            joined[-1] = (joined[-1][0], joined[-1][1] + sep + u)
+        else:
+            joined.append((sep, u))
+        # A relation keeps what follows it; a one-character measure word after a number
+        # keeps the word it counts ("8 个词元", not "8 个" then "词元").
+        keep = "any" if u in _RELATIONS else "word" if after_number and len(u) == 1 else None
+    return joined
+
+
 def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
     """Insert ``<br>`` into plotly pseudo-HTML so that each line fits ``max_px``.
 
     Widths are :func:`text_width`'s (the font's own advances). Existing ``<br>`` are kept;
-    lines are broken greedily at spaces outside tags and between
-    full-width (Chinese) characters (a tag such as ``<span style='...'>`` is never split). A
-    single word wider than ``max_px`` stays whole on its own line.
+    lines are broken greedily at spaces outside tags and between Chinese words (jieba's
+    segmentation; between any two Chinese characters only where a word alone is wider than the
+    line), never inside a tag such as ``<span style='...'>``, between a number and the
+    measure word after it, or beside a relation such as ``=``. A single Latin word wider than
+    ``max_px`` stays whole on its own line.
 
     Args:
         text: the text (plotly's pseudo-HTML: ``<br>``, ``<b>``, ``<sub>``, ``<span>``...).
@@ -242,7 +310,14 @@ def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
             out_lines.append(line)
             continue
         cur = ""
-        for sep, unit in _units(line):
+        units = []
+        for sep, unit in _words(_units(line)):
+            if text_width(unit, font_px) > max_px:  # too wide alone: its finer breaks
+                finer = _units(unit)
+                units.extend([(sep, finer[0][1])] + finer[1:])
+            else:
+                units.append((sep, unit))
+        for sep, unit in units:
             trial = unit if not cur else cur + sep + unit
             if cur and text_width(trial, font_px) > max_px:
                 out_lines.append(cur)

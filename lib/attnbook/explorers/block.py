@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import i18n
-from ..checks import check_choice, check_increasing, check_int
+from ..checks import check_choice, check_increasing, check_instance, check_int
 from ..experiments import NORM_PLACEMENT_DEPTHS, gradient_norms_at_init
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
@@ -164,9 +164,7 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, NormPlacementData):
-        raise TypeError(f"data must be a NormPlacementData (from norm_placement_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, NormPlacementData, "data", "norm_placement_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     depth, depths = data.depth, [int(L) for L in data.depths]

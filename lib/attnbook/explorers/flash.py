@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import fonts, i18n
 from ..attention import scaled_dot_product_attention
-from ..checks import check_bool, check_choice, check_int, check_seed
+from ..checks import check_bool, check_choice, check_instance, check_int, check_seed
 from ..flash import tiled_attention_steps
 from ..viz import COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
@@ -332,9 +332,7 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, FlashStepData):
-        raise TypeError(f"data must be a FlashStepData (from flash_step_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, FlashStepData, "data", "flash_step_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     L, S = data.status.shape

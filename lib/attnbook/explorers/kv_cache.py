@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fonts, i18n
-from ..checks import check_choice, check_int
+from ..checks import check_choice, check_instance, check_int
 from ..config import DTYPE_BYTES, PRESETS, ModelConfig
 from ..cost import attention_kind, format_bytes, kv_cache_bytes, kv_variants, weights_bytes
 from ..viz import BLUE, COLUMN_PX, GREEN, GREY, ORANGE
@@ -233,9 +233,7 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, KVCacheData):
-        raise TypeError(f"data must be a KVCacheData (from kv_cache_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, KVCacheData, "data", "kv_cache_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     config = data.config

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import fonts, i18n
-from ..checks import as_float_array, check_int, check_strings
+from ..checks import as_float_array, check_instance, check_int, check_strings
 from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
@@ -174,9 +174,7 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, LMAttentionData):
-        raise TypeError(f"data must be a LMAttentionData (from lm_attention_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, LMAttentionData, "data", "lm_attention_data")
     _ = i18n.labels(language)
     width = check_int(width, "width", 1)
     if height is not None:

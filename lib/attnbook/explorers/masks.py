@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import fonts, i18n, viz
 from ..attention import masked_softmax
-from ..checks import as_float_array, check_choice, check_int, check_seed
+from ..checks import as_float_array, check_choice, check_instance, check_int, check_seed
 from ..masks import MASK_TYPES, PAD_SIDES, keep_mask_by_name
 from ..viz import COLUMN_PX
 from .base import Control, Explorer
@@ -158,8 +158,7 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, MaskData):
-        raise TypeError(f"data must be a MaskData (from mask_data), got {type(data).__name__}")
+    check_instance(data, MaskData, "data", "mask_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     width = check_int(width, "width", 1)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import i18n
-from ..checks import check_choice, check_int, check_real
+from ..checks import check_choice, check_instance, check_int, check_real
 from ..positional import (
     rope_frequencies,
     rope_offset_scores,
@@ -163,9 +163,7 @@ def draw_position(data: PositionData, *, language: str | None = None, height: in
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, PositionData):
-        raise TypeError(f"data must be a PositionData (from position_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, PositionData, "data", "position_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     m, pos, path = data.position, data.positions, data.path

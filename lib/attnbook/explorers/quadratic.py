@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import fonts, i18n
-from ..checks import check_choice, check_increasing, check_int
+from ..checks import check_choice, check_increasing, check_instance, check_int
 from ..cost import attention_flops, format_bytes, score_matrix_bytes
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
@@ -147,9 +147,7 @@ def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: 
     """
     import plotly.graph_objects as go
 
-    if not isinstance(data, QuadraticData):
-        raise TypeError(f"data must be a QuadraticData (from quadratic_data), got "
-                        f"{type(data).__name__}")
+    check_instance(data, QuadraticData, "data", "quadratic_data")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     seq_lens = [int(n) for n in data.seq_lens]

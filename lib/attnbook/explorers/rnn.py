@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import i18n
-from ..checks import check_choice, check_increasing, check_int, check_real
+from ..checks import check_choice, check_increasing, check_instance, check_int, check_real
 from ..rnn import GradientDecay, gamma_estimate, gradient_decay_data
 from ..viz import BLUE, COLUMN_PX, GREEN, GREY, ORANGE
 from .base import Control, Explorer
@@ -169,9 +169,7 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
     """
     import plotly.graph_objects as go
 
-    if not isinstance(setting, DecaySetting):
-        raise TypeError(f"setting must be a DecaySetting (from gradient_decay_setting), got "
-                        f"{type(setting).__name__}")
+    check_instance(setting, DecaySetting, "setting", "gradient_decay_setting")
     _ = i18n.labels(language)
     height = check_int(height, "height", 10)
     data, distance, at = setting.data, setting.distance, setting.at
