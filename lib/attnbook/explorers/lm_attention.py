@@ -24,18 +24,24 @@ from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
 
-__all__ = ["MAX_SENTENCE_CHARS", "show_char", "LMAttentionData", "lm_attention_data",
+__all__ = ["MAX_SENTENCE_CHARS", "MIN_TICK_PX", "MAX_TICK_PX", "MIN_ROW_PX", "MAX_ROW_PX",
+           "show_char", "LMAttentionData", "lm_attention_data",
            "draw_lm_attention", "lm_attention_figure", "lm_attention_explorer"]
 
 #: Longest sentence the explorer draws, in tokens (characters). At 390 px a phone's plot gives
 #: each of 48 columns about 6 px, and longer sentences would make the static page heavy.
 MAX_SENTENCE_CHARS = 48
 
-#: Font sizes in px of the tick labels (the tokens): the least and the most.
-MIN_TICK_PX, MAX_TICK_PX = 9, 12
-#: Height in px of a row of the map when the height is not given: the columns' width, within
-#: these bounds (a phone's columns are narrower than a legible row).
-MIN_ROW_PX, MAX_ROW_PX = 12, 24
+#: Least font size in px of the tick labels (the tokens).
+MIN_TICK_PX = 9
+#: Largest font size in px of the tick labels.
+MAX_TICK_PX = 12
+#: Least height in px of a row of the map when the height is not given (a row is as tall as a
+#: column is wide, within MIN_ROW_PX and MAX_ROW_PX: a phone's columns are narrower than a
+#: legible row).
+MIN_ROW_PX = 12
+#: Largest height in px of a row of the map when the height is not given.
+MAX_ROW_PX = 24
 _LINE = 1.3  # a line of text, in font sizes
 #: Font size in px of the figure's title (shown as the caption above the plot).
 TITLE_PX = 14
