@@ -125,6 +125,17 @@ def test_a_draw_without_width_is_still_fitted_afterwards():
     (dict(width=688, titles=["a"], height=10), ValueError, "height"),
     (dict(width=688, titles=["a"], left=-5), ValueError, "left"),
     (dict(width=688, titles=["a"], spacing_px=80.5), TypeError, "spacing_px"),
+    # Not sequences: a generator was consumed by the type check (then 'no title'), None or a
+    # number failed inside the loop with "'int' object is not iterable".
+    (dict(width=688, titles=(t for t in ["a", "b"])), TypeError, "titles"),
+    (dict(width=688, titles=None), TypeError, "titles"),
+    (dict(width=688, titles=["a", "b"], column_widths=2), TypeError, "column_widths"),
+    # A share so small (or a sum so large) that a panel is narrower than 20 px: refused, not
+    # drawn 0 px wide.
+    (dict(width=688, titles=["a", "b"], column_widths=[1e-9, 1]), ValueError,
+     r"column_widths\[0\]"),
+    (dict(width=688, titles=["a", "b"], column_widths=[1e308, 1e308]), ValueError,
+     r"column_widths\[0\]"),
 ])
 def test_panel_grid_rejects_impossible_layouts_naming_the_argument(kwargs, exc, name):
     with pytest.raises(exc, match=name):
