@@ -234,3 +234,33 @@ def test_axis_px_makes_room_for_tick_labels_of_two_lines_under_a_stacked_panel()
         layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=-1)
     with pytest.raises(TypeError, match="axis_px"):
         layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=70.5)
+
+
+def _figure_functions():
+    import numpy as np
+
+    from attnbook.explorers import pretrained, scaling, temperature, three_steps
+
+    tokens = [["the", "animal", "street", "it"], ["it", "was", "animal", "street"]]
+    weights = [np.full((2, 2, 4), 0.25), np.full((2, 2, 4), 0.25)]
+    return [
+        ("temperature_figure", lambda **kw: temperature.temperature_figure(**kw)),
+        ("three_steps_figure", lambda **kw: three_steps.three_steps_figure(**kw)),
+        ("gradient_decay_figure", lambda **kw: rnn.gradient_decay_figure(
+            0.9, 5, data=rnn.gradient_decay_data(0.9, max_distance=20, hidden_size=8), **kw)),
+        ("scaling_figure", lambda **kw: scaling.scaling_figure(n_samples=50, n_draws=5, **kw)),
+        ("token_attention_figure", lambda **kw: pretrained.token_attention_figure(
+            tokens, weights, **kw)),
+    ]
+
+
+@pytest.mark.parametrize("name, make", _figure_functions(), ids=lambda v: v
+                         if isinstance(v, str) else "")
+def test_every_figure_function_draws_for_a_phone_in_one_call(name, make):
+    # mask_figure and flash_step_figure took width (a3ee0fe); these five did not, so a phone's
+    # figure could only be made through draw_*; each must pass width on to its draw.
+    wide, phone = make(), make(width=viz.PHONE_PX)
+    assert [t.type for t in wide.data] == [t.type for t in phone.data]
+    assert wide.to_plotly_json()["layout"] != phone.to_plotly_json()["layout"], name
+    with pytest.raises(TypeError, match="width"):
+        make(width=358.5)
