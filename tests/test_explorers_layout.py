@@ -264,3 +264,23 @@ def test_every_figure_function_draws_for_a_phone_in_one_call(name, make):
     assert wide.to_plotly_json()["layout"] != phone.to_plotly_json()["layout"], name
     with pytest.raises(TypeError, match="width"):
         make(width=358.5)
+
+
+def test_an_empty_caption_title_takes_no_room_since_none_is_given_back():
+    # take_title gives nothing back for a figure with no title; caption_title("") added 16 px
+    # all the same, so the figure came out 16 px taller with an empty band above the panels.
+    from attnbook.explorers.base import take_title
+
+    grid = layout.panel_grid(688, ["a"])
+    before = grid.figure.to_plotly_json()["layout"]
+    after, caption = take_title(layout.caption_title(grid.figure, "").to_plotly_json())
+    assert caption == "" and layout.title_room("", 14) == 0
+    assert after["layout"]["height"] == before["height"]
+    assert after["layout"]["margin"]["t"] == before["margin"]["t"]
+
+
+def test_caption_title_refuses_a_figure_without_margins_naming_it():
+    import plotly.graph_objects as go
+
+    with pytest.raises(ValueError, match="fig"):  # was: TypeError NoneType + int
+        layout.caption_title(go.Figure(), "a title")

@@ -193,9 +193,10 @@ def title_room(text: str, size: float) -> int:
     """Room in px a figure title of ``text`` at ``size`` px takes above the plot.
 
     Its lines at 1.3 times the size, and 16 px: what :func:`caption_title` adds and
-    :func:`attnbook.explorers.base.take_title` gives back once the title is the caption.
+    :func:`attnbook.explorers.base.take_title` gives back once the title is the caption; 0
+    for ``""`` (no title: no caption, nothing given back).
     """
-    return round(_lines(text) * size * _LINE + 16)
+    return round(_lines(text) * size * _LINE + 16) if text else 0
 
 
 def caption_title(fig, text: str, *, size: int = 14):
@@ -217,11 +218,16 @@ def caption_title(fig, text: str, *, size: int = 14):
 
     Raises:
         TypeError: if ``text`` is not a string or ``size`` not an integer.
-        ValueError: if ``size`` < 1.
+        ValueError: if ``size`` < 1, or ``fig`` has no top margin and height in px (not laid
+            out by :func:`panel_grid`).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     size = check_int(size, "size", 1)
+    if fig.layout.margin.t is None or fig.layout.height is None:
+        raise ValueError(f"fig must have a top margin and a height in px (a figure laid out by "
+                         f"panel_grid), got margin.t={fig.layout.margin.t}, "
+                         f"height={fig.layout.height}")
     room = title_room(text, size)  # what take_title gives back
     fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
                       margin_t=fig.layout.margin.t + room, height=fig.layout.height + room)
