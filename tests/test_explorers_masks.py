@@ -297,3 +297,13 @@ def test_mask_figure_with_cells_too_small_for_any_number(width):
     for trace in fig.data:
         assert trace.textfont.size >= 1
         assert trace.texttemplate == ""
+
+
+def test_a_width_too_narrow_for_the_colour_bar_is_refused_naming_width():
+    # Below about 130 px the phone's horizontal colour bar came out of negative length and
+    # plotly raised about heatmap.colorbar.len.
+    from attnbook.explorers.masks import mask_figure
+
+    with pytest.raises(ValueError, match="width=100"):
+        mask_figure("causal", width=100)
+    mask_figure("causal", width=160)

@@ -207,6 +207,10 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
 
     bar_title = _("weight")
     if stacked:  # horizontal, under the weights panel's axis title, its title on its right
+        bar_px = (wx1 - wx0) * plot_w - (fonts.text_width(bar_title, 13) + 16)
+        if bar_px < 20:  # plotly refuses a colour bar of length <= 0
+            raise ValueError(f"width={width} px leaves the colour bar {bar_px:.0f} px beside "
+                             f"its title under the weights panel (at least 20 px)")
         bar = dict(orientation="h", x=wx0, xanchor="left", y=0, yref="container",
                    yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
                    len=wx1 - wx0 - (fonts.text_width(bar_title, 13) + 16) / plot_w)
