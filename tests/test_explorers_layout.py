@@ -125,6 +125,17 @@ def test_a_draw_without_width_is_still_fitted_afterwards():
     (dict(width=688, titles=["a"], height=10), ValueError, "height"),
     (dict(width=688, titles=["a"], left=-5), ValueError, "left"),
     (dict(width=688, titles=["a"], spacing_px=80.5), TypeError, "spacing_px"),
+    # Not sequences: a generator was consumed by the type check (then 'no title'), None or a
+    # number failed inside the loop with "'int' object is not iterable".
+    (dict(width=688, titles=(t for t in ["a", "b"])), TypeError, "titles"),
+    (dict(width=688, titles=None), TypeError, "titles"),
+    (dict(width=688, titles=["a", "b"], column_widths=2), TypeError, "column_widths"),
+    # A share so small (or a sum so large) that a panel is narrower than 20 px: refused, not
+    # drawn 0 px wide.
+    (dict(width=688, titles=["a", "b"], column_widths=[1e-9, 1]), ValueError,
+     r"column_widths\[0\]"),
+    (dict(width=688, titles=["a", "b"], column_widths=[1e308, 1e308]), ValueError,
+     r"column_widths\[0\]"),
 ])
 def test_panel_grid_rejects_impossible_layouts_naming_the_argument(kwargs, exc, name):
     with pytest.raises(exc, match=name):
@@ -223,3 +234,53 @@ def test_axis_px_makes_room_for_tick_labels_of_two_lines_under_a_stacked_panel()
         layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=-1)
     with pytest.raises(TypeError, match="axis_px"):
         layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=70.5)
+
+
+def _figure_functions():
+    import numpy as np
+
+    from attnbook.explorers import pretrained, scaling, temperature, three_steps
+
+    tokens = [["the", "animal", "street", "it"], ["it", "was", "animal", "street"]]
+    weights = [np.full((2, 2, 4), 0.25), np.full((2, 2, 4), 0.25)]
+    return [
+        ("temperature_figure", lambda **kw: temperature.temperature_figure(**kw)),
+        ("three_steps_figure", lambda **kw: three_steps.three_steps_figure(**kw)),
+        ("gradient_decay_figure", lambda **kw: rnn.gradient_decay_figure(
+            0.9, 5, data=rnn.gradient_decay_data(0.9, max_distance=20, hidden_size=8), **kw)),
+        ("scaling_figure", lambda **kw: scaling.scaling_figure(n_samples=50, n_draws=5, **kw)),
+        ("token_attention_figure", lambda **kw: pretrained.token_attention_figure(
+            tokens, weights, **kw)),
+    ]
+
+
+@pytest.mark.parametrize("name, make", _figure_functions(), ids=lambda v: v
+                         if isinstance(v, str) else "")
+def test_every_figure_function_draws_for_a_phone_in_one_call(name, make):
+    # mask_figure and flash_step_figure took width (a3ee0fe); these five did not, so a phone's
+    # figure could only be made through draw_*; each must pass width on to its draw.
+    wide, phone = make(), make(width=viz.PHONE_PX)
+    assert [t.type for t in wide.data] == [t.type for t in phone.data]
+    assert wide.to_plotly_json()["layout"] != phone.to_plotly_json()["layout"], name
+    with pytest.raises(TypeError, match="width"):
+        make(width=358.5)
+
+
+def test_an_empty_caption_title_takes_no_room_since_none_is_given_back():
+    # take_title gives nothing back for a figure with no title; caption_title("") added 16 px
+    # all the same, so the figure came out 16 px taller with an empty band above the panels.
+    from attnbook.explorers.base import take_title
+
+    grid = layout.panel_grid(688, ["a"])
+    before = grid.figure.to_plotly_json()["layout"]
+    after, caption = take_title(layout.caption_title(grid.figure, "").to_plotly_json())
+    assert caption == "" and layout.title_room("", 14) == 0
+    assert after["layout"]["height"] == before["height"]
+    assert after["layout"]["margin"]["t"] == before["margin"]["t"]
+
+
+def test_caption_title_refuses_a_figure_without_margins_naming_it():
+    import plotly.graph_objects as go
+
+    with pytest.raises(ValueError, match="fig"):  # was: TypeError NoneType + int
+        layout.caption_title(go.Figure(), "a title")

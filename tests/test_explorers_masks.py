@@ -285,3 +285,25 @@ def test_mask_note_for_a_query_without_keys_is_in_the_caption_in_orange():
         first, note = title.split("<br>")
         assert "queries 0, 1 see no key" in note and viz.ORANGE in note
     assert "<br>" not in draw_mask(mask_data("causal"), width=viz.PHONE_PX).layout.title.text
+
+
+@pytest.mark.parametrize("width", [viz.COLUMN_PX, viz.PHONE_PX])
+def test_mask_figure_with_cells_too_small_for_any_number(width):
+    # mask_data takes any seq_len; 64 keys leave cells of about 3 px, where the cell values'
+    # font size came out 0 and plotly refused the figure. The values are left to the hover.
+    from attnbook.explorers.masks import mask_figure
+
+    fig = mask_figure("causal", seq_len=64, width=width)
+    for trace in fig.data:
+        assert trace.textfont.size >= 1
+        assert trace.texttemplate == ""
+
+
+def test_a_width_too_narrow_for_the_colour_bar_is_refused_naming_width():
+    # Below about 130 px the phone's horizontal colour bar came out of negative length and
+    # plotly raised about heatmap.colorbar.len.
+    from attnbook.explorers.masks import mask_figure
+
+    with pytest.raises(ValueError, match="width=100"):
+        mask_figure("causal", width=100)
+    mask_figure("causal", width=160)

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from .. import fonts, viz
 from ..checks import check_bool, check_int, check_real
 
@@ -111,7 +113,8 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     left, right = check_int(left, "left", 0), check_int(right, "right", 0)
     bottom, spacing_px = check_int(bottom, "bottom", 0), check_int(spacing_px, "spacing_px", 0)
     axis_px = check_int(axis_px, "axis_px", 0)
-    if isinstance(titles, str) or not all(isinstance(t, str) for t in titles):
+    if isinstance(titles, str) or not isinstance(titles, (Sequence, np.ndarray)) or not all(
+            isinstance(t, str) for t in titles):
         raise TypeError(f"titles must be a sequence of strings (one per panel), got {titles!r}")
     titles = list(titles)
     n = len(titles)
@@ -119,6 +122,9 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         raise ValueError("titles must name at least one panel (use '' for an untitled one)")
     if column_widths is None:
         column_widths = [1.0] * n
+    if isinstance(column_widths, str) or not isinstance(column_widths, (Sequence, np.ndarray)):
+        raise TypeError(f"column_widths must be a sequence of {n} positive numbers (one per "
+                        f"title), got {column_widths!r}")
     column_widths = [check_real(c, f"column_widths[{i}]", minimum=0, strict=True)
                      for i, c in enumerate(column_widths)]
     if len(column_widths) != n:
@@ -153,6 +159,12 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
         spacing = spacing_px / plot_w if n > 1 else 0.0
         total = float(sum(column_widths))
         share = [float(c) / total for c in column_widths]
+        free = plot_w - spacing_px * (n - 1)
+        for i, s_i in enumerate(share):
+            if not free * s_i >= 20:  # also a share of 0 where the sum overflows to inf
+                raise ValueError(f"column_widths[{i}] = {column_widths[i]:g} of "
+                                 f"{column_widths} leaves panel {i} {free * s_i:.1f} px wide "
+                                 f"at width={width} px (at least 20 px)")
         room, x0 = [], 0.0
         for s_i in share:  # a title may reach into the gaps beside its panel, not off the figure
             panel = plot_w * (1 - spacing * (n - 1)) * s_i
@@ -181,9 +193,10 @@ def title_room(text: str, size: float) -> int:
     """Room in px a figure title of ``text`` at ``size`` px takes above the plot.
 
     Its lines at 1.3 times the size, and 16 px: what :func:`caption_title` adds and
-    :func:`attnbook.explorers.base.take_title` gives back once the title is the caption.
+    :func:`attnbook.explorers.base.take_title` gives back once the title is the caption; 0
+    for ``""`` (no title: no caption, nothing given back).
     """
-    return round(_lines(text) * size * _LINE + 16)
+    return round(_lines(text) * size * _LINE + 16) if text else 0
 
 
 def caption_title(fig, text: str, *, size: int = 14):
@@ -205,11 +218,16 @@ def caption_title(fig, text: str, *, size: int = 14):
 
     Raises:
         TypeError: if ``text`` is not a string or ``size`` not an integer.
-        ValueError: if ``size`` < 1.
+        ValueError: if ``size`` < 1, or ``fig`` has no top margin and height in px (not laid
+            out by :func:`panel_grid`).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     size = check_int(size, "size", 1)
+    if fig.layout.margin.t is None or fig.layout.height is None:
+        raise ValueError(f"fig must have a top margin and a height in px (a figure laid out by "
+                         f"panel_grid), got margin.t={fig.layout.margin.t}, "
+                         f"height={fig.layout.height}")
     room = title_room(text, size)  # what take_title gives back
     fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
                       margin_t=fig.layout.margin.t + room, height=fig.layout.height + room)

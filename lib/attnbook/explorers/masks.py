@@ -195,8 +195,9 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
     # value that does not fit with a gap is left to the hover text.
     cell_px = (wx1 - wx0) * plot_w / L - 1
     mask_px = (lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / L - 1
-    cell_font = min(CELL_FONT_PX, int((cell_px - 2) / fonts.text_width("0.00", 1)))
-    mask_font = min(CELL_FONT_PX, int((mask_px - 2) / fonts.text_width("0", 1)))
+    # At least 1 px (plotly refuses a smaller size): a value of fewer than MIN_FONT_PX is hidden.
+    cell_font = max(1, min(CELL_FONT_PX, int((cell_px - 2) / fonts.text_width("0.00", 1))))
+    mask_font = max(1, min(CELL_FONT_PX, int((mask_px - 2) / fonts.text_width("0", 1))))
     widest = max(fonts.text_width(line, 1) for t in key_ticks for line in t.split("<br>"))
     tick_size = max(MIN_FONT_PX, min(13, int((mask_px - 4) / widest)))
     step = _tick_step(key_ticks, mask_px, tick_size)  # every step-th key labelled
@@ -205,6 +206,10 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
 
     bar_title = _("weight")
     if stacked:  # horizontal, under the weights panel's axis title, its title on its right
+        bar_px = (wx1 - wx0) * plot_w - (fonts.text_width(bar_title, 13) + 16)
+        if bar_px < 20:  # plotly refuses a colour bar of length <= 0
+            raise ValueError(f"width={width} px leaves the colour bar {bar_px:.0f} px beside "
+                             f"its title under the weights panel (at least 20 px)")
         bar = dict(orientation="h", x=wx0, xanchor="left", y=0, yref="container",
                    yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
                    len=wx1 - wx0 - (fonts.text_width(bar_title, 13) + 16) / plot_w)

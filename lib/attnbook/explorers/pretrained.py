@@ -251,7 +251,7 @@ def draw_token_attention(data: TokenAttentionData, *, language: str | None = Non
 def token_attention_figure(
     tokens, weights, layer: int = 0, head: int = 0, *, query: str = "it",
     highlight=("animal", "street"), titles=None, height: int | None = None,
-    language: str | None = None,
+    language: str | None = None, width: int = viz.COLUMN_PX,
 ):
     """The referent explorer's figure: :func:`draw_token_attention` of :func:`token_attention_data`.
 
@@ -269,6 +269,7 @@ def token_attention_figure(
         titles: optional ``n_sentences`` panel titles (plain text).
         height: figure height in px; default as :func:`draw_token_attention`.
         language: see :func:`draw_token_attention`.
+        width: the width in px the figure is drawn at (see :func:`draw_token_attention`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -278,7 +279,7 @@ def token_attention_figure(
     """
     data = token_attention_data(tokens, weights, layer, head, query=query,
                                 highlight=highlight, titles=titles)
-    return draw_token_attention(data, language=language, height=height)
+    return draw_token_attention(data, language=language, height=height, width=width)
 
 
 def referent_explorer(

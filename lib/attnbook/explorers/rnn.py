@@ -241,7 +241,7 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
 def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
                           data: GradientDecay | None = None,
                           gamma_range: tuple = (0.5, 1.1), height: int = 440,
-                          language: str | None = None):
+                          language: str | None = None, width: int = COLUMN_PX):
     """The γ-and-distance figure of one setting: :func:`draw_gradient_decay` of its data.
 
     The data is :func:`gradient_decay_setting` ``(gamma, distance, data, gamma_range)``.
@@ -254,6 +254,7 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
         gamma_range: ``(low, high)`` of the right panel's axis, ``0 < low < high``.
         height: figure height in pixels, >= 10.
         language: see :func:`draw_gradient_decay`.
+        width: the width in px the figure is drawn at (see :func:`draw_gradient_decay`).
 
     Returns:
         ``plotly.graph_objects.Figure`` (trace order as :func:`draw_gradient_decay`).
@@ -263,7 +264,7 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
             :func:`draw_gradient_decay`.
     """
     setting = gradient_decay_setting(gamma, distance, data=data, gamma_range=gamma_range)
-    return draw_gradient_decay(setting, language=language, height=height)
+    return draw_gradient_decay(setting, language=language, height=height, width=width)
 
 
 def gradient_decay_explorer(

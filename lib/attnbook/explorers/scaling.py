@@ -161,7 +161,7 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
 def scaling_figure(
     d_k: int = 64, scaled: bool = True, n_keys: int = 16, *, n_samples: int = 2000,
     n_draws: int = 200, seed: int = 0, x_range: float | None = None, height: int = 460,
-    language: str | None = None,
+    language: str | None = None, width: int = viz.COLUMN_PX,
 ):
     """The √d_k explorer's figure of one setting: :func:`draw_scaling` of its data.
 
@@ -177,6 +177,7 @@ def scaling_figure(
         x_range: half-width of the score axis, or ``None`` (see :func:`draw_scaling`).
         height: figure height in px, >= 10.
         language: see :func:`draw_scaling`.
+        width: the width in px the figure is drawn at (see :func:`draw_scaling`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -187,7 +188,8 @@ def scaling_figure(
     """
     data = scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
                         seed=seed)
-    return draw_scaling(data, language=language, x_range=x_range, height=height)
+    return draw_scaling(data, language=language, x_range=x_range, height=height,
+                        width=width)
 
 
 def scaling_explorer(

@@ -205,7 +205,8 @@ def draw_temperature(data: TemperatureData, *, language: str | None = None,
 
 def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
                        t_range: Sequence[float] = (T_VALUES[0], T_VALUES[-1]),
-                       height: int = 430, language: str | None = None):
+                       height: int = 430, language: str | None = None,
+                       width: int = viz.COLUMN_PX):
     """The temperature explorer's figure of one setting: :func:`draw_temperature` of its data.
 
     The data are :func:`temperature_data`'s: the weights at ``T``, and the entropy and the
@@ -218,6 +219,7 @@ def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
         t_range: ``(T_min, T_max)`` of the curves, ``0 < T_min < T_max``.
         height: figure height in pixels (>= 10).
         language: see :func:`draw_temperature`.
+        width: the width in px the figure is drawn at (see :func:`draw_temperature`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -231,7 +233,7 @@ def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
     """
     height = check_int(height, "height", 10)
     data = temperature_data(T, score_set, t_range=t_range)
-    return draw_temperature(data, language=language, height=height)
+    return draw_temperature(data, language=language, height=height, width=width)
 
 
 def temperature_explorer(T: float = 1.0, score_set: str = "chapter 2") -> Explorer:

@@ -377,7 +377,7 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
 
 def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
                        scale: float | None = None, height: int = 400,
-                       language: str | None = None):
+                       language: str | None = None, width: int = COLUMN_PX):
     """Figure of the three steps explorer: :func:`draw_three_steps` of :func:`three_steps`.
 
     Args:
@@ -386,6 +386,7 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
         scale: the multiplier ``c`` (default ``1/sqrt(2)``).
         height: figure height in px (>= 10).
         language: see :func:`draw_three_steps`.
+        width: the width in px the figure is drawn at (see :func:`draw_three_steps`).
 
     Returns:
         ``plotly.graph_objects.Figure``.
@@ -396,7 +397,7 @@ def three_steps_figure(context: str = "I ate an apple", include_self: bool = Tru
     """
     height = check_int(height, "height", 10)
     data = three_steps(context, scale, include_self=include_self)
-    return draw_three_steps(data, language=language, height=height)
+    return draw_three_steps(data, language=language, height=height, width=width)
 
 
 def three_steps_explorer(context: str = "I ate an apple", include_self: bool = True) -> Explorer:
