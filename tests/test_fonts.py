@@ -56,6 +56,13 @@ def test_math_symbols_noto_draws_full_width_are_measured_and_served_in_dejavu(sy
     assert ord(symbol) in code_points(dejavu_face)
 
 
+@pytest.mark.parametrize("symbol", ["℃", "■", "★"])
+def test_other_symbols_stay_with_the_chinese_face(symbol):
+    # Not mathematics: in Chinese text these are drawn full-width, as Noto Sans CJK has them.
+    noto, _ = fonts.font_paths()
+    assert fonts.text_width(symbol, 20) == pytest.approx(pil_width(noto, symbol, 20), rel=0.01)
+
+
 def test_markup_is_not_drawn_and_subscripts_are_smaller():
     assert fonts.text_width("<b>a&amp;b</b>", 10) == pytest.approx(fonts.text_width("a&b", 10))
     assert fonts.text_width("d<sub>k</sub>", 10) == pytest.approx(

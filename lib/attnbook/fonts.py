@@ -91,13 +91,15 @@ def _metrics() -> tuple[tuple[dict[int, float], ...], float]:
 
 
 def _is_math_symbol(cp: int) -> bool:
-    """Whether ``cp`` is a mathematical symbol or arrow that is not a wide East Asian character.
+    """Whether ``cp`` is a mathematical symbol or an arrow, not a wide East Asian character.
 
-    ``×``, ``−``, ``→``, ``≤``, ``√``, ``‖``: Noto Sans CJK draws these full-width (1 em, as
-    CJK punctuation), which spaces an English formula apart, so DejaVu Sans draws them.
+    Mathematical: Unicode's category Sm, and ``‖``; arrows: U+2190–U+21FF. Other symbols
+    (``℃``, ``■``, ``★``) are not: in Chinese text they belong full-width. Noto Sans CJK
+    draws ``×``, ``−``, ``→``, ``≤``, ``√``, ``‖`` full-width (1 em, as CJK punctuation),
+    which spaces an English formula apart, so DejaVu Sans draws them.
     """
     ch = chr(cp)
-    return ((unicodedata.category(ch) in ("Sm", "So") or ch == "‖")
+    return ((unicodedata.category(ch) == "Sm" or 0x2190 <= cp <= 0x21FF or ch == "‖")
             and unicodedata.east_asian_width(ch) not in ("W", "F"))
 
 
