@@ -284,3 +284,20 @@ def test_caption_title_refuses_a_figure_without_margins_naming_it():
 
     with pytest.raises(ValueError, match="fig"):  # was: TypeError NoneType + int
         layout.caption_title(go.Figure(), "a title")
+
+
+def test_each_grid_is_a_copy_the_next_call_does_not_see_changes_to():
+    # panel_grid makes each grid once; a draw that adds traces and changes the layout of its
+    # copy must not change the grid the next draw gets.
+    import plotly.graph_objects as go
+
+    first = layout.panel_grid(688, ["a", "b"])
+    first.figure.add_trace(go.Scatter(x=[1], y=[2]), **first.cells[1])
+    first.figure.update_layout(height=999, title_text="changed")
+    first.figure.update_xaxes(title_text="x", **first.cells[0])
+    first.cells[0]["row"] = 7
+    again = layout.panel_grid(688, ["a", "b"])
+    assert len(again.figure.data) == 0
+    assert again.figure.layout.height == 440 and again.figure.layout.title.text is None
+    assert again.figure.layout.xaxis.title.text is None
+    assert again.cells == [{"row": 1, "col": 1}, {"row": 1, "col": 2}]

@@ -283,7 +283,7 @@ def test_mask_note_for_a_query_without_keys_is_in_the_caption_in_orange():
     for width in (viz.COLUMN_PX, viz.PHONE_PX):
         title = draw_mask(data, width=width).layout.title.text
         first, note = title.split("<br>")
-        assert "queries 0, 1 see no key" in note and viz.ORANGE in note
+        assert "queries 0, 1 see no key" in note and viz.ORANGE_TEXT in note
     assert "<br>" not in draw_mask(mask_data("causal"), width=viz.PHONE_PX).layout.title.text
 
 

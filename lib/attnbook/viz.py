@@ -35,6 +35,7 @@ __all__ = [
     "FONT",
     "BLUE",
     "ORANGE",
+    "ORANGE_TEXT",
     "GREY",
     "GREEN",
     "axis_style",
@@ -69,6 +70,9 @@ FONT = dict(family=fonts.CSS_FAMILY, size=13)
 BLUE = "#1f5fa8"
 #: The book's second data colour (expected values, the chosen setting).
 ORANGE = "#d9730d"
+#: The orange of text on white (:data:`ORANGE` is too light for text: contrast 3.3; this is
+#: 5.1, WCAG AA), e.g. a warning in an explorer's caption.
+ORANGE_TEXT = "#b35300"
 #: Reference lines and secondary text.
 GREY = "#555555"
 #: A third data colour.

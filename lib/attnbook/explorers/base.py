@@ -897,7 +897,9 @@ class Explorer:
             "inactive": inactive if self._active is not None else None,
             # Latin words that are example data a real model read (shown as read).
             "kept_words": sorted(self._kept),
-            "config": {"displaylogo": False, "responsive": True},
+            # Not plotly's "responsive": the page's script fits the plot to its width and
+            # draws the phone's figure below narrow_below (explorer.js, onResize).
+            "config": {"displaylogo": False, "responsive": False},
             # What a toggle's value reads (off, on).
             "toggle_text": [i18n.translate("off", language), i18n.translate("on", language)],
         }

@@ -16,6 +16,7 @@ static explorer stores the phone's traces as patches of the column's.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -105,7 +106,7 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
             ``column_widths`` does not give one finite positive number per panel, or the
             width or height leaves no room for the panels.
     """
-    from plotly.subplots import make_subplots
+    import plotly.graph_objects as go
 
     width = check_int(width, "width", 1)
     height = check_int(height, "height", 10)
@@ -137,6 +138,21 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     if width - side < 20 * (1 if stack else n):
         raise ValueError(f"width={width} px leaves no room for {n} panel(s) after the margins "
                          f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})")
+    # The grid of these arguments is made once (make_subplots and its styling take most of an
+    # explorer's drawing time: every setting of every explorer asks for one of a few grids),
+    # and each call gets its own copy to add traces to.
+    fig, cells = _grid(width, tuple(titles), tuple(column_widths), height, title_size, left,
+                       right, bottom, spacing_px, axis_px, stack)
+    return PanelGrid(go.Figure(fig), [dict(c) for c in cells], stack, width)
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(width, titles, column_widths, height, title_size, left, right, bottom, spacing_px,
+          axis_px, stack):
+    """The figure and cells of :func:`panel_grid` (arguments already checked); not to change."""
+    from plotly.subplots import make_subplots
+
+    n = len(titles)
     line_px = title_size * _LINE
     margin_b = axis_px + bottom  # the lowest panel's tick labels and axis title, the legend
     if stack:
@@ -186,7 +202,7 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
                       plot_bgcolor="white", legend=viz.legend_below())
     fig.update_xaxes(**viz.axis_style())
     fig.update_yaxes(**viz.axis_style())
-    return PanelGrid(fig, cells, stack, width)
+    return fig, cells
 
 
 def title_room(text: str, size: float) -> int:

@@ -250,7 +250,7 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
         note = _.ngettext("query {rows} sees no key: its weights are all 0",
                           "queries {rows} see no key: their weights are all 0", len(rows),
                           rows=", ".join(str(i) for i in rows))
-        title += f"<br><span style='color:{viz.ORANGE}'>{_html.escape(note)}</span>"
+        title += f"<br><span style='color:{viz.ORANGE_TEXT}'>{_html.escape(note)}</span>"
     # The title becomes the caption above the plot (base.take_title).
     caption_title(fig, title, size=TITLE_PX)
     fig.update_layout(showlegend=False)

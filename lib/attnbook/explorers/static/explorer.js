@@ -114,7 +114,10 @@
       var flat = currentIndex();
       syncLabels(flat);
       var narrow = narrowNow();
-      if (flat === shown && narrow === shownNarrow) { return; }
+      if (flat === shown && narrow === shownNarrow) { return false; }
+      // The other variant is drawn anew: plotly's react cannot turn a colour bar from
+      // vertical to horizontal (it drew rectangles of negative height).
+      var fresh = first || narrow !== shownNarrow;
       shown = flat;
       shownNarrow = narrow;
       plot.setAttribute('data-grid-index', String(flat));
@@ -125,20 +128,24 @@
       var caption = doc.getElementById(uid + '-caption');
       if (caption) { caption.innerHTML = fig.caption; }
       if (fig.layout.height) { plot.style.height = fig.layout.height + 'px'; }
-      if (first) { global.Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
+      if (fresh) { global.Plotly.newPlot(plot, fig.data, fig.layout, spec.config); }
       else { global.Plotly.react(plot, fig.data, fig.layout, spec.config); }
+      return true;
     }
     inputs.forEach(function (el) {
       el.addEventListener('input', function () { draw(false); });
       el.addEventListener('change', function () { draw(false); });
     });
     // A window resize, or the explorer's box changing width (a sidebar, a <details> opened),
-    // may cross the narrow threshold; draw() does nothing unless the frame or the variant
-    // changes.
+    // may cross the narrow threshold: then the other variant is drawn, else the plot is fitted
+    // to its new width. (plotly's own "responsive" resize is off: it would first draw the
+    // column's figure at a phone's width, where its margins leave no room for the plot.)
     var resizeTimer = null;
     function onResize() {
       clearTimeout(resizeTimer);
-      resizeTimer = setTimeout(function () { draw(false); }, 150);
+      resizeTimer = setTimeout(function () {
+        if (!draw(false) && plot._fullLayout) { global.Plotly.Plots.resize(plot); }
+      }, 150);
     }
     global.addEventListener('resize', onResize);
     if (global.ResizeObserver) { new global.ResizeObserver(onResize).observe(root); }
