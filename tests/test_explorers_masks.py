@@ -307,3 +307,19 @@ def test_a_width_too_narrow_for_the_colour_bar_is_refused_naming_width():
     with pytest.raises(ValueError, match="width=100"):
         mask_figure("causal", width=100)
     mask_figure("causal", width=160)
+
+
+def test_mask_explorer_names_seq_len_when_its_grid_would_not_fit():
+    """The longest sequence whose every setting can be precomputed builds; one token more is
+    refused by ``seq_len``'s own check, not by the grid's count (which names no argument)."""
+    from attnbook.explorers.base import MAX_GRID
+    from attnbook.explorers.masks import MAX_SEQ_LEN, mask_explorer
+    from attnbook.masks import MASK_TYPES, PAD_SIDES
+
+    def n_settings(n):  # mask type x window 1..n x pads 0..n x pad side
+        return len(MASK_TYPES) * n * (n + 1) * len(PAD_SIDES)
+
+    assert n_settings(MAX_SEQ_LEN) <= MAX_GRID < n_settings(MAX_SEQ_LEN + 1)
+    mask_explorer(seq_len=MAX_SEQ_LEN)
+    with pytest.raises(ValueError, match="seq_len"):
+        mask_explorer(seq_len=MAX_SEQ_LEN + 1)

@@ -603,9 +603,10 @@ class Explorer:
             raise ValueError(f"control names must be unique, got {names}")
         n_grid = math.prod(len(c.options) for c in self._specs)
         if n_grid > MAX_GRID:
+            sizes = " x ".join(f"{c.name} {len(c.options)}" for c in self._specs)
             raise ValueError(
-                f"the controls span {n_grid} combinations; at most {MAX_GRID} can be precomputed"
-            )
+                f"the controls span {n_grid} combinations ({sizes}); at most {MAX_GRID} can "
+                "be precomputed")
         for name, value in (values or {}).items():
             spec = self._spec(name)
             if value not in spec.options:

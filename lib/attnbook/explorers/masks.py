@@ -18,7 +18,7 @@ from ..attention import masked_softmax
 from ..checks import as_float_array, check_choice, check_instance, check_int, check_seed
 from ..masks import MASK_TYPES, PAD_SIDES, keep_mask_by_name
 from ..viz import COLUMN_PX
-from .base import Control, Explorer
+from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
 
 __all__ = ["MaskData", "mask_scores", "mask_data", "draw_mask", "mask_figure", "mask_explorer"]
@@ -107,6 +107,10 @@ def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
 
 
 #: Font size in px of the weights written in their cells, at most (smaller when cells are).
+#: The longest sequence :func:`mask_explorer` can precompute: its controls span every mask type,
+#: window (1..L), pad count (0..L) and pad side, at most ``MAX_GRID`` settings in all.
+MAX_SEQ_LEN = max(n for n in range(2, 64)
+                  if len(MASK_TYPES) * len(PAD_SIDES) * n * (n + 1) <= MAX_GRID)
 CELL_FONT_PX = 14
 #: Font size in px of the figure's title (shown as the caption above the plot).
 TITLE_PX = 16
@@ -318,7 +322,8 @@ def mask_explorer(
         mask_type: initial mask type.
         window: initial window size, 1..seq_len.
         n_pad: initial number of pad tokens, 0..seq_len.
-        seq_len: number of tokens, 2..16.
+        seq_len: number of tokens, 2..13 (the grid of every mask type, window, pad count and
+            pad side must stay within :data:`~attnbook.explorers.base.MAX_GRID` settings).
         seed: seed of the scores, >= 0.
         pad_side: initial side of the padding, ``"right"`` (default) or ``"left"``.
 
@@ -331,7 +336,7 @@ def mask_explorer(
         ValueError: naming the argument, for an unknown ``mask_type`` or ``pad_side`` or a
             value out of range.
     """
-    seq_len = check_int(seq_len, "seq_len", 2, 16)
+    seq_len = check_int(seq_len, "seq_len", 2, MAX_SEQ_LEN)
     check_choice(mask_type, "mask_type", MASK_TYPES)
     window = check_int(window, "window", 1, seq_len)
     n_pad = check_int(n_pad, "n_pad", 0, seq_len)
