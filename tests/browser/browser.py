@@ -8,8 +8,13 @@ missing browser is a failure, so CI can never pass with the browser tests silent
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +73,22 @@ def launch(playwright, **kwargs):
     return playwright.chromium.launch(
         executable_path=path, headless=True, args=CHROMIUM_ARGS, **kwargs
     )
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()

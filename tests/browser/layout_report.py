@@ -22,12 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import functools
-import http.server
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -35,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import layout  # noqa: E402
 
-from browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from browser import CHROMIUM_ARGS, chromium_path, serve  # noqa: E402
 
 ASSET_DIRS = {"_static", "_images", "_sources", "_downloads"}
 
@@ -54,23 +50,7 @@ COLUMNS = (
 )
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 (a free port); yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def all_pages(html_dir: Path) -> list[str]:

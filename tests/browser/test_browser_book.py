@@ -19,12 +19,8 @@ The interaction tests for the explorers (dragging sliders) live in the widgets' 
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import http.server
 import re
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -32,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from browser import launch
+from browser import launch, serve
 
 pytestmark = pytest.mark.slow
 
@@ -280,23 +276,7 @@ def test_page_weight_counts_images():
 # the browser test
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
-        pass
 
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 (a free port); yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
