@@ -33,7 +33,11 @@ entry is a warning (an error in the strict build), naming the page and the phras
 The language switch. When ``attnbook_editions`` is set (``book/editions.py`` sets it), every
 page starts with a link to the same page in the other edition (``../zh/<page>.html`` from
 ``en/<page>.html`` and back, relative, so the book works from any folder and offline), and its
-``<head>`` names the other edition with ``<link rel="alternate" hreflang=...>``.
+``<head>`` names the other edition with ``<link rel="alternate" hreflang=...>``. The pages Sphinx
+generates without a document (search, the general index, the module index) show no body; the
+switch is handed to their templates as ``attnbook_lang_switch`` (``book/_templates/search.html``,
+``genindex.html``, ``domainindex.html``), so they carry it too. On the search page the link also
+keeps the query.
 
 The theme in the page's language (issue 22). The themes' interface is gettext messages of two
 domains: ``sphinx`` (Sphinx's templates and HTML writer, pydata-sphinx-theme) and ``booktheme``
@@ -151,6 +155,8 @@ UI_TEXT = {
         "Solution": "解答",
         # The sidebar's expand toggles (attnbook_a11y); {title} is the entry's text.
         "Pages under {title}": "{title}下的页面",
+        # The name of the language switch's navigation (below).
+        "Language": "语言",
     },
 }
 
@@ -208,23 +214,48 @@ def switch_links(language: str, pagename: str, editions: list[str]) -> list[tupl
     return out
 
 
-def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    editions = app.config.attnbook_editions
-    if not editions or doctree is None:
-        return
-    links = switch_links(app.config.language, pagename, editions)
-    # The click keeps the reader's place: the section ids are the same in both editions.
+def switch_html(language: str, pagename: str, editions: list[str]) -> str:
+    """The language switch of a page: a ``<nav>`` with a link to each other edition, or ``""``.
+
+    The click keeps the reader's place (the section ids are the same in both editions) and, on
+    the search page, the query.
+    """
+    keep = "this.hash = window.location.hash"
+    if pagename == "search":
+        keep = "this.search = window.location.search; " + keep
     anchors = "".join(
         f'<a class="attnbook-lang-link" href="{href}" hreflang="{lang}" lang="{lang}" '
-        f'title="{title}" onclick="this.hash = window.location.hash">{text}</a>'
-        for href, lang, text, title in links
+        f'title="{title}" onclick="{keep}">{text}</a>'
+        for href, lang, text, title in switch_links(language, pagename, editions)
     )
-    if anchors:
-        context["body"] = (f'<nav class="attnbook-lang-switch" aria-label="language">{anchors}'
-                           f"</nav>" + context.get("body", ""))
+    if not anchors:
+        return ""
+    name = ui_text(language, "Language")
+    return f'<nav class="attnbook-lang-switch" aria-label="{name}">{anchors}</nav>'
+
+
+def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """``html-page-context``: the language switch at the top of the page, and the other editions
+    named in its ``<head>``.
+
+    A page made from a document gets the switch at the top of its body; the pages Sphinx makes
+    without one (search, genindex, py-modindex) get it as ``attnbook_lang_switch``, which their
+    templates in ``book/_templates`` show.
+    """
+    editions = app.config.attnbook_editions
+    if not editions:
+        return
+    language = app.config.language or "en"
+    switch = switch_html(language, pagename, editions)
+    if not switch:
+        return
+    if doctree is not None:
+        context["body"] = switch + context.get("body", "")
+    else:
+        context["attnbook_lang_switch"] = switch
     context["metatags"] = context.get("metatags", "") + "".join(
         f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
-        for href, lang, _text, _title in links
+        for href, lang, _text, _title in switch_links(language, pagename, editions)
     )
 
 
