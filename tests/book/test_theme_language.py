@@ -156,7 +156,9 @@ def build_toy(root: Path, *, language: str = "zh_CN", extensions: bool = True,
     translators are global to a process); return the HTML folder."""
     src = root / "src"
     src.mkdir(parents=True)
-    exts = ["attnbook_i18n", "attnbook_a11y"] if extensions else []
+    # As in _config.yml: sphinx-book-theme is an extension loaded before ours, so its catalog
+    # is registered before the book's is put ahead of it.
+    exts = ["sphinx_book_theme"] + (["attnbook_i18n", "attnbook_a11y"] if extensions else [])
     title = "Attention" if language == "en" else "注意力与 Transformer"
     (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR), title=title, author=author,
                                              language=language, extensions=exts),
