@@ -141,6 +141,10 @@ def extract(out: Path = POT_DIR) -> None:
 def update() -> None:
     """Extract the messages, merge them into the catalogs (``sphinx-intl update``), prefill."""
     extract()
+    # The gettext build also writes the messages of the theme components in book/_templates
+    # (sphinx.pot, Sphinx's own domain): they are the theme's, translated in book/locale/
+    # (book/_ext/attnbook_i18n.py), not a page's catalog.
+    (POT_DIR / "sphinx.pot").unlink(missing_ok=True)
     subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "-p", str(POT_DIR),
                     "-l", LANGUAGE, "-d", str(LOCALE_DIR)], check=True, stdout=subprocess.DEVNULL)
     api = CATALOG_DIR / "appendix" / "api"

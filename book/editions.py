@@ -80,13 +80,18 @@ EDITIONS = (
 #: ``$ATTNBOOK_EDITIONS`` of the chapters' kernels: the one execution draws every figure and
 #: explorer in each edition's language (attnbook.i18n, attnbook.mpl_figures).
 EDITIONS_ENV = " ".join(lang for _code, lang, *_ in EDITIONS)
-#: Per edition other than English: the book's title (the sidebar and every <title>) and
-#: MyST-NB's words on the buttons that show a hidden cell.
+#: Per edition other than English: the book's title (the sidebar and every <title>), its authors
+#: (the footer's "By ...", a message of book/locale), MyST-NB's words on the buttons that show a
+#: hidden cell and sphinx-togglebutton's on a folded solution (configuration values, not
+#: messages: sphinx-togglebutton reads its words when it is loaded and has no Chinese).
 EDITION_CONFIG = {
     "zh_CN": {
         "html_title": "注意力与 Transformer：一本交互式教科书",
+        "author": "attnbook 编写组",
         "nb_code_prompt_show": "显示代码单元",
         "nb_code_prompt_hide": "隐藏代码单元",
+        "togglebutton_hint": "点击展开",
+        "togglebutton_hint_hide": "点击收起",
     },
 }
 #: What an edition's HTML depends on besides its pages, the catalogs and the cached outputs
@@ -95,8 +100,10 @@ EDITION_CONFIG = {
 #: catalogs' lookup of glued phrases (attnbook.i18n), the static explorers' script and
 #: stylesheet (package data that book/_ext/attnbook_explorers.py copies into _static), the
 #: figures' web font (attnbook.fonts, subset to the characters of the label catalogs and the
-#: explorer modules), the requirement files (globs relative to the root).
+#: explorer modules), the themes' catalogs (book/locale: the theme's interface in each
+#: language), the requirement files (globs relative to the root).
 BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "book/_templates/**/*",
+                 "book/locale/**/*.po",
                  "lib/attnbook/i18n.py", "lib/attnbook/edition_outputs.py",
                  "lib/attnbook/explorers/static/*", "lib/attnbook/fonts.py",
                  "lib/attnbook/locale/*/*.po", "lib/attnbook/explorers/*.py",

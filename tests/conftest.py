@@ -112,6 +112,7 @@ BOOK_SOURCES = (
     "book/_ext/*.py",
     "book/_static/**/*",
     "book/_templates/**/*",
+    "book/locale/**/*.po",
     "book/*.py",
     "locales/**/*.po",
     "lib/attnbook/locale/*.po",

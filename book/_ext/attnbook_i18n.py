@@ -33,16 +33,38 @@ entry is a warning (an error in the strict build), naming the page and the phras
 The language switch. When ``attnbook_editions`` is set (``book/editions.py`` sets it), every
 page starts with a link to the same page in the other edition (``../zh/<page>.html`` from
 ``en/<page>.html`` and back, relative, so the book works from any folder and offline), and its
-``<head>`` names the other edition with ``<link rel="alternate" hreflang=...>``.
+``<head>`` names the other edition with ``<link rel="alternate" hreflang=...>``. The pages Sphinx
+generates without a document (search, the general index, the module index) show no body; the
+switch is handed to their templates as ``attnbook_lang_switch`` (``book/_templates/search.html``,
+``genindex.html``, ``domainindex.html``), so they carry it too. On the search page the link also
+keeps the query.
+
+The theme in the page's language (issue 22). The themes' interface is gettext messages of two
+domains: ``sphinx`` (Sphinx's templates and HTML writer, pydata-sphinx-theme) and ``booktheme``
+(sphinx-book-theme). Sphinx's zh_CN catalog leaves some empty ("Link to this heading"),
+pydata-sphinx-theme's ``zh`` catalog lacks some ("Color mode") and keeps others English
+("© Copyright"), and sphinx-book-theme's ``zh_CN`` is partly Traditional wording (列印成 PDF).
+The book's own catalogs for those domains,
+``book/locale/<language>/LC_MESSAGES/<domain>.po``, are compiled in memory (polib) and put ahead
+of every other catalog of their domain when the configuration is read (``config-inited``),
+before the HTML builder hands Sphinx's translator to the templates' ``_()``; the themes'
+catalogs stay behind them as fallbacks (:func:`theme_catalogs_first`). Texts a theme writes in
+English without marking them for translation are marked in copies of its components in
+``book/_templates``, which this extension puts first (as ``attnbook_a11y`` does). Jupyter
+Book's search field text (the theme option ``search_bar_text``) is translated where each page
+is written.
 """
 
 from __future__ import annotations
 
+import gettext
+import io
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from myst_nb.sphinx_ import Parser as _MystNbParser
+from sphinx.transforms import SphinxTransform
 
 #: docname to the NbElementRenderer of that page while its doctree is being read
 _KEPT: dict[str, Any] = {}
@@ -133,6 +155,8 @@ UI_TEXT = {
         "Solution": "解答",
         # The sidebar's expand toggles (attnbook_a11y); {title} is the entry's text.
         "Pages under {title}": "{title}下的页面",
+        # The name of the language switch's navigation (below).
+        "Language": "语言",
     },
 }
 
@@ -190,24 +214,138 @@ def switch_links(language: str, pagename: str, editions: list[str]) -> list[tupl
     return out
 
 
-def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    editions = app.config.attnbook_editions
-    if not editions or doctree is None:
-        return
-    links = switch_links(app.config.language, pagename, editions)
-    # The click keeps the reader's place: the section ids are the same in both editions.
+def switch_html(language: str, pagename: str, editions: list[str]) -> str:
+    """The language switch of a page: a ``<nav>`` with a link to each other edition, or ``""``.
+
+    The click keeps the reader's place (the section ids are the same in both editions) and, on
+    the search page, the query.
+    """
+    keep = "this.hash = window.location.hash"
+    if pagename == "search":
+        keep = "this.search = window.location.search; " + keep
     anchors = "".join(
         f'<a class="attnbook-lang-link" href="{href}" hreflang="{lang}" lang="{lang}" '
-        f'title="{title}" onclick="this.hash = window.location.hash">{text}</a>'
-        for href, lang, text, title in links
+        f'title="{title}" onclick="{keep}">{text}</a>'
+        for href, lang, text, title in switch_links(language, pagename, editions)
     )
-    if anchors:
-        context["body"] = (f'<nav class="attnbook-lang-switch" aria-label="language">{anchors}'
-                           f"</nav>" + context.get("body", ""))
+    if not anchors:
+        return ""
+    name = ui_text(language, "Language")
+    return f'<nav class="attnbook-lang-switch" aria-label="{name}">{anchors}</nav>'
+
+
+def _add_switch(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """``html-page-context``: the language switch at the top of the page, and the other editions
+    named in its ``<head>``.
+
+    A page made from a document gets the switch at the top of its body; the pages Sphinx makes
+    without one (search, genindex, py-modindex) get it as ``attnbook_lang_switch``, which their
+    templates in ``book/_templates`` show.
+    """
+    editions = app.config.attnbook_editions
+    if not editions:
+        return
+    language = app.config.language or "en"
+    switch = switch_html(language, pagename, editions)
+    if not switch:
+        return
+    if doctree is not None:
+        context["body"] = switch + context.get("body", "")
+    else:
+        context["attnbook_lang_switch"] = switch
     context["metatags"] = context.get("metatags", "") + "".join(
         f'\n<link rel="alternate" hreflang="{lang}" href="{href}">'
-        for href, lang, _text, _title in links
+        for href, lang, _text, _title in switch_links(language, pagename, editions)
     )
+
+
+#: The book's catalogs of the themes' message domains (see the module docstring).
+THEME_LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
+#: The message domains of Sphinx with pydata-sphinx-theme, and of sphinx-book-theme.
+THEME_DOMAINS = ("sphinx", "booktheme")
+
+
+def theme_catalog(language: str, domain: str) -> gettext.GNUTranslations | None:
+    """The book's catalog of ``domain`` in ``language``, compiled in memory; ``None`` if the
+    book has none (``book/locale/<language>/LC_MESSAGES/<domain>.po``).
+
+    Fuzzy, obsolete and untranslated entries are left out, so the message falls through to the
+    theme's own catalog.
+    """
+    import polib
+
+    path = THEME_LOCALE_DIR / language / "LC_MESSAGES" / f"{domain}.po"
+    if not path.is_file():
+        return None
+    source = polib.pofile(str(path))
+    compiled = polib.POFile()
+    compiled.metadata = source.metadata
+    for entry in source.translated_entries():
+        compiled.append(entry)
+    return gettext.GNUTranslations(io.BytesIO(compiled.to_binary()))
+
+
+def theme_catalogs_first(app: Any, config: Any) -> None:
+    """``config-inited``: put the book's catalogs of the themes' domains ahead of all others.
+
+    Sphinx keeps one translator per domain (``sphinx.locale.translators``); a catalog registered
+    later (``app.add_message_catalog``, as the themes do) becomes a fallback of the first. The
+    book's catalog becomes the first and the translator found so far its fallback, so a message
+    it lacks still comes from Sphinx's or the theme's catalog, and a theme that registers its
+    catalog after this (pydata-sphinx-theme, loaded with the HTML theme) only adds a fallback.
+    For ``sphinx`` the translator is also ``app.translator``, which the HTML builder installs in
+    the templates (``_()``, ``{% trans %}``) after this event.
+    """
+    from sphinx import locale
+
+    language = config.language or "en"
+    for domain in THEME_DOMAINS:
+        ours = theme_catalog(language, domain)
+        if ours is None:
+            continue
+        key = ("general", domain)
+        theirs = app.translator if domain == "sphinx" else locale.translators.get(key)
+        if theirs is not None and theirs.__class__ is not gettext.NullTranslations:
+            ours.add_fallback(theirs)
+        locale.translators[key] = ours
+        if domain == "sphinx":
+            app.translator = ours
+
+
+class ModuleIndexEntries(SphinxTransform):
+    """The general index's word "module" under each module in the page's language.
+
+    Sphinx's Python domain writes the index entry of a module as ``"module; <name>"`` in
+    English (``sphinx.domains.python.PyModule``, not a message); its catalogs translate the word
+    ``module`` itself. Runs before the index domain collects the page's entries (priority 850).
+    """
+
+    default_priority = 840
+
+    def apply(self, **kwargs: Any) -> None:
+        if (self.config.language or "en") == "en":
+            return
+        from sphinx import addnodes
+        from sphinx.locale import _
+
+        word = str(_("module"))
+        for node in self.document.findall(addnodes.index):
+            node["entries"] = [
+                (kind, f"{word}; {value[len('module; '):]}", *rest)
+                if kind == "pair" and value.startswith("module; ") else (kind, value, *rest)
+                for kind, value, *rest in node["entries"]
+            ]
+
+
+def _translate_theme_text(app: Any, pagename: str, templatename: str, context: dict,
+                          doctree: Any) -> None:
+    """``html-page-context``: the search field's text (the theme option ``search_bar_text``,
+    which Jupyter Book sets to "Search this book...") in the page's language."""
+    from sphinx.locale import get_translator
+
+    text = context.get("theme_search_bar_text")
+    if text:
+        context["theme_search_bar_text"] = get_translator("sphinx").gettext(str(text))
 
 
 def setup(app: Any) -> dict[str, Any]:
@@ -220,4 +358,14 @@ def setup(app: Any) -> dict[str, Any]:
     # URL folders of the editions built side by side (book/editions.py); empty: no switch.
     app.add_config_value("attnbook_editions", [], "html", types=[list])
     app.connect("html-page-context", _add_switch)
+    # The themes' interface in the page's language: the book's catalogs first, before the HTML
+    # builder gives the templates their translator; the components that mark the themes'
+    # English texts (book/_templates) before the themes' own.
+    from attnbook_a11y import templates_first
+
+    app.connect("config-inited", theme_catalogs_first)
+    app.connect("config-inited", templates_first)
+    # After sphinx-book-theme's handler, which sets the search field's text (priority 500).
+    app.connect("html-page-context", _translate_theme_text, priority=600)
+    app.add_transform(ModuleIndexEntries)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
