@@ -37,6 +37,8 @@ from browser import CHROMIUM_ARGS, require_chromium, serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.browser
+
 #: Runs in search.html once the search has finished: the pages listed.
 RESULTS_JS = r"""
 () => Array.from(document.querySelectorAll('#search-results ul.search li a'))
