@@ -95,11 +95,12 @@ def test_figure_draws_bars_of_the_moved_outputs_and_zeros_of_the_others(language
     data = wi.influence_data(models, ids, src)["decoder-only", 3]
     wide, phone = check_widths(
         lambda w: wi.draw_influence(data, language=language, width=w), n_panels=1)
-    for fig in (wide, phone):
-        bars, zeros = fig["data"]
-        assert bars["x"] == ["3", "4"] and zeros["x"] == ["0", "1", "2"]
-        np.testing.assert_allclose(bars["y"], data.change[3:], rtol=0, atol=0)
-        assert fig["layout"]["yaxis"]["type"] == "log"
+    for width in (688, 358):
+        fig = wi.draw_influence(data, language=language, width=width)
+        bars, zeros = fig.data
+        assert list(bars.x) == ["3", "4"] and list(zeros.x) == ["0", "1", "2"]
+        np.testing.assert_allclose(np.asarray(bars.y), data.change[3:], rtol=0, atol=0)
+        assert fig.layout.yaxis.type == "log"
     caption = wide["layout"]["title"]["text"]
     assert ("2 of 5" in caption) if language == "en" else ("5 个输出中有 2 个" in caption)
 
@@ -110,7 +111,7 @@ def test_static_explorer_holds_every_setting():
     spec = embedded_spec(ex.static_html("en"))
     frame = static_frame(spec, {"case": "encoder-decoder, source token", "position": 4})
     want = reference(models["encoder-decoder"], ids, 4, src, True)
-    np.testing.assert_allclose(frame["data"][0]["y"], want, rtol=1e-12)
+    np.testing.assert_allclose(frame["data"][0]["y"], want, rtol=1e-3)  # stored to 4 digits
     assert frame["data"][1]["x"] == []  # the source reaches every target position
 
 

@@ -276,7 +276,7 @@ def draw_influence(data: InfluenceData, *, language: str | None = None, height: 
 
 
 def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
-                       position: int = 5) -> Explorer:
+                       position: int | None = None) -> Explorer:
     """The influence explorer (chapter 10): change one token, see which outputs move.
 
     Controls: ``case`` (one of :data:`CASES`) and ``position`` (a slider over the token
@@ -289,7 +289,7 @@ def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
         ids: ``(1, L)`` torch.long ids, ``L`` in 2..32.
         src: ``(1, L)`` torch.long source ids of the encoder-decoder.
         case: the initial case, one of :data:`CASES`.
-        position: the initial position, ``0 <= position < L``.
+        position: the initial position, ``0 <= position < L`` (default ``L // 2``).
 
     Returns:
         :class:`~attnbook.explorers.base.Explorer`.
@@ -303,7 +303,7 @@ def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
     if not 2 <= n <= 32:
         raise ValueError(f"ids must have shape (1, L) with L in 2..32, got "
                          f"{tuple(getattr(ids, 'shape', ()))}")
-    position = check_int(position, "position", 0, n - 1)
+    position = n // 2 if position is None else check_int(position, "position", 0, n - 1)
     table = influence_data(models, ids, src)
 
     def compute(case, position):
