@@ -737,3 +737,76 @@ def test_additive_overflowing_scores_are_refused_not_zeroed():
                                     one((2, 2), h), one((2, 2), h), np.full(2, 60000, h),
                                     return_weights=True)
         assert w16.dtype == h and w16.tolist() == [[0.5, 0.5]]
+
+
+# --------------------------------------------------------------------------------------------
+# attention_head: one head with its projections, self- or cross-attention
+
+
+def _head_reference(x, c, w_q, w_k, w_v, keep=None):
+    """float64 formula written out row by row: softmax(x W_Q (c W_K)^T / sqrt(d_k)) c W_V."""
+    q, k, v = x @ w_q, c @ w_k, c @ w_v
+    out = np.zeros((x.shape[0], w_v.shape[1]))
+    weights = np.zeros((x.shape[0], c.shape[0]))
+    for i in range(x.shape[0]):
+        s = np.array([q[i] @ k[j] / math.sqrt(w_q.shape[1]) for j in range(c.shape[0])])
+        seen = np.ones(c.shape[0], bool) if keep is None else keep[i]
+        e = np.where(seen, np.exp(s - s[seen].max()), 0.0)
+        weights[i] = e / e.sum()
+        out[i] = weights[i] @ v
+    return out, weights
+
+
+def test_attention_head_self_and_cross_match_the_formula():
+    from attnbook.attention import attention_head
+
+    rng = np.random.default_rng(5)
+    x, c = rng.standard_normal((3, 6)), rng.standard_normal((4, 6))
+    w_q, w_k, w_v = rng.standard_normal((6, 2)), rng.standard_normal((6, 2)), \
+        rng.standard_normal((6, 5))
+    out, w = attention_head(x, w_q, w_k, w_v, context=c, return_weights=True)
+    ref_out, ref_w = _head_reference(x, c, w_q, w_k, w_v)
+    assert out.shape == (3, 5) and w.shape == (3, 4) and np.isfinite(out).all()
+    assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    assert_close(w, ref_w, atol=1e-12, rtol=1e-12)
+    # Self-attention is cross-attention to the sequence itself.
+    out_s, w_s = attention_head(x, w_q, w_k, w_v, return_weights=True)
+    assert w_s.shape == (3, 3)
+    assert_close(out_s, attention_head(x, w_q, w_k, w_v, context=x), atol=0, rtol=0)
+    assert_close(out_s, _head_reference(x, x, w_q, w_k, w_v)[0], atol=1e-12, rtol=1e-12)
+    # Causal self-attention: the lower-triangular keep-mask of the formula.
+    out_c = attention_head(x, w_q, w_k, w_v, causal=True)
+    ref_c = _head_reference(x, x, w_q, w_k, w_v, np.tril(np.ones((3, 3), bool)))[0]
+    assert_close(out_c, ref_c, atol=1e-12, rtol=1e-12)
+
+
+def test_attention_head_with_zero_query_projection_averages_the_values():
+    # q = 0: every score 0, every visible key weight 1/S: the output is the mean value row.
+    from attnbook.attention import attention_head
+
+    rng = np.random.default_rng(6)
+    x, c = rng.standard_normal((2, 4)), rng.standard_normal((7, 4))
+    w_v = rng.standard_normal((4, 3))
+    out = attention_head(x, np.zeros((4, 2)), rng.standard_normal((4, 2)), w_v, context=c)
+    assert_close(out, np.broadcast_to((c @ w_v).mean(axis=0), (2, 3)), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("kwargs, error, name", [
+    (dict(context=np.ones((4, 5)), causal=True), ValueError, "causal"),
+    (dict(context=np.ones((4, 3))), ValueError, "context"),
+    (dict(w_q=np.ones((5, 3))), ValueError, "w_q"),
+    (dict(w_k=np.ones((6, 3))), ValueError, "w_k"),
+    (dict(w_v=np.ones(6)), ValueError, "w_v"),
+    (dict(x=np.ones(6)), ValueError, "x"),
+    (dict(causal="yes"), TypeError, "causal"),
+    (dict(x=np.array([["a"] * 6])), TypeError, "x"),
+])
+def test_attention_head_bad_input_names_the_argument(kwargs, error, name):
+    from attnbook.attention import attention_head
+
+    args = dict(x=np.ones((2, 6)), w_q=np.ones((6, 2)), w_k=np.ones((6, 2)),
+                w_v=np.ones((6, 4)))
+    args.update(kwargs)
+    x, w_q, w_k, w_v = (args.pop(k) for k in ("x", "w_q", "w_k", "w_v"))
+    with pytest.raises(error, match=name):
+        attention_head(x, w_q, w_k, w_v, **args)

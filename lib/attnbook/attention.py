@@ -30,6 +30,8 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention_core",
     "scaled_dot_product_attention",
+    "attention_head_core",
+    "attention_head",
     "softmax_jacobian_core",
     "softmax_jacobian",
     "entropy_core",
@@ -263,6 +265,80 @@ def scaled_dot_product_attention(
     if return_weights:
         return out, np.broadcast_to(weights, scores_shape).astype(out_dtype)
     return out
+
+
+def attention_head_core(x, context, w_q, w_k, w_v, mask=None):
+    """One attention head; self-attention when ``context`` is ``x``.
+
+    x (..., L, d_model) asks, context (..., S, d_model) is read; w_q and
+    w_k (d_model, d_k), w_v (d_model, d_v). Returns (..., L, d_v) and the
+    weights (..., L, S).
+    """
+    q = x @ w_q  # (..., L, d_k): the queries come from x
+    k = context @ w_k  # (..., S, d_k): the keys come from the context
+    v = context @ w_v  # (..., S, d_v): so do the values
+    return scaled_dot_product_attention_core(q, k, v, mask)
+
+
+def attention_head(x, w_q, w_k, w_v, *, context=None, mask=None, causal: bool = False,
+                   return_weights: bool = False):
+    """One attention head with its projections: self-attention, or cross-attention to ``context``.
+
+    ``Q = x W_Q``, ``K = c W_K``, ``V = c W_V`` and ``softmax(Q K^T / sqrt(d_k)) V``, where
+    ``c`` is ``context`` (cross-attention) or ``x`` itself (self-attention, the default): the
+    two differ only in where the keys and values come from. The steps are those of
+    :func:`attention_head_core`; the attention is :func:`scaled_dot_product_attention`, which
+    checks and combines ``mask`` and ``causal`` and computes in at least float32.
+
+    Args:
+        x: ``(..., L, d_model)``, the sequence the queries come from.
+        w_q: ``(d_model, d_k)`` query projection (the ``x @ W`` layout).
+        w_k: ``(d_model, d_k)`` key projection.
+        w_v: ``(d_model, d_v)`` value projection.
+        context: ``None`` (self-attention) or ``(..., S, d_model)``, the sequence the keys and
+            values come from (cross-attention; an encoder's output, the *memory*).
+        mask: keep-mask or additive mask broadcastable to ``(..., L, S)`` (as in
+            :func:`scaled_dot_product_attention`).
+        causal: hide later keys; self-attention only.
+        return_weights: also return the ``(..., L, S)`` weights.
+
+    Returns:
+        ``(..., L, d_v)`` outputs, one per query (and the weights if ``return_weights``).
+
+    Raises:
+        TypeError: an input is not a real numeric array, or ``causal`` is not a bool.
+        ValueError: ``x`` or ``context`` has rank below 2, their last axes (``d_model``)
+            differ, a projection is not 2-d with ``d_model`` rows, ``w_q`` and ``w_k`` differ in
+            ``d_k``, ``causal=True`` with a ``context`` (the whole source is known: nothing to
+            hide), or as :func:`scaled_dot_product_attention`.
+
+    Source: Vaswani et al. (2017), section 3.2.1 (eq. 1) and 3.2.3 (the decoder's
+    encoder-decoder attention: queries from the decoder, keys and values from the encoder).
+    """
+    x = checks.as_float_array(x, "x")
+    causal = checks.check_bool(causal, "causal")
+    if context is not None and causal:
+        raise ValueError("causal=True needs self-attention (context=None): a cross-attention "
+                         "source is known in full, there is no later key to hide")
+    c = x if context is None else checks.as_float_array(context, "context")
+    for name, arr in (("x", x), ("context", c)):
+        if arr.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq, d_model); got {arr.shape}")
+    if c.shape[-1] != x.shape[-1]:
+        raise ValueError(f"x has d_model {x.shape[-1]} but context has {c.shape[-1]} "
+                         f"(x.shape={x.shape}, context.shape={c.shape})")
+    d_model = x.shape[-1]
+    w_q, w_k, w_v = (checks.as_float_array(w, n) for w, n in
+                     ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v")))
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        if w.ndim != 2 or w.shape[0] != d_model:
+            raise ValueError(f"{name} must have shape (d_model, dim) = ({d_model}, dim); "
+                             f"got {w.shape}")
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ValueError(f"w_q gives d_k {w_q.shape[1]} but w_k gives {w_k.shape[1]} "
+                         f"(w_q.shape={w_q.shape}, w_k.shape={w_k.shape})")
+    return scaled_dot_product_attention(x @ w_q, c @ w_k, c @ w_v, mask, causal=causal,
+                                        return_weights=return_weights)
 
 
 def softmax_jacobian_core(p):

@@ -19,6 +19,7 @@ module                 explorers
 ``kv_cache``           :func:`~attnbook.explorers.kv_cache.kv_cache_explorer` (the calculator)
 ``positional``         :func:`~attnbook.explorers.positional.position_explorer`
 ``block``              :func:`~attnbook.explorers.block.norm_placement_explorer` (Pre/Post-LN)
+``influence``          :func:`~attnbook.explorers.influence.influence_explorer` (change a token)
 ``quadratic``          :func:`~attnbook.explorers.quadratic.quadratic_cost_explorer` (O(L²))
 ``flash``              :func:`~attnbook.explorers.flash.flash_explorer` (the tiled loop)
 ``temperature``        :func:`~attnbook.explorers.temperature.temperature_explorer` (T)
@@ -29,8 +30,8 @@ module                 explorers
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
 the package itself imports none of them. plotly and ipywidgets are imported when an explorer or
 figure is built, torch only by the explorers that train or run a model (``rnn``, ``block``,
-``pretrained``). The first edition's import paths (``attnbook.widgets`` and four more) still
-give these very objects, through one alias table (:ref:`old-import-paths`).
+``pretrained``, ``influence``). The first edition's import paths (``attnbook.widgets`` and four
+more) still give these very objects, through one alias table (:ref:`old-import-paths`).
 """
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "kv_cache",
     "positional",
     "block",
+    "influence",
     "quadratic",
     "temperature",
     "three_steps",
