@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from attnbook import experiments as E
 from attnbook.models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig
 from attnbook.nn import MultiHeadAttention
+from attnbook.nn import apply_rope as ann_apply_rope
 from attnbook.testing import assert_close
 
 D64 = torch.float64
@@ -444,7 +445,7 @@ def test_cross_attention_weights_match_a_float64_reference():
 
 
 @pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run])
+                                 E.cross_attention_run, E.position_extrapolation_run])
 @pytest.mark.parametrize("kwargs, name", [({"steps": 0}, "steps"), ({"lr": 0.0}, "lr"),
                                           ({"lr": float("nan")}, "lr"),
                                           ({"num_threads": 0}, "num_threads"),
@@ -457,7 +458,7 @@ def test_runs_reject_bad_arguments(run, kwargs, name):
 
 
 @pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run])
+                                 E.cross_attention_run, E.position_extrapolation_run])
 @pytest.mark.parametrize("kwargs, exc, name", [({"steps": 2.0}, TypeError, "steps"),
                                                ({"d_model": True}, TypeError, "d_model"),
                                                ({"lr": "0.01"}, TypeError, "lr"),
@@ -469,3 +470,89 @@ def test_runs_reject_arguments_of_the_wrong_kind(run, kwargs, exc, name):
     with pytest.raises(exc, match=name):
         run(**kwargs)
     assert torch.get_num_threads() == before
+
+
+# ---- chapter 08: positions beyond the trained length ------------------------------------------
+
+
+def test_offset_copy_batch_asks_for_the_token_offset_back():
+    ids, target = E.offset_copy_batch(5, 9, 3, 4, torch.Generator().manual_seed(0))
+    assert ids.shape == (5, 9) and target.shape == (5, 6)
+    assert ids.dtype == target.dtype == torch.int64
+    assert int(ids.min()) >= 0 and int(ids.max()) < 4
+    for t in range(3, 9):  # the answer at position t is the token at t - 3
+        assert torch.equal(target[:, t - 3], ids[:, t - 3])
+    with pytest.raises(ValueError, match="seq_len 3 must be > offset 3"):
+        E.offset_copy_batch(2, 3, 3, 4, torch.Generator())
+    with pytest.raises(ValueError, match="offset"):
+        E.offset_copy_batch(2, 3, 0, 4, torch.Generator())
+
+
+def _attention_by_hand(model, ids, positions, rope):
+    """First-layer causal self-attention weights of a one-layer Pre-LN decoder, float64."""
+    attn = model.layers[0].self_attn
+    x = model.embed(ids, positions)  # (B, T, d)
+    h = model.layers[0].norm1(x)
+    B, T, _ = h.shape
+    q = attn.q_proj(h).view(B, T, 2, 4).transpose(1, 2)  # (B, H, T, D)
+    k = attn.k_proj(h).view(B, T, 2, 4).transpose(1, 2)  # (B, H, T, D)
+    if rope:
+        q, k = ann_apply_rope(q, positions), ann_apply_rope(k, positions)
+    scores = q @ k.transpose(-1, -2) / 2.0  # sqrt(D) = 2
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -math.inf)
+    return torch.softmax(scores, dim=-1)  # (B, H, T, T)
+
+
+@pytest.mark.parametrize("positional", ["learned", "rope"])
+def test_self_attention_weights_match_a_float64_reference(positional):
+    torch.manual_seed(5)
+    cfg = ModelConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=1, d_ff=16, arch="decoder",
+                      max_seq_len=12, positional=positional, norm_first=True)
+    model = DecoderOnlyModel(cfg).double().eval()
+    ids = torch.randint(7, (3, 6))
+    pos = torch.arange(4, 10)  # not starting at 0
+    with torch.no_grad():
+        logits, w = E._self_attention_weights(model, ids, pos)
+        assert torch.equal(logits, model(ids, positions=pos))  # the hook changes nothing
+        expected = _attention_by_hand(model, ids, pos, positional == "rope")
+    assert_close(w, expected, atol=1e-12, rtol=0)
+
+
+def test_position_extrapolation_run_measures_every_kind():
+    r = E.position_extrapolation_run(train_len=8, eval_len=16, offset=2, vocab=6, d_model=16,
+                                     n_heads=2, d_ff=32, steps=200, batch_size=32,
+                                     eval_size=128, kinds=("learned", "rope", "none"))
+    assert r.kinds == ("learned", "rope", "none")
+    assert np.array_equal(r.positions, np.arange(2, 16))
+    for kind in r.kinds:
+        assert r.accuracy[kind].shape == (14,) and r.loss[kind].shape == (200,)
+        assert_close(r.inside_accuracy[kind], r.accuracy[kind][:6].mean(), atol=1e-15, rtol=0)
+        assert_close(r.beyond_accuracy[kind], r.accuracy[kind][6:].mean(), atol=1e-15, rtol=0)
+        # before position train_len no key is train_len or more positions back
+        assert (r.unseen_weight[kind][:6] == 0).all()
+        assert ((r.unseen_weight[kind] >= 0) & (r.unseen_weight[kind] <= 1 + 1e-6)).all()
+    # Without absolute positions a causal model cannot tell a shifted sequence from the
+    # original (RoPE: scores depend on i - j only), and its outputs at positions < train_len
+    # of the long sequences do not see the later tokens: the two accuracies agree, up to
+    # argmax flips from rounding (at most one in a hundred answers allowed).
+    for kind in ("rope", "none"):
+        assert abs(r.shifted_accuracy[kind] - r.inside_accuracy[kind]) <= 0.01
+    # The learned table's rows 8..15 were never looked up in training: not one bit moved.
+    assert r.untrained_rows_change == 0.0
+    assert r.inside_accuracy["learned"] > 2 / 6  # it learned the task where it was trained
+    assert r.chance_accuracy == 1 / 6 and r.chance_loss == math.log(6)
+    assert r.n_params["learned"] - r.n_params["rope"] == 16 * 16  # the table: eval_len rows
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"train_len": 3, "offset": 3}, ValueError, "train_len"),
+    ({"eval_len": 32}, ValueError, "eval_len"),
+    ({"kinds": ()}, ValueError, "kinds"),
+    ({"kinds": ("rope", "rope")}, ValueError, "kinds"),
+    ({"kinds": ("alibi",)}, ValueError, "kinds"),
+    ({"kinds": "rope"}, TypeError, "kinds"),
+    ({"embed_scale": 1}, TypeError, "embed_scale"),
+])
+def test_position_extrapolation_run_rejects_bad_settings(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        E.position_extrapolation_run(**kwargs)

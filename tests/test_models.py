@@ -324,6 +324,27 @@ def test_embed_scale_multiplies_the_token_embedding_by_sqrt_d_model():
             assert_close(model.embed(ids, pos)[0], expected, atol=1e-6, rtol=0)
 
 
+def test_learned_positions_are_the_library_table_in_every_model():
+    # one implementation of learned positions: attnbook.nn.LearnedPositionalEmbedding, under
+    # the parameter names the checkpoints use (BERT's position_embeddings.weight)
+    from attnbook.pretrained import BertEmbeddings
+
+    kw = dict(vocab_size=13, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_seq_len=6,
+              positional="learned")
+    tables = {
+        "decoder": DecoderOnlyModel(ModelConfig(**kw)).embed.positions,
+        "encoder": EncoderOnlyModel(ModelConfig(**kw, arch="encoder")).embed.positions,
+        "bert": BertEmbeddings(ModelConfig(**kw, arch="encoder", norm_first=False),
+                               2).position_embeddings,
+    }
+    ed = EncoderDecoderModel(ModelConfig(**kw, arch="encoder-decoder", n_encoder_layers=1))
+    tables.update(source=ed.src_embed.positions, target=ed.tgt_embed.positions)
+    for name, table in tables.items():
+        assert isinstance(table, ann.LearnedPositionalEmbedding), name
+        assert table.weight.shape == (6, 8), name
+    assert "embed.positions.weight" in DecoderOnlyModel(ModelConfig(**kw)).state_dict()
+
+
 @pytest.mark.parametrize("field, value, exc", [
     ("dropout", 1.0, ValueError), ("dropout", -0.1, ValueError), ("dropout", math.nan, ValueError),
     ("dropout", "0.1", TypeError), ("embed_scale", 1, TypeError), ("embed_scale", "yes", TypeError),

@@ -131,6 +131,85 @@ def test_rotary_embedding_module_matches_function():
     assert list(rope.parameters()) == []
 
 
+# ---- learned absolute positions ---------------------------------------------------------------
+# References: a table whose entries are known by construction (weight[p, c] = 100 p + c), the
+# hand-counted gradient of a sum, torch.nn.Embedding's own draws, and the state-dict names of
+# Hugging Face's BertEmbeddings.
+
+
+def _numbered_table(max_seq_len, d_model):
+    emb = ann.LearnedPositionalEmbedding(max_seq_len, d_model)
+    with torch.no_grad():  # row p holds 100 p + c in column c
+        emb.weight.copy_(100.0 * torch.arange(max_seq_len)[:, None] + torch.arange(d_model))
+    return emb
+
+
+def test_learned_positions_look_up_row_p_for_position_p():
+    emb = _numbered_table(6, 3)
+    pos = torch.tensor([[3, 0, 2], [5, 5, 1]])  # (B, L), a repeated position included
+    expected = torch.tensor([[[300.0, 301, 302], [0, 1, 2], [200, 201, 202]],
+                             [[500, 501, 502], [500, 501, 502], [100, 101, 102]]])
+    out = emb(pos)
+    assert out.shape == (2, 3, 3) and out.dtype == torch.float32
+    assert torch.equal(out, expected)
+    assert torch.equal(emb(np.array([4])), torch.tensor([[400.0, 401, 402]]))  # NumPy input
+    assert emb(torch.zeros(0, dtype=torch.long)).shape == (0, 3)  # no positions, no rows
+    assert emb.double()(torch.tensor([1])).dtype == D64  # follows the table's dtype
+
+
+def test_learned_positions_are_a_parameter_drawn_like_nn_embedding():
+    torch.manual_seed(3)
+    emb = ann.LearnedPositionalEmbedding(7, 5)
+    torch.manual_seed(3)
+    ref = torch.nn.Embedding(7, 5)
+    assert torch.equal(emb.weight, ref.weight)  # same N(0, 1) draws
+    assert [name for name, _ in emb.named_parameters()] == ["weight"]
+    assert emb.weight.requires_grad and emb.weight.shape == (7, 5)
+    assert "max_seq_len=7, d_model=5" in repr(emb)
+
+
+def test_learned_positions_gradient_reaches_only_the_rows_used():
+    emb = ann.LearnedPositionalEmbedding(5, 2)
+    emb(torch.tensor([[0, 2, 2], [2, 0, 3]])).sum().backward()
+    # d(sum)/d weight[p, c] = number of times position p was looked up (counted by hand)
+    expected = torch.tensor([[2.0, 2], [0, 0], [3, 3], [1, 1], [0, 0]])
+    assert torch.equal(emb.weight.grad, expected)
+
+
+def test_learned_positions_rows_never_used_stay_as_initialised():
+    torch.manual_seed(0)
+    emb = ann.LearnedPositionalEmbedding(8, 4)
+    before = emb.weight.detach().clone()
+    target = torch.randn(5, 4)
+    opt = torch.optim.Adam(emb.parameters(), lr=0.1)
+    for _ in range(20):  # fit rows 0..4 only
+        opt.zero_grad()
+        ((emb(torch.arange(5)) - target) ** 2).sum().backward()
+        opt.step()
+    assert (emb.weight[:5] - before[:5]).abs().min() > 0  # trained rows moved
+    assert torch.equal(emb.weight[5:], before[5:])  # rows 5..7: exactly the initial draws
+
+
+def test_learned_positions_reject_a_position_without_a_row():
+    emb = ann.LearnedPositionalEmbedding(4, 2)
+    assert emb(torch.tensor([3])).shape == (1, 2)  # the last row exists
+    with pytest.raises(ValueError, match=r"position 4.*max_seq_len = 4.*0 to 3"):
+        emb(torch.arange(5))
+    with pytest.raises(ValueError, match="positions"):
+        emb(torch.tensor([-1, 0]))
+    with pytest.raises(TypeError, match="positions"):
+        emb(torch.tensor([0.0, 1.0]))
+
+
+@pytest.mark.parametrize("args, exc, name", [((0, 4), ValueError, "max_seq_len"),
+                                              ((4, 0), ValueError, "d_model"),
+                                              ((4.0, 4), TypeError, "max_seq_len"),
+                                              ((4, True), TypeError, "d_model")])
+def test_learned_positions_constructor_arguments(args, exc, name):
+    with pytest.raises(exc, match=name):
+        ann.LearnedPositionalEmbedding(*args)
+
+
 def test_module_additive_mask_combined_with_causal():
     torch.manual_seed(7)
     m = ann.MultiHeadAttention(8, 2, bias=True).double().eval()

@@ -18,7 +18,10 @@ the chapters plot and glue into the text:
   it is solved at every ``k`` or a budget of updates is spent; the gradient that reaches the
   answer token at initialisation, and accuracy against ``k`` during training;
 * :func:`cross_attention_run` (chapter 05): a tiny encoder-decoder learns to reverse a sequence;
-  its cross-attention map on one example.
+  its cross-attention map on one example;
+* :func:`position_extrapolation_run` (chapter 08): one-layer decoders with learned, sinusoidal
+  and rotary positions learn to copy the token a few positions back on short sequences, then
+  meet positions (and distances) they never saw in training.
 
 Conventions shared by every run:
 
@@ -84,6 +87,10 @@ __all__ = [
     "CrossAttentionResult",
     "cross_attention_run",
     "first_step_below",
+    "offset_copy_batch",
+    "POSITION_KINDS",
+    "PositionExtrapolationResult",
+    "position_extrapolation_run",
 ]
 
 
@@ -1233,3 +1240,248 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
         steps=steps, batch_size=batch_size, lr=lr, seed=seed,
         n_params=count_parameters(model), wall_time_s=clock["wall_time_s"],
         cpu_time_s=clock["cpu_time_s"])
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 08: positions beyond the trained length
+# --------------------------------------------------------------------------------------------
+
+
+def offset_copy_batch(batch_size: int, seq_len: int, offset: int, vocab: int,
+                      generator: torch.Generator):
+    """Copy the token ``offset`` positions back: a task that needs positions and nothing else.
+
+    Tokens are uniform over ``0 .. vocab-1``. At every position ``t >= offset`` a next-token
+    model must output the token at ``t - offset``; which token that is, only the positions can
+    tell (without them attention sees a set). Given everything but the token ``offset`` back,
+    the answer is uniform over ``vocab``: chance cross-entropy ``log(vocab)``, accuracy
+    ``1/vocab``.
+
+    Args:
+        batch_size: ``B``.
+        seq_len: tokens per sequence ``T`` (``> offset``).
+        offset: how far back the answer lies, ``>= 1``.
+        vocab: vocabulary size (the model's vocabulary too).
+        generator: the source of randomness.
+
+    Returns:
+        ``(ids (B, T), targets (B, T - offset))``, int64: ``targets[:, t - offset]`` is the
+        answer at position ``t``, i.e. ``ids[:, t - offset]``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if a size is < 1 or ``seq_len <= offset``.
+    """
+    B = checks.check_int(batch_size, "batch_size", 1)
+    k = checks.check_int(offset, "offset", 1)
+    T = checks.check_int(seq_len, "seq_len", 1)
+    V = checks.check_int(vocab, "vocab", 1)
+    if T <= k:
+        raise ValueError(f"seq_len {T} must be > offset {k} (no position would have an answer)")
+    ids = torch.randint(V, (B, T), generator=generator)  # (B, T)
+    return ids, ids[:, : T - k]  # (B, T), (B, T - offset)
+
+
+POSITION_KINDS = ("learned", "sinusoidal", "rope")
+
+
+@dataclass
+class PositionExtrapolationResult:
+    """Result of :func:`position_extrapolation_run`; one entry per kind of positions.
+
+    Attributes:
+        kinds: the kinds of positions compared (``config.positional`` values).
+        positions: int64 ``(eval_len - offset,)``: the positions ``t = offset .. eval_len-1``
+            at which an answer is asked.
+        accuracy: per kind, float64 ``(eval_len - offset,)``: held-out accuracy at each
+            position of sequences of ``eval_len`` tokens at positions ``0 .. eval_len-1``.
+        inside_accuracy, beyond_accuracy: per kind, the mean of ``accuracy`` over the
+            positions ``< train_len`` (seen in training) and ``>= train_len`` (never seen).
+        shifted_accuracy: per kind, held-out accuracy on sequences of ``train_len`` tokens
+            (the first ``train_len`` tokens of the same sequences) placed at positions
+            ``eval_len - train_len .. eval_len - 1``: every distance between two tokens was
+            seen in training, the positions were not (when ``eval_len >= 2 * train_len``).
+        unseen_weight: per kind, float64 ``(eval_len - offset,)``: at each query position of
+            the long evaluation, the attention weight (mean over sequences and heads) on keys
+            at least ``train_len`` positions back, distances never seen in training.
+        untrained_rows_change: the largest ``|change|`` of the learned table's rows
+            ``train_len .. eval_len-1`` from initialisation to the end of training (0: no
+            update ever reached them); ``None`` without ``"learned"`` in ``kinds``.
+        loss: per kind, float64 ``(steps,)`` training cross-entropy (nats).
+        n_params: per kind, parameter count.
+        chance_loss, chance_accuracy: ``log(vocab)`` and ``1/vocab``.
+        train_len, eval_len, offset, vocab, d_model, n_heads, d_ff, steps, batch_size, lr,
+            eval_size, seed: settings.
+        wall_time_s, cpu_time_s: the whole run.
+    """
+
+    kinds: tuple
+    positions: np.ndarray
+    accuracy: dict
+    inside_accuracy: dict
+    beyond_accuracy: dict
+    shifted_accuracy: dict
+    unseen_weight: dict
+    untrained_rows_change: float | None
+    loss: dict
+    n_params: dict
+    chance_loss: float
+    chance_accuracy: float
+    train_len: int
+    eval_len: int
+    offset: int
+    vocab: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    steps: int
+    batch_size: int
+    lr: float
+    eval_size: int
+    seed: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def _self_attention_weights(model: DecoderOnlyModel, ids, positions):
+    """Logits and the first layer's ``(B, H, T, T)`` self-attention weights, in one pass.
+
+    A pre-hook records the self-attention's inputs; the weights are then recomputed by
+    calling the same module with ``need_weights=True``.
+    """
+    seen = {}
+    hook = model.layers[0].self_attn.register_forward_pre_hook(
+        lambda m, args, kwargs: seen.update(args=args, kwargs=kwargs), with_kwargs=True)
+    try:
+        logits = model(ids, positions=positions)  # (B, T, vocab)
+    finally:
+        hook.remove()
+    _, weights = model.layers[0].self_attn(*seen["args"], **seen["kwargs"], need_weights=True)
+    return logits, weights  # (B, T, vocab), (B, H, T, T)
+
+
+def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offset: int = 3,
+                               vocab: int = 16, d_model: int = 32, n_heads: int = 2,
+                               d_ff: int = 64, steps: int = 300, batch_size: int = 32,
+                               lr: float = 3e-3, eval_size: int = 256,
+                               kinds=POSITION_KINDS, embed_scale: bool = False, seed: int = 0,
+                               num_threads: int = 1,
+                               progress: bool = False) -> PositionExtrapolationResult:
+    """Train on short sequences, test on later positions: learned, sinusoidal and RoPE.
+
+    One model per kind of positions, each a one-layer Pre-LN decoder of
+    :class:`attnbook.models.DecoderOnlyModel` (ReLU, biases, untied head, no dropout) with
+    ``positional=kind`` and ``max_seq_len=eval_len``, so the learned table has ``eval_len``
+    rows of which training reaches only the first ``train_len``. By default the token
+    embeddings are not scaled by ``sqrt(d_model)`` in any arm (``embed_scale=False``): with the
+    paper's scaling the sinusoidal arm's positions are small next to the tokens, and at the
+    default settings it had not learned the task after 300 updates (``embed_scale=True``,
+    seed 0: held-out accuracy 0.25 at the trained positions). Task:
+    :func:`offset_copy_batch` (output the token ``offset`` back), trained on sequences of
+    ``train_len`` tokens with a loss at every position ``t >= offset``. Then two held-out
+    tests: sequences of ``eval_len`` tokens (positions and distances beyond training), and
+    sequences of ``train_len`` tokens moved to the last ``train_len`` positions (positions
+    beyond training, distances seen). Every arm starts from ``torch.manual_seed(seed)`` and
+    sees the same batches.
+
+    Args:
+        train_len: tokens per training sequence (``> offset``).
+        eval_len: tokens per long held-out sequence (``> train_len``); also the learned
+            table's ``max_seq_len``.
+        offset: how far back the answer lies.
+        vocab: vocabulary size.
+        d_model, n_heads, d_ff: model sizes.
+        steps, batch_size, lr: Adam updates, sequences per update, learning rate.
+        eval_size: held-out sequences.
+        kinds: a non-empty subset of ``("learned", "sinusoidal", "rope", "none")``, in order.
+        embed_scale: multiply the token embeddings by ``sqrt(d_model)`` in every arm.
+        seed: as :func:`scaling_run`.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`PositionExtrapolationResult`.
+
+    Raises:
+        TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number,
+            ``embed_scale`` not a bool, or ``kinds`` not a sequence of strings.
+        ValueError: if a size is < 1, ``train_len <= offset``, ``eval_len <= train_len``,
+            ``lr`` is not positive, ``seed`` is negative, or ``kinds`` is empty, repeats a kind
+            or names an unknown one.
+
+    Source: Vaswani et al. (2017), section 3.5 (learned and sinusoidal positions; the hope that
+    sinusoids "extrapolate to sequence lengths longer than the ones encountered during
+    training"); Su et al. (2021) (RoPE); Press et al., "Train Short, Test Long" (2022), who
+    measured extrapolation of these encodings in language models.
+    """
+    for name, v in dict(train_len=train_len, eval_len=eval_len, offset=offset, vocab=vocab,
+                        d_model=d_model, n_heads=n_heads, d_ff=d_ff, steps=steps,
+                        batch_size=batch_size, eval_size=eval_size).items():
+        checks.check_int(v, name, 1)
+    if train_len <= offset:
+        raise ValueError(f"train_len {train_len} must be > offset {offset}")
+    if eval_len <= train_len:
+        raise ValueError(f"eval_len {eval_len} must be > train_len {train_len}")
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
+    embed_scale = checks.check_bool(embed_scale, "embed_scale")
+    if isinstance(kinds, str) or not all(isinstance(k, str) for k in kinds):
+        raise TypeError(f"kinds must be a sequence of strings, got {kinds!r}")
+    kinds = tuple(kinds)
+    allowed = ("learned", "sinusoidal", "rope", "none")
+    if not kinds or len(set(kinds)) != len(kinds) or not set(kinds) <= set(allowed):
+        raise ValueError(f"kinds must be distinct names from {allowed}, got {kinds!r}")
+    ids_e, target_e = offset_copy_batch(eval_size, eval_len, offset, vocab,
+                                        torch.Generator().manual_seed(seed + 1))
+    t = torch.arange(offset, eval_len)  # (eval_len - offset,) positions with an answer
+    distance = torch.arange(eval_len)[:, None] - torch.arange(eval_len)  # (T, T): i - j
+    unseen = distance >= train_len  # (T, T): keys at distances never seen in training
+    shifted = torch.arange(eval_len - train_len, eval_len)  # (train_len,)
+    out = {name: {} for name in ("accuracy", "inside", "beyond", "shifted", "unseen", "loss",
+                                 "n_params")}
+    rows_change = None
+    with _run_context(num_threads) as clock:
+        for kind in kinds:
+            config = ModelConfig(
+                vocab_size=vocab, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
+                arch="decoder", max_seq_len=eval_len, norm="layernorm", norm_first=True,
+                ffn="relu", bias=True, positional=kind, tie_embeddings=False,
+                embed_scale=embed_scale)
+            torch.manual_seed(seed)
+            model = DecoderOnlyModel(config)
+            if kind == "learned":
+                table0 = model.embed.positions.weight.detach().clone()  # (eval_len, d_model)
+            gen = torch.Generator().manual_seed(seed)
+
+            def batch_loss(step, model=model, gen=gen):
+                ids, target = offset_copy_batch(batch_size, train_len, offset, vocab, gen)
+                logits = model(ids)[:, offset:]  # (B, train_len - offset, vocab)
+                return F.cross_entropy(logits.reshape(-1, vocab), target.reshape(-1))
+
+            out["loss"][kind] = _train(model, batch_loss, steps=steps, lr=lr,
+                                       progress=progress, desc=f"positions: {kind}")
+            out["n_params"][kind] = count_parameters(model)
+            with torch.no_grad():
+                logits, w = _self_attention_weights(model, ids_e, torch.arange(eval_len))
+                hit = (logits[:, offset:].argmax(-1) == target_e).double()  # (N, T - offset)
+                acc = hit.mean(0).numpy()  # (eval_len - offset,)
+                mass = (w.double() * unseen).sum(-1).mean(dim=(0, 1))  # (T,)
+                short = model(ids_e[:, :train_len], positions=shifted)[:, offset:]
+                out["shifted"][kind] = _accuracy(short, target_e[:, : train_len - offset])
+            out["accuracy"][kind] = acc
+            inside = t.numpy() < train_len
+            out["inside"][kind] = float(acc[inside].mean())
+            out["beyond"][kind] = float(acc[~inside].mean())
+            out["unseen"][kind] = mass[offset:].numpy()
+            if kind == "learned":
+                rows_change = float((model.embed.positions.weight.detach() - table0)
+                                    [train_len:].abs().max())
+    return PositionExtrapolationResult(
+        kinds=kinds, positions=t.numpy(), accuracy=out["accuracy"],
+        inside_accuracy=out["inside"], beyond_accuracy=out["beyond"],
+        shifted_accuracy=out["shifted"], unseen_weight=out["unseen"],
+        untrained_rows_change=rows_change, loss=out["loss"], n_params=out["n_params"],
+        chance_loss=math.log(vocab), chance_accuracy=1.0 / vocab, train_len=train_len,
+        eval_len=eval_len, offset=offset, vocab=vocab, d_model=d_model, n_heads=n_heads,
+        d_ff=d_ff, steps=steps, batch_size=batch_size, lr=lr, eval_size=eval_size, seed=seed,
+        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"])

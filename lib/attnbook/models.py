@@ -24,7 +24,7 @@ from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
 from .checks import check_int_tensor, check_positions, check_token_ids
 from .config import BASE_TRANSFORMER, ModelConfig
 from .cost import param_count  # the closed form lives in attnbook.cost
-from .nn import RotaryEmbedding
+from .nn import LearnedPositionalEmbedding, RotaryEmbedding
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -68,7 +68,7 @@ class _Embedding(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.positions = None
         if config.positional == "learned":
-            self.positions = nn.Embedding(config.max_seq_len, config.d_model)
+            self.positions = LearnedPositionalEmbedding(config.max_seq_len, config.d_model)
         elif config.positional == "sinusoidal":
             pe = torch.from_numpy(sinusoidal_encoding(config.max_seq_len, config.d_model))
             self.register_buffer("pe", pe.float(), persistent=False)  # (max_seq_len, d_model)

@@ -42,6 +42,7 @@ __all__ = [
     "RMSNorm",
     "apply_rope",
     "RotaryEmbedding",
+    "LearnedPositionalEmbedding",
     "repeat_kv",
     "split_heads",
     "merge_heads",
@@ -294,6 +295,82 @@ class RotaryEmbedding(nn.Module):
     def extra_repr(self) -> str:
         """The settings shown in the module's ``repr``."""
         return f"base={self.base}, interleaved={self.interleaved}"
+
+
+# --------------------------------------------------------------------------------------------
+# Learned absolute position embedding
+# --------------------------------------------------------------------------------------------
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """Learned absolute position embeddings: a trained table with one row per position.
+
+    Position ``p`` is represented by row ``p`` of a ``(max_seq_len, d_model)`` parameter, added
+    to the token's embedding; the rows are learned by gradient descent with the rest of the
+    model, exactly like word embeddings. Nothing ties row ``p`` to row ``p + 1``: a row that
+    training never used keeps its initial random values, and a position ``>= max_seq_len`` has
+    no row at all, so asking for it raises (as GPT-2 cannot read more than its 1024 positions).
+
+    The table is initialised N(0, 1), as ``torch.nn.Embedding`` is (and with the same random
+    draws, so a model that used ``nn.Embedding`` for its positions starts from the same
+    weights); BERT and GPT-2 draw N(0, 0.02²) (``initializer_range`` in their config.json).
+    Used by every ``positional="learned"`` model of :mod:`attnbook.models` and by BERT's
+    embedding (:class:`attnbook.pretrained.BertEmbeddings`).
+
+    Args:
+        max_seq_len: rows of the table, the longest sequence the model can read
+            (``max_position_embeddings``: 512 in BERT, ``n_positions`` 1024 in GPT-2).
+        d_model: width of each row (the token embedding's width).
+
+    Attributes:
+        weight: the table, a float32 parameter ``(max_seq_len, d_model)``.
+
+    Raises:
+        TypeError: if ``max_seq_len`` or ``d_model`` is not an integer.
+        ValueError: if ``max_seq_len`` or ``d_model`` is < 1.
+
+    Source: Gehring et al., "Convolutional Sequence to Sequence Learning" (2017), section 3.1;
+    Vaswani et al. (2017), section 3.5 and table 3 row (E); Devlin et al., "BERT" (2019),
+    section 3.2; Radford et al., "Language Models are Unsupervised Multitask Learners" (2019)
+    (GPT-2's ``wpe``).
+    """
+
+    def __init__(self, max_seq_len: int, d_model: int):
+        super().__init__()
+        self.max_seq_len = check_int(max_seq_len, "max_seq_len", 1)
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.weight = nn.Parameter(torch.empty(self.max_seq_len, self.d_model))
+        nn.init.normal_(self.weight)  # N(0, 1), the draws of nn.Embedding
+
+    def forward(self, positions) -> torch.Tensor:
+        """Rows of the table for the given positions.
+
+        Args:
+            positions: non-negative integer positions, any shape, e.g. ``(L,)`` or
+                ``(B, L)`` (a list or NumPy array is converted).
+
+        Returns:
+            ``positions.shape + (d_model,)``, the dtype and device of ``weight``.
+
+        Raises:
+            TypeError: if ``positions`` is not an integer tensor.
+            ValueError: if a position is negative or ``>= max_seq_len`` (the
+                table has no row for it).
+        """
+        pos = check_int_tensor(positions, "positions")  # (...,) integers >= 0
+        last = self.max_seq_len - 1
+        if pos.numel() and int(pos.max()) > last:
+            raise ValueError(
+                f"positions of shape {tuple(pos.shape)} reach position "
+                f"{int(pos.max())}, but the table has max_seq_len = "
+                f"{self.max_seq_len} rows (positions 0 to {last}); a learned "
+                "embedding has no row for a later position")
+        pos = pos.to(self.weight.device)
+        return F.embedding(pos, self.weight)  # (..., d_model): row p for p
+
+    def extra_repr(self) -> str:
+        """The table's size, shown in the module's ``repr``."""
+        return f"max_seq_len={self.max_seq_len}, d_model={self.d_model}"
 
 
 # --------------------------------------------------------------------------------------------

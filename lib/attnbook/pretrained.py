@@ -50,7 +50,7 @@ from torch import nn
 from . import checks
 from .blocks import TransformerBlock
 from .config import ModelConfig
-from .nn import LayerNorm
+from .nn import LayerNorm, LearnedPositionalEmbedding
 
 __all__ = [
     "TIRED",
@@ -220,7 +220,8 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         self.max_seq_len = config.max_seq_len
         self.word_embeddings = nn.Embedding(config.vocab_size, config.d_model)
-        self.position_embeddings = nn.Embedding(config.max_seq_len, config.d_model)
+        self.position_embeddings = LearnedPositionalEmbedding(config.max_seq_len,
+                                                              config.d_model)
         self.token_type_embeddings = nn.Embedding(type_vocab_size, config.d_model)
         self.norm = LayerNorm(config.d_model, config.eps)
 

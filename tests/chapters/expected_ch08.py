@@ -12,19 +12,41 @@ what an independent derivation says:
   are recomputed from the same seeds and checked against float64 formulas written here: the
   sinusoidal table against ``sin/cos(pos * 10000^(-2i/d))``, the RoPE rotation against the
   2 x 2 rotation matrices, wavelengths against ``2 pi base^(2i/D)``.
+* Learned positions: the MiniLM table's size against its ``config.json``, the cosine of its rows
+  written out row by row; the sinusoidal table's cosine at distance ``k`` from exercise 2's
+  identity, ``PE_p . PE_(p+k) / |PE|^2 = (2/d) sum_r cos(k w_r)`` (the same for every ``p``).
+* The training run of "Beyond the trained length" (seeded, one thread: deterministic, about
+  10 s of CPU) recomputed, the chapter's summaries (means over positions, the last position
+  RoPE still solves) derived here from its per-position arrays, and the prose's claims asserted.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 import numpy as np
 
-from attnbook import heads, kv_cache, positional
+from attnbook import experiments, heads, kv_cache, positional, pretrained
 
 NUMBER = 8
 NAME = "08-positional-encoding"
+
+
+class Near:
+    """Expected float value known to ``atol``: a glued float ``x`` matches when
+    ``|x - value| <= atol`` (the ``matches`` interface of tests/chapters/test_chapters.py).
+    """
+
+    def __init__(self, value: float, atol: float):
+        self.value, self.atol = float(value), float(atol)
+
+    def matches(self, actual, glued=None) -> bool:
+        return isinstance(actual, float) and abs(actual - self.value) <= self.atol
+
+    def __repr__(self) -> str:
+        return f"Near({self.value!r} +- {self.atol:g})"
 
 
 class Tiny:
@@ -133,4 +155,55 @@ def expected() -> dict:
     e |= {"ex2_dot": float(np.cos(3 * w16).sum()), "ex2_formula": float(np.cos(3 * w16).sum()),
           "ex2_spread": Tiny(1e-12), "ex2_n_pos": 497,
           "ex3_partners": [4, 5, 6, 7, 0, 1, 2, 3]}
+    e |= _learned_positions()
+    e |= _beyond_the_trained_length()
+    return e
+
+
+def _learned_positions() -> dict:
+    e: dict = {"lpe_demo_rows": 8, "lpe_demo_last": 7, "lpe_far": 64}
+    hf = json.loads((pretrained.minilm_dir() / "config.json").read_text())
+    table = pretrained.load_minilm().embeddings.position_embeddings.weight.detach().double()
+    table = table.numpy()
+    assert table.shape == (hf["max_position_embeddings"], hf["hidden_size"])
+    e |= {"lpe_rows": hf["max_position_embeddings"], "lpe_d": hf["hidden_size"]}
+    for key, k in (("lpe_cos1", 1), ("lpe_cos64", 64)):
+        cos = [float(table[p] @ table[p + k])
+               / math.sqrt(float(table[p] @ table[p]) * float(table[p + k] @ table[p + k]))
+               for p in range(len(table) - k)]
+        e[key] = Near(sum(cos) / len(cos), 1e-12)
+    assert e["lpe_cos1"].value > 2 * e["lpe_cos64"].value  # "neighbours alike"
+    d = hf["hidden_size"]
+    w = 10000.0 ** (-np.arange(0, d, 2) / d)
+    e["lpe_sin_cos1"] = Near(2 / d * np.cos(1 * w).sum(), 1e-12)
+    e["lpe_sin_cos64"] = Near(2 / d * np.cos(64 * w).sum(), 1e-12)
+    return e
+
+
+def _beyond_the_trained_length() -> dict:
+    run = experiments.position_extrapolation_run(train_len=32, eval_len=64, offset=3,
+                                                 steps=300, seed=0)
+    e: dict = {"ext_train_len": 32, "ext_eval_len": 64, "ext_offset": 3, "ext_steps": 300,
+               "ext_chance": 1 / 16, "ext_rows_change": 0.0, "ext_moved_first": 32,
+               "ext_eval_last": 63, "ext_solved": 0.99, "ext_tail": 8}
+    assert list(run.positions) == list(range(3, 64))
+    for kind, short in (("learned", "lrn"), ("sinusoidal", "sin"), ("rope", "rope")):
+        acc = run.accuracy[kind]  # positions 3 .. 63
+        e[f"ext_in_{short}"] = Near(np.mean(acc[: 32 - 3]), 1e-12)  # positions 3 .. 31
+        e[f"ext_out_{short}"] = Near(np.mean(acc[32 - 3:]), 1e-12)  # positions 32 .. 63
+        e[f"ext_moved_{short}"] = run.shifted_accuracy[kind]
+        assert e[f"ext_in_{short}"].value > 0.99  # "every model learned the task"
+    rope = run.accuracy["rope"]
+    first_below = next(i for i, a in enumerate(rope) if a < 0.99)
+    e["ext_rope_ok"] = 3 + first_below - 1
+    e["ext_rope_tail_acc"] = Near(np.mean(rope[-8:]), 1e-12)
+    unseen = run.unseen_weight["rope"]
+    e["ext_rope_tail_unseen"] = Near(np.mean(unseen[-8:]), 1e-12)
+    e["ext_rope_ok_unseen"] = Near(np.max(unseen[: first_below]), 1e-12)
+    # the prose's claims
+    assert e["ext_out_lrn"].value < 2 / 16  # learned: chance level beyond the trained length
+    assert e["ext_out_lrn"].value < e["ext_out_sin"].value < e["ext_out_rope"].value
+    assert e["ext_moved_lrn"] < e["ext_moved_sin"] < 0.99 < e["ext_moved_rope"]
+    assert e["ext_rope_ok"] >= 32 and e["ext_rope_tail_acc"].value < 0.9
+    assert e["ext_rope_tail_unseen"].value > 2 * e["ext_rope_ok_unseen"].value  # "why"
     return e
