@@ -1,4 +1,4 @@
-"""Tests of the KV-cache calculator (attnbook.explorers.kv_cache) of chapters 7 and 11.
+"""Tests of the KV-cache calculator (attnbook.explorers.kv_cache) of chapter 11.
 
 The live path is driven as a reader would: set a control's ``value`` and read the
 ``FigureWidget``'s data. Expected values are written out here, independently of the explorer

@@ -22,6 +22,9 @@ the chapters plot and glue into the text:
 * :func:`position_extrapolation_run` (chapter 08): one-layer decoders with learned, sinusoidal
   and rotary positions learn to copy the token a few positions back on short sequences, then
   meet positions (and distances) they never saw in training.
+* :func:`heads_run` (chapter 07): one attention layer with 1, 2 or 3 heads of the same total
+  width learns to output the contents of three marked tokens at once; the unexplained variance
+  per number of heads, and each head's weights on a few examples.
 
 Conventions shared by every run:
 
@@ -75,6 +78,7 @@ __all__ = [
     "copy_batch",
     "delayed_recall_batch",
     "reversal_batch",
+    "multi_source_batch",
     "ScalingResult",
     "scaling_run",
     "NormPlacementResult",
@@ -91,6 +95,8 @@ __all__ = [
     "POSITION_KINDS",
     "PositionExtrapolationResult",
     "position_extrapolation_run",
+    "HeadsResult",
+    "heads_run",
 ]
 
 
@@ -350,6 +356,52 @@ def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: in
     ids[rows, T - 1 - k] = target
     ids[:, -1] = n_signal + n_noise  # the query token
     return ids, target, k
+
+
+def multi_source_batch(batch_size: int, seq_len: int, n_sources: int, content_dim: int,
+                       generator: torch.Generator):
+    """Gather several tokens at once: the last token must output the contents of ``n_sources``.
+
+    Each sequence has ``seq_len`` tokens. Token ``j`` carries a content vector ``c_j`` of
+    ``content_dim`` independent N(0, 1) numbers and a type: ``0`` filler, ``1`` the query (the
+    last token), ``2 .. n_sources + 1`` the sources (one token of each type, at distinct random
+    positions before the query). The target is the concatenation of the sources' contents in
+    type order, ``(c_{s_1}, ..., c_{s_K})``. Selecting a source is easy (its type is in its
+    input); outputting all of them at once is what one attention distribution cannot do: if
+    the weights ``p`` do not depend on the contents, one head's output is a linear function of
+    the single mix ``sum_j p_j c_j`` of ``content_dim`` numbers, and the best estimate of the
+    ``K`` independent sources from it leaves a fraction ``1 - sum_k p_{s_k}^2 / (K sum_j
+    p_j^2) >= 1 - 1/K`` of their variance unexplained (Gaussian conditional expectation).
+
+    Args:
+        batch_size: number of sequences ``B``.
+        seq_len: tokens per sequence ``L`` (``> n_sources``: the sources and the query).
+        n_sources: ``K``, the tokens whose contents the query must output.
+        content_dim: ``m``, the numbers of content per token.
+        generator: the source of randomness.
+
+    Returns:
+        ``(x, target, types)``: float32 ``x (B, L, m + K + 2)``, the contents followed by the
+        one-hot type; float32 ``target (B, K * m)``; int64 ``types (B, L)``.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if a size is < 1 or ``seq_len <= n_sources``.
+    """
+    B = checks.check_int(batch_size, "batch_size", 1)
+    L = checks.check_int(seq_len, "seq_len", 1)
+    K = checks.check_int(n_sources, "n_sources", 1)
+    m = checks.check_int(content_dim, "content_dim", 1)
+    if L <= K:
+        raise ValueError(f"seq_len {L} must be > n_sources {K} (the sources and the query)")
+    content = torch.randn(B, L, m, generator=generator)  # (B, L, m)
+    where = torch.rand(B, L - 1, generator=generator).argsort(dim=-1)[:, :K]  # (B, K) distinct
+    types = torch.zeros(B, L, dtype=torch.int64)  # (B, L) fillers
+    types[:, -1] = 1  # the query
+    types.scatter_(1, where, torch.arange(2, K + 2).expand(B, K))  # source k has type k + 2
+    x = torch.cat([content, F.one_hot(types, K + 2).float()], dim=-1)  # (B, L, m + K + 2)
+    target = torch.gather(content, 1, where[..., None].expand(B, K, m))  # (B, K, m)
+    return x, target.reshape(B, K * m), types
 
 
 def reversal_batch(batch_size: int, n: int, vocab: int, generator: torch.Generator):
@@ -1485,3 +1537,178 @@ def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offse
         eval_len=eval_len, offset=offset, vocab=vocab, d_model=d_model, n_heads=n_heads,
         d_ff=d_ff, steps=steps, batch_size=batch_size, lr=lr, eval_size=eval_size, seed=seed,
         wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"])
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 07: several heads against one wide head
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HeadsResult:
+    """Result of :func:`heads_run`.
+
+    Attributes:
+        n_heads: int ``(A,)`` the arms' numbers of heads (each with ``head_dim = d_model / H``).
+        seeds: int ``(R,)`` the seeds, one run per arm and seed.
+        unexplained: float64 ``(A, R)`` held-out fraction of variance unexplained,
+            ``sum (prediction - target)^2 / sum (target - mean target)^2`` over all held-out
+            sequences and target numbers (0 = perfect, 1 = no better than the mean).
+        unexplained_by_source: float64 ``(A, R, K)`` the same per source.
+        bound: float64 ``(A,)`` ``1 - min(H, K) / K``: the least a layer whose weights ignore
+            the contents can leave unexplained (see :func:`multi_source_batch`).
+        loss: float64 ``(A, R, steps)`` training loss (mean squared error per target number).
+        n_params: int ``(A,)`` parameters of each arm's model (equal: the projections' shapes
+            do not depend on ``H``).
+        weights: per arm, float64 ``(E, H, L)``: the query's attention weights in each head on
+            the first ``E`` held-out sequences (the first seed's model).
+        prediction: float64 ``(A, E, K, m)`` those sequences' outputs (first seed's models).
+        target: float64 ``(E, K, m)`` their targets.
+        types: int64 ``(E, L)`` their tokens' types (see :func:`multi_source_batch`).
+        seq_len, n_sources, content_dim, d_model, steps, batch_size, lr: settings.
+        wall_time_s, cpu_time_s: the whole run.
+    """
+
+    n_heads: np.ndarray
+    seeds: np.ndarray
+    unexplained: np.ndarray
+    unexplained_by_source: np.ndarray
+    bound: np.ndarray
+    loss: np.ndarray
+    n_params: np.ndarray
+    weights: list
+    prediction: np.ndarray
+    target: np.ndarray
+    types: np.ndarray
+    seq_len: int
+    n_sources: int
+    content_dim: int
+    d_model: int
+    steps: int
+    batch_size: int
+    lr: float
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+class _GatherModel(nn.Module):
+    """Input projection, one :class:`attnbook.nn.MultiHeadAttention` layer, linear read-out.
+
+    Only the last token's output is read; the read-out maps it to the ``K * m`` target numbers.
+    """
+
+    def __init__(self, d_in: int, d_model: int, n_heads: int, d_out: int):
+        super().__init__()
+        self.embed = nn.Linear(d_in, d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads)
+        self.readout = nn.Linear(d_model, d_out)
+
+    def forward(self, x, need_weights: bool = False):
+        out, weights = self.attn(self.embed(x), need_weights=True)  # (B, L, d), (B, H, L, L)
+        y = self.readout(out[:, -1])  # (B, K * m): the query's output
+        return (y, weights[:, :, -1]) if need_weights else y  # weights (B, H, L)
+
+
+def _unexplained(pred: torch.Tensor, target: torch.Tensor) -> float:
+    """Fraction of variance unexplained over all entries (float64)."""
+    pred, target = pred.double(), target.double()
+    return float(((pred - target) ** 2).sum() / ((target - target.mean(0)) ** 2).sum())
+
+
+def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources: int = 3,
+              content_dim: int = 4, d_model: int = 24, steps: int = 200, batch_size: int = 128,
+              lr: float = 1e-2, eval_size: int = 2048, n_examples: int = 6,
+              num_threads: int = 1, progress: bool = False) -> HeadsResult:
+    """One attention layer with ``H`` heads of ``d_model / H`` learns to gather ``K`` tokens.
+
+    Task: :func:`multi_source_batch` — the last token of each sequence must output the contents
+    of ``n_sources`` tokens that its type marks. Model (the same for every arm but ``H``): a
+    linear input projection to ``d_model``, one :class:`attnbook.nn.MultiHeadAttention` layer
+    with ``H`` heads of ``head_dim = d_model // H`` (so the same parameter count), and a linear
+    read-out of the last token's output; no residual path, no feed-forward layer, so everything
+    the read-out gets has passed through the attention. Loss: mean squared error. Each arm is
+    trained from every seed with the conventions of this module (its initial weights and
+    batches from the seed, the held-out set from ``seed + 1``).
+
+    Args:
+        n_heads: the arms' numbers of heads; each must divide ``d_model``.
+        seeds: one run per arm and seed.
+        seq_len, n_sources, content_dim: the task (see :func:`multi_source_batch`).
+        d_model: model width.
+        steps, batch_size, lr: Adam updates, sequences per update, learning rate.
+        eval_size: held-out sequences.
+        n_examples: held-out sequences whose weights and outputs are kept (the first seed's).
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`HeadsResult`.
+
+    Raises:
+        TypeError: if a size or seed is not an integer or ``lr`` not a real number.
+        ValueError: if a size is < 1, no arm or seed is given, an ``H`` does not divide
+            ``d_model``, ``seq_len <= n_sources``, ``n_examples > eval_size``, ``lr`` is not
+            positive or a seed is negative.
+
+    Source: Vaswani et al. (2017), section 3.2.2 ("multi-head attention allows the model to
+    jointly attend to information from different representation subspaces at different
+    positions. With a single attention head, averaging inhibits this.").
+    """
+    arms = [checks.check_int(h, "n_heads", 1) for h in n_heads]
+    seeds = [checks.check_seed(s) for s in seeds]
+    if not arms or not seeds:
+        raise ValueError(f"n_heads and seeds need at least one value, got {n_heads}, {seeds}")
+    for name, v in dict(seq_len=seq_len, n_sources=n_sources, content_dim=content_dim,
+                        d_model=d_model, steps=steps, batch_size=batch_size,
+                        eval_size=eval_size, n_examples=n_examples).items():
+        checks.check_int(v, name, 1)
+    for h in arms:
+        if d_model % h:
+            raise ValueError(f"n_heads {h} must divide d_model {d_model}")
+    if seq_len <= n_sources:
+        raise ValueError(f"seq_len {seq_len} must be > n_sources {n_sources}")
+    if n_examples > eval_size:
+        raise ValueError(f"n_examples {n_examples} must be <= eval_size {eval_size}")
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    K, m = n_sources, content_dim
+    A, R = len(arms), len(seeds)
+    unexplained = np.empty((A, R))
+    by_source = np.empty((A, R, K))
+    losses = np.empty((A, R, steps))
+    n_params = np.empty(A, dtype=np.int64)
+    weights, predictions = [], np.empty((A, n_examples, K, m))
+    with _run_context(num_threads) as clock:
+        for r, seed in enumerate(seeds):
+            x_e, y_e, types_e = multi_source_batch(eval_size, seq_len, K, m,
+                                                   torch.Generator().manual_seed(seed + 1))
+            for a, h in enumerate(arms):
+                torch.manual_seed(seed)
+                model = _GatherModel(m + K + 2, d_model, h, K * m)
+                n_params[a] = count_parameters(model)
+                gen = torch.Generator().manual_seed(seed)
+
+                def batch_loss(step, model=model, gen=gen):
+                    x, y, _ = multi_source_batch(batch_size, seq_len, K, m, gen)
+                    return F.mse_loss(model(x), y)
+
+                losses[a, r] = _train(model, batch_loss, steps=steps, lr=lr,
+                                      progress=progress, desc=f"{h} heads, seed {seed}")
+                with torch.no_grad():
+                    pred, w = model(x_e, need_weights=True)  # (E, K m), (E, H, L)
+                unexplained[a, r] = _unexplained(pred, y_e)
+                by_source[a, r] = [_unexplained(pred[:, k * m:(k + 1) * m],
+                                                y_e[:, k * m:(k + 1) * m]) for k in range(K)]
+                if r == 0:
+                    weights.append(w[:n_examples].double().numpy())
+                    predictions[a] = pred[:n_examples].double().reshape(-1, K, m).numpy()
+            if r == 0:
+                target = y_e[:n_examples].double().reshape(-1, K, m).numpy()
+                types = types_e[:n_examples].numpy()
+    arms_np = np.array(arms)
+    return HeadsResult(
+        n_heads=arms_np, seeds=np.array(seeds), unexplained=unexplained,
+        unexplained_by_source=by_source, bound=1 - np.minimum(arms_np, K) / K, loss=losses,
+        n_params=n_params, weights=weights, prediction=predictions, target=target,
+        types=types, seq_len=seq_len, n_sources=K, content_dim=m, d_model=d_model,
+        steps=steps, batch_size=batch_size, lr=lr, wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"])

@@ -1,7 +1,7 @@
 """The KV-cache calculator: the cache of published models against context length.
 
-One explorer, used by chapter 7 (what grouped-query and latent attention save) and chapter 11
-(what a long context costs next to the model's weights). Pick a published model
+One explorer, shown in chapter 11 (what a long context costs next to the model's weights, and
+what grouped-query and latent attention save; chapter 7 refers to it). Pick a published model
 (:data:`attnbook.config.PRESETS`), the context length, the batch size and the storage dtype;
 the figure shows the KV cache in GiB, computed by :func:`attnbook.cost.kv_cache_bytes`, for
 the model as published and for the same model with multi-head (``n_kv_heads = n_heads``) and
@@ -334,7 +334,7 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
 
 def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
                       dtype: str = "bfloat16") -> Explorer:
-    """The KV-cache calculator (chapters 7 and 11): published configs, context, batch, dtype.
+    """The KV-cache calculator (chapter 11): published configs, context, batch, dtype.
 
     Controls: ``model`` (a drop-down over :data:`attnbook.config.PRESETS`), ``context`` (a
     slider over :data:`CONTEXT_VALUES`), ``batch`` (:data:`BATCH_VALUES`) and ``dtype``
