@@ -1334,6 +1334,7 @@ def offset_copy_batch(batch_size: int, seq_len: int, offset: int, vocab: int,
     return ids, ids[:, : T - k]  # (B, T), (B, T - offset)
 
 
+#: The kinds of positions :func:`position_extrapolation_run` compares (chapter 08).
 POSITION_KINDS = ("learned", "sinusoidal", "rope")
 
 
