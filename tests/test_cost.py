@@ -332,3 +332,97 @@ def test_additive_benchmark_runs_one_point(tmp_path):
     assert row["flops_additive"] == row["flops_dot"] == 2 * 4 * (8 * 4 + 8 * 4 + 8 * 8)
     assert row["intermediate_bytes"] == 8 * 8 * 4 * 4 and row["ratio"] > 0
     assert (tmp_path / "a.json").is_file()
+
+
+# --- HBM traffic and the roofline model -----------------------------------------------------
+
+
+def traced_hbm_bytes(n, d, size, block_q):
+    """Walk the two algorithms' HBM reads and writes tile by tile and add up the bytes.
+
+    Independent of the closed forms: plain = Dao et al. (2022) Algorithm 0 step by step, tiled =
+    FlashAttention-2's loop (one program per query block, every key/value block loaded by it).
+    """
+    plain = 0
+    plain += (n * d + n * d) * size  # step 1: read Q and K ...
+    plain += n * n * size  # ... write S
+    plain += n * n * size + n * n * size  # step 2: read S, write P
+    plain += (n * n + n * d) * size + n * d * size  # step 3: read P and V, write O
+    tiled = 0
+    for q0 in range(0, n, block_q):
+        rows = min(block_q, n - q0)
+        tiled += rows * d * size  # load this program's queries
+        for k0 in range(0, n, 16):  # key blocks of any size: the same bytes in total
+            cols = min(16, n - k0)
+            tiled += 2 * cols * d * size  # load K and V tiles
+        tiled += rows * d * size + rows * 4  # store O and the float32 log-sum-exp
+    return plain, tiled
+
+
+@pytest.mark.parametrize("n, d, dtype, block_q", [
+    (1, 8, "float32", 128), (4, 2, "bfloat16", 2), (100, 64, "float16", 128),
+    (257, 32, "float32", 64), (1000, 16, "bfloat16", 7)])
+def test_attention_hbm_bytes_match_a_tile_by_tile_trace(n, d, dtype, block_q):
+    size = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
+    plain, tiled = traced_hbm_bytes(n, d, size, block_q)
+    got = cost.attention_hbm_bytes(n, d, dtype=dtype, block_q=block_q)
+    assert got == {"plain": plain, "tiled": tiled}
+    both = cost.attention_hbm_bytes(n, d, n_heads=3, batch=2, dtype=dtype, block_q=block_q)
+    assert both == {"plain": 6 * plain, "tiled": 6 * tiled}
+
+
+def test_attention_hbm_bytes_by_hand():
+    # n = 4, d = 2, bfloat16, blocks of 2 queries: plain 2 (4*4*2 + 4*16) = 192 bytes; tiled
+    # Q and O 2*(2*8) = 32, two programs read K and V (2*8 numbers) each: 2*2*16 = 64, lse 16
+    assert cost.attention_hbm_bytes(4, 2, block_q=2) == {"plain": 192, "tiled": 112}
+    # one program (block_q >= n): K and V read once: 32 + 32 + 16
+    assert cost.attention_hbm_bytes(4, 2, block_q=4)["tiled"] == 80
+    assert cost.attention_hbm_bytes(4, 2, block_q=99)["tiled"] == 80
+    # the plain traffic grows as n^2, the tiled one as n^2 d / block_q: at n = 16384, d = 64,
+    # block 128 the S/P term 4 n^2 is four times the K/V term 2 n^2 d / block_q = n^2
+    big = cost.attention_hbm_bytes(16384, 64, block_q=128)
+    assert big["plain"] == 2 * (4 * 16384 * 64 + 4 * 16384**2)
+    assert big["tiled"] == 2 * (2 * 16384 * 64 + 128 * 2 * 16384 * 64) + 4 * 16384
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    (dict(seq_len=0, head_dim=8), ValueError, "seq_len"),
+    (dict(seq_len=8, head_dim=0), ValueError, "head_dim"),
+    (dict(seq_len=8, head_dim=8, block_q=0), ValueError, "block_q"),
+    (dict(seq_len=8, head_dim=8, n_heads=0), ValueError, "n_heads"),
+    (dict(seq_len=8.0, head_dim=8), TypeError, "seq_len"),
+    (dict(seq_len=8, head_dim=8, dtype="int8"), ValueError, "dtype"),
+])
+def test_attention_hbm_bytes_rejects_bad_arguments(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        cost.attention_hbm_bytes(**kwargs)
+
+
+def test_roofline_time_by_hand():
+    # 10 FLOPs, 5 bytes on a device of 4 FLOP/s and 1 byte/s: arithmetic 2.5 s, memory 5 s
+    r = cost.roofline_time(10, 5, 4, 1)
+    assert r == (5.0, 2.5, 5.0, 2.0, True)
+    # 40 FLOPs over the same 5 bytes: intensity 8 > ridge 4, compute-bound, 10 s
+    r = cost.roofline_time(40, 5, 4, 1)
+    assert (r.seconds, r.intensity, r.memory_bound) == (10.0, 8.0, False)
+    # attainable throughput min(peak, intensity * bandwidth) gives the same times
+    for f in (1.0, 20.0, 33.0):
+        r = cost.roofline_time(f, 5, 4, 1)
+        assert math.isclose(r.seconds, f / min(4, f / 5 * 1))
+
+
+@pytest.mark.parametrize("args, exc, name", [
+    ((-1, 5, 4, 1), ValueError, "flops"), ((1, 0, 4, 1), ValueError, "hbm_bytes"),
+    ((1, 5, 0, 1), ValueError, "peak_flops"), ((1, 5, 4, -2), ValueError, "bandwidth"),
+    ((1, 5, 4, math.nan), ValueError, "bandwidth"), ((1, "5", 4, 1), TypeError, "hbm_bytes"),
+])
+def test_roofline_time_rejects_bad_arguments(args, exc, name):
+    with pytest.raises(exc, match=name):
+        cost.roofline_time(*args)
+
+
+def test_a100_figures_are_the_datasheet_s():
+    gpu = cost.A100_SXM4_40GB
+    # datasheet, A100 40GB SXM: BF16 tensor core 312 TFLOPS dense, 1,555 GB/s
+    assert (gpu.peak_flops, gpu.hbm_bandwidth, gpu.dtype) == (312e12, 1.555e12, "bfloat16")
+    assert math.isclose(gpu.ridge_point, 312 / 1.555)

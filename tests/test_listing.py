@@ -89,3 +89,30 @@ def test_a_fence_inside_the_source_gets_a_longer_fence(tmp_path):
 def test_every_documented_name_exists():
     for name in listing.__all__:
         assert hasattr(listing, name)
+
+
+def test_between_shows_the_run_of_lines_dedented(tmp_path):
+    f = _make("def f(x):\n    y = 0\n    for i in x:\n        y += i\n"
+              "        y *= 2\n    return y\n", tmp_path)
+    lst = show_code(f, full=f, between=("for i", "y *="))
+    assert lst.core == "for i in x:\n    y += i\n    y *= 2"
+    assert lst.full.startswith("def f(x):")  # the whole function stays one click away
+
+
+def test_between_checks_the_limits_of_the_lines_shown(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_LINES + 5))
+    f = _make("def f():\n" + body, tmp_path)
+    with pytest.raises(ValueError, match="lines"):
+        show_code(f)
+    assert len(show_code(f, between=("x0 =", f"x{MAX_LINES - 1} =")).core.splitlines()) \
+        == MAX_LINES
+    with pytest.raises(ValueError, match="lines"):
+        show_code(f, between=("x0 =", f"x{MAX_LINES} ="))
+
+
+def test_between_names_a_text_it_cannot_find(tmp_path):
+    f = _make("def f():\n    a = 1\n    b = 2\n", tmp_path)
+    with pytest.raises(ValueError, match="'c ='"):
+        show_code(f, between=("c =", "b ="))
+    with pytest.raises(ValueError, match="'a =' after 'b ='"):
+        show_code(f, between=("b =", "a ="))

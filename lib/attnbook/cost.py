@@ -22,6 +22,9 @@ The older import paths keep working: :func:`kv_cache_bytes` from :mod:`attnbook.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import numpy as np
 
 from .checks import check_choice, check_int, check_int_array, check_real
@@ -42,6 +45,12 @@ __all__ = [
     "attention_kind",
     "kv_variants",
     "format_bytes",
+    "GPUSpec",
+    "A100_SXM4_40GB",
+    "attention_hbm_bytes_core",
+    "attention_hbm_bytes",
+    "Roofline",
+    "roofline_time",
 ]
 
 
@@ -490,3 +499,167 @@ def format_bytes(n) -> str:
             return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
+
+
+# --------------------------------------------------------------------------------------------
+# The roofline model: time from FLOPs and HBM bytes, for a GPU's published peaks.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """The two published peaks of a GPU that the roofline model needs.
+
+    Attributes:
+        name: the product, as its datasheet names it.
+        peak_flops: peak dense matrix-multiply throughput for ``dtype``, in FLOP/s.
+        hbm_bandwidth: peak bandwidth of its HBM, in bytes/s.
+        dtype: the element type ``peak_flops`` is quoted for.
+        source: the document the two figures come from.
+    """
+
+    name: str
+    peak_flops: float
+    hbm_bandwidth: float
+    dtype: str
+    source: str
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOPs per HBM byte at which the two roofs meet: ``peak_flops / hbm_bandwidth``.
+
+        A kernel doing fewer FLOPs per byte than this is memory-bound in the model.
+        """
+        return self.peak_flops / self.hbm_bandwidth
+
+
+#: NVIDIA A100 SXM4 40GB, the GPU of the FlashAttention-2 paper's benchmarks: 312 TFLOP/s of
+#: dense BF16 tensor-core arithmetic (the datasheet's 624 assumes 2:4 structured sparsity and
+#: is not used) and 1,555 GB/s of HBM2 bandwidth. Source: NVIDIA, "NVIDIA A100 Tensor Core GPU"
+#: datasheet (2021), table "Specifications", column "A100 40GB SXM"
+#: (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf).
+A100_SXM4_40GB = GPUSpec(
+    name="NVIDIA A100 SXM4 40GB", peak_flops=312e12, hbm_bandwidth=1555e9, dtype="bfloat16",
+    source="NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB SXM: BF16 Tensor Core "
+           "312 TFLOPS (dense), GPU memory bandwidth 1,555 GB/s",
+)
+
+#: The element types :func:`attention_hbm_bytes` accepts (attention runs in these).
+_ATTENTION_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def attention_hbm_bytes_core(seq_len, head_dim, size, block_q):
+    """HBM bytes of one head's forward attention, plain and tiled.
+
+    size: bytes per number; block_q: the queries one tiled program keeps on
+    chip while every key and value block streams past it.
+    """
+    n, d = seq_len, head_dim
+    # plain: read Q, K, V, write O; write S, read it, write P, read it
+    plain = size * (4 * n * d + 4 * n * n)
+    programs = -(-n // block_q)  # query blocks, rounded up
+    # tiled: read Q, write O once; each program reads all of K and V;
+    # write one float32 log-sum-exp per query
+    tiled = size * (2 * n * d + programs * 2 * n * d) + 4 * n
+    return plain, tiled
+
+
+def attention_hbm_bytes(seq_len: int, head_dim: int, *, n_heads: int = 1, batch: int = 1,
+                        dtype: str = "bfloat16", block_q: int = 128) -> dict:
+    """Bytes one forward self-attention moves between HBM and the chip, plain and tiled.
+
+    *Plain* is the standard implementation of Dao et al. (2022), Algorithm 0: it reads ``Q``
+    and ``K``, writes the ``n x n`` scores ``S`` to HBM, reads them back for the softmax,
+    writes ``P``, reads ``P`` and ``V`` and writes ``O``: ``4 n d + 4 n^2`` numbers per head.
+    *Tiled* is FlashAttention-2's forward (Dao, 2023, Algorithm 1; the loop of
+    :mod:`attnbook.flash_triton`): each program holds ``block_q`` queries on chip, reads its
+    block of ``Q`` once, streams all of ``K`` and ``V`` past it and writes its block of ``O``
+    and a float32 log-sum-exp per query: ``2 n d + ceil(n / block_q) * 2 n d`` numbers plus
+    ``4 n`` bytes per head. No cache is modelled between HBM and the chip: a ``K``/``V`` block
+    read by several programs counts every time (``block_q = seq_len`` gives the traffic when
+    every re-read hits a cache). Since ``block_q`` is bounded by the on-chip memory ``M`` (about
+    ``M / d`` rows), the tiled count is Dao et al.'s ``Theta(n^2 d^2 / M)``. Causal masking
+    and the backward pass are not modelled. Validates and calls
+    :func:`attention_hbm_bytes_core`.
+
+    Args:
+        seq_len: ``n >= 1`` tokens (queries = keys).
+        head_dim: ``d >= 1``, the width of a query, key and value.
+        n_heads: heads ``H >= 1``.
+        batch: sequences ``B >= 1``.
+        dtype: element type of ``Q, K, V, S, P, O``: ``"float32"``, ``"float16"`` or
+            ``"bfloat16"``.
+        block_q: queries per tiled program (>= 1); the library's GPU kernel uses
+            ``attnbook.flash_triton.kernel_config(d)["fwd"]["BLOCK_M"]``.
+
+    Returns:
+        ``{"plain": bytes, "tiled": bytes}``, Python ints for all ``B * H`` heads.
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if a size is < 1 or ``dtype`` is not one of the three.
+
+    Source: Dao et al. (2022), section 3.2 and Theorem 2 (standard attention moves
+    ``Theta(n d + n^2)`` numbers, FlashAttention ``Theta(n^2 d^2 / M)``); Dao (2023),
+    Algorithm 1 (the query-block-outer loop order counted here).
+    """
+    n = check_int(seq_len, "seq_len", 1)
+    d = check_int(head_dim, "head_dim", 1)
+    h = check_int(n_heads, "n_heads", 1)
+    b = check_int(batch, "batch", 1)
+    bq = check_int(block_q, "block_q", 1)
+    size = DTYPE_BYTES[check_choice(dtype, "dtype", _ATTENTION_DTYPES)]
+    plain, tiled = attention_hbm_bytes_core(n, d, size, bq)
+    return {"plain": b * h * plain, "tiled": b * h * tiled}
+
+
+class Roofline(NamedTuple):
+    """The roofline model's answer for one kernel (all times in seconds).
+
+    Attributes:
+        seconds: the modelled time, ``max(compute_seconds, memory_seconds)``.
+        compute_seconds: ``flops / peak_flops``, the time at the arithmetic roof.
+        memory_seconds: ``hbm_bytes / bandwidth``, the time at the bandwidth roof.
+        intensity: arithmetic intensity ``flops / hbm_bytes``, in FLOPs per byte.
+        memory_bound: ``memory_seconds > compute_seconds`` (the intensity is below the ridge
+            point ``peak_flops / bandwidth``).
+    """
+
+    seconds: float
+    compute_seconds: float
+    memory_seconds: float
+    intensity: float
+    memory_bound: bool
+
+
+def roofline_time(flops, hbm_bytes, peak_flops, bandwidth) -> Roofline:
+    """The roofline model's time of a kernel: the slower of its arithmetic and its traffic.
+
+    A kernel that does ``flops`` FLOPs and moves ``hbm_bytes`` bytes can finish no sooner than
+    ``flops / peak_flops`` (every arithmetic unit busy) nor than ``hbm_bytes / bandwidth``
+    (memory streaming at its peak); the model takes the larger as the time, i.e. attainable
+    throughput ``min(peak_flops, intensity * bandwidth)``. It is a bound, not a measurement:
+    it ignores latency, caches, launch overhead and imperfect overlap.
+
+    Args:
+        flops: FLOPs of the kernel (>= 0, a real number).
+        hbm_bytes: bytes it moves to and from HBM (> 0).
+        peak_flops: the device's peak arithmetic throughput, FLOP/s (> 0).
+        bandwidth: the device's peak memory bandwidth, bytes/s (> 0).
+
+    Returns:
+        A :class:`Roofline` of Python floats and a bool.
+
+    Raises:
+        TypeError: if an argument is not a real number.
+        ValueError: if ``flops`` < 0, another argument <= 0, or any is NaN or infinite.
+
+    Source: Williams, Waterman and Patterson (2009), "Roofline: an insightful visual
+    performance model for multicore architectures", Communications of the ACM 52(4).
+    """
+    f = check_real(flops, "flops", minimum=0.0)
+    q = check_real(hbm_bytes, "hbm_bytes", minimum=0.0, strict=True)
+    peak = check_real(peak_flops, "peak_flops", minimum=0.0, strict=True)
+    bw = check_real(bandwidth, "bandwidth", minimum=0.0, strict=True)
+    compute, memory = f / peak, q / bw
+    return Roofline(max(compute, memory), compute, memory, f / q, memory > compute)

@@ -69,6 +69,36 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
+def _load_kt(k_base, cols, offs_d, d_valid, S, stride_ks, stride_kd,
+             MASKED: tl.constexpr, UPCAST: tl.constexpr):
+    """The keys ``cols`` as a transposed ``(BLOCK_D, BLOCK_N)`` tile; keys past S read as 0."""
+    if MASKED:
+        kt_mask = (cols < S)[None, :] & d_valid[:, None]
+    else:
+        kt_mask = d_valid[:, None]  # only the head_dim padding; broadcast over the keys
+    kt = tl.load(k_base + cols[None, :] * stride_ks + offs_d[:, None] * stride_kd,
+                 mask=kt_mask, other=0.0)  # (BLOCK_D, BLOCK_N)
+    if UPCAST:
+        kt = kt.to(tl.float32)
+    return kt
+
+
+@triton.jit
+def _load_v(v_base, cols, offs_d, d_valid, S, stride_vs, stride_vd,
+            MASKED: tl.constexpr, UPCAST: tl.constexpr):
+    """The values ``cols`` as a ``(BLOCK_N, BLOCK_D)`` tile; values past S read as 0."""
+    if MASKED:
+        v_mask = (cols < S)[:, None] & d_valid[None, :]
+    else:
+        v_mask = d_valid[None, :]
+    v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
+                mask=v_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
+    if UPCAST:
+        v = v.to(tl.float32)
+    return v
+
+
+@triton.jit
 def _attn_fwd_inner(
     acc, l_i, m_i, q, k_base, v_base, stride_ks, stride_kd, stride_vs, stride_vd,
     offs_m, offs_n, offs_d, d_valid, L, S, qk_scale_log2, lo, hi,
@@ -82,40 +112,31 @@ def _attn_fwd_inner(
 
     ``MASKED`` blocks may hold hidden keys (the causal diagonal, the padded tail past S); the
     others are fully visible to every row of the query block and skip the masking work.
-    Returns the updated ``(acc, l_i, m_i)``.
+    Returns the updated ``(acc, l_i, m_i)``. The loop is shown in chapter 12, so its lines
+    stay under 80 columns (``listing.show_code(..., between=("for start_n", "m_i = m_new"))``).
     """
     for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_n
+        cols = start_n + offs_n  # the key positions j of this block
+        kt = _load_kt(k_base, cols, offs_d, d_valid, S, stride_ks, stride_kd,
+                      MASKED, UPCAST)  # (BLOCK_D, BLOCK_N)
+        s = tl.dot(q, kt, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N)
+        s = s * qk_scale_log2  # scores in log2 units: exp2(s) = exp(c q.k)
         if MASKED:
-            n_valid = cols < S
-            kt_mask = n_valid[None, :] & d_valid[:, None]
-            v_mask = n_valid[:, None] & d_valid[None, :]
-        else:
-            kt_mask = d_valid[:, None]  # only the head_dim padding; broadcast over the keys
-            v_mask = d_valid[None, :]
-        kt = tl.load(k_base + cols[None, :] * stride_ks + offs_d[:, None] * stride_kd,
-                     mask=kt_mask, other=0.0)  # (BLOCK_D, BLOCK_N)
-        if UPCAST:
-            kt = kt.to(tl.float32)
-        s = tl.dot(q, kt, input_precision=DOT_PRECISION) * qk_scale_log2  # (BLOCK_M, BLOCK_N)
-        if MASKED:
-            keep = n_valid[None, :]  # the padded tail of the last key block is hidden
+            keep = (cols < S)[None, :]  # the padded tail of the last block
             if CAUSAL:
                 keep = keep & (cols[None, :] <= offs_m[:, None] + (S - L))
             s = tl.where(keep, s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, 1))
-            # a row that has seen no visible key keeps m = -inf: shift it by 0, not by -inf
+            # a row that has seen no visible key keeps m = -inf: shift by 0
             m_shift = tl.where(m_new == float("-inf"), 0.0, m_new)
         else:
-            m_new = tl.maximum(m_i, tl.max(s, 1))  # finite: every key here is visible
+            m_new = tl.maximum(m_i, tl.max(s, 1))  # every key here is visible
             m_shift = m_new
-        alpha = tl.math.exp2(m_i - m_shift)  # rescale of the old statistics; 0 at the start
+        alpha = tl.math.exp2(m_i - m_shift)  # the rescale r_i; 0 at the start
         p = tl.math.exp2(s - m_shift[:, None])  # (BLOCK_M, BLOCK_N)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
-                    mask=v_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
-        if UPCAST:
-            v = v.to(tl.float32)
+        v = _load_v(v_base, cols, offs_d, d_valid, S, stride_vs, stride_vd,
+                    MASKED, UPCAST)  # (BLOCK_N, BLOCK_D)
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new

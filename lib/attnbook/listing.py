@@ -12,6 +12,11 @@ the code a chapter teaches is visible wherever the chapter is read. The source i
 installed module with ``inspect.getsource``: the listing is the tested code itself, never a
 copy.
 
+Where a function is longer than a page but its heart is not (a GPU kernel's loop, say),
+``show_code(fn, between=("for start_n", "m_i = m_new"))`` shows the run of lines from the
+first that starts with the one text to the next that starts with the other, still read from
+the source, and keeps the whole function in the collapsed block.
+
 A shown core must fit a page: at most :data:`MAX_LINES` lines and :data:`MAX_COLUMNS` columns,
 or :func:`show_code` raises (and the strict book build fails).
 """
@@ -21,7 +26,8 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "Listing", "source_of", "show_code"]
+__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "Listing", "source_of", "lines_between",
+           "show_code"]
 
 #: The longest listing a chapter may show, in lines (The Annotated Transformer's attention is
 #: 10 lines, nanoGPT's ``forward`` 25).
@@ -46,6 +52,25 @@ def source_of(obj) -> str:
             f"{obj!r} ({type(obj).__name__}): {exc}"
         ) from None
     return textwrap.dedent(src).rstrip("\n")
+
+
+def lines_between(src: str, first: str, last: str) -> str:
+    """A run of lines of ``src``, dedented: from ``first`` to ``last``.
+
+    The run starts at the first line that starts with ``first`` and ends at the next line
+    that starts with ``last`` (both included; leading spaces are ignored).
+
+    Raises:
+        ValueError: no line starts with ``first``, or none after it with ``last``.
+    """
+    lines = src.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(first)]
+    if not starts:
+        raise ValueError(f"between: no line starts with {first!r}")
+    ends = [i for i in range(starts[0], len(lines)) if lines[i].lstrip().startswith(last)]
+    if not ends:
+        raise ValueError(f"between: no line starts with {last!r} after {first!r}")
+    return textwrap.dedent("\n".join(lines[starts[0]:ends[0] + 1]))
 
 
 def _fence(src: str) -> str:
@@ -86,24 +111,30 @@ class Listing:
         return text
 
 
-def show_code(core, full=None, *, summary: str | None = None) -> Listing:
+def show_code(core, full=None, *, summary: str | None = None,
+              between: tuple[str, str] | None = None) -> Listing:
     """The listing of ``core``, with ``full`` (the validated public function) collapsed.
 
     Args:
         core: the function, method or class to show open; at most :data:`MAX_LINES` lines and
-            :data:`MAX_COLUMNS` columns.
+            :data:`MAX_COLUMNS` columns (of the lines shown).
         full: optional function, method or class shown in a collapsed block (any length).
         summary: label of the collapsed block; default "The full public function: NAME".
+        between: optional ``(first, last)``: show only the lines of ``core`` from the first
+            that starts with ``first`` to the next that starts with ``last``
+            (:func:`lines_between`).
 
     Returns:
         A :class:`Listing`; as a cell's last expression it renders as highlighted code.
 
     Raises:
         TypeError: ``core`` or ``full`` has no Python source.
-        ValueError: ``core`` is longer than :data:`MAX_LINES` lines or wider than
-            :data:`MAX_COLUMNS` columns.
+        ValueError: ``core`` (or its lines ``between``) is longer than :data:`MAX_LINES` lines
+            or wider than :data:`MAX_COLUMNS` columns, or ``between`` matches no lines.
     """
     src = source_of(core)
+    if between is not None:
+        src = lines_between(src, *between)
     lines = src.splitlines()
     name = getattr(core, "__qualname__", repr(core))
     if len(lines) > MAX_LINES:

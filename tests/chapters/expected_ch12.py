@@ -6,7 +6,9 @@
   ``exp(m_old - m_new)``, denominator) and through ``flash.tiled_attention_steps``; the CPU
   benchmark's numbers read from ``benchmarks/results/cpu_flash.csv`` with NumPy's own CSV reader;
   the Triton kernel run again under the interpreter on the same seeded inputs (deterministic
-  on the CPU) against a float64 reference; the retrieval example with linear attention; or
+  on the CPU) against a float64 reference; the roofline model from the A100 datasheet's two
+  figures and the byte counts written out by hand (Dao et al. 2022, Algorithm 0; Dao 2023,
+  Algorithm 1); the retrieval example with linear attention; or
 * ``Tiny(bound)`` for a difference that a derivation says is 0 (exact attention, any tiling):
   the glued float must lie in ``[0, bound]``; or
 * a :class:`Check` for a wall-clock time: ``check(actual, glued)`` gets the glued value and every
@@ -154,6 +156,59 @@ def expected() -> dict:
                           else f"{ratio:.0f} times the error of")
     gpu_csv = ROOT / "benchmarks" / "results" / "gpu_flash.csv"
     e["gpu_phrase"] = "has" if gpu_csv.exists() else "has no"
+    # --- roofline model: A100 SXM4 40GB datasheet, 16 heads of 64, bfloat16, forward -------
+    peak, bw = 312e12, 1555e9  # FLOP/s (dense BF16 tensor core), bytes/s (HBM2)
+    H, d, bq = 16, 64, 128  # bq: kernel_config's forward BLOCK_M for bfloat16, head_dim 64
+    lens = [1024, 2048, 4096, 8192, 16384]
+
+    def flops(n):  # Q K^T and P V: 2 n^2 d multiply-adds per head, 2 FLOPs each
+        return H * 2 * (2 * n * n * d)
+
+    def plain_bytes(n):  # read Q, K; write S; read S; write P; read P, V; write O (bf16)
+        return H * 2 * (n * d + n * d + n * n + n * n + n * n + n * n + n * d + n * d)
+
+    def tiled_bytes(n, block):  # Q, O once; K, V once per query block; float32 lse
+        return H * (2 * (n * d + n * d + math.ceil(n / block) * 2 * n * d) + 4 * n)
+
+    def seconds(n, nbytes):  # the roofline: the slower of the two roofs
+        return max(flops(n) / peak, nbytes / bw)
+
+    ridge = peak / bw
+    ai_plain = [flops(n) / plain_bytes(n) for n in lens]
+    ai_tiled = [flops(n) / tiled_bytes(n, bq) for n in lens]
+    n = lens[-1]
+    e["rf_peak_tflops"], e["rf_bw_gbs"], e["rf_ridge"] = 312.0, 1555.0, ridge
+    e["rf_n_heads"], e["rf_head_dim"], e["rf_block_q"] = H, d, bq
+    e["rf_n_min"], e["rf_n_max"] = lens[0], n
+    e["rf_ai_plain_max"] = max(ai_plain)
+    e["rf_ai_tiled_min"], e["rf_ai_tiled_max"] = min(ai_tiled), max(ai_tiled)
+    e["rf_plain_mem_over_compute"] = (plain_bytes(n) / bw) / (flops(n) / peak)
+    e["rf_ms_plain"] = 1e3 * plain_bytes(n) / bw
+    e["rf_ms_tiled"] = 1e3 * tiled_bytes(n, bq) / bw
+    e["rf_speedup"] = plain_bytes(n) / tiled_bytes(n, bq)
+    e["rf_bytes_ratio"] = plain_bytes(n) / tiled_bytes(n, bq)
+    e["rf_gb_plain"] = plain_bytes(n) / 1e9
+    e["rf_gb_tiled"] = tiled_bytes(n, bq) / 1e9
+    e["rf_ai_once"] = flops(n) / tiled_bytes(n, n)
+    e["rf_ms_once"] = 1e3 * flops(n) / peak
+
+    def pct(ai):  # attainable throughput min(peak, intensity * bandwidth) over the peak
+        return 100 * min(peak, ai * bw) / peak
+
+    e["rf_pct_plain_max"] = max(pct(a) for a in ai_plain)
+    e["rf_pct_tiled_min"] = min(pct(a) for a in ai_tiled)
+    e["rf_pct_tiled_max"] = max(pct(a) for a in ai_tiled)
+    # what the prose says: both memory-bound at every length (so the model's times are the
+    # memory times used above); plain below d / 2 FLOPs per byte and near it at L = 16384;
+    # the tiled intensity approaches block_q from below; K and V read once is compute-bound,
+    # its time the arithmetic's
+    assert all(a < ridge for a in ai_plain + ai_tiled)
+    assert all(a < d / 2 for a in ai_plain) and max(ai_plain) > 0.95 * d / 2
+    assert 0.85 * bq < min(ai_tiled) < max(ai_tiled) < bq
+    assert e["rf_ai_once"] > ridge
+    assert seconds(n, tiled_bytes(n, n)) == flops(n) / peak
+    assert seconds(n, plain_bytes(n)) == plain_bytes(n) / bw
+    assert e["rf_ms_once"] < e["rf_ms_tiled"] < e["rf_ms_plain"]
     # --- linear attention: timings (checks) and the retrieval example (recomputed) ----------
     e["lin_n_factor"] = 8.0
     e["lin_n_min"], e["lin_n_max"] = 512, 4096
