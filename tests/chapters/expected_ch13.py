@@ -179,7 +179,11 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
         "ckpt_val_end": vl[-1],
         "ckpt_gap": vl[-1] - meta["train_loss"][-1],
         "ckpt_fall": vl[0] - vl[-1],
-        "ckpt_slope": (vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100,
+        # "fell at only ... against <run_slope> at the end of this build's run: flattened".
+        "ckpt_slope": Check(
+            lambda a, g, w=(vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100:
+            _close(a, w) and 0 <= a < g["run_slope"] / 2,
+            "the JSON's last fall per 100 steps, under half the live run's"),
         "ckpt_last_interval": at[-1] - at[-2],
         "ckpt_at_live": vl[at.index(STEPS)],
         # The prose: the checkpoint's held-out loss is below the live run's, by the glued gain.
