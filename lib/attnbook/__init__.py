@@ -71,6 +71,7 @@ __all__ = [
     "text",
     "training",
     "sampling",
+    "char_gpt",
     "pretrained",
     "timing",
     # the book's figures and explorers (plotly, ipywidgets)

@@ -9,6 +9,9 @@
   ``np.add.at`` and the add-one formula, the parameter count from the shapes of the modules
   (embedding, positions, four projections, the feed-forward network, LayerNorms), the count of
   held-out pairs never seen in training; or
+* for the shipped checkpoint (``lib/attnbook/data/char_gpt.pt`` and ``.json``), its numbers
+  read from the JSON and the file (size, SHA-256), and its held-out loss recomputed from the
+  weights loaded with ``torch.load``; or
 * a :class:`Check` for what depends on the training run or on a clock, which no test can
   reproduce cheaply (the chapter trains for about a minute): ``check(actual, glued)`` receives
   the glued value and every glued value of the chapter, and verifies what the prose relies on —
@@ -20,9 +23,11 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -86,7 +91,7 @@ def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     torch.set_num_threads(1)
     config = ModelConfig(arch="decoder", vocab_size=V, d_model=D_MODEL, n_heads=N_HEADS,
                          n_layers=N_LAYERS, d_ff=D_FF, max_seq_len=CTX, positional="rope",
-                         sliding_window=CTX, norm_first=True, dropout=0.1, embed_scale=True,
+                         sliding_window=CTX, norm_first=True, dropout=0.1, embed_scale=False,
                          tie_embeddings=True)
     torch.manual_seed(0)
     small = gpt2_init_(build_model(config))
@@ -107,14 +112,84 @@ def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     x_val, _ = text.get_batch(val, BLOCK, BATCH, torch.Generator().manual_seed(1))
     with torch.no_grad():
         std_plain, std_small = float(plain(x_val).std()), float(small(x_val).std())
-    emb = float(plain.embed.tokens.weight.detach().std()) * math.sqrt(D_MODEL)
+    emb = float(plain.embed.tokens.weight.detach().std())  # no sqrt(d_model) scale
     want = {"init_loss_plain": loss(plain, val), "init_loss_small": loss(small, val),
             "init_emb_std": emb, "init_logit_std": std_plain,
             "init_logit_std_small": std_small}
-    # By hand: N(0, 1) entries scaled by sqrt(d_model) = 8 have a standard deviation near 8.
-    assert abs(emb - 8.0) < 0.2
+    # By hand: N(0, 1) entries, unscaled, have a standard deviation near 1; a logit is the dot
+    # product of a LayerNorm output (mean square about 1) with d_model such entries, so the
+    # logits' standard deviation is near sqrt(d_model) = 8 (as the prose says).
+    assert abs(emb - 1.0) < 0.05
+    assert 0.5 * math.sqrt(D_MODEL) < std_plain < 2 * math.sqrt(D_MODEL)
     return {k: Check(lambda a, g, w=w: _close(a, w, 1e-5), f"{w:.6g} recomputed")
             for k, w in want.items()}
+
+
+#: The shipped checkpoint (attnbook.char_gpt), found from the repository, not the library.
+DATA = Path(__file__).resolve().parents[2] / "lib" / "attnbook" / "data"
+
+
+def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
+    """The shipped checkpoint's numbers: from its JSON and its weights, read here directly.
+
+    The weights are loaded with ``torch.load`` into a model built from the JSON's
+    configuration (which must be the chapter's, scale and all), and the held-out loss is
+    recomputed with ``F.cross_entropy`` on the chapter's windows (``get_batch``, generator
+    seeded 1, four batches of 16 windows of 64).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from attnbook import text
+    from attnbook.config import ModelConfig
+    from attnbook.models import build_model
+
+    meta = json.loads((DATA / "char_gpt.json").read_text(encoding="utf-8"))
+    raw = (DATA / "char_gpt.pt").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == meta["checkpoint_sha256"]
+    cfg = meta["model"]
+    assert (cfg["vocab_size"], cfg["d_model"], cfg["n_heads"], cfg["n_layers"], cfg["d_ff"],
+            cfg["sliding_window"], cfg["positional"], cfg["embed_scale"]) == (
+        V, D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX, "rope", False), "not the chapter's model"
+    model = build_model(ModelConfig(**cfg))
+    state = torch.load(DATA / "char_gpt.pt", map_location="cpu", weights_only=True)
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    model.eval()
+    gen = torch.Generator().manual_seed(1)
+    total = 0.0
+    with torch.no_grad():
+        for _ in range(4):
+            x, y = text.get_batch(val, BLOCK, BATCH, gen)
+            total += float(F.cross_entropy(model(x).flatten(0, 1), y.flatten()))
+    tr = meta["training"]
+    steps, every = tr["steps"], tr["eval_every"]
+    at, vl = meta["eval_steps"], meta["val_loss"]
+    assert at == list(range(0, steps, every)) + [steps] or at == list(range(0, steps + 1, every))
+
+    def close(w):
+        return Check(lambda a, g: _close(a, w, 1e-5), f"{w:.6g} recomputed")
+
+    return {
+        "ckpt_steps": steps,
+        "ckpt_minutes": meta["seconds"] / 60,
+        "ckpt_kib": len(raw) / 1024,
+        "ckpt_val": close(total / 4),
+        "ckpt_epochs": steps * tr["batch_size"] * tr["block_size"] / len(train),
+        "ckpt_train": meta["train_loss"][-1],
+        "ckpt_val_end": vl[-1],
+        "ckpt_gap": vl[-1] - meta["train_loss"][-1],
+        "ckpt_fall": vl[0] - vl[-1],
+        # "fell at only ... against <run_slope> at the end of this build's run: flattened".
+        "ckpt_slope": Check(
+            lambda a, g, w=(vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100:
+            _close(a, w) and 0 <= a < g["run_slope"] / 2,
+            "the JSON's last fall per 100 steps, under half the live run's"),
+        "ckpt_last_interval": at[-1] - at[-2],
+        "ckpt_at_live": vl[at.index(STEPS)],
+        # The prose: the checkpoint's held-out loss is below the live run's, by the glued gain.
+        "ckpt_gain": Check(lambda a, g: _close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
+                           "live run's held-out loss - checkpoint's, positive"),
+    }
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,9 +236,10 @@ def expected() -> dict:
     per_layer = (4 * d * d + 4 * d) + (2 * d * ff + ff + d) + 2 * (2 * d)
     e["model_params"] = V * d + N_LAYERS * per_layer + 2 * d  # RoPE: no position table; tied
     e["model_d"], e["model_layers"], e["model_heads"], e["model_ctx"] = d, N_LAYERS, N_HEADS, CTX
-    e["model_scale"] = math.sqrt(d)
+    e["init_sqrt_d"] = math.sqrt(d)
     e["model_dropout"] = 0.1
     e |= _untrained(V, train, val)
+    e |= _checkpoint(V, train, val)
     e["ex4_embed"], e["ex4_block"], e["ex4_final"] = V * d, per_layer, 2 * d
     # --- training -------------------------------------------------------------------------
     e["run_steps"] = STEPS
@@ -175,6 +251,9 @@ def expected() -> dict:
     e["run_gain"] = Check(lambda a, g: _close(a, g["base_bigram"] - g["run_val"]) and a > 0,
                           "bigram - held-out loss, positive")
     e["run_ppl"] = Check(lambda a, g: _close(a, math.exp(g["run_val"])), "exp(held-out loss)")
+    e["run_eval_every"] = STEPS // 10
+    e["run_slope"] = Check(lambda a, g: isinstance(a, float) and a > 0,
+                           "the held-out loss still falling at the end of the live run")
     e["run_cross_step"] = Check(
         lambda a, g: isinstance(a, int) and 0 < a <= STEPS
         and (a % (STEPS // 10) == 0 or a == STEPS), "an evaluation step of the run")
@@ -205,7 +284,7 @@ def expected() -> dict:
         e[key] = Check(lambda a, g: isinstance(a, str) and a.startswith("layer "), "a head")
     # --- samples and limits ---------------------------------------------------------------
     e["smp_n"] = N_SAMPLE
-    for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk"):
+    for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk", "smp_known_short"):
         e[key] = Check(_share, "a share of words")
     e["smp_greedy_phrase"] = Check(
         lambda a, g: isinstance(a, str) and a.startswith("falls into a loop"),
