@@ -654,7 +654,7 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     Here the norm is taken over all parameters of each layer. The defaults (12 layers,
     ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
     on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
-    learn the copy (at ``lr = 1e-3`` all four learn it).
+    learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
@@ -736,10 +736,10 @@ def gradient_norms_at_init(
 
     For each depth ``L`` this builds :func:`norm_placement_run`'s two models with
     ``n_layers=L`` from the same seed and measures what its ``grad_norm_init`` holds, without
-    training: for layer ``l`` (0 = next to the embedding), the L2 norm of the gradient of the copy-task
-    loss on the first batch with respect to all of the layer's parameters (attention,
-    feed-forward network and norms). The defaults are the run's own, so the 12-layer entry
-    equals the chapter's training run at initialisation. Chapter 9's explorer
+    training: for layer ``l`` (0 = next to the embedding), the L2 norm of the gradient of the
+    copy-task loss on the first batch with respect to all of the layer's parameters
+    (attention, feed-forward network and norms). The defaults are the run's own, so the
+    12-layer entry equals the chapter's training run at initialisation. Chapter 9's explorer
     (:func:`attnbook.explorers.block.norm_placement_explorer`) draws these numbers.
 
     Args:
