@@ -249,9 +249,28 @@ def test_norm_placement_gradient_norms_at_init_match_autograd():
         assert r.grad_norm_init[arm].shape == (12,)
         assert_close(r.grad_norm_init[arm], np.array(expected), atol=0, rtol=1e-5)
         assert r.loss[arm][0] == pytest.approx(float(loss.detach()), rel=1e-6)
-    # warmup changes only the updates: the first loss (before any update) is the Post-LN one
+    # warmup changes only the updates: the first loss (before any update) is the plain arm's
     assert r.loss["post_ln_warmup"][0] == r.loss["post_ln"][0]
+    assert r.loss["pre_ln_warmup"][0] == r.loss["pre_ln"][0]
     assert r.warmup_steps == 0  # steps // 5 with steps = 1
+    assert set(r.loss) == set(E.NORM_PLACEMENT_ARMS) == {"post_ln", "pre_ln", "post_ln_warmup",
+                                                         "pre_ln_warmup"}
+
+
+def test_norm_placement_warmup_arms_differ_only_by_the_schedule():
+    # Without warmup (warmup_steps=0) a warmup arm is its plain arm: same weights, batches, lr.
+    kw = dict(n_layers=2, d_model=16, n_heads=2, d_ff=32, n=3, vocab=5, steps=6, batch_size=4,
+              eval_size=8, seed=1)
+    r0 = E.norm_placement_run(warmup_steps=0, **kw)
+    for plain in ("post_ln", "pre_ln"):
+        np.testing.assert_array_equal(r0.loss[plain + "_warmup"], r0.loss[plain])
+    # With warmup the first update is lr / warmup_steps instead of lr: the second loss differs,
+    # the first (before any update) does not.
+    r = E.norm_placement_run(warmup_steps=4, **kw)
+    for plain in ("post_ln", "pre_ln"):
+        assert r.loss[plain + "_warmup"][0] == r.loss[plain][0]
+        assert r.loss[plain + "_warmup"][1] != r.loss[plain][1]
+        np.testing.assert_array_equal(r.loss[plain], r0.loss[plain])
 
 
 def test_gradient_norms_at_init_for_several_depths_match_autograd():
@@ -285,11 +304,19 @@ def test_gradient_norms_at_init_rejects_bad_depths_naming_them(depths, exc):
         E.gradient_norms_at_init(depths)
 
 
+@pytest.mark.parametrize("kwargs, exc, name", [({"d_model": 0}, ValueError, "d_model"),
+                                               ({"batch_size": 1.5}, TypeError, "batch_size"),
+                                               ({"seed": -1}, ValueError, "seed")])
+def test_gradient_norms_at_init_rejects_bad_sizes_naming_them(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        E.gradient_norms_at_init((2,), **kwargs)
+
+
 def test_norm_placement_run_learns_the_copy():
     r = E.norm_placement_run(n_layers=3, d_model=32, n_heads=2, d_ff=64, n=4, vocab=8,
-                             steps=150, batch_size=16, eval_size=128, seed=0)
+                             steps=150, batch_size=16, lr=1e-3, eval_size=128, seed=0)
     assert r.chance_loss == pytest.approx(math.log(8)) and r.warmup_steps == 30
-    for arm in ("post_ln", "pre_ln", "post_ln_warmup"):
+    for arm in ("post_ln", "pre_ln", "post_ln_warmup", "pre_ln_warmup"):
         assert r.loss[arm].shape == (150,)
     # Pre-LN is the control that must learn; the Post-LN arms are what the chapter reports.
     assert r.eval_loss["pre_ln"] < learned_bound(8)

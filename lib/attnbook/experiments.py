@@ -9,8 +9,8 @@ the chapters plot and glue into the text:
   without the ``1/sqrt(d_k)`` score scale at a large head dimension — loss curves and attention
   entropy over the first steps;
 * :func:`norm_placement_run` (chapter 09): a 12-layer decoder, Post-LN against Pre-LN at the same
-  learning rate without warmup — per-layer gradient norms at initialisation and loss curves —
-  and then Post-LN with a linear warmup;
+  learning rate, each without and with a linear warmup — per-layer gradient norms at
+  initialisation and loss curves;
 * :func:`gradient_norms_at_init` (chapter 09's explorer): the same per-layer gradient norms at
   initialisation, Post-LN and Pre-LN, for a list of depths;
 * :func:`long_range_recall_run` (chapter 01): a vanilla RNN, an LSTM and a one-layer attention
@@ -83,6 +83,7 @@ __all__ = [
     "scaling_run",
     "NormPlacementResult",
     "norm_placement_run",
+    "NORM_PLACEMENT_ARMS",
     "NORM_PLACEMENT_DEPTHS",
     "gradient_norms_at_init",
     "LongRangeRecallResult",
@@ -616,8 +617,9 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
 class NormPlacementResult:
     """Result of :func:`norm_placement_run`.
 
-    Arms: ``"post_ln"`` and ``"pre_ln"`` (no warmup, the same ``lr``) and ``"post_ln_warmup"``
-    (Post-LN, learning rate raised linearly over the first ``warmup_steps`` updates).
+    Arms (:data:`NORM_PLACEMENT_ARMS`): ``"post_ln"`` and ``"pre_ln"`` (no warmup) and
+    ``"post_ln_warmup"`` and ``"pre_ln_warmup"`` (learning rate raised linearly over the first
+    ``warmup_steps`` updates), all at the same peak ``lr``.
 
     Attributes:
         grad_norm_init: ``{"post_ln", "pre_ln"}`` -> float64 ``(n_layers,)``: the L2 norm of the
@@ -630,7 +632,7 @@ class NormPlacementResult:
         n_layers, d_model, n_heads, d_ff, n, vocab, steps, lr, warmup_steps, batch_size, seed:
             the settings.
         n_params: parameters of the Post-LN model (the Pre-LN one has one more final norm).
-        wall_time_s, cpu_time_s: the whole run (three trainings).
+        wall_time_s, cpu_time_s: the whole run (four trainings).
     """
 
     grad_norm_init: dict
@@ -661,24 +663,57 @@ def _copy_loss(model, ids, x):
     return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), x.reshape(-1)), pred
 
 
+def _layer_grad_norms(model, ids, x) -> np.ndarray:
+    """float64 ``(n_layers,)``: L2 norm of the copy loss's gradient w.r.t. each layer's params."""
+    loss, _ = _copy_loss(model, ids, x)
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    norms = np.array([
+        math.sqrt(sum(float(p.grad.double().pow(2).sum())
+                      for p in layer.parameters() if p.grad is not None))
+        for layer in model.layers])
+    model.zero_grad(set_to_none=True)
+    return norms
+
+
+def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
+    """The run's ``DecoderOnlyModel`` for one placement, built after ``torch.manual_seed``."""
+    config = ModelConfig(
+        vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
+        arch="decoder", max_seq_len=2 * n + 1, norm="layernorm", norm_first=norm_first,
+        ffn="relu", bias=True, positional="learned", tie_embeddings=False, name=name)
+    torch.manual_seed(seed)
+    return DecoderOnlyModel(config)
+
+
+#: The arms of :func:`norm_placement_run`: name -> (``norm_first``, with warmup).
+NORM_PLACEMENT_ARMS = {"post_ln": (False, False), "pre_ln": (True, False),
+                       "post_ln_warmup": (False, True), "pre_ln_warmup": (True, True)}
+
+
 def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 4,
                        d_ff: int = 256, n: int = 8, vocab: int = 16, steps: int = 120,
-                       batch_size: int = 16, lr: float = 1e-3, warmup_steps: int | None = None,
+                       batch_size: int = 16, lr: float = 3e-3, warmup_steps: int | None = None,
                        eval_size: int = 512, seed: int = 0, num_threads: int = 1,
                        progress: bool = False) -> NormPlacementResult:
-    """A deep decoder, Post-LN vs Pre-LN at the same learning rate, then Post-LN with warmup.
+    """A deep decoder, Post-LN vs Pre-LN, each without and with a learning-rate warmup.
 
     Model: :class:`attnbook.models.DecoderOnlyModel` (``n_layers`` of
     :class:`attnbook.blocks.TransformerBlock`, LayerNorm, ReLU, learned positions, untied LM
     head), differing only in ``norm_first``; the weights are the same (same seed). Task:
     :func:`copy_batch` — copy ``n`` random tokens after a separator; the loss is the
-    cross-entropy on the copied tokens only.
+    cross-entropy on the copied tokens only. The four arms (:data:`NORM_PLACEMENT_ARMS`) train
+    with Adam at the same peak ``lr`` on the same batches; the two warmup arms raise the
+    learning rate linearly over the first ``warmup_steps`` updates.
 
     The gradient norms at initialisation are what Xiong et al. analyse: their theorem 1 bounds
     the gradient of the last layer's FFN weights by ``O(d sqrt(ln d))`` for Post-LN, independent
     of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
     gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
-    Here the norm is taken over all parameters of each layer.
+    Here the norm is taken over all parameters of each layer. The defaults (12 layers,
+    ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
+    on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
+    learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
@@ -686,7 +721,7 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
         n, vocab: tokens to copy and data vocabulary size.
         steps, batch_size, lr: Adam updates, sequences per update, peak learning rate (the same
             for every arm).
-        warmup_steps: linear-warmup length of the third arm; default ``steps // 5``.
+        warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5``.
         eval_size: held-out sequences.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
@@ -702,7 +737,8 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
             is negative.
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
-    figures 1-3; Vaswani et al. (2017), section 5.3 (warmup).
+    figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
+    section 5.3 (warmup).
     """
     for name, v in dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
                         vocab=vocab, steps=steps, batch_size=batch_size,
@@ -714,37 +750,26 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
         warmup_steps = steps // 5
     warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
     eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
-    arms = {"post_ln": (False, 0), "pre_ln": (True, 0), "post_ln_warmup": (False, warmup_steps)}
+    sizes = dict(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
+                 n=n, seed=seed)
     out = {name: {} for name in ("grad_norm_init", "loss", "eval_loss", "eval_accuracy")}
     n_params = 0
     with _run_context(num_threads) as clock:
-        for arm, (norm_first, warm) in arms.items():
-            config = ModelConfig(
-                vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
-                d_ff=d_ff, arch="decoder", max_seq_len=2 * n + 1, norm="layernorm",
-                norm_first=norm_first, ffn="relu", bias=True, positional="learned",
-                tie_embeddings=False, name=arm)
-            torch.manual_seed(seed)
-            model = DecoderOnlyModel(config)
+        for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
+            model = _copy_model(norm_first, name=arm, **sizes)
             if not norm_first:
                 n_params = count_parameters(model)
             gen = torch.Generator().manual_seed(seed)
-            if arm in ("post_ln", "pre_ln"):
+            if not warm:
                 ids, x = copy_batch(batch_size, n, vocab, torch.Generator().manual_seed(seed))
-                loss, _ = _copy_loss(model, ids, x)
-                model.zero_grad(set_to_none=True)
-                loss.backward()
-                out["grad_norm_init"][arm] = np.array([
-                    math.sqrt(sum(float(p.grad.double().pow(2).sum())
-                                  for p in layer.parameters() if p.grad is not None))
-                    for layer in model.layers])
-                model.zero_grad(set_to_none=True)
+                out["grad_norm_init"][arm] = _layer_grad_norms(model, ids, x)
 
             def batch_loss(step, model=model, gen=gen):
                 ids, x = copy_batch(batch_size, n, vocab, gen)
                 return _copy_loss(model, ids, x)[0]
 
-            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr, warmup_steps=warm,
+            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr,
+                                      warmup_steps=warmup_steps if warm else 0,
                                       progress=progress, desc=f"layer norm: {arm}")
             with torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
@@ -768,12 +793,12 @@ def gradient_norms_at_init(
 ) -> dict:
     """Per-layer gradient norms at initialisation of Post-LN and Pre-LN stacks of several depths.
 
-    For each depth ``L`` this calls :func:`norm_placement_run` with ``n_layers=L`` and one
-    training step (the norms are measured before any update) and keeps its ``grad_norm_init``:
-    for layer ``l`` (0 = next to the embedding), the L2 norm of the gradient of the copy-task
-    loss on the first batch with respect to all of the layer's parameters (attention,
-    feed-forward network and norms). The defaults are the run's own, so the 12-layer entry
-    equals the chapter's training run at initialisation. Chapter 9's explorer
+    For each depth ``L`` this builds :func:`norm_placement_run`'s two models with
+    ``n_layers=L`` from the same seed and measures what its ``grad_norm_init`` holds, without
+    training: for layer ``l`` (0 = next to the embedding), the L2 norm of the gradient of the
+    copy-task loss on the first batch with respect to all of the layer's parameters
+    (attention, feed-forward network and norms). The defaults are the run's own, so the
+    12-layer entry equals the chapter's training run at initialisation. Chapter 9's explorer
     (:func:`attnbook.explorers.block.norm_placement_explorer`) draws these numbers.
 
     Args:
@@ -793,19 +818,24 @@ def gradient_norms_at_init(
     Raises:
         TypeError: if ``depth_values`` is not a sequence of integers.
         ValueError: if ``depth_values`` is empty, not strictly increasing or outside [1, 96],
-            or (from the run) a size is < 1.
+            a size is < 1 or ``seed`` is negative.
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     theorem 1 and figure 3.
     """
     depths = checks.check_increasing(depth_values, "depth_values", minimum=1, maximum=96)
+    for name, v in dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n, vocab=vocab,
+                        batch_size=batch_size).items():
+        checks.check_int(v, name, 1)
+    seed = checks.check_seed(seed)
+    ids, x = copy_batch(batch_size, n, vocab, torch.Generator().manual_seed(seed))
     out = {}
-    for L in depths:
-        r = norm_placement_run(n_layers=L, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
-                               vocab=vocab, steps=1, batch_size=batch_size, eval_size=1,
-                               seed=seed)
-        out[L] = {key: np.asarray(r.grad_norm_init[key], dtype=np.float64)
-                  for key in ("post_ln", "pre_ln")}
+    with _run_context(1):
+        for L in depths:
+            out[L] = {arm: _layer_grad_norms(_copy_model(
+                norm_first, vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=L,
+                d_ff=d_ff, n=n, name=arm, seed=seed), ids, x)
+                for arm, norm_first in (("post_ln", False), ("pre_ln", True))}
     return out
 
 
