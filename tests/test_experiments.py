@@ -327,6 +327,13 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
     r = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2, d_ff=32,
                                 steps=150, batch_size=32, eval_every=10, eval_per_k=32,
                                 window=20, seed=0)
+    # One model alone trains exactly as it does beside the others (chapter 1, exercise 5).
+    alone = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2,
+                                    d_ff=32, steps=150, batch_size=32, eval_every=10,
+                                    eval_per_k=32, window=20, seed=0, models=("rnn",))
+    assert set(alone.loss) == set(alone.solved_step) == {"rnn"}
+    assert np.array_equal(alone.loss["rnn"], r.loss["rnn"])
+    assert alone.solved_step["rnn"] == r.solved_step["rnn"]
     vocab_size = 4 + 4 + 1
     assert np.array_equal(r.ks, np.arange(1, 5))
     for cell, torch_cls in (("rnn", torch.nn.RNN), ("lstm", torch.nn.LSTM)):
@@ -405,7 +412,8 @@ def test_relative_loss_change_when_the_earlier_window_averages_zero():
     ({"clip_norm": math.inf}, ValueError, "clip_norm"),
     ({"clip_norm": -1.0}, ValueError, "clip_norm"), ({"clip_norm": True}, TypeError, "clip_norm"),
     ({"window": 1.5}, TypeError, "window"),
-    ({"progress": "no"}, TypeError, "progress"), ({"progress": 0}, TypeError, "progress")])
+    ({"progress": "no"}, TypeError, "progress"), ({"progress": 0}, TypeError, "progress"),
+    ({"models": ()}, ValueError, "models"), ({"models": ("gru",)}, ValueError, "models")])
 def test_long_range_recall_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.long_range_recall_run(**kwargs)
@@ -472,7 +480,8 @@ def test_cross_attention_weights_match_a_float64_reference():
 
 
 @pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run, E.position_extrapolation_run])
+                                 E.cross_attention_run, E.position_extrapolation_run,
+                                 E.copy_capacity_run])
 @pytest.mark.parametrize("kwargs, name", [({"steps": 0}, "steps"), ({"lr": 0.0}, "lr"),
                                           ({"lr": float("nan")}, "lr"),
                                           ({"num_threads": 0}, "num_threads"),
@@ -485,7 +494,8 @@ def test_runs_reject_bad_arguments(run, kwargs, name):
 
 
 @pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run, E.position_extrapolation_run])
+                                 E.cross_attention_run, E.position_extrapolation_run,
+                                 E.copy_capacity_run])
 @pytest.mark.parametrize("kwargs, exc, name", [({"steps": 2.0}, TypeError, "steps"),
                                                ({"d_model": True}, TypeError, "d_model"),
                                                ({"lr": "0.01"}, TypeError, "lr"),
@@ -639,3 +649,55 @@ def test_heads_run_rejects_bad_arguments():
         E.heads_run(eval_size=8, n_examples=9)
     with pytest.raises(ValueError, match="n_heads and seeds"):
         E.heads_run(seeds=())
+
+
+# ---- chapter 01: the copy run -------------------------------------------------------------------
+
+
+def test_copy_capacity_run_counts_and_learns_a_short_copy():
+    """Tiny grid: counts by hand and from torch's own LSTM; attention copies two tokens; the
+    same seed gives the same accuracies (chapter 1 checks a live point against the CSV)."""
+    kw = dict(n_items=(2, 3), hidden_sizes=(4, 8), vocab=3, d_model=16, n_heads=2, d_ff=32,
+              steps=80, batch_size=32, eval_size=64, seed=0)
+    r = E.copy_capacity_run(**kw)
+    assert r.n_items.tolist() == [2, 3] and r.hidden_sizes.tolist() == [4, 8]
+    assert r.lstm_accuracy.shape == (2, 2) and r.attention_accuracy.shape == (2,)
+    assert r.time_s.shape == (3, 2) and (r.time_s > 0).all()
+    for i, h in enumerate((4, 8)):
+        core = sum(p.numel() for p in torch.nn.LSTM(16, h).parameters())  # torch's own count
+        assert r.lstm_params[i] == 4 * 16 + core + h * 4  # embedding (3 + SEP) and readout
+    assert r.lstm_state_floats.tolist() == [8, 16]  # h and c
+    assert r.attention_read_floats.tolist() == [2 * 4 * 16, 2 * 6 * 16]  # K and V of 2n tokens
+    for j, n in enumerate((2, 3)):  # learned positions: 2n + 1 rows of width 16
+        torch.manual_seed(0)
+        config = ModelConfig(vocab_size=4, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                             arch="decoder", max_seq_len=2 * n + 1, norm="layernorm",
+                             norm_first=True, ffn="relu", bias=True, positional="learned",
+                             tie_embeddings=False)
+        assert r.attention_params[j] == sum(p.numel()
+                                            for p in DecoderOnlyModel(config).parameters())
+    assert r.chance_accuracy == 1 / 3
+    # Accuracy is a fraction of 64 * n held-out tokens.
+    for acc, n in ((r.lstm_accuracy[:, 0], 2), (r.lstm_accuracy[:, 1], 3),
+                   (r.attention_accuracy, np.array([2, 3]))):
+        assert np.allclose(np.round(acc * 64 * n), acc * 64 * n)
+    assert r.attention_accuracy[0] > 0.9
+    again = E.copy_capacity_run(**{**kw, "n_items": (2,), "hidden_sizes": (8,)})
+    assert again.lstm_accuracy[0, 0] == r.lstm_accuracy[1, 0]
+    assert again.attention_accuracy[0] == r.attention_accuracy[0]
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"n_items": ()}, ValueError, "n_items"),
+    ({"n_items": (8, 4)}, ValueError, "n_items"),
+    ({"n_items": (0, 4)}, ValueError, "n_items"),
+    ({"n_items": 4}, TypeError, "n_items"),
+    ({"hidden_sizes": (16, 16)}, ValueError, "hidden_sizes"),
+    ({"hidden_sizes": (2.0,)}, TypeError, "hidden_sizes"),
+    ({"vocab": 1}, ValueError, "vocab"),
+    ({"d_model": 10, "n_heads": 3}, ValueError, "n_heads"),
+    ({"clip_norm": 0.0}, ValueError, "clip_norm"),
+])
+def test_copy_capacity_run_rejects_bad_settings(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        E.copy_capacity_run(**kwargs)

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from attnbook import timing
+from attnbook.testing import assert_close
 
 
 class FakeClock:
@@ -85,7 +86,7 @@ def test_recurrence_vs_attention_timing_small():
                                               repeat=2, warmup=0)
     assert torch.get_num_threads() == threads  # restored
     assert r.seq_lens.tolist() == [3, 8] and r.seq_lens.dtype == np.int64
-    for arr in (r.rnn_s, r.torch_rnn_s, r.attention_s):
+    for arr in (r.rnn_s, r.torch_rnn_s, r.torch_rnn_independent_s, r.attention_s):
         assert arr.shape == (2,) and arr.dtype == np.float64
         assert np.isfinite(arr).all() and (arr > 0).all()
     # By hand: RNN 4 B n d^2 = 4 * 2 * n * 64; attention 2 (8 n 64 + 4 n^2 8).
@@ -112,3 +113,27 @@ def test_recurrence_vs_attention_timing_small():
 def test_recurrence_vs_attention_timing_rejects_bad_arguments(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         timing.recurrence_vs_attention_timing(**kwargs)
+
+
+def test_independent_steps_do_the_recurrence_s_arithmetic_in_one_step():
+    """The input of the 'independent' call: each token its own sequence, from h_0 = 0.
+
+    nn.RNN on (B n, 1, d) gives h_1 = tanh(W_ih x + b) for every token: checked against that
+    formula by hand; and its matrix-multiply FLOPs, counted by torch's own FlopCounterMode, equal
+    those of the n-step call (the W_hh h_0 product is done though h_0 = 0).
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    ref = torch.nn.RNN(8, 8, batch_first=True)
+    x = torch.randn(2, 5, 8)  # (B, n, d)
+    with torch.no_grad():
+        out, _ = ref(x.reshape(-1, 1, 8))  # (B n, 1, d)
+        by_hand = torch.tanh(x @ ref.weight_ih_l0.T + ref.bias_ih_l0 + ref.bias_hh_l0)
+        assert_close(out.reshape(2, 5, 8), by_hand, atol=1e-6, rtol=0)
+        counts = []
+        for inp in (x, x.reshape(-1, 1, 8)):
+            with FlopCounterMode(display=False) as fc:
+                ref(inp)
+            counts.append(fc.get_total_flops())
+    assert counts[0] == counts[1] == 4 * 2 * 5 * 8 * 8

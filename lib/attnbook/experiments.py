@@ -17,6 +17,9 @@ the chapters plot and glue into the text:
   model of similar parameter counts learn to output the token ``k`` positions back, each until
   it is solved at every ``k`` or a budget of updates is spent; the gradient that reaches the
   answer token at initialisation, and accuracy against ``k`` during training;
+* :func:`copy_capacity_run` (chapter 01): LSTMs of several hidden sizes and one attention layer
+  learn to copy ``n`` tokens; accuracy against ``n`` and the hidden size — what a state of
+  fixed size can carry;
 * :func:`cross_attention_run` (chapter 05): a tiny encoder-decoder learns to reverse a sequence;
   its cross-attention map on one example;
 * :func:`position_extrapolation_run` (chapter 08): one-layer decoders with learned, sinusoidal
@@ -89,6 +92,8 @@ __all__ = [
     "LongRangeRecallResult",
     "long_range_recall_run",
     "relative_loss_change",
+    "CopyCapacityResult",
+    "copy_capacity_run",
     "CrossAttentionResult",
     "cross_attention_run",
     "first_step_below",
@@ -1018,7 +1023,8 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
                           clip_norm: float | None = 1.0, eval_every: int = 25,
                           eval_per_k: int = 64, solve_accuracy: float = 0.95,
                           window: int = 50, seed: int = 0, num_threads: int = 1,
-                          progress: bool = False) -> LongRangeRecallResult:
+                          progress: bool = False,
+                          models=("rnn", "lstm", "attention")) -> LongRangeRecallResult:
     """A vanilla RNN, an LSTM and one attention layer learn to recall the token ``k`` back.
 
     Task (:func:`delayed_recall_batch`): a signal token, then ``k - 1`` noise tokens, then a
@@ -1056,6 +1062,11 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
+        models: the models to train, a non-empty subset of ``("rnn", "lstm", "attention")``
+            in any order (trained in that canonical order); the result's per-model dicts hold
+            these only. A model's run does not depend on which others are trained (same seed,
+            same batches; the recurrent hidden sizes are matched to the attention model, which
+            is built either way).
 
     Returns:
         :class:`LongRangeRecallResult`.
@@ -1064,7 +1075,8 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
         TypeError: if a size or ``seed`` is not an integer, ``lr``, ``clip_norm`` or
             ``solve_accuracy`` not a real number, or ``progress`` not a bool.
         ValueError: if a size is < 1, ``lr`` or ``clip_norm`` is not positive,
-            ``solve_accuracy`` is outside (0, 1] or ``seed`` is negative.
+            ``solve_accuracy`` is outside (0, 1], ``seed`` is negative or ``models`` is empty
+            or names an unknown model.
 
     Source: the task is the "remember a symbol over a gap" setting of Hochreiter & Schmidhuber
     (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013),
@@ -1081,6 +1093,10 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
                                        maximum=1, strict=True)
     seed = checks.check_seed(seed)
     progress = checks.check_bool(progress, "progress")
+    known = ("rnn", "lstm", "attention")
+    chosen = (models,) if isinstance(models, str) else tuple(models)
+    if not chosen or any(m not in known for m in chosen):
+        raise ValueError(f"models must be a non-empty subset of {known}, got {models!r}")
     vocab_size = n_signal + n_noise + 1
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
@@ -1103,7 +1119,7 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
             out["hidden_size"][cell] = H
             builders[cell] = (lambda cell=cell, H=H:
                               _RecurrentClassifier(cell, vocab_size, d_model, H))
-        for name in ("rnn", "lstm", "attention"):
+        for name in (m for m in known if m in chosen):
             torch.manual_seed(seed)
             model = builders[name]()
             out["n_params"][name] = count_parameters(model)
@@ -1169,6 +1185,201 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
         batch_size=batch_size, lr=lr, clip_norm=clip_norm, eval_every=eval_every,
         eval_per_k=eval_per_k, solve_accuracy=solve_accuracy, window=window, seed=seed,
         wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 01: what a state of fixed size can carry
+# --------------------------------------------------------------------------------------------
+
+
+class _RecurrentTagger(nn.Module):
+    """Token embedding, :class:`attnbook.rnn.LSTM`, a linear readout of every ``h_t``."""
+
+    def __init__(self, vocab_size: int, d_model: int, hidden_size: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.rnn = LSTM(d_model, hidden_size)
+        self.head = nn.Linear(hidden_size, vocab_size, bias=False)
+
+    def forward(self, ids):
+        outputs, _ = self.rnn(self.embed(ids))  # ids (B, T) -> (B, T, hidden_size)
+        return self.head(outputs)  # (B, T, vocab)
+
+
+@dataclass
+class CopyCapacityResult:
+    """Result of :func:`copy_capacity_run`.
+
+    Attributes:
+        n_items: int64 ``(N,)`` numbers of tokens to copy ``n``.
+        hidden_sizes: int64 ``(M,)`` LSTM hidden sizes ``d_h``.
+        lstm_accuracy: float64 ``(M, N)`` held-out accuracy per copied token of the LSTM with
+            hidden size ``hidden_sizes[i]`` on ``n_items[j]`` tokens, after ``steps`` updates.
+        attention_accuracy: float64 ``(N,)`` the same for the attention model.
+        lstm_params: int64 ``(M,)`` parameter counts of the LSTM models (embedding and readout
+            included; independent of ``n``).
+        attention_params: int64 ``(N,)`` parameter counts of the attention models (their
+            learned positions grow with the sequence length ``2n + 1``).
+        lstm_state_floats: int64 ``(M,)`` numbers the LSTM carries from step to step,
+            ``2 d_h`` (``h`` and ``c``), whatever ``n``.
+        attention_read_floats: int64 ``(N,)`` numbers the attention layer can read when it
+            predicts the last copied token: the key and the value of each of the ``2n``
+            positions, ``2 * 2n * d_model`` (its KV cache).
+        chance_accuracy: ``1 / vocab``.
+        time_s: float64 ``(M + 1, N)`` wall-clock seconds of each training (the last row is
+            attention).
+        vocab, d_model, n_heads, d_ff, steps, batch_size, lr, clip_norm, eval_size, seed:
+            settings.
+        wall_time_s, cpu_time_s: the whole run.
+    """
+
+    n_items: np.ndarray
+    hidden_sizes: np.ndarray
+    lstm_accuracy: np.ndarray
+    attention_accuracy: np.ndarray
+    lstm_params: np.ndarray
+    attention_params: np.ndarray
+    lstm_state_floats: np.ndarray
+    attention_read_floats: np.ndarray
+    chance_accuracy: float
+    time_s: np.ndarray
+    vocab: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    steps: int
+    batch_size: int
+    lr: float
+    clip_norm: float | None
+    eval_size: int
+    seed: int
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+
+
+def _int_tuple(values, name: str) -> tuple:
+    """A non-empty, strictly increasing tuple of integers >= 1."""
+    try:
+        out = tuple(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of integers, got {values!r}") from None
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    out = tuple(checks.check_int(v, f"{name} entry", 1) for v in out)
+    if any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"{name} must be strictly increasing, got {out}")
+    return out
+
+
+def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
+                      d_model: int = 32, n_heads: int = 1, d_ff: int = 64, steps: int = 400,
+                      batch_size: int = 32, lr: float = 1e-2, clip_norm: float | None = 1.0,
+                      eval_size: int = 256, seed: int = 0, num_threads: int = 1,
+                      progress: bool = False) -> CopyCapacityResult:
+    """LSTMs of several hidden sizes and one attention layer learn to copy ``n`` tokens.
+
+    Task (:func:`copy_batch`): ``x_1 .. x_n SEP x_1 .. x_n`` with ``x_i`` uniform over
+    ``vocab`` tokens; at positions ``n .. 2n - 1`` (the SEP and the copy so far) the model
+    predicts the next token of the copy. Teacher forcing gives nothing away: ``x_{i+1}`` was
+    seen only in the first half, ``n - i`` positions or more back. A recurrent model must
+    therefore hold all ``n`` tokens (``n log2 vocab`` bits) in its state when it reaches SEP; an
+    attention layer reads them back from the positions that hold them.
+
+    For every ``n`` in ``n_items``, each model starts from ``torch.manual_seed(seed)`` and is
+    trained on the same batches (``Generator(seed)``) with Adam and the same gradient clipping
+    for ``steps`` updates; accuracy per copied token is then measured on ``eval_size`` held-out
+    sequences (``Generator(seed + 1)``). Models:
+
+    * for each ``d_h`` in ``hidden_sizes``: embedding (``d_model``) ->
+      :class:`attnbook.rnn.LSTM` ``(d_model, d_h)`` -> linear readout of every ``h_t``;
+    * :class:`attnbook.models.DecoderOnlyModel` with one causal Pre-LN layer (``n_heads``
+      heads of width ``d_model``, ReLU FFN of width ``d_ff``, learned positions up to
+      ``2n + 1``).
+
+    Args:
+        n_items: strictly increasing numbers of tokens to copy, each >= 1.
+        hidden_sizes: strictly increasing LSTM hidden sizes, each >= 1.
+        vocab: tokens to copy from (>= 2); SEP is token ``vocab``.
+        d_model: embedding width (all models) and attention width.
+        n_heads, d_ff: the attention layer's heads (dividing ``d_model``) and FFN width.
+        steps, batch_size, lr: Adam updates per model, sequences per update, learning rate.
+        clip_norm: ``clip_grad_norm_`` threshold before every update, or ``None``.
+        eval_size: held-out sequences per ``n``.
+        seed: as :func:`scaling_run`.
+        num_threads: torch threads during the run.
+        progress: show tqdm bars.
+
+    Returns:
+        :class:`CopyCapacityResult`.
+
+    Raises:
+        TypeError: if a size or ``seed`` is not an integer, ``lr`` or ``clip_norm`` not a real
+            number, ``progress`` not a bool, or ``n_items``/``hidden_sizes`` not a sequence.
+        ValueError: if a size is < 1 (``vocab`` < 2), a sequence is empty or not increasing,
+            ``n_heads`` does not divide ``d_model``, ``lr`` or ``clip_norm`` is not positive or
+            ``seed`` is negative.
+
+    Source: the copy task of Graves et al. (2014) in the form of Jelassi et al. (2024), whose
+    theorem says that a model with a state of fixed size cannot copy strings longer than that
+    state can encode; compare the associative-recall sweeps of Arora et al. (2024).
+    """
+    ns = _int_tuple(n_items, "n_items")
+    hs = _int_tuple(hidden_sizes, "hidden_sizes")
+    for name, v in dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, steps=steps,
+                        batch_size=batch_size, eval_size=eval_size).items():
+        checks.check_int(v, name, 1)
+    vocab = checks.check_int(vocab, "vocab", 2)
+    if d_model % n_heads:
+        raise ValueError(f"n_heads {n_heads} must divide d_model {d_model}")
+    lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    if clip_norm is not None:
+        clip_norm = checks.check_real(clip_norm, "clip_norm", minimum=0, strict=True)
+    seed = checks.check_seed(seed)
+    progress = checks.check_bool(progress, "progress")
+    acc = np.empty((len(hs) + 1, len(ns)), dtype=np.float64)
+    secs = np.empty_like(acc)
+    params = np.empty((len(hs) + 1, len(ns)), dtype=np.int64)
+    with _run_context(num_threads) as clock:
+        for j, n in enumerate(ns):
+            eval_ids, eval_target = copy_batch(eval_size, n, vocab,
+                                               torch.Generator().manual_seed(seed + 1))
+            config = ModelConfig(
+                vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
+                arch="decoder", max_seq_len=2 * n + 1, norm="layernorm", norm_first=True,
+                ffn="relu", bias=True, positional="learned", tie_embeddings=False)
+            builders = [lambda h=h: _RecurrentTagger(vocab + 1, d_model, h) for h in hs]
+            builders.append(lambda config=config: DecoderOnlyModel(config))
+            for i, build in enumerate(builders):
+                torch.manual_seed(seed)
+                model = build()
+                params[i, j] = count_parameters(model)
+                gen = torch.Generator().manual_seed(seed)
+                opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
+                t0 = time.perf_counter()
+                model.train()
+                for _ in _steps(steps, progress, f"copy {n}: model {i + 1}/{len(builders)}"):
+                    ids, target = copy_batch(batch_size, n, vocab, gen)  # (B, 2n+1), (B, n)
+                    logits = model(ids)[:, n:2 * n]  # (B, n, vocab + 1)
+                    loss = F.cross_entropy(logits.flatten(0, 1), target.flatten())
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if clip_norm is not None:
+                        nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                    opt.step()
+                model.eval()
+                with torch.no_grad():
+                    logits = model(eval_ids)[:, n:2 * n]  # (eval_size, n, vocab + 1)
+                    acc[i, j] = _accuracy(logits, eval_target)
+                secs[i, j] = time.perf_counter() - t0
+    n_arr, h_arr = np.asarray(ns, dtype=np.int64), np.asarray(hs, dtype=np.int64)
+    return CopyCapacityResult(
+        n_items=n_arr, hidden_sizes=h_arr, lstm_accuracy=acc[:-1], attention_accuracy=acc[-1],
+        lstm_params=params[:-1, 0].copy(), attention_params=params[-1].copy(),
+        lstm_state_floats=2 * h_arr, attention_read_floats=2 * 2 * n_arr * d_model,
+        chance_accuracy=1.0 / vocab, time_s=secs, vocab=vocab, d_model=d_model,
+        n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size, lr=lr,
+        clip_norm=clip_norm, eval_size=eval_size, seed=seed,
+        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ measures both on the machine it runs on:
   fastest or median of several repeats reported), the way ``timeit`` does;
 * :func:`recurrence_vs_attention_timing` times, for each sequence length ``n``, the book's
   :class:`attnbook.rnn.VanillaRNN` (a Python loop over the steps), ``torch.nn.RNN`` (the same
-  recurrence with the loop in C++) and one causal self-attention layer
-  (:class:`attnbook.nn.MultiHeadAttention`), and counts the matrix-multiply FLOPs of each.
+  recurrence with the loop in C++), the same ``torch.nn.RNN`` over the same tokens cut into
+  independent one-step sequences (the same arithmetic with no step waiting for another) and
+  one causal self-attention layer (:class:`attnbook.nn.MultiHeadAttention`), and counts the
+  matrix-multiply FLOPs of each.
 
 Wall-clock times depend on the machine, its load and the thread count, so they are reported
 as measured (and the book says so), never asserted in tests. FLOPs are counted, not timed:
@@ -118,6 +120,11 @@ class RecurrenceVsAttentionTiming:
             :class:`attnbook.rnn.VanillaRNN` (the loop over the steps in Python).
         torch_rnn_s: float64 ``(N,)`` seconds of ``torch.nn.RNN`` with the same weights (the
             loop in C++).
+        torch_rnn_independent_s: float64 ``(N,)`` seconds of the same ``torch.nn.RNN`` on the
+            same ``batch_size * n`` tokens as ``batch_size * n`` sequences of one step each
+            (input ``(batch_size * n, 1, d_model)``): exactly the FLOPs of ``torch_rnn_s``
+            (:func:`rnn_flops`; the ``W_hh h_0`` product is computed though ``h_0 = 0``), in one
+            step instead of ``n`` dependent ones.
         attention_s: float64 ``(N,)`` seconds of one causal self-attention layer,
             :class:`attnbook.nn.MultiHeadAttention`, over all ``n`` tokens at once.
         rnn_flops: int64 ``(N,)`` :func:`rnn_flops` of the recurrent layers.
@@ -129,6 +136,7 @@ class RecurrenceVsAttentionTiming:
     seq_lens: np.ndarray
     rnn_s: np.ndarray
     torch_rnn_s: np.ndarray
+    torch_rnn_independent_s: np.ndarray
     attention_s: np.ndarray
     rnn_flops: np.ndarray
     attention_flops: np.ndarray
@@ -153,6 +161,9 @@ def recurrence_vs_attention_timing(
     * :class:`attnbook.rnn.VanillaRNN` ``(d_model, d_model)`` — ``n`` dependent steps;
     * ``torch.nn.RNN(d_model, d_model, batch_first=True)`` with the same weights — the same
       ``n`` dependent steps without Python's per-step overhead;
+    * the same ``torch.nn.RNN`` on ``x.reshape(batch_size * n, 1, d_model)`` — the same tokens
+      and the same arithmetic, but as independent one-step sequences: what the recurrence
+      would cost if step ``t`` did not have to wait for step ``t - 1``;
     * :class:`attnbook.nn.MultiHeadAttention` ``(d_model, n_heads)`` with ``causal=True`` —
       one call that computes all ``n`` outputs from matrix products over the whole sequence.
 
@@ -220,13 +231,15 @@ def recurrence_vs_attention_timing(
             ref.bias_hh_l0.copy_(rnn.bias_hh)
         attn = MultiHeadAttention(d_model, n_heads).eval()
         x_all = torch.randn(batch_size, lens[-1], d_model)  # (B, n_max, d_model)
-        out = {"rnn": [], "torch_rnn": [], "attention": []}
+        out = {"rnn": [], "torch_rnn": [], "torch_rnn_independent": [], "attention": []}
         with torch.no_grad():
             for n in lens:
                 x = x_all[:, :n].contiguous()  # (B, n, d_model)
+                x_one = x.reshape(-1, 1, d_model)  # (B n, 1, d_model): one step each
                 calls = {
                     "rnn": lambda x=x: rnn(x),
                     "torch_rnn": lambda x=x: ref(x),
+                    "torch_rnn_independent": lambda x=x_one: ref(x),
                     "attention": lambda x=x: attn(x, causal=True),
                 }
                 for name, fn in calls.items():
@@ -238,6 +251,7 @@ def recurrence_vs_attention_timing(
         seq_lens=n_arr,
         rnn_s=np.asarray(out["rnn"], dtype=np.float64),
         torch_rnn_s=np.asarray(out["torch_rnn"], dtype=np.float64),
+        torch_rnn_independent_s=np.asarray(out["torch_rnn_independent"], dtype=np.float64),
         attention_s=np.asarray(out["attention"], dtype=np.float64),
         rnn_flops=np.asarray(rnn_flops(n_arr, d_model, batch=batch_size)),
         attention_flops=np.asarray(attention_layer_flops(n_arr, d_model,

@@ -6,7 +6,10 @@
   ``log 8``) or recomputed here with the library on the chapter's stated inputs and seeds
   (the Jacobian norms, the clipping example, and the seeded, deterministic training run
   ``long_range_recall_run``, about 7 s of CPU, whose outcome phrases are rebuilt here from the
-  result's fields by the rules the chapter states); compare with ``rel_tol=1e-9``; or
+  result's fields by the rules the chapter states; the copy run's live point
+  ``copy_capacity_run``; exercise 5's four RNN trainings), or read with plain loops from the
+  committed table ``benchmarks/results/copy_capacity.csv`` (whose parameter and state counts are
+  checked here by hand); compare with ``rel_tol=1e-9``; or
 * a :class:`Check` — for what cannot be recomputed (wall-clock times, machine-dependent) or is
   zero by a hand derivation up to rounding: ``check.matches(actual, glued)`` must be True, where
   ``glued`` is the dict of all values the chapter glued (timings are checked for consistency
@@ -102,6 +105,86 @@ def _verdict(run) -> str:
             "would, the run cannot say")
 
 
+def _solved_phrase(done) -> str:
+    if done is None:
+        return "did not solve it within 1000 updates"
+    return f"solved it after {done} updates"
+
+
+def _ex5_verdict(steps: dict) -> str:
+    """Per seed: did the run without clipping solve sooner, later or at the same update?"""
+    never = 10 ** 9
+    later = [(steps[s, None] or never) - (steps[s, 1.0] or never) for s in (0, 1)]
+    if all(d > 0 for d in later):
+        return "more slowly without clipping, with both seeds"
+    if all(d < 0 for d in later):
+        return "faster without clipping, with both seeds"
+    if all(d == 0 for d in later):
+        return "as fast without clipping as with it, with both seeds"
+    return "faster or more slowly depending on the seed"
+
+
+def _copy_table() -> dict:
+    """The copy run's glued values, from benchmarks/results/copy_capacity.csv read here with
+    plain loops; parameter and state counts by hand (vocabulary 4 + SEP, d_model 32)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "copy_capacity.csv"
+    with open(path, newline="") as fh:
+        table = list(csv.DictReader(fh))
+    ns = sorted({int(r["n"]) for r in table})
+    hs = sorted({int(r["hidden_size"]) for r in table if r["model"] == "lstm"})
+    seeds = sorted({r["seed"] for r in table})
+
+    def acc(model, n, h=""):
+        vals = [float(r["accuracy"]) for r in table
+                if r["model"] == model and int(r["n"]) == n and r["hidden_size"] == str(h)]
+        assert len(vals) == len(seeds), (model, n, h)
+        return sum(vals) / len(vals)
+
+    V, d, c = 4, 32, 0.25
+    for r in table:  # the table's counts, by hand
+        if r["model"] == "lstm":
+            h = int(r["hidden_size"])
+            assert int(r["n_params"]) == (V + 1) * d + 4 * (h * d + h * h + 2 * h) + h * (V + 1)
+            assert int(r["state_floats"]) == 2 * h
+        else:
+            assert int(r["state_floats"]) == 2 * 2 * int(r["n"]) * d
+        assert float(r["chance_accuracy"]) == c and int(r["steps"]) == 400
+    n_max, h_min, h_max = ns[-1], hs[0], hs[-1]
+    n_mid = max(n for n in ns if all(acc("lstm", n, h) > 0.5 for h in hs))
+    n_fail = min(n for n in ns if acc("lstm", n, h_max) <= 0.5)
+
+    def carried(h):  # accuracy = (k + (n - k) c) / n, solved for k
+        return max(n * (acc("lstm", n, h) - c) / (1 - c) for n in ns)
+
+    def seed0(model, key, n, h=""):
+        return int(next(r[key] for r in table if r["model"] == model and r["seed"] == "0"
+                        and int(r["n"]) == n and r["hidden_size"] == str(h)))
+
+    return {
+        "cap_live_lstm_csv": float(next(r["accuracy"] for r in table if r["model"] == "lstm"
+                                        and r["seed"] == "0" and r["n"] == "16"
+                                        and r["hidden_size"] == "16")),
+        "cap_n_list": ", ".join(map(str, ns)), "cap_h_list": ", ".join(map(str, hs)),
+        "cap_n_seeds": len(seeds), "cap_n_max": n_max, "cap_h_min": h_min, "cap_h_max": h_max,
+        "cap_n_min": ns[0],
+        "cap_acc_nmin_min": min(acc("lstm", ns[0], h) for h in hs),
+        "cap_acc_nmax_max": max(acc("lstm", n_max, h) for h in hs),
+        "cap_n_mid": n_mid, "cap_acc_hmin_nmid": acc("lstm", n_mid, h_min),
+        "cap_acc_hmax_nmid": acc("lstm", n_mid, h_max),
+        "cap_n_fail": n_fail, "cap_acc_hmin_nfail": acc("lstm", n_fail, h_min),
+        "cap_acc_hmax_nfail": acc("lstm", n_fail, h_max),
+        "cap_acc_hmax_nmax": acc("lstm", n_max, h_max),
+        "cap_carried_hmin": carried(h_min), "cap_carried_hmax": carried(h_max),
+        "cap_att_min": min(acc("attention", n) for n in ns),
+        "cap_params_hmax": seed0("lstm", "n_params", n_max, h_max),
+        "cap_params_att": seed0("attention", "n_params", n_max),
+        "cap_state_hmax": 2 * h_max, "cap_read_att": 4 * n_max * d,
+    }
+
+
 @functools.lru_cache(maxsize=None)
 def expected() -> dict:
     import torch
@@ -178,6 +261,21 @@ def expected() -> dict:
         for name in ("rnn", "lstm", "attention"):
             e[f"rec_status_{name}"] = _status(run, name)
         e["rec_verdict"] = _verdict(run)
+        # --- The copy run: one live point (seeded, deterministic) and the committed table. ---
+        cap = experiments.copy_capacity_run(n_items=(16,), hidden_sizes=(16,), seed=0)
+        e |= {"cap_vocab": 4, "cap_steps": 400, "cap_chance": 1 / 4, "cap_live_n": 16,
+              "cap_live_h": 16, "cap_live_lstm": float(cap.lstm_accuracy[0, 0]),
+              "cap_live_att": float(cap.attention_accuracy[0])}
+        e |= _copy_table()
+        # --- Exercise 5: the RNN alone, with and without clipping, seeds 0 and 1. ---
+        steps = {(seed, clip): experiments.long_range_recall_run(
+            max_k=16, steps=1000, seed=seed, clip_norm=clip, models=("rnn",)).solved_step["rnn"]
+            for seed in (0, 1) for clip in (1.0, None)}
+        assert steps[0, 1.0] == run.solved_step["rnn"]  # the same training as the recall run
+        for seed in (0, 1):
+            e[f"ex5_free_{seed}"] = _solved_phrase(steps[seed, None])
+            e[f"ex5_clip_{seed}"] = _solved_phrase(steps[seed, 1.0])
+        e["ex5_verdict"] = _ex5_verdict(steps)
     finally:
         torch.set_num_threads(previous)
     # --- Timing at n = 1024, d = 64: times measured (checked for consistency), FLOPs exact. ---
@@ -195,6 +293,16 @@ def expected() -> dict:
             lambda v, g: math.isclose(v, (2 + n / d) * g["par_torch_rnn_ms"]
                                       / g["par_attention_ms"], rel_tol=1e-9),
             "FLOP ratio times the ratio of the glued times"),
+        "par_independent_ms": positive_time(),
+        "par_wait_factor": Check(
+            lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] / g["par_independent_ms"],
+                                      rel_tol=1e-9),
+            "glued L-step time / glued independent time"),
+        "par_att_vs_rnn": Check(
+            lambda v, g: v == ("less time than the dependent recurrence"
+                               if g["par_attention_ms"] < g["par_torch_rnn_ms"]
+                               else "more time than the dependent recurrence"),
+            "the phrase agrees with the two glued times"),
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
             "glued torch.nn.RNN time / n"),
