@@ -46,7 +46,7 @@ __all__ = ["DATA_DIR", "CHECKPOINT", "METADATA", "COMMAND", "MODEL", "TRAINING",
 
 #: Where the shipped checkpoint and its description live (package data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
-#: The weights: a float16 state dict (``torch.save``), 422 KiB for the shipped run.
+#: The weights, a float16 state dict (``torch.save``), 422 KiB for the shipped run.
 CHECKPOINT = DATA_DIR / "char_gpt.pt"
 #: The description of the run that made :data:`CHECKPOINT` (JSON).
 METADATA = DATA_DIR / "char_gpt.json"
@@ -54,13 +54,13 @@ METADATA = DATA_DIR / "char_gpt.json"
 #: The command that remakes both files, as recorded in the JSON.
 COMMAND = "OMP_NUM_THREADS=1 python -m attnbook.char_gpt"
 
-#: The model: chapter 13's (Pre-LN, RoPE, a sliding window as long as the training windows,
+#: Chapter 13's model (Pre-LN, RoPE, a sliding window as long as the training windows,
 #: dropout 0.1, a tied output layer, no sqrt(d_model) embedding scale).
 MODEL = dict(arch="decoder", d_model=64, n_heads=4, n_layers=4, d_ff=256, max_seq_len=64,
              positional="rope", sliding_window=64, norm_first=True, dropout=0.1,
              embed_scale=False, tie_embeddings=True, name="char-GPT")
 
-#: The training run: arguments of :func:`attnbook.training.train_language_model`.
+#: The training run, as the arguments of :func:`attnbook.training.train_language_model`.
 TRAINING = dict(steps=1200, batch_size=16, block_size=64, lr=3e-3, warmup_steps=100,
                 weight_decay=0.1, min_lr_ratio=0.1, grad_clip=1.0, eval_every=100,
                 eval_batches=8, seed=0)

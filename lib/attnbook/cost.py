@@ -526,14 +526,14 @@ class GPUSpec:
 
     @property
     def ridge_point(self) -> float:
-        """FLOPs per HBM byte at which the two roofs meet: ``peak_flops / hbm_bandwidth``.
+        """The FLOPs per HBM byte at which the two roofs meet, ``peak_flops / hbm_bandwidth``.
 
         A kernel doing fewer FLOPs per byte than this is memory-bound in the model.
         """
         return self.peak_flops / self.hbm_bandwidth
 
 
-#: NVIDIA A100 SXM4 40GB, the GPU of the FlashAttention-2 paper's benchmarks: 312 TFLOP/s of
+#: NVIDIA A100 SXM4 40GB (the GPU of the FlashAttention-2 paper's benchmarks), with 312 TFLOP/s of
 #: dense BF16 tensor-core arithmetic (the datasheet's 624 assumes 2:4 structured sparsity and
 #: is not used) and 1,555 GB/s of HBM2 bandwidth. Source: NVIDIA, "NVIDIA A100 Tensor Core GPU"
 #: datasheet (2021), table "Specifications", column "A100 40GB SXM"
@@ -614,21 +614,18 @@ def attention_hbm_bytes(seq_len: int, head_dim: int, *, n_heads: int = 1, batch:
 
 
 class Roofline(NamedTuple):
-    """The roofline model's answer for one kernel (all times in seconds).
+    """The roofline model's answer for one kernel (all times in seconds)."""
 
-    Attributes:
-        seconds: the modelled time, ``max(compute_seconds, memory_seconds)``.
-        compute_seconds: ``flops / peak_flops``, the time at the arithmetic roof.
-        memory_seconds: ``hbm_bytes / bandwidth``, the time at the bandwidth roof.
-        intensity: arithmetic intensity ``flops / hbm_bytes``, in FLOPs per byte.
-        memory_bound: ``memory_seconds > compute_seconds`` (the intensity is below the ridge
-            point ``peak_flops / bandwidth``).
-    """
-
+    #: The modelled time, ``max(compute_seconds, memory_seconds)``.
     seconds: float
+    #: ``flops / peak_flops``, the time at the arithmetic roof.
     compute_seconds: float
+    #: ``hbm_bytes / bandwidth``, the time at the bandwidth roof.
     memory_seconds: float
+    #: Arithmetic intensity ``flops / hbm_bytes``, in FLOPs per byte.
     intensity: float
+    #: ``memory_seconds > compute_seconds`` (the intensity is below the ridge point
+    #: ``peak_flops / bandwidth``).
     memory_bound: bool
 
 

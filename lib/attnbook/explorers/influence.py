@@ -29,7 +29,7 @@ from .layout import caption_title, panel_grid
 __all__ = ["CASES", "InfluenceData", "output_change", "influence_data", "draw_influence",
            "influence_explorer"]
 
-#: The settings of the explorer's menu: which model, and for the encoder-decoder which input
+#: The settings of the explorer's menu, the model and, for the encoder-decoder, which input
 #: holds the changed token.
 CASES = ("encoder-only", "decoder-only", "encoder-decoder, target token",
          "encoder-decoder, source token")
