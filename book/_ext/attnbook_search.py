@@ -9,8 +9,9 @@ punctuation (``splitQuery`` in ``searchtools.js``). Chinese readers type no spac
 1. **The index knows the book's terms.** Every Chinese term of the glossary's terms table
    (``appendix/glossary.md``, "English and Chinese terms") goes into jieba's user dictionary
    (``html_search_options["dict"]``, which ``SearchChinese.init`` loads), so 多头注意力, 键值缓存 or
-   因果掩码 are indexed as words wherever they stand (``cut_for_search`` also indexes their
-   parts: 多头, 注意力, 缓存).
+   因果掩码 are indexed as words (``cut_for_search`` also indexes their parts: 多头, 注意力,
+   缓存), and :meth:`SearchChineseTerms.split` adds every term a text contains, where jieba
+   cut it otherwise.
 2. **The query is cut against the index's own words.** :data:`JS_SPLITTER` replaces
    ``splitQuery`` in the edition's ``language_data.js`` (``SearchLanguage.js_splitter_code``): a
    run of Chinese characters is cut into the terms of the loaded index (``Search._index``: page
@@ -82,9 +83,20 @@ var splitQuery = (query) => {
 
 class SearchChineseTerms(SearchChinese):
     """Sphinx's Chinese search language with a query splitter that cuts Chinese against the
-    index's words (:data:`JS_SPLITTER`)."""
+    index's words (:data:`JS_SPLITTER`), and the glossary's terms indexed wherever they occur.
+
+    jieba, even with the terms in its dictionary, may cut one across a word boundary its
+    statistics prefer (掩码自注意力 → 掩码 / 自 / 注意力), so :meth:`split` also returns every
+    glossary term the text contains: a page that contains a term is found by it.
+    """
 
     js_splitter_code = JS_SPLITTER
+    #: The glossary's Chinese terms (:func:`glossary_terms`), set when the configuration is read.
+    glossary: tuple[str, ...] = ()
+
+    def split(self, input: str) -> list[str]:  # noqa: A002 - Sphinx's signature
+        words = super().split(input)
+        return words + [term for term in self.glossary if term in input]
 
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -123,6 +135,7 @@ def _use_glossary_dictionary(app: Sphinx, config: Config) -> None:
     if not str(config.language or "").startswith("zh"):
         return
     terms = glossary_terms(Path(app.srcdir) / GLOSSARY)
+    SearchChineseTerms.glossary = tuple(terms)
     path = Path(app.doctreedir) / "jieba-glossary.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(f"{term}\n" for term in terms)
