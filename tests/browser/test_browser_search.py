@@ -164,6 +164,10 @@ def page_text(path: Path) -> str:
     end = source.find("</article>")
     body = source[start:end] if start >= 0 and end > start else source
     body = _SKIP_BLOCKS.sub(" ", body)
+    # A block or a table cell ends a run of text (头 in one cell, 维度 in the next are no
+    # word); inline markup (a glued number's span) does not.
+    body = re.sub(r"</?(?:p|div|li|td|th|tr|h[1-6]|br|dt|dd|caption|figcaption|section)\b[^>]*>",
+                  "\n", body)
     return html.unescape(re.sub(r"<[^>]+>", "", body))
 
 

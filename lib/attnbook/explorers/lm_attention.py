@@ -230,7 +230,9 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
         bar = dict(x=1 + 12 / plot_w, xanchor="left", y=0.5, yanchor="middle",
                    len=min(1.0, 300 / plot_h), thickness=12,
                    title=dict(text=bar_title, side="right"))
-    bar.update(tickvals=[0, 0.5, 1])
+    # Beside the map the title stands at the bar's middle: no tick there (plotly placed it over
+    # the 0.5 once the page's font had loaded).
+    bar.update(tickvals=[0, 0.5, 1] if narrow else [0, 1])
     fig.add_trace(go.Heatmap(
         z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
         hovertemplate=hover + "<extra></extra>", hoverongaps=False, colorbar=bar,

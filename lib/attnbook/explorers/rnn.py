@@ -186,7 +186,7 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
         [_("‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma}",
            gamma=f"{gamma:g}"),
          _("The bound at Δ = {distance} against γ", distance=distance)],
-        column_widths=[0.6, 0.4], height=height, spacing_px=100, bottom=50)
+        column_widths=[0.6, 0.4], height=height, spacing_px=100, bottom=50, left=80)
     fig, (left, right) = grid.figure, grid.cells
     norm_hover = "Δ = %{x}<br>‖∂h<sub>L</sub>/∂h<sub>t</sub>‖ = %{y:.3g}"
     fig.add_trace(go.Scatter(
