@@ -153,7 +153,20 @@ def test_markup_check_covers_hyphenated_roles_and_display_math():
     role = polib.POEntry(msgid="get {attnbook-source}`the code`", msgstr="获取代码")
     assert catalogs.markup_problems(role) == ["missing 'role attnbook-source the code'"]
     math = polib.POEntry(msgid="\ns_{ij} = q_i k_j\n", msgstr="\ns_{ji} = q_i k_j\n")
-    assert catalogs.markup_problems(math) == ["a display-math block must be copied unchanged"]
+    assert catalogs.markup_problems(math) == [
+        "a display-math block must be copied unchanged but for the words inside its \\text{...}"]
+
+
+def test_display_math_words_inside_text_are_translated_and_nothing_else():
+    msgid = "\n\\text{scores } c\\,QK^\\top : 2 L^2 d_k \\text{ FLOPs}\n"
+    words = polib.POEntry(msgid=msgid,
+                          msgstr="\n\\text{分数 } c\\,QK^\\top : 2 L^2 d_k \\text{ 次浮点运算}\n")
+    assert catalogs.markup_problems(words) == []
+    # The formula around the words is kept: a changed exponent, or a \text moved, is named.
+    exponent = polib.POEntry(msgid=msgid, msgstr=words.msgstr.replace("L^2", "L^3"))
+    moved = polib.POEntry(msgid=msgid, msgstr="\n\\text{分数 } c\\,QK^\\top : 2 L^2 d_k\n")
+    for entry in (exponent, moved):
+        assert catalogs.markup_problems(entry) != []
 
 
 def test_catalog_tool_names_a_missing_argument(capsys):
