@@ -788,3 +788,18 @@ def test_plotly_waiter_names_the_bad_argument(kwargs, name):
 
     with pytest.raises(TypeError, match=name):
         viz.when_plotly_ready_js(**kwargs)
+
+
+def test_mime_renderer_draws_text_kinds_with_myst_nbs_text_renderers():
+    class _Text(_FakeRenderer):
+        def render_markdown(self, data):
+            return ("markdown", data.mime_type, data.content)
+
+        def render_text_plain(self, data):
+            return ("plain", data.mime_type, data.content)
+
+    for kind, how in (("text/plain", "plain"), ("text/markdown", "markdown")):
+        payload = {"kind": kind, "editions": {"en": "row sums", "zh_CN": "行和"},
+                   "untranslated": []}
+        assert edition_outputs.EditionsMimeRenderer.handle_mime(
+            _Text("zh_CN"), _mime(payload), False) == (how, kind, "行和")

@@ -108,12 +108,21 @@ def _is_bundle(node: nodes.Node) -> bool:
 
 
 def _markdown_output(cell: nodes.container) -> list[nodes.Node]:
-    """The nodes of the ``text/markdown`` outputs of ``cell`` (a listing), else ``[]``."""
+    """The nodes of the Markdown outputs of ``cell`` (a listing), else ``[]``.
+
+    A listing made during a book build also carries the per-edition output
+    (:data:`attnbook.edition_outputs.MIME`), whose rendering is this edition's (its collapsed
+    block's label in the edition's language): that one is taken.
+    """
+    from attnbook.edition_outputs import MIME
+
     out: list[nodes.Node] = []
     for bundle in cell.findall(_is_bundle):
-        for rendering in bundle.children:
-            if rendering.get("mime_type") == "text/markdown":
-                out.extend(child.deepcopy() for child in rendering.children)
+        by_type = {r.get("mime_type"): r for r in bundle.children}
+        if "text/markdown" not in by_type:
+            continue
+        rendering = by_type.get(MIME, by_type["text/markdown"])
+        out.extend(child.deepcopy() for child in rendering.children)
     return out
 
 

@@ -4,9 +4,10 @@ The book has two editions built from one execution of its chapters (``book/editi
 ``ATTNBOOK_EDITIONS="en zh_CN"`` for it). Each figure and explorer output then carries, next to
 its usual English ``image/png`` / ``text/html`` (what JupyterLab shows), a :data:`MIME` entry
 with one rendering per edition: :func:`attnbook.mpl_figures.figure_bundle` for a matplotlib
-figure, :func:`editions_html_bundle` for an explorer. :class:`EditionsMimeRenderer`, MyST-NB's
-renderer for that type, shows each edition its own; a label listed as untranslated fails the
-strict build of the Chinese edition, naming the page.
+figure, :func:`editions_html_bundle` for an explorer, :class:`attnbook.printed.Printed` for
+printed text and :class:`attnbook.listing.Listing` for a code listing's label.
+:class:`EditionsMimeRenderer`, MyST-NB's renderer for that type, shows each edition its own;
+a label listed as untranslated fails the strict build of the Chinese edition, naming the page.
 
 The labels themselves are made by :mod:`attnbook.i18n`; the matplotlib drawings by
 :mod:`attnbook.mpl_figures`. This module imports neither (nor matplotlib).
@@ -20,6 +21,7 @@ __all__ = [
     "MIME",
     "PHONE_MEDIA",
     "PICTURE_CLASS",
+    "TEXT_KINDS",
     "WIDE_FIGURE_CLASS",
     "editions_html_bundle",
     "EditionsMimeRenderer",
@@ -27,6 +29,11 @@ __all__ = [
 
 #: The output MIME type carrying one rendering per edition (see the module docstring).
 MIME = "application/vnd.attnbook.editions+json"
+#: The kinds of payload drawn as text, and MyST-NB's renderer method for each: an explorer's
+#: HTML, a code listing's Markdown (:mod:`attnbook.listing`), printed text
+#: (:mod:`attnbook.printed`). Any other kind is an image.
+TEXT_KINDS = {"text/html": "render_text_html", "text/markdown": "render_markdown",
+              "text/plain": "render_text_plain"}
 #: The media query under which the browser shows a figure's phone drawing (the payload's
 #: ``narrow`` PNG, 358 px wide): a window up to 600 px wide (a phone, held either way), where the
 #: column's 688 px drawing would be shrunk.
@@ -94,14 +101,14 @@ class EditionsMimeRenderer:
         if language != "en":
             for label in payload.get("untranslated", []):
                 renderer.logger.warning(
-                    f"figure label not translated to {language}: {label!r} (add it to "
+                    f"label not translated to {language}: {label!r} (add it to "
                     f"lib/attnbook/locale/{language}/)",
                     subtype="attnbook_label", line=data.line,
                 )
         kind = payload.get("kind", "text/html")
         inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
-        if kind == "text/html":
-            return renderer.render_text_html(inner)
+        if kind in TEXT_KINDS:
+            return getattr(renderer, TEXT_KINDS[kind])(inner)
         wide = renderer.render_image(inner)
         narrow_png = payload.get("narrow", {}).get(chosen)
         if narrow_png is None:

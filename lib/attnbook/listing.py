@@ -23,8 +23,12 @@ or :func:`show_code` raises (and the strict book build fails).
 
 from __future__ import annotations
 
+import html
 import inspect
 import textwrap
+
+from . import i18n
+from .printed import Printed, say
 
 __all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "Listing", "source_of", "lines_between",
            "show_code"]
@@ -83,26 +87,48 @@ def _fence(src: str) -> str:
 class Listing:
     """A code listing that renders as highlighted Markdown in MyST-NB and JupyterLab.
 
+    The collapsed block's label is in the reader's language: the label of the language of
+    :func:`attnbook.i18n.get_language` in JupyterLab, each edition's own in the built book (the
+    listing then also carries :data:`attnbook.edition_outputs.MIME`, like a figure).
+
     Attributes:
         core: the source shown open.
         full: the source shown collapsed (``None`` if there is none).
-        summary: the label of the collapsed block.
+        summary: the label of the collapsed block, a :class:`attnbook.printed.Printed` (one
+            text per language); a ``str`` given is taken as the English label and translated
+            from the label catalogs.
     """
 
-    def __init__(self, core: str, full: str | None = None, summary: str = ""):
+    def __init__(self, core: str, full: str | None = None, summary: Printed | str = ""):
         self.core = core
         self.full = full
-        self.summary = summary
+        self.summary = summary if isinstance(summary, Printed) else say(summary)
 
-    def _repr_markdown_(self) -> str:
+    def markdown(self, language: str | None = None) -> str:
+        """The listing as Markdown, its label in ``language`` (default: the current one)."""
         parts = [_fence(self.core)]
         if self.full is not None:
             # Blank lines around the fence: it must be Markdown, not part of the HTML block.
             # The class lets the book's stylesheet wrap its long docstring lines (the full
             # function is read, not copied line by line; the core above never wraps).
-            parts.append(f'<details class="{FULL_CLASS}"><summary>{self.summary}</summary>\n\n'
+            label = html.escape(self.summary.text(language), quote=False)
+            parts.append(f'<details class="{FULL_CLASS}"><summary>{label}</summary>\n\n'
                          f"{_fence(self.full)}\n\n</details>")
         return "\n\n".join(parts)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/markdown": self.markdown(), "text/plain": repr(self)}
+        editions = i18n.editions()
+        if editions and self.full is not None:
+            from .edition_outputs import MIME
+
+            bundle[MIME] = {"kind": "text/markdown",
+                            "editions": {lang: self.markdown(lang) for lang in editions},
+                            "untranslated": sorted(self.summary.untranslated)}
+        return bundle
 
     def __repr__(self) -> str:
         text = self.core
@@ -119,7 +145,9 @@ def show_code(core, full=None, *, summary: str | None = None,
         core: the function, method or class to show open; at most :data:`MAX_LINES` lines and
             :data:`MAX_COLUMNS` columns (of the lines shown).
         full: optional function, method or class shown in a collapsed block (any length).
-        summary: label of the collapsed block; default "The full public function: NAME".
+        summary: English label of the collapsed block (a msgid of the label catalogs, shown in
+            the reader's language); default "The full class: MODULE.NAME" for a class,
+            else "The full public function: NAME".
         between: optional ``(first, last)``: show only the lines of ``core`` from the first
             that starts with ``first`` to the next that starts with ``last``
             (:func:`lines_between`).
@@ -151,5 +179,9 @@ def show_code(core, full=None, *, summary: str | None = None,
     if full is not None:
         full_src = source_of(full)
         if summary is None:
-            summary = f"The full public function: {getattr(full, '__qualname__', '')}"
+            if inspect.isclass(full):
+                return Listing(src, full_src, say("The full class: {name}",
+                                                  name=f"{full.__module__}.{full.__qualname__}"))
+            return Listing(src, full_src, say("The full public function: {name}",
+                                              name=getattr(full, "__qualname__", "")))
     return Listing(src, full_src, summary or "")

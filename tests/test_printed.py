@@ -1,0 +1,109 @@
+"""attnbook.printed: printed output made in every edition's language from one execution."""
+
+import pytest
+
+from attnbook import edition_outputs, i18n
+from attnbook.listing import show_code
+from attnbook.printed import Printed, say, table
+
+
+@pytest.fixture
+def english(monkeypatch):
+    monkeypatch.setitem(i18n._state, "language", None)
+    monkeypatch.delenv("ATTNBOOK_LANG", raising=False)
+    monkeypatch.delenv("ATTNBOOK_EDITIONS", raising=False)
+
+
+def test_say_makes_each_language_from_the_catalog(english):
+    # printed-listings.po: "The full class: {name}" -> "完整的类：{name}" (written by hand).
+    out = say("The full class: {name}", name="attnbook.nn.X")
+    assert out.texts == {"en": "The full class: attnbook.nn.X",
+                         "zh_CN": "完整的类：attnbook.nn.X"}
+    assert out.untranslated == frozenset()
+    assert str(out) == repr(out) == "The full class: attnbook.nn.X"
+
+
+def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
+    out = say("no such message {x:.2f}", x=0.5)
+    assert out.texts == {"en": "no such message 0.50", "zh_CN": "no such message 0.50"}
+    assert out.untranslated == {"no such message {x:.2f}"}
+
+
+def test_a_missing_placeholder_value_names_the_placeholder(english):
+    with pytest.raises(KeyError, match=r"\{name\}.*got values for \['nmae'\]"):
+        say("The full class: {name}", nmae="x")
+
+
+def test_the_text_shown_follows_the_readers_language(english, monkeypatch):
+    out = say("The full class: {name}", name="A")
+    assert out._repr_mimebundle_() == {"text/plain": "The full class: A"}
+    i18n.set_language("zh_CN")
+    assert out._repr_mimebundle_() == {"text/plain": "完整的类：A"}
+    assert out.text("en") == "The full class: A"
+
+
+def test_during_a_book_build_every_edition_is_carried(english, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    payload = say("no such message")._repr_mimebundle_()[edition_outputs.MIME]
+    assert payload == {"kind": "text/plain",
+                       "editions": {"en": "no such message", "zh_CN": "no such message"},
+                       "untranslated": ["no such message"]}
+
+
+def test_adding_printed_texts_joins_lines_per_language(english):
+    a = say("The full class: {name}", name="A")
+    b = say("The full public function: {name}", name="f")
+    both = a + b
+    assert both.texts["en"] == "The full class: A\nThe full public function: f"
+    assert both.texts["zh_CN"] == "完整的类：A\n完整的公开函数：f"
+    assert Printed.lines([a, b]) == both
+    assert Printed.lines([]).texts == {"en": "", "zh_CN": ""}
+    with pytest.raises(TypeError):
+        a + "text"
+
+
+def test_printed_needs_every_language():
+    with pytest.raises(ValueError, match=r"missing \['zh_CN'\]"):
+        Printed({"en": "x"})
+
+
+def test_table_pads_columns_to_the_widest_cell_counting_wide_characters(english):
+    # Headings no catalog has: English in both, and listed.
+    out = table(["zz rank", "zz share"], [[4, 0.5], [64, 0.25]], formats=["d", ".2f"])
+    assert out.texts["en"] == ("zz rank  zz share\n"
+                               "      4      0.50\n"
+                               "     64      0.25")
+    assert out.untranslated == {"zz rank", "zz share"}
+
+
+def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
+    monkeypatch.setattr(i18n.Labels, "__call__",
+                        lambda self, m, **v: {"en": m, "zh_CN": "权重"}[self.language]
+                        if m == "weight" else m)
+    out = table(["weight", "n"], [[1, 2]])
+    # "权重" is 4 columns wide: the number under it is right-aligned to 4, not 2.
+    assert out.texts["zh_CN"] == "权重  n\n   1  2"
+    assert out.texts["en"] == "weight  n\n     1  2"
+
+
+def test_table_names_a_row_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"rows\[1\] has 1 values; the header has 2"):
+        table(["a", "b"], [[1, 2], [3]])
+    with pytest.raises(ValueError, match="formats must have one entry per column"):
+        table(["a", "b"], [[1, 2]], formats=["d"])
+
+
+def test_listing_label_is_in_each_editions_language(english, monkeypatch):
+    from attnbook import nn
+
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    listing = show_code(nn.LearnedPositionalEmbedding.forward, full=nn.LearnedPositionalEmbedding)
+    payload = listing._repr_mimebundle_()[edition_outputs.MIME]
+    assert payload["kind"] == "text/markdown" and payload["untranslated"] == []
+    assert "<summary>The full class: attnbook.nn.LearnedPositionalEmbedding</summary>" in (
+        payload["editions"]["en"])
+    assert "<summary>完整的类：attnbook.nn.LearnedPositionalEmbedding</summary>" in (
+        payload["editions"]["zh_CN"])
+    # The code itself is the same in both.
+    strip = [p.split("<details")[0] for p in payload["editions"].values()]
+    assert strip[0] == strip[1]
