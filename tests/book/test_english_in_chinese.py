@@ -1,0 +1,124 @@
+"""Issue 22: the English a reader of the Chinese edition sees outside code, per chapter.
+
+Three places the Chinese prose points at: what a cell prints (``attnbook.printed``), the label of
+a listing's collapsed block (``attnbook.listing``) and the words inside display math
+(``\\text{...}``, translated in the page's catalog). A word counts as English by
+:func:`attnbook.i18n.untranslated`, the rule the figures' labels follow (names and units of
+:data:`attnbook.i18n.KEPT_WORDS`, code such as ``snake_case`` and calls, and single letters do
+not count), with the explicit allow-list :data:`KEPT` below: identifiers and data a model read.
+
+Listing labels and display math must have none. Printed output is held to a ceiling per chapter
+(:data:`PRINTED_CEILING`, the lines with an English word in the last build): a new English line
+fails, and a chapter whose lines became Chinese lowers its ceiling. The toy pages below show
+that each kind is found and that code is not.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+
+from attnbook import i18n
+
+#: Latin words a Chinese page's printed output may keep beyond :data:`attnbook.i18n.KEPT_WORDS`:
+#: names the code uses (class and model names, a corpus's title), the sentences a model read
+#: or wrote (chapter 2's pretrained model reads English; chapter 13's model writes the King
+#: James Bible).
+KEPT = frozenset("""
+    Encoder Decoder EncoderOnlyModel DecoderOnlyModel EncoderDecoderModel TransformerBlock
+    EncoderDecoderBlock FeedForward MultiHeadAttention VanillaRNN Triton NVIDIA A100 H100
+    nn torch numpy Bible King James Version MLM seq2seq
+""".split())
+
+#: Lines of printed output with an English word, per Chinese chapter page (the ceiling).
+PRINTED_CEILING = {
+    "01-rnn-bottleneck": 28,
+    "02-queries-keys-values": 49,
+    "03-scaling-variance": 8,
+    "04-softmax-saturation": 15,
+    "05-self-cross-attention": 28,
+    "06-masks": 19,
+    "07-multi-head-gqa": 37,
+    "08-positional-encoding": 32,
+    "09-transformer-block": 33,
+    "10-architectures": 16,
+    "11-quadratic-cost-kv-cache": 28,
+    "12-flashattention": 31,
+    "13-train-and-sample": 64,
+}
+
+#: ``\text{...}`` that is neither a subscript or superscript nor a subscripted name: notation
+#: such as ``d_\text{model}``, ``d_{\text{ff}}`` and the paper's ``\text{head}_h`` stays.
+_TEXT_IN_MATH = re.compile(r"(?<![_^])(?<![_^]\{)\\text\{([^{}]*)\}(?![_^])")
+#: A dotted name (``attnbook.nn.X``, ``flash_triton._attn_fwd``): code, not a word.
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def english(text: str) -> list[str]:
+    """The English words of ``text`` a Chinese reader would read (see the module docstring)."""
+    return i18n.untranslated(_DOTTED.sub(" ", text), KEPT)
+
+
+def visible_english(html: str) -> dict[str, list[str]]:
+    """The English a Chinese page shows outside code: ``{"listing labels": [...],
+    "display math": [...], "printed output": [lines]}``."""
+    soup = BeautifulSoup(html, "html.parser")
+    main = soup.select_one("main") or soup
+    labels = [s.get_text(" ", strip=True) for s in main.select("details > summary")
+              if s.find_parent("details", class_="attnbook-full-listing")]
+    math = [w for block in main.select("div.math")
+            for words in _TEXT_IN_MATH.findall(block.get_text()) for w in english(words)]
+    lines = [line.strip()
+             for out in main.select("div.cell_output div.output.text_plain, "
+                                    "div.cell_output div.output.stream")
+             for line in out.get_text().splitlines() if english(line)]
+    return {"listing labels": [x for x in labels if english(x)], "display math": math,
+            "printed output": lines}
+
+
+TOY = """<main>
+<div class="cell"><div class="cell_input"><pre>print("weights", w.shape)</pre></div>
+<div class="cell_output"><div class="output text_plain"><pre>weights (3, 4)
+行和：[1. 1. 1.]</pre></div>
+<details class="attnbook-full-listing"><summary>The full class: attnbook.nn.X</summary>
+<pre>class X: pass</pre></details></div></div>
+<div class="math notranslate">\\[\\text{scores } QK^\\top : 2 L^2 d_\\text{model}
+ d_{\\text{ff}} \\text{head}_h
+\\text{ 次}\\]</div>
+<p>正文 prose is not checked here</p>
+</main>"""
+
+
+def test_each_kind_of_english_is_found_and_code_is_not():
+    found = visible_english(TOY)
+    assert found == {"listing labels": ["The full class: attnbook.nn.X"],
+                     "display math": ["scores"],
+                     "printed output": ["weights (3, 4)"]}
+
+
+def test_chinese_output_and_notation_pass():
+    chinese = (TOY.replace("weights (3, 4)", "权重 (3, 4)")
+               .replace("The full class:", "完整的类：").replace("scores ", "分数 "))
+    assert visible_english(chinese) == {"listing labels": [], "display math": [],
+                                        "printed output": []}
+
+
+@pytest.mark.book
+def test_built_chinese_chapters_show_no_more_english_than_their_ceiling(built_editions):
+    pages = sorted((built_editions["zh"] / "chapters").glob("*.html"))
+    assert {p.stem for p in pages} == set(PRINTED_CEILING)
+    report, problems = [], []
+    for page in pages:
+        found = visible_english(page.read_text(encoding="utf-8"))
+        report.append(f"{page.stem}: {len(found['printed output'])} printed lines")
+        for kind in ("listing labels", "display math"):
+            if found[kind]:
+                problems.append(f"{page.stem}: {kind} in English: {found[kind]}")
+        if len(found["printed output"]) > PRINTED_CEILING[page.stem]:
+            problems.append(f"{page.stem}: {len(found['printed output'])} printed lines with "
+                            f"English (ceiling {PRINTED_CEILING[page.stem]}): "
+                            f"{found['printed output']}")
+    print("\n".join(report))
+    assert problems == []
