@@ -78,8 +78,8 @@ def test_table_pads_columns_to_the_widest_cell_counting_wide_characters(english)
 
 def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
     monkeypatch.setattr(i18n.Labels, "__call__",
-                        lambda self, m, **v: {"en": m, "zh_CN": "权重"}[self.language]
-                        if m == "weight" else m)
+                        lambda self, m, **v: ({"en": m, "zh_CN": "权重"}[self.language]
+                                              if m == "weight" else m.format(**v)))
     out = table(["weight", "n"], [[1, 2]])
     # "权重" is 4 columns wide: the number under it is right-aligned to 4, not 2.
     assert out.texts["zh_CN"] == "权重  n\n   1  2"
@@ -107,3 +107,18 @@ def test_listing_label_is_in_each_editions_language(english, monkeypatch):
     # The code itself is the same in both.
     strip = [p.split("<details")[0] for p in payload["editions"].values()]
     assert strip[0] == strip[1]
+
+
+def test_table_takes_printed_headings_and_cells(english, monkeypatch):
+    monkeypatch.setattr(i18n.Labels, "__call__",
+                        lambda self, m, **v: (("种子 {s}" if self.language == "zh_CN" else m)
+                                              if m == "seed {s}" else m).format(**v))
+    out = table([say("seed {s}", s=0), "arm"], [[1.5, say("seed {s}", s=7)], [2.25, "Pre-LN"]],
+                formats=[".2f", ""])
+    assert out.texts["en"] == ("seed 0  arm\n"
+                               "  1.50  seed 7\n"
+                               "  2.25  Pre-LN")
+    # "种子 0" is 6 columns wide; the data cell "Pre-LN" stays as it is.
+    assert out.texts["zh_CN"] == ("种子 0  arm\n"
+                                  "  1.50  种子 7\n"
+                                  "  2.25  Pre-LN")

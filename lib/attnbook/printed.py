@@ -122,19 +122,22 @@ def say(message: str, /, **values) -> Printed:
     return _made(lambda _: _(message, **values))
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[str] | None = None,
-          align: str | None = None) -> Printed:
-    """A plain-text table whose column headings are in the reader's language.
+def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
+          formats: Sequence[str] | None = None, align: str | None = None) -> Printed:
+    """A plain-text table whose headings and words are in the reader's language.
 
     The columns are padded to their widest cell in each language (a Chinese character counts
     as two columns, as a monospace font draws it).
 
     Args:
-        header: the English column headings (msgids of the label catalogs).
-        rows: the rows, each with one value per heading.
+        header: the column headings: English msgids of the label catalogs, or
+            :class:`Printed` texts (``say("seed {s}", s=0)``).
+        rows: the rows, each with one value per heading; a cell that is a :class:`Printed`
+            shows its text in each language, a ``str`` is data (shown as it is), any other
+            value is formatted with the column's format.
         formats: optional format spec per column (``".3f"``, ``",d"``; ``""`` for ``str``).
-        align: optional string of ``"<"`` / ``">"`` per column (default: text left, numbers
-            right).
+        align: optional string of ``"<"`` / ``">"`` per column (default: numbers right,
+            the rest left).
 
     Returns:
         A :class:`Printed`.
@@ -150,19 +153,23 @@ def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
-    cells = [[format(v, f) for v, f in zip(row, fmts)] for row in rows]
+    heads = [h if isinstance(h, Printed) else say(h) for h in header]
+    cells = [[v if isinstance(v, Printed) else format(v, f) for v, f in zip(row, fmts)]
+             for row in rows]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
                         for j in range(n))
-
-    def make(_) -> str:
-        heads = [_(h) for h in header]
-        widths = [max([_width(heads[j])] + [_width(r[j]) for r in cells]) for j in range(n)]
-        lines = [heads] + cells
-        return "\n".join("  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line))
-                         .rstrip() for line in lines)
-
-    return _made(make)
+    texts = {}
+    for lang in i18n.LANGUAGES:
+        lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
+                 for line in [heads, *cells]]
+        widths = [max(_width(line[j]) for line in lines) for j in range(n)]
+        texts[lang] = "\n".join(
+            "  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line)).rstrip()
+            for line in lines)
+    untranslated = set().union(*(c.untranslated for line in [heads, *cells] for c in line
+                                 if isinstance(c, Printed)))
+    return Printed(texts, untranslated)
 
 
 def _is_number(value) -> bool:
