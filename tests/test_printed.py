@@ -122,3 +122,31 @@ def test_table_takes_printed_headings_and_cells(english, monkeypatch):
     assert out.texts["zh_CN"] == ("种子 0  arm\n"
                                   "  1.50  种子 7\n"
                                   "  2.25  Pre-LN")
+
+
+def test_a_printed_value_is_put_in_in_each_language(english, monkeypatch):
+    status = Printed({"en": "solved", "zh_CN": "学会了"}, {"solved"})
+    out = say("{name:>5}: {status}", name="rnn", status=status)
+    assert out.texts == {"en": "  rnn: solved", "zh_CN": "  rnn: 学会了"}
+    assert out.untranslated == {"solved"}  # the nested text's gap is reported
+
+
+def test_a_message_without_words_is_not_looked_up(english):
+    out = say("Δ = {d}: {v:.1e}", d=10, v=0.5)
+    assert out.texts == {"en": "Δ = 10: 5.0e-01", "zh_CN": "Δ = 10: 5.0e-01"}
+    assert out.untranslated == frozenset()
+    # Numbers as headings are data; text headings are messages.
+    t = table(["n", 16, 32], [["x", 1, 2]])
+    assert t.texts["en"].splitlines()[0] == "n  16  32"
+    assert t.untranslated == frozenset()
+
+
+def test_wrap_breaks_at_spaces_and_between_chinese_characters():
+    out = Printed({"en": "by the translators of the King James Version",
+                   "zh_CN": "由钦定版圣经的译者翻译，公有领域"}).wrap(16)
+    assert out.texts["en"] == "by the\ntranslators of\nthe King James\nVersion"
+    # 16 columns hold 8 Chinese characters (a comma is one of them).
+    assert out.texts["zh_CN"] == "由钦定版圣经的译\n者翻译，公有领域"
+    assert all(len(line) <= 16 for line in out.texts["en"].splitlines())
+    with pytest.raises(ValueError, match="width must be a positive integer, got 0"):
+        out.wrap(0)

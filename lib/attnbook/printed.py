@@ -24,11 +24,15 @@ too. Values (numbers, shapes, arrays) are formatted the same in every language.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from . import i18n
 
-__all__ = ["Printed", "say", "table"]
+__all__ = ["Printed", "say", "table", "verbatim"]
+
+#: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
+_FIELD = re.compile(r"\{[^{}]*\}")
 
 
 class Printed:
@@ -73,6 +77,20 @@ class Printed:
         return Printed({lang: f"{self.texts[lang]}\n{other.texts[lang]}" for lang in self.texts},
                        self.untranslated | other.untranslated)
 
+    def wrap(self, width: int) -> Printed:
+        """Each line broken to at most ``width`` columns, in every language.
+
+        Breaks fall at spaces, and between any two Chinese characters (a Chinese character is
+        two columns wide); a word longer than the width stays whole.
+
+        Raises:
+            ValueError: if ``width`` is not a positive integer.
+        """
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, got {width!r}")
+        return Printed({lang: "\n".join(_wrap_line(line, width) for line in text.split("\n"))
+                        for lang, text in self.texts.items()}, self.untranslated)
+
     @classmethod
     def lines(cls, parts: Iterable[Printed]) -> Printed:
         """The texts of ``parts`` one under another (an empty text if there are none)."""
@@ -103,14 +121,21 @@ def _made(make) -> Printed:
     return Printed(texts, missing)
 
 
+def verbatim(text: str) -> Printed:
+    """``text`` shown as it is in every language (data, a number, notation such as ``n``)."""
+    return Printed({lang: text for lang in i18n.LANGUAGES})
+
+
 def say(message: str, /, **values) -> Printed:
     """One printed line (or several, one per line of ``message``) in every language.
 
     Args:
         message: the English text, a msgid of the label catalogs, with named placeholders
             (``"{n_heads} heads of {head_dim}"``; a format spec such as ``{loss:.3f}`` is kept
-            by the translation).
-        **values: the placeholders' values.
+            by the translation). A message with no word to translate (``"Δ = {d}"``: symbols,
+            single letters, math) is not looked up.
+        **values: the placeholders' values; a :class:`Printed` value is put in as its text in
+            each language (``say("{name}: {status}", status=say("solved"))``).
 
     Returns:
         A :class:`Printed`; as a cell's last expression it shows in the reader's language.
@@ -119,7 +144,17 @@ def say(message: str, /, **values) -> Printed:
         KeyError: if ``values`` lacks a placeholder of the message (naming it and the values
             given).
     """
-    return _made(lambda _: _(message, **values))
+    nested = [v for v in values.values() if isinstance(v, Printed)]
+
+    def make(_) -> str:
+        here = {k: v.text(_.language) if isinstance(v, Printed) else v
+                for k, v in values.items()}
+        if not i18n.needs_translation(_FIELD.sub(" ", message)):
+            return i18n.labels("en")(message, **here)
+        return _(message, **here)
+
+    out = _made(make)
+    return Printed(out.texts, out.untranslated.union(*(v.untranslated for v in nested)))
 
 
 def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
@@ -131,7 +166,7 @@ def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
 
     Args:
         header: the column headings: English msgids of the label catalogs, or
-            :class:`Printed` texts (``say("seed {s}", s=0)``).
+            :class:`Printed` texts (``say("seed {s}", s=0)``); a number is shown as it is.
         rows: the rows, each with one value per heading; a cell that is a :class:`Printed`
             shows its text in each language, a ``str`` is data (shown as it is), any other
             value is formatted with the column's format.
@@ -153,7 +188,8 @@ def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
-    heads = [h if isinstance(h, Printed) else say(h) for h in header]
+    heads = [h if isinstance(h, Printed) else say(h) if isinstance(h, str)
+             else verbatim(format(h)) for h in header]
     cells = [[v if isinstance(v, Printed) else format(v, f) for v, f in zip(row, fmts)]
              for row in rows]
     if align is None:
@@ -183,6 +219,20 @@ def _width(text: str) -> int:
     import unicodedata
 
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _wrap_line(line: str, width: int) -> str:
+    """``line`` broken greedily at spaces and between wide characters (see :meth:`Printed.wrap`)."""
+    pieces = re.findall(r"\s+|[^\s\u2e80-\u9fff\uff00-\uffef]+|.", line)
+    out, current = [], ""
+    for piece in pieces:
+        if current and _width(current + piece.rstrip()) > width:
+            out.append(current.rstrip())
+            current = piece.lstrip()
+        else:
+            current += piece
+    out.append(current.rstrip())
+    return "\n".join(out)
 
 
 def _pad(text: str, width: int, how: str) -> str:
