@@ -107,3 +107,21 @@ def test_listing_label_is_in_each_editions_language(english, monkeypatch):
     # The code itself is the same in both.
     strip = [p.split("<details")[0] for p in payload["editions"].values()]
     assert strip[0] == strip[1]
+
+
+def test_a_printed_value_is_filled_in_with_each_languages_text(english):
+    word = Printed({"en": "ate", "zh_CN": "吃了"})
+    out = say("The full class: {name}", name=word)
+    assert out.texts == {"en": "The full class: ate", "zh_CN": "完整的类：吃了"}
+    # What the value left untranslated stays listed.
+    assert say("The full class: {name}", name=say("zz word")).untranslated == {"zz word"}
+
+
+def test_a_printed_cell_of_a_table_is_padded_in_each_language(english):
+    rows = [[Printed({"en": "ate", "zh_CN": "吃了"}), 2],
+            [Printed({"en": "apple", "zh_CN": "苹果"}), 1]]
+    out = table(["zz word", "n"], rows)
+    assert out.texts["en"] == "zz word  n\nate      2\napple    1"
+    # Each Chinese word is 4 columns wide; the heading (untranslated here) is 7.
+    assert out.texts["zh_CN"] == "zz word  n\n吃了     2\n苹果     1"
+    assert out.untranslated == {"zz word", "n"}

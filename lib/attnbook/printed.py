@@ -19,7 +19,9 @@ A message the catalogs lack prints in English and fails the Chinese edition's st
 naming the page.
 
 Library helpers that format a table or a summary (:func:`table`) return a :class:`Printed`
-too. Values (numbers, shapes, arrays) are formatted the same in every language.
+too. Values (numbers, shapes, arrays) are formatted the same in every language; a value that is
+itself a :class:`Printed` (a toy example's word, which each edition has in its own language) is
+filled in with its text in each language.
 """
 
 from __future__ import annotations
@@ -110,7 +112,8 @@ def say(message: str, /, **values) -> Printed:
         message: the English text, a msgid of the label catalogs, with named placeholders
             (``"{n_heads} heads of {head_dim}"``; a format spec such as ``{loss:.3f}`` is kept
             by the translation).
-        **values: the placeholders' values.
+        **values: the placeholders' values; a :class:`Printed` value is filled in with its text
+            in each language (and what it left untranslated stays listed).
 
     Returns:
         A :class:`Printed`; as a cell's last expression it shows in the reader's language.
@@ -119,7 +122,8 @@ def say(message: str, /, **values) -> Printed:
         KeyError: if ``values`` lacks a placeholder of the message (naming it and the values
             given).
     """
-    return _made(lambda _: _(message, **values))
+    out = _made(lambda _: _(message, **_in(values, _.language)))
+    return _with_untranslated(out, values.values())
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[str] | None = None,
@@ -131,7 +135,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[
 
     Args:
         header: the English column headings (msgids of the label catalogs).
-        rows: the rows, each with one value per heading.
+        rows: the rows, each with one value per heading; a :class:`Printed` cell shows its text
+            in each language.
         formats: optional format spec per column (``".3f"``, ``",d"``; ``""`` for ``str``).
         align: optional string of ``"<"`` / ``">"`` per column (default: text left, numbers
             right).
@@ -150,19 +155,35 @@ def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
-    cells = [[format(v, f) for v, f in zip(row, fmts)] for row in rows]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
                         for j in range(n))
 
     def make(_) -> str:
+        cells = [[format(_in_one(v, _.language), f) for v, f in zip(row, fmts)]
+                 for row in rows]
         heads = [_(h) for h in header]
         widths = [max([_width(heads[j])] + [_width(r[j]) for r in cells]) for j in range(n)]
         lines = [heads] + cells
         return "\n".join("  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line))
                          .rstrip() for line in lines)
 
-    return _made(make)
+    return _with_untranslated(_made(make), (v for row in rows for v in row))
+
+
+def _in_one(value, language: str):
+    """``value``, or its text in ``language`` if it is a :class:`Printed`."""
+    return value.text(language) if isinstance(value, Printed) else value
+
+
+def _in(values: dict, language: str) -> dict:
+    return {k: _in_one(v, language) for k, v in values.items()}
+
+
+def _with_untranslated(out: Printed, values: Iterable) -> Printed:
+    """``out`` with the untranslated messages of its :class:`Printed` values added."""
+    extra = frozenset().union(*(v.untranslated for v in values if isinstance(v, Printed)))
+    return Printed(out.texts, out.untranslated | extra) if extra else out
 
 
 def _is_number(value) -> bool:
