@@ -31,7 +31,8 @@ The reference implementations are :func:`attnbook.attention.scaled_dot_product_a
 are the book's: keep-masks (``True`` = may attend), causal masks aligned bottom-right, head
 ``h`` holding features ``h*head_dim .. (h+1)*head_dim - 1`` (see the notation appendix).
 
-This module imports NumPy only (and torch only to read a tensor the reader returns).
+Of the third-party packages, this module imports NumPy only (a torch tensor the reader returns
+is read through the torch already loaded).
 """
 
 from __future__ import annotations
