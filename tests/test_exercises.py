@@ -703,3 +703,68 @@ def test_a_float64_result_off_by_rounding_is_hinted_at_low_precision():
     assert not result and result.max_abs_diff < 1e-3
     assert "low precision" in flat(result) and "float16" in flat(result)
     assert "No typical mistake matches" not in result.message
+
+
+# ---------------------------------------------------------------------------------------------
+# Every language: a result prints in the reader's language (printed-exercises.po)
+
+
+def _columns(line: str) -> int:
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+READERS_FUNCTIONS = [
+    (check_attention, stub_attention), (check_attention, empty_attention),
+    (check_attention, lambda q, k, v: q @ np.swapaxes(k, -1, -2) @ v),       # no softmax
+    (check_attention, lambda q, k: q),                                      # wrong signature
+    (check_attention, lambda q, k, v: loop_attention(q, k, v).astype(np.float16) + 0.01),
+    (check_attention, lambda q, k, v: np.full(q.shape[:-1] + v.shape[-1:], np.nan)),
+    (check_causal_mask, lambda L, S: bool_lower(L, S, 0)),                  # top-left
+    (check_causal_mask, lambda L, S: bool_lower(L, S, S - L).astype(int)),  # not boolean
+    (check_causal_mask, lambda L, S: np.where(bool_lower(L, S, S - L), 0.0, -np.inf)),
+    (check_causal_mask, lambda L, S: bool_lower(L, L, 0)),                  # (L, L)
+    (check_causal_mask, lambda L, S: None if L != S else bool_lower(L, S, 0)),
+    (check_causal_mask, lambda L, S: "mask"),
+    (check_causal_mask, lambda L, S: np.ones((L, S), dtype=complex)),
+    (check_causal_mask, loop_causal_mask),
+    (check_split_heads, no_transpose),
+    (check_split_heads, lambda x, n_heads: x.reshape(*x.shape[:2], n_heads, -1)),
+]
+
+
+@pytest.mark.parametrize("check, fn", READERS_FUNCTIONS)
+def test_a_result_is_made_in_every_language_from_the_catalog(check, fn):
+    result = check(fn)
+    printed = result.printed
+    assert printed.untranslated == frozenset()
+    assert printed.text("en") == result.message
+    zh = printed.text("zh_CN")
+    assert zh != result.message and "\u4e00" <= max(zh) and all(
+        _columns(line) <= 79 for line in zh.splitlines()), zh
+    # Names, shapes and code are the same in both: the case's shapes appear in each.
+    if result.case:
+        assert result.case in zh
+
+
+def test_a_result_shows_in_the_readers_language(monkeypatch):
+    from attnbook import i18n
+
+    monkeypatch.delenv("ATTNBOOK_EDITIONS", raising=False)
+    result = check_causal_mask(lambda L, S: stub_attention(L, S, None))
+    monkeypatch.setitem(i18n._state, "language", None)
+    monkeypatch.delenv("ATTNBOOK_LANG", raising=False)
+    assert result._repr_mimebundle_()["text/plain"] == result.message
+    i18n.set_language("zh_CN")
+    shown = result._repr_mimebundle_()["text/plain"]
+    assert shown.startswith("<lambda> 还没有写（它抛出 NotImplementedError）。")
+    assert repr(result) == result.message  # the API's text stays English
+
+
+def test_chinese_text_wraps_between_characters_and_keeps_punctuation_on_its_line():
+    text = "提示：" + "这是一个很长的句子，" * 12 + "np.swapaxes(k, -1, -2)。"
+    lines = exercises._wrap(text)
+    assert "".join(line[2:] for line in lines) == text.replace("  ", " ")
+    assert all(_columns(line) <= exercises.WIDTH + 2 for line in lines)
+    assert not any(line[2:3] in "，。" for line in lines[1:])

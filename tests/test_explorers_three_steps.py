@@ -263,3 +263,17 @@ def test_a_bad_width_is_named(width, exc):
     # 40 px leaves no room for a panel after the margins.
     with pytest.raises(exc, match="width"):
         ts.draw_three_steps(ts.three_steps(), width=width)
+
+
+def test_shown_gives_each_editions_word_sense_and_sentence():
+    assert ts.shown("ate").texts == {"en": "ate", "zh_CN": "吃了"}
+    assert ts.shown("apple").texts == {"en": "apple", "zh_CN": "苹果"}
+    assert ts.shown("company").texts == {"en": "company", "zh_CN": "公司"}
+    assert ts.shown("I ate an apple").texts == {"en": "I ate an apple", "zh_CN": "我吃了一个苹果"}
+    # Every role of KEYS that a context uses has a word in every language.
+    used = {w.lower() for words in ts.CONTEXTS.values() for w in words}
+    assert used == set(ts.KEYS)
+    for role in used:
+        assert all(ts.shown(role).texts.values())
+    with pytest.raises(ValueError, match="got 'pear'"):
+        ts.shown("pear")

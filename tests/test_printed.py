@@ -150,3 +150,21 @@ def test_wrap_breaks_at_spaces_and_between_chinese_characters():
     assert all(len(line) <= 16 for line in out.texts["en"].splitlines())
     with pytest.raises(ValueError, match="width must be a positive integer, got 0"):
         out.wrap(0)
+
+
+def test_a_printed_value_is_filled_in_with_each_languages_text(english):
+    word = Printed({"en": "ate", "zh_CN": "吃了"})
+    out = say("The full class: {name}", name=word)
+    assert out.texts == {"en": "The full class: ate", "zh_CN": "完整的类：吃了"}
+    # What the value left untranslated stays listed.
+    assert say("The full class: {name}", name=say("zz word")).untranslated == {"zz word"}
+
+
+def test_a_printed_cell_of_a_table_is_padded_in_each_language(english):
+    rows = [[Printed({"en": "ate", "zh_CN": "吃了"}), 2],
+            [Printed({"en": "apple", "zh_CN": "苹果"}), 1]]
+    out = table(["zz word", "n"], rows)
+    assert out.texts["en"] == "zz word  n\nate      2\napple    1"
+    # Each Chinese word is 4 columns wide; the heading (untranslated here) is 7.
+    assert out.texts["zh_CN"] == "zz word  n\n吃了     2\n苹果     1"
+    assert out.untranslated == {"zz word"}  # "n" has no word to translate

@@ -21,27 +21,37 @@ and reproduces the function's result (or its error) on the failing case; to choo
 two such mistakes, the function is also run on the cases after the failing one. Each call gets
 fresh copies of the inputs, with NumPy's warnings silenced (an overflow is judged, not printed).
 
+The text is made in every language of the book (:mod:`attnbook.printed`; the messages are
+English ``msgid`` s of the label catalog ``printed-exercises.po``): shown in a notebook, a
+result prints in the reader's language, and during a book build it carries every edition's
+text. Its :attr:`CheckResult.message`, ``str`` and ``repr`` are the English text.
+
 The reference implementations are :func:`attnbook.attention.scaled_dot_product_attention`,
 :func:`attnbook.masks.causal_mask` and :func:`attnbook.heads.split_heads`, so the conventions
 are the book's: keep-masks (``True`` = may attend), causal masks aligned bottom-right, head
 ``h`` holding features ``h*head_dim .. (h+1)*head_dim - 1`` (see the notation appendix).
 
-This module imports NumPy only.
+Of the third-party packages, this module imports NumPy only (a torch tensor the reader returns
+is read through the torch already loaded).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
+import unicodedata
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import i18n
 from .attention import scaled_dot_product_attention
 from .heads import split_heads
 from .masks import causal_mask
+from .printed import Printed, say, table
 
 __all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_heads"]
 
@@ -82,7 +92,9 @@ class CheckResult:
         mistake: a short code of the recognised mistake (``"no_scale"``, ``"softmax_axis"``,
             ``"top_left"``, ...) or ``None``.
         diagnosis: the recognised mistake in words, or ``None``.
-        message: the full text (also the ``repr``).
+        message: the full text in English (also the ``str`` and ``repr``).
+        printed: the full text in every language (:class:`attnbook.printed.Printed`); a
+            notebook shows it in the reader's language.
     """
 
     name: str
@@ -97,6 +109,7 @@ class CheckResult:
     mistake: str | None = None
     diagnosis: str | None = None
     message: str = field(default="", repr=False)
+    printed: Printed | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return self.status == "passed"
@@ -106,6 +119,11 @@ class CheckResult:
 
     def __repr__(self) -> str:
         return self.message
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        if self.printed is None:
+            return {"text/plain": self.message}
+        return self.printed._repr_mimebundle_(include, exclude)
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +143,7 @@ class _Case:
 class _Mistake:
     code: str
     fn: Callable  # the wrong variant, called with the case's arguments
-    text: str  # the diagnosis in words
+    text: str  # the diagnosis in words (English, a msgid of printed-exercises.po)
 
 
 def _softmax(x, axis=-1):
@@ -324,9 +342,37 @@ _SPLIT_MISTAKES = [
 # --------------------------------------------------------------------------------------------
 
 
-def _wrap(text: str, indent: str = "  ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent,
-                         break_on_hyphens=False) or [indent]
+#: A run of wide characters (CJK), or of anything else that is not a space.
+_WIDE_OR_WORD = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
+                           r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
+#: Punctuation that does not begin a line (it stays at the end of the line before).
+_NO_LINE_START = set("，。、；：？！）》」』”’")
+
+
+def _columns(text: str) -> int:
+    """Columns ``text`` takes in a monospace font (East Asian wide characters count two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _wrap(text: str, initial: str = "  ", subsequent: str = "  ") -> list[str]:
+    """``text`` in lines of at most :data:`WIDTH` columns; Chinese breaks between characters."""
+    if _columns(text) == len(text):  # no wide characters: words break at spaces
+        return textwrap.wrap(text, WIDTH, initial_indent=initial,
+                             subsequent_indent=subsequent, break_on_hyphens=False) or [initial]
+    lines, line = [], initial
+    for token in _WIDE_OR_WORD.findall(text):
+        token = " " if token.isspace() else token
+        if (_columns(line + token) > WIDTH and line.strip() and token not in _NO_LINE_START):
+            lines.append(line.rstrip())
+            line = subsequent + ("" if token == " " else token)
+        else:
+            line += token
+    return lines + [line.rstrip()]
+
+
+def _verbatim(text: str) -> Printed:
+    """A text that is the same in every language (an exception's own message)."""
+    return Printed({lang: text for lang in i18n.LANGUAGES})
 
 
 def _fn_name(fn) -> str:
@@ -358,8 +404,8 @@ class _Got:
     arr: np.ndarray | None  # the result as a NumPy array of booleans or real numbers
     eps: float = 0.0  # machine epsilon of the dtype it came in (0 for exact dtypes)
     dtype: str = ""  # that dtype's name (a bfloat16 tensor is read as float32)
-    problem: str | None = None  # why it is not an array of real numbers, after "returned"
-    advice: str | None = None  # what to do about it
+    problem: Printed | None = None  # why it is not an array of real numbers, after "returned"
+    advice: Printed | None = None  # what to do about it
 
 
 _COMPLEX_ADVICE = ("The right result is real. Find the step that made complex numbers "
@@ -385,14 +431,15 @@ def _read_result(got) -> _Got:
     eps, name = 0.0, ""
     if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
         if str(getattr(got, "device", "")) == "meta":
-            return _Got(None, problem="a torch tensor on the meta device (it holds no "
-                        "values)", advice="Return values computed on the CPU, not a tensor made "
-                        "with device='meta'.")
+            return _Got(None, problem=say("a torch tensor on the meta device (it holds no "
+                                          "values)"),
+                        advice=say("Return values computed on the CPU, not a tensor made "
+                                   "with device='meta'."))
         try:
             got, eps, name = _read_tensor(got)
         except Exception:  # noqa: BLE001 - the reader's tensor, not the check, is at fault
-            return _Got(None, problem=f"a torch tensor of dtype {got.dtype} (NumPy "
-                        "cannot read it)")
+            return _Got(None, problem=say("a torch tensor of dtype {dtype} (NumPy cannot "
+                                          "read it)", dtype=got.dtype))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -401,18 +448,20 @@ def _read_result(got) -> _Got:
         arr = None
     numbers = arr is not None and (arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number))
     if arr is None or (not numbers and not isinstance(got, np.ndarray)):
-        return _Got(None, problem=f"a {type(got).__name__} (not an array)")
+        return _Got(None, problem=say("a {type} (not an array)", type=type(got).__name__))
     name = name or str(arr.dtype)
     if np.issubdtype(arr.dtype, np.complexfloating):
-        return _Got(None, problem=f"complex values (dtype {name})", advice=_COMPLEX_ADVICE)
+        return _Got(None, problem=say("complex values (dtype {dtype})", dtype=name),
+                    advice=say(_COMPLEX_ADVICE))
     if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
         if np.issubdtype(arr.dtype, np.floating):
             eps = max(eps, float(np.finfo(arr.dtype).eps))
         return _Got(arr, eps, name)
-    advice = (" dtype object comes from np.array(..., dtype=object) or from a list of "
-              "arrays of different shapes." if arr.dtype == object else "")
-    return _Got(None, problem=f"an array of dtype {name} (not numbers)",
-                advice="Return an array of floats." + advice)
+    advice = (say("Return an array of floats. dtype object comes from np.array(..., "
+                  "dtype=object) or from a list of arrays of different shapes.")
+              if arr.dtype == object else say("Return an array of floats."))
+    return _Got(None, problem=say("an array of dtype {dtype} (not numbers)", dtype=name),
+                advice=advice)
 
 
 def _as_result_array(got):
@@ -511,49 +560,69 @@ def _agrees(a, b) -> bool:
             and _same(ga.arr, gb.arr, max(ga.eps, gb.eps)))
 
 
-def _inputs(case) -> str:
-    return f"Inputs: {case.shapes}."
+def _inputs(case) -> Printed:
+    return say("Inputs: {shapes}.", shapes=case.shapes)
 
 
-def _fails(name, i, n, case) -> str:
-    return f"✗ {name} differs from attnbook on case {i + 1} of {n} ({case.label})."
+def _fails(name, i, n, case) -> Printed:
+    return say("✗ {name} differs from attnbook on case {i} of {n} ({case}).",
+               name=name, i=i + 1, n=n, case=say(case.label))
 
 
-def _result(fn, status, n, passed, headline, body=(), **fields) -> CheckResult:
-    lines = textwrap.wrap(headline, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
-    for part in body:
-        if isinstance(part, list):  # preformatted lines (a mask drawn as 0s and 1s)
-            lines.extend(part)
-        else:
-            lines.extend(_wrap(part))
+def _hint(text: Printed) -> Printed:
+    return say("Hint: {hint}", hint=text)
+
+
+def _lines(parts, language: str) -> list[str]:
+    """The headline and body of a result in ``language``, wrapped to :data:`WIDTH`."""
+    lines = []
+    for k, part in enumerate(parts):
+        if isinstance(part, Printed):
+            lines.extend(_wrap(part.text(language), "" if k == 0 else "  "))
+        else:  # preformatted lines (a mask drawn as 0s and 1s), indented as they are
+            for line in part:
+                lines.extend([line] if isinstance(line, str) else
+                             ["  " + t for t in line.text(language).splitlines()])
+    return lines
+
+
+def _result(fn, status, n, passed, headline: Printed, body=(), *, diagnosis=None,
+            **fields) -> CheckResult:
+    parts = [headline, *body]
+    texts = {lang: "\n".join(_lines(parts, lang)) for lang in i18n.LANGUAGES}
+    every = [p for part in parts for p in ([part] if isinstance(part, Printed) else part)
+             if isinstance(p, Printed)]
+    printed = Printed(texts, frozenset().union(*(p.untranslated for p in every)))
+    if isinstance(diagnosis, Printed):
+        diagnosis = diagnosis.text("en")
     return CheckResult(name=_fn_name(fn), status=status, n_cases=n, n_passed=passed,
-                       message="\n".join(lines), **fields)
+                       message=texts["en"], printed=printed, diagnosis=diagnosis, **fields)
 
 
-def _not_written(fn, n, what, how):
+def _not_written(fn, n, what: Printed, how: str):
     name = _fn_name(fn)
     return _result(
-        fn, "not written", n, 0, f"{name} is not written yet ({what}).",
-        [f"Replace the `raise NotImplementedError` line with your code and run the cell "
-         f"again. The check then calls {name} on {n} cases ({how}) and compares each "
-         "result with attnbook's."],
+        fn, "not written", n, 0, say("{name} is not written yet ({why}).", name=name, why=what),
+        [say("Replace the `raise NotImplementedError` line with your code and run the cell "
+             "again. The check then calls {name} on {n} cases ({cases}) and compares each "
+             "result with attnbook's.", name=name, n=n, cases=say(how))],
     )
 
 
-def _exception_hint(exc, fn_args) -> str | None:
+def _exception_hint(exc, fn_args) -> Printed | None:
     text = _text(exc)
     if isinstance(exc, TypeError) and "argument" in text:
-        return f"The check calls your function as {fn_args}."
+        return say("The check calls your function as {call}.", call=fn_args)
     if "matmul" in text or "not aligned" in text:
-        return ("A matrix product got shapes that do not fit. The scores are q @ k^T with "
-                "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
-                "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
+        return say("A matrix product got shapes that do not fit. The scores are q @ k^T with "
+                   "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
+                   "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
     if "reshape" in text:
-        return ("A reshape must keep the number of entries: (B, L, d_model) has as many as "
-                "(B, L, n_heads, d_model // n_heads).")
+        return say("A reshape must keep the number of entries: (B, L, d_model) has as many "
+                   "as (B, L, n_heads, d_model // n_heads).")
     if "broadcast" in text:
-        return ("Two arrays did not broadcast. A row max or sum needs keepdims=True "
-                "to broadcast back over its row.")
+        return say("Two arrays did not broadcast. A row max or sum needs keepdims=True "
+                   "to broadcast back over its row.")
     return None
 
 
@@ -563,9 +632,11 @@ _BATCHED = ("It works for one sequence (the earlier cases) but not for batched i
             "before them: no loop over rows, and no .T.")
 
 
-def _batched_hint(m) -> str:
+def _batched_hint(m) -> Printed:
     """The hint on the first batched case: handle leading axes, then the mistake, if any."""
-    return _BATCHED + (" " + m.text if m else "")
+    if m is None:
+        return say(_BATCHED)
+    return say("{sentence} {more}", sentence=say(_BATCHED), more=say(m.text))
 
 
 def _first_batched(cases, i) -> bool:
@@ -591,49 +662,58 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
         except Exception as exc:  # noqa: BLE001 - the reader's error is the report
             if isinstance(exc, NotImplementedError):
                 if i == 0:
-                    return _not_written(fn, n, "it raises NotImplementedError", how)
+                    return _not_written(fn, n, say("it raises NotImplementedError"), how)
                 m = None
-                hint = (_BATCHED if _first_batched(cases, i) else
-                        f"It passed {i} cases, then raised NotImplementedError on this "
-                        "one: finish the code path this case takes.")
+                hint = (say(_BATCHED) if _first_batched(cases, i) else
+                        say("It passed {i} cases, then raised NotImplementedError on this "
+                            "one: finish the code path this case takes.", i=i))
             else:
                 m = diagnose().of_exception(exc)
                 hint = (_batched_hint(m) if _first_batched(cases, i) else
-                        m.text if m else _exception_hint(exc, f"{name}{fn_args}"))
+                        say(m.text) if m else _exception_hint(exc, f"{name}{fn_args}"))
             text = _text(exc)
             msg = text if len(text) <= 300 else text[:300] + " ..."
-            body = [_inputs(case), f"{type(exc).__name__}: {msg}" if msg
-                    else type(exc).__name__]
+            body = [_inputs(case), _verbatim(f"{type(exc).__name__}: {msg}" if msg
+                                             else type(exc).__name__)]
             if hint:
-                body.append("Hint: " + hint)
-            return _result(fn, "error", n, i, f"✗ {name} raised {type(exc).__name__} on "
-                           f"case {i + 1} of {n} ({case.label}).", body, case=case.shapes,
-                           mistake=m.code if m else None, diagnosis=hint)
+                body.append(_hint(hint))
+            return _result(fn, "error", n, i,
+                           say("✗ {name} raised {error} on case {i} of {n} ({case}).",
+                               name=name, error=type(exc).__name__, i=i + 1, n=n,
+                               case=say(case.label)),
+                           body, case=case.shapes, mistake=m.code if m else None,
+                           diagnosis=hint)
         if got is None:
             if i == 0:
-                return _not_written(fn, n, "it returns None", how)
-            hint = _BATCHED if _first_batched(cases, i) else None
-            return _result(fn, "wrong", n, i, f"✗ {name} returned None on case {i + 1} of {n} "
-                           f"({case.label}).",
-                           [_inputs(case), "Is a `return` missing on some path?"]
-                           + (["Hint: " + hint] if hint else []),
+                return _not_written(fn, n, say("it returns None"), how)
+            hint = say(_BATCHED) if _first_batched(cases, i) else None
+            return _result(fn, "wrong", n, i,
+                           say("✗ {name} returned None on case {i} of {n} ({case}).",
+                               name=name, i=i + 1, n=n, case=say(case.label)),
+                           [_inputs(case), say("Is a `return` missing on some path?")]
+                           + ([_hint(hint)] if hint else []),
                            case=case.shapes, diagnosis=hint)
         expected = np.asarray(reference(*case.args))
         res = _read_result(got)
         if res.arr is None:
-            body = [_inputs(case), f"Expected a NumPy array of shape {expected.shape}."]
+            body = [_inputs(case), say("Expected a NumPy array of shape {shape}.",
+                                       shape=expected.shape)]
             if res.advice:
                 body.append(res.advice)
             return _result(
-                fn, "wrong", n, i, f"✗ {name} returned {res.problem} on case {i + 1} of "
-                f"{n} ({case.label}).", body, case=case.shapes, expected_shape=expected.shape)
+                fn, "wrong", n, i, say("✗ {name} returned {problem} on case {i} of {n} "
+                                       "({case}).", name=name, problem=res.problem, i=i + 1,
+                                       n=n, case=say(case.label)),
+                body, case=case.shapes, expected_shape=expected.shape)
         outcome = compare(fn, i, n, case, res, expected, diagnose)
         if isinstance(outcome, CheckResult):
             return outcome
         worst = max(worst, outcome)
-    close = f"Largest |difference| {worst:.1e}, on" if worst else "The inputs were"
-    return _result(fn, "passed", n, n, f"✓ {name} agrees with attnbook on all {n} cases.",
-                   [f"{close}:", [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
+    close = (say("Largest |difference| {worst:.1e}, on:", worst=worst) if worst
+             else say("The inputs were:"))
+    return _result(fn, "passed", n, n,
+                   say("✓ {name} agrees with attnbook on all {n} cases.", name=name, n=n),
+                   [close, [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
 
 
 def _compare_arrays(fn, i, n, case, res, expected, diagnose):
@@ -644,14 +724,15 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
+                     got=got.shape)
     if got.shape != expected.shape:
         d = diagnose()
         m = d.of_result(got)
-        hint = _batched_hint(m) if _first_batched(d.cases, i) else m.text if m else None
+        hint = _batched_hint(m) if _first_batched(d.cases, i) else say(m.text) if m else None
         body = [_inputs(case), shape_line]
         if hint:
-            body.append("Hint: " + hint)
+            body.append(_hint(hint))
         return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
                        diagnosis=hint, **fields)
     got64 = got.astype(np.float64)
@@ -660,10 +741,10 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
         where = tuple(int(t) for t in np.argwhere(bad_nonfinite)[0])
         m = diagnose().of_nonfinite(got64)
         body = [_inputs(case), shape_line,
-                f"Your result holds {int(bad_nonfinite.sum())} nan or inf entries, e.g. at "
-                f"index {where}; the right result is finite."]
+                say("Your result holds {count} nan or inf entries, e.g. at index {where}; the "
+                    "right result is finite.", count=int(bad_nonfinite.sum()), where=where)]
         if m:
-            body.append("Hint: " + m.text)
+            body.append(_hint(say(m.text)))
         return _result(fn, "wrong", n, i, head, body, where=where,
                        mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
     with np.errstate(all="ignore"):
@@ -673,23 +754,29 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     where = tuple(int(t) for t in np.unravel_index(np.nanargmax(diff), diff.shape))
     m = diagnose().of_result(got)
     body = [_inputs(case), shape_line,
-            f"Largest |difference| {diff[where]:.3g} at index {where}: expected "
-            f"{expected[where]:.4g}, got {got64[where]:.4g}."]
+            say("Largest |difference| {diff:.3g} at index {where}: expected {expected:.4g}, "
+                "got {got:.4g}.", diff=diff[where], where=where, expected=expected[where],
+                got=got64[where])]
     if m:
-        body.append("Hint: " + m.text)
+        body.append(_hint(say(m.text)))
     elif res.eps > RTOL:
         digits = max(1, round(-np.log10(res.eps)))
-        plural = "s" if digits > 1 else ""
-        body.append(f"Hint: your result is {res.dtype}, which keeps about {digits} "
-                    f"significant digit{plural}, and the difference is more than the check "
-                    "allows for rounding. If each step is right, compute in float64 (or "
-                    "float32) and convert only the result.")
+        body.append(say(
+            "Hint: your result is {dtype}, which keeps about {digits} significant digit, and "
+            "the difference is more than the check allows for rounding. If each step is "
+            "right, compute in float64 (or float32) and convert only the result."
+            if digits == 1 else
+            "Hint: your result is {dtype}, which keeps about {digits} significant digits, and "
+            "the difference is more than the check allows for rounding. If each step is "
+            "right, compute in float64 (or float32) and convert only the result.",
+            dtype=res.dtype, digits=digits))
     elif (rel := float(diff[where] / max(np.max(np.abs(expected)), ATOL))) < SMALL_RELATIVE:
-        body.append(f"Hint: the difference is small next to the values ({rel:.1g} of the "
-                    "largest), as when a step is computed in low precision (float16, "
-                    "bfloat16) and converted back. Keep every step in float64 (or float32).")
+        body.append(say("Hint: the difference is small next to the values ({rel:.1g} of the "
+                        "largest), as when a step is computed in low precision (float16, "
+                        "bfloat16) and converted back. Keep every step in float64 (or "
+                        "float32).", rel=rel))
     else:
-        body.append("No typical mistake matches; compare each step with the equation.")
+        body.append(say("No typical mistake matches; compare each step with the equation."))
     return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
                    mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
 
@@ -716,20 +803,21 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
+                     got=got.shape)
     not_bool = got.dtype != np.bool_
     additive = _is_additive(got)
     pattern = (got == 0 if additive else got != 0) if not_bool else got
-    dtype_text = _ADDITIVE if additive else (
-        f"The mask has dtype {got.dtype}; a keep-mask must be boolean. attnbook (like "
-        "torch) adds a float mask to the scores instead of hiding keys (0s and 1s "
-        "would hide nothing) and rejects an integer one. Build the mask with a "
-        "comparison, or .astype(bool).")
+    dtype_text = say(_ADDITIVE) if additive else say(
+        "The mask has dtype {dtype}; a keep-mask must be boolean. attnbook (like torch) adds "
+        "a float mask to the scores instead of hiding keys (0s and 1s would hide nothing) "
+        "and rejects an integer one. Build the mask with a comparison, or .astype(bool).",
+        dtype=got.dtype)
     if pattern.shape == expected.shape and np.array_equal(pattern, expected):
         if not not_bool:
             return 0.0
         return _result(fn, "wrong", n, i, head, [_inputs(case), shape_line,
-                       "The pattern is right, but: " + dtype_text],
+                       say("The pattern is right, but: {problem}", problem=dtype_text)],
                        mistake="additive" if additive else "not_boolean",
                        diagnosis=dtype_text, max_abs_diff=0, **fields)
     m = diagnose().of_result(pattern)
@@ -738,26 +826,26 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
     if pattern.shape == expected.shape:
         wrong = pattern != expected
         where = tuple(int(t) for t in np.argwhere(wrong)[0])
-        exp_word = "True (keep)" if expected[where] else "False (hidden)"
-        got_word = "True (keep)" if pattern[where] else "False (hidden)"
-        body.append(f"{int(wrong.sum())} of {wrong.size} entries differ; the first at query "
-                    f"{where[0]}, key {where[1]}: expected {exp_word}, got {got_word}.")
+        word = {True: say("True (keep)"), False: say("False (hidden)")}
+        body.append(say("{count} of {size} entries differ; the first at query {query}, key "
+                        "{key}: expected {expected}, got {got}.", count=int(wrong.sum()),
+                        size=wrong.size, query=where[0], key=where[1],
+                        expected=word[bool(expected[where])], got=word[bool(pattern[where])]))
         if expected.shape[1] <= 12:
-            w = 2 * expected.shape[1] - 1
-            rows = [f"  {'expected':<{w}}    yours"] + [
-                f"  {e:<{w}}    {g}" for e, g in zip(_draw(expected), _draw(pattern))]
-            body.append(rows)
+            body.append([table(["expected", "yours"],
+                               list(zip(_draw(expected), _draw(pattern))), align="<<")])
         extra = dict(max_abs_diff=float(wrong.sum()), where=where)
-    text = m.text if m else None
+    text = say(m.text) if m else None
     if not_bool:
-        text = (text + " Also: " if text else "") + dtype_text
+        text = say("{mistake} Also: {more}", mistake=text, more=dtype_text) if text else (
+            dtype_text)
     L, S = case.args
     if not text and pattern.shape == (L, L) and L != S:
-        text = (f"The mask is (L, L) = {pattern.shape}: it needs one row per query and one "
-                f"column per key, shape (L, S) = {expected.shape}, since a query may "
-                "attend to the S - L cached keys too.")
-    body.append("Hint: " + text if text else
-                "No typical mistake matches; compare with mask[i, j] = j <= i + (S - L).")
+        text = say("The mask is (L, L) = {got}: it needs one row per query and one column "
+                   "per key, shape (L, S) = {expected}, since a query may attend to the "
+                   "S - L cached keys too.", got=pattern.shape, expected=expected.shape)
+    body.append(_hint(text) if text else
+                say("No typical mistake matches; compare with mask[i, j] = j <= i + (S - L)."))
     return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
                    diagnosis=text, **fields, **extra)
 

@@ -33,12 +33,13 @@ import numpy as np
 
 from .. import attention, fonts, i18n
 from ..checks import check_bool, check_choice, check_int, check_real
+from ..printed import Printed
 from ..viz import BLUE, COLUMN_PX, FONT, GREEN, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
 __all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
-           "Example", "EXAMPLES", "ThreeSteps", "three_steps", "draw_three_steps",
+           "Example", "EXAMPLES", "shown", "ThreeSteps", "three_steps", "draw_three_steps",
            "three_steps_figure", "three_steps_explorer"]
 
 #: The named dimensions of every hand-made vector, (fruit, company), one per sense.
@@ -121,6 +122,39 @@ EXAMPLES = {
             "I saw an apple": ("我", "看到了", "一个", "苹果"),
         }),
 }
+
+
+def shown(name: str) -> Printed:
+    """A word, a sense or a context of the example as each edition's reader sees it.
+
+    For printing the example with :func:`attnbook.printed.say` or :func:`~attnbook.printed.table`:
+    ``shown("ate")`` is "ate" in English and 吃了 in Chinese.
+
+    Args:
+        name: a role (a key of :data:`KEYS`, e.g. ``"ate"``), a sense (``"fruit"`` or
+            ``"company"``, :data:`DIMS`) or a context (a key of :data:`CONTEXTS`).
+
+    Returns:
+        A :class:`attnbook.printed.Printed` with the text of every language.
+
+    Raises:
+        ValueError: if ``name`` is none of these, or no context of :data:`CONTEXTS` uses the
+            role.
+    """
+    texts = {}
+    for lang, ex in EXAMPLES.items():
+        if name in CONTEXTS:
+            texts[lang] = ex.sentences[name]
+        elif name in DIMS:
+            texts[lang] = ex.senses[DIMS.index(name)]
+        else:
+            found = [tok for ctx, words in CONTEXTS.items()
+                     for word, tok in zip(words, ex.tokens[ctx]) if word.lower() == name]
+            if not found:
+                raise ValueError(f"name must be a role of KEYS used in CONTEXTS, a sense of "
+                                 f"DIMS {DIMS} or a context of CONTEXTS; got {name!r}")
+            texts[lang] = ex.word if name == WORD else found[0]
+    return Printed(texts)
 
 
 @dataclass(frozen=True)
