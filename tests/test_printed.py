@@ -86,6 +86,18 @@ def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
     assert out.texts["en"] == "weight  n\n     1  2"
 
 
+def test_a_printed_cell_shows_each_languages_text(english):
+    cell = say("The full class: {name}", name="A")
+    out = table(["zz who", "n"], [[cell, 1], [say("zz no such word"), 22]])
+    assert out.texts["en"] == ("zz who              n\n"
+                               "The full class: A   1\n"
+                               "zz no such word    22")
+    # "完整的类：A" is 11 columns wide, "zz no such word" 15: 4 spaces of padding.
+    assert out.texts["zh_CN"].splitlines()[1] == "完整的类：A       1"
+    # The words' own misses are listed with the headings'.
+    assert out.untranslated == {"zz who", "n", "zz no such word"}
+
+
 def test_table_names_a_row_of_the_wrong_length():
     with pytest.raises(ValueError, match=r"rows\[1\] has 1 values; the header has 2"):
         table(["a", "b"], [[1, 2], [3]])

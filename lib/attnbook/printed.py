@@ -131,7 +131,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[
 
     Args:
         header: the English column headings (msgids of the label catalogs).
-        rows: the rows, each with one value per heading.
+        rows: the rows, each with one value per heading; a value that is a :class:`Printed`
+            (a word such as ``say("memory")``) shows in each language's text.
         formats: optional format spec per column (``".3f"``, ``",d"``; ``""`` for ``str``).
         align: optional string of ``"<"`` / ``">"`` per column (default: text left, numbers
             right).
@@ -150,19 +151,22 @@ def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
-    cells = [[format(v, f) for v, f in zip(row, fmts)] for row in rows]
+    words = [v for row in rows for v in row if isinstance(v, Printed)]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
                         for j in range(n))
 
     def make(_) -> str:
+        cells = [[v.texts[_.language] if isinstance(v, Printed) else format(v, f)
+                  for v, f in zip(row, fmts)] for row in rows]
         heads = [_(h) for h in header]
         widths = [max([_width(heads[j])] + [_width(r[j]) for r in cells]) for j in range(n)]
         lines = [heads] + cells
         return "\n".join("  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line))
                          .rstrip() for line in lines)
 
-    return _made(make)
+    out = _made(make)
+    return Printed(out.texts, out.untranslated.union(*(w.untranslated for w in words)))
 
 
 def _is_number(value) -> bool:
