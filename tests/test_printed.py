@@ -29,6 +29,15 @@ def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
     assert out.untranslated == {"no such message {x:.2f}"}
 
 
+def test_a_printed_value_is_put_in_in_each_language(english):
+    inner = say("The full class: {name}", name="A")
+    out = say("The full public function: {name}", name=inner)
+    assert out.texts == {"en": "The full public function: The full class: A",
+                         "zh_CN": "完整的公开函数：完整的类：A"}
+    missing = say("The full class: {name}", name=say("zz no such phrase"))
+    assert missing.untranslated == {"zz no such phrase"}
+
+
 def test_a_missing_placeholder_value_names_the_placeholder(english):
     with pytest.raises(KeyError, match=r"\{name\}.*got values for \['nmae'\]"):
         say("The full class: {name}", nmae="x")

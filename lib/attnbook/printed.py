@@ -110,7 +110,8 @@ def say(message: str, /, **values) -> Printed:
         message: the English text, a msgid of the label catalogs, with named placeholders
             (``"{n_heads} heads of {head_dim}"``; a format spec such as ``{loss:.3f}`` is kept
             by the translation).
-        **values: the placeholders' values.
+        **values: the placeholders' values; a value that is a :class:`Printed` (a phrase made
+            by ``say``) is put in as its text in each language.
 
     Returns:
         A :class:`Printed`; as a cell's last expression it shows in the reader's language.
@@ -119,7 +120,14 @@ def say(message: str, /, **values) -> Printed:
         KeyError: if ``values`` lacks a placeholder of the message (naming it and the values
             given).
     """
-    return _made(lambda _: _(message, **values))
+    phrases = [v for v in values.values() if isinstance(v, Printed)]
+
+    def make(_) -> str:
+        return _(message, **{key: v.texts[_.language] if isinstance(v, Printed) else v
+                             for key, v in values.items()})
+
+    out = _made(make)
+    return Printed(out.texts, out.untranslated.union(*(p.untranslated for p in phrases)))
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence], *, formats: Sequence[str] | None = None,
