@@ -409,6 +409,44 @@ def test_a_stub_is_not_written_yet(check, stub, why):
     assert result.n_passed == 0 and result.case is None
 
 
+def columns(line: str) -> int:
+    """Monospace columns of ``line``: a Chinese character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+@pytest.mark.parametrize("check", [check_attention, check_causal_mask, check_split_heads])
+def test_what_the_book_shows_is_in_every_editions_language(check, monkeypatch):
+    """The stub's "not written yet" (what the built book shows) and a pass: no English left."""
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    right = {check_attention: loop_attention, check_causal_mask: loop_causal_mask,
+             check_split_heads: loop_split_heads}[check]
+    stub = lambda *args: stub_attention(*args[:1], None, None)  # noqa: E731
+    for result, words in [(check(stub), "还没有写"), (check(right), "一致")]:
+        zh = result.printed.texts["zh_CN"]
+        assert words in zh and result.printed.untranslated == frozenset(), zh
+        assert result.printed.texts["en"] == result.message
+        assert all(columns(line) <= 79 for line in zh.splitlines()), zh
+        payload = result._repr_mimebundle_()["application/vnd.attnbook.editions+json"]
+        assert payload["editions"]["zh_CN"] == zh and payload["untranslated"] == []
+
+
+def test_a_failures_english_text_is_listed_as_untranslated():
+    result = check_attention(lambda q, k, v: loop_attention(q, k, v) * 2)
+    assert result.status == "wrong"
+    assert result.printed.texts["zh_CN"] == result.message
+    assert any("differs from attnbook" in m for m in result.printed.untranslated)
+
+
+def test_the_wrap_counts_a_chinese_character_as_two_columns():
+    text = "一二三四五六七八九十" * 10 + " attnbook.exercises.check_attention"
+    lines = exercises._wrap(text)
+    assert all(columns(line) <= exercises.WIDTH for line in lines), lines
+    assert "".join(line.strip() for line in lines) == text.replace(" ", "")
+    assert lines[-1].endswith("attnbook.exercises.check_attention")  # an ASCII word is whole
+
+
 def test_none_after_a_passed_case_is_wrong_not_unwritten():
     def sometimes_none(L, S):
         return None if L != S else loop_causal_mask(L, S)

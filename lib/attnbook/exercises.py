@@ -9,7 +9,9 @@ typical wrong variant on that case, what the mistake probably is (the scale forg
 softmax over the wrong axis, ``k`` not transposed, a top-left causal mask, ``True`` meaning
 "hidden", heads split without the transpose). A stub that still raises
 ``NotImplementedError`` or returns ``None`` on the first case gets "not written yet", never a
-traceback; one that passes some cases first fails on the next (a batched case it cannot
+traceback, in the reader's language (:mod:`attnbook.printed`; the catalog is
+``locale/zh_CN/printed-exercises.po``), as does a check that passes — the texts of the
+failures are English; one that passes some cases first fails on the next (a batched case it cannot
 handle is named). A result must be an array of real numbers: complex values, an object
 array or a meta tensor fail and say so; a torch tensor is read through float32 when NumPy
 lacks its dtype (bfloat16), and a float16 or bfloat16 result is allowed that dtype's
@@ -26,13 +28,15 @@ The reference implementations are :func:`attnbook.attention.scaled_dot_product_a
 are the book's: keep-masks (``True`` = may attend), causal masks aligned bottom-right, head
 ``h`` holding features ``h*head_dim .. (h+1)*head_dim - 1`` (see the notation appendix).
 
-This module imports NumPy only.
+This module imports NumPy (and the book's :mod:`attnbook.printed`) only.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
+import unicodedata
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +45,9 @@ import numpy as np
 
 from .attention import scaled_dot_product_attention
 from .heads import split_heads
+from .i18n import LANGUAGES
 from .masks import causal_mask
+from .printed import Printed, say
 
 __all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_heads"]
 
@@ -62,7 +68,8 @@ class CheckResult:
 
     Shown in a notebook (or printed) it is a short text: a headline, the failing case with its
     shapes, expected and returned shape, the largest difference and where, and the likely
-    mistake.
+    mistake. A notebook shows it in the reader's language (:attr:`printed`, which also carries
+    every edition's text in a book build); ``message`` is the English.
 
     Attributes:
         name: the name of the reader's function, e.g. ``"my_attention"``.
@@ -82,7 +89,9 @@ class CheckResult:
         mistake: a short code of the recognised mistake (``"no_scale"``, ``"softmax_axis"``,
             ``"top_left"``, ...) or ``None``.
         diagnosis: the recognised mistake in words, or ``None``.
-        message: the full text (also the ``repr``).
+        message: the full text in English.
+        printed: the full text in every language (:class:`attnbook.printed.Printed`; the
+            ``repr`` is its text in the reader's language), or ``None`` (then ``message``).
     """
 
     name: str
@@ -97,15 +106,21 @@ class CheckResult:
     mistake: str | None = None
     diagnosis: str | None = None
     message: str = field(default="", repr=False)
+    printed: Printed | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return self.status == "passed"
 
     def __str__(self) -> str:
-        return self.message
+        return self.message if self.printed is None else self.printed.text()
 
     def __repr__(self) -> str:
-        return self.message
+        return str(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        if self.printed is None:
+            return {"text/plain": self.message}
+        return self.printed._repr_mimebundle_(include, exclude)
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,9 +339,28 @@ _SPLIT_MISTAKES = [
 # --------------------------------------------------------------------------------------------
 
 
-def _wrap(text: str, indent: str = "  ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent,
-                         break_on_hyphens=False) or [indent]
+def _wrap(text: str, indent: str = "  ", first: str | None = None) -> list[str]:
+    """``text`` in lines of at most ``WIDTH`` columns (a Chinese character takes two)."""
+    first = indent if first is None else first
+    if not any(_columns(ch) == 2 for ch in text):
+        return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=indent,
+                             break_on_hyphens=False) or [first]
+    # A wide character may end a line anywhere; an ASCII word is kept whole.
+    lines, line = [], first
+    for piece in re.findall(r"\s+|[^\s\u2e80-\uffff]+|.", text):
+        width = sum(map(_columns, line))
+        if piece.isspace():
+            line += " " if line.strip() else ""
+        elif width + sum(map(_columns, piece)) > WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = indent + piece
+        else:
+            line += piece
+    return lines + [line.rstrip()] if line.strip() else lines or [first]
+
+
+def _columns(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
 
 
 def _fn_name(fn) -> str:
@@ -520,23 +554,35 @@ def _fails(name, i, n, case) -> str:
 
 
 def _result(fn, status, n, passed, headline, body=(), **fields) -> CheckResult:
-    lines = textwrap.wrap(headline, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
-    for part in body:
-        if isinstance(part, list):  # preformatted lines (a mask drawn as 0s and 1s)
-            lines.extend(part)
-        else:
-            lines.extend(_wrap(part))
+    """The result, its text wrapped in each language.
+
+    ``headline`` and the parts of ``body`` are English text, or a :class:`Printed` made in
+    every language; a list in ``body`` is preformatted lines (a mask drawn as 0s and 1s).
+    """
+    def text(part, lang):
+        return part.texts[lang] if isinstance(part, Printed) else part
+
+    texts = {}
+    for lang in LANGUAGES:
+        lines = _wrap(text(headline, lang), first="")
+        for part in body:
+            lines.extend(part if isinstance(part, list) else _wrap(text(part, lang)))
+        texts[lang] = "\n".join(lines)
+    parts = [headline, *(p for p in body if not isinstance(p, list))]
+    untranslated = {p for p in parts if isinstance(p, str)}  # a failure's text is English
+    untranslated |= {m for p in parts if isinstance(p, Printed) for m in p.untranslated}
     return CheckResult(name=_fn_name(fn), status=status, n_cases=n, n_passed=passed,
-                       message="\n".join(lines), **fields)
+                       message=texts["en"], printed=Printed(texts, untranslated), **fields)
 
 
 def _not_written(fn, n, what, how):
     name = _fn_name(fn)
     return _result(
-        fn, "not written", n, 0, f"{name} is not written yet ({what}).",
-        [f"Replace the `raise NotImplementedError` line with your code and run the cell "
-         f"again. The check then calls {name} on {n} cases ({how}) and compares each "
-         "result with attnbook's."],
+        fn, "not written", n, 0,
+        say("{name} is not written yet ({what}).", name=name, what=say(what)),
+        [say("Replace the `raise NotImplementedError` line with your code and run the "
+             "cell again. The check then calls {name} on {n} cases ({how}) and compares "
+             "each result with attnbook's.", name=name, n=n, how=say(how))],
     )
 
 
@@ -631,9 +677,11 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
         if isinstance(outcome, CheckResult):
             return outcome
         worst = max(worst, outcome)
-    close = f"Largest |difference| {worst:.1e}, on" if worst else "The inputs were"
-    return _result(fn, "passed", n, n, f"✓ {name} agrees with attnbook on all {n} cases.",
-                   [f"{close}:", [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
+    close = (say("Largest |difference| {worst:.1e}, on:", worst=worst) if worst
+             else say("The inputs were:"))
+    return _result(fn, "passed", n, n,
+                   say("✓ {name} agrees with attnbook on all {n} cases.", name=name, n=n),
+                   [close, [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
 
 
 def _compare_arrays(fn, i, n, case, res, expected, diagnose):
