@@ -432,11 +432,31 @@ def test_what_the_book_shows_is_in_every_editions_language(check, monkeypatch):
         assert payload["editions"]["zh_CN"] == zh and payload["untranslated"] == []
 
 
-def test_a_failures_english_text_is_listed_as_untranslated():
-    result = check_attention(lambda q, k, v: loop_attention(q, k, v) * 2)
-    assert result.status == "wrong"
-    assert result.printed.texts["zh_CN"] == result.message
-    assert any("differs from attnbook" in m for m in result.printed.untranslated)
+@pytest.mark.parametrize("check, mistakes", [
+    (check_attention, exercises._ATTENTION_MISTAKES),
+    (check_causal_mask, exercises._MASK_MISTAKES),
+    (check_split_heads, exercises._SPLIT_MISTAKES)])
+def test_every_diagnosis_is_in_every_editions_language(check, mistakes):
+    """Each typical mistake, run as the reader's function: its whole report is translated."""
+    for m in mistakes:
+        result = check(m.fn)
+        zh = result.printed.texts["zh_CN"]
+        assert not result and result.printed.untranslated == frozenset(), (m.code, zh)
+        assert result.printed.texts["en"] == result.message
+        assert all(columns(line) <= 79 for line in zh.splitlines()), zh
+
+
+def test_every_message_the_checks_can_show_has_a_translation():
+    from attnbook.printed import say
+
+    texts = [m.text for m in exercises._ATTENTION_MISTAKES + exercises._MASK_MISTAKES
+             + exercises._SPLIT_MISTAKES]
+    cases = (exercises._attention_cases(np.random.default_rng(0)) + exercises._mask_cases()
+             + exercises._split_cases())
+    texts += [c.label for c in cases]
+    texts += [exercises._BATCHED, exercises._COMPLEX_ADVICE, exercises._ADDITIVE]
+    missing = {t for t in texts if say(t).untranslated}
+    assert not missing, missing
 
 
 def test_the_wrap_counts_a_chinese_character_as_two_columns():
@@ -445,6 +465,10 @@ def test_the_wrap_counts_a_chinese_character_as_two_columns():
     assert all(columns(line) <= exercises.WIDTH for line in lines), lines
     assert "".join(line.strip() for line in lines) == text.replace(" ", "")
     assert lines[-1].endswith("attnbook.exercises.check_attention")  # an ASCII word is whole
+    # A closing mark never starts a line.
+    lines = exercises._wrap("一二三四五六七八九十" * 3 + "一二三四五，" + "一二" * 20)
+    assert not any(line.strip().startswith("，") for line in lines), lines
+    assert all(columns(line) <= exercises.WIDTH + 2 for line in lines), lines
 
 
 def test_none_after_a_passed_case_is_wrong_not_unwritten():

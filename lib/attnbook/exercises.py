@@ -9,14 +9,17 @@ typical wrong variant on that case, what the mistake probably is (the scale forg
 softmax over the wrong axis, ``k`` not transposed, a top-left causal mask, ``True`` meaning
 "hidden", heads split without the transpose). A stub that still raises
 ``NotImplementedError`` or returns ``None`` on the first case gets "not written yet", never a
-traceback, in the reader's language (:mod:`attnbook.printed`; the catalog is
-``locale/zh_CN/printed-exercises.po``), as does a check that passes — the texts of the
-failures are English; one that passes some cases first fails on the next (a batched case it cannot
+traceback; one that passes some cases first fails on the next (a batched case it cannot
 handle is named). A result must be an array of real numbers: complex values, an object
 array or a meta tensor fail and say so; a torch tensor is read through float32 when NumPy
 lacks its dtype (bfloat16), and a float16 or bfloat16 result is allowed that dtype's
 rounding (``LOW_PRECISION_EPS``). An additive float mask (0 keep, -inf hidden) is recognised
 and the book's boolean keep-masks recommended.
+
+Every text is made in the reader's language (:mod:`attnbook.printed`; the catalog is
+``locale/zh_CN/printed-exercises.po``): a result shows in it in a notebook, and in a book build it
+carries every edition's text (the built book shows the stubs' "not written yet"). Its
+``message`` and ``diagnosis`` stay English.
 
 A mistake is named only when its variant is right on every case the reader's function passed
 and reproduces the function's result (or its error) on the failing case; to choose between
@@ -47,7 +50,7 @@ from .attention import scaled_dot_product_attention
 from .heads import split_heads
 from .i18n import LANGUAGES
 from .masks import causal_mask
-from .printed import Printed, say
+from .printed import Printed, say, table
 
 __all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_heads"]
 
@@ -345,18 +348,24 @@ def _wrap(text: str, indent: str = "  ", first: str | None = None) -> list[str]:
     if not any(_columns(ch) == 2 for ch in text):
         return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=indent,
                              break_on_hyphens=False) or [first]
-    # A wide character may end a line anywhere; an ASCII word is kept whole.
+    # A wide character may end a line anywhere; an ASCII word is kept whole, and a closing
+    # mark (，。) stays on its line, two columns past WIDTH if need be.
     lines, line = [], first
     for piece in re.findall(r"\s+|[^\s\u2e80-\uffff]+|.", text):
         width = sum(map(_columns, line))
         if piece.isspace():
             line += " " if line.strip() else ""
+        elif piece in _CLOSING:
+            line += piece
         elif width + sum(map(_columns, piece)) > WIDTH and line.strip():
             lines.append(line.rstrip())
             line = indent + piece
         else:
             line += piece
     return lines + [line.rstrip()] if line.strip() else lines or [first]
+
+
+_CLOSING = set("，。、；：！？）」』】")  # never the first character of a line
 
 
 def _columns(ch: str) -> int:
@@ -392,8 +401,8 @@ class _Got:
     arr: np.ndarray | None  # the result as a NumPy array of booleans or real numbers
     eps: float = 0.0  # machine epsilon of the dtype it came in (0 for exact dtypes)
     dtype: str = ""  # that dtype's name (a bfloat16 tensor is read as float32)
-    problem: str | None = None  # why it is not an array of real numbers, after "returned"
-    advice: str | None = None  # what to do about it
+    problem: Printed | None = None  # why it is not an array of real numbers, after "returned"
+    advice: Printed | None = None  # what to do about it
 
 
 _COMPLEX_ADVICE = ("The right result is real. Find the step that made complex numbers "
@@ -419,14 +428,15 @@ def _read_result(got) -> _Got:
     eps, name = 0.0, ""
     if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
         if str(getattr(got, "device", "")) == "meta":
-            return _Got(None, problem="a torch tensor on the meta device (it holds no "
-                        "values)", advice="Return values computed on the CPU, not a tensor made "
-                        "with device='meta'.")
+            return _Got(None, problem=say("a torch tensor on the meta device (it holds no "
+                                          "values)"),
+                        advice=say("Return values computed on the CPU, not a tensor made "
+                                   "with device='meta'."))
         try:
             got, eps, name = _read_tensor(got)
         except Exception:  # noqa: BLE001 - the reader's tensor, not the check, is at fault
-            return _Got(None, problem=f"a torch tensor of dtype {got.dtype} (NumPy "
-                        "cannot read it)")
+            return _Got(None, problem=say("a torch tensor of dtype {dtype} (NumPy cannot "
+                                          "read it)", dtype=got.dtype))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -435,18 +445,20 @@ def _read_result(got) -> _Got:
         arr = None
     numbers = arr is not None and (arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number))
     if arr is None or (not numbers and not isinstance(got, np.ndarray)):
-        return _Got(None, problem=f"a {type(got).__name__} (not an array)")
+        return _Got(None, problem=say("a {type} (not an array)", type=type(got).__name__))
     name = name or str(arr.dtype)
     if np.issubdtype(arr.dtype, np.complexfloating):
-        return _Got(None, problem=f"complex values (dtype {name})", advice=_COMPLEX_ADVICE)
+        return _Got(None, problem=say("complex values (dtype {dtype})", dtype=name),
+                    advice=say(_COMPLEX_ADVICE))
     if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
         if np.issubdtype(arr.dtype, np.floating):
             eps = max(eps, float(np.finfo(arr.dtype).eps))
         return _Got(arr, eps, name)
-    advice = (" dtype object comes from np.array(..., dtype=object) or from a list of "
-              "arrays of different shapes." if arr.dtype == object else "")
-    return _Got(None, problem=f"an array of dtype {name} (not numbers)",
-                advice="Return an array of floats." + advice)
+    advice = (say("Return an array of floats. dtype object comes from np.array(..., "
+                  "dtype=object) or from a list of arrays of different shapes.")
+              if arr.dtype == object else say("Return an array of floats."))
+    return _Got(None, problem=say("an array of dtype {dtype} (not numbers)", dtype=name),
+                advice=advice)
 
 
 def _as_result_array(got):
@@ -545,12 +557,27 @@ def _agrees(a, b) -> bool:
             and _same(ga.arr, gb.arr, max(ga.eps, gb.eps)))
 
 
-def _inputs(case) -> str:
-    return f"Inputs: {case.shapes}."
+def _inputs(case) -> Printed:
+    return say("Inputs: {shapes}.", shapes=case.shapes)
 
 
-def _fails(name, i, n, case) -> str:
-    return f"✗ {name} differs from attnbook on case {i + 1} of {n} ({case.label})."
+def _fails(name, i, n, case) -> Printed:
+    return say("✗ {name} differs from attnbook on case {i} of {n} ({case}).", name=name,
+               i=i + 1, n=n, case=say(case.label))
+
+
+def _hint(hint: Printed) -> Printed:
+    return say("Hint: {hint}", hint=hint)
+
+
+def _english(text: Printed | None) -> str | None:
+    """The English of ``text``: a result's ``diagnosis``."""
+    return None if text is None else text.texts["en"]
+
+
+def _verbatim(text: str) -> Printed:
+    """Text shown as it is in every language (the reader's own error message)."""
+    return Printed({lang: text for lang in LANGUAGES})
 
 
 def _result(fn, status, n, passed, headline, body=(), **fields) -> CheckResult:
@@ -566,10 +593,14 @@ def _result(fn, status, n, passed, headline, body=(), **fields) -> CheckResult:
     for lang in LANGUAGES:
         lines = _wrap(text(headline, lang), first="")
         for part in body:
-            lines.extend(part if isinstance(part, list) else _wrap(text(part, lang)))
+            if isinstance(part, list):  # preformatted lines
+                lines.extend(line for p in part for line in text(p, lang).splitlines())
+            else:
+                lines.extend(_wrap(text(part, lang)))
         texts[lang] = "\n".join(lines)
     parts = [headline, *(p for p in body if not isinstance(p, list))]
-    untranslated = {p for p in parts if isinstance(p, str)}  # a failure's text is English
+    untranslated = {p for p in parts if isinstance(p, str)}  # English text
+    parts += [p for part in body if isinstance(part, list) for p in part]  # str: data
     untranslated |= {m for p in parts if isinstance(p, Printed) for m in p.untranslated}
     return CheckResult(name=_fn_name(fn), status=status, n_cases=n, n_passed=passed,
                        message=texts["en"], printed=Printed(texts, untranslated), **fields)
@@ -586,20 +617,20 @@ def _not_written(fn, n, what, how):
     )
 
 
-def _exception_hint(exc, fn_args) -> str | None:
+def _exception_hint(exc, fn_args) -> Printed | None:
     text = _text(exc)
     if isinstance(exc, TypeError) and "argument" in text:
-        return f"The check calls your function as {fn_args}."
+        return say("The check calls your function as {call}.", call=fn_args)
     if "matmul" in text or "not aligned" in text:
-        return ("A matrix product got shapes that do not fit. The scores are q @ k^T with "
-                "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
-                "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
+        return say("A matrix product got shapes that do not fit. The scores are q @ k^T with "
+                   "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
+                   "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
     if "reshape" in text:
-        return ("A reshape must keep the number of entries: (B, L, d_model) has as many as "
-                "(B, L, n_heads, d_model // n_heads).")
+        return say("A reshape must keep the number of entries: (B, L, d_model) has as many "
+                   "as (B, L, n_heads, d_model // n_heads).")
     if "broadcast" in text:
-        return ("Two arrays did not broadcast. A row max or sum needs keepdims=True "
-                "to broadcast back over its row.")
+        return say("Two arrays did not broadcast. A row max or sum needs keepdims=True "
+                   "to broadcast back over its row.")
     return None
 
 
@@ -609,9 +640,15 @@ _BATCHED = ("It works for one sequence (the earlier cases) but not for batched i
             "before them: no loop over rows, and no .T.")
 
 
-def _batched_hint(m) -> str:
+def _batched_hint(m) -> Printed:
     """The hint on the first batched case: handle leading axes, then the mistake, if any."""
-    return _BATCHED + (" " + m.text if m else "")
+    if m is None:
+        return say(_BATCHED)
+    return say("{first} {then}", first=say(_BATCHED), then=say(m.text))
+
+
+def _mistake_hint(m) -> Printed | None:
+    return None if m is None else say(m.text)
 
 
 def _first_batched(cases, i) -> bool:
@@ -639,40 +676,46 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
                 if i == 0:
                     return _not_written(fn, n, "it raises NotImplementedError", how)
                 m = None
-                hint = (_BATCHED if _first_batched(cases, i) else
-                        f"It passed {i} cases, then raised NotImplementedError on this "
-                        "one: finish the code path this case takes.")
+                hint = (say(_BATCHED) if _first_batched(cases, i) else
+                        say("It passed {i} cases, then raised NotImplementedError on this "
+                            "one: finish the code path this case takes.", i=i))
             else:
                 m = diagnose().of_exception(exc)
                 hint = (_batched_hint(m) if _first_batched(cases, i) else
-                        m.text if m else _exception_hint(exc, f"{name}{fn_args}"))
+                        _mistake_hint(m) or _exception_hint(exc, f"{name}{fn_args}"))
             text = _text(exc)
             msg = text if len(text) <= 300 else text[:300] + " ..."
-            body = [_inputs(case), f"{type(exc).__name__}: {msg}" if msg
-                    else type(exc).__name__]
+            body = [_inputs(case), _verbatim(f"{type(exc).__name__}: {msg}" if msg
+                                             else type(exc).__name__)]
             if hint:
-                body.append("Hint: " + hint)
-            return _result(fn, "error", n, i, f"✗ {name} raised {type(exc).__name__} on "
-                           f"case {i + 1} of {n} ({case.label}).", body, case=case.shapes,
-                           mistake=m.code if m else None, diagnosis=hint)
+                body.append(_hint(hint))
+            return _result(fn, "error", n, i,
+                           say("✗ {name} raised {error} on case {i} of {n} ({case}).",
+                               name=name, error=type(exc).__name__, i=i + 1, n=n,
+                               case=say(case.label)), body, case=case.shapes,
+                           mistake=m.code if m else None, diagnosis=_english(hint))
         if got is None:
             if i == 0:
                 return _not_written(fn, n, "it returns None", how)
-            hint = _BATCHED if _first_batched(cases, i) else None
-            return _result(fn, "wrong", n, i, f"✗ {name} returned None on case {i + 1} of {n} "
-                           f"({case.label}).",
-                           [_inputs(case), "Is a `return` missing on some path?"]
-                           + (["Hint: " + hint] if hint else []),
-                           case=case.shapes, diagnosis=hint)
+            hint = say(_BATCHED) if _first_batched(cases, i) else None
+            return _result(fn, "wrong", n, i,
+                           say("✗ {name} returned None on case {i} of {n} ({case}).",
+                               name=name, i=i + 1, n=n, case=say(case.label)),
+                           [_inputs(case), say("Is a `return` missing on some path?")]
+                           + ([_hint(hint)] if hint else []),
+                           case=case.shapes, diagnosis=_english(hint))
         expected = np.asarray(reference(*case.args))
         res = _read_result(got)
         if res.arr is None:
-            body = [_inputs(case), f"Expected a NumPy array of shape {expected.shape}."]
+            body = [_inputs(case), say("Expected a NumPy array of shape {shape}.",
+                                       shape=expected.shape)]
             if res.advice:
                 body.append(res.advice)
             return _result(
-                fn, "wrong", n, i, f"✗ {name} returned {res.problem} on case {i + 1} of "
-                f"{n} ({case.label}).", body, case=case.shapes, expected_shape=expected.shape)
+                fn, "wrong", n, i, say("✗ {name} returned {what} on case {i} of {n} ({case}).",
+                                       name=name, what=res.problem, i=i + 1, n=n,
+                                       case=say(case.label)),
+                body, case=case.shapes, expected_shape=expected.shape)
         outcome = compare(fn, i, n, case, res, expected, diagnose)
         if isinstance(outcome, CheckResult):
             return outcome
@@ -692,26 +735,27 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
+                     got=got.shape)
     if got.shape != expected.shape:
         d = diagnose()
         m = d.of_result(got)
-        hint = _batched_hint(m) if _first_batched(d.cases, i) else m.text if m else None
+        hint = _batched_hint(m) if _first_batched(d.cases, i) else _mistake_hint(m)
         body = [_inputs(case), shape_line]
         if hint:
-            body.append("Hint: " + hint)
+            body.append(_hint(hint))
         return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
-                       diagnosis=hint, **fields)
+                       diagnosis=_english(hint), **fields)
     got64 = got.astype(np.float64)
     bad_nonfinite = ~np.isfinite(got64) & np.isfinite(expected)
     if bad_nonfinite.any():
         where = tuple(int(t) for t in np.argwhere(bad_nonfinite)[0])
         m = diagnose().of_nonfinite(got64)
         body = [_inputs(case), shape_line,
-                f"Your result holds {int(bad_nonfinite.sum())} nan or inf entries, e.g. at "
-                f"index {where}; the right result is finite."]
+                say("Your result holds {k} nan or inf entries, e.g. at index {where}; the "
+                    "right result is finite.", k=int(bad_nonfinite.sum()), where=where)]
         if m:
-            body.append("Hint: " + m.text)
+            body.append(_hint(say(m.text)))
         return _result(fn, "wrong", n, i, head, body, where=where,
                        mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
     with np.errstate(all="ignore"):
@@ -721,23 +765,27 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     where = tuple(int(t) for t in np.unravel_index(np.nanargmax(diff), diff.shape))
     m = diagnose().of_result(got)
     body = [_inputs(case), shape_line,
-            f"Largest |difference| {diff[where]:.3g} at index {where}: expected "
-            f"{expected[where]:.4g}, got {got64[where]:.4g}."]
+            say("Largest |difference| {diff:.3g} at index {where}: expected {expected:.4g}, "
+                "got {got:.4g}.", diff=diff[where], where=where, expected=expected[where],
+                got=got64[where])]
     if m:
-        body.append("Hint: " + m.text)
+        body.append(_hint(say(m.text)))
     elif res.eps > RTOL:
         digits = max(1, round(-np.log10(res.eps)))
-        plural = "s" if digits > 1 else ""
-        body.append(f"Hint: your result is {res.dtype}, which keeps about {digits} "
-                    f"significant digit{plural}, and the difference is more than the check "
-                    "allows for rounding. If each step is right, compute in float64 (or "
-                    "float32) and convert only the result.")
+        body.append(_hint(say(
+            ("your result is {dtype}, which keeps about {digits} significant digit, and "
+             if digits == 1 else
+             "your result is {dtype}, which keeps about {digits} significant digits, and ")
+            + "the difference is more than the check allows for rounding. If each step is "
+            "right, compute in float64 (or float32) and convert only the result.",
+            dtype=res.dtype, digits=digits)))
     elif (rel := float(diff[where] / max(np.max(np.abs(expected)), ATOL))) < SMALL_RELATIVE:
-        body.append(f"Hint: the difference is small next to the values ({rel:.1g} of the "
-                    "largest), as when a step is computed in low precision (float16, "
-                    "bfloat16) and converted back. Keep every step in float64 (or float32).")
+        body.append(_hint(say(
+            "the difference is small next to the values ({rel:.1g} of the largest), as "
+            "when a step is computed in low precision (float16, bfloat16) and converted "
+            "back. Keep every step in float64 (or float32).", rel=rel)))
     else:
-        body.append("No typical mistake matches; compare each step with the equation.")
+        body.append(say("No typical mistake matches; compare each step with the equation."))
     return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
                    mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
 
@@ -764,50 +812,54 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = f"Expected shape {expected.shape}, got {got.shape}."
+    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
+                     got=got.shape)
     not_bool = got.dtype != np.bool_
     additive = _is_additive(got)
     pattern = (got == 0 if additive else got != 0) if not_bool else got
-    dtype_text = _ADDITIVE if additive else (
-        f"The mask has dtype {got.dtype}; a keep-mask must be boolean. attnbook (like "
+    dtype_text = say(_ADDITIVE) if additive else say(
+        "The mask has dtype {dtype}; a keep-mask must be boolean. attnbook (like "
         "torch) adds a float mask to the scores instead of hiding keys (0s and 1s "
         "would hide nothing) and rejects an integer one. Build the mask with a "
-        "comparison, or .astype(bool).")
+        "comparison, or .astype(bool).", dtype=got.dtype)
     if pattern.shape == expected.shape and np.array_equal(pattern, expected):
         if not not_bool:
             return 0.0
         return _result(fn, "wrong", n, i, head, [_inputs(case), shape_line,
-                       "The pattern is right, but: " + dtype_text],
+                       say("The pattern is right, but: {why}", why=dtype_text)],
                        mistake="additive" if additive else "not_boolean",
-                       diagnosis=dtype_text, max_abs_diff=0, **fields)
+                       diagnosis=_english(dtype_text), max_abs_diff=0, **fields)
     m = diagnose().of_result(pattern)
     body = [_inputs(case), shape_line]
     extra = {}
     if pattern.shape == expected.shape:
         wrong = pattern != expected
         where = tuple(int(t) for t in np.argwhere(wrong)[0])
-        exp_word = "True (keep)" if expected[where] else "False (hidden)"
-        got_word = "True (keep)" if pattern[where] else "False (hidden)"
-        body.append(f"{int(wrong.sum())} of {wrong.size} entries differ; the first at query "
-                    f"{where[0]}, key {where[1]}: expected {exp_word}, got {got_word}.")
+        def word(keep):
+            return say("True (keep)") if keep else say("False (hidden)")
+
+        body.append(say("{k} of {size} entries differ; the first at query {query}, key "
+                        "{key}: expected {expected}, got {got}.", k=int(wrong.sum()),
+                        size=wrong.size, query=where[0], key=where[1],
+                        expected=word(expected[where]), got=word(pattern[where])))
         if expected.shape[1] <= 12:
-            w = 2 * expected.shape[1] - 1
-            rows = [f"  {'expected':<{w}}    yours"] + [
-                f"  {e:<{w}}    {g}" for e, g in zip(_draw(expected), _draw(pattern))]
-            body.append(rows)
+            drawn = table(["expected", "yours"], list(zip(_draw(expected), _draw(pattern))))
+            body.append([Printed({lang: "\n".join("  " + line for line in text.splitlines())
+                                  for lang, text in drawn.texts.items()},
+                                 drawn.untranslated)])
         extra = dict(max_abs_diff=float(wrong.sum()), where=where)
-    text = m.text if m else None
+    text = _mistake_hint(m)
     if not_bool:
-        text = (text + " Also: " if text else "") + dtype_text
+        text = say("{first} Also: {then}", first=text, then=dtype_text) if text else dtype_text
     L, S = case.args
     if not text and pattern.shape == (L, L) and L != S:
-        text = (f"The mask is (L, L) = {pattern.shape}: it needs one row per query and one "
-                f"column per key, shape (L, S) = {expected.shape}, since a query may "
-                "attend to the S - L cached keys too.")
-    body.append("Hint: " + text if text else
-                "No typical mistake matches; compare with mask[i, j] = j <= i + (S - L).")
+        text = say("The mask is (L, L) = {got}: it needs one row per query and one column "
+                   "per key, shape (L, S) = {expected}, since a query may attend to the "
+                   "S - L cached keys too.", got=pattern.shape, expected=expected.shape)
+    body.append(_hint(text) if text else
+                say("No typical mistake matches; compare with mask[i, j] = j <= i + (S - L)."))
     return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
-                   diagnosis=text, **fields, **extra)
+                   diagnosis=_english(text), **fields, **extra)
 
 
 # --------------------------------------------------------------------------------------------
