@@ -29,6 +29,15 @@ def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
     assert out.untranslated == {"no such message {x:.2f}"}
 
 
+def test_a_printed_value_is_put_in_in_each_language(english):
+    inner = say("The full class: {name}", name="A")
+    out = say("The full public function: {name}", name=inner)
+    assert out.texts == {"en": "The full public function: The full class: A",
+                         "zh_CN": "完整的公开函数：完整的类：A"}
+    missing = say("The full class: {name}", name=say("zz no such phrase"))
+    assert missing.untranslated == {"zz no such phrase"}
+
+
 def test_a_missing_placeholder_value_names_the_placeholder(english):
     with pytest.raises(KeyError, match=r"\{name\}.*got values for \['nmae'\]"):
         say("The full class: {name}", nmae="x")
@@ -84,6 +93,18 @@ def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
     # "权重" is 4 columns wide: the number under it is right-aligned to 4, not 2.
     assert out.texts["zh_CN"] == "权重  n\n   1  2"
     assert out.texts["en"] == "weight  n\n     1  2"
+
+
+def test_a_printed_cell_shows_each_languages_text(english):
+    cell = say("The full class: {name}", name="A")
+    out = table(["zz who", "n"], [[cell, 1], [say("zz no such word"), 22]])
+    assert out.texts["en"] == ("zz who              n\n"
+                               "The full class: A   1\n"
+                               "zz no such word    22")
+    # "完整的类：A" is 11 columns wide, "zz no such word" 15: 4 spaces of padding.
+    assert out.texts["zh_CN"].splitlines()[1] == "完整的类：A       1"
+    # The words' own misses are listed with the headings'.
+    assert out.untranslated == {"zz who", "n", "zz no such word"}
 
 
 def test_table_names_a_row_of_the_wrong_length():
