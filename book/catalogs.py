@@ -108,6 +108,9 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
                 r"\\text{}", entry.msgid):
             return ["a display-math block must be copied unchanged but for the words inside "
                     "its \\text{...}"]
+        hidden = [t for t in _TEXT_IN_MATH.findall(entry.msgstr) if "$" in t]
+        if hidden and hidden != [t for t in _TEXT_IN_MATH.findall(entry.msgid) if "$" in t]:
+            return [f"math inside a translated \\text{{...}}: {hidden[0]!r}"]
         return []
     want, got = markup_tokens(entry.msgid), markup_tokens(entry.msgstr)
     missing = want - got

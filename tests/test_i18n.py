@@ -792,14 +792,28 @@ def test_plotly_waiter_names_the_bad_argument(kwargs, name):
 
 def test_mime_renderer_draws_text_kinds_with_myst_nbs_text_renderers():
     class _Text(_FakeRenderer):
-        def render_markdown(self, data):
-            return ("markdown", data.mime_type, data.content)
+        def __getattr__(self, name):  # render_markdown, render_text_plain_inline, ...
+            return lambda data: (name, data.mime_type, data.content)
 
-        def render_text_plain(self, data):
-            return ("plain", data.mime_type, data.content)
-
-    for kind, how in (("text/plain", "plain"), ("text/markdown", "markdown")):
+    for kind, how in (("text/plain", "render_text_plain"), ("text/markdown", "render_markdown")):
         payload = {"kind": kind, "editions": {"en": "row sums", "zh_CN": "行和"},
                    "untranslated": []}
         assert edition_outputs.EditionsMimeRenderer.handle_mime(
             _Text("zh_CN"), _mime(payload), False) == (how, kind, "行和")
+        # Glued inline (the {glue} role): MyST-NB's inline renderer, in the edition's language.
+        assert edition_outputs.EditionsMimeRenderer.handle_mime(
+            _Text("zh_CN"), _mime(payload), True) == (how + "_inline", kind, "行和")
+
+
+@pytest.mark.parametrize("msgid, msgstr, found", [
+    ("loss {loss:.3f}", "损失 {loss}", r"\['loss!None:\.3f'\] but its translation '损失 \{loss\}'"),
+    ("name {s!r}", "名字 {s}", r"\['s!r:'\] but its translation"),
+    ("set {{{n}}} size", "集合 {{n}} 大小", r"has the fields \['n!None:'\] but .* has \[\]"),
+    ("bad {x}", "坏 {x} }", r"none \(it is no format string\)"),
+])
+def test_a_label_translation_keeps_each_field_whole(tmp_path, msgid, msgstr, found):
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "printed-x.po").write_text(
+        f'msgid "{msgid}"\nmsgstr "{msgstr}"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="label catalog printed-x.po: msgid .*" + found):
+        i18n._compiled("zh_CN", tmp_path)

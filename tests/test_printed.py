@@ -29,7 +29,7 @@ def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
     assert out.untranslated == {"no such message {x:.2f}"}
 
 
-def test_a_printed_value_is_put_in_in_each_language(english):
+def test_a_printed_phrase_is_put_in_as_each_languages_text(english):
     inner = say("The full class: {name}", name="A")
     out = say("The full public function: {name}", name=inner)
     assert out.texts == {"en": "The full public function: The full class: A",
@@ -104,7 +104,7 @@ def test_a_printed_cell_shows_each_languages_text(english):
     # "完整的类：A" is 11 columns wide, "zz no such word" 15: 4 spaces of padding.
     assert out.texts["zh_CN"].splitlines()[1] == "完整的类：A       1"
     # The words' own misses are listed with the headings'.
-    assert out.untranslated == {"zz who", "n", "zz no such word"}
+    assert out.untranslated == {"zz who", "zz no such word"}  # "n" is no word
 
 
 def test_table_names_a_row_of_the_wrong_length():
@@ -133,7 +133,7 @@ def test_listing_label_is_in_each_editions_language(english, monkeypatch):
 def test_table_takes_printed_headings_and_cells(english, monkeypatch):
     monkeypatch.setattr(i18n.Labels, "__call__",
                         lambda self, m, **v: (("种子 {s}" if self.language == "zh_CN" else m)
-                                              if m == "seed {s}" else m).format(**v))
+                                              if m == "seed {s}" else m))
     out = table([say("seed {s}", s=0), "arm"], [[1.5, say("seed {s}", s=7)], [2.25, "Pre-LN"]],
                 formats=[".2f", ""])
     assert out.texts["en"] == ("seed 0  arm\n"
@@ -189,3 +189,66 @@ def test_a_printed_cell_of_a_table_is_padded_in_each_language(english):
     # Each Chinese word is 4 columns wide; the heading (untranslated here) is 7.
     assert out.texts["zh_CN"] == "zz word  n\n吃了     2\n苹果     1"
     assert out.untranslated == {"zz word"}  # "n" has no word to translate
+
+
+def test_a_message_without_values_is_still_formatted():
+    # "{{" is a literal brace with or without values; a missing value is named.
+    assert say("a set {{x}} word").texts["en"] == "a set {x} word"
+    with pytest.raises(KeyError, match=r"placeholder \{n\}; got values for \[\]"):
+        say("rows: {n} of {m}")
+
+
+def test_format_errors_name_the_message_field_and_value():
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"\{x:\.3f\} got ndarray of shape \(2,\)"):
+        say("loss {x:.3f}", x=np.ones(2))
+    with pytest.raises(ValueError, match="positional field"):
+        say("word {} here")
+    with pytest.raises(TypeError, match="message must be a str, got NoneType"):
+        say(None)
+    with pytest.raises(ValueError, match=r"rows\[1\]\[0\] \(ndarray of shape \(2,\)\)"):
+        table(["zz a"], [[1.0], [np.ones(2)]], formats=[".3f"])
+
+
+def test_table_takes_any_iterable_of_rows_and_leaves_text_cells_unformatted():
+    out = table(["zz x"], (r for r in [[1.5], ["n/a"]]), formats=[".2f"])
+    assert out.texts["en"].splitlines() == ["zz x", "1.50", "n/a"]
+    with pytest.raises(TypeError, match="header must be a sequence"):
+        table("ab", [[1, 2]])
+    with pytest.raises(TypeError, match=r"rows\[0\] must be a sequence of cells"):
+        table(["a", "b"], ["xy"])
+    with pytest.raises(ValueError, match="align must be made of"):
+        table(["a"], [[1]], align="^")
+    with pytest.raises(ValueError, match="line break"):
+        table(["a"], [["x\ny"]])
+
+
+def test_wrap_keeps_an_indent_and_never_starts_a_line_with_a_closing_mark():
+    out = Printed({"en": "    transformer block", "zh_CN": "一二三四五六七，八九"}).wrap(14)
+    assert out.texts == {"en": "    transformer\nblock", "zh_CN": "一二三四五六七，\n八九"}
+    with pytest.raises(ValueError, match="got True"):
+        Printed({"en": "", "zh_CN": ""}).wrap(True)
+
+
+def test_printed_checks_its_arguments():
+    with pytest.raises(TypeError, match="untranslated must be an iterable"):
+        Printed({"en": "", "zh_CN": ""}, "abc")
+    with pytest.raises(ValueError, match="language must be one of"):
+        Printed({"en": "", "zh_CN": ""}).text("fr")
+
+
+def test_the_printed_catalogs_agree_on_every_message():
+    # The catalogs merge and the first file wins: a message two files translate differently
+    # would read one way everywhere, whichever file the chapter's author meant.
+    import collections
+
+    import polib
+
+    found = collections.defaultdict(dict)
+    for path in sorted((i18n.LOCALE_DIR / "zh_CN").glob("printed-*.po")):
+        for e in polib.pofile(str(path)):
+            if e.msgstr and not e.obsolete:
+                found[e.msgid][path.name] = e.msgstr
+    assert len(found) > 100  # every chapter's catalog was read
+    assert {m: v for m, v in found.items() if len(set(v.values())) > 1} == {}

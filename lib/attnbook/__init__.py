@@ -48,6 +48,7 @@ __all__ = [
     "config",
     "cost",
     "listing",
+    "printed",
     # NumPy (no torch needed)
     "attention",
     "masks",

@@ -29,11 +29,12 @@ __all__ = [
 
 #: The output MIME type carrying one rendering per edition (see the module docstring).
 MIME = "application/vnd.attnbook.editions+json"
-#: The kinds of payload drawn as text, and MyST-NB's renderer method for each: an explorer's
-#: HTML, a code listing's Markdown (:mod:`attnbook.listing`), printed text
-#: (:mod:`attnbook.printed`). Any other kind is an image.
-TEXT_KINDS = {"text/html": "render_text_html", "text/markdown": "render_markdown",
-              "text/plain": "render_text_plain"}
+#: Payload kinds drawn as text, each with MyST-NB's renderer method (block, inline) for it. An
+#: explorer's HTML, a code listing's Markdown (:mod:`attnbook.listing`) and printed text
+#: (:mod:`attnbook.printed`) are text; any other kind is an image.
+TEXT_KINDS = {"text/html": ("render_text_html", "render_text_html_inline"),
+              "text/markdown": ("render_markdown", "render_markdown_inline"),
+              "text/plain": ("render_text_plain", "render_text_plain_inline")}
 #: The media query under which the browser shows a figure's phone drawing (the payload's
 #: ``narrow`` PNG, 358 px wide): a window up to 600 px wide (a phone, held either way), where the
 #: column's 688 px drawing would be shrunk.
@@ -108,7 +109,7 @@ class EditionsMimeRenderer:
         kind = payload.get("kind", "text/html")
         inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
         if kind in TEXT_KINDS:
-            return getattr(renderer, TEXT_KINDS[kind])(inner)
+            return getattr(renderer, TEXT_KINDS[kind][1 if inline else 0])(inner)
         wide = renderer.render_image(inner)
         narrow_png = payload.get("narrow", {}).get(chosen)
         if narrow_png is None:

@@ -37,10 +37,8 @@ is read through the torch already loaded).
 
 from __future__ import annotations
 
-import re
 import sys
 import textwrap
-import unicodedata
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,7 +49,7 @@ from . import i18n
 from .attention import scaled_dot_product_attention
 from .heads import split_heads
 from .masks import causal_mask
-from .printed import Printed, say, table
+from .printed import Printed, columns, say, table, verbatim, wrap_lines
 
 __all__ = ["CheckResult", "check_attention", "check_causal_mask", "check_split_heads"]
 
@@ -342,37 +340,12 @@ _SPLIT_MISTAKES = [
 # --------------------------------------------------------------------------------------------
 
 
-#: A run of wide characters (CJK), or of anything else that is not a space.
-_WIDE_OR_WORD = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
-                           r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
-#: Punctuation that does not begin a line (it stays at the end of the line before).
-_NO_LINE_START = set("，。、；：？！）》」』”’")
-
-
-def _columns(text: str) -> int:
-    """Columns ``text`` takes in a monospace font (East Asian wide characters count two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _wrap(text: str, initial: str = "  ", subsequent: str = "  ") -> list[str]:
-    """``text`` in lines of at most :data:`WIDTH` columns; Chinese breaks between characters."""
-    if _columns(text) == len(text):  # no wide characters: words break at spaces
+    """``text`` in lines of at most :data:`WIDTH` columns (:func:`attnbook.printed.wrap_lines`)."""
+    if columns(text) == len(text):  # no wide characters: words break at spaces
         return textwrap.wrap(text, WIDTH, initial_indent=initial,
                              subsequent_indent=subsequent, break_on_hyphens=False) or [initial]
-    lines, line = [], initial
-    for token in _WIDE_OR_WORD.findall(text):
-        token = " " if token.isspace() else token
-        if (_columns(line + token) > WIDTH and line.strip() and token not in _NO_LINE_START):
-            lines.append(line.rstrip())
-            line = subsequent + ("" if token == " " else token)
-        else:
-            line += token
-    return lines + [line.rstrip()]
-
-
-def _verbatim(text: str) -> Printed:
-    """A text that is the same in every language (an exception's own message)."""
-    return Printed({lang: text for lang in i18n.LANGUAGES})
+    return wrap_lines(text, WIDTH, initial, subsequent)
 
 
 def _fn_name(fn) -> str:
@@ -673,7 +646,7 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
                         say(m.text) if m else _exception_hint(exc, f"{name}{fn_args}"))
             text = _text(exc)
             msg = text if len(text) <= 300 else text[:300] + " ..."
-            body = [_inputs(case), _verbatim(f"{type(exc).__name__}: {msg}" if msg
+            body = [_inputs(case), verbatim(f"{type(exc).__name__}: {msg}" if msg
                                              else type(exc).__name__)]
             if hint:
                 body.append(_hint(hint))

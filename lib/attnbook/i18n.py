@@ -153,6 +153,20 @@ def _placeholders(text: str) -> set[str]:
     return set(_PLACEHOLDER.findall(text))
 
 
+def _fields(text: str) -> list[str] | None:
+    """The replacement fields of ``text`` whole (``{loss:.3f}``, ``{s!r}``), sorted.
+
+    None if ``text`` is no format string (a stray ``}``).
+    """
+    import string
+
+    try:
+        return sorted(f"{name}!{conv}:{spec}" for _, name, spec, conv
+                      in string.Formatter().parse(text) if name is not None)
+    except ValueError:
+        return None
+
+
 class _Recorder(gettext_module.NullTranslations):
     """The catalog's fallback: a msgid the catalog lacks is noted, then shown in English."""
 
@@ -208,6 +222,15 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
                         f"label catalog {path.name}: msgid {e.msgid!r} has the placeholders "
                         f"{sorted(want)} but its translation {text!r} has "
                         f"{sorted(_placeholders(text))}")
+                # The whole field is kept (its format spec and conversion), and a translation
+                # is a format string wherever its msgid is one.
+                got = _fields(text)
+                if not e.msgid_plural and _fields(e.msgid) is not None and got != _fields(
+                        e.msgid):
+                    raise ValueError(
+                        f"label catalog {path.name}: msgid {e.msgid!r} has the fields "
+                        f"{_fields(e.msgid)} but its translation {text!r} has "
+                        f"{got if got is not None else 'none (it is no format string)'}")
             if e.msgid in seen:
                 continue  # the first file wins
             seen[e.msgid] = path.name

@@ -11,7 +11,7 @@ here. A chapter writes
 instead of ``print(f"row sums: {weights.sum(-1)}")``. The message is an English ``msgid`` of
 the label catalogs (``lib/attnbook/locale/<language>/*.po``, the catalogs of
 :class:`attnbook.i18n.Labels`; the chapters' printed lines are in ``printed-chNN.po``) with
-named placeholders, formatted with :meth:`str.format` in each language. The result,
+named placeholders, formatted with ``str.format`` in each language. The result,
 :class:`Printed`, displays as plain text in the language of :func:`attnbook.i18n.get_language`
 (a Chinese reader notebook sets it first) and, during a book build, also carries every
 edition's text in :data:`attnbook.edition_outputs.MIME`, so each edition's page prints its own.
@@ -19,20 +19,30 @@ A message the catalogs lack prints in English and fails the Chinese edition's st
 naming the page.
 
 Library helpers that format a table or a summary (:func:`table`) return a :class:`Printed`
-too. Values (numbers, shapes, arrays) are formatted the same in every language.
+too. Values (numbers, shapes, arrays) are formatted the same in every language; a format
+spec pads by characters, so align Chinese words in columns with :func:`table`, which counts a
+Chinese character as two columns.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
+import string
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from . import i18n
 
-__all__ = ["Printed", "say", "table", "verbatim"]
+__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START"]
 
 #: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
 _FIELD = re.compile(r"\{[^{}]*\}")
+#: Punctuation that does not begin a line: a wrapped line keeps it at its end.
+NO_LINE_START = frozenset("，。、；：？！）》」』”’")
+#: A space, one wide (CJK) character, or a run of anything else.
+_PIECE = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
+                    r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
 
 
 class Printed:
@@ -41,23 +51,33 @@ class Printed:
     Args:
         texts: ``{language: text}`` for every language of :data:`attnbook.i18n.LANGUAGES`.
         untranslated: the English messages the Chinese text still shows (the catalogs lack
-            them).
+            them), an iterable of ``str``.
 
     Raises:
+        TypeError: if ``texts`` is not a dict of ``str``, or ``untranslated`` is a ``str``.
         ValueError: if ``texts`` lacks a language of :data:`attnbook.i18n.LANGUAGES`.
     """
 
     def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = ()):
+        if not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()):
+            raise TypeError(f"texts must be a dict {{language: str}}, got {texts!r:.80}")
         missing = [lang for lang in i18n.LANGUAGES if lang not in texts]
         if missing:
             raise ValueError(f"texts must have every language {i18n.LANGUAGES}; "
                              f"got {sorted(texts)}, missing {missing}")
+        if isinstance(untranslated, str):
+            raise TypeError(f"untranslated must be an iterable of messages, not the str "
+                            f"{untranslated!r:.80}")
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
 
     def text(self, language: str | None = None) -> str:
-        """The text in ``language`` (default: :func:`attnbook.i18n.get_language`)."""
-        return self.texts[language or i18n.get_language()]
+        """The text in ``language`` (default: :func:`attnbook.i18n.get_language`).
+
+        Raises:
+            ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
+        """
+        return self.texts[i18n._check_language(language or i18n.get_language())]
 
     def __str__(self) -> str:
         return self.text()
@@ -68,7 +88,7 @@ class Printed:
     def __eq__(self, other) -> bool:
         return isinstance(other, Printed) and self.texts == other.texts
 
-    __hash__ = None  # mutable-looking value object: compared, not hashed
+    __hash__ = None  # compared by its texts, not hashed
 
     def __add__(self, other: Printed) -> Printed:
         """The two texts on consecutive lines, in every language."""
@@ -78,17 +98,15 @@ class Printed:
                        self.untranslated | other.untranslated)
 
     def wrap(self, width: int) -> Printed:
-        """Each line broken to at most ``width`` columns, in every language.
-
-        Breaks fall at spaces, and between any two Chinese characters (a Chinese character is
-        two columns wide); a word longer than the width stays whole.
+        """Each line broken to at most ``width`` columns, in every language (:func:`wrap_lines`).
 
         Raises:
             ValueError: if ``width`` is not a positive integer.
         """
-        if not isinstance(width, int) or width < 1:
+        if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        return Printed({lang: "\n".join(_wrap_line(line, width) for line in text.split("\n"))
+        return Printed({lang: "\n".join(x for line in text.split("\n")
+                                        for x in wrap_lines(line, int(width)))
                         for lang, text in self.texts.items()}, self.untranslated)
 
     @classmethod
@@ -122,8 +140,33 @@ def _made(make) -> Printed:
 
 
 def verbatim(text: str) -> Printed:
-    """``text`` shown as it is in every language (data, a number, notation such as ``n``)."""
+    """``text`` shown as it is in every language (data, a number, notation such as ``n``).
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     return Printed({lang: text for lang in i18n.LANGUAGES})
+
+
+def _describe(value) -> str:
+    shape = getattr(value, "shape", None)
+    return type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _fill(message: str, text: str, values: dict) -> str:
+    """``text`` (``message`` in some language) formatted with ``values``, errors named."""
+    try:
+        return text.format(**values)
+    except KeyError as err:
+        raise KeyError(f"message {message!r} needs a value for its placeholder "
+                       f"{{{err.args[0]}}}; got values for {sorted(values)}") from None
+    except (ValueError, TypeError, IndexError, AttributeError) as err:
+        fields = [(f, spec) for _, f, spec, _ in string.Formatter().parse(text) if f]
+        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(f))}" for f, spec in fields
+                          if f in values)
+        raise ValueError(f"message {message!r} could not be formatted ({err}): {where}") from None
 
 
 def say(message: str, /, **values) -> Printed:
@@ -132,8 +175,8 @@ def say(message: str, /, **values) -> Printed:
     Args:
         message: the English text, a msgid of the label catalogs, with named placeholders
             (``"{n_heads} heads of {head_dim}"``; a format spec such as ``{loss:.3f}`` is kept
-            by the translation). A message with no word to translate (``"Δ = {d}"``: symbols,
-            single letters, math) is not looked up.
+            by the translation; ``{{`` and ``}}`` are literal braces). A message with no word
+            to translate (``"Δ = {d}"``: symbols, single letters, math) is not looked up.
         **values: the placeholders' values; a :class:`Printed` value is put in as its text in
             each language (``say("{name}: {status}", status=say("solved"))``).
 
@@ -141,35 +184,46 @@ def say(message: str, /, **values) -> Printed:
         A :class:`Printed`; as a cell's last expression it shows in the reader's language.
 
     Raises:
+        TypeError: if ``message`` is not a ``str``.
         KeyError: if ``values`` lacks a placeholder of the message (naming it and the values
             given).
+        ValueError: if the message has a positional field ``{}``, or a value does not fit its
+            format spec (naming the message, the field and the value's type and shape).
     """
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__}")
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(message) if f is not None]
+    except ValueError as err:
+        raise ValueError(f"message {message!r} is no format string: {err}") from None
+    if any(f == "" or f.isdigit() for f in fields):
+        raise ValueError(f"message {message!r} has a positional field; name every "
+                         f"placeholder ({{loss:.3f}})")
     nested = [v for v in values.values() if isinstance(v, Printed)]
+    lookup = i18n.needs_translation(_FIELD.sub(" ", message))
 
     def make(_) -> str:
         here = {k: v.text(_.language) if isinstance(v, Printed) else v
                 for k, v in values.items()}
-        if not i18n.needs_translation(_FIELD.sub(" ", message)):
-            return i18n.labels("en")(message, **here)
-        return _(message, **here)
+        return _fill(message, _(message) if lookup else message, here)
 
     out = _made(make)
     return Printed(out.texts, out.untranslated.union(*(v.untranslated for v in nested)))
 
 
-def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
+def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
           formats: Sequence[str] | None = None, align: str | None = None) -> Printed:
     """A plain-text table whose headings and words are in the reader's language.
 
-    The columns are padded to their widest cell in each language (a Chinese character counts
-    as two columns, as a monospace font draws it).
+    The columns are padded to their widest cell in each language (:func:`columns`: a Chinese
+    character counts as two columns, as a monospace font draws it).
 
     Args:
         header: the column headings: English msgids of the label catalogs, or
             :class:`Printed` texts (``say("seed {s}", s=0)``); a number is shown as it is.
-        rows: the rows, each with one value per heading; a cell that is a :class:`Printed`
-            shows its text in each language, a ``str`` is data (shown as it is), any other
-            value is formatted with the column's format.
+        rows: the rows (any iterable), each with one value per heading; a cell that is a
+            :class:`Printed` shows its text in each language, a ``str`` is data (shown as it
+            is), any other value is formatted with the column's format.
         formats: optional format spec per column (``".3f"``, ``",d"``; ``""`` for ``str``).
         align: optional string of ``"<"`` / ``">"`` per column (default: numbers right,
             the rest left).
@@ -178,20 +232,39 @@ def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
         A :class:`Printed`.
 
     Raises:
-        ValueError: if a row, ``formats`` or ``align`` has another length than ``header``.
+        TypeError: if ``header`` or a row is a ``str`` (a sequence of cells is needed).
+        ValueError: if a row, ``formats`` or ``align`` has another length than ``header``,
+            ``align`` has a character other than ``<`` and ``>``, a cell does not fit its
+            column's format (naming the row and column), or a cell has a line break.
     """
+    if isinstance(header, str):
+        raise TypeError(f"header must be a sequence of headings, not the str {header!r}")
+    header, rows = list(header), [r for r in rows]
     n = len(header)
     for name, seq in (("formats", formats), ("align", align)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"{name} must have one entry per column ({n}); got {len(seq)}")
+    if align is not None and set(align) - {"<", ">"}:
+        raise ValueError(f"align must be made of '<' and '>', got {align!r}")
     for i, row in enumerate(rows):
+        if isinstance(row, str):
+            raise TypeError(f"rows[{i}] must be a sequence of cells, not the str {row!r}")
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
+
+    def cell(v, i: int, j: int):
+        if isinstance(v, (Printed, str)):
+            return v
+        try:
+            return format(v, fmts[j])
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
+                             f"format {fmts[j]!r}: {err}") from None
+
     heads = [h if isinstance(h, Printed) else say(h) if isinstance(h, str)
              else verbatim(format(h)) for h in header]
-    cells = [[v if isinstance(v, Printed) else format(v, f) for v, f in zip(row, fmts)]
-             for row in rows]
+    cells = [[cell(v, i, j) for j, v in enumerate(row)] for i, row in enumerate(rows)]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
                         for j in range(n))
@@ -199,7 +272,11 @@ def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
     for lang in i18n.LANGUAGES:
         lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
                  for line in [heads, *cells]]
-        widths = [max(_width(line[j]) for line in lines) for j in range(n)]
+        for i, line in enumerate(lines):
+            if any("\n" in c for c in line):
+                raise ValueError(f"a table cell has a line break (row {i - 1}; -1 is the "
+                                 f"header): {line!r:.120}")
+        widths = [max(columns(line[j]) for line in lines) for j in range(n)]
         texts[lang] = "\n".join(
             "  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line)).rstrip()
             for line in lines)
@@ -209,32 +286,35 @@ def table(header: Sequence[str | Printed], rows: Sequence[Sequence], *,
 
 
 def _is_number(value) -> bool:
-    import numbers
-
+    if getattr(value, "ndim", None) == 0:  # a NumPy or torch scalar
+        return True
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
-def _width(text: str) -> int:
+def columns(text: str) -> int:
     """Columns ``text`` takes in a monospace font (East Asian wide characters count two)."""
-    import unicodedata
-
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _wrap_line(line: str, width: int) -> str:
-    """``line`` broken greedily at spaces and between wide characters (see :meth:`Printed.wrap`)."""
-    pieces = re.findall(r"\s+|[^\s\u2e80-\u9fff\uff00-\uffef]+|.", line)
-    out, current = [], ""
-    for piece in pieces:
-        if current and _width(current + piece.rstrip()) > width:
-            out.append(current.rstrip())
-            current = piece.lstrip()
+def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
+    """``text`` (one line) broken into lines of at most ``width`` columns.
+
+    Breaks fall at spaces and between two Chinese characters (:func:`columns` counts one as
+    two columns), never before a closing mark of :data:`NO_LINE_START`; a word longer than
+    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others;
+    the text's own leading spaces are kept on its first line.
+    """
+    out, line = [], initial
+    for piece in _PIECE.findall(text):
+        if (line.strip() and columns(line + piece.rstrip()) > width
+                and piece not in NO_LINE_START):
+            out.append(line.rstrip())
+            line = subsequent + piece.lstrip()
         else:
-            current += piece
-    out.append(current.rstrip())
-    return "\n".join(out)
+            line += piece
+    return out + [line.rstrip()]
 
 
 def _pad(text: str, width: int, how: str) -> str:
-    fill = " " * (width - _width(text))
+    fill = " " * (width - columns(text))
     return fill + text if how == ">" else text + fill

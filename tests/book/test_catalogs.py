@@ -165,8 +165,12 @@ def test_display_math_words_inside_text_are_translated_and_nothing_else():
     # The formula around the words is kept: a changed exponent, or a \text moved, is named.
     exponent = polib.POEntry(msgid=msgid, msgstr=words.msgstr.replace("L^2", "L^3"))
     moved = polib.POEntry(msgid=msgid, msgstr="\n\\text{分数 } c\\,QK^\\top : 2 L^2 d_k\n")
-    for entry in (exponent, moved):
+    # Math smuggled into the words (\text{若 $i > j$}) would change the formula unchecked.
+    smuggled = polib.POEntry(msgid=msgid, msgstr=words.msgstr.replace("分数 ", "分数 $i>j$ "))
+    for entry in (exponent, moved, smuggled):
         assert catalogs.markup_problems(entry) != []
+    assert catalogs.markup_problems(smuggled) == [
+        "math inside a translated \\text{...}: '\\\\text{分数 $i>j$ }'"]
 
 
 def test_catalog_tool_names_a_missing_argument(capsys):

@@ -30,6 +30,7 @@ KEPT = frozenset("""
     Encoder Decoder EncoderOnlyModel DecoderOnlyModel EncoderDecoderModel TransformerBlock
     EncoderDecoderBlock FeedForward MultiHeadAttention VanillaRNN Triton NVIDIA A100 H100
     nn torch numpy Bible King James Version MLM seq2seq
+    tensor array dtype device True False None nan inf
 """.split())
 
 #: Lines of printed output with an English word, per Chinese chapter page (the ceiling).
@@ -57,8 +58,17 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def english(text: str) -> list[str]:
-    """The English words of ``text`` a Chinese reader would read (see the module docstring)."""
-    return i18n.untranslated(_DOTTED.sub(" ", text), KEPT)
+    """The English words of ``text`` a Chinese reader would read (see the module docstring).
+
+    The text is output or math, not HTML or mathtext: ``<``, ``>`` and ``$`` are characters
+    here (``loss < 0.5 and accuracy > 0.9`` has words between them). A hyphenated name counts
+    when one of its parts does (``Mistral-7B`` is kept).
+    """
+    bare = re.sub(r"[<>$]", " ", _DOTTED.sub(" ", text))
+    return [w for w in i18n.untranslated(bare, KEPT)
+            if any(len(part) > 1 and re.search("[A-Za-z]{2}", part)
+                   and part not in KEPT and part not in i18n.KEPT_WORDS
+                   for part in w.split("-"))]
 
 
 def visible_english(html: str) -> dict[str, list[str]]:
@@ -96,6 +106,12 @@ def test_each_kind_of_english_is_found_and_code_is_not():
     assert found == {"listing labels": ["The full class: attnbook.nn.X"],
                      "display math": ["scores"],
                      "printed output": ["weights (3, 4)"]}
+
+
+def test_words_between_comparison_signs_count_and_values_do_not():
+    assert english("loss < 0.5 and accuracy > 0.9") == ["loss", "and", "accuracy"]
+    assert english("cost $0.50 per hour") == ["cost", "per", "hour"]
+    assert english("tensor([[0.1, nan], dtype=torch.float16) True Mistral-7B") == []
 
 
 def test_chinese_output_and_notation_pass():
