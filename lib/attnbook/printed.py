@@ -38,7 +38,7 @@ __all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_L
 
 #: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
 _FIELD = re.compile(r"\{[^{}]*\}")
-#: Punctuation that does not begin a line: a wrapped line keeps it at its end.
+#: Closing punctuation that never begins a line (a wrapped line keeps it at its end).
 NO_LINE_START = frozenset("，。、；：？！）》」』”’")
 #: A space, one wide (CJK) character, or a run of anything else.
 _PIECE = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
