@@ -350,6 +350,7 @@ def _translate_theme_text(app: Any, pagename: str, templatename: str, context: d
 
 def setup(app: Any) -> dict[str, Any]:
     app.setup_extension("myst_nb")
+    app.setup_extension("attnbook_display_math")
     app.add_source_parser(I18nGlueParser, override=True)
     app.connect("doctree-read", _forget)
     app.connect("doctree-read", _translate_pasted)
