@@ -252,3 +252,25 @@ def test_the_printed_catalogs_agree_on_every_message():
                 found[e.msgid][path.name] = e.msgstr
     assert len(found) > 100  # every chapter's catalog was read
     assert {m: v for m, v in found.items() if len(set(v.values())) > 1} == {}
+
+
+def test_a_table_is_an_html_table_too_so_columns_line_up_in_any_font(english, monkeypatch):
+    rows = [[Printed({"en": "greedy", "zh_CN": "贪心解码"}), 29], ["<b>", 5]]
+    out = table(["zz setting", "n"], rows)
+    zh = out.html_of("zh_CN")
+    # Hand-written: one header row, numbers flagged for right alignment, text escaped.
+    assert zh == ('<table class="attnbook-printed-table"><thead><tr><th>zz setting</th>'
+                  '<th class="num">n</th></tr></thead><tbody>'
+                  '<tr><td>贪心解码</td><td class="num">29</td></tr>'
+                  '<tr><td>&lt;b&gt;</td><td class="num">5</td></tr></tbody></table>')
+    # A line said before the table becomes a <pre> block in the same output.
+    both = say("zz title") + out
+    assert both.html_of("en").startswith('<pre class="attnbook-printed">zz title</pre><table')
+    assert both.texts["en"].splitlines()[0] == "zz title"  # the plain text is kept
+    monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
+    bundle = both._repr_mimebundle_()
+    assert bundle["text/html"] == both.html_of("en")
+    payload = bundle[edition_outputs.MIME]
+    assert payload["kind"] == "text/html" and payload["editions"]["zh_CN"] == both.html_of("zh_CN")
+    # Lines alone stay plain text.
+    assert say("zz title")._repr_mimebundle_()[edition_outputs.MIME]["kind"] == "text/plain"

@@ -88,13 +88,13 @@ class Listing:
     """A code listing that renders as highlighted Markdown in MyST-NB and JupyterLab.
 
     The collapsed block's label is in the reader's language: the label of the language of
-    :func:`attnbook.i18n.get_language` in JupyterLab, each edition's own in the built book (the
-    listing then also carries :data:`attnbook.edition_outputs.MIME`, like a figure).
+    ``attnbook.i18n.get_language()`` in JupyterLab, each edition's own in the built book (the
+    listing then also carries ``attnbook.edition_outputs.MIME``, like a figure).
 
     Attributes:
         core: the source shown open.
         full: the source shown collapsed (``None`` if there is none).
-        summary: the label of the collapsed block, a :class:`attnbook.printed.Printed` (one
+        summary: the label of the collapsed block, a ``attnbook.printed.Printed`` (one
             text per language); a ``str`` given is taken as the English label and translated
             from the label catalogs.
     """

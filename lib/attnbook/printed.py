@@ -31,13 +31,19 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterable, Sequence
+from html import escape
 
 from . import i18n
 
-__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START"]
+__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START",
+           "TABLE_CLASS", "PRE_CLASS"]
 
 #: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
 _FIELD = re.compile(r"\{[^{}]*\}")
+#: HTML class of a printed table (``book/_static/attnbook.css`` styles it).
+TABLE_CLASS = "attnbook-printed-table"
+#: HTML class of the printed lines next to a table in one output.
+PRE_CLASS = "attnbook-printed"
 #: Closing punctuation that never begins a line (a wrapped line keeps it at its end).
 NO_LINE_START = frozenset("，。、；：？！）》」』”’")
 #: A space, one wide (CJK) character, or a run of anything else.
@@ -52,13 +58,17 @@ class Printed:
         texts: ``{language: text}`` for every language of :data:`attnbook.i18n.LANGUAGES`.
         untranslated: the English messages the Chinese text still shows (the catalogs lack
             them), an iterable of ``str``.
+        html: optional ``{language: HTML}``, the same content drawn as HTML (a :func:`table`
+            is an HTML table, whose columns line up in any font); shown where HTML is.
 
     Raises:
         TypeError: if ``texts`` is not a dict of ``str``, or ``untranslated`` is a ``str``.
-        ValueError: if ``texts`` lacks a language of :data:`attnbook.i18n.LANGUAGES`.
+        ValueError: if ``texts`` (or ``html``) lacks a language of
+            :data:`attnbook.i18n.LANGUAGES`.
     """
 
-    def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = ()):
+    def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = (),
+                 html: dict[str, str] | None = None):
         if not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()):
             raise TypeError(f"texts must be a dict {{language: str}}, got {texts!r:.80}")
         missing = [lang for lang in i18n.LANGUAGES if lang not in texts]
@@ -70,6 +80,15 @@ class Printed:
                             f"{untranslated!r:.80}")
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
+        if html is not None and any(lang not in html for lang in i18n.LANGUAGES):
+            raise ValueError(f"html must have every language {i18n.LANGUAGES}; got {sorted(html)}")
+        self.html = dict(html) if html is not None else None
+
+    def html_of(self, language: str) -> str:
+        """The HTML of ``language``: the table, or the text in a ``<pre>`` block."""
+        if self.html is not None:
+            return self.html[i18n._check_language(language)]
+        return f'<pre class="{PRE_CLASS}">{escape(self.text(language))}</pre>'
 
     def text(self, language: str | None = None) -> str:
         """The text in ``language`` (default: :func:`attnbook.i18n.get_language`).
@@ -94,8 +113,11 @@ class Printed:
         """The two texts on consecutive lines, in every language."""
         if not isinstance(other, Printed):
             return NotImplemented
+        html = None
+        if self.html is not None or other.html is not None:
+            html = {lang: self.html_of(lang) + other.html_of(lang) for lang in self.texts}
         return Printed({lang: f"{self.texts[lang]}\n{other.texts[lang]}" for lang in self.texts},
-                       self.untranslated | other.untranslated)
+                       self.untranslated | other.untranslated, html)
 
     def wrap(self, width: int) -> Printed:
         """Each line broken to at most ``width`` columns, in every language (:func:`wrap_lines`).
@@ -105,9 +127,11 @@ class Printed:
         """
         if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        return Printed({lang: "\n".join(x for line in text.split("\n")
-                                        for x in wrap_lines(line, int(width)))
-                        for lang, text in self.texts.items()}, self.untranslated)
+        texts = {lang: "\n".join(x for line in text.split("\n")
+                                 for x in wrap_lines(line, int(width)))
+                 for lang, text in self.texts.items()}
+        return Printed(texts, self.untranslated, None if self.html is None else
+                       {lang: Printed(texts, html=None).html_of(lang) for lang in texts})
 
     @classmethod
     def lines(cls, parts: Iterable[Printed]) -> Printed:
@@ -119,12 +143,16 @@ class Printed:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         bundle = {"text/plain": self.text()}
+        if self.html is not None:
+            bundle["text/html"] = self.html_of(i18n.get_language())
         editions = i18n.editions()
         if editions:
             from .edition_outputs import MIME
 
-            bundle[MIME] = {"kind": "text/plain",
-                            "editions": {lang: self.texts[lang] for lang in editions},
+            kind = "text/plain" if self.html is None else "text/html"
+            bundle[MIME] = {"kind": kind,
+                            "editions": {lang: self.texts[lang] if self.html is None
+                                         else self.html_of(lang) for lang in editions},
                             "untranslated": sorted(self.untranslated)}
         return bundle
 
@@ -229,7 +257,9 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
             the rest left).
 
     Returns:
-        A :class:`Printed`.
+        A :class:`Printed` with an HTML rendering too: in the book and in JupyterLab the table
+        is an HTML table, whose columns line up whatever the font's Chinese characters measure
+        (the plain text pads by :func:`columns`, which a monospace font only approximates).
 
     Raises:
         TypeError: if ``header`` or a row is a ``str`` (a sequence of cells is needed).
@@ -268,7 +298,7 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
                         for j in range(n))
-    texts = {}
+    texts, html = {}, {}
     for lang in i18n.LANGUAGES:
         lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
                  for line in [heads, *cells]]
@@ -280,9 +310,22 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         texts[lang] = "\n".join(
             "  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line)).rstrip()
             for line in lines)
+        html[lang] = _html_table(lines, align)
     untranslated = set().union(*(c.untranslated for line in [heads, *cells] for c in line
                                  if isinstance(c, Printed)))
-    return Printed(texts, untranslated)
+    return Printed(texts, untranslated, html)
+
+
+def _html_table(lines: list[list[str]], align: str) -> str:
+    """The header line and the rows as an HTML table (numbers right-aligned, as in the text)."""
+    def row(cells: list[str], tag: str) -> str:
+        num = ' class="num"'
+        return "<tr>" + "".join(f"<{tag}{'' if how == '<' else num}>{escape(c)}</{tag}>"
+                                for c, how in zip(cells, align)) + "</tr>"
+
+    head, *body = lines
+    return (f'<table class="{TABLE_CLASS}"><thead>{row(head, "th")}</thead><tbody>'
+            + "".join(row(r, "td") for r in body) + "</tbody></table>")
 
 
 def _is_number(value) -> bool:

@@ -89,8 +89,12 @@ def visible_english(html: str) -> dict[str, list[str]]:
             for words in _TEXT_IN_MATH.findall(block.get_text()) for w in english(words)]
     lines = [line.strip()
              for out in main.select("div.cell_output div.output.text_plain, "
-                                    "div.cell_output div.output.stream")
+                                    "div.cell_output div.output.stream, "
+                                    "div.cell_output pre.attnbook-printed")
              for line in out.get_text().splitlines() if english(line)]
+    # A printed table (attnbook.printed.table) is an HTML table: a row is a line.
+    lines += [line for row in main.select("div.cell_output table.attnbook-printed-table tr")
+              if english(line := " ".join(c.get_text() for c in row.find_all(["th", "td"])))]
     return {"listing labels": [x for x in labels if english(x)], "display math": math,
             "printed output": lines}
 
@@ -99,6 +103,9 @@ TOY = """<main>
 <div class="cell"><div class="cell_input"><pre>print("weights", w.shape)</pre></div>
 <div class="cell_output"><div class="output text_plain"><pre>weights (3, 4)
 行和：[1. 1. 1.]</pre></div>
+<div class="output text_html"><table class="attnbook-printed-table"><thead><tr><th>arm</th>
+<th class="num">n</th></tr></thead><tbody><tr><td>方案</td><td class="num">3</td></tr></tbody>
+</table></div>
 <details class="attnbook-full-listing"><summary>The full class: attnbook.nn.X</summary>
 <pre>class X: pass</pre></details></div></div>
 <div class="math notranslate">\\[\\text{scores } QK^\\top : 2 L^2 d_\\text{model}
@@ -112,7 +119,7 @@ def test_each_kind_of_english_is_found_and_code_is_not():
     found = visible_english(TOY)
     assert found == {"listing labels": ["The full class"],
                      "display math": ["scores"],
-                     "printed output": ["weights (3, 4)"]}
+                     "printed output": ["weights (3, 4)", "arm n"]}
 
 
 def test_words_between_comparison_signs_count_and_values_do_not():
@@ -123,7 +130,8 @@ def test_words_between_comparison_signs_count_and_values_do_not():
 
 def test_chinese_output_and_notation_pass():
     chinese = (TOY.replace("weights (3, 4)", "权重 (3, 4)")
-               .replace("The full class:", "完整的类：").replace("scores ", "分数 "))
+               .replace("The full class:", "完整的类：").replace("scores ", "分数 ")
+               .replace("<th>arm</th>", "<th>方案</th>"))
     assert visible_english(chinese) == {"listing labels": [], "display math": [],
                                         "printed output": []}
 
