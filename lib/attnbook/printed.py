@@ -87,7 +87,7 @@ class Printed:
     def html_of(self, language: str) -> str:
         """The HTML of ``language``: the table, or the text in a ``<pre>`` block."""
         if self.html is not None:
-            return self.html[i18n._check_language(language)]
+            return self.html[_language(language)]
         return f'<pre class="{PRE_CLASS}">{escape(self.text(language))}</pre>'
 
     def text(self, language: str | None = None) -> str:
@@ -96,7 +96,7 @@ class Printed:
         Raises:
             ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
         """
-        return self.texts[i18n._check_language(language or i18n.get_language())]
+        return self.texts[_language(language or i18n.get_language())]
 
     def __str__(self) -> str:
         return self.text()
@@ -155,6 +155,12 @@ class Printed:
                                          else self.html_of(lang) for lang in editions},
                             "untranslated": sorted(self.untranslated)}
         return bundle
+
+
+def _language(language: str) -> str:
+    if language not in i18n.LANGUAGES:
+        raise ValueError(f"language must be one of {i18n.LANGUAGES}, got {language!r}")
+    return language
 
 
 def _made(make) -> Printed:
