@@ -43,7 +43,6 @@ import itertools
 import json
 import math
 import re
-import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,7 @@ import numpy as np
 
 from .. import edition_outputs, i18n, viz
 from ..checks import check_choice, check_int
+from ..printed import columns
 from . import layout as _layout
 
 __all__ = ["Control", "Explorer", "take_title", "plotly_text_html", "MAX_GRID", "MIN_TRACK_PX",
@@ -156,8 +156,8 @@ class Control:
         The track gets :data:`MIN_TRACK_PX`; the label and the value are counted at
         :data:`LABEL_CHAR_PX` px per character.
         """
-        label = _cells(self.plain_label or "") * LABEL_CHAR_PX + 12
-        value = max(_cells(t) for t in self.labels) * LABEL_CHAR_PX + 16
+        label = columns(self.plain_label or "") * LABEL_CHAR_PX + 12
+        value = max(columns(t) for t in self.labels) * LABEL_CHAR_PX + 16
         return int(label + value + MIN_TRACK_PX)
 
     def make_widget(self):
@@ -298,11 +298,6 @@ def _label_strings(node, key=None, inside=False):
             yield from _label_strings(v, key, inside)
     elif isinstance(node, str) and inside and key in _LABEL_KEYS | {None}:
         yield node
-
-
-def _cells(text: str) -> int:
-    """Character cells of ``text``: 2 for a full-width (Chinese) character, 1 for others."""
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def _typed_array(obj) -> np.ndarray | None:
