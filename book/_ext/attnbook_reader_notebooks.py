@@ -25,7 +25,8 @@ How a notebook is made (``write_doc``):
   ``remove-input`` cell that is Markdown (the library listings of ``attnbook.listing``) is
   written by the same translator and stored as that cell's output (``display_data``,
   ``text/markdown``), so the code a chapter teaches is readable before anything runs, and
-  running the cell replaces the listing instead of printing it a second time. Citations, glued numbers and math are already text in the resolved doctree.
+  running the cell replaces the listing instead of printing it a second time. Citations,
+  glued numbers and math are already text in the resolved doctree.
 * A note under the title says that the prose numbers are from the book's run; a Chinese
   notebook starts with one code cell that sets the figures' language.
 """
