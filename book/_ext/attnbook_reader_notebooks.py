@@ -12,7 +12,7 @@ How a notebook is made (``write_doc``):
 * **Code cells** come from the chapter's source, read by MyST-NB's own reader: every cell, in
   order, with its metadata, byte-equal to the chapter's. Cells the HTML removes or hides (tags
   ``remove-cell``, ``remove-input``, ``hide-input``: the glue bookkeeping, imports) are kept
-  collapsed (``metadata.jupyter.source_hidden``). No outputs.
+  collapsed (``metadata.jupyter.source_hidden``). No outputs, except a listing's (below).
 * **Markdown cells** are the doctree written as Markdown by a subclass of
   ``sphinx-markdown-builder``'s translator, cut where the code cells stand: a cell MyST-NB
   rendered is replaced by a marker (:class:`CutAtCodeCells`); a removed cell, which has no node,
@@ -23,8 +23,10 @@ How a notebook is made (``write_doc``):
   ("Solution", "解答"); the ``misconceptions`` div a box; raw HTML passes through; links to
   pages that are not notebooks lead to the edition's HTML page beside it. The output of a
   ``remove-input`` cell that is Markdown (the library listings of ``attnbook.listing``) is
-  written as Markdown after its cell, so the code a chapter teaches is readable before anything
-  runs. Citations, glued numbers and math are already text in the resolved doctree.
+  written by the same translator and stored as that cell's output (``display_data``,
+  ``text/markdown``), so the code a chapter teaches is readable before anything runs, and
+  running the cell replaces the listing instead of printing it a second time. Citations,
+  glued numbers and math are already text in the resolved doctree.
 * A note under the title says that the prose numbers are from the book's run; a Chinese
   notebook starts with one code cell that sets the figures' language.
 """
@@ -69,6 +71,8 @@ BOX_STYLE = ("border: 1px solid #8aa4c8; border-left: 4px solid #3d6fb4; border-
 NOTE = ("The numbers in this text are those of the book's own run (the same seeds); the code "
         "cells compute them again when you run them.")
 _MARKER = re.compile("\x00cell:(\\d+)\x00")
+#: A listing's Markdown right after its cell's marker, between two ``\x02``.
+_LISTING = re.compile("\\s*\x02(.*?)\x02", re.DOTALL)
 _LINK = re.compile("\x01([^\x01]+)\x01")
 #: The notebook tree, beside each edition's HTML folder (``_build/editions/<code>/notebooks``).
 TREE = "notebooks"
@@ -79,6 +83,10 @@ TREE_MARKER = ".attnbook-notebook-tree"
 
 class cell_marker(nodes.Element):
     """Where code cell ``index`` of the chapter stands in the doctree (this builder only)."""
+
+
+class listing_output(nodes.Element):
+    """The Markdown output of a listing's cell, right after its marker (this builder only)."""
 
 
 def source_notebook(env: Any, docname: str) -> nbformat.NotebookNode:
@@ -165,7 +173,7 @@ class CutAtCodeCells(SphinxPostTransform):
                 listing = []
                 if "remove-input" in nb.cells[index].metadata.get("tags", []):
                     listing = _markdown_output(node)
-                node.replace_self([marker, *listing])
+                node.replace_self([marker, listing_output("", *listing)] if listing else marker)
                 continue
             after = next((b for b in blocks if follows(b, index)), None)
             if after is None:
@@ -231,6 +239,12 @@ class ReaderTranslator(MarkdownTranslator):
     def visit_cell_marker(self, node: cell_marker) -> None:
         self.add(f"\x00cell:{node['index']}\x00", prefix_eol=2, suffix_eol=2)
         raise nodes.SkipNode
+
+    def visit_listing_output(self, node: listing_output) -> None:
+        self._push_context(_Block("\x02", "\x02"))
+
+    def depart_listing_output(self, node: listing_output) -> None:
+        self._pop_context()
 
     def _open_box(self, node: nodes.Element, title: str | None) -> None:
         if "dropdown" in node.get("classes", []):
@@ -424,6 +438,12 @@ def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
     """
     parts = _MARKER.split(markdown)
     texts, order = parts[0::2], [int(i) for i in parts[1::2]]
+    listings = {}  # cell index -> the Markdown of its listing, taken out of the text after it
+    for k, index in enumerate(order):
+        found = _LISTING.match(texts[k + 1])
+        if found:
+            listings[index] = found.group(1).strip("\n")
+            texts[k + 1] = texts[k + 1][found.end():]
     code = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
     if order != code:
         raise ValueError(f"{docname}: code cells placed in the order {order}, not {code}")
@@ -439,7 +459,11 @@ def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
             metadata = nbformat.from_dict(dict(src.metadata))
             if set(metadata.get("tags", [])) & set(COLLAPSED_TAGS):
                 metadata["jupyter"] = {"source_hidden": True}
-            cells.append(nbformat.v4.new_code_cell(src.source, metadata=metadata))
+            outputs = ([nbformat.v4.new_output("display_data",
+                                               data={"text/markdown": listings[index]})]
+                       if index in listings else [])
+            cells.append(nbformat.v4.new_code_cell(src.source, metadata=metadata,
+                                                   outputs=outputs))
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i:03d}"
     # The language_info ipykernel reports (this Python's version): JupyterLab, run from the same
@@ -456,6 +480,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     """Register the builder (Sphinx entry point)."""
     app.setup_extension("sphinx_markdown_builder")  # its translator's configuration values
     app.add_node(cell_marker)
+    app.add_node(listing_output)
     app.add_builder(ReaderNotebookBuilder)
     app.add_post_transform(CutAtCodeCells)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -73,7 +73,31 @@ def raw_myst(text: str) -> list[str]:
 
 
 def markdown(nb) -> str:
-    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    """What a reader sees before running anything, in order: the Markdown cells and the
+    listings stored as their cells' outputs."""
+    return "\n\n".join(c.source if c.cell_type == "markdown" else listing_of(c)
+                       for c in nb.cells if c.cell_type == "markdown" or listing_of(c))
+
+
+def listing_of(cell) -> str:
+    """The Markdown a code cell's stored outputs show (a listing), else ``""``."""
+    return "\n\n".join(o["data"]["text/markdown"] for o in cell.get("outputs", [])
+                       if "text/markdown" in o.get("data", {}))
+
+
+def outputs_are_listings_only(cells) -> bool:
+    """Only a ``remove-input`` cell has an output: one ``display_data`` of Markdown (its
+    listing); no cell has an execution count."""
+    for c in cells:
+        if c.execution_count is not None:
+            return False
+        if not c.outputs:
+            continue
+        if "remove-input" not in c.metadata.get("tags", []) or len(c.outputs) != 1:
+            return False
+        if c.outputs[0]["output_type"] != "display_data" or not listing_of(c):
+            return False
+    return True
 
 
 def prose(text: str) -> str:
@@ -305,8 +329,14 @@ def test_toy_code_cells_are_the_chapters_own_byte_for_byte(toy):
     assert [c.source for c in zh] == [LANGUAGE_CELL.format("zh_CN")] + source
     for nb in (toy["en"], toy["zh_CN"]):
         nbformat.validate(nb)
-        assert all(c.outputs == [] and c.execution_count is None
-                   for c in nb.cells if c.cell_type == "code")
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert outputs_are_listings_only(code)
+        # The listing is the show_code cell's output, written once: running the cell replaces
+        # it instead of printing it under a Markdown copy.
+        listing = [c for c in code if c.outputs]
+        assert [c.source.split("(")[0] for c in listing] == ["show_code"]
+        assert listing_of(listing[0]).startswith("```python\ndef score_samples_core(")
+        assert markdown(nb).count("def score_samples_core(") == 1
 
 
 def test_toy_hidden_cells_are_kept_collapsed(toy):
@@ -324,8 +354,7 @@ def test_toy_cells_stand_where_the_chapter_has_them(toy):
         ("markdown", "# 1 · A toy chapter"),
         ("code", "from myst_nb import glue"),
         ("markdown", "The library code:"),
-        ("code", "show_code(scaling.score_sample"),
-        ("markdown", "```python"),  # the listing, readable before anything runs
+        ("code", "show_code(scaling.score_sample"),  # its output: the listing (stored)
         ("code", "x = 3.14159  # a comment, and "),
         ("code", 'glue("toy_x", x, display=False'),
         ("markdown", "The measured value is 3.142, a"),
@@ -466,7 +495,7 @@ def test_built_reader_notebook(code, chapter, built_editions):
         code_cells = code_cells[1:]
         assert m["cjk"] > 2 * m["latin"], (m["cjk"], m["latin"])
     assert [c.source for c in code_cells] == source_code_cells(chapter, myst_extensions())
-    assert all(c.outputs == [] for c in code_cells)
+    assert outputs_are_listings_only(code_cells)
     assert m["raw_myst"] == []
     assert m["decimals"] > 0, "no decimal number found in the page: the test reads the wrong text"
     assert m["decimals_missing"] == []

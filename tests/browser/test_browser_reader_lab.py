@@ -56,6 +56,18 @@ def myst_in(text: str) -> list[str]:
     return [m.group(0) for m in MYST.finditer(text)]
 
 
+def listing_heads(nb) -> list[str]:
+    """The first line of each listing's open code (``def name(``) in ``nb``'s stored outputs."""
+    heads = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            found = re.search(r"^```python\n((?:def|class) \w+[(:])",
+                              out.get("data", {}).get("text/markdown", ""), re.M)
+            if found:
+                heads.append(found.group(1))
+    return heads
+
+
 def test_myst_check_catches_a_notebook_converted_the_old_way():
     """Negative control: the MyST source as Markdown cells (the old download) fails the check."""
     import jupytext
@@ -156,6 +168,17 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     shown = notebook.locator(".jp-CodeCell .jp-InputPlaceholder").count()
     assert hidden > 0 and shown == hidden, f"{shown} collapsed inputs on screen, {hidden} in file"
 
+    # Each library listing (a folded cell's stored output) is on screen once, before and after
+    # the run: running its cell replaces it.
+    heads = listing_heads(source)
+    assert heads, f"{path}: no listing found in the notebook's outputs"
+
+    def shown_listings():
+        text = notebook.evaluate("(n) => n.innerText")
+        return {head: text.count(head) for head in heads}
+
+    assert set(shown_listings().values()) == {1}, shown_listings()
+
     # Run everything, as a learner does.
     start = time.monotonic()
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -166,6 +189,7 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
                      && cells.every(c => c.model.executionCount !== null); }""",
         timeout=RUN_ALL_MS, polling=500)
     ran_s = time.monotonic() - start
+    assert set(shown_listings().values()) == {1}, f"listings after Run All: {shown_listings()}"
     if code == "zh":  # the live explorer draws its figure in the reader's language
         plot = notebook.locator(".js-plotly-plot").first
         plot.wait_for(timeout=60_000)
