@@ -1,17 +1,24 @@
 """Issue 9's "Done when" on the built chapters: what a reader sees open fits the page.
 
 Every listing a reader sees open (library code shown by ``attnbook.listing.show_code``, a
-``literalinclude``, a fenced block) has at most 30 lines, and no visible code line, listing or
-input cell, is wider than 79 columns. Code inside a collapsed ``<details>`` or a
-sphinx-togglebutton dropdown is exempt. The rules and the HTML they read are described in
-``tests/book/listing_stats.py``, which also prints the figures.
+``literalinclude``, a fenced block) has at most 30 lines, every input cell shown open at most 40,
+and no visible code line, listing or input cell, is wider than 79 columns. Code inside a
+collapsed ``<details>`` or a sphinx-togglebutton dropdown is exempt. The rules and the HTML
+they read are described in ``tests/book/listing_stats.py``, which also prints the figures.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from listing_stats import MAX_COLUMNS, book_code_blocks, code_blocks, figures, limit_problems
+from listing_stats import (
+    MAX_CELL_LINES,
+    MAX_COLUMNS,
+    book_code_blocks,
+    code_blocks,
+    figures,
+    limit_problems,
+)
 
 
 def test_visible_code_fits_the_page(built_book):
@@ -112,6 +119,17 @@ def test_listing_check_can_fail():
     assert "07-x: listing `open_details = 1`, line 2 has 85 columns" in "\n".join(problems)
     assert len(problems) == 3, problems
     assert len(WIDE) == MAX_COLUMNS + 6
+
+
+def test_input_cell_limit_can_fail():
+    """A chapter's own visible cell may have 40 lines (a listing 30); a hidden one any number."""
+    def cell(n: int, tag: str = "") -> str:
+        return (f'<div class="cell {tag} docutils container"><div class="cell_input docutils '
+                f'container">{code("ipython3", ["x = 1"] * n)}</div></div>')
+
+    html = f"<html><body>{cell(MAX_CELL_LINES)}{cell(41)}{cell(99, 'tag_hide-input')}</body></html>"
+    assert limit_problems(code_blocks(html, "07-x")) == [
+        "07-x: input cell `x = 1` has 41 lines (at most 40)"]
 
 
 def test_figures_count_only_visible_listings():
