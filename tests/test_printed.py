@@ -4,7 +4,7 @@ import pytest
 
 from attnbook import edition_outputs, i18n
 from attnbook.listing import show_code
-from attnbook.printed import Printed, say, table
+from attnbook.printed import Printed, say, table, verbatim
 
 
 @pytest.fixture
@@ -274,3 +274,31 @@ def test_a_table_is_an_html_table_too_so_columns_line_up_in_any_font(english, mo
     assert payload["kind"] == "text/html" and payload["editions"]["zh_CN"] == both.html_of("zh_CN")
     # Lines alone stay plain text.
     assert say("zz title")._repr_mimebundle_()[edition_outputs.MIME]["kind"] == "text/plain"
+
+
+def test_lines_refuses_a_str_part_rather_than_gluing_it_on_without_a_line_break():
+    # A str among the parts was concatenated to the previous one ("a" + "b" == "ab") and the
+    # result was a str, not a Printed.
+    with pytest.raises(TypeError, match=r"parts\[1\] must be a Printed.*got str"):
+        Printed.lines([say("zz a"), "b"])
+    with pytest.raises(TypeError, match=r"parts\[0\] must be a Printed.*got str"):
+        Printed.lines(["a"])
+
+
+def test_printed_refuses_a_language_it_does_not_know():
+    # An extra language was kept, then dropped by one operand order of + and a KeyError of
+    # the other.
+    with pytest.raises(ValueError, match=r"texts has languages not in .*\['fr'\]"):
+        Printed({"en": "a", "zh_CN": "b", "fr": "c"})
+    with pytest.raises(TypeError, match=r"html must be a dict \{language: str\}"):
+        Printed({"en": "a", "zh_CN": "b"}, html="<b>")
+    with pytest.raises(TypeError, match=r"html must be a dict \{language: str\}"):
+        Printed({"en": "a", "zh_CN": "b"}, html={"en": 1, "zh_CN": 2})
+
+
+def test_an_empty_language_is_refused_not_read_as_the_default():
+    with pytest.raises(ValueError, match="language must be one of .*got ''"):
+        verbatim("a").text("")
+    with pytest.raises(ValueError, match="language must be one of .*got ''"):
+        verbatim("a").html_of("")
+

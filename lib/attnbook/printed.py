@@ -62,9 +62,10 @@ class Printed:
             is an HTML table, whose columns line up in any font); shown where HTML is.
 
     Raises:
-        TypeError: if ``texts`` is not a dict of ``str``, or ``untranslated`` is a ``str``.
+        TypeError: if ``texts`` (or ``html``) is not a dict of ``str``, or ``untranslated`` is
+            a ``str``.
         ValueError: if ``texts`` (or ``html``) lacks a language of
-            :data:`attnbook.i18n.LANGUAGES`.
+            :data:`attnbook.i18n.LANGUAGES` or has another one.
     """
 
     def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = (),
@@ -75,19 +76,31 @@ class Printed:
         if missing:
             raise ValueError(f"texts must have every language {i18n.LANGUAGES}; "
                              f"got {sorted(texts)}, missing {missing}")
+        extra = sorted(lang for lang in texts if lang not in i18n.LANGUAGES)
+        if extra:  # an operation of two texts would keep or drop it depending on the order
+            raise ValueError(f"texts has languages not in {i18n.LANGUAGES}: {extra}")
         if isinstance(untranslated, str):
             raise TypeError(f"untranslated must be an iterable of messages, not the str "
                             f"{untranslated!r:.80}")
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
-        if html is not None and any(lang not in html for lang in i18n.LANGUAGES):
-            raise ValueError(f"html must have every language {i18n.LANGUAGES}; got {sorted(html)}")
+        if html is not None and (not isinstance(html, dict)
+                                 or not all(isinstance(h, str) for h in html.values())):
+            raise TypeError(f"html must be a dict {{language: str}}, got {html!r:.80}")
+        if html is not None and sorted(html) != sorted(i18n.LANGUAGES):
+            raise ValueError(f"html must have every language {i18n.LANGUAGES} and no other; "
+                             f"got {sorted(html)}")
         self.html = dict(html) if html is not None else None
 
     def html_of(self, language: str) -> str:
-        """The HTML of ``language``: the table, or the text in a ``<pre>`` block."""
+        """The HTML of ``language``: the table, or the text in a ``<pre>`` block.
+
+        Raises:
+            ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
+        """
+        language = _language(language)
         if self.html is not None:
-            return self.html[_language(language)]
+            return self.html[language]
         return f'<pre class="{PRE_CLASS}">{escape(self.text(language))}</pre>'
 
     def text(self, language: str | None = None) -> str:
@@ -96,7 +109,7 @@ class Printed:
         Raises:
             ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
         """
-        return self.texts[_language(language or i18n.get_language())]
+        return self.texts[_language(i18n.get_language() if language is None else language)]
 
     def __str__(self) -> str:
         return self.text()
@@ -135,9 +148,17 @@ class Printed:
 
     @classmethod
     def lines(cls, parts: Iterable[Printed]) -> Printed:
-        """The texts of ``parts`` one under another (an empty text if there are none)."""
+        """The texts of ``parts`` one under another (an empty text if there are none).
+
+        Raises:
+            TypeError: if a part is not a :class:`Printed` (a ``str``: wrap data in
+                :func:`verbatim`, a message in :func:`say`).
+        """
         out = cls({lang: "" for lang in i18n.LANGUAGES})
         for k, part in enumerate(parts):
+            if not isinstance(part, Printed):
+                raise TypeError(f"parts[{k}] must be a Printed (say(...), verbatim(...)), got "
+                                f"{type(part).__name__} {part!r:.60}")
             out = part if k == 0 else out + part
         return out
 
