@@ -302,3 +302,39 @@ def test_an_empty_language_is_refused_not_read_as_the_default():
     with pytest.raises(ValueError, match="language must be one of .*got ''"):
         verbatim("a").html_of("")
 
+
+def test_columns_counts_combining_and_zero_width_characters_as_none():
+    from attnbook.printed import columns
+
+    # "é" written as e + COMBINING ACUTE ACCENT is one column; a zero-width space none.
+    assert columns("e\u0301") == 1
+    assert columns("a\u200bb") == 2
+    assert columns("注意") == 4
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        columns(b"ab")
+
+
+def test_a_table_with_combining_characters_lines_up():
+    out = table(["zz a", "n"], [["e\u0301e\u0301", 1], ["abcd", 22]])
+    first, second = out.texts["en"].splitlines()[1:]
+    # Both rows are 8 columns wide on screen: "éé" is two, padded to the column's four.
+    assert first == "e\u0301e\u0301     1" and second == "abcd  22"
+
+
+def test_wrap_lines_checks_its_width_and_its_text():
+    from attnbook.printed import wrap_lines
+
+    with pytest.raises(ValueError, match="width must be >= 1, got 0"):
+        wrap_lines("a b c", 0)
+    with pytest.raises(TypeError, match="width must be an integer"):
+        wrap_lines("a b c", None)
+    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+        wrap_lines(None, 3)
+    # One line: a line break inside was counted as a column and kept mid-line.
+    with pytest.raises(ValueError, match="text must be one line"):
+        wrap_lines("a\nb c", 3)
+
+
+def test_wrap_breaks_a_text_at_every_kind_of_line_break():
+    out = Printed({"en": "ab\r\ncd\ref", "zh_CN": "x\u2028y"}).wrap(4)
+    assert out.texts == {"en": "ab\ncd\nef", "zh_CN": "x\ny"}

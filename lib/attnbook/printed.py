@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from . import i18n
+from .checks import check_int
 
 __all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START",
            "TABLE_CLASS", "PRE_CLASS"]
@@ -46,6 +47,8 @@ TABLE_CLASS = "attnbook-printed-table"
 PRE_CLASS = "attnbook-printed"
 #: Closing punctuation that never begins a line (a wrapped line keeps it at its end).
 NO_LINE_START = frozenset("，。、；：？！）》」』”’")
+#: A line break: what ``str.splitlines`` splits at.
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 #: A space, one wide (CJK) character, or a run of anything else.
 _PIECE = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
                     r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
@@ -140,7 +143,7 @@ class Printed:
         """
         if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        texts = {lang: "\n".join(x for line in text.split("\n")
+        texts = {lang: "\n".join(x for line in _LINE_BREAK.split(text)
                                  for x in wrap_lines(line, int(width)))
                  for lang, text in self.texts.items()}
         return Printed(texts, self.untranslated, None if self.html is None else
@@ -362,8 +365,18 @@ def _is_number(value) -> bool:
 
 
 def columns(text: str) -> int:
-    """Columns ``text`` takes in a monospace font (East Asian wide characters count two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    """Columns ``text`` takes in a monospace font.
+
+    East Asian wide characters count two; combining marks (the accent of ``"e\u0301"``) and
+    zero-width characters (``"\u200b"``, a variation selector) none, as a terminal draws them.
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
@@ -373,7 +386,18 @@ def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -
     two columns), never before a closing mark of :data:`NO_LINE_START`; a word longer than
     the width stays whole. ``initial`` starts the first line and ``subsequent`` the others;
     the text's own leading spaces are kept on its first line.
+
+    Raises:
+        TypeError: if ``text``, ``initial`` or ``subsequent`` is not a ``str``, or ``width``
+            is not an integer.
+        ValueError: if ``width`` is below 1, or ``text`` has a line break (wrap each line).
     """
+    for name, value in (("text", text), ("initial", initial), ("subsequent", subsequent)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    width = check_int(width, "width", minimum=1)
+    if _LINE_BREAK.search(text):
+        raise ValueError(f"text must be one line (wrap each line on its own), got {text!r:.80}")
     out, line = [], initial
     for piece in _PIECE.findall(text):
         if (line.strip() and columns(line + piece.rstrip()) > width
