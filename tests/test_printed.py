@@ -335,6 +335,52 @@ def test_wrap_lines_checks_its_width_and_its_text():
         wrap_lines("a\nb c", 3)
 
 
+def test_table_names_a_row_that_is_no_sequence_of_cells():
+    for bad in (None, 5, {"a": 1}, {1}):
+        with pytest.raises(TypeError, match=r"rows\[0\] must be a sequence of cells"):
+            table(["a"], [bad])
+    # A row that is any other iterable (a generator) is read once, like the rows themselves.
+    out = table(["zz a", "zz b"], ((x for x in (1, 2)) for _ in range(2)))
+    assert out.texts["en"].splitlines()[1:] == ["   1     2", "   1     2"]
+
+
+def test_table_refuses_formats_given_as_one_str():
+    # "2f" was read as two formats, "2" and "f": 1.5 and 2.500000, silently.
+    with pytest.raises(TypeError, match="formats must be a sequence of format specs"):
+        table(["a", "b"], [[1.5, 2.5]], formats="2f")
+    with pytest.raises(TypeError, match=r"formats\[0\] must be a str, got NoneType"):
+        table(["a"], [[1]], formats=[None])
+
+
+def test_a_bool_cell_is_not_formatted_as_a_number():
+    import numpy as np
+
+    # True under ".2f" printed 1.00.
+    for flag in (True, np.bool_(False)):
+        with pytest.raises(ValueError, match=r"rows\[0\]\[0\] \(bool.*\) does not fit .* '.2f'"):
+            table(["a"], [[flag]], formats=[".2f"])
+    # Without a format it is a word, left-aligned like Python's own.
+    assert table(["abcdef"], [[np.bool_(True)]]).texts["en"] == "abcdef\nTrue"
+
+
+def test_a_heading_is_a_message_a_printed_text_or_a_number():
+    for bad in (None, b"loss"):
+        with pytest.raises(TypeError, match=r"header\[0\] must be"):
+            table([bad], [[1]])
+
+
+def test_a_cell_with_any_line_break_is_refused():
+    for br in ("\r", "\u2028", "\x0b"):
+        with pytest.raises(ValueError, match="line break"):
+            table(["a"], [[f"x{br}y"]])
+
+
+def test_a_positional_field_is_named_whatever_follows_it():
+    for message in ("word {0.real}", "word {[0]}", "word {x:{}}"):
+        with pytest.raises(ValueError, match="positional field"):
+            say(message, x=1)
+
+
 def test_wrap_breaks_a_text_at_every_kind_of_line_break():
     out = Printed({"en": "ab\r\ncd\ref", "zh_CN": "x\u2028y"}).wrap(4)
     assert out.texts == {"en": "ab\ncd\nef", "zh_CN": "x\ny"}

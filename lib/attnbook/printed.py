@@ -30,7 +30,7 @@ import numbers
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from html import escape
 
 from . import i18n
@@ -213,6 +213,21 @@ def _describe(value) -> str:
     return type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
 
 
+def _field_names(text: str):
+    """The value names of ``text``'s replacement fields, nested specs' too (``{x:{w}}``).
+
+    ``""`` or digits for a positional field (``{}``, ``{0.real}``, ``{[0]}``, ``{x:{}}``).
+
+    Raises:
+        ValueError: if ``text`` is no format string.
+    """
+    for _, field, spec, _ in string.Formatter().parse(text):
+        if field is not None:
+            yield re.match(r"[^.\[]*", field).group()
+            if spec:
+                yield from _field_names(spec)
+
+
 def _fill(message: str, text: str, values: dict) -> str:
     """``text`` (``message`` in some language) formatted with ``values``, errors named."""
     try:
@@ -222,8 +237,9 @@ def _fill(message: str, text: str, values: dict) -> str:
                        f"{{{err.args[0]}}}; got values for {sorted(values)}") from None
     except (ValueError, TypeError, IndexError, AttributeError) as err:
         fields = [(f, spec) for _, f, spec, _ in string.Formatter().parse(text) if f]
-        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(f))}" for f, spec in fields
-                          if f in values)
+        name = {f: re.match(r"[^.\[]*", f).group() for f, _ in fields}
+        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(name[f]))}"
+                          for f, spec in fields if name[f] in values)
         raise ValueError(f"message {message!r} could not be formatted ({err}): {where}") from None
 
 
@@ -251,7 +267,7 @@ def say(message: str, /, **values) -> Printed:
     if not isinstance(message, str):
         raise TypeError(f"message must be a str, got {type(message).__name__}")
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(message) if f is not None]
+        fields = list(_field_names(message))
     except ValueError as err:
         raise ValueError(f"message {message!r} is no format string: {err}") from None
     if any(f == "" or f.isdigit() for f in fields):
@@ -292,30 +308,50 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         (the plain text pads by :func:`columns`, which a monospace font only approximates).
 
     Raises:
-        TypeError: if ``header`` or a row is a ``str`` (a sequence of cells is needed).
+        TypeError: if ``header`` or a row is a ``str`` or no sequence (a sequence of cells is
+            needed), a heading is not a ``str``, a :class:`Printed` or a number, ``formats``
+            is a ``str`` or has an entry that is not, or ``align`` is not a ``str``.
         ValueError: if a row, ``formats`` or ``align`` has another length than ``header``,
             ``align`` has a character other than ``<`` and ``>``, a cell does not fit its
-            column's format (naming the row and column), or a cell has a line break.
+            column's format (naming the row and column; a bool fits no number format), or a
+            cell has a line break.
     """
-    if isinstance(header, str):
-        raise TypeError(f"header must be a sequence of headings, not the str {header!r}")
-    header, rows = list(header), [r for r in rows]
+    header = _cells(header, "header", "headings")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise TypeError(f"rows must be an iterable of rows, got {type(rows).__name__}")
+    rows = [_cells(r, f"rows[{i}]", "cells") for i, r in enumerate(rows)]
     n = len(header)
+    for j, h in enumerate(header):
+        if not isinstance(h, (str, Printed)) and not _is_number(h):
+            raise TypeError(f"header[{j}] must be a message (str), a Printed or a number, got "
+                            f"{type(h).__name__} {h!r:.60}")
+    if isinstance(formats, str):
+        raise TypeError(f"formats must be a sequence of format specs, one per column, not the "
+                        f"str {formats!r}")
+    if formats is not None and not isinstance(formats, Sequence):
+        raise TypeError(f"formats must be a sequence of format specs, got "
+                        f"{type(formats).__name__}")
+    if align is not None and not isinstance(align, str):
+        raise TypeError(f"align must be a str of '<' and '>', got {type(align).__name__}")
     for name, seq in (("formats", formats), ("align", align)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"{name} must have one entry per column ({n}); got {len(seq)}")
     if align is not None and set(align) - {"<", ">"}:
         raise ValueError(f"align must be made of '<' and '>', got {align!r}")
     for i, row in enumerate(rows):
-        if isinstance(row, str):
-            raise TypeError(f"rows[{i}] must be a sequence of cells, not the str {row!r}")
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
+    for j, f in enumerate(fmts):
+        if not isinstance(f, str):
+            raise TypeError(f"formats[{j}] must be a str, got {type(f).__name__} {f!r:.60}")
 
     def cell(v, i: int, j: int):
         if isinstance(v, (Printed, str)):
             return v
+        if fmts[j] and _is_bool(v):  # a bool is an int: True under ".2f" printed 1.00
+            raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
+                             f"format {fmts[j]!r}: a bool is no number")
         try:
             return format(v, fmts[j])
         except (ValueError, TypeError) as err:
@@ -333,7 +369,7 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
                  for line in [heads, *cells]]
         for i, line in enumerate(lines):
-            if any("\n" in c for c in line):
+            if any(_LINE_BREAK.search(c) for c in line):
                 raise ValueError(f"a table cell has a line break (row {i - 1}; -1 is the "
                                  f"header): {line!r:.120}")
         widths = [max(columns(line[j]) for line in lines) for j in range(n)]
@@ -358,10 +394,30 @@ def _html_table(lines: list[list[str]], align: str) -> str:
             + "".join(row(r, "td") for r in body) + "</tbody></table>")
 
 
+def _cells(seq, name: str, what: str) -> list:
+    """``seq`` (a row or the header) as a list, or a TypeError naming it."""
+    if isinstance(seq, (str, bytes, Mapping, Set)) or not isinstance(seq, Iterable):
+        raise TypeError(f"{name} must be a sequence of {what}, not the {type(seq).__name__} "
+                        f"{seq!r:.60}")
+    try:
+        return list(seq)
+    except TypeError as err:  # a 0-d array
+        raise TypeError(f"{name} must be a sequence of {what}, got {_describe(seq)}: "
+                        f"{err}") from None
+
+
+def _is_bool(value) -> bool:
+    """A Python, NumPy or torch bool (a 0-d bool array too)."""
+    return isinstance(value, bool) or (getattr(value, "ndim", None) == 0 and str(
+        getattr(value, "dtype", "")) in ("bool", "torch.bool"))
+
+
 def _is_number(value) -> bool:
-    if getattr(value, "ndim", None) == 0:  # a NumPy or torch scalar
-        return True
-    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+    if _is_bool(value):
+        return False
+    if getattr(value, "ndim", None) == 0:  # a NumPy or torch scalar (not a 0-d str array)
+        return getattr(getattr(value, "dtype", None), "kind", "f") in "iufc"
+    return isinstance(value, numbers.Number)
 
 
 def columns(text: str) -> int:
