@@ -330,9 +330,24 @@ def test_wrap_lines_checks_its_width_and_its_text():
         wrap_lines("a b c", None)
     with pytest.raises(TypeError, match="text must be a str, got NoneType"):
         wrap_lines(None, 3)
-    # One line: a line break inside was counted as a column and kept mid-line.
-    with pytest.raises(ValueError, match="text must be one line"):
-        wrap_lines("a\nb c", 3)
+    # A line break inside was counted as a column and kept mid-line: ["a\nb", "c"].
+    assert wrap_lines("a\nb c", 3) == ["a", "b c"]
+    assert wrap_lines("一二\r\n三四五", 4) == ["一二", "三四", "五"]
+
+
+def test_wrap_lines_never_leaves_a_prefix_alone_on_a_line():
+    from attnbook.printed import wrap_lines
+
+    # The word longer than the width stays whole, after its prefix (was ["1.", "abcdefgh"]).
+    assert wrap_lines("abcdefgh ij", 5, "1. ", "   ") == ["1. abcdefgh", "   ij"]
+    assert wrap_lines("ab abcdefgh", 5, "", "> ") == ["ab", "> abcdefgh"]
+
+
+def test_wrap_breaks_between_chinese_characters_of_every_plane():
+    # CJK Extension B (U+20000...) and compatibility ideographs are two columns too.
+    out = Printed({"en": "\U00020000" * 4, "zh_CN": "\uf900" * 4}).wrap(4)
+    assert out.texts == {"en": "\U00020000" * 2 + "\n" + "\U00020000" * 2,
+                         "zh_CN": "\uf900\uf900\n\uf900\uf900"}
 
 
 def test_table_names_a_row_that_is_no_sequence_of_cells():

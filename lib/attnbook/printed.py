@@ -49,9 +49,10 @@ PRE_CLASS = "attnbook-printed"
 NO_LINE_START = frozenset("，。、；：？！）》」』”’")
 #: A line break: what ``str.splitlines`` splits at.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: Chinese characters and punctuation (CJK ideographs of every plane, full-width forms).
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff"
 #: A space, one wide (CJK) character, or a run of anything else.
-_PIECE = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
-                    r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
+_PIECE = re.compile(rf"\s+|[{_CJK}]|[^\s{_CJK}]+")
 
 
 class Printed:
@@ -436,33 +437,35 @@ def columns(text: str) -> int:
 
 
 def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
-    """``text`` (one line) broken into lines of at most ``width`` columns.
+    """``text`` broken into lines of at most ``width`` columns.
 
     Breaks fall at spaces and between two Chinese characters (:func:`columns` counts one as
     two columns), never before a closing mark of :data:`NO_LINE_START`; a word longer than
-    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others;
-    the text's own leading spaces are kept on its first line.
+    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others
+    (a prefix is never left alone on a line); the text's own leading spaces are kept. A line
+    break of ``text`` (``str.splitlines``) ends a line; each of its lines is wrapped so.
 
     Raises:
         TypeError: if ``text``, ``initial`` or ``subsequent`` is not a ``str``, or ``width``
             is not an integer.
-        ValueError: if ``width`` is below 1, or ``text`` has a line break (wrap each line).
+        ValueError: if ``width`` is below 1.
     """
     for name, value in (("text", text), ("initial", initial), ("subsequent", subsequent)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     width = check_int(width, "width", minimum=1)
-    if _LINE_BREAK.search(text):
-        raise ValueError(f"text must be one line (wrap each line on its own), got {text!r:.80}")
-    out, line = [], initial
-    for piece in _PIECE.findall(text):
-        if (line.strip() and columns(line + piece.rstrip()) > width
-                and piece not in NO_LINE_START):
-            out.append(line.rstrip())
-            line = subsequent + piece.lstrip()
-        else:
-            line += piece
-    return out + [line.rstrip()]
+    out = []
+    for k, own in enumerate(_LINE_BREAK.split(text)):
+        line, has_text = initial if k == 0 else subsequent, False
+        for piece in _PIECE.findall(own):
+            if (has_text and columns(line + piece.rstrip()) > width
+                    and piece not in NO_LINE_START):
+                out.append(line.rstrip())
+                line, has_text = subsequent + piece.lstrip(), bool(piece.strip())
+            else:
+                line, has_text = line + piece, has_text or bool(piece.strip())
+        out.append(line.rstrip())
+    return out
 
 
 def _pad(text: str, width: int, how: str) -> str:
