@@ -399,3 +399,28 @@ def test_a_positional_field_is_named_whatever_follows_it():
 def test_wrap_breaks_a_text_at_every_kind_of_line_break():
     out = Printed({"en": "ab\r\ncd\ref", "zh_CN": "x\u2028y"}).wrap(4)
     assert out.texts == {"en": "ab\ncd\nef", "zh_CN": "x\ny"}
+
+
+def test_words_inside_literal_braces_are_looked_up(english):
+    # "{{zz loss}}" prints "{zz loss}": its words were taken for a field and never looked up,
+    # so the Chinese edition showed them in English without listing them.
+    assert say("{{zz loss}}").untranslated == {"{{zz loss}}"}
+    assert say("{{n}} = {n}", n=3).untranslated == frozenset()  # a letter, not a word
+
+
+def test_untranslated_holds_messages():
+    with pytest.raises(TypeError, match="untranslated must be an iterable of messages, not "
+                                        "the NoneType"):
+        Printed({"en": "", "zh_CN": ""}, None)
+    # A number among them failed later, sorting the list for the book build.
+    with pytest.raises(TypeError, match=r"untranslated must hold messages \(str\)"):
+        Printed({"en": "", "zh_CN": ""}, [1, "a"])
+
+
+def test_a_heading_with_braces_is_named_and_verbatim_is_suggested():
+    with pytest.raises(ValueError, match=r"header\[1\] '\{0, 1\}' .*verbatim\('\{0, 1\}'\)"):
+        table(["zz a", "{0, 1}"], [[1, 2]])
+    assert table(["zz a", verbatim("{0, 1}")], [[1, 2]]).texts["en"].splitlines()[0] == (
+        "zz a  {0, 1}")
+    with pytest.raises(ValueError, match="header must have at least one heading"):
+        table([], [[], []])  # printed two empty lines

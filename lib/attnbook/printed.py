@@ -39,8 +39,6 @@ from .checks import check_int
 __all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START",
            "TABLE_CLASS", "PRE_CLASS"]
 
-#: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
-_FIELD = re.compile(r"\{[^{}]*\}")
 #: HTML class of a printed table (``book/_static/attnbook.css`` styles it).
 TABLE_CLASS = "attnbook-printed-table"
 #: HTML class of the printed lines next to a table in one output.
@@ -83,11 +81,14 @@ class Printed:
         extra = sorted(lang for lang in texts if lang not in i18n.LANGUAGES)
         if extra:  # an operation of two texts would keep or drop it depending on the order
             raise ValueError(f"texts has languages not in {i18n.LANGUAGES}: {extra}")
-        if isinstance(untranslated, str):
-            raise TypeError(f"untranslated must be an iterable of messages, not the str "
-                            f"{untranslated!r:.80}")
+        if isinstance(untranslated, str) or not isinstance(untranslated, Iterable):
+            raise TypeError(f"untranslated must be an iterable of messages, not the "
+                            f"{type(untranslated).__name__} {untranslated!r:.80}")
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
+        if not all(isinstance(m, str) for m in self.untranslated):
+            raise TypeError(f"untranslated must hold messages (str), got "
+                            f"{sorted(map(repr, self.untranslated))!s:.80}")
         if html is not None and (not isinstance(html, dict)
                                  or not all(isinstance(h, str) for h in html.values())):
             raise TypeError(f"html must be a dict {{language: str}}, got {html!r:.80}")
@@ -275,7 +276,9 @@ def say(message: str, /, **values) -> Printed:
         raise ValueError(f"message {message!r} has a positional field; name every "
                          f"placeholder ({{loss:.3f}})")
     nested = [v for v in values.values() if isinstance(v, Printed)]
-    lookup = i18n.needs_translation(_FIELD.sub(" ", message))
+    # The message's own text: its fields are values, not words to translate ("{{" is a brace).
+    lookup = i18n.needs_translation(" ".join(text for text, *_ in
+                                             string.Formatter().parse(message)))
 
     def make(_) -> str:
         here = {k: v.text(_.language) if isinstance(v, Printed) else v
@@ -314,14 +317,17 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
             is a ``str`` or has an entry that is not, or ``align`` is not a ``str``.
         ValueError: if a row, ``formats`` or ``align`` has another length than ``header``,
             ``align`` has a character other than ``<`` and ``>``, a cell does not fit its
-            column's format (naming the row and column; a bool fits no number format), or a
-            cell has a line break.
+            column's format (naming the row and column; a bool fits no number format), a
+            cell has a line break, ``header`` is empty, or a ``str`` heading has a placeholder
+            or a stray brace (data such as ``"{0, 1}"`` goes in as :func:`verbatim`).
     """
     header = _cells(header, "header", "headings")
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise TypeError(f"rows must be an iterable of rows, got {type(rows).__name__}")
     rows = [_cells(r, f"rows[{i}]", "cells") for i, r in enumerate(rows)]
     n = len(header)
+    if not n:
+        raise ValueError("header must have at least one heading, got none")
     for j, h in enumerate(header):
         if not isinstance(h, (str, Printed)) and not _is_number(h):
             raise TypeError(f"header[{j}] must be a message (str), a Printed or a number, got "
@@ -359,8 +365,8 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
             raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
                              f"format {fmts[j]!r}: {err}") from None
 
-    heads = [h if isinstance(h, Printed) else say(h) if isinstance(h, str)
-             else verbatim(format(h)) for h in header]
+    heads = [h if isinstance(h, Printed) else _heading(h, j) if isinstance(h, str)
+             else verbatim(format(h)) for j, h in enumerate(header)]
     cells = [[cell(v, i, j) for j, v in enumerate(row)] for i, row in enumerate(rows)]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
@@ -393,6 +399,15 @@ def _html_table(lines: list[list[str]], align: str) -> str:
     head, *body = lines
     return (f'<table class="{TABLE_CLASS}"><thead>{row(head, "th")}</thead><tbody>'
             + "".join(row(r, "td") for r in body) + "</tbody></table>")
+
+
+def _heading(message: str, j: int) -> Printed:
+    """``say(message)`` for ``header[j]``, an error naming the heading."""
+    try:
+        return say(message)
+    except (KeyError, ValueError) as err:
+        raise ValueError(f"header[{j}] {message!r} is a message with a placeholder or a brace "
+                         f"({err.args[0]}); give data as verbatim({message!r})") from None
 
 
 def _cells(seq, name: str, what: str) -> list:
