@@ -437,7 +437,7 @@ def _is_number(value) -> bool:
 
 
 def columns(text: str) -> int:
-    """Columns ``text`` takes in a monospace font.
+    r"""Columns ``text`` takes in a monospace font.
 
     East Asian wide characters count two; combining marks (the accent of ``"e\u0301"``) and
     zero-width characters (``"\u200b"``, a variation selector) none, as a terminal draws them.
