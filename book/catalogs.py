@@ -53,6 +53,8 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 #: The words of a display-math block (``\text{scores }``): the one part of it a translation
 #: changes (the reader of the Chinese edition reads them as prose).
 _TEXT_IN_MATH = re.compile(r"\\text\{[^{}]*\}")
+#: Math inside those words (``\text{where $i > j$}``, ``\(...\)``): MathJax typesets it.
+_MATH_IN_TEXT = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])*\$|\\\(.*?\\\)", re.S)
 
 
 def markup_tokens(text: str) -> Counter:
@@ -94,7 +96,7 @@ def is_verbatim(text: str) -> bool:
     """
     rest = _ROLE.sub(" ", _MATH_BLOCK.sub(" ", text))
     rest = _MATH.sub(" ", _CODE.sub(" ", rest))
-    if text.startswith("\n"):  # a display-math block (MyST's $$ ... $$)
+    if text.startswith(("\n", "\\begin{")):  # a display-math block ($$ ... $$, amsmath)
         rest = ""
     return not re.search(r"[A-Za-z]{2,}", rest)
 
@@ -103,14 +105,17 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
     """What a translated entry lost or added of its source's markup (empty when it kept all)."""
     if not entry.msgstr:
         return []
-    if entry.msgid.startswith("\n"):
+    # A display-math block: MyST's $$ on lines of their own, or an amsmath environment.
+    if entry.msgid.startswith(("\n", "\\begin{")):
         if _TEXT_IN_MATH.sub(r"\\text{}", entry.msgstr) != _TEXT_IN_MATH.sub(
                 r"\\text{}", entry.msgid):
             return ["a display-math block must be copied unchanged but for the words inside "
                     "its \\text{...}"]
-        hidden = [t for t in _TEXT_IN_MATH.findall(entry.msgstr) if "$" in t]
-        if hidden and hidden != [t for t in _TEXT_IN_MATH.findall(entry.msgid) if "$" in t]:
-            return [f"math inside a translated \\text{{...}}: {hidden[0]!r}"]
+        # The math inside each \text{...} is the source's (the words around it may change).
+        for got, want in zip(_TEXT_IN_MATH.findall(entry.msgstr),
+                             _TEXT_IN_MATH.findall(entry.msgid)):
+            if _MATH_IN_TEXT.findall(got) != _MATH_IN_TEXT.findall(want):
+                return [f"math inside a translated \\text{{...}}: {got!r}"]
         return []
     want, got = markup_tokens(entry.msgid), markup_tokens(entry.msgstr)
     missing = want - got

@@ -817,3 +817,24 @@ def test_a_label_translation_keeps_each_field_whole(tmp_path, msgid, msgstr, fou
         f'msgid "{msgid}"\nmsgstr "{msgstr}"\n', encoding="utf-8")
     with pytest.raises(ValueError, match="label catalog printed-x.po: msgid .*" + found):
         i18n._compiled("zh_CN", tmp_path)
+
+
+@pytest.mark.parametrize("msgstr, found", [
+    # "{n:.1f} 个头" printed "3.0 个头" where English printed "3 heads".
+    ("{n:.1f} 个头", r"has the fields \['n!None:'\] but .* has \['n!None:\.1f'\]"),
+    # A positional field failed only when the label was drawn (IndexError inside format).
+    ("{n} 个头 {}", r"has the fields \['n!None:'\] but .* has \['!None:', 'n!None:'\]"),
+])
+def test_a_plural_label_translation_keeps_each_field_whole(tmp_path, msgstr, found):
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "printed-x.po").write_text(
+        'msgid ""\nmsgstr "Plural-Forms: nplurals=1; plural=0;\\n"\n\n'
+        f'msgid "one head"\nmsgid_plural "{{n}} heads"\nmsgstr[0] "{msgstr}"\n',
+        encoding="utf-8")
+    with pytest.raises(ValueError, match="label catalog printed-x.po: msgid 'one head' " + found):
+        i18n._compiled("zh_CN", tmp_path)
+    # Either English form's fields are the Chinese form's.
+    (tmp_path / "zh_CN" / "printed-x.po").write_text(
+        'msgid "one head"\nmsgid_plural "{n} heads"\nmsgstr[0] "{n} 个头"\n', encoding="utf-8")
+    got = i18n._compiled("zh_CN", tmp_path).ngettext("one head", "{n} heads", 3)
+    assert got.format(n=3) == "3 个头"

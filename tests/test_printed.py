@@ -4,7 +4,7 @@ import pytest
 
 from attnbook import edition_outputs, i18n
 from attnbook.listing import show_code
-from attnbook.printed import Printed, say, table
+from attnbook.printed import Printed, say, table, verbatim
 
 
 @pytest.fixture
@@ -274,3 +274,153 @@ def test_a_table_is_an_html_table_too_so_columns_line_up_in_any_font(english, mo
     assert payload["kind"] == "text/html" and payload["editions"]["zh_CN"] == both.html_of("zh_CN")
     # Lines alone stay plain text.
     assert say("zz title")._repr_mimebundle_()[edition_outputs.MIME]["kind"] == "text/plain"
+
+
+def test_lines_refuses_a_str_part_rather_than_gluing_it_on_without_a_line_break():
+    # A str among the parts was concatenated to the previous one ("a" + "b" == "ab") and the
+    # result was a str, not a Printed.
+    with pytest.raises(TypeError, match=r"parts\[1\] must be a Printed.*got str"):
+        Printed.lines([say("zz a"), "b"])
+    with pytest.raises(TypeError, match=r"parts\[0\] must be a Printed.*got str"):
+        Printed.lines(["a"])
+
+
+def test_printed_refuses_a_language_it_does_not_know():
+    # An extra language was kept, then dropped by one operand order of + and a KeyError of
+    # the other.
+    with pytest.raises(ValueError, match=r"texts has languages not in .*\['fr'\]"):
+        Printed({"en": "a", "zh_CN": "b", "fr": "c"})
+    with pytest.raises(TypeError, match=r"html must be a dict \{language: str\}"):
+        Printed({"en": "a", "zh_CN": "b"}, html="<b>")
+    with pytest.raises(TypeError, match=r"html must be a dict \{language: str\}"):
+        Printed({"en": "a", "zh_CN": "b"}, html={"en": 1, "zh_CN": 2})
+
+
+def test_an_empty_language_is_refused_not_read_as_the_default():
+    with pytest.raises(ValueError, match="language must be one of .*got ''"):
+        verbatim("a").text("")
+    with pytest.raises(ValueError, match="language must be one of .*got ''"):
+        verbatim("a").html_of("")
+
+
+def test_columns_counts_combining_and_zero_width_characters_as_none():
+    from attnbook.printed import columns
+
+    # "é" written as e + COMBINING ACUTE ACCENT is one column; a zero-width space none.
+    assert columns("e\u0301") == 1
+    assert columns("a\u200bb") == 2
+    assert columns("注意") == 4
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        columns(b"ab")
+
+
+def test_a_table_with_combining_characters_lines_up():
+    out = table(["zz a", "n"], [["e\u0301e\u0301", 1], ["abcd", 22]])
+    first, second = out.texts["en"].splitlines()[1:]
+    # Both rows are 8 columns wide on screen: "éé" is two, padded to the column's four.
+    assert first == "e\u0301e\u0301     1" and second == "abcd  22"
+
+
+def test_wrap_lines_checks_its_width_and_its_text():
+    from attnbook.printed import wrap_lines
+
+    with pytest.raises(ValueError, match="width must be >= 1, got 0"):
+        wrap_lines("a b c", 0)
+    with pytest.raises(TypeError, match="width must be an integer"):
+        wrap_lines("a b c", None)
+    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+        wrap_lines(None, 3)
+    # A line break inside was counted as a column and kept mid-line: ["a\nb", "c"].
+    assert wrap_lines("a\nb c", 3) == ["a", "b c"]
+    assert wrap_lines("一二\r\n三四五", 4) == ["一二", "三四", "五"]
+
+
+def test_wrap_lines_never_leaves_a_prefix_alone_on_a_line():
+    from attnbook.printed import wrap_lines
+
+    # The word longer than the width stays whole, after its prefix (was ["1.", "abcdefgh"]).
+    assert wrap_lines("abcdefgh ij", 5, "1. ", "   ") == ["1. abcdefgh", "   ij"]
+    assert wrap_lines("ab abcdefgh", 5, "", "> ") == ["ab", "> abcdefgh"]
+
+
+def test_wrap_breaks_between_chinese_characters_of_every_plane():
+    # CJK Extension B (U+20000...) and compatibility ideographs are two columns too.
+    out = Printed({"en": "\U00020000" * 4, "zh_CN": "\uf900" * 4}).wrap(4)
+    assert out.texts == {"en": "\U00020000" * 2 + "\n" + "\U00020000" * 2,
+                         "zh_CN": "\uf900\uf900\n\uf900\uf900"}
+
+
+def test_table_names_a_row_that_is_no_sequence_of_cells():
+    for bad in (None, 5, {"a": 1}, {1}):
+        with pytest.raises(TypeError, match=r"rows\[0\] must be a sequence of cells"):
+            table(["a"], [bad])
+    # A row that is any other iterable (a generator) is read once, like the rows themselves.
+    out = table(["zz a", "zz b"], ((x for x in (1, 2)) for _ in range(2)))
+    assert out.texts["en"].splitlines()[1:] == ["   1     2", "   1     2"]
+
+
+def test_table_refuses_formats_given_as_one_str():
+    # "2f" was read as two formats, "2" and "f": 1.5 and 2.500000, silently.
+    with pytest.raises(TypeError, match="formats must be a sequence of format specs"):
+        table(["a", "b"], [[1.5, 2.5]], formats="2f")
+    with pytest.raises(TypeError, match=r"formats\[0\] must be a str, got NoneType"):
+        table(["a"], [[1]], formats=[None])
+
+
+def test_a_bool_cell_is_not_formatted_as_a_number():
+    import numpy as np
+
+    # True under ".2f" printed 1.00.
+    for flag in (True, np.bool_(False)):
+        with pytest.raises(ValueError, match=r"rows\[0\]\[0\] \(bool.*\) does not fit .* '.2f'"):
+            table(["a"], [[flag]], formats=[".2f"])
+    # Without a format it is a word, left-aligned like Python's own.
+    assert table(["abcdef"], [[np.bool_(True)]]).texts["en"] == "abcdef\nTrue"
+
+
+def test_a_heading_is_a_message_a_printed_text_or_a_number():
+    for bad in (None, b"loss"):
+        with pytest.raises(TypeError, match=r"header\[0\] must be"):
+            table([bad], [[1]])
+
+
+def test_a_cell_with_any_line_break_is_refused():
+    for br in ("\r", "\u2028", "\x0b"):
+        with pytest.raises(ValueError, match="line break"):
+            table(["a"], [[f"x{br}y"]])
+
+
+def test_a_positional_field_is_named_whatever_follows_it():
+    for message in ("word {0.real}", "word {[0]}", "word {x:{}}"):
+        with pytest.raises(ValueError, match="positional field"):
+            say(message, x=1)
+
+
+def test_wrap_breaks_a_text_at_every_kind_of_line_break():
+    out = Printed({"en": "ab\r\ncd\ref", "zh_CN": "x\u2028y"}).wrap(4)
+    assert out.texts == {"en": "ab\ncd\nef", "zh_CN": "x\ny"}
+
+
+def test_words_inside_literal_braces_are_looked_up(english):
+    # "{{zz loss}}" prints "{zz loss}": its words were taken for a field and never looked up,
+    # so the Chinese edition showed them in English without listing them.
+    assert say("{{zz loss}}").untranslated == {"{{zz loss}}"}
+    assert say("{{n}} = {n}", n=3).untranslated == frozenset()  # a letter, not a word
+
+
+def test_untranslated_holds_messages():
+    with pytest.raises(TypeError, match="untranslated must be an iterable of messages, not "
+                                        "the NoneType"):
+        Printed({"en": "", "zh_CN": ""}, None)
+    # A number among them failed later, sorting the list for the book build.
+    with pytest.raises(TypeError, match=r"untranslated must hold messages \(str\)"):
+        Printed({"en": "", "zh_CN": ""}, [1, "a"])
+
+
+def test_a_heading_with_braces_is_named_and_verbatim_is_suggested():
+    with pytest.raises(ValueError, match=r"header\[1\] '\{0, 1\}' .*verbatim\('\{0, 1\}'\)"):
+        table(["zz a", "{0, 1}"], [[1, 2]])
+    assert table(["zz a", verbatim("{0, 1}")], [[1, 2]]).texts["en"].splitlines()[0] == (
+        "zz a  {0, 1}")
+    with pytest.raises(ValueError, match="header must have at least one heading"):
+        table([], [[], []])  # printed two empty lines

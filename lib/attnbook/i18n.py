@@ -223,13 +223,17 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
                         f"{sorted(want)} but its translation {text!r} has "
                         f"{sorted(_placeholders(text))}")
                 # The whole field is kept (its format spec and conversion), and a translation
-                # is a format string wherever its msgid is one.
-                got = _fields(text)
-                if not e.msgid_plural and _fields(e.msgid) is not None and got != _fields(
-                        e.msgid):
+                # is a format string wherever its msgid is one. A plural form has the fields
+                # of either English form ("one head" / "{n} heads": a Chinese form has {n}).
+                got, need = _fields(text), _fields(e.msgid)
+                if e.msgid_plural and got is not None:
+                    other = _fields(e.msgid_plural)
+                    need = None if need is None or other is None else sorted({*need, *other})
+                    got = sorted(set(got))
+                if need is not None and got != need:
                     raise ValueError(
                         f"label catalog {path.name}: msgid {e.msgid!r} has the fields "
-                        f"{_fields(e.msgid)} but its translation {text!r} has "
+                        f"{need} but its translation {text!r} has "
                         f"{got if got is not None else 'none (it is no format string)'}")
             if e.msgid in seen:
                 continue  # the first file wins

@@ -30,25 +30,27 @@ import numbers
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from html import escape
 
 from . import i18n
+from .checks import check_int
 
 __all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START",
            "TABLE_CLASS", "PRE_CLASS"]
 
-#: A ``str.format`` replacement field (``{loss:.3f}``): a value, not a word to translate.
-_FIELD = re.compile(r"\{[^{}]*\}")
 #: HTML class of a printed table (``book/_static/attnbook.css`` styles it).
 TABLE_CLASS = "attnbook-printed-table"
 #: HTML class of the printed lines next to a table in one output.
 PRE_CLASS = "attnbook-printed"
 #: Closing punctuation that never begins a line (a wrapped line keeps it at its end).
 NO_LINE_START = frozenset("，。、；：？！）》」』”’")
+#: A line break: what ``str.splitlines`` splits at.
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: Chinese characters and punctuation (CJK ideographs of every plane, full-width forms).
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff"
 #: A space, one wide (CJK) character, or a run of anything else.
-_PIECE = re.compile(r"\s+|[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]"
-                    r"|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
+_PIECE = re.compile(rf"\s+|[{_CJK}]|[^\s{_CJK}]+")
 
 
 class Printed:
@@ -62,9 +64,10 @@ class Printed:
             is an HTML table, whose columns line up in any font); shown where HTML is.
 
     Raises:
-        TypeError: if ``texts`` is not a dict of ``str``, or ``untranslated`` is a ``str``.
+        TypeError: if ``texts`` (or ``html``) is not a dict of ``str``, or ``untranslated`` is
+            a ``str``.
         ValueError: if ``texts`` (or ``html``) lacks a language of
-            :data:`attnbook.i18n.LANGUAGES`.
+            :data:`attnbook.i18n.LANGUAGES` or has another one.
     """
 
     def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = (),
@@ -75,19 +78,34 @@ class Printed:
         if missing:
             raise ValueError(f"texts must have every language {i18n.LANGUAGES}; "
                              f"got {sorted(texts)}, missing {missing}")
-        if isinstance(untranslated, str):
-            raise TypeError(f"untranslated must be an iterable of messages, not the str "
-                            f"{untranslated!r:.80}")
+        extra = sorted(lang for lang in texts if lang not in i18n.LANGUAGES)
+        if extra:  # an operation of two texts would keep or drop it depending on the order
+            raise ValueError(f"texts has languages not in {i18n.LANGUAGES}: {extra}")
+        if isinstance(untranslated, str) or not isinstance(untranslated, Iterable):
+            raise TypeError(f"untranslated must be an iterable of messages, not the "
+                            f"{type(untranslated).__name__} {untranslated!r:.80}")
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
-        if html is not None and any(lang not in html for lang in i18n.LANGUAGES):
-            raise ValueError(f"html must have every language {i18n.LANGUAGES}; got {sorted(html)}")
+        if not all(isinstance(m, str) for m in self.untranslated):
+            raise TypeError(f"untranslated must hold messages (str), got "
+                            f"{sorted(map(repr, self.untranslated))!s:.80}")
+        if html is not None and (not isinstance(html, dict)
+                                 or not all(isinstance(h, str) for h in html.values())):
+            raise TypeError(f"html must be a dict {{language: str}}, got {html!r:.80}")
+        if html is not None and sorted(html) != sorted(i18n.LANGUAGES):
+            raise ValueError(f"html must have every language {i18n.LANGUAGES} and no other; "
+                             f"got {sorted(html)}")
         self.html = dict(html) if html is not None else None
 
     def html_of(self, language: str) -> str:
-        """The HTML of ``language``: the table, or the text in a ``<pre>`` block."""
+        """The HTML of ``language``: the table, or the text in a ``<pre>`` block.
+
+        Raises:
+            ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
+        """
+        language = _language(language)
         if self.html is not None:
-            return self.html[_language(language)]
+            return self.html[language]
         return f'<pre class="{PRE_CLASS}">{escape(self.text(language))}</pre>'
 
     def text(self, language: str | None = None) -> str:
@@ -96,7 +114,7 @@ class Printed:
         Raises:
             ValueError: if ``language`` is not one of :data:`attnbook.i18n.LANGUAGES`.
         """
-        return self.texts[_language(language or i18n.get_language())]
+        return self.texts[_language(i18n.get_language() if language is None else language)]
 
     def __str__(self) -> str:
         return self.text()
@@ -127,7 +145,7 @@ class Printed:
         """
         if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        texts = {lang: "\n".join(x for line in text.split("\n")
+        texts = {lang: "\n".join(x for line in _LINE_BREAK.split(text)
                                  for x in wrap_lines(line, int(width)))
                  for lang, text in self.texts.items()}
         return Printed(texts, self.untranslated, None if self.html is None else
@@ -135,9 +153,17 @@ class Printed:
 
     @classmethod
     def lines(cls, parts: Iterable[Printed]) -> Printed:
-        """The texts of ``parts`` one under another (an empty text if there are none)."""
+        """The texts of ``parts`` one under another (an empty text if there are none).
+
+        Raises:
+            TypeError: if a part is not a :class:`Printed` (a ``str``: wrap data in
+                :func:`verbatim`, a message in :func:`say`).
+        """
         out = cls({lang: "" for lang in i18n.LANGUAGES})
         for k, part in enumerate(parts):
+            if not isinstance(part, Printed):
+                raise TypeError(f"parts[{k}] must be a Printed (say(...), verbatim(...)), got "
+                                f"{type(part).__name__} {part!r:.60}")
             out = part if k == 0 else out + part
         return out
 
@@ -189,6 +215,21 @@ def _describe(value) -> str:
     return type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
 
 
+def _field_names(text: str):
+    """The value names of ``text``'s replacement fields, nested specs' too (``{x:{w}}``).
+
+    ``""`` or digits for a positional field (``{}``, ``{0.real}``, ``{[0]}``, ``{x:{}}``).
+
+    Raises:
+        ValueError: if ``text`` is no format string.
+    """
+    for _, field, spec, _ in string.Formatter().parse(text):
+        if field is not None:
+            yield re.match(r"[^.\[]*", field).group()
+            if spec:
+                yield from _field_names(spec)
+
+
 def _fill(message: str, text: str, values: dict) -> str:
     """``text`` (``message`` in some language) formatted with ``values``, errors named."""
     try:
@@ -198,8 +239,9 @@ def _fill(message: str, text: str, values: dict) -> str:
                        f"{{{err.args[0]}}}; got values for {sorted(values)}") from None
     except (ValueError, TypeError, IndexError, AttributeError) as err:
         fields = [(f, spec) for _, f, spec, _ in string.Formatter().parse(text) if f]
-        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(f))}" for f, spec in fields
-                          if f in values)
+        name = {f: re.match(r"[^.\[]*", f).group() for f, _ in fields}
+        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(name[f]))}"
+                          for f, spec in fields if name[f] in values)
         raise ValueError(f"message {message!r} could not be formatted ({err}): {where}") from None
 
 
@@ -227,14 +269,16 @@ def say(message: str, /, **values) -> Printed:
     if not isinstance(message, str):
         raise TypeError(f"message must be a str, got {type(message).__name__}")
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(message) if f is not None]
+        fields = list(_field_names(message))
     except ValueError as err:
         raise ValueError(f"message {message!r} is no format string: {err}") from None
     if any(f == "" or f.isdigit() for f in fields):
         raise ValueError(f"message {message!r} has a positional field; name every "
                          f"placeholder ({{loss:.3f}})")
     nested = [v for v in values.values() if isinstance(v, Printed)]
-    lookup = i18n.needs_translation(_FIELD.sub(" ", message))
+    # The message's own text: its fields are values, not words to translate ("{{" is a brace).
+    lookup = i18n.needs_translation(" ".join(text for text, *_ in
+                                             string.Formatter().parse(message)))
 
     def make(_) -> str:
         here = {k: v.text(_.language) if isinstance(v, Printed) else v
@@ -268,38 +312,61 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         (the plain text pads by :func:`columns`, which a monospace font only approximates).
 
     Raises:
-        TypeError: if ``header`` or a row is a ``str`` (a sequence of cells is needed).
+        TypeError: if ``header`` or a row is a ``str`` or no sequence (a sequence of cells is
+            needed), a heading is not a ``str``, a :class:`Printed` or a number, ``formats``
+            is a ``str`` or has an entry that is not, or ``align`` is not a ``str``.
         ValueError: if a row, ``formats`` or ``align`` has another length than ``header``,
             ``align`` has a character other than ``<`` and ``>``, a cell does not fit its
-            column's format (naming the row and column), or a cell has a line break.
+            column's format (naming the row and column; a bool fits no number format), a
+            cell has a line break, ``header`` is empty, or a ``str`` heading has a placeholder
+            or a stray brace (data such as ``"{0, 1}"`` goes in as :func:`verbatim`).
     """
-    if isinstance(header, str):
-        raise TypeError(f"header must be a sequence of headings, not the str {header!r}")
-    header, rows = list(header), [r for r in rows]
+    header = _cells(header, "header", "headings")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise TypeError(f"rows must be an iterable of rows, got {type(rows).__name__}")
+    rows = [_cells(r, f"rows[{i}]", "cells") for i, r in enumerate(rows)]
     n = len(header)
+    if not n:
+        raise ValueError("header must have at least one heading, got none")
+    for j, h in enumerate(header):
+        if not isinstance(h, (str, Printed)) and not _is_number(h):
+            raise TypeError(f"header[{j}] must be a message (str), a Printed or a number, got "
+                            f"{type(h).__name__} {h!r:.60}")
+    if isinstance(formats, str):
+        raise TypeError(f"formats must be a sequence of format specs, one per column, not the "
+                        f"str {formats!r}")
+    if formats is not None and not isinstance(formats, Sequence):
+        raise TypeError(f"formats must be a sequence of format specs, got "
+                        f"{type(formats).__name__}")
+    if align is not None and not isinstance(align, str):
+        raise TypeError(f"align must be a str of '<' and '>', got {type(align).__name__}")
     for name, seq in (("formats", formats), ("align", align)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"{name} must have one entry per column ({n}); got {len(seq)}")
     if align is not None and set(align) - {"<", ">"}:
         raise ValueError(f"align must be made of '<' and '>', got {align!r}")
     for i, row in enumerate(rows):
-        if isinstance(row, str):
-            raise TypeError(f"rows[{i}] must be a sequence of cells, not the str {row!r}")
         if len(row) != n:
             raise ValueError(f"rows[{i}] has {len(row)} values; the header has {n} columns")
     fmts = list(formats) if formats is not None else [""] * n
+    for j, f in enumerate(fmts):
+        if not isinstance(f, str):
+            raise TypeError(f"formats[{j}] must be a str, got {type(f).__name__} {f!r:.60}")
 
     def cell(v, i: int, j: int):
         if isinstance(v, (Printed, str)):
             return v
+        if fmts[j] and _is_bool(v):  # a bool is an int: True under ".2f" printed 1.00
+            raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
+                             f"format {fmts[j]!r}: a bool is no number")
         try:
             return format(v, fmts[j])
         except (ValueError, TypeError) as err:
             raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
                              f"format {fmts[j]!r}: {err}") from None
 
-    heads = [h if isinstance(h, Printed) else say(h) if isinstance(h, str)
-             else verbatim(format(h)) for h in header]
+    heads = [h if isinstance(h, Printed) else _heading(h, j) if isinstance(h, str)
+             else verbatim(format(h)) for j, h in enumerate(header)]
     cells = [[cell(v, i, j) for j, v in enumerate(row)] for i, row in enumerate(rows)]
     if align is None:
         align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
@@ -309,7 +376,7 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
                  for line in [heads, *cells]]
         for i, line in enumerate(lines):
-            if any("\n" in c for c in line):
+            if any(_LINE_BREAK.search(c) for c in line):
                 raise ValueError(f"a table cell has a line break (row {i - 1}; -1 is the "
                                  f"header): {line!r:.120}")
         widths = [max(columns(line[j]) for line in lines) for j in range(n)]
@@ -334,34 +401,86 @@ def _html_table(lines: list[list[str]], align: str) -> str:
             + "".join(row(r, "td") for r in body) + "</tbody></table>")
 
 
+def _heading(message: str, j: int) -> Printed:
+    """``say(message)`` for ``header[j]``, an error naming the heading."""
+    try:
+        return say(message)
+    except (KeyError, ValueError) as err:
+        raise ValueError(f"header[{j}] {message!r} is a message with a placeholder or a brace "
+                         f"({err.args[0]}); give data as verbatim({message!r})") from None
+
+
+def _cells(seq, name: str, what: str) -> list:
+    """``seq`` (a row or the header) as a list, or a TypeError naming it."""
+    if isinstance(seq, (str, bytes, Mapping, Set)) or not isinstance(seq, Iterable):
+        raise TypeError(f"{name} must be a sequence of {what}, not the {type(seq).__name__} "
+                        f"{seq!r:.60}")
+    try:
+        return list(seq)
+    except TypeError as err:  # a 0-d array
+        raise TypeError(f"{name} must be a sequence of {what}, got {_describe(seq)}: "
+                        f"{err}") from None
+
+
+def _is_bool(value) -> bool:
+    """A Python, NumPy or torch bool (a 0-d bool array too)."""
+    return isinstance(value, bool) or (getattr(value, "ndim", None) == 0 and str(
+        getattr(value, "dtype", "")) in ("bool", "torch.bool"))
+
+
 def _is_number(value) -> bool:
-    if getattr(value, "ndim", None) == 0:  # a NumPy or torch scalar
-        return True
-    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+    if _is_bool(value):
+        return False
+    if getattr(value, "ndim", None) == 0:  # a NumPy or torch scalar (not a 0-d str array)
+        return getattr(getattr(value, "dtype", None), "kind", "f") in "iufc"
+    return isinstance(value, numbers.Number)
 
 
 def columns(text: str) -> int:
-    """Columns ``text`` takes in a monospace font (East Asian wide characters count two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    r"""Columns ``text`` takes in a monospace font.
+
+    East Asian wide characters count two; combining marks (the accent of ``"e\u0301"``) and
+    zero-width characters (``"\u200b"``, a variation selector) none, as a terminal draws them.
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
-    """``text`` (one line) broken into lines of at most ``width`` columns.
+    """``text`` broken into lines of at most ``width`` columns.
 
     Breaks fall at spaces and between two Chinese characters (:func:`columns` counts one as
     two columns), never before a closing mark of :data:`NO_LINE_START`; a word longer than
-    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others;
-    the text's own leading spaces are kept on its first line.
+    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others
+    (a prefix is never left alone on a line); the text's own leading spaces are kept. A line
+    break of ``text`` (``str.splitlines``) ends a line; each of its lines is wrapped so.
+
+    Raises:
+        TypeError: if ``text``, ``initial`` or ``subsequent`` is not a ``str``, or ``width``
+            is not an integer.
+        ValueError: if ``width`` is below 1.
     """
-    out, line = [], initial
-    for piece in _PIECE.findall(text):
-        if (line.strip() and columns(line + piece.rstrip()) > width
-                and piece not in NO_LINE_START):
-            out.append(line.rstrip())
-            line = subsequent + piece.lstrip()
-        else:
-            line += piece
-    return out + [line.rstrip()]
+    for name, value in (("text", text), ("initial", initial), ("subsequent", subsequent)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    width = check_int(width, "width", minimum=1)
+    out = []
+    for k, own in enumerate(_LINE_BREAK.split(text)):
+        line, has_text = initial if k == 0 else subsequent, False
+        for piece in _PIECE.findall(own):
+            if (has_text and columns(line + piece.rstrip()) > width
+                    and piece not in NO_LINE_START):
+                out.append(line.rstrip())
+                line, has_text = subsequent + piece.lstrip(), bool(piece.strip())
+            else:
+                line, has_text = line + piece, has_text or bool(piece.strip())
+        out.append(line.rstrip())
+    return out
 
 
 def _pad(text: str, width: int, how: str) -> str:

@@ -173,6 +173,32 @@ def test_display_math_words_inside_text_are_translated_and_nothing_else():
         "math inside a translated \\text{...}: '\\\\text{分数 $i>j$ }'"]
 
 
+def test_math_inside_text_is_checked_not_forbidden():
+    # The words around math in \text{...} are translated, the math kept (was flagged whatever
+    # the translation, so such a formula could not be translated at all).
+    msgid = "\n\\text{where $x$ is} + \\text{b}\n"
+    kept = polib.POEntry(msgid=msgid, msgstr="\n\\text{其中 $x$ 为} + \\text{乙}\n")
+    assert catalogs.markup_problems(kept) == []
+    escaped = polib.POEntry(msgid="\n\\text{costs \\$5} x\n", msgstr="\n\\text{花费 \\$5} x\n")
+    assert catalogs.markup_problems(escaped) == []  # \$ is a dollar sign, not math
+    # Math changed, moved to another \text, or written \(...\) is named.
+    for msgstr in ("\n\\text{其中 $y$ 为} + \\text{乙}\n", "\n\\text{其中为} + \\text{乙 $x$}\n",
+                   "\n\\text{其中 $x$ 为} + \\text{乙 \\(i>j\\)}\n"):
+        problems = catalogs.markup_problems(polib.POEntry(msgid=msgid, msgstr=msgstr))
+        assert problems and problems[0].startswith("math inside a translated"), msgstr
+
+
+def test_an_amsmath_environment_is_display_math():
+    # MyST's amsmath block has no leading line break: its translation was checked as prose,
+    # which has no markup token to lose, so any formula passed.
+    msgid = "\\begin{equation}\nw = \\text{weight}\n\\end{equation}"
+    ok = polib.POEntry(msgid=msgid, msgstr=msgid.replace("weight", "权重"))
+    assert catalogs.markup_problems(ok) == []
+    changed = polib.POEntry(msgid=msgid, msgstr=ok.msgstr.replace("w =", "v ="))
+    assert catalogs.markup_problems(changed) == [
+        "a display-math block must be copied unchanged but for the words inside its \\text{...}"]
+
+
 def test_catalog_tool_names_a_missing_argument(capsys):
     assert catalogs._main(["apply"]) == 2
     assert "missing PO JSON" in capsys.readouterr().err
