@@ -315,10 +315,10 @@ def test_kv_cache_calculator_speaks_chinese(default_explorer):
     # The issue's example: the bars' labels were English beside a Chinese legend.
     assert zh["data"][4]["y"] == ["MHA（28 个 KV 头）", "实际配置（GQA）", "MQA（1 个 KV 头）"]
     assert [t["name"] for t in zh["data"][:3]] == zh["data"][4]["y"]
-    assert zh["data"][0]["hovertemplate"].startswith("%{x} 个词元：%{y:.3g} GiB")
+    assert zh["data"][0]["hovertemplate"].startswith("%{x} 个 token：%{y:.3g} GiB")
     title = title_text(zh["layout"])
     assert title.startswith("Qwen2-7B — 28 层，GQA：28 个查询头，4 个 128 维 KV 头")
-    assert "131072 个词元 × 批大小 1 = 7 GiB（MHA 需要 7 倍）" in title  # 28 / 4, by hand
+    assert "131072 个 token × 批大小 1 = 7 GiB（MHA 需要 7 倍）" in title  # 28 / 4, by hand
     # One computation drawn twice: the same bytes in both editions.
     en = default_explorer.figure_json(values)
     assert zh["data"][4]["meta"] == en["data"][4]["meta"]

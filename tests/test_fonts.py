@@ -128,6 +128,9 @@ def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation(
 @pytest.mark.parametrize("text, width, kept", [
     ("19.9 个词元的周期", 80, ["词元"]),                  # a word is not split
     ("查询 8 个词元，其中 2 个是填充词元", 90, ["8 个词元"]),  # a count stays with its noun
+    ("查询 8 个 token，其中 2 个是填充 token", 90, ["8 个 token"]),  # a Latin noun too
+    ("上下文为 4096 个 token 时", 100, ["4096 个 token"]),
+    ("每个 token 的键值缓存", 40, ["token"]),  # a Latin word is not split, even at its width
     ("朴素 softmax 注意力的深灰色部分", 100, ["注意力", "深灰色"]),
     ("（上限 ln(4) = 1.386 奈特）", 160, ["ln(4) = 1.386 奈特"]),  # a relation keeps its sides
 ])

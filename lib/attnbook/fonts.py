@@ -235,8 +235,9 @@ def _words(units: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Join :func:`_units` so that a line breaks only where a reader would break it.
 
     Between Chinese characters a break falls only between two words (jieba's segmentation,
-    the one the book's search uses): "词元" is one unit, not two. A number stays with the
-    measure word or unit after it ("8 个", "256 倍"), and a relation (``=``, ``≈``, ``→``...)
+    the one the book's search uses): "注意力" is one unit, not three. A number stays with the
+    measure word or unit after it ("8 个", "256 倍"), a one-character measure word with the
+    word it counts, Chinese or Latin ("8 个 token"), and a relation (``=``, ``≈``, ``→``...)
     with both its sides. :func:`wrap_html` splits a joined unit again where it alone is wider
     than its line.
     """
@@ -268,14 +269,16 @@ def _words(units: list[tuple[str, str]]) -> list[tuple[str, str]]:
     for sep, u in out:
         after_number = (sep == " " and bool(joined) and joined[-1][1][-1:].isdigit()
                         and _is_wide(u[0]))
-        glued = bool(joined) and (keep == "any" or (keep == "word" and sep == "")
-                                  or after_number or (sep == " " and u in _RELATIONS))
+        counted = keep == "word" and (sep == "" or (u[0].isalpha() and not _is_wide(u[0])))
+        glued = bool(joined) and (keep == "any" or counted or after_number
+                                  or (sep == " " and u in _RELATIONS))
         if glued:
             joined[-1] = (joined[-1][0], joined[-1][1] + sep + u)
         else:
             joined.append((sep, u))
         # A relation keeps what follows it; a one-character measure word after a number
-        # keeps the word it counts ("8 个词元", not "8 个" then "词元").
+        # keeps the word it counts, the next Chinese word or, after a space, a Latin one
+        # ("8 个 token", not "8 个" then "token").
         keep = "any" if u in _RELATIONS else "word" if after_number and len(u) == 1 else None
     return joined
 
@@ -287,7 +290,8 @@ def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
     lines are broken greedily at spaces outside tags and between Chinese words (jieba's
     segmentation; between any two Chinese characters only where a word alone is wider than the
     line), never inside a tag such as ``<span style='...'>``, between a number and the
-    measure word after it, or beside a relation such as ``=``. A single Latin word wider than
+    measure word after it or that word and the one it counts ("8 个 token"), or beside a
+    relation such as ``=``. A single Latin word wider than
     ``max_px`` stays whole on its own line.
 
     Args:

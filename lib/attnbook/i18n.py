@@ -348,7 +348,7 @@ KEPT_WORDS = frozenset("""
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
     DeepSeek fp32 fp16 bf16 fp8 int8 float64 float32 float16 bfloat16 FLOPs FLOP TFLOP TFLOPs
     GiB MiB KiB TiB GB MB KB TB ms rad nats Adam SGD
-    softmax logsumexp tanh Transformer ReLU GELU SwiGLU
+    softmax logsumexp tanh token Transformer ReLU GELU SwiGLU
 """.split())
 
 

@@ -85,7 +85,8 @@ def test_english_explorers_show_no_chinese(built_editions):
 @pytest.mark.parametrize("text, kept, words", [
     ("查询 0，键 1：可关注", (), []),
     ("query 0, key 1: may attend", (), ["query", "key", "may", "attend"]),
-    ("%{x} 个词元：%{y:.3g} GiB<extra>MHA（28 个 KV 头）</extra>", (), []),
+    ("%{x} 个 token：%{y:.3g} GiB<extra>MHA（28 个 KV 头）</extra>", (), []),
+    ("%{x} 个 tokens：%{y:.3g} GiB", (), ["tokens"]),  # token is kept; Chinese has no plural
     ("权重 = masked_softmax(scores, mask)", (), []),
     ("“The king”", ("The", "king"), []),
 ])
