@@ -10,10 +10,11 @@
   ``copy_capacity_run``; exercise 5's four RNN trainings), or read with plain loops from the
   committed table ``benchmarks/results/copy_capacity.csv`` (whose parameter and state counts are
   checked here by hand); compare with ``rel_tol=1e-9``; or
-* a :class:`Check` — for what cannot be recomputed (wall-clock times, machine-dependent) or is
-  zero by a hand derivation up to rounding: ``check.matches(actual, glued)`` must be True, where
-  ``glued`` is the dict of all values the chapter glued (timings are checked for consistency
-  with each other and with the FLOP counts, which are exact).
+* a matcher of tests/chapters/matchers.py — a :class:`Tiny` bound for what is zero by a hand
+  derivation up to rounding, a :class:`Check` for what cannot be recomputed (wall-clock times,
+  machine-dependent): ``matcher.matches(actual, glued)`` must be True, where ``glued`` is the
+  dict of all values the chapter glued (timings are checked for consistency with each other and
+  with the FLOP counts, which are exact).
 """
 
 from __future__ import annotations
@@ -22,39 +23,10 @@ import functools
 import math
 
 import numpy as np
+from matchers import Check, Tiny, positive_time
 
 NUMBER = 1
 NAME = "01-rnn-bottleneck"
-
-
-class Check:
-    """A glued value checked by a predicate instead of equality.
-
-    Args:
-        predicate: ``predicate(actual, glued) -> bool``; ``glued`` holds every glued value.
-        why: what the predicate encodes (shown when it fails).
-    """
-
-    def __init__(self, predicate, why: str):
-        self.predicate = predicate
-        self.why = why
-
-    def matches(self, actual, glued: dict) -> bool:
-        return bool(self.predicate(actual, glued))
-
-    def __repr__(self) -> str:
-        return f"Check({self.why})"
-
-
-def tiny(bound: float = 1e-12) -> Check:
-    """A difference that a hand derivation says is 0: a float in [0, bound]."""
-    return Check(lambda v, g: isinstance(v, float) and 0.0 <= v <= bound,
-                 f"0 up to rounding (<= {bound:g})")
-
-
-def positive_time() -> Check:
-    return Check(lambda v, g: isinstance(v, float) and math.isfinite(v) and v > 0,
-                 "a measured time: finite and > 0 (machine-dependent)")
 
 
 def _gflops(flops: int, ms_key: str) -> Check:
@@ -220,7 +192,7 @@ def expected() -> dict:
         n_lstm = rnn.jacobian_norms(default_lstm, x)
         e |= {
             # Linear RNN with W_hh = 0.9 Q: every step's Jacobian is 0.9 Q, norms 0.9^k exactly.
-            "van_linear_max_rel_dev": tiny(1e-12),
+            "van_linear_max_rel_dev": Tiny(1e-12),
             "van_tanh09_50": float(tanh09[50]),
             "van_default_gamma": torch.linalg.matrix_norm(default_rnn.weight_hh, ord=2).item(),
             "van_default_10": float(n_def[10]), "van_default_50": float(n_def[50]),
@@ -311,7 +283,7 @@ def expected() -> dict:
     # --- Cost per layer: attention / recurrence = 2 + n / d (hand derivation). ---
     e |= {"cost_ratio_512": 2 + 512 / 512, "cost_ratio_32k": 2 + 32768 / 512}
     # --- Misconception: orthogonal linear RNN keeps norm 1 exactly (up to rounding). ---
-    e |= {"mis_orth_max_dev": tiny(1e-12)}
+    e |= {"mis_orth_max_dev": Tiny(1e-12)}
     # --- Exercises. ---
     edge = gradient_decay_data(1.0, max_distance=50)
     e |= {"ex1_first_below": math.ceil(math.log(0.01) / math.log(0.99)),

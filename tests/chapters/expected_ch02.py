@@ -19,6 +19,7 @@ import functools
 import math
 
 import numpy as np
+from matchers import Near
 
 #: Tolerance for glued cosines of float32 hidden states recomputed here.
 COS_ATOL = 1e-5
@@ -26,19 +27,6 @@ COS_ATOL = 1e-5
 CONTEXTS = ("I ate an apple.", "She peeled the apple.", "Apple released a new chip.",
             "Apple's stock fell.", "I saw an apple.")
 TEMPLATES = ("Tell me about the {}.", "This is the {}.", "We talked about the {}.")
-
-
-class Near:
-    """A glued float within ``atol`` of ``value`` (duck-typed ``matches`` for same_value)."""
-
-    def __init__(self, value: float, atol: float = COS_ATOL):
-        self.value, self.atol = float(value), atol
-
-    def matches(self, actual, glued: dict) -> bool:
-        return isinstance(actual, float) and abs(actual - self.value) <= self.atol
-
-    def __repr__(self) -> str:
-        return f"Near({self.value}, {self.atol})"
 
 
 def toy() -> dict:
@@ -77,6 +65,7 @@ def real_model() -> dict:
     from attnbook import pretrained
 
     model = pretrained.load_minilm()
+    near = functools.partial(Near, atol=COS_ATOL)  # float32 states: cosines known to COS_ATOL
 
     def vec(sentence: str, word: str) -> np.ndarray:
         tokens, h = model.hidden_states(sentence)  # (7, T, d)
@@ -101,26 +90,26 @@ def real_model() -> dict:
     n_rise_all = 2 * len(CONTEXTS)
     return {
         "sn_n_contexts": len(CONTEXTS),
-        "sn_l0_fruit": Near(sim["I ate an apple."]["fruit"][0]),
-        "sn_l0_company": Near(sim["I ate an apple."]["company"][0]),
-        "sn_last_ate": Near(marg["I ate an apple."][-1]),
-        "sn_last_chip": Near(marg["Apple released a new chip."][-1]),
-        "sn_last_stock": Near(marg["Apple's stock fell."][-1]),
-        "sn_last_saw": Near(marg["I saw an apple."][-1]),
-        "sn_last_min": Near(min(last)), "sn_last_max": Near(max(last)),
-        "sn_chip_company_l0": Near(chip[0]),
+        "sn_l0_fruit": near(sim["I ate an apple."]["fruit"][0]),
+        "sn_l0_company": near(sim["I ate an apple."]["company"][0]),
+        "sn_last_ate": near(marg["I ate an apple."][-1]),
+        "sn_last_chip": near(marg["Apple released a new chip."][-1]),
+        "sn_last_stock": near(marg["Apple's stock fell."][-1]),
+        "sn_last_saw": near(marg["I saw an apple."][-1]),
+        "sn_last_min": near(min(last)), "sn_last_max": near(max(last)),
+        "sn_chip_company_l0": near(chip[0]),
         "sn_chip_company_best_layer": best,
-        "sn_chip_company_best": Near(chip[best]),
-        "sn_saw_company_l0": Near(sim["I saw an apple."]["company"][0]),
-        "sn_saw_company_at_best": Near(sim["I saw an apple."]["company"][best]),
+        "sn_chip_company_best": near(chip[best]),
+        "sn_saw_company_l0": near(sim["I saw an apple."]["company"][0]),
+        "sn_saw_company_at_best": near(sim["I saw an apple."]["company"][best]),
         "sn_rise": (f"in all {n_rise_all} (sentence, anchor) pairs" if n_rise == n_rise_all
                     else f"in {n_rise} of the {n_rise_all} (sentence, anchor) pairs"),
-        "sn_chip_marg_at_best": Near(marg["Apple released a new chip."][best]),
-        "sn_saw_marg_at_best": Near(marg["I saw an apple."][best]),
-        "sn_ate_marg_at_best": Near(marg["I ate an apple."][best]),
-        "sn_chip_vs_saw_at_best": Near(marg["I saw an apple."][best]
+        "sn_chip_marg_at_best": near(marg["Apple released a new chip."][best]),
+        "sn_saw_marg_at_best": near(marg["I saw an apple."][best]),
+        "sn_ate_marg_at_best": near(marg["I ate an apple."][best]),
+        "sn_chip_vs_saw_at_best": near(marg["I saw an apple."][best]
                                        - marg["Apple released a new chip."][best]),
-        "sn_ate_vs_saw_at_best": Near(marg["I ate an apple."][best]
+        "sn_ate_vs_saw_at_best": near(marg["I ate an apple."][best]
                                       - marg["I saw an apple."][best]),
         "sn_closer_fruit": (f"in all {n_all} (sentence, layer) pairs" if n_pos == n_all
                             else f"in {n_pos} of the {n_all} (sentence, layer) pairs"),

@@ -7,8 +7,9 @@
   pass: its prompt shares and its distance from cross-attention), or recomputed here with the
   library on the chapter's stated inputs and seeds (the seeded, deterministic training run
   ``cross_attention_run``, about 10 s of CPU); compare with ``rel_tol=1e-9``; or
-* a :class:`Check` — for differences that a hand derivation says are 0 up to rounding:
-  ``check.matches(actual, glued)`` must be True (``glued``: every value the chapter glued).
+* a matcher of tests/chapters/matchers.py — a :class:`Tiny` bound for differences that a hand
+  derivation says are 0 up to rounding, a :class:`Check` for the measured timing ratios:
+  ``matcher.matches(actual, glued)`` must be True (``glued``: every value the chapter glued).
 """
 
 from __future__ import annotations
@@ -17,34 +18,10 @@ import functools
 import math
 
 import numpy as np
+from matchers import Check, Tiny
 
 NUMBER = 5
 NAME = "05-self-cross-attention"
-
-
-class Check:
-    """A glued value checked by a predicate instead of equality.
-
-    Args:
-        predicate: ``predicate(actual, glued) -> bool``; ``glued`` holds every glued value.
-        why: what the predicate encodes (shown when it fails).
-    """
-
-    def __init__(self, predicate, why: str):
-        self.predicate = predicate
-        self.why = why
-
-    def matches(self, actual, glued: dict) -> bool:
-        return bool(self.predicate(actual, glued))
-
-    def __repr__(self) -> str:
-        return f"Check({self.why})"
-
-
-def tiny(bound: float = 1e-12) -> Check:
-    """A difference that a hand derivation says is 0: a float in [0, bound]."""
-    return Check(lambda v, g: isinstance(v, float) and 0.0 <= v <= bound,
-                 f"0 up to rounding (<= {bound:g})")
 
 
 def _softmax_rows(scores: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -121,7 +98,7 @@ def expected() -> dict:
           "sh_cross_out": (3, 4), "sh_m7_weights": (3, 7), "sh_m7_out": (3, 4),
           # rows of a softmax sum to 1; a sum does not depend on the order of its terms;
           # each query's row depends only on that query.
-          "sh_row_sum_dev": tiny(1e-12), "sh_perm_diff": tiny(1e-12), "sh_q2_diff": tiny(1e-12)}
+          "sh_row_sum_dev": Tiny(1e-12), "sh_perm_diff": Tiny(1e-12), "sh_q2_diff": Tiny(1e-12)}
     # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
     e |= {"mha_self_w": (1, 1, 3, 3), "mha_cross_w": (1, 1, 3, 5), "mha_cross_out": (1, 3, 16)}
     # The reversal run (seeded, one thread: deterministic), recomputed.
@@ -143,7 +120,7 @@ def expected() -> dict:
     # the prompt's share and the distance from cross-attention from the float64 formulas above.
     do = decoder_only()
     assert (do["share"] < 1).all() and do["cross_diff"] > 0.01  # not cross-attention
-    e |= {"do_S": 5, "do_L": 3, "do_mix_diff": tiny(1e-12),
+    e |= {"do_S": 5, "do_L": 3, "do_mix_diff": Tiny(1e-12),
           "do_share_min": float(do["share"].min()), "do_share_max": float(do["share"].max()),
           "do_cross_diff": do["cross_diff"], "do_cross_scale": do["cross_scale"]}
     # Additive attention: shapes (L, S) and (L, d_v) by hand; rows sum to 1 and v_a = 0 gives
@@ -152,7 +129,7 @@ def expected() -> dict:
     assert np.allclose(add["weights"].sum(axis=1), 1.0)
     e |= {"add_weights_shape": (3, 5), "add_out_shape": (3, 4), "add_d_a": 6,
           "add_w_max": float(add["weights"].max()),
-          "add_row_sum_dev": tiny(1e-12), "add_flat_diff": tiny(1e-12)}
+          "add_row_sum_dev": Tiny(1e-12), "add_flat_diff": Tiny(1e-12)}
     # Its cost: matmul FLOPs 2 d (L d + S d + L S) for both by hand; d = 64, L = S = 64 ... 256;
     # the (256, 256, 64) float32 array is 16 MiB, the 256 x 256 scores 256 KiB; the time ratios
     # are measured, so only checked for consistency.

@@ -33,6 +33,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from matchers import Tiny
 from torch.utils.flop_counter import FlopCounterMode
 
 from attnbook import heads, kv_cache, pretrained
@@ -42,20 +43,6 @@ from attnbook.models import BASE_TRANSFORMER
 
 NUMBER = 7
 NAME = "07-multi-head-gqa"
-
-
-class Tiny:
-    """Expected value of a difference that a hand derivation says is 0: rounding level only.
-
-    Same interface as ``Tiny`` in tests/chapters/test_chapters.py (``bound``): a glued float ``x``
-    matches when ``0 <= x <= bound``.
-    """
-
-    def __init__(self, bound: float = 1e-12):
-        self.bound = bound
-
-    def __repr__(self) -> str:
-        return f"Tiny(<= {self.bound:g})"
 
 
 def _flops(h: int, d: int, h_kv: int | None = None, seq_len: int = 256) -> int:

@@ -27,40 +27,12 @@ import json
 import math
 
 import numpy as np
+from matchers import Near, Tiny
 
 from attnbook import experiments, heads, kv_cache, positional, pretrained
 
 NUMBER = 8
 NAME = "08-positional-encoding"
-
-
-class Near:
-    """Expected float value known to ``atol``: a glued float ``x`` matches when
-    ``|x - value| <= atol`` (the ``matches`` interface of tests/chapters/test_chapters.py).
-    """
-
-    def __init__(self, value: float, atol: float):
-        self.value, self.atol = float(value), float(atol)
-
-    def matches(self, actual, glued=None) -> bool:
-        return isinstance(actual, float) and abs(actual - self.value) <= self.atol
-
-    def __repr__(self) -> str:
-        return f"Near({self.value!r} +- {self.atol:g})"
-
-
-class Tiny:
-    """Expected value of a difference that a hand derivation says is 0: rounding level only.
-
-    Same interface as ``Tiny`` in tests/chapters/test_chapters.py (``bound``): a glued float ``x``
-    matches when ``0 <= x <= bound``.
-    """
-
-    def __init__(self, bound: float = 1e-12):
-        self.bound = bound
-
-    def __repr__(self) -> str:
-        return f"Tiny(<= {self.bound:g})"
 
 
 def _sinusoid(n_pos: int, d: int) -> np.ndarray:

@@ -6,9 +6,10 @@
   ``kv_cache_bytes`` and the published configs, the allocator demo, the paged-vs-contiguous
   simulation, the ring-buffer sizes, peak memories measured again with ``tracemalloc`` — NumPy's
   allocations are deterministic), each also checked against a hand formula where one exists; or
-* a :class:`Check` for a wall-clock time, which no test can reproduce: ``check(actual, glued)``
-  receives the glued value and every glued value of the chapter, and verifies what the prose
-  relies on — ratios equal to the glued times they are computed from, speed-ups above 1.
+* a :class:`Check` (tests/chapters/matchers.py) for a wall-clock time, which no test can
+  reproduce: ``check.matches(actual, glued)`` receives the glued value and every glued value of
+  the chapter, and verifies what the prose relies on — ratios equal to the glued times they are
+  computed from, speed-ups above 1.
 
 Hand formulas used: KV cache per token ``2 * layers * kv_heads * head_dim * 2`` bytes
 (bfloat16); score matrix ``L * L * bytes``; ``4 L^2 d_model`` FLOPs; the keys read when
@@ -27,6 +28,7 @@ import tracemalloc
 
 import numpy as np
 import torch
+from matchers import Check, close
 
 from attnbook import attention, cost, paged
 from attnbook.explorers import kv_cache as kv_explorer
@@ -42,23 +44,6 @@ from attnbook.models import ModelConfig, build_model
 
 NUMBER = 11
 NAME = "11-quadratic-cost-kv-cache"
-
-
-class Check:
-    """A glued value that cannot be recomputed (a timing): ``check(actual, glued) -> bool``."""
-
-    def __init__(self, predicate, why: str):
-        self.predicate, self.why = predicate, why
-
-    def __call__(self, actual, glued: dict) -> bool:
-        return bool(self.predicate(actual, glued))
-
-    def __repr__(self) -> str:
-        return f"Check({self.why})"
-
-
-def _close(a, b, rel=1e-9):
-    return isinstance(a, float) and math.isclose(a, b, rel_tol=rel)
 
 
 def _peak_bytes(n: int) -> int:
@@ -98,9 +83,9 @@ def expected() -> dict:
     # notebook's kernel and this process: the recomputed peaks agree to ~1e-7 relative, so the
     # memory values are compared within 1e-4.
     mem_ratio, mem_in_nxn = peak_4k / peak_2k, peak_4k / (4096 * 4096 * 4)
-    e["meas_mem_ratio"] = Check(lambda a, g: _close(a, mem_ratio, 1e-4),
+    e["meas_mem_ratio"] = Check(lambda a, g: close(a, mem_ratio, 1e-4),
                                 f"peak(4096) / peak(2048) = {mem_ratio:.6g} recomputed")
-    e["meas_mem_in_nxn"] = Check(lambda a, g: _close(a, mem_in_nxn, 1e-4),
+    e["meas_mem_in_nxn"] = Check(lambda a, g: close(a, mem_in_nxn, 1e-4),
                                  f"peak(4096) / 4096^2 float32 = {mem_in_nxn:.6g} recomputed")
     assert 3.9 < mem_ratio < 4.1  # n^2: doubling n quadruples the memory
     # scores, weights and one temporary, plus boolean input checks (n*n bytes each)
@@ -142,7 +127,7 @@ def expected() -> dict:
     e["kv_t_full"] = Check(lambda x, g: x > g["kv_t_cache"] > 0,
                            "recomputation is slower than cached decoding")
     e["kv_t_cache"] = Check(lambda x, g: x > 0, "a positive time")
-    e["kv_speedup"] = Check(lambda x, g: _close(x, g["kv_t_full"] / g["kv_t_cache"]) and x > 1,
+    e["kv_speedup"] = Check(lambda x, g: close(x, g["kv_t_full"] / g["kv_t_cache"]) and x > 1,
                             "speed-up = glued t_full / t_cache, above 1")
     e["kv_speedup_phrase"] = Check(
         lambda x, g: ("smaller" in x) == (g["kv_speedup"] < g["kv_positions_ratio"]),
@@ -222,9 +207,9 @@ def expected() -> dict:
     e["ex1_llama3_kib"] = _hand_kv_per_token("Llama-3-8B") / 1024  # 128
     e["ex1_llama3_gib"] = _hand_kv_per_token("Llama-3-8B") * 8192 * 4 / 2**30  # 4.0
     e["ex2_factor"] = float((32768 / 4096) ** 2)
-    e["ex2_time_s"] = Check(lambda x, g: _close(x, g["meas_ms_max"] / 1e3 * g["ex2_factor"]),
+    e["ex2_time_s"] = Check(lambda x, g: close(x, g["meas_ms_max"] / 1e3 * g["ex2_factor"]),
                             "glued n = 4096 time x (32768 / 4096)^2")
     ex2_mem = peak_4k * 64 / 2**30
-    e["ex2_mem_gib"] = Check(lambda a, g: _close(a, ex2_mem, 1e-4),
+    e["ex2_mem_gib"] = Check(lambda a, g: close(a, ex2_mem, 1e-4),
                              f"peak(4096) x 64 = {ex2_mem:.6g} GiB recomputed")
     return e

@@ -11,8 +11,10 @@
   Algorithm 1); the retrieval example with linear attention; or
 * ``Tiny(bound)`` for a difference that a derivation says is 0 (exact attention, any tiling):
   the glued float must lie in ``[0, bound]``; or
-* a :class:`Check` for a wall-clock time: ``check(actual, glued)`` gets the glued value and every
-  glued value of the chapter and verifies what the prose relies on.
+* a :class:`Check` for a wall-clock time: ``check.matches(actual, glued)`` gets the glued value
+  and every glued value of the chapter and verifies what the prose relies on.
+
+Both are in tests/chapters/matchers.py.
 
 The tests must run with ``TRITON_INTERPRET=1`` set before ``attnbook.flash_triton`` is imported
 (tests/conftest.py does).
@@ -25,39 +27,13 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matchers import Check, Tiny
 
 from attnbook import attention, flash, linear
 
 NUMBER = 12
 NAME = "12-flashattention"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Check:
-    """A glued value that cannot be recomputed (a timing): ``check(actual, glued) -> bool``."""
-
-    def __init__(self, predicate, why: str):
-        self.predicate, self.why = predicate, why
-
-    def __call__(self, actual, glued: dict) -> bool:
-        return bool(self.predicate(actual, glued))
-
-    def __repr__(self) -> str:
-        return f"Check({self.why})"
-
-
-class Tiny:
-    """A difference that is 0 up to rounding: the glued float must lie in ``[0, bound]``."""
-
-    def __init__(self, bound: float):
-        self.bound = bound
-
-    def __repr__(self) -> str:
-        return f"Tiny(<= {self.bound:g})"
-
-
-def _close(a, b, rel=1e-9):
-    return isinstance(a, float) and math.isclose(a, b, rel_tol=rel)
 
 
 @functools.lru_cache(maxsize=None)

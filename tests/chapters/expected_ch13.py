@@ -12,12 +12,12 @@
 * for the shipped checkpoint (``lib/attnbook/data/char_gpt.pt`` and ``.json``), its numbers
   read from the JSON and the file (size, SHA-256), and its held-out loss recomputed from the
   weights loaded with ``torch.load``; or
-* a :class:`Check` for what depends on the training run or on a clock, which no test can
-  reproduce cheaply (the chapter trains for about a minute): ``check(actual, glued)`` receives
-  the glued value and every glued value of the chapter, and verifies what the prose relies on —
-  the held-out loss below the bigram baseline, the gain and perplexity equal to the glued
-  values they are computed from, the speed-up above 1 and equal to the glued times' ratio,
-  shares between 0 and 1, the layer and head in range.
+* a :class:`Check` (tests/chapters/matchers.py) for what depends on the training run or on a
+  clock, which no test can reproduce cheaply (the chapter trains for about a minute):
+  ``check.matches(actual, glued)`` receives the glued value and every glued value of the
+  chapter, and verifies what the prose relies on — the held-out loss below the bigram baseline,
+  the gain and perplexity equal to the glued values they are computed from, the speed-up above 1
+  and equal to the glued times' ratio, shares between 0 and 1, the layer and head in range.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matchers import Check, close
 
 NUMBER = 13
 NAME = "13-train-and-sample"
@@ -38,23 +39,6 @@ NAME = "13-train-and-sample"
 D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX = 64, 4, 4, 256, 64
 STEPS, BATCH, BLOCK = 400, 16, 64
 N_NEW, N_SAMPLE, LONG_PROMPT, SPAN = 100, 120, 100, 12
-
-
-class Check:
-    """A glued value that cannot be recomputed: ``check(actual, glued) -> bool``."""
-
-    def __init__(self, predicate, why: str):
-        self.predicate, self.why = predicate, why
-
-    def __call__(self, actual, glued: dict) -> bool:
-        return bool(self.predicate(actual, glued))
-
-    def __repr__(self) -> str:
-        return f"Check({self.why})"
-
-
-def _close(a, b, rel=1e-9):
-    return isinstance(a, float) and math.isclose(a, b, rel_tol=rel)
 
 
 def _share(a, g):
@@ -121,7 +105,7 @@ def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     # logits' standard deviation is near sqrt(d_model) = 8 (as the prose says).
     assert abs(emb - 1.0) < 0.05
     assert 0.5 * math.sqrt(D_MODEL) < std_plain < 2 * math.sqrt(D_MODEL)
-    return {k: Check(lambda a, g, w=w: _close(a, w, 1e-5), f"{w:.6g} recomputed")
+    return {k: Check(lambda a, g, w=w: close(a, w, 1e-5), f"{w:.6g} recomputed")
             for k, w in want.items()}
 
 
@@ -166,14 +150,14 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     at, vl = meta["eval_steps"], meta["val_loss"]
     assert at == list(range(0, steps, every)) + [steps] or at == list(range(0, steps + 1, every))
 
-    def close(w):
-        return Check(lambda a, g: _close(a, w, 1e-5), f"{w:.6g} recomputed")
+    def recomputed(w):
+        return Check(lambda a, g: close(a, w, 1e-5), f"{w:.6g} recomputed")
 
     return {
         "ckpt_steps": steps,
         "ckpt_minutes": meta["seconds"] / 60,
         "ckpt_kib": len(raw) / 1024,
-        "ckpt_val": close(total / 4),
+        "ckpt_val": recomputed(total / 4),
         "ckpt_epochs": steps * tr["batch_size"] * tr["block_size"] / len(train),
         "ckpt_train": meta["train_loss"][-1],
         "ckpt_val_end": vl[-1],
@@ -182,12 +166,12 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
         # "fell at only ... against <run_slope> at the end of this build's run: flattened".
         "ckpt_slope": Check(
             lambda a, g, w=(vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100:
-            _close(a, w) and 0 <= a < g["run_slope"] / 2,
+            close(a, w) and 0 <= a < g["run_slope"] / 2,
             "the JSON's last fall per 100 steps, under half the live run's"),
         "ckpt_last_interval": at[-1] - at[-2],
         "ckpt_at_live": vl[at.index(STEPS)],
         # The prose: the checkpoint's held-out loss is below the live run's, by the glued gain.
-        "ckpt_gain": Check(lambda a, g: _close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
+        "ckpt_gain": Check(lambda a, g: close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
                            "live run's held-out loss - checkpoint's, positive"),
     }
 
@@ -248,9 +232,9 @@ def expected() -> dict:
     e["run_seconds"] = Check(lambda a, g: a > 0, "a positive time")
     e["run_val"] = Check(lambda a, g: 0 < a < g["base_bigram"], "held-out loss below bigram")
     e["run_train"] = Check(lambda a, g: 0 < a < g["base_uniform"], "a loss below chance")
-    e["run_gain"] = Check(lambda a, g: _close(a, g["base_bigram"] - g["run_val"]) and a > 0,
+    e["run_gain"] = Check(lambda a, g: close(a, g["base_bigram"] - g["run_val"]) and a > 0,
                           "bigram - held-out loss, positive")
-    e["run_ppl"] = Check(lambda a, g: _close(a, math.exp(g["run_val"])), "exp(held-out loss)")
+    e["run_ppl"] = Check(lambda a, g: close(a, math.exp(g["run_val"])), "exp(held-out loss)")
     e["run_eval_every"] = STEPS // 10
     e["run_slope"] = Check(lambda a, g: isinstance(a, float) and a > 0,
                            "the held-out loss still falling at the end of the live run")
@@ -268,7 +252,7 @@ def expected() -> dict:
     e["kv_t_full"] = Check(lambda a, g: a > g["kv_t_cache"] > 0, "uncached slower than cached")
     e["kv_t_cache"] = Check(lambda a, g: a > 0, "a positive time")
     e["kv_reps"] = 2  # the same repeat count both ways
-    e["kv_speedup"] = Check(lambda a, g: _close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
+    e["kv_speedup"] = Check(lambda a, g: close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
                             "speed-up = glued t_full / t_cache, above 1")
     # --- attention maps -------------------------------------------------------------------
     e["att_prev_layer"] = Check(lambda a, g: isinstance(a, int) and 1 <= a <= N_LAYERS,
@@ -296,7 +280,7 @@ def expected() -> dict:
     e["lim_copied_share"] = Check(lambda a, g: _share(a, g) and a < 0.5,
                                   "a minority of spans copied")
     e["mis_val_minus_train"] = Check(
-        lambda a, g: _close(a, g["run_val"] - g["run_train"]) and abs(a) < 0.2,
+        lambda a, g: close(a, g["run_val"] - g["run_train"]) and abs(a) < 0.2,
         "held-out minus training loss; small, as 'the two curves stay together' says")
     # --- exercises ------------------------------------------------------------------------
     seen = np.zeros((V, V), dtype=bool)

@@ -50,6 +50,8 @@ from attnbook import attention, experiments, masks, scaling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the expected_chNN modules
 
+from matchers import Near, Tiny  # noqa: E402  (tests/chapters/matchers.py, on the path above)
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER_DIR = ROOT / "chapters"
 
@@ -583,29 +585,6 @@ def test_typed_number_finder_can_fail():
 # ---------------------------------------------------------------------------------------------
 
 
-class Tiny:
-    """Expected value of a difference that a hand derivation says is 0: rounding level only."""
-
-    def __init__(self, bound: float = 1e-12):
-        self.bound = bound
-
-    def __repr__(self) -> str:
-        return f"Tiny(<= {self.bound:g})"
-
-
-class Near:
-    """Expected value known only to a tolerance.
-
-    (float32 model weights computed in another process)
-    """
-
-    def __init__(self, value: float, atol: float):
-        self.value, self.atol = float(value), atol
-
-    def __repr__(self) -> str:
-        return f"Near({self.value:.6g} ± {self.atol:g})"
-
-
 @functools.lru_cache(maxsize=None)
 def expected_02() -> dict:
     e: dict = {}
@@ -959,21 +938,15 @@ def read_glued(execute_dir: Path, name: str) -> dict:
 def same_value(actual, expected, glued: dict | None = None) -> bool:
     """Whether a glued value equals its expected value.
 
-    Besides plain values, the expected_chNN modules use three helper types, matched by duck
-    typing: ``bound`` (a rounding-level difference: ``0 <= actual <= bound``), ``matches(actual,
-    glued)`` or a callable ``(actual, glued)`` (a timing or another value that cannot be recomputed,
-    checked for consistency with the other glued values).
+    Besides plain values, an expected value may be a matcher of tests/chapters/matchers.py
+    (``Tiny``, ``Near``, ``Check``: its ``matches(actual, glued)`` decides) or a bare callable
+    ``(actual, glued) -> bool`` (a value that cannot be recomputed, checked for consistency with
+    the other glued values).
     """
     if hasattr(expected, "matches"):
         return bool(expected.matches(actual, glued))
     if callable(expected) and not isinstance(expected, type):
         return bool(expected(actual, glued))
-    if hasattr(expected, "bound") and not isinstance(expected, Tiny):
-        return isinstance(actual, float) and 0.0 <= actual <= expected.bound
-    if isinstance(expected, Tiny):
-        return isinstance(actual, float) and 0.0 <= actual <= expected.bound
-    if isinstance(expected, Near):
-        return isinstance(actual, float) and abs(actual - expected.value) <= expected.atol
     if isinstance(expected, (bool, np.bool_)):
         return actual is bool(expected)
     if isinstance(expected, str):
