@@ -838,3 +838,27 @@ def test_a_plural_label_translation_keeps_each_field_whole(tmp_path, msgstr, fou
         'msgid "one head"\nmsgid_plural "{n} heads"\nmsgstr[0] "{n} 个头"\n', encoding="utf-8")
     got = i18n._compiled("zh_CN", tmp_path).ngettext("one head", "{n} heads", 3)
     assert got.format(n=3) == "3 个头"
+
+
+def test_phone_wrap_never_starts_a_line_with_closing_punctuation():
+    """A wrapped matplotlib label keeps "，" and "）" with the character before them and "（"
+    with the one after it (attnbook.fonts.NO_LINE_START / NO_LINE_END), at every width."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from attnbook import fonts
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    title = ax.set_title("交叉注意力，第 1 个头（橙色）：有损失的位置")
+    renderer = fig.canvas.get_renderer()
+    seen = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the default font lacks the glyphs; widths suffice
+        for limit in range(10, 240, 3):
+            lines = mpl_figures._wrapped(title, limit, renderer).split("\n")
+            seen.add(len(lines))
+            assert not [ln for ln in lines if ln and ln[0] in fonts.NO_LINE_START], lines
+            assert not [ln for ln in lines if ln and ln[-1] in fonts.NO_LINE_END], lines
+    plt.close(fig)
+    assert len(seen) > 3  # the widths did make it wrap, into several different line counts

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from .checks import check_real
 
-__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "font_paths", "text_width", "wrap_html",
-           "webfont_chars", "write_webfonts"]
+__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "NO_LINE_START", "NO_LINE_END", "font_paths",
+           "text_width", "wrap_html", "webfont_chars", "write_webfonts"]
 
 #: The family name of the book's figure font (defined by the built book's ``@font-face``).
 FAMILY = "attnbook-sans"
@@ -156,10 +156,12 @@ def text_width(text: str, size_px: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点).
-_NO_BREAK_BEFORE = set("，。、；：！？）」』”’》〉】…％")
+#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点): the one rule for
+#: every text the book wraps (figure labels here and in :mod:`attnbook.mpl_figures`, printed
+#: output in :mod:`attnbook.printed`).
+NO_LINE_START = frozenset("，。、；：！？）」』”’》〉】…％")
 #: Punctuation a line may not end with (避尾点).
-_NO_BREAK_AFTER = set("（「『“‘《〈【")
+NO_LINE_END = frozenset("（「『“‘《〈【")
 
 
 def _is_wide(ch: str) -> bool:
@@ -195,7 +197,7 @@ def _units(line: str) -> list[tuple[str, str]]:
             continue
         if ch == " ":
             flush(" ")
-        elif ch in _NO_BREAK_BEFORE:
+        elif ch in NO_LINE_START:
             # Closing punctuation stays at the end of the line it closes.
             if not cur and units and sep == "":
                 prev_sep, prev = units.pop()
@@ -203,10 +205,10 @@ def _units(line: str) -> list[tuple[str, str]]:
             cur.append(ch)
             flush("")
         elif _is_wide(ch):
-            if not (cur and cur[-1] in _NO_BREAK_AFTER):
+            if not (cur and cur[-1] in NO_LINE_END):
                 flush("")
             cur.append(ch)
-            if ch not in _NO_BREAK_AFTER:
+            if ch not in NO_LINE_END:
                 flush("")
         else:
             cur.append(ch)

@@ -296,8 +296,13 @@ def relaid_out(fig, width_px: int):
 def _pieces(line: str) -> list[tuple[bool, str]]:
     """``(space before, piece)`` pairs: a line may break before each piece.
 
-    A piece is a word, a math span, or one East Asian wide character.
+    A piece is a word, a math span, or one East Asian wide character; closing punctuation
+    (:data:`attnbook.fonts.NO_LINE_START`) joins the piece before it and opening punctuation
+    (:data:`attnbook.fonts.NO_LINE_END`) the piece after it, so no line starts with "，" or
+    "）" or ends with "（".
     """
+    from .fonts import NO_LINE_END, NO_LINE_START
+
     out: list[list] = []
     space = False
     for tok in re.findall(r"\s+|(?<!\\)\$(?:\\.|[^$\\])*\$|.", line):
@@ -310,7 +315,13 @@ def _pieces(line: str) -> list[tuple[bool, str]]:
         else:
             out.append([space, tok, wide])
         space = False
-    return [(sp, tok) for sp, tok, _ in out]
+    joined: list[list] = []
+    for sp, tok, wide in out:
+        if joined and not sp and (tok[0] in NO_LINE_START or joined[-1][1][-1] in NO_LINE_END):
+            joined[-1][1] += tok
+        else:
+            joined.append([sp, tok, wide])
+    return [(sp, tok) for sp, tok, _ in joined]
 
 
 def _wrapped(text, limit: float, renderer) -> str:

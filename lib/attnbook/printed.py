@@ -35,16 +35,15 @@ from html import escape
 
 from . import i18n
 from .checks import check_int
+from .fonts import NO_LINE_START  # the one line-breaking rule; still importable from here
 
-__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "NO_LINE_START",
-           "TABLE_CLASS", "PRE_CLASS"]
+__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "TABLE_CLASS",
+           "PRE_CLASS"]
 
 #: HTML class of a printed table (``book/_static/attnbook.css`` styles it).
 TABLE_CLASS = "attnbook-printed-table"
 #: HTML class of the printed lines next to a table in one output.
 PRE_CLASS = "attnbook-printed"
-#: Closing punctuation that never begins a line (a wrapped line keeps it at its end).
-NO_LINE_START = frozenset("，。、；：？！）》」』”’")
 #: A line break: what ``str.splitlines`` splits at.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 #: Chinese characters and punctuation (CJK ideographs of every plane, full-width forms).
@@ -455,10 +454,11 @@ def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -
     """``text`` broken into lines of at most ``width`` columns.
 
     Breaks fall at spaces and between two Chinese characters (:func:`columns` counts one as
-    two columns), never before a closing mark of :data:`NO_LINE_START`; a word longer than
-    the width stays whole. ``initial`` starts the first line and ``subsequent`` the others
-    (a prefix is never left alone on a line); the text's own leading spaces are kept. A line
-    break of ``text`` (``str.splitlines``) ends a line; each of its lines is wrapped so.
+    two columns), never before a closing mark of :data:`attnbook.fonts.NO_LINE_START`; a word
+    longer than the width stays whole. ``initial`` starts the first line and ``subsequent``
+    the others (a prefix is never left alone on a line); the text's own leading spaces are
+    kept. A line break of ``text`` (``str.splitlines``) ends a line; each of its lines is
+    wrapped so.
 
     Raises:
         TypeError: if ``text``, ``initial`` or ``subsequent`` is not a ``str``, or ``width``
