@@ -210,4 +210,6 @@ def expected() -> dict:
     e["ex1_l"] = math.exp(-3) + math.exp(-2) + 1 + math.exp(-4)
     e["ex3_tokens"] = 65  # 2 S 128 > 128^2 + 128  <=>  S > 64.5
     e["ex4_gib"] = 4 * 16384**2 * 2 / 2**30  # 2.0
+    # ... at the A100 datasheet's 1,555 GB/s: 2**31 bytes / 1.555e12 B/s = 1.381 ms.
+    e["ex4_ms"] = 4 * 16384**2 * 2 / 1555e9 * 1e3
     return e
