@@ -156,9 +156,9 @@ def text_width(text: str, size_px: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点): the one rule for
-#: every text the book wraps (figure labels here and in :mod:`attnbook.mpl_figures`, printed
-#: output in :mod:`attnbook.printed`).
+#: Punctuation a line may not start with (Chinese line-breaking rules, 避头点), the one rule for
+#: every text the book wraps: figure labels here and in :mod:`attnbook.mpl_figures`, printed
+#: output in :mod:`attnbook.printed`.
 NO_LINE_START = frozenset("，。、；：！？）」』”’》〉】…％")
 #: Punctuation a line may not end with (避尾点).
 NO_LINE_END = frozenset("（「『“‘《〈【")
