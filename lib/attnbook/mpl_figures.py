@@ -37,6 +37,7 @@ from pathlib import Path
 from . import i18n
 from .checks import check_choice
 from .edition_outputs import MIME
+from .fonts import NO_LINE_END, NO_LINE_START
 
 __all__ = [
     "MissingGlyphError",
@@ -301,8 +302,6 @@ def _pieces(line: str) -> list[tuple[bool, str]]:
     (:data:`attnbook.fonts.NO_LINE_END`) the piece after it, so no line starts with "，" or
     "）" or ends with "（".
     """
-    from .fonts import NO_LINE_END, NO_LINE_START
-
     out: list[list] = []
     space = False
     for tok in re.findall(r"\s+|(?<!\\)\$(?:\\.|[^$\\])*\$|.", line):

@@ -144,8 +144,7 @@ class Printed:
         """
         if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        texts = {lang: "\n".join(x for line in _LINE_BREAK.split(text)
-                                 for x in wrap_lines(line, int(width)))
+        texts = {lang: "\n".join(wrap_lines(text, int(width)))  # each of its lines, wrapped
                  for lang, text in self.texts.items()}
         return Printed(texts, self.untranslated, None if self.html is None else
                        {lang: Printed(texts, html=None).html_of(lang) for lang in texts})
@@ -214,6 +213,11 @@ def _describe(value) -> str:
     return type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
 
 
+def _value_name(field: str) -> str:
+    """The value a replacement field reads: ``loss`` of ``{loss.item}`` or ``{loss[0]}``."""
+    return re.match(r"[^.\[]*", field).group()
+
+
 def _field_names(text: str):
     """The value names of ``text``'s replacement fields, nested specs' too (``{x:{w}}``).
 
@@ -224,7 +228,7 @@ def _field_names(text: str):
     """
     for _, field, spec, _ in string.Formatter().parse(text):
         if field is not None:
-            yield re.match(r"[^.\[]*", field).group()
+            yield _value_name(field)
             if spec:
                 yield from _field_names(spec)
 
@@ -238,7 +242,7 @@ def _fill(message: str, text: str, values: dict) -> str:
                        f"{{{err.args[0]}}}; got values for {sorted(values)}") from None
     except (ValueError, TypeError, IndexError, AttributeError) as err:
         fields = [(f, spec) for _, f, spec, _ in string.Formatter().parse(text) if f]
-        name = {f: re.match(r"[^.\[]*", f).group() for f, _ in fields}
+        name = {f: _value_name(f) for f, _ in fields}
         where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(name[f]))}"
                           for f, spec in fields if name[f] in values)
         raise ValueError(f"message {message!r} could not be formatted ({err}): {where}") from None
