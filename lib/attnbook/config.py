@@ -337,7 +337,10 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1
 # Published configurations: the config.json fields that matter, verbatim.
 # --------------------------------------------------------------------------------------------
 
+# (`:meta hide-value:`: the API reference leaves the long values of these two out.)
 #: ``config.json`` fields of published models (Hugging Face Hub), keyed by model name.
+#:
+#: :meta hide-value:
 HF_CONFIGS = {
     # Qwen/Qwen2-7B, config.json; Yang et al., "Qwen2 Technical Report" (2024), table 1.
     "Qwen2-7B": {
@@ -395,6 +398,8 @@ _SOURCES = {
 }
 
 #: :class:`attnbook.config.ModelConfig` presets built from :data:`HF_CONFIGS` by ``from_hf_config``.
+#:
+#: :meta hide-value:
 PRESETS = {
     name: ModelConfig.from_hf_config(hf, name=name, source=_SOURCES[name])
     for name, hf in HF_CONFIGS.items()

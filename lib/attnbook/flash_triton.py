@@ -62,9 +62,14 @@ __all__ = [
     "LN2",
 ]
 
+# (`:meta hide-value:`: the API reference would show Triton's wrapper, constexpr[1.44...].)
 #: log2(e). The kernels compute exp(x) as exp2(x * LOG2E) and keep m in log2 units.
+#:
+#: :meta hide-value:
 LOG2E = tl.constexpr(1.4426950408889634)
 #: ln(2), which turns the kernels' base-2 log-sum-exp back into a natural log.
+#:
+#: :meta hide-value:
 LN2 = tl.constexpr(0.6931471805599453)
 
 
@@ -378,7 +383,10 @@ def _attn_bwd_dq(
              dq.to(DQ.dtype.element_ty), mask=q_mask)
 
 
+# (`:meta hide-value:`: the value depends on the machine that builds the API reference.)
 #: Whether the kernels were decorated under Triton's interpreter (``TRITON_INTERPRET=1``).
+#:
+#: :meta hide-value:
 INTERPRET = type(_attn_fwd).__name__ == "InterpretedFunction"
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)

@@ -31,6 +31,8 @@ __all__ = [
     "StaticFigure",
     "show",
     "when_plotly_ready_js",
+    "PLOTLY_WAIT_SECONDS",
+    "FONT_WAIT_MS",
     "EMPTY_TEMPLATE",
     "FONT",
     "BLUE",

@@ -10,9 +10,9 @@ memory of the model's weights in bfloat16 (:func:`attnbook.cost.weights_bytes`).
 
 Two steps, as every explorer: :func:`kv_cache_data` computes a setting with
 :mod:`attnbook.cost` and :func:`draw_kv_cache` draws it with every label made in the reader's
-language; :func:`kv_cache_figure` does both in one call. :func:`kv_variants` and
-:func:`weights_bytes`, first defined here, live in :mod:`attnbook.cost` and are still
-importable from here. This module imports no torch.
+language; :func:`kv_cache_figure` does both in one call.
+:func:`~attnbook.cost.kv_variants` and :func:`~attnbook.cost.weights_bytes`, first defined here,
+live in :mod:`attnbook.cost` and are still importable from here. This module imports no torch.
 """
 
 from __future__ import annotations
