@@ -32,6 +32,11 @@ from pathlib import Path
 
 import polib
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import api_pages  # noqa: E402 - book/api_pages.py, beside this script
+
+sys.path.pop(0)
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Where Sphinx finds the catalogs (``locale_dirs``, relative to the book's root).
 LOCALE_DIR = ROOT / "locales"
@@ -137,9 +142,13 @@ API_KEPT = ("index",)
 def extract(out: Path = POT_DIR) -> None:
     """Write each page's messages to ``out/<page>.pot`` (Sphinx's gettext builder, no execution).
 
+    The API reference's module pages are generated first (``book/api_pages.py``), as
+    ``book/editions.py`` does before a build.
+
     Raises:
         RuntimeError: if the gettext build fails (its output is in the message).
     """
+    api_pages.write()
     script = (
         "import sys; from pathlib import Path; from jupyter_book.sphinx import build_sphinx\n"
         "root = Path(sys.argv[1]); out = Path(sys.argv[2])\n"

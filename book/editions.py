@@ -25,6 +25,9 @@ an execution by Sphinx itself is an error (``attnbook_no_execution``), and a re-
 is read again even though its source is unchanged (``attnbook_executions``;
 ``book/_ext/attnbook_execution.py``).
 
+**Generated API pages.** The API reference's page of each module (``appendix/api/``, all but
+its index) is written from the package by ``book/api_pages.py`` before either edition is read.
+
 **Incremental, but only from a good state.** An edition is rebuilt incrementally (Sphinx re-reads
 only changed pages, catalogs and re-executed chapters) only when its last build succeeded with
 the same :func:`build_key` (``_build/editions/<code>/.build-ok`` holds the key): the build's own
@@ -59,7 +62,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import execute  # noqa: E402 - book/execute.py, beside this script
+import api_pages  # noqa: E402 - book/api_pages.py, beside this script
+import execute  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
@@ -365,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["ATTNBOOK_EDITIONS"] = EDITIONS_ENV
     start = time.perf_counter()
+    # The API reference's module pages, generated from the package once, before both editions
+    # read them (the editions build side by side and only read the source tree).
+    api_pages.write()
     if execute.execute_book(force=args.execute_all, log=lambda m: print(m, flush=True)):
         print("editions: a chapter failed to execute; no edition was built", file=sys.stderr)
         return 1

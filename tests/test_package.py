@@ -1,6 +1,6 @@
 """The package as a whole (issue 9, items 2 and 3), read from the source with ``ast``.
 
-Four rules, each a function that returns a list of problems, run on ``lib/attnbook`` (expecting
+Three rules, each a function that returns a list of problems, run on ``lib/attnbook`` (expecting
 none) and on a small, deliberately broken package held in memory (expecting the fault to be
 named), so that every check is shown to be able to fail:
 
@@ -11,12 +11,9 @@ named), so that every check is shown to be able to fail:
     a module it imported (``viz._axis(...)``). Dunder names (``__version__``) are not private.
 (c) **The package's ``__all__`` lists every module and subpackage** of ``lib/attnbook`` (and a
     subpackage's ``__all__`` its own modules).
-(d) **Every module has its page in the API appendix**: ``attnbook.masks`` in
-    ``appendix/api/masks.md``, ``attnbook.explorers.kv_cache`` in
-    ``appendix/api/explorers/kv_cache.md``, a subpackage ``attnbook.explorers`` in
-    ``appendix/api/explorers/index.md``; the page holds ``.. automodule:: <module>`` with
-    ``:members:`` in an ``{eval-rst}`` block. (``tests/book/test_api_docs.py`` checks the table
-    of contents and, on the built book, that every ``__all__`` name is documented there.)
+
+The API reference's module pages are generated from the package (``book/api_pages.py``);
+``tests/book/test_api_docs.py`` checks the generator and the built pages.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "attnbook"
 PACKAGE_DIR = ROOT / "lib" / PACKAGE
-API_DIR = ROOT / "appendix" / "api"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -279,62 +275,6 @@ def missing_from_all(modules: dict[str, Module], package: str = PACKAGE) -> list
 
 
 # --------------------------------------------------------------------------------------------------
-# (d) an API page per module
-
-
-def public_module_names(modules: dict[str, Module]) -> list[str]:
-    """Every module and subpackage whose dotted name has no private part (the package excluded)."""
-    return sorted(
-        name for name in modules
-        if name != PACKAGE and not any(part.startswith("_") for part in name.split("."))
-    )
-
-
-def api_page(module: str, is_package: bool) -> str:
-    """Where ``module``'s page lives, relative to the repository, without ``.md``."""
-    parts = module.split(".")[1:]
-    return "appendix/api/" + "/".join(parts) + ("/index" if is_package else "")
-
-
-def eval_rst_blocks(markdown: str) -> list[str]:
-    """The bodies of the ```{eval-rst} fences of a MyST page."""
-    return re.findall(r"^```\{eval-rst\}[^\n]*\n(.*?)^```", markdown, flags=re.S | re.M)
-
-
-def documents_module(page_text: str, module: str) -> str | None:
-    """None when the page documents ``module`` with ``:members:``; else what is wrong."""
-    directives = "\n".join(eval_rst_blocks(page_text))
-    match = re.search(rf"^\.\. automodule:: {re.escape(module)}\s*\n((?:[ \t]+:.*\n?)*)",
-                      directives, flags=re.M)
-    if not match:
-        return f"has no `.. automodule:: {module}` in an eval-rst block"
-    if not re.search(r"^\s+:members:\s*$", match.group(1), flags=re.M):
-        return f"documents {module} without the :members: option"
-    return None
-
-
-def missing_api_pages(modules: dict[str, Module], pages: dict[str, str]) -> list[str]:
-    """Modules without their API page; ``pages`` maps ``appendix/api/...`` (no ``.md``) to text."""
-    problems = []
-    for name in public_module_names(modules):
-        page = api_page(name, modules[name].is_package)
-        if page not in pages:
-            problems.append(f"{name} has no API page {page}.md")
-            continue
-        fault = documents_module(pages[page], name)
-        if fault:
-            problems.append(f"{page}.md {fault}")
-    return problems
-
-
-def read_api_pages(api_dir: Path = API_DIR) -> dict[str, str]:
-    return {
-        path.relative_to(ROOT).with_suffix("").as_posix(): path.read_text(encoding="utf-8")
-        for path in sorted(api_dir.rglob("*.md"))
-    }
-
-
-# --------------------------------------------------------------------------------------------------
 # The rules on lib/attnbook
 
 
@@ -366,11 +306,6 @@ def test_package_all_lists_every_module(package):
     assert not problems, "__init__.py of the package and its subpackages:\n  " + (
         "\n  ".join(problems)
     )
-
-
-def test_every_module_has_an_api_page(package):
-    problems = missing_api_pages(package, read_api_pages())
-    assert not problems, "the API appendix:\n  " + "\n  ".join(problems)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -461,21 +396,3 @@ def test_all_check_can_fail():
     assert missing_from_all(sub, "attnbook.sub") == [
         "attnbook.sub.__all__ omits the module attnbook.sub.other"
     ]
-
-
-def test_api_page_check_can_fail():
-    good = "```{eval-rst}\n.. automodule:: attnbook.b\n   :members:\n```\n"
-    pages = {
-        "appendix/api/a": "```{eval-rst}\n.. automodule:: attnbook.a\n   :members:\n```\n",
-        "appendix/api/b": "```\n.. automodule:: attnbook.b\n   :members:\n```\n",  # not eval-rst
-        "appendix/api/c": "```{eval-rst}\n.. automodule:: attnbook.c\n   :undoc-members:\n```\n",
-        "appendix/api/sub": good.replace("attnbook.b", "attnbook.sub"),  # the wrong place
-        "appendix/api/sub/leaf": good.replace("attnbook.b", "attnbook.sub.leaf"),
-    }
-    problems = missing_api_pages(BROKEN, pages)
-    assert "appendix/api/b.md has no `.. automodule:: attnbook.b` in an eval-rst block" in problems
-    assert "appendix/api/c.md documents attnbook.c without the :members: option" in problems
-    assert "attnbook.sub has no API page appendix/api/sub/index.md" in problems
-    assert "attnbook.clean has no API page appendix/api/clean.md" in problems
-    assert not any("attnbook.a " in p or "leaf" in p or "_private" in p for p in problems)
-    assert api_page("attnbook.explorers.kv_cache", False) == "appendix/api/explorers/kv_cache"

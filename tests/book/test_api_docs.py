@@ -5,11 +5,11 @@ once on the real files (expecting none) and once on a small broken example (expe
 to be named), so that every check is shown to be able to fail:
 
 1. **Coverage of the API reference.** Every module of ``lib/attnbook`` has its page in
-   ``appendix/api/`` (the page itself: ``tests/test_package.py``), listed in ``_toc.yml`` and
-   in the index's module tables; in the built HTML every name of the module's ``__all__`` has its
-   own object description (the ``<dt id="attnbook.<module>.<name>">`` that autodoc writes) whose
-   body shows the docstring. Data in ``__all__`` carries a ``#:`` doc comment, without which
-   autodoc leaves it out.
+   ``appendix/api/``, written by ``book/api_pages.py`` (its output is checked here), matched by
+   ``_toc.yml`` and listed in the index's module tables; in the built HTML every name of the
+   module's ``__all__`` has its own object description (the ``<dt id="attnbook.<module>.<name>">``
+   that autodoc writes) whose body shows the docstring. Data in ``__all__`` carries a ``#:`` doc
+   comment, without which autodoc leaves it out.
 2. **Docstring sections** are ruff's business: pydocstyle (``D``, Google convention, configured
    in ``pyproject.toml``) requires the docstrings and that an ``Args`` section names every
    parameter (D417); pyflakes' F822 that every ``__all__`` name exists. ``make lint`` runs it.
@@ -26,6 +26,7 @@ import importlib
 import inspect
 import math
 import re
+import sys
 import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
@@ -33,17 +34,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from sphinx.util.matching import patmatch
 
-from test_package import (
-    api_page,
-    eval_rst_blocks,
-    literal_all,
-    public_module_names,
-    read_package,
-    resolve_from,
-)
+from test_package import literal_all, read_package, resolve_from
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book"))
+import api_pages  # noqa: E402 - the generator of the module pages
+
+sys.path.pop(0)
 LIB = ROOT / "lib" / "attnbook"
 API_DIR = ROOT / "appendix" / "api"
 NOTATION = ROOT / "appendix" / "notation.md"
@@ -51,13 +50,20 @@ NOTATION = ROOT / "appendix" / "notation.md"
 
 PACKAGE = read_package()
 #: Every public module and subpackage, without the ``attnbook.`` prefix (``masks``,
-#: ``explorers``, ``explorers.kv_cache``).
-MODULES = [name.removeprefix("attnbook.") for name in public_module_names(PACKAGE)]
+#: ``explorers``, ``explorers.kv_cache``): no part of the name starts with ``_``.
+MODULES = sorted(name.removeprefix("attnbook.") for name in PACKAGE
+                 if "." in name and not any(p.startswith("_") for p in name.split(".")))
 
 
 def page_of(module: str) -> str:
     """The API page of ``attnbook.<module>``, relative to the repository, without ``.md``."""
-    return api_page(f"attnbook.{module}", PACKAGE[f"attnbook.{module}"].is_package)
+    rel = api_pages.page_path(f"attnbook.{module}", PACKAGE[f"attnbook.{module}"].is_package)
+    return f"appendix/api/{rel.removesuffix('.md')}"
+
+
+def eval_rst_blocks(markdown: str) -> list[str]:
+    """The bodies of the ```{eval-rst} fences of a MyST page."""
+    return re.findall(r"^```\{eval-rst\}[^\n]*\n(.*?)^```", markdown, flags=re.S | re.M)
 
 
 def import_module(name: str):
@@ -79,30 +85,36 @@ def public_names(module) -> list[str]:
 # 1. Coverage of the API reference: sources
 
 
-def toc_files() -> list[str]:
-    """Every ``file:`` entry of ``_toc.yml``, in order, whatever the nesting (parts, sections)."""
-    files: list[str] = []
+def toc_entries(key: str = "file") -> list[str]:
+    """Every ``file:`` (or ``glob:``) entry of ``_toc.yml``, in order, whatever the nesting."""
+    found: list[str] = []
 
     def walk(node) -> None:
         if isinstance(node, dict):
-            if "file" in node:
-                files.append(str(node["file"]))
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key) or []:
-                    walk(child)
+            if key in node:
+                found.append(str(node[key]))
+            for child in ("parts", "chapters", "sections"):
+                for entry in node.get(child) or []:
+                    walk(entry)
         elif isinstance(node, list):
-            for child in node:
-                walk(child)
+            for entry in node:
+                walk(entry)
 
     walk(yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8")))
-    return files
+    return found
 
 
-def api_page_problems(module: str, toc: list[str], index_text: str) -> list[str]:
-    """Whether the page of ``attnbook.<module>`` is in the table of contents and the index."""
+def toc_files() -> list[str]:
+    return toc_entries("file")
+
+
+def api_page_problems(module: str, toc: list[str], index_text: str,
+                      globs: list[str] = ()) -> list[str]:
+    """Whether the page of ``attnbook.<module>`` is in the table of contents (a ``file:`` entry
+    or matched by a ``glob:`` entry, as Sphinx matches it) and in the index's tables."""
     problems = []
     page = page_of(module)
-    if page not in toc:
+    if page not in toc and not any(patmatch(page, pattern) for pattern in globs):
         problems.append(f"_toc.yml does not list {page}")
     tables = "\n".join(eval_rst_blocks(index_text))
     if not re.search(rf"^\s+attnbook\.{re.escape(module)}\s*$", tables, flags=re.M):
@@ -113,7 +125,7 @@ def api_page_problems(module: str, toc: list[str], index_text: str) -> list[str]
 @pytest.mark.parametrize("module", MODULES)
 def test_every_api_page_is_in_the_toc_and_the_index(module):
     index = (API_DIR / "index.md").read_text(encoding="utf-8")
-    assert api_page_problems(module, toc_files(), index) == []
+    assert api_page_problems(module, toc_files(), index, toc_entries("glob")) == []
 
 
 def test_api_index_and_notation_are_in_the_toc_before_the_references():
@@ -135,6 +147,10 @@ def test_api_page_check_can_fail():
     assert api_page_problems("masks", ["appendix/api/masks"], good) == []
     # A row outside an eval-rst fence is not an autosummary row.
     assert "no autosummary row" in api_page_problems("masks", [], "```\n   attnbook.masks\n```")[-1]
+    # A glob matches within one folder, as in Sphinx: explorers/* is not a page of api/*.
+    assert api_page_problems("masks", [], good, ["appendix/api/*"]) == []
+    assert api_page_problems("explorers.masks", [], "", ["appendix/api/*"])[0] == (
+        "_toc.yml does not list appendix/api/explorers/masks")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -171,10 +187,7 @@ def reexport_page_problems(module: str, homes: dict[str, str], page_text: str) -
     directives = "\n".join(eval_rst_blocks(page_text))
     match = re.search(r"^\s+:exclude-members:(.*)$", directives, flags=re.M)
     excluded = {n.strip() for n in match.group(1).split(",")} if match else set()
-    # A name of the module itself may be excluded to be documented by its own directive (a
-    # large constant with `.. autodata:: NAME` and `:no-value:`).
-    own = set(re.findall(r"^\.\. auto(?:data|function|class):: ([\w.]+)", directives, flags=re.M))
-    if not set(homes) <= excluded or excluded - set(homes) - own:
+    if set(homes) != excluded:
         problems.append(f"{page} excludes {sorted(excluded)}, not the re-exported {sorted(homes)}")
     entries = dict(re.findall(r"^\.\. py:(?:data|function|class):: (\w+)[^\n]*\n((?:\n|   .*\n)*)",
                               directives, flags=re.M))
@@ -189,7 +202,7 @@ def reexport_page_problems(module: str, homes: dict[str, str], page_text: str) -
 @pytest.mark.parametrize("module", MODULES)
 def test_reexported_names_are_documented_once(module):
     homes = reexports(inspect.getsource(import_module(module)), module)
-    text = (ROOT / f"{page_of(module)}.md").read_text(encoding="utf-8")
+    text = api_pages.page_text(f"attnbook.{module}", api_pages.read_modules())
     assert reexport_page_problems(module, homes, text) == []
 
 
@@ -214,8 +227,30 @@ def test_reexport_check_can_fail():
     assert reexport_page_problems("kv_cache", homes, fixed) == []
     own = fixed.replace(": PRESETS, fb\n", ": PRESETS, fb, own\n")
     assert "excludes ['PRESETS', 'fb', 'own']" in reexport_page_problems("kv_cache", homes, own)[0]
-    own += "```{eval-rst}\n.. autodata:: own\n   :no-value:\n```\n"
-    assert reexport_page_problems("kv_cache", homes, own) == []
+
+
+def test_generator_writes_a_page_per_module_and_only_those(tmp_path):
+    """``book/api_pages.py`` on a copy of the API folder: a page per module of MODULES, each
+    documenting its module, the hand-written index kept, a page whose module is gone removed."""
+    api = tmp_path / "api"
+    (api / "old").mkdir(parents=True)
+    (api / "index.md").write_text("hand-written", encoding="utf-8")
+    (api / "old" / "gone.md").write_text("a module that no longer exists", encoding="utf-8")
+    assert len(api_pages.write(api)) == len(MODULES) + 1  # written, and gone.md removed
+    pages = {p.relative_to(api).as_posix() for p in api.rglob("*.md")}
+    expected = {f"{page_of(m).removeprefix('appendix/api/')}.md" for m in MODULES}
+    assert pages == {"index.md"} | expected
+    assert (api / "index.md").read_text(encoding="utf-8") == "hand-written"
+    for module in MODULES:
+        text = (api / f"{page_of(module).removeprefix('appendix/api/')}.md").read_text("utf-8")
+        assert text.startswith(f"# `attnbook.{module}`\n"), module
+        assert re.search(rf"^\.\. automodule:: attnbook\.{re.escape(module)}\n   :members:$",
+                         "\n".join(eval_rst_blocks(text)), flags=re.M), module
+    assert api_pages.write(api) == [], "an unchanged page is written again"
+    # A re-exported name is declared as what it is at home.
+    kv_cache = (api / "kv_cache.md").read_text(encoding="utf-8")
+    assert ".. py:data:: PRESETS" in kv_cache and ".. py:function:: kv_cache_bytes" in kv_cache
+    assert ".. py:class:: ModelConfig" in (api / "models.md").read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------------------------------
