@@ -299,6 +299,39 @@ def test_scaling_run_records_saturation_and_its_gradient_share():
         E.scaling_run(steps=1, saturation_threshold=1.0, **kw)
 
 
+def test_norm_placement_records_the_first_layers_gradient_and_update():
+    """Step 0's gradient norms are those at initialisation; Adam's first step is lr * sign(g).
+
+    Adam's first update is ``lr * m / (sqrt(v) + eps)`` with ``m = (1 - b1) g`` and
+    ``v = (1 - b2) g^2`` bias-corrected to ``g`` and ``g^2``: ``lr * g / (|g| + eps)``, so a
+    parameter with a nonzero gradient (|g| >> eps) moves by ``lr`` and one without does not,
+    and the first layer's relative update is ``lr * sqrt(k) / ||theta||`` for ``k`` parameters
+    with a nonzero gradient.
+    """
+    lr, seed = 2e-3, 1
+    r = E.norm_placement_run(n_layers=3, d_model=16, n_heads=2, d_ff=32, n=3, vocab=5,
+                             steps=4, batch_size=4, eval_size=8, lr=lr, warmup_steps=2,
+                             seed=seed)
+    for arm in E.NORM_PLACEMENT_ARMS:
+        for curve in (r.grad_norm_first[arm], r.grad_norm_last[arm], r.update_first[arm]):
+            assert curve.shape == (4,) and np.isfinite(curve).all() and (curve > 0).all()
+    for arm in ("post_ln", "pre_ln"):
+        assert r.grad_norm_first[arm][0] == pytest.approx(r.grad_norm_init[arm][0], rel=1e-9)
+        assert r.grad_norm_last[arm][0] == pytest.approx(r.grad_norm_init[arm][-1], rel=1e-9)
+        model = E._copy_model(arm == "pre_ln", vocab=5, d_model=16, n_heads=2, n_layers=3,
+                              d_ff=32, n=3, name=arm, seed=seed)
+        ids, x = E.copy_batch(4, 3, 5, torch.Generator().manual_seed(seed))
+        E._copy_loss(model, ids, x)[0].backward()
+        params = list(model.layers[0].parameters())
+        k = sum(int((p.grad.abs() > 1e-6).sum()) for p in params)
+        theta = math.sqrt(sum(float(p.detach().double().pow(2).sum()) for p in params))
+        assert r.update_first[arm][0] == pytest.approx(lr * math.sqrt(k) / theta, rel=1e-3)
+    # Warmup: the first step is at lr / warmup_steps of the peak (LambdaLR's first factor);
+    # float32 weights, so equal to rounding.
+    assert r.update_first["post_ln_warmup"][0] == pytest.approx(
+        0.5 * r.update_first["post_ln"][0], rel=1e-5)
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(n_layers=12, d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,

@@ -145,12 +145,14 @@ def _warmup_lambda(warmup_steps: int):
 
 
 def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps: int = 0,
-           progress: bool = False, desc: str = "", after_backward=None) -> np.ndarray:
+           progress: bool = False, desc: str = "", after_backward=None,
+           after_step=None) -> np.ndarray:
     """Adam on ``batch_loss(step) -> scalar loss``; returns the float64 ``(steps,)`` loss curve.
 
     The loss recorded for step ``s`` is that of the batch the ``s``-th update is computed
     from, i.e. measured *before* that update. ``after_backward(step)``, if given, runs between
-    the backward pass and the update (the gradients are those the update will use).
+    the backward pass and the update (the gradients are those the update will use);
+    ``after_step(step)`` right after the update.
     """
     opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_lambda(warmup_steps))
@@ -163,6 +165,8 @@ def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps:
         if after_backward is not None:
             after_backward(step)
         opt.step()
+        if after_step is not None:
+            after_step(step)
         sched.step()
         losses[step] = float(loss.detach())
     model.eval()
@@ -704,6 +708,13 @@ class NormPlacementResult:
             loss gradient with respect to all parameters of layer ``l`` (attention, FFN and
             norms), at initialisation, on the first batch; layer 0 is next to the embedding.
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) on the copied tokens.
+        grad_norm_first, grad_norm_last: per arm, float64 ``(steps,)``: the gradient norm (as in
+            ``grad_norm_init``) of the first and of the last layer at each step, before its
+            update (step 0 is ``grad_norm_init``'s first and last entry for the arms without
+            warmup).
+        update_first: per arm, float64 ``(steps,)``: the size of each update of the first
+            layer relative to its weights, ``||theta_after - theta_before|| / ||theta_before||``
+            over all of that layer's parameters.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
             the run diverged).
         chance_loss: ``log(vocab)``.
@@ -715,6 +726,9 @@ class NormPlacementResult:
 
     grad_norm_init: dict
     loss: dict
+    grad_norm_first: dict
+    grad_norm_last: dict
+    update_first: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -741,15 +755,18 @@ def _copy_loss(model, ids, x):
     return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), x.reshape(-1)), pred
 
 
+def _grad_norm(layer: nn.Module) -> float:
+    """L2 norm of the current gradient over all of ``layer``'s parameters (float64 sums)."""
+    return math.sqrt(sum(float(p.grad.double().pow(2).sum())
+                         for p in layer.parameters() if p.grad is not None))
+
+
 def _layer_grad_norms(model, ids, x) -> np.ndarray:
     """float64 ``(n_layers,)``: L2 norm of the copy loss's gradient w.r.t. each layer's params."""
     loss, _ = _copy_loss(model, ids, x)
     model.zero_grad(set_to_none=True)
     loss.backward()
-    norms = np.array([
-        math.sqrt(sum(float(p.grad.double().pow(2).sum())
-                      for p in layer.parameters() if p.grad is not None))
-        for layer in model.layers])
+    norms = np.array([_grad_norm(layer) for layer in model.layers])
     model.zero_grad(set_to_none=True)
     return norms
 
@@ -788,7 +805,9 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     the gradient of the last layer's FFN weights by ``O(d sqrt(ln d))`` for Post-LN, independent
     of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
     gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
-    Here the norm is taken over all parameters of each layer. The defaults (12 layers,
+    Here the norm is taken over all parameters of each layer. During training the run records,
+    per step, the gradient norms of the first and last layers and the relative size of the
+    first layer's update: what Adam does with those gradients. The defaults (12 layers,
     ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
     on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
     learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
@@ -830,7 +849,8 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
     sizes = dict(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                  n=n, seed=seed)
-    out = {name: {} for name in ("grad_norm_init", "loss", "eval_loss", "eval_accuracy")}
+    out = {name: {} for name in ("grad_norm_init", "loss", "grad_norm_first", "grad_norm_last",
+                                 "update_first", "eval_loss", "eval_accuracy")}
     n_params = 0
     with _run_context(num_threads) as clock:
         for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
@@ -846,9 +866,27 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
                 ids, x = copy_batch(batch_size, n, vocab, gen)
                 return _copy_loss(model, ids, x)[0]
 
+            first, last = model.layers[0], model.layers[-1]
+            g_first, g_last, upd = (np.empty(steps, dtype=np.float64) for _ in range(3))
+            held = {}  # the first layer's weights before this step's update
+
+            def after_backward(step, first=first, last=last, g_first=g_first, g_last=g_last,
+                               held=held):
+                g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
+                held["before"] = torch.cat([p.detach().flatten().double()
+                                            for p in first.parameters()])
+
+            def after_step(step, first=first, upd=upd, held=held):
+                before = held.pop("before")
+                after = torch.cat([p.detach().flatten().double() for p in first.parameters()])
+                upd[step] = float((after - before).norm() / before.norm())
+
             out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr,
                                       warmup_steps=warmup_steps if warm else 0,
-                                      progress=progress, desc=f"layer norm: {arm}")
+                                      progress=progress, desc=f"layer norm: {arm}",
+                                      after_backward=after_backward, after_step=after_step)
+            out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
+            out["update_first"][arm] = upd
             with torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
                 out["eval_loss"][arm] = float(loss)
