@@ -227,6 +227,111 @@ def test_scaling_run_learns_and_differs_only_by_the_scale():
     assert r.wall_time_s > 0 and r.cpu_time_s > 0
 
 
+def test_score_gradient_is_autograd_through_the_softmax():
+    """``score_gradient`` equals autograd of ``softmax(scale * s)`` with respect to ``s``."""
+    gen = torch.Generator().manual_seed(0)
+    s = torch.randn(3, 5, 7, dtype=torch.float64, generator=gen, requires_grad=True)
+    g = torch.randn(3, 5, 7, dtype=torch.float64, generator=gen)
+    for scale in (1.0, 0.125, 3.0):
+        p = torch.softmax(scale * s, dim=-1)
+        (want,) = torch.autograd.grad((p * g).sum(), s)
+        got = E.score_gradient(p.detach(), g, scale)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    # A one-hot row passes nothing back, whatever the upstream gradient (the Jacobian is 0).
+    one_hot = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
+    assert torch.equal(E.score_gradient(one_hot, torch.tensor([[5.0, -2.0, 7.0]],
+                                                              dtype=torch.float64), 1.0),
+                       torch.zeros(1, 3, dtype=torch.float64))
+
+
+def test_score_gradient_refuses_bad_input():
+    p = torch.full((2, 4), 0.25)
+    with pytest.raises(ValueError, match=r"same shape, got \(2, 4\) and \(2, 3\)"):
+        E.score_gradient(p, torch.zeros(2, 3), 1.0)
+    with pytest.raises(TypeError, match="grad_weights must be a torch.Tensor"):
+        E.score_gradient(p, np.zeros((2, 4)), 1.0)
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        E.score_gradient(p, torch.zeros(2, 4), "1")
+    with pytest.raises(ValueError, match="scale must be finite"):
+        E.score_gradient(p, torch.zeros(2, 4), float("nan"))
+
+
+def test_scaling_run_records_saturation_and_its_gradient_share():
+    """The per-step saturation record agrees with the weights and gradients of a rebuilt step.
+
+    Rebuilds the unscaled arm's model and first batch from the documented seeds, runs one
+    forward and backward pass by hand, and recomputes the share of saturated queries and the
+    share of the score gradient they carry with autograd through a softmax of the raw scores.
+    """
+    kw = dict(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
+              batch_size=32, eval_size=8, seed=2)
+    r = E.scaling_run(steps=3, saturation_threshold=0.9, **kw)
+    assert r.saturation_threshold == 0.9
+    for arm in ("scaled", "unscaled"):
+        for curve in (r.saturated[arm], r.saturated_grad_share[arm]):
+            assert curve.shape == (3,) and ((curve >= 0) & (curve <= 1)).all()
+    torch.manual_seed(kw["seed"])
+    model = E._RetrievalModel(8, 8, 32, 64, 64, 1.0)
+    keys, values, query, target = E.kv_recall_batch(
+        32, 4, 8, 8, torch.Generator().manual_seed(kw["seed"]))
+    captured = {}
+    model.attn.register_forward_pre_hook(
+        lambda m, args: captured.__setitem__("x", args[0]))
+    logits, weights = model(keys, values, query)
+    x = captured["x"]
+    # The raw dot products q k^T of the query row, as a leaf (q_proj's output carries the
+    # subclass's factor q_factor = scale * sqrt(head_dim), divided out here): their softmax
+    # (scale 1, the unscaled arm) is the weights.
+    qk = torch.einsum("bd,bld->bl", model.attn.q_proj(x)[:, -1] / model.attn.q_factor,
+                      model.attn.k_proj(x)).detach().double().requires_grad_(True)
+    p = torch.softmax(qk, dim=-1)  # scale 1: the unscaled arm
+    torch.testing.assert_close(p.float(), weights[:, 0, -1].detach(), rtol=1e-4, atol=1e-6)
+    weights.retain_grad()
+    F.cross_entropy(logits, target).backward()
+    (g_qk,) = torch.autograd.grad((p * weights.grad[:, 0, -1].double()).sum(), qk)
+    norms = g_qk.norm(dim=-1)
+    saturated = p.detach().max(dim=-1).values > 0.9
+    assert r.saturated["unscaled"][0] == pytest.approx(float(saturated.double().mean()))
+    want = float(norms[saturated].sum() / norms.sum())
+    assert r.saturated_grad_share["unscaled"][0] == pytest.approx(want, rel=1e-5, abs=1e-9)
+    assert 0 < r.saturated["unscaled"][0] < 1  # the check compared a real split
+    with pytest.raises(ValueError, match="saturation_threshold must be < 1"):
+        E.scaling_run(steps=1, saturation_threshold=1.0, **kw)
+
+
+def test_norm_placement_records_the_first_layers_gradient_and_update():
+    """Step 0's gradient norms are those at initialisation; Adam's first step is lr * sign(g).
+
+    Adam's first update is ``lr * m / (sqrt(v) + eps)`` with ``m = (1 - b1) g`` and
+    ``v = (1 - b2) g^2`` bias-corrected to ``g`` and ``g^2``: ``lr * g / (|g| + eps)``, so a
+    parameter with a nonzero gradient (|g| >> eps) moves by ``lr`` and one without does not,
+    and the first layer's relative update is ``lr * sqrt(k) / ||theta||`` for ``k`` parameters
+    with a nonzero gradient.
+    """
+    lr, seed = 2e-3, 1
+    r = E.norm_placement_run(n_layers=3, d_model=16, n_heads=2, d_ff=32, n=3, vocab=5,
+                             steps=4, batch_size=4, eval_size=8, lr=lr, warmup_steps=2,
+                             seed=seed)
+    for arm in E.NORM_PLACEMENT_ARMS:
+        for curve in (r.grad_norm_first[arm], r.grad_norm_last[arm], r.update_first[arm]):
+            assert curve.shape == (4,) and np.isfinite(curve).all() and (curve > 0).all()
+    for arm in ("post_ln", "pre_ln"):
+        assert r.grad_norm_first[arm][0] == pytest.approx(r.grad_norm_init[arm][0], rel=1e-9)
+        assert r.grad_norm_last[arm][0] == pytest.approx(r.grad_norm_init[arm][-1], rel=1e-9)
+        model = E._copy_model(arm == "pre_ln", vocab=5, d_model=16, n_heads=2, n_layers=3,
+                              d_ff=32, n=3, name=arm, seed=seed)
+        ids, x = E.copy_batch(4, 3, 5, torch.Generator().manual_seed(seed))
+        E._copy_loss(model, ids, x)[0].backward()
+        params = list(model.layers[0].parameters())
+        k = sum(int((p.grad.abs() > 1e-6).sum()) for p in params)
+        theta = math.sqrt(sum(float(p.detach().double().pow(2).sum()) for p in params))
+        assert r.update_first[arm][0] == pytest.approx(lr * math.sqrt(k) / theta, rel=1e-3)
+    # Warmup: the first step is at lr / warmup_steps of the peak (LambdaLR's first factor);
+    # float32 weights, so equal to rounding.
+    assert r.update_first["post_ln_warmup"][0] == pytest.approx(
+        0.5 * r.update_first["post_ln"][0], rel=1e-5)
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(n_layers=12, d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,

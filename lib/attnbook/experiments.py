@@ -97,6 +97,7 @@ __all__ = [
     "CrossAttentionResult",
     "cross_attention_run",
     "first_step_below",
+    "score_gradient",
     "offset_copy_batch",
     "POSITION_KINDS",
     "PositionExtrapolationResult",
@@ -144,11 +145,14 @@ def _warmup_lambda(warmup_steps: int):
 
 
 def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps: int = 0,
-           progress: bool = False, desc: str = "") -> np.ndarray:
+           progress: bool = False, desc: str = "", after_backward=None,
+           after_step=None) -> np.ndarray:
     """Adam on ``batch_loss(step) -> scalar loss``; returns the float64 ``(steps,)`` loss curve.
 
     The loss recorded for step ``s`` is that of the batch the ``s``-th update is computed
-    from, i.e. measured *before* that update.
+    from, i.e. measured *before* that update. ``after_backward(step)``, if given, runs between
+    the backward pass and the update (the gradients are those the update will use);
+    ``after_step(step)`` right after the update.
     """
     opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_lambda(warmup_steps))
@@ -158,7 +162,11 @@ def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps:
         loss = batch_loss(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if after_backward is not None:
+            after_backward(step)
         opt.step()
+        if after_step is not None:
+            after_step(step)
         sched.step()
         losses[step] = float(loss.detach())
     model.eval()
@@ -485,6 +493,13 @@ class ScalingResult:
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
         entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
             weights over that batch, measured in the same forward pass as the loss.
+        saturated: per arm, float64 ``(steps,)`` share of that batch's queries whose largest
+            attention weight exceeds ``saturation_threshold``.
+        saturated_grad_share: per arm, float64 ``(steps,)`` share of the batch's summed
+            per-query gradient norm ``||dloss/d(q k^T)||`` (with respect to the raw dot
+            products of the query slot's row) that the saturated queries carry; 0 when none is
+            saturated.
+        saturation_threshold: the largest weight above which a query counts as saturated.
         max_entropy: ``log(n_pairs + 1)``, the entropy of uniform attention over the slots.
         score_std_init: per arm, standard deviation of the query slot's scaled scores at
             initialisation (first batch), before the softmax.
@@ -499,6 +514,9 @@ class ScalingResult:
     scales: dict
     loss: dict
     entropy: dict
+    saturated: dict
+    saturated_grad_share: dict
+    saturation_threshold: float
     max_entropy: float
     score_std_init: dict
     eval_loss: dict
@@ -517,10 +535,43 @@ class ScalingResult:
     cpu_time_s: float = 0.0
 
 
+def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor,
+                   scale: float) -> torch.Tensor:
+    """The gradient with respect to raw dot products ``q k^T``, from the weights' gradient.
+
+    ``weights = softmax(scale * q k^T)`` along the last axis, so by the chain rule through the
+    softmax Jacobian ``diag(p) - p p^T`` (symmetric),
+    ``dloss/d(q k^T) = scale * p * (g - sum(p * g))`` with ``g = dloss/dweights``.
+
+    Args:
+        weights: ``(..., S)`` attention weights ``p`` (rows sum to 1), float.
+        grad_weights: ``(..., S)`` the loss gradient with respect to ``weights``, float.
+        scale: the factor the dot products were multiplied by before the softmax.
+
+    Returns:
+        ``(..., S)`` tensor in the inputs' dtype.
+
+    Raises:
+        TypeError: if ``weights`` or ``grad_weights`` is not a floating torch tensor or
+            ``scale`` not a real number.
+        ValueError: if the two tensors' shapes differ or ``scale`` is not finite.
+
+    Source: the softmax Jacobian, :func:`attnbook.attention.softmax_jacobian` (chapter 04).
+    """
+    checks.check_tensor(weights, "weights")
+    checks.check_tensor(grad_weights, "grad_weights")
+    scale = checks.check_real(scale, "scale")
+    if weights.shape != grad_weights.shape:
+        raise ValueError(f"weights and grad_weights must have the same shape, got "
+                         f"{tuple(weights.shape)} and {tuple(grad_weights.shape)}")
+    inner = (weights * grad_weights).sum(dim=-1, keepdim=True)  # (..., 1) p . g
+    return scale * weights * (grad_weights - inner)
+
+
 def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pairs: int = 8,
                 n_keys: int = 16, n_values: int = 16, steps: int = 400, batch_size: int = 64,
                 lr: float = 1e-3, eval_size: int = 1024, seed: int = 0, num_threads: int = 1,
-                progress: bool = False) -> ScalingResult:
+                saturation_threshold: float = 0.99, progress: bool = False) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
 
     Task (:func:`kv_recall_batch`): ``n_pairs`` key-value pairs and a query key; predict its
@@ -536,6 +587,11 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
     has standard deviation about ``sqrt(head_dim)/3`` (5.3 at 256) and a scaled one about 1/3;
     the result records the measured value (``score_std_init``).
 
+    At every step it also records which of the batch's queries are saturated (largest weight
+    above ``saturation_threshold``) and what share of the gradient reaching the query's raw
+    dot products ``q k^T`` those queries carry (:func:`score_gradient`, from the weights and
+    their gradient in the same backward pass as the update's).
+
     Args:
         head_dim: ``d_k`` of the single head.
         d_model, d_ff: widths of the residual stream and the feed-forward layer.
@@ -545,15 +601,18 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
         seed: weights ``torch.manual_seed(seed)``; batches ``Generator(seed)``; held-out set
             ``Generator(seed + 1)``.
         num_threads: torch threads during the run.
+        saturation_threshold: a query is saturated when its largest weight exceeds this
+            (``0 < saturation_threshold < 1``).
         progress: show tqdm bars.
 
     Returns:
         :class:`ScalingResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
-        ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive or
-            ``seed`` is negative.
+        TypeError: if a size or ``seed`` is not an integer or ``lr`` or
+            ``saturation_threshold`` not a real number.
+        ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
+            ``saturation_threshold`` is not strictly between 0 and 1 or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -561,12 +620,14 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                         batch_size=batch_size, eval_size=eval_size).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
+    threshold = checks.check_real(saturation_threshold, "saturation_threshold", minimum=0.0,
+                                  maximum=1.0, strict=True)
     seed = checks.check_seed(seed)
     gen_eval = torch.Generator().manual_seed(seed + 1)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
-    out = {name: {} for name in ("loss", "entropy", "score_std_init", "eval_loss",
-                                 "eval_accuracy")}
+    out = {name: {} for name in ("loss", "entropy", "saturated", "saturated_grad_share",
+                                 "score_std_init", "eval_loss", "eval_accuracy")}
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
@@ -574,15 +635,28 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                                     None if arm == "scaled" else scale)  # None: the default
             n_params = count_parameters(model)
             gen = torch.Generator().manual_seed(seed)
-            ent = np.empty(steps, dtype=np.float64)
+            ent, sat, share = (np.empty(steps, dtype=np.float64) for _ in range(3))
+            held = {}  # this step's weights, kept for after_backward
 
-            def batch_loss(step, model=model, gen=gen, ent=ent):
+            def batch_loss(step, model=model, gen=gen, ent=ent, held=held):
                 keys, values, query, target = kv_recall_batch(batch_size, n_pairs, n_keys,
                                                               n_values, gen)
                 logits, weights = model(keys, values, query)
+                weights.retain_grad()  # dloss/dweights, for the score gradient
+                held["weights"] = weights
                 w = weights[:, 0, -1].detach().double().numpy()  # (B, P + 1) query row
                 ent[step] = float(entropy(w, axis=-1).mean())
                 return F.cross_entropy(logits, target)
+
+            def after_backward(step, model=model, sat=sat, share=share, held=held):
+                weights = held.pop("weights")
+                p = weights.detach()[:, 0, -1].double()  # (B, P + 1) the query's row
+                g = score_gradient(p, weights.grad[:, 0, -1].double(), model.attn.scale)
+                norms = g.norm(dim=-1)  # (B,) per query
+                saturated = p.max(dim=-1).values > threshold
+                sat[step] = float(saturated.double().mean())
+                total = float(norms.sum())
+                share[step] = float(norms[saturated].sum()) / total if total > 0 else 0.0
 
             with torch.no_grad():  # the scores' spread at initialisation, first batch
                 keys, values, query, _ = kv_recall_batch(
@@ -599,14 +673,17 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                 out["score_std_init"][arm] = float(scores.double().std())
 
             out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
-                                      desc=f"scaling: {arm}")
+                                      desc=f"scaling: {arm}", after_backward=after_backward)
             out["entropy"][arm] = ent
+            out["saturated"][arm] = sat
+            out["saturated_grad_share"][arm] = share
             with torch.no_grad():
                 logits, _ = model(*eval_batch[:3])
                 out["eval_loss"][arm] = float(F.cross_entropy(logits, eval_batch[3]))
                 out["eval_accuracy"][arm] = _accuracy(logits, eval_batch[3])
     return ScalingResult(
-        head_dim=head_dim, scales=scales, max_entropy=math.log(n_pairs + 1),
+        head_dim=head_dim, scales=scales, saturation_threshold=threshold,
+        max_entropy=math.log(n_pairs + 1),
         chance_loss=math.log(n_values), steps=steps, lr=lr, batch_size=batch_size,
         n_pairs=n_pairs, n_keys=n_keys, n_values=n_values, d_model=d_model, seed=seed,
         n_params=n_params, wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"],
@@ -631,6 +708,13 @@ class NormPlacementResult:
             loss gradient with respect to all parameters of layer ``l`` (attention, FFN and
             norms), at initialisation, on the first batch; layer 0 is next to the embedding.
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) on the copied tokens.
+        grad_norm_first, grad_norm_last: per arm, float64 ``(steps,)``: the gradient norm (as in
+            ``grad_norm_init``) of the first and of the last layer at each step, before its
+            update (step 0 is ``grad_norm_init``'s first and last entry for the arms without
+            warmup).
+        update_first: per arm, float64 ``(steps,)``: the size of each update of the first
+            layer relative to its weights, ``||theta_after - theta_before|| / ||theta_before||``
+            over all of that layer's parameters.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
             the run diverged).
         chance_loss: ``log(vocab)``.
@@ -642,6 +726,9 @@ class NormPlacementResult:
 
     grad_norm_init: dict
     loss: dict
+    grad_norm_first: dict
+    grad_norm_last: dict
+    update_first: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -668,15 +755,18 @@ def _copy_loss(model, ids, x):
     return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), x.reshape(-1)), pred
 
 
+def _grad_norm(layer: nn.Module) -> float:
+    """L2 norm of the current gradient over all of ``layer``'s parameters (float64 sums)."""
+    return math.sqrt(sum(float(p.grad.double().pow(2).sum())
+                         for p in layer.parameters() if p.grad is not None))
+
+
 def _layer_grad_norms(model, ids, x) -> np.ndarray:
     """float64 ``(n_layers,)``: L2 norm of the copy loss's gradient w.r.t. each layer's params."""
     loss, _ = _copy_loss(model, ids, x)
     model.zero_grad(set_to_none=True)
     loss.backward()
-    norms = np.array([
-        math.sqrt(sum(float(p.grad.double().pow(2).sum())
-                      for p in layer.parameters() if p.grad is not None))
-        for layer in model.layers])
+    norms = np.array([_grad_norm(layer) for layer in model.layers])
     model.zero_grad(set_to_none=True)
     return norms
 
@@ -715,7 +805,9 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     the gradient of the last layer's FFN weights by ``O(d sqrt(ln d))`` for Post-LN, independent
     of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
     gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
-    Here the norm is taken over all parameters of each layer. The defaults (12 layers,
+    Here the norm is taken over all parameters of each layer. During training the run records,
+    per step, the gradient norms of the first and last layers and the relative size of the
+    first layer's update: what Adam does with those gradients. The defaults (12 layers,
     ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
     on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
     learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
@@ -757,7 +849,8 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
     sizes = dict(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                  n=n, seed=seed)
-    out = {name: {} for name in ("grad_norm_init", "loss", "eval_loss", "eval_accuracy")}
+    out = {name: {} for name in ("grad_norm_init", "loss", "grad_norm_first", "grad_norm_last",
+                                 "update_first", "eval_loss", "eval_accuracy")}
     n_params = 0
     with _run_context(num_threads) as clock:
         for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
@@ -773,9 +866,27 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
                 ids, x = copy_batch(batch_size, n, vocab, gen)
                 return _copy_loss(model, ids, x)[0]
 
+            first, last = model.layers[0], model.layers[-1]
+            g_first, g_last, upd = (np.empty(steps, dtype=np.float64) for _ in range(3))
+            held = {}  # the first layer's weights before this step's update
+
+            def after_backward(step, first=first, last=last, g_first=g_first, g_last=g_last,
+                               held=held):
+                g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
+                held["before"] = torch.cat([p.detach().flatten().double()
+                                            for p in first.parameters()])
+
+            def after_step(step, first=first, upd=upd, held=held):
+                before = held.pop("before")
+                after = torch.cat([p.detach().flatten().double() for p in first.parameters()])
+                upd[step] = float((after - before).norm() / before.norm())
+
             out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr,
                                       warmup_steps=warmup_steps if warm else 0,
-                                      progress=progress, desc=f"layer norm: {arm}")
+                                      progress=progress, desc=f"layer norm: {arm}",
+                                      after_backward=after_backward, after_step=after_step)
+            out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
+            out["update_first"][arm] = upd
             with torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
                 out["eval_loss"][arm] = float(loss)

@@ -141,6 +141,28 @@ def _training() -> dict:
     assert all(e[f"learned_{a}"] == 3 for a in arms[1:])
     e |= {"acc_min_others": min(r.eval_accuracy[a] for r in runs for a in arms[1:]),
           "acc_max_post": max(r.eval_accuracy["post_ln"] for r in runs), "acc_chance": 1 / 16}
+    # "Why plain Post-LN learns nothing": seed 0's per-step records over steps 10-29. Step 0's
+    # first-layer gradient is the one measured at initialisation (a separate computation).
+    early = slice(10, 30)
+    assert math.isclose(run.grad_norm_first["post_ln"][0], g_post[0], rel_tol=1e-9)
+    e |= {"fz_early_from": 10, "fz_early_to": 29, "fz_g0_post": float(g_post[0]),
+          **{f"fz_g_{a}": float(np.mean(run.grad_norm_first[a][early])) for a in arms},
+          "fz_g_last_post": float(np.mean(run.grad_norm_last["post_ln"][early])),
+          "fz_upd0_post": float(run.update_first["post_ln"][0]),
+          "fz_upd0_warm": float(run.update_first["post_ln_warmup"][0]),
+          "fz_upd_end_post": float(np.mean(run.update_first["post_ln"][-10:]))}
+    # Adam's first step moves each weight with a gradient by lr: the relative update is at
+    # most lr * sqrt(n) / ||theta|| for the layer's n weights (warmup: lr / 24 of it).
+    first = experiments._copy_model(False, vocab=16, d_model=64, n_heads=4, n_layers=12,
+                                    d_ff=256, n=8, name="post_ln", seed=0).layers[0]
+    params = list(first.parameters())
+    bound = 3e-3 * math.sqrt(sum(p.numel() for p in params)) / math.sqrt(
+        sum(float(p.detach().double().pow(2).sum()) for p in params))
+    assert 0.9 * bound < e["fz_upd0_post"] <= bound * (1 + 1e-5)
+    assert math.isclose(e["fz_upd0_warm"], e["fz_upd0_post"] / 24, rel_tol=1e-4)
+    # The prose: a collapse by far more than a hundredfold, the last layer still fed.
+    assert e["fz_g0_post"] / e["fz_g_post_ln"] > 100 and e["fz_g_last_post"] > 0.05
+    assert min(e["fz_g_pre_ln"], e["fz_g_post_ln_warmup"]) > 100 * e["fz_g_post_ln"]
     # Exercise 5: spreads (max - min) against the gap between arms.
     sp = {a: held[a][2] - held[a][0] for a in arms}
     gap = held["post_ln"][0] - held["post_ln_warmup"][2]

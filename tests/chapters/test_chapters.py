@@ -1116,6 +1116,12 @@ def expected_04_run(saved: dict) -> dict:
         "run_wall_time": saved["wall_time_s"],
         "run_unscaled_loss_then": float(np.mean(loss["unscaled"][at - window + 1:at + 1])),
         "run_unscaled_ent_then": float(np.mean(ent["unscaled"][at - window + 1:at + 1])),
+        # Steps 0..at (while the scaled arm learned), means of the saved per-step records.
+        "run_sat_threshold": saved["saturation_threshold"],
+        "run_sat_scaled_early": float(np.mean(saved["saturated"]["scaled"][:at + 1])),
+        "run_sat_unscaled_early": float(np.mean(saved["saturated"]["unscaled"][:at + 1])),
+        "run_satshare_unscaled_early":
+            float(np.mean(saved["saturated_grad_share"]["unscaled"][:at + 1])),
     }
 
 
@@ -1153,6 +1159,12 @@ def test_saved_scaling_run_is_the_library_run(execute_dir):
         assert_close(np.array(saved["entropy"][arm][:RERUN_STEPS]), short.entropy[arm],
                      atol=1e-6, rtol=1e-6)
         assert_close(saved["score_std_init"][arm], short.score_std_init[arm], atol=0, rtol=1e-6)
+        # One query's largest weight may land on the other side of the threshold in a rerun.
+        assert_close(np.array(saved["saturated"][arm][:RERUN_STEPS]), short.saturated[arm],
+                     atol=1.01 / st["batch_size"], rtol=0)
+        assert_close(np.array(saved["saturated_grad_share"][arm][:RERUN_STEPS]),
+                     short.saturated_grad_share[arm], atol=1e-9, rtol=1e-6)
+    assert saved["saturation_threshold"] == short.saturation_threshold
     # Formulas: chance loss log(n_values) (uniform guess), uniform attention over n_pairs + 1 slots.
     assert math.isclose(saved["chance_loss"], math.log(st["n_values"]), rel_tol=1e-12)
     assert math.isclose(saved["max_entropy"], math.log(st["n_pairs"] + 1), rel_tol=1e-12)
@@ -1173,12 +1185,17 @@ def test_expected_04_run_on_a_hand_made_curve():
              "loss": {"scaled": scaled.tolist(), "unscaled": unscaled.tolist()},
              "entropy": {"scaled": [1.0] * n, "unscaled": [0.5] * n},
              "score_std_init": {"scaled": 1.0, "unscaled": 2.0},
+             "saturated": {"scaled": [0.0] * n, "unscaled": [1.0] * 15 + [0.0] * (n - 15)},
+             "saturated_grad_share": {"scaled": [0.0] * n, "unscaled": [0.5] * n},
+             "saturation_threshold": 0.99,
              "eval_accuracy": {"scaled": 1.0, "unscaled": 1.0}, "wall_time_s": 1.0}
     e = expected_04_run(saved)
     assert (e["run_steps_half_scaled"], e["run_steps_half_unscaled"]) == (20, 30)
     # At step 20 the unscaled curve's last 10 values (steps 11..20) are all at chance.
     assert math.isclose(e["run_unscaled_loss_then"], chance, rel_tol=1e-12)
     assert e["run_max_entropy"] == math.log(4) and e["run_ent_init_unscaled"] == 0.5
+    # Steps 0..20: 15 of the 21 saturated.
+    assert math.isclose(e["run_sat_unscaled_early"], 15 / 21, rel_tol=1e-12)
 
 
 @pytest.mark.slow
@@ -1195,6 +1212,10 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     # "still ..., close to chance, while its attention ... was sharply focused"
     assert e["run_unscaled_loss_then"] > 0.9 * e["run_chance_loss"]
     assert e["run_unscaled_ent_then"] < 0.25 * mx
+    # "Why it was slower": most unscaled queries saturated early, carrying a small share of the
+    # gradient, while the scaled arm had (almost) none saturated.
+    assert e["run_sat_unscaled_early"] > 0.5 and e["run_sat_scaled_early"] < 0.05
+    assert e["run_satshare_unscaled_early"] < 0.05
     # "Both arms solve the task" and "both end with attention concentrated".
     assert e["run_acc_scaled"] >= 0.95 and e["run_acc_unscaled"] >= 0.95
     saved = saved_scaling_run(execute_dir)
