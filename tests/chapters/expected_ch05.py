@@ -123,6 +123,28 @@ def expected() -> dict:
     e |= {"do_S": 5, "do_L": 3, "do_mix_diff": Tiny(1e-12),
           "do_share_min": float(do["share"].min()), "do_share_max": float(do["share"].max()),
           "do_cross_diff": do["cross_diff"], "do_cross_scale": do["cross_scale"]}
+    # The trained decoder (chapter 13's shipped checkpoint) on Genesis 1:3, recomputed with the
+    # library's attention_maps (tested in tests/test_sampling.py against a NumPy recomputation); the
+    # prompt is the 33 characters up to the colon, the answer the 21 after it (counted here).
+    from attnbook import text
+    from attnbook.char_gpt import load_char_gpt
+    from attnbook.sampling import attention_maps
+
+    verse = "And God said, Let there be light: and there was light."
+    assert len(verse[:33]) == 33 and verse[32] == ":" and len(verse) - 33 == 21
+    gpt, _ = load_char_gpt()
+    maps = attention_maps(gpt, text.CharTokenizer(text.load_corpus()).encode(verse))
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-6)  # so each lambda is in [0, 1]
+    lam = maps[:, :, 33:, :33].sum(-1)                    # (layers, heads, 21)
+    lam_head = lam.mean(-1)
+    hi = np.unravel_index(lam_head.argmax(), lam_head.shape)
+    e |= {"gpt_n_heads": 16, "gpt_n_answer": 21, "gpt_lam_lo": float(lam_head.min()),
+          "gpt_lam_hi": float(lam_head.max()), "gpt_lam_hi_layer": int(hi[0] + 1),
+          "gpt_lam_hi_head": int(hi[1] + 1), "gpt_lam_min": float(lam.min()),
+          "gpt_lam_max": float(lam.max())}
+    # The prose: the heads differ ("between lo and hi") and single characters span almost all.
+    assert e["gpt_lam_hi"] > 2 * e["gpt_lam_lo"]
+    assert e["gpt_lam_min"] < 0.01 and e["gpt_lam_max"] > 0.9
     # Additive attention: shapes (L, S) and (L, d_v) by hand; rows sum to 1 and v_a = 0 gives
     # the mean of the values, both exact up to rounding (checked against the loop above).
     add = additive_example()
