@@ -268,8 +268,25 @@ def expected() -> dict:
         e[key] = Check(lambda a, g: isinstance(a, str) and a.startswith("layer "), "a head")
     # --- samples and limits ---------------------------------------------------------------
     e["smp_n"] = N_SAMPLE
-    for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk", "smp_known_short"):
+    for key in ("smp_known_cold", "smp_known_hot", "smp_known_topk", "smp_known_short",
+                "smp_long_cold"):
         e[key] = Check(_share, "a share of words")
+    # The control: the add-one bigram model of the training ids (pair counts by hand here),
+    # sampled from the prompt with NumPy's default_rng(1) (deterministic), its words looked
+    # up in the training text's words.
+    import re
+
+    prompt = "And the king said unto"
+    pairs = np.ones((V, V))
+    np.add.at(pairs, (train[:-1], train[1:]), 1.0)
+    rng, sample = np.random.default_rng(1), [index[c] for c in prompt]
+    for _ in range(N_SAMPLE):
+        sample.append(int(rng.choice(V, p=pairs[sample[-1]] / pairs[sample[-1]].sum())))
+    words = re.findall(r"[A-Za-z]+", "".join(chars[i] for i in sample)[len(prompt):])[:-1]
+    train_words = set(re.findall(r"[A-Za-z]+", text[:len(train)]))
+    long_words = [w for w in words if len(w) >= 4]
+    e["smp_known_bigram"] = sum(w in train_words for w in words) / len(words)
+    e["smp_long_bigram"] = sum(w in train_words for w in long_words) / len(long_words)
     e["smp_greedy_phrase"] = Check(
         lambda a, g: isinstance(a, str) and a.startswith(("falls into a loop",
                                                           "does not fall into a loop")),
