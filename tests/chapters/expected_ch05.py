@@ -142,6 +142,12 @@ def expected() -> dict:
           "gpt_lam_hi": float(lam_head.max()), "gpt_lam_hi_layer": int(hi[0] + 1),
           "gpt_lam_hi_head": int(hi[1] + 1), "gpt_lam_min": float(lam.min()),
           "gpt_lam_max": float(lam.max())}
+    # Uniform attention over the visible keys gives answer row t (0-based) 33 / (33 + t + 1).
+    uniform = np.mean([33 / (34 + t) for t in range(21)])
+    e |= {"gpt_uniform": float(uniform), "gpt_hi_first": float(lam[hi][:10].mean()),
+          "gpt_hi_last": float(lam[hi][10:].mean())}             # halves: 10 and 11 chars
+    # "Every head gives the prompt less than uniform", "mostly by nearness": first half >> second.
+    assert lam_head.max() < uniform and e["gpt_hi_first"] > 2 * e["gpt_hi_last"]
     # The prose: the heads differ ("between lo and hi") and single characters span almost all.
     assert e["gpt_lam_hi"] > 2 * e["gpt_lam_lo"]
     assert e["gpt_lam_min"] < 0.01 and e["gpt_lam_max"] > 0.9

@@ -146,7 +146,8 @@ def _training() -> dict:
     early = slice(10, 30)
     assert math.isclose(run.grad_norm_first["post_ln"][0], g_post[0], rel_tol=1e-9)
     e |= {"fz_early_from": 10, "fz_early_to": 29, "fz_g0_post": float(g_post[0]),
-          **{f"fz_g_{a}": float(np.mean(run.grad_norm_first[a][early])) for a in arms},
+          **{f"fz_g_{a}": float(np.mean(run.grad_norm_first[a][early]))
+             for a in ("post_ln", "pre_ln", "post_ln_warmup")},
           "fz_g_last_post": float(np.mean(run.grad_norm_last["post_ln"][early])),
           "fz_upd0_post": float(run.update_first["post_ln"][0]),
           "fz_upd0_warm": float(run.update_first["post_ln_warmup"][0]),
