@@ -735,6 +735,15 @@ def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn)
     bundle = mpl_figures.figure_bundle(fig, ("en", "zh_CN"))
     assert bundle["narrow"] == {} and set(bundle["editions"]) == {"en", "zh_CN"}
     assert not [w for w in recwarn if "constrained_layout" in str(w.message)]
+    # Text drawn in data coordinates that is wider than a phone's column squeezes the axes
+    # (constrained layout makes room for it), however it is gridded: no phone drawing either.
+    fig3, ax3 = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    ax3.set(xlim=(0, 8), ylim=(0, 1))
+    ax3.text(0, 0.5, "causal LM: position t predicts token t + 1", fontsize=12)
+    with pytest.raises(mpl_figures.LayoutCollapsed, match="narrower than"):
+        with mpl_figures.relaid_out(fig3, 358):
+            pass
+    plt.close(fig3)
     # Two panels fit: both editions get their phone drawing.
     fig2, axes2 = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
     for ax in axes2:

@@ -273,8 +273,9 @@ def relaid_out(fig, width_px: int):
         TypeError: if ``fig`` is not a matplotlib ``Figure``.
         ValueError: if ``width_px`` is not a positive integer.
         LayoutCollapsed: if even so the panels and their text do not fit ``width_px`` (its
-            layout engine gives up; the figure is restored first), or the figure has no
-            layout engine (its axes were placed by hand).
+            layout engine gives up, or leaves a panel narrower than :data:`MIN_PANEL_PX`; the
+            figure is restored first), or the figure has no layout engine (its axes were
+            placed by hand).
     """
     from matplotlib.figure import Figure
 
@@ -316,6 +317,13 @@ def relaid_out(fig, width_px: int):
                 raise LayoutCollapsed(
                     f"the figure's panels do not fit {width_px} px with its text at its size "
                     f"(constrained layout collapsed an axes to zero size)")
+            panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+            if min(_slot_widths(fig, panels), default=MIN_PANEL_PX) < MIN_PANEL_PX:
+                # Fewer columns did not help (or there was one): text drawn inside the axes
+                # (in data coordinates) leaves the panel no room.
+                raise LayoutCollapsed(
+                    f"a panel of the figure is narrower than {MIN_PANEL_PX} px at {width_px} px, "
+                    f"in one column, with its text at its size")
             yield fig
         finally:
             for text, original in texts:
