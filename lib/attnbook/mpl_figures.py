@@ -255,8 +255,9 @@ def relaid_out(fig, width_px: int):
     * **Panels:** if a panel's slot would be narrower than :data:`MIN_PANEL_PX`, the panels
       are re-gridded into fewer columns (in reading order, one under the other in the end),
       and the figure grows taller by as many rows as it gained (:func:`_regridded`).
-    * **Titles** (of an axes, or the figure's) now wider than their axes (or the figure) are
-      broken into lines, between words or between two CJK characters (:func:`_wrapped`).
+    * **Titles** (of an axes, or the figure's) now wider than their axes (or the figure), and
+      axis labels longer than their axes, are broken into lines, between words or between two
+      CJK characters (:func:`_wrapped`).
     * **Tick labels** that overlap their neighbours are turned upright if the chapter had
       already turned them (token labels; drawn smaller, to 80 % at least, if that is not
       enough), and otherwise every second (third, ...) one is shown
@@ -289,7 +290,9 @@ def relaid_out(fig, width_px: int):
     titles = [(ax.title, ax) for ax in fig.axes]
     if fig.get_suptitle():
         titles.append((fig._suptitle, fig))  # the Text that fig.suptitle made
-    texts = [(text, text.get_text()) for text, _ in titles]
+    # Axis labels: an x label as wide as its axes, a y label (turned) as tall.
+    labels = [(axis.label, ax) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    texts = [(text, text.get_text()) for text, _ in titles + labels]
     if engine is None:
         # Its axes were placed by hand, for its own width: nothing can place them again.
         raise LayoutCollapsed(f"the figure has no layout engine (its axes were placed by hand); "
@@ -303,11 +306,17 @@ def relaid_out(fig, width_px: int):
             _draw_layout(fig)  # places the axes at the new width
             undo.enter_context(_regridded(fig, size))
             renderer = fig.canvas.get_renderer()
-            for text, box in titles:
-                if text.get_text() and text.get_visible():
-                    limit = box.get_window_extent(renderer).width
-                    text.set_text(_wrapped(text, limit, renderer))
-            _draw_layout(fig)
+            # Twice: an x label broken into lines makes its axes shorter, and their y label may
+            # then need other breaks (each time from the text as the chapter wrote it).
+            for _ in range(2):
+                for (text, box), (_, original) in zip(titles + labels, texts):
+                    text.set_text(original)
+                    if original and text.get_visible():
+                        extent = box.get_window_extent(renderer)
+                        upright = text.get_rotation() % 180 == 90
+                        limit = extent.height if upright else extent.width
+                        text.set_text(_wrapped(text, limit, renderer))
+                _draw_layout(fig)
             undo.enter_context(_fitted_tick_labels(fig, renderer))
             undo.enter_context(_placed_legends(fig, renderer))
             with warnings.catch_warnings(record=True) as caught:
@@ -684,9 +693,12 @@ def _wrapped(text, limit: float, renderer) -> str:
     """
     original = text.get_text()
 
+    upright = text.get_rotation() % 180 == 90  # a y axis' label: its length is its height
+
     def width(candidate: str) -> float:
         text.set_text(candidate)
-        return text.get_window_extent(renderer).width
+        box = text.get_window_extent(renderer)
+        return box.height if upright else box.width
 
     try:
         if width(original) <= limit:
