@@ -258,9 +258,10 @@ def relaid_out(fig, width_px: int):
     * **Titles** (of an axes, or the figure's) now wider than their axes (or the figure), and
       axis labels longer than their axes, are broken into lines, between words or between two
       CJK characters (:func:`_wrapped`).
-    * **Tick labels** that overlap their neighbours are turned upright if the chapter had
-      already turned them (token labels; drawn smaller, to 80 % at least, if that is not
-      enough), and otherwise every second (third, ...) one is shown
+    * **Tick labels** that overlap their neighbours are turned upright if they are names
+      (tokens, models) or the chapter had already turned them (drawn smaller, to 80 % at
+      least, if that is not enough; a name is never hidden), and numbers are thinned: every
+      second (third, ...) one is shown
       (:func:`_fitted_tick_labels`). A panel that shares its y axis shows its tick labels
       when it is the first of its new row.
     * **Legends** wider than their axes (or a figure legend wider than the figure) get fewer
@@ -445,8 +446,8 @@ def _labels_collide(axis, renderer) -> bool:
     """Whether two neighbouring tick labels of ``axis`` overlap, as drawn now.
 
     Labels turned by an angle are parallel strips: they collide when their distance across the
-    strips (the step along the axis times the sine of the angle) is less than a label's height,
-    measured unturned.
+    strips (the step along the axis times the sine of the angle) is less than a line of their
+    text is thick, one em (their font size; a label's box adds the font's leading).
     """
     import math
 
@@ -461,11 +462,9 @@ def _labels_collide(axis, renderer) -> bool:
             sine = abs(math.sin(math.radians(a.get_rotation())))
             if sine > 0.1:
                 step = abs((box_b.x0 + box_b.x1) - (box_a.x0 + box_a.x1)) / 2
-                rotation = a.get_rotation()
-                a.set_rotation(0)
-                tall = a.get_window_extent(renderer).height
-                a.set_rotation(rotation)
-                if step * sine < tall + _GAP_PX:
+                em = renderer.points_to_pixels(a.get_fontsize())
+                # An em holds a glyph and the room above and below it: no gap added.
+                if step * sine < em * (a.get_text().count("\n") + 1):
                     return True
             elif max(box_b.x0 - box_a.x1, box_a.x0 - box_b.x1) < _GAP_PX:
                 return True
@@ -501,15 +500,21 @@ def _every_nth_formatter_class():
     return EveryNth
 
 
+def _names_something(label: str) -> bool:
+    """Whether a tick label is a name (it has a letter outside its math) rather than a number."""
+    return any(ch.isalpha() for ch in _MATH.sub("", label))
+
+
 @contextlib.contextmanager
 def _fitted_tick_labels(fig, renderer):
     """Tick labels that overlap their neighbours, turned upright or thinned; restored on exit.
 
-    Labels the chapter already turned (token labels under a heatmap) are turned to 90 degrees
-    and, if they still collide, drawn smaller, down to 80 % of their size; otherwise (and if
-    they still collide) only every ``n``-th label is shown, the smallest ``n`` with no overlap,
-    by a formatter that wraps the axis' own (so a label written again at draw time, or
-    translated, stays that one).
+    Labels that name something (a token under a heatmap, a model under its bars) and labels
+    the chapter already turned are turned to 90 degrees and, if they still collide, drawn
+    smaller, down to 80 % of their size; names are never hidden (if they still collide, the
+    figure does not fit: :class:`LayoutCollapsed`). Numbers that collide are thinned: only
+    every ``n``-th is shown, the smallest ``n`` with no overlap, by a formatter that wraps the
+    axis' own (so a label written again at draw time, or translated, stays that one).
     """
     cls = _FORMATTER_CLASS.get("nth")
     if cls is None:
@@ -521,7 +526,9 @@ def _fitted_tick_labels(fig, renderer):
                 if not axis.get_visible() or not _labels_collide(axis, renderer):
                     continue
                 labels = _tick_labels(axis)
-                if axis.axis_name == "x" and any(lab.get_rotation() % 180 for lab in labels):
+                names = any(_names_something(lab.get_text()) for lab in labels)
+                if axis.axis_name == "x" and (names or any(lab.get_rotation() % 180
+                                                           for lab in labels)):
                     ticks = axis.get_major_ticks()
                     for lab in [t.label1 for t in ticks] + [t.label2 for t in ticks]:
                         turned.append((lab, lab.get_rotation(), lab.get_horizontalalignment(),
@@ -529,7 +536,7 @@ def _fitted_tick_labels(fig, renderer):
                         lab.set(rotation=90, horizontalalignment="center",
                                 rotation_mode="default")
                     _draw_layout(fig)
-                    # Every token under a heatmap is data: first smaller, down to 80 %.
+                    # Every name (a token under a heatmap, a model) is data: smaller, to 80 %.
                     size = labels[0].get_fontsize()
                     while (_labels_collide(axis, renderer)
                            and labels[0].get_fontsize() > 0.8 * size + 0.25):
@@ -538,6 +545,10 @@ def _fitted_tick_labels(fig, renderer):
                         _draw_layout(fig)
                     if not _labels_collide(axis, renderer):
                         continue
+                if names:
+                    raise LayoutCollapsed(
+                        f"the tick labels {labels[0].get_text()!r} ... of a panel do not fit "
+                        f"next to each other at {fig.get_figwidth() * fig.dpi:.0f} px")
                 inner = axis.get_major_formatter()
                 formatters.append((axis, inner, axis.isDefault_majfmt))
                 for n in range(2, max(len(labels), 2) + 1):
