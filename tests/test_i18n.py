@@ -206,15 +206,18 @@ def test_figure_bundle_lists_untranslated_labels(catalog):
 
 def test_titles_wider_than_their_panel_on_a_phone_are_broken_into_lines():
     fig, axes = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
-    titles = ["layer 1: where the pronoun attends", "第 1 层：“it” 关注哪里，每个头"]
+    # Wider than a phone's whole column, so that the panels, even one under the other (each as
+    # wide as the column), need their titles broken.
+    titles = ["layer 1: where the pronoun attends, in each of the twelve heads of the layer",
+              "第 1 层：“it” 关注哪里，每个头各自关注的位置与它的权重，一个头一行"]
     for ax, title in zip(axes, titles):
         ax.plot([0, 1], [0, 1])
         ax.set_title(title)
     axes[1].title.set_fontfamily(["DejaVu Sans", mpl_figures._cjk_family()])
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    # In one line each title is wider than half a phone's column: side by side they overlap.
-    assert min(ax.title.get_window_extent(renderer).width for ax in axes) > 358 / 2
+    # In one line each title is wider than a phone's column.
+    assert min(ax.title.get_window_extent(renderer).width for ax in axes) > 358
     with mpl_figures.relaid_out(fig, 358):
         fig.canvas.draw()
         boxes = [ax.title.get_window_extent(renderer) for ax in axes]
@@ -222,9 +225,28 @@ def test_titles_wider_than_their_panel_on_a_phone_are_broken_into_lines():
         # Broken between words, and between CJK characters (no space there).
         assert axes[0].title.get_text().replace("\n", " ") == titles[0]
         assert axes[1].title.get_text().replace("\n", "") == titles[1]
-        assert boxes[0].x1 <= boxes[1].x0
+        assert not boxes[0].overlaps(boxes[1])
         assert all(0 <= b.x0 and b.x1 <= 358 for b in boxes)
     assert [ax.title.get_text() for ax in axes] == titles
+    plt.close(fig)
+
+
+def test_axis_labels_longer_than_their_axes_on_a_phone_are_broken_into_lines():
+    """An x label as wide as the column and a y label as tall as the axes: on a phone each is
+    broken into lines that stay inside the figure (they were cut off at its edge)."""
+    fig, ax = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    ax.plot([0, 1], [0, 1])
+    xlabel = "arithmetic intensity of the kernel (FLOPs per byte read from HBM)"
+    ylabel = "modelled throughput of the kernel (TFLOP/s)"
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        assert "\n" in ax.xaxis.label.get_text() and "\n" in ax.yaxis.label.get_text()
+        assert ax.xaxis.label.get_text().replace("\n", " ") == xlabel
+        x_box, y_box = ax.xaxis.label.get_window_extent(), ax.yaxis.label.get_window_extent()
+        assert 0 <= x_box.x0 and x_box.x1 <= 358
+        assert y_box.height <= ax.get_window_extent().height + 1
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (xlabel, ylabel)
     plt.close(fig)
 
 
@@ -712,20 +734,35 @@ def test_a_figure_relaid_out_for_a_phone_keeps_its_text_size_and_is_restored():
 
 
 def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn):
-    """Six panels with long labels cannot be laid out 358 px wide: the payload has no phone
-    drawing (the phone shows the column's, shrunk), the figure is restored, nothing warns."""
-    fig, axes = plt.subplots(1, 6, figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    """Tick labels almost as wide as a phone's column cannot be laid out 358 px wide, however the
+    panels are gridded: the payload has no phone drawing (the phone shows the column's, shrunk),
+    the figure is restored, nothing warns."""
+    fig, axes = plt.subplots(1, 1, figsize=(6.88, 2.5), dpi=100, layout="constrained",
+                             squeeze=False)
+    axes = axes[0]
     for ax in axes:
         ax.plot([0, 1000, 2000], [0, 1, 2])
-        ax.set(ylabel="attention weight of the key", xlabel="position in the sequence")
+        ax.set_yticks([0, 2], ["the attention weight of the key at the first position",
+                               "the attention weight of the key at the last position"])
     size = fig.get_size_inches().copy()
+    specs = [ax.get_subplotspec() for ax in axes]
     with pytest.raises(mpl_figures.LayoutCollapsed, match="358 px"):
         with mpl_figures.relaid_out(fig, 358):
             pass
     assert (fig.get_size_inches() == size).all()
+    assert [ax.get_subplotspec() for ax in axes] == specs
     bundle = mpl_figures.figure_bundle(fig, ("en", "zh_CN"))
     assert bundle["narrow"] == {} and set(bundle["editions"]) == {"en", "zh_CN"}
     assert not [w for w in recwarn if "constrained_layout" in str(w.message)]
+    # Text drawn in data coordinates that is wider than a phone's column squeezes the axes
+    # (constrained layout makes room for it), however it is gridded: no phone drawing either.
+    fig3, ax3 = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    ax3.set(xlim=(0, 8), ylim=(0, 1))
+    ax3.text(0, 0.5, "causal LM: position t predicts token t + 1", fontsize=12)
+    with pytest.raises(mpl_figures.LayoutCollapsed, match="358 px"):
+        with mpl_figures.relaid_out(fig3, 358):
+            pass
+    plt.close(fig3)
     # Two panels fit: both editions get their phone drawing.
     fig2, axes2 = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
     for ax in axes2:
@@ -733,6 +770,189 @@ def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn)
     assert set(mpl_figures.figure_bundle(fig2, ("en", "zh_CN"))["narrow"]) == {"en", "zh_CN"}
     plt.close(fig)
     plt.close(fig2)
+
+
+def _panels(n_cols, n_rows=1, **kw):
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(6.88, 2.5 * n_rows), dpi=100,
+                             layout="constrained", squeeze=False, **kw)
+    x = np.linspace(0, 1, 50)
+    for ax in axes.flat:
+        ax.plot(x, x, label="rising line")
+        ax.plot(x, 1 - x, label="falling line")
+        ax.set(xlabel="position $i$", ylabel="weight", title="head")
+    return fig, list(axes.flat)
+
+
+def _png(fig, **kw) -> bytes:
+    return base64.b64decode(mpl_figures.figure_png(fig, "en", **kw))
+
+
+def _assert_same_drawing(png: bytes, before: bytes) -> None:
+    """The same picture, up to the antialiasing of a sub-pixel difference in the layout (a
+    moved legend, a tick label hidden or turned differs by far more than 8 levels)."""
+    import io
+
+    from PIL import Image
+
+    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB")).astype(int)
+            for x in (png, before))
+    assert a.shape == b.shape
+    assert np.abs(a - b).max() <= 8
+
+
+def _column_png(fig) -> bytes:
+    """The column's drawing, as every later drawing at this width is: constrained layout starts
+    from where the axes are, so the first drawing after a resize differs by a sub-pixel."""
+    _png(fig)
+    return _png(fig)
+
+
+def test_panels_too_narrow_for_a_phone_are_regridded_into_fewer_columns():
+    """Three panels side by side are about 100 px each at 358 px: re-gridded one under the other
+    (reading order kept), each at least MIN_PANEL_PX wide, the figure taller by the rows it
+    gained; the column's drawing is the same before and after."""
+    fig, axes = _panels(3)
+    specs = [ax.get_subplotspec() for ax in axes]
+    fig.set_size_inches(3.58, 2.5)
+    fig.canvas.draw()
+    # The old behaviour: the panels only shrank.
+    assert max(ax.get_position().width * 358 for ax in axes) < mpl_figures.MIN_PANEL_PX
+    fig.set_size_inches(6.88, 2.5)
+    before = _column_png(fig)
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        boxes = [ax.get_window_extent() for ax in axes]
+        assert min(b.width for b in boxes) >= mpl_figures.MIN_PANEL_PX
+        assert boxes[0].y0 > boxes[1].y1 and boxes[1].y0 > boxes[2].y1  # top to bottom
+        assert fig.get_size_inches()[1] == pytest.approx(3 * 2.5)
+    assert [ax.get_subplotspec() for ax in axes] == specs
+    assert tuple(fig.get_size_inches()) == (6.88, 2.5)
+    _assert_same_drawing(_png(fig), before)
+    width, height = _png_size(mpl_figures.figure_png(fig, "en", width_px=358))
+    assert width == 358 and height > 0.9 * 3 * 2.5 * 100
+    plt.close(fig)
+
+
+def test_a_grid_keeps_as_many_columns_as_fit_and_twins_stay_together():
+    """Six small panels (2 x 3) go to two columns of three rows, not one column of six; an axes
+    made by twinx moves with its panel."""
+    fig, axes = plt.subplots(2, 3, figsize=(6.88, 4.5), dpi=100, layout="constrained")
+    for ax in axes.flat:
+        ax.imshow(np.eye(6))
+    twin = axes[0, 1].twinx()
+    twin.set_yticks([])
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        geometry = {ax.get_subplotspec().get_geometry()[:2] for ax in axes.flat}
+        assert geometry == {(3, 2)}
+        assert twin.get_subplotspec() == axes[0, 1].get_subplotspec()
+        assert axes[0, 2].get_subplotspec().rowspan.start == 1  # reading order
+    assert twin.get_subplotspec() == axes[0, 1].get_subplotspec()
+    assert axes[0, 2].get_subplotspec().get_geometry()[:2] == (2, 3)
+    plt.close(fig)
+
+
+def _covers(legend, ax) -> bool:
+    """Whether any of ``ax``'s lines passes through ``legend``'s box (its points, densely)."""
+    box = legend.get_window_extent()
+    for line in ax.lines:
+        x, y = line.get_data()
+        xs = np.interp(np.linspace(0, len(x) - 1, 2000), np.arange(len(x)), x)
+        ys = np.interp(np.linspace(0, len(y) - 1, 2000), np.arange(len(y)), y)
+        points = line.get_transform().transform(np.column_stack([xs, ys]))
+        if box.count_contains(points):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("loc", ["best", "center right", "upper right"])
+def test_a_legend_does_not_cover_its_axes_lines_on_a_phone(loc):
+    """A legend that fits beside the data in the column covers it on a phone: it moves (inside
+    the axes where there is room, else below them); restored after."""
+    fig, ax = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
+    x = np.linspace(0, 1, 50)
+    ax.plot(x, 0.9 * x ** 4, label="a rising curve, steeply at the end")
+    ax.plot(x, 0.9 - 0.9 * x ** 0.25, label="a falling curve, steeply at the start")
+    ax.axhline(0.5, ls=":", label="a level line")
+    ax.set(xlabel="position $i$")
+    legend = ax.legend(loc=loc, fontsize=9)
+    fig.set_size_inches(3.58, 2.5)
+    fig.canvas.draw()
+    covered_before = _covers(legend, ax)
+    fig.set_size_inches(6.88, 2.5)
+    before = _column_png(fig)
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        assert not _covers(legend, ax)
+        assert legend.get_window_extent().x1 <= 358 and legend.get_window_extent().x0 >= 0
+    assert covered_before or loc == "best"
+    _assert_same_drawing(_png(fig), before)
+    plt.close(fig)
+
+
+def test_a_figure_legend_wider_than_a_phone_gets_fewer_columns():
+    fig, axes = _panels(2, sharey=True)
+    handles, _ = axes[0].get_legend_handles_labels()
+    legend = fig.legend(handles, ["the first line, as a chapter labels it",
+                                  "the second line, as a chapter labels it"],
+                        loc="outside lower center", ncols=2)
+    fig.canvas.draw()
+    assert legend.get_window_extent().width > 358
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        box = legend.get_window_extent()
+        assert box.x0 >= 0 and box.x1 <= 358
+    assert len(legend._legend_handle_box.get_children()) == 2
+    plt.close(fig)
+
+
+def _overlapping(labels) -> bool:
+    boxes = [t.get_window_extent() for t in labels if t.get_visible() and t.get_text()]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def _drawn_tick_labels(axis):
+    lo, hi = sorted(axis.get_view_interval())
+    return [t.label1 for t in axis.get_major_ticks(len(axis.get_majorticklocs()))
+            if lo <= t.get_loc() <= hi]
+
+
+@pytest.mark.parametrize("rotation", [0, 60, None])
+def test_fixed_tick_labels_do_not_overlap_on_a_phone(rotation):
+    """Token labels under a heatmap (turned by the chapter, or not: None) are turned upright and
+    all shown; numbers are thinned to every n-th; none overlaps; all is restored."""
+    fig, ax = plt.subplots(figsize=(4.5, 2.5), dpi=100, layout="constrained")
+    tokens = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street",
+              "because", "it", "was", "too", "tired", "[SEP]"]
+    if rotation == 0:
+        tokens = tokens * 2  # as many numbers
+    ax.imshow(np.random.default_rng(0).random((4, len(tokens))), aspect="auto")
+    if rotation is None:
+        ax.set_xticks(range(len(tokens)), tokens)
+    elif rotation:
+        ax.set_xticks(range(len(tokens)), tokens, rotation=rotation, ha="right")
+    else:
+        ax.set_xticks(range(len(tokens)), [str(512 * 2 ** i) for i in range(len(tokens))])
+    formatter = ax.xaxis.get_major_formatter()
+    fig.set_size_inches(3.58, 2.5)
+    fig.canvas.draw()
+    assert _overlapping(_drawn_tick_labels(ax.xaxis))  # the old drawing
+    fig.set_size_inches(4.5, 2.5)
+    before = _column_png(fig)
+    with mpl_figures.relaid_out(fig, 358):
+        fig.canvas.draw()
+        labels = _drawn_tick_labels(ax.xaxis)
+        assert not _overlapping(labels)
+        shown = [t.get_text() for t in labels if t.get_text()]
+        if rotation != 0:
+            assert shown == tokens and all(t.get_rotation() == 90 for t in labels)
+        else:
+            assert 2 <= len(shown) < len(tokens)
+    assert ax.xaxis.get_major_formatter() is formatter
+    assert [t.get_rotation() for t in _drawn_tick_labels(ax.xaxis)] == [rotation or 0] * len(
+        tokens)
+    _assert_same_drawing(_png(fig), before)
+    plt.close(fig)
 
 
 def test_a_figure_without_a_layout_engine_or_laid_out_tight_gets_no_phone_drawing():

@@ -233,23 +233,51 @@ class LayoutCollapsed(ValueError):
     """
 
 
+#: The narrowest a panel's axes may be on a phone, in CSS pixels (the box constrained layout
+#: gives it, its tick labels and axis labels outside): below it a figure's panels are
+#: re-gridded into fewer columns. Two line plots side by side in a phone's 358 px column get
+#: about 115 px each, too narrow for a legend beside the data or for their tick labels; small
+#: masks (six of them in two columns: about 130 px each) still read well.
+MIN_PANEL_PX = 125
+#: The least room, in pixels, between two neighbouring tick labels (and between a legend and
+#: what it may not cover).
+_GAP_PX = 2
+
+
 @contextlib.contextmanager
 def relaid_out(fig, width_px: int):
     """Temporarily lay ``fig`` out ``width_px`` CSS pixels wide; restore it on exit.
 
     The font sizes stay in points, so the text keeps its size while the axes shrink;
-    constrained layout (the book's default) places the panels again. The height stays what it
-    was in inches, so a figure drawn for the column grows relatively taller on a phone. A title
-    (of an axes, or the figure's) that is now wider than its axes (or the figure) is broken
-    into lines, between words or between two CJK characters, measured by matplotlib's
-    renderer, so that neighbouring titles neither overlap nor leave the figure.
+    constrained layout (the book's default) places the panels again, by these rules, each
+    measured with matplotlib's renderer at the new width:
+
+    * **Panels:** if a panel's slot would be narrower than :data:`MIN_PANEL_PX`, the panels
+      are re-gridded into fewer columns (in reading order, one under the other in the end),
+      and the figure grows taller by as many rows as it gained (:func:`_regridded`).
+    * **Titles** (of an axes, or the figure's) now wider than their axes (or the figure), and
+      axis labels longer than their axes, are broken into lines, between words or between two
+      CJK characters (:func:`_wrapped`).
+    * **Tick labels** that overlap their neighbours are turned upright if they are names
+      (tokens, models) or the chapter had already turned them (drawn smaller, to 80 % at
+      least, if that is not enough; a name is never hidden), and numbers are thinned: every
+      second (third, ...) one is shown
+      (:func:`_fitted_tick_labels`). A panel that shares its y axis shows its tick labels
+      when it is the first of its new row.
+    * **Legends** wider than their axes (or a figure legend wider than the figure) get fewer
+      columns; an axes' legend that covers its data is moved to the best place inside the
+      axes and, if no place there is free, below the axes (:func:`_placed_legends`).
+
+    The height stays what it was in inches (times the rows gained), so a figure drawn for the
+    column grows relatively taller on a phone.
 
     Raises:
         TypeError: if ``fig`` is not a matplotlib ``Figure``.
         ValueError: if ``width_px`` is not a positive integer.
-        LayoutCollapsed: if even with its titles broken the panels and their text do not fit
-            ``width_px`` (its layout engine gives up; the figure is restored first), or the
-            figure has no layout engine (its axes were placed by hand).
+        LayoutCollapsed: if even so the panels and their text do not fit ``width_px`` (its
+            layout engine gives up, or leaves a panel narrower than :data:`MIN_PANEL_PX`; the
+            figure is restored first), or the figure has no layout engine (its axes were
+            placed by hand).
     """
     from matplotlib.figure import Figure
 
@@ -263,35 +291,381 @@ def relaid_out(fig, width_px: int):
     titles = [(ax.title, ax) for ax in fig.axes]
     if fig.get_suptitle():
         titles.append((fig._suptitle, fig))  # the Text that fig.suptitle made
-    texts = [(text, text.get_text()) for text, _ in titles]
+    # Axis labels: an x label as wide as its axes, a y label (turned) as tall.
+    labels = [(axis.label, ax) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    texts = [(text, text.get_text()) for text, _ in titles + labels]
     if engine is None:
         # Its axes were placed by hand, for its own width: nothing can place them again.
         raise LayoutCollapsed(f"the figure has no layout engine (its axes were placed by hand); "
                               f"it cannot be laid out again at {width_px} px")
+    # Where the axes are now: constrained layout starts from there, so the column's next drawing
+    # is the same (to the sub-pixel) only if they are put back.
+    positions = [(ax, ax._originalPosition.frozen(), ax._position.frozen()) for ax in fig.axes]
+    with contextlib.ExitStack() as undo:
+        try:
+            fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
+            _draw_layout(fig)  # places the axes at the new width
+            undo.enter_context(_regridded(fig, size))
+            renderer = fig.canvas.get_renderer()
+            # Twice: an x label broken into lines makes its axes shorter, and their y label may
+            # then need other breaks (each time from the text as the chapter wrote it).
+            for _ in range(2):
+                for (text, box), (_, original) in zip(titles + labels, texts):
+                    text.set_text(original)
+                    if original and text.get_visible():
+                        extent = box.get_window_extent(renderer)
+                        upright = text.get_rotation() % 180 == 90
+                        limit = extent.height if upright else extent.width
+                        text.set_text(_wrapped(text, limit, renderer))
+                _draw_layout(fig)
+            undo.enter_context(_fitted_tick_labels(fig, renderer))
+            undo.enter_context(_placed_legends(fig, renderer))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fig.draw_without_rendering()
+            if any(str(w.message).startswith(_COLLAPSED) for w in caught):
+                raise LayoutCollapsed(
+                    f"the figure's panels do not fit {width_px} px with its text at its size "
+                    f"(constrained layout collapsed an axes to zero size)")
+            panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+            if min(_slot_widths(fig, panels), default=MIN_PANEL_PX) < MIN_PANEL_PX:
+                # Fewer columns did not help (or there was one): text drawn inside the axes
+                # (in data coordinates) leaves the panel no room.
+                raise LayoutCollapsed(
+                    f"a panel of the figure is narrower than {MIN_PANEL_PX} px at {width_px} px, "
+                    f"in one column, with its text at its size")
+            yield fig
+        finally:
+            for text, original in texts:
+                text.set_text(original)
+            fig.set_size_inches(size, forward=False)
+    for ax, original, active in positions:  # after the grid and the legends are restored
+        ax._set_position(original, which="original")
+        ax._set_position(active, which="active")
+
+
+def _draw_layout(fig) -> bool:
+    """Lay ``fig`` out (no pixels drawn); whether its layout engine gave up."""
+    with warnings.catch_warnings(record=True) as caught:
+        # A figure may not fit before the rules below have been applied; checked at the end.
+        warnings.simplefilter("always")
+        fig.draw_without_rendering()
+    return any(str(w.message).startswith(_COLLAPSED) for w in caught)
+
+
+def _slot_widths(fig, axes) -> list[float]:
+    """The widths in pixels of the grid slots constrained layout gave ``axes`` (labels out)."""
+    width = fig.get_figwidth() * fig.dpi
+    return [ax.get_position(original=True).width * width for ax in axes]
+
+
+@contextlib.contextmanager
+def _regridded(fig, size):
+    """Re-grid ``fig``'s panels into fewer columns while one is narrower than MIN_PANEL_PX.
+
+    Every axes that sits in the figure's one grid (``plt.subplots``) is moved, in reading order
+    (row by row), to the first free slot of a grid with fewer columns; axes that shared a slot
+    (``twinx``) share the new one, a panel that spanned every column spans every new one.
+    Colorbars drawn with ``fig.colorbar(..., ax=...)`` follow their axes (constrained layout
+    places them next to their parents). The figure's height grows by the rows gained. Only
+    for constrained layout; a figure with nested grids, subfigures or a panel spanning
+    several rows but not every column keeps its grid. Restores the grid and the height.
+    """
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    grids = {id(ax.get_subplotspec().get_gridspec()) for ax in panels}
+    narrow = _draw_layout(fig) or min(_slot_widths(fig, panels), default=MIN_PANEL_PX) \
+        < MIN_PANEL_PX
+    if (not narrow or len(grids) != 1 or fig.subfigs
+            or not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)):
+        yield
+        return
+    grid = panels[0].get_subplotspec().get_gridspec()
+    n_rows, n_cols = grid.get_geometry()
+    specs = {ax: ax.get_subplotspec() for ax in panels}
+    # One slot per distinct place in the grid, in reading order.
+    slots: dict[tuple, list] = {}
+    for ax in panels:
+        spec = specs[ax]
+        slots.setdefault((spec.rowspan.start, spec.colspan.start,
+                          spec.rowspan.stop, spec.colspan.stop), []).append(ax)
+    if any(r1 - r0 > 1 and c1 - c0 < n_cols for r0, c0, r1, c1 in slots):
+        yield
+        return
+    height = size[1]
+    relabelled: set = set()
     try:
-        fig.set_size_inches(width_px / fig.dpi, size[1], forward=False)
-        with warnings.catch_warnings():
-            # Before its titles are broken into lines a figure may not fit; checked below.
-            warnings.filterwarnings("ignore", "constrained_layout not applied")
-            warnings.filterwarnings("ignore", "Tight layout not applied")
-            fig.draw_without_rendering()  # places the axes at the new width
-        renderer = fig.canvas.get_renderer()
-        for text, box in titles:
-            if text.get_text() and text.get_visible():
-                limit = box.get_window_extent(renderer).width
-                text.set_text(_wrapped(text, limit, renderer))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fig.draw_without_rendering()
-        if any(str(w.message).startswith(_COLLAPSED) for w in caught):
-            raise LayoutCollapsed(
-                f"the figure's panels do not fit {width_px} px with its text at its size "
-                f"(constrained layout collapsed an axes to zero size)")
-        yield fig
+        for cols in range(n_cols - 1, 0, -1):
+            placed, row, col = [], 0, 0
+            for (_, c0, _, c1), axes in sorted(slots.items()):
+                span = cols if c1 - c0 >= n_cols else min(c1 - c0, cols)
+                if col + span > cols:
+                    row, col = row + 1, 0
+                placed.append((axes, row, col, span))
+                col += span
+            rows = row + 1
+            new = GridSpec(rows, cols, figure=fig)
+            for axes, row, col, span in placed:
+                for ax in axes:
+                    ax.set_subplotspec(new[row, col:col + span])
+                    # A panel that shares its y axis had its tick labels hidden where it was
+                    # not the row's first (plt.subplots(sharey=True)); first now, it shows them.
+                    shown = col == 0 and len(ax.get_shared_y_axes().get_siblings(ax)) > 1
+                    if shown and not ax.yaxis.get_tick_params()["labelleft"]:
+                        ax.yaxis.set_tick_params(labelleft=True)
+                        relabelled.add(ax)
+                    elif ax in relabelled and not shown:
+                        ax.yaxis.set_tick_params(labelleft=False)
+                        relabelled.discard(ax)
+            fig.set_size_inches(fig.get_figwidth(), height * rows / n_rows, forward=False)
+            if not _draw_layout(fig) and min(_slot_widths(fig, panels)) >= MIN_PANEL_PX:
+                break
+        yield
     finally:
-        for text, original in texts:
-            text.set_text(original)
-        fig.set_size_inches(size, forward=False)
+        for ax in relabelled:
+            ax.yaxis.set_tick_params(labelleft=False)
+        for ax, spec in specs.items():
+            ax.set_subplotspec(spec)
+        fig.set_size_inches(fig.get_figwidth(), height, forward=False)
+
+
+def _tick_labels(axis, side: str = "label1") -> list:
+    """The major tick labels ``axis`` draws on one side (visible, not empty, in view), in order."""
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * (hi - lo)
+    locs = axis.get_majorticklocs()
+    labels = sorted(((loc, getattr(tick, side))
+                     for loc, tick in zip(locs, axis.get_major_ticks(len(locs)))
+                     if lo - tol <= loc <= hi + tol), key=lambda pair: pair[0])
+    return [label for _, label in labels if label.get_visible() and label.get_text()]
+
+
+def _labels_collide(axis, renderer) -> bool:
+    """Whether two neighbouring tick labels of ``axis`` overlap, as drawn now.
+
+    Labels turned by an angle are parallel strips: they collide when their distance across the
+    strips (the step along the axis times the sine of the angle) is less than a line of their
+    text is thick, one em (their font size; a label's box adds the font's leading).
+    """
+    import math
+
+    for side in ("label1", "label2"):
+        labels = _tick_labels(axis, side)
+        boxes = [lab.get_window_extent(renderer) for lab in labels]
+        for a, box_a, box_b in zip(labels, boxes, boxes[1:]):
+            if axis.axis_name == "y":  # either way up (an image's rows go down)
+                if max(box_b.y0 - box_a.y1, box_a.y0 - box_b.y1) < _GAP_PX:
+                    return True
+                continue
+            sine = abs(math.sin(math.radians(a.get_rotation())))
+            if sine > 0.1:
+                step = abs((box_b.x0 + box_b.x1) - (box_a.x0 + box_a.x1)) / 2
+                em = renderer.points_to_pixels(a.get_fontsize())
+                # An em holds a glyph and the room above and below it: no gap added.
+                if step * sine < em * (a.get_text().count("\n") + 1):
+                    return True
+            elif max(box_b.x0 - box_a.x1, box_a.x0 - box_b.x1) < _GAP_PX:
+                return True
+    return False
+
+
+def _every_nth_formatter_class():
+    from matplotlib.ticker import Formatter
+
+    class EveryNth(Formatter):
+        """Another formatter's tick labels, every ``n``-th one kept and the others empty."""
+
+        def __init__(self, inner, n):
+            self.inner, self.n = inner, n
+
+        def __call__(self, x, pos=None):
+            return self.inner(x, pos) if pos is None or pos % self.n == 0 else ""
+
+        def format_ticks(self, values):
+            labels = self.inner.format_ticks(values)
+            return [s if i % self.n == 0 else "" for i, s in enumerate(labels)]
+
+        def set_locs(self, locs):
+            self.inner.set_locs(locs)
+
+        def get_offset(self):
+            return self.inner.get_offset()
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.inner.set_axis(axis)
+
+    return EveryNth
+
+
+def _names_something(label: str) -> bool:
+    """Whether a tick label is a name (it has a letter outside its math) rather than a number."""
+    return any(ch.isalpha() for ch in _MATH.sub("", label))
+
+
+@contextlib.contextmanager
+def _fitted_tick_labels(fig, renderer):
+    """Tick labels that overlap their neighbours, turned upright or thinned; restored on exit.
+
+    Labels that name something (a token under a heatmap, a model under its bars) and labels
+    the chapter already turned are turned to 90 degrees and, if they still collide, drawn
+    smaller, down to 80 % of their size; names are never hidden (if they still collide, the
+    figure does not fit: :class:`LayoutCollapsed`). Numbers that collide are thinned: only
+    every ``n``-th is shown, the smallest ``n`` with no overlap, by a formatter that wraps the
+    axis' own (so a label written again at draw time, or translated, stays that one).
+    """
+    cls = _FORMATTER_CLASS.get("nth")
+    if cls is None:
+        cls = _FORMATTER_CLASS["nth"] = _every_nth_formatter_class()
+    turned, formatters = [], []
+    try:
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                if not axis.get_visible() or not _labels_collide(axis, renderer):
+                    continue
+                labels = _tick_labels(axis)
+                names = any(_names_something(lab.get_text()) for lab in labels)
+                if axis.axis_name == "x" and (names or any(lab.get_rotation() % 180
+                                                           for lab in labels)):
+                    ticks = axis.get_major_ticks()
+                    for lab in [t.label1 for t in ticks] + [t.label2 for t in ticks]:
+                        turned.append((lab, lab.get_rotation(), lab.get_horizontalalignment(),
+                                       lab.get_rotation_mode(), lab.get_fontsize()))
+                        lab.set(rotation=90, horizontalalignment="center",
+                                rotation_mode="default")
+                    _draw_layout(fig)
+                    # Every name (a token under a heatmap, a model) is data: smaller, to 80 %.
+                    size = labels[0].get_fontsize()
+                    while (_labels_collide(axis, renderer)
+                           and labels[0].get_fontsize() > 0.8 * size + 0.25):
+                        for lab in [t.label1 for t in ticks] + [t.label2 for t in ticks]:
+                            lab.set_fontsize(lab.get_fontsize() - 0.5)
+                        _draw_layout(fig)
+                    if not _labels_collide(axis, renderer):
+                        continue
+                if names:
+                    raise LayoutCollapsed(
+                        f"the tick labels {labels[0].get_text()!r} ... of a panel do not fit "
+                        f"next to each other at {fig.get_figwidth() * fig.dpi:.0f} px")
+                inner = axis.get_major_formatter()
+                formatters.append((axis, inner, axis.isDefault_majfmt))
+                for n in range(2, max(len(labels), 2) + 1):
+                    axis.set_major_formatter(cls(inner, n))
+                    _draw_layout(fig)
+                    if not _labels_collide(axis, renderer):
+                        break
+        yield
+    finally:
+        for axis, inner, default in reversed(formatters):
+            axis.set_major_formatter(inner)
+            axis.isDefault_majfmt = default
+        for lab, rotation, ha, mode, size in reversed(turned):
+            lab.set(rotation=rotation, horizontalalignment=ha, rotation_mode=mode,
+                    fontsize=size)
+
+
+def _covered(legend, ax, renderer) -> int:
+    """How many of ``ax``'s lines, markers and bars ``legend`` covers, as drawn now.
+
+    Counted as matplotlib's ``loc="best"`` counts them: lines that cross the legend's box,
+    points and bars inside it.
+    """
+    box = legend.get_window_extent(renderer).padded(_GAP_PX)
+    n = 0
+    for line in ax.lines:
+        if not line.get_visible():
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        if line.get_linestyle() in ("None", "none", "", " "):
+            n += int(box.count_contains(path.vertices))
+        else:
+            n += bool(path.intersects_bbox(box, filled=False))
+    for patch in ax.patches:
+        if patch.get_visible():
+            n += bool(box.overlaps(patch.get_window_extent(renderer)))
+    for coll in ax.collections:
+        if coll.get_visible() and len(coll.get_offsets()):
+            n += int(box.count_contains(coll.get_offset_transform().transform(
+                coll.get_offsets())))
+    return n
+
+
+@contextlib.contextmanager
+def _placed_legends(fig, renderer):
+    """Legends that no longer fit, given fewer columns or moved off the data; restored on exit.
+
+    A legend wider than its axes (a figure legend wider than the figure) gets fewer columns.
+    An axes' legend inside its axes that covers data is moved where ``loc="best"`` finds no
+    data and, if there is no such place, below the axes: centred under its tick labels and
+    axis label (an offset in inches, which the layout does not change), where constrained
+    layout makes room for it, the figure taller by as much.
+    """
+    from matplotlib.transforms import ScaledTranslation
+
+    saved = []
+    height = fig.get_figheight()
+    try:
+        legends = [(leg, ax) for ax in fig.axes if (leg := ax.get_legend()) is not None]
+        legends += [(leg, fig) for leg in fig.legends]
+        for legend, parent in legends:
+            if not legend.get_visible():
+                continue
+            box = legend._legend_handle_box  # one VPacker per column of entries
+            saved.append((legend, legend._loc, legend._bbox_to_anchor, box._children))
+            room = parent.get_window_extent(renderer).width
+            columns = len(box._children)
+            while columns > 1 and legend.get_window_extent(renderer).width > room:
+                columns -= 1
+                _regroup_legend(legend, columns)
+                _draw_layout(fig)
+            if parent is fig or legend._bbox_to_anchor is not None:
+                continue  # placed outside the axes by the chapter
+            if not _covered(legend, parent, renderer):
+                continue
+            legend._loc = 0  # "best"
+            _draw_layout(fig)
+            if not _covered(legend, parent, renderer):
+                continue
+            under = parent.xaxis.get_tightbbox(renderer)  # tick labels and axis label
+            below = parent.bbox.y0 - under.y0 if under is not None else 0.0
+            drop = (max(below, 0.0) + 2 * _GAP_PX) / fig.dpi
+            legend._loc = 9  # "upper center"
+            legend.set_bbox_to_anchor(
+                (0.5, 0.0), transform=parent.transAxes
+                + ScaledTranslation(0, -drop, fig.dpi_scale_trans))
+            # The figure grows by the legend's height, so that the axes keep theirs.
+            fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() + drop
+                                + legend.get_window_extent(renderer).height / fig.dpi,
+                                forward=False)
+            _draw_layout(fig)
+        yield
+    finally:
+        fig.set_size_inches(fig.get_figwidth(), height, forward=False)
+        for legend, loc, anchor, columns in reversed(saved):
+            legend._loc = loc
+            legend._bbox_to_anchor = anchor
+            legend._legend_handle_box._children = columns
+            legend.stale = True
+
+
+def _regroup_legend(legend, columns: int) -> None:
+    """Lay a drawn legend's entries out in ``columns`` columns, in their order.
+
+    ``Legend.set_ncols`` only takes effect when a legend is made; its entries (handle and
+    text) are regrouped here as matplotlib groups them (``Legend._init_legend_box``).
+    """
+    import numpy as np
+    from matplotlib.offsetbox import VPacker
+
+    box = legend._legend_handle_box
+    first = box._children[0]
+    entries = [entry for column in box._children for entry in column.get_children()]
+    box._children = [VPacker(pad=0, sep=first.sep, align=first.align, children=list(part))
+                     for part in np.array_split(np.array(entries, dtype=object), columns)
+                     if len(part)]
+    legend.stale = True
 
 
 def _pieces(line: str) -> list[tuple[bool, str]]:
@@ -330,9 +704,12 @@ def _wrapped(text, limit: float, renderer) -> str:
     """
     original = text.get_text()
 
+    upright = text.get_rotation() % 180 == 90  # a y axis' label: its length is its height
+
     def width(candidate: str) -> float:
         text.set_text(candidate)
-        return text.get_window_extent(renderer).width
+        box = text.get_window_extent(renderer)
+        return box.height if upright else box.width
 
     try:
         if width(original) <= limit:
