@@ -14,7 +14,7 @@ attention (Shazeer, 2019).
 
 Weights here use the math layout ``y = x @ W`` with ``W`` of shape ``(d_in, d_out)`` — the
 transpose of ``torch.nn.Linear.weight``. The torch module is
-:class:`attnbook.nn.MultiHeadAttention`. This module imports NumPy only.
+:class:`attnbook.layers.MultiHeadAttention`. This module imports NumPy only.
 """
 
 from __future__ import annotations

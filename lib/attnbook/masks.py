@@ -264,7 +264,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
     Args:
         *keep_masks: boolean keep-masks that broadcast together; ``None`` entries are skipped.
         dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...; NumPy
-            has no bfloat16 — use :func:`attnbook.nn.keep_mask_to_additive` for torch).
+            has no bfloat16 — use :func:`attnbook.layers.keep_mask_to_additive` for torch).
 
     Returns:
         Array of the masks' broadcast shape and ``dtype``, or ``None`` if every mask is
@@ -283,7 +283,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
         raise TypeError(
             f"dtype must be a floating NumPy dtype such as np.float16 or np.float32, got "
             f"{dtype!r}; for torch dtypes (bfloat16 included) use "
-            "attnbook.nn.keep_mask_to_additive"
+            "attnbook.layers.keep_mask_to_additive"
         ) from None
     if not np.issubdtype(dtype, np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")

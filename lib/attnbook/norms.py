@@ -9,7 +9,7 @@ Both normalize each token's feature vector (the last axis, ``d_model``) on its o
 * RMSNorm skips the centring: ``y = x * rsqrt(mean(x^2) + eps) * weight`` (Zhang & Sennrich,
   2019, eq. 4; the form of ``torch.nn.RMSNorm`` and of Llama's ``LlamaRMSNorm``).
 
-The torch modules with the same names live in :mod:`attnbook.nn` (``LayerNorm``, ``RMSNorm``).
+The torch modules with the same names live in :mod:`attnbook.layers` (``LayerNorm``, ``RMSNorm``).
 This module imports NumPy only.
 """
 
