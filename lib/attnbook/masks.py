@@ -9,6 +9,12 @@ Causal masks are aligned **bottom-right** when the number of queries ``L`` diffe
 number of keys ``S``: the last query is the newest token and sees every key, so query ``i`` sees
 keys ``j <= i + (S - L)``. With ``S - L`` cached tokens in a KV cache, this is exactly what
 incremental decoding and chunked prefill need.
+
+Torch twin: the masks of the torch modules are built in :mod:`attnbook.layers` from positions
+(:func:`attnbook.layers.position_keep_mask`: causal, sliding window, cached offsets),
+filled for low precision by :func:`attnbook.layers.keep_mask_to_additive` (this module's
+:func:`additive_mask`) and turned into ``nn.MultiheadAttention``'s polarity by
+:func:`attnbook.layers.keep_mask_to_mha_mask`. This module imports NumPy only.
 """
 
 from __future__ import annotations

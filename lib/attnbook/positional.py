@@ -22,8 +22,11 @@ They are the same rotation of permuted coordinates: for ``D = 4``,
 integers, so cached decoding passes the offset of the new tokens (the key of the token at
 position 3 is rotated by ``3 * theta``, not by 0).
 
-The torch version of :func:`apply_rope` is :func:`attnbook.layers.apply_rope`. This module imports
-NumPy only.
+Torch twin: :func:`attnbook.layers.apply_rope` (the same rotation, both pairings), the module
+that caches its frequencies, :class:`attnbook.layers.RotaryEmbedding`, and the learned
+positions of BERT and GPT-2, :class:`attnbook.layers.LearnedPositionalEmbedding` (torch only).
+The torch models add this module's :func:`sinusoidal_encoding` as a fixed table. This module
+imports NumPy only.
 """
 
 from __future__ import annotations
