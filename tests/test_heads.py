@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from attnbook import heads, layers
 from attnbook.masks import causal_mask, padding_mask
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 D64 = torch.float64
 
@@ -233,9 +233,7 @@ def test_low_precision_error_within_twice_plain(dtype):
     s = (q @ k.transpose(-1, -2)) / math.sqrt(32)  # plain same-dtype implementation
     s = s.masked_fill(~torch.from_numpy(causal_mask(16)), float("-inf"))
     plain = torch.softmax(s, -1) @ v
-    err = (got.double() - torch.from_numpy(exact)).abs().max().item()
-    plain_err = (plain.double() - torch.from_numpy(exact)).abs().max().item()
-    assert err <= 2 * plain_err + torch.finfo(dtype).eps, (err, plain_err)
+    assert_low_precision_close(got, exact, plain=plain, floor=torch.finfo(dtype).eps)
 
 
 def test_empty_rows_zero_forward_and_finite_backward():
@@ -501,9 +499,7 @@ def test_mha_float16_error_within_twice_plain():
     zeros = [np.zeros(16, np.float16)] * 4
     with np.errstate(all="ignore"):
         plain, _ = heads.multi_head_attention_core(x, ctx, *w, *zeros, 4, 4)  # all float16
-    err = np.abs(got.astype(np.float64) - exact).max()
-    plain_err = np.abs(plain.astype(np.float64) - exact).max()
-    assert err <= 2 * plain_err + np.finfo(np.float16).eps, (err, plain_err)
+    assert_low_precision_close(got, exact, plain=plain, floor=np.finfo(np.float16).eps)
 
 
 # --- arguments: the one check layer ------------------------------------------------------------

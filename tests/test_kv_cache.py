@@ -30,7 +30,7 @@ from attnbook.models import (
     count_parameters,
     param_count,
 )
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 D64 = torch.float64
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -149,9 +149,7 @@ def test_cached_decoding_float32_within_low_precision_rule():
     exact = m64(x, causal=True)
     cached = _run_chunks(m32, x.float(), [3, 1, 1, 2], KVCache())
     plain = m32(x.float(), causal=True)  # same-dtype full pass
-    err = (cached.double() - exact).abs().max().item()
-    plain_err = (plain.double() - exact).abs().max().item()
-    assert err <= 2 * plain_err + torch.finfo(torch.float32).eps, (err, plain_err)
+    assert_low_precision_close(cached, exact, plain=plain, floor=torch.finfo(torch.float32).eps)
 
 
 @settings(max_examples=20)

@@ -13,7 +13,7 @@ import torch
 
 from attnbook import layers
 from attnbook.norms import layer_norm, layer_norm_core, rms_norm, rms_norm_core
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 # --- hand-derived values --------------------------------------------------------------------
 
@@ -113,9 +113,9 @@ def test_float16_long_rows_within_twice_a_float32_rounding(kind):
         got = rms_norm(x)
         exact = x64 / np.sqrt((x64**2).mean(-1, keepdims=True) + 1e-6)
     assert got.dtype == np.float16 and np.isfinite(got).all()
-    err = np.abs(got.astype(np.float64) - exact).max()
-    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
-    assert err <= 2 * rounding + np.finfo(np.float16).eps, (err, rounding)
+    # plain: the exact answer rounded to float16
+    assert_low_precision_close(got, exact, plain=exact.astype(np.float16),
+                               floor=np.finfo(np.float16).eps)
 
 
 # --- NumPy vs torch's modules ------------------------------------------------------------------
@@ -196,10 +196,7 @@ def test_low_precision_within_twice_plain_error(dtype, kind):
             return t / torch.sqrt((t * t).mean(-1, keepdim=True) + 1e-6)
     out = mod(x)
     assert out.dtype == dtype and torch.isfinite(out).all()
-    err = (out.double() - exact).abs().max().item()
-    plain_err = (plain(x).double() - exact).abs().max().item()
-    floor = torch.finfo(dtype).eps
-    assert err <= 2 * plain_err + floor, (err, plain_err)
+    assert_low_precision_close(out, exact, plain=plain(x), floor=torch.finfo(dtype).eps)
 
 
 # --- errors -------------------------------------------------------------------------------------
