@@ -1,15 +1,16 @@
-"""The first edition's import paths, served by one alias table (``attnbook._aliases``).
+"""The old import paths, served by one alias table (``attnbook._aliases``).
 
 Every name the book and the API appendix have shown at ``attnbook.widgets``,
-``attnbook.widgets_rnn``, ``attnbook.widgets_heads_pos``, ``attnbook.widgets_block`` and
-``attnbook.widgets_cost`` still imports there and is the very object its home defines, so
-readers' notebooks keep running; the API appendix documents each name at its home only and
-renders the table once ("Old import paths" in ``appendix/api/index.md``).
+``attnbook.widgets_rnn``, ``attnbook.widgets_heads_pos``, ``attnbook.widgets_block``,
+``attnbook.widgets_cost`` and ``attnbook.nn`` (now ``attnbook.layers``) still imports there and
+is the very object its home defines, so readers' notebooks keep running; the API appendix
+documents each name at its home only and renders the table once ("Old import paths" in
+``appendix/api/index.md``).
 
 The names each old module had are written here from its last version as a file (git history
-of ``lib/attnbook/widgets*.py``), not read from the table, so that a name dropped from the table
-fails. Each check that reads the table or the page is a function returning problems, also run
-on a broken copy so that it is shown to be able to fail.
+of ``lib/attnbook/widgets*.py`` and ``lib/attnbook/nn.py``), not read from the table, so that a
+name dropped from the table fails. Each check that reads the table or the page is a function
+returning problems, also run on a broken copy so that it is shown to be able to fail.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "attnbook"
 API_INDEX = ROOT / "appendix" / "api" / "index.md"
 
-#: Per old module: its ``__all__`` as the first edition wrote it, and the names it defined
-#: without listing them there (importable by name, left out of ``import *``).
-FIRST_EDITION = {
+#: Per old module: its ``__all__`` as its last version as a file wrote it, and the names it
+#: defined without listing them there (importable by name, left out of ``import *``).
+OLD_MODULES = {
     "widgets": (
         ("Control", "Explorer", "scaling_explorer", "mask_explorer", "referent_explorer",
          "D_K_VALUES"),
@@ -60,6 +61,14 @@ FIRST_EDITION = {
         ("score_matrix_bytes", "attention_flops", "quadratic_cost_figure",
          "quadratic_cost_explorer", "kv_cache_figure", "kv_cache_explorer", "SEQ_LEN_VALUES",
          "CONTEXT_VALUES"),
+        (),
+    ),
+    # The torch building blocks, attnbook.layers since issue 23 (no module named like torch.nn).
+    "nn": (
+        ("LayerNorm", "RMSNorm", "apply_rope", "RotaryEmbedding", "LearnedPositionalEmbedding",
+         "repeat_kv", "split_heads", "merge_heads", "keep_mask_to_additive",
+         "keep_mask_to_mha_mask", "position_keep_mask", "scaled_dot_product_attention",
+         "MultiHeadAttention", "MultiHeadLatentAttention"),
         (),
     ),
 }
@@ -108,8 +117,8 @@ def table_problems(table: dict[str, dict[str, str]]) -> list[str]:
 
 
 def test_the_table_keeps_every_first_edition_name():
-    assert set(_aliases.ALIASES) == set(FIRST_EDITION)
-    for old, (listed, unlisted) in FIRST_EDITION.items():
+    assert set(_aliases.ALIASES) == set(OLD_MODULES)
+    for old, (listed, unlisted) in OLD_MODULES.items():
         assert set(_aliases.ALIASES[old]) == set(listed) | set(unlisted), old
         assert _aliases.old_all(old) == list(listed), old
 
@@ -138,12 +147,12 @@ def test_table_check_can_fail():
 # The old modules
 
 
-@pytest.mark.parametrize("old", sorted(FIRST_EDITION))
+@pytest.mark.parametrize("old", sorted(OLD_MODULES))
 def test_every_old_name_is_the_object_of_its_home(old):
     pytest.importorskip("plotly")
     pytest.importorskip("ipywidgets")
     module = importlib.import_module(f"attnbook.{old}")
-    listed, unlisted = FIRST_EDITION[old]
+    listed, unlisted = OLD_MODULES[old]
     assert module.__all__ == list(listed)
     for name in (*listed, *unlisted):
         home = importlib.import_module(_aliases.home(old, name))
@@ -175,6 +184,20 @@ def test_three_ways_of_writing_an_old_import():
     assert widgets_cost.CONTEXT_VALUES is widgets_heads_pos.CONTEXT_VALUES
 
 
+def test_the_old_torch_path_gives_the_layers_objects():
+    # The three ways chapters and readers wrote it before attnbook.nn became attnbook.layers.
+    import attnbook.nn as x
+    from attnbook import layers
+    from attnbook import nn as ann
+    from attnbook.nn import MultiHeadAttention
+
+    assert MultiHeadAttention is layers.MultiHeadAttention
+    assert x.RMSNorm is layers.RMSNorm
+    assert ann is x and ann.apply_rope is layers.apply_rope
+    assert MultiHeadAttention.__module__ == "attnbook.layers"  # listings are labelled by it
+    assert "attnbook.layers" in x.__doc__
+
+
 def test_an_unknown_name_raises_attribute_error_naming_the_module():
     from attnbook import widgets_block
 
@@ -191,7 +214,7 @@ def test_an_unknown_name_raises_attribute_error_naming_the_module():
         importlib.import_module("attnbook.widgets_nope")
 
 
-@pytest.mark.parametrize("old", sorted(FIRST_EDITION))
+@pytest.mark.parametrize("old", sorted(OLD_MODULES))
 def test_dir_lists_every_name_of_the_old_module(old):
     # A fresh copy of the module, before any name was read (a read keeps the value in it).
     spec = importlib.util.find_spec(f"attnbook.{old}")
@@ -214,9 +237,9 @@ def test_importing_attnbook_or_an_old_module_imports_nothing_heavy():
         heavy = ('plotly', 'torch', 'ipywidgets', 'anywidget', 'matplotlib')
         import attnbook
         import attnbook.widgets, attnbook.widgets_rnn, attnbook.widgets_heads_pos
-        import attnbook.widgets_block, attnbook.widgets_cost
+        import attnbook.widgets_block, attnbook.widgets_cost, attnbook.nn
         print(sorted(m for m in sys.modules if m.split('.')[0] in heavy
-                     or m.startswith('attnbook.explorers')))
+                     or m.startswith('attnbook.explorers') or m == 'attnbook.layers'))
         from attnbook.widgets_cost import score_matrix_bytes
         print(sorted(m for m in sys.modules if m.split('.')[0] in heavy
                      or m.startswith('attnbook.explorers')), score_matrix_bytes.__module__)
@@ -233,7 +256,7 @@ def test_importing_attnbook_or_an_old_module_imports_nothing_heavy():
 
 
 def test_the_old_modules_are_made_by_the_table_not_by_files():
-    for old in FIRST_EDITION:
+    for old in OLD_MODULES:
         assert not (LIB / f"{old}.py").exists() and not (LIB / old).exists(), old
         spec = importlib.util.find_spec(f"attnbook.{old}")
         assert isinstance(spec.loader, _aliases.AliasLoader), old
@@ -339,16 +362,16 @@ def test_no_page_documents_or_links_an_old_module():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     pages = [ROOT / "intro.md", ROOT / "run.md", *sorted((ROOT / "chapters").glob("*.md")),
              *sorted((ROOT / "appendix").rglob("*.md"))]
-    problems = [f"_toc.yml lists appendix/api/{old}" for old in FIRST_EDITION
+    problems = [f"_toc.yml lists appendix/api/{old}" for old in OLD_MODULES
                 if re.search(rf"appendix/api/{old}\s*$", toc, flags=re.M)]
     for path in pages:
         text = path.read_text(encoding="utf-8")
-        for old in FIRST_EDITION:
+        for old in OLD_MODULES:
             if re.search(rf"(automodule|currentmodule|py:module)::\s*attnbook\.{old}\b"
                          rf"|\{{py:\w+\}}`~?attnbook\.{old}\b|api/{old}(\.md|\.html|\))", text):
                 problems.append(f"{path.relative_to(ROOT)} documents or links attnbook.{old}")
     assert problems == []
-    assert not any((ROOT / "appendix" / "api" / f"{old}.md").exists() for old in FIRST_EDITION)
+    assert not any((ROOT / "appendix" / "api" / f"{old}.md").exists() for old in OLD_MODULES)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from attnbook.attention import (
     softmax_jacobian_core,
 )
 from attnbook.masks import additive_mask, causal_mask, padding_mask
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 T, F_ = True, False
 
@@ -413,10 +413,9 @@ def test_float16_softmax_of_70000_equal_scores():
     w = softmax(x)
     assert w.dtype == np.float16
     _finite(w)
-    exact = 1 / 70_000
-    rounding = abs(float(np.float16(exact)) - exact)
-    err = np.abs(w.astype(np.float64) - exact).max()
-    assert err <= 2 * rounding + 1e-12, (err, rounding)
+    exact = np.full(w.shape, 1 / 70_000)
+    rounding = abs(float(np.float16(1 / 70_000)) - 1 / 70_000)
+    assert_low_precision_close(w, exact, plain=exact.astype(np.float16), floor=1e-12)
     assert abs(w.astype(np.float64).sum(-1) - 1).max() < 70_000 * 2 * rounding + 1e-3
 
 
@@ -429,9 +428,7 @@ def test_float16_masked_softmax_of_70000_visible_equal_scores():
     assert w.dtype == np.float16
     _finite(w)
     expected = np.where(keep, 1 / visible, 0.0)  # float64 reference
-    rounding = abs(float(np.float16(1 / visible)) - 1 / visible)
-    err = np.abs(w.astype(np.float64) - expected).max()
-    assert err <= 2 * rounding + 1e-12, (err, rounding)
+    assert_low_precision_close(w, expected, plain=expected.astype(np.float16), floor=1e-12)
     assert (w[~keep] == 0).all()
 
 
@@ -445,8 +442,7 @@ def test_float16_sdpa_over_70000_keys():
     assert out.dtype == np.float16
     _finite(out)
     exact = v.astype(np.float64).mean(0, keepdims=True)
-    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
-    assert np.abs(out.astype(np.float64) - exact).max() <= 2 * rounding + 1e-3
+    assert_low_precision_close(out, exact, plain=exact.astype(np.float16), floor=1e-3)
 
 
 def test_float16_entropy_of_a_long_distribution():
@@ -458,13 +454,11 @@ def test_float16_entropy_of_a_long_distribution():
     exact = -np.sum(p64[p64 > 0] * np.log(p64[p64 > 0]))  # float64, from the same p
     got = entropy(p)
     assert got.dtype == np.float16 and np.isfinite(got)
-    rounding = abs(float(np.float16(exact)) - exact)
-    assert abs(float(got) - exact) <= 2 * rounding + 1e-4, (float(got), exact)
+    assert_low_precision_close(got, exact, plain=np.float16(exact), floor=1e-4)
     uniform = np.full(n, 1 / n).astype(np.float16)  # log(70000) = 11.156
     u64 = uniform.astype(np.float64)
     exact_u = -np.sum(u64 * np.log(u64))
-    assert abs(float(entropy(uniform)) - exact_u) <= 2 * abs(float(np.float16(exact_u)) - exact_u) \
-        + 1e-4
+    assert_low_precision_close(entropy(uniform), exact_u, plain=np.float16(exact_u), floor=1e-4)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])

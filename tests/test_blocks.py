@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import nn as ann
+from attnbook import layers
 from attnbook.blocks import EncoderDecoderBlock, FeedForward, SwiGLU, TransformerBlock
 from attnbook.masks import causal_mask, padding_mask
 from attnbook.norms import layer_norm
@@ -100,8 +100,8 @@ def test_block_matches_torch_encoder_layer(norm_first, activation):
     pad = padding_mask(np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]))  # (B, 1, 1, S)
     keep = torch.from_numpy(causal_mask(5) & pad)
     out = ours(x, mask=torch.from_numpy(pad), causal=True)
-    exp = ref(x, src_mask=ann.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(5))),
-              src_key_padding_mask=ann.keep_mask_to_mha_mask(torch.from_numpy(pad[:, 0, 0])))
+    exp = ref(x, src_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(5))),
+              src_key_padding_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(pad[:, 0, 0])))
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
     # the same result with the combined keep-mask passed as one mask
@@ -124,8 +124,8 @@ def test_encoder_decoder_block_matches_torch_decoder_layer(norm_first):
     src_keep = padding_mask(np.array([[1] * 6, [1, 1, 1, 1, 0, 0]]))  # (B, 1, 1, S)
     out = ours(tgt, memory, memory_mask=torch.from_numpy(src_keep))
     exp = ref(tgt, memory,
-              tgt_mask=ann.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(4))),
-              memory_key_padding_mask=ann.keep_mask_to_mha_mask(
+              tgt_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(4))),
+              memory_key_padding_mask=layers.keep_mask_to_mha_mask(
                   torch.from_numpy(src_keep[:, 0, 0])))
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
@@ -155,7 +155,8 @@ def test_residuals_with_zero_sublayers():
 def test_llama_style_block_is_causal_and_finite():
     torch.manual_seed(5)
     blk = TransformerBlock(8, 4, 12, n_kv_heads=2, ffn="swiglu", norm="rmsnorm", eps=1e-6,
-                           norm_first=True, bias=False, rope=ann.RotaryEmbedding()).double().eval()
+                           norm_first=True, bias=False,
+                           rope=layers.RotaryEmbedding()).double().eval()
     x = torch.randn(1, 5, 8, dtype=D64)
     y = x.clone()
     y[:, 3:] += 5.0

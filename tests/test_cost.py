@@ -2,7 +2,7 @@
 
 References: ``torch.utils.flop_counter.FlopCounterMode`` counting the matrix-multiply FLOPs of
 the very modules the formulas describe (``attnbook.rnn.VanillaRNN``, ``torch.nn.RNN``,
-``attnbook.nn.MultiHeadAttention``, the two matmuls of attention); the bytes of tensors
+``attnbook.layers.MultiHeadAttention``, the two matmuls of attention); the bytes of tensors
 actually allocated (``Tensor.nbytes``); and numbers worked out by hand. The parameter counts
 are checked against built modules and published totals in ``test_models.py`` and
 ``test_kv_cache.py``.
@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attnbook import cost, kv_cache, models, timing
 from attnbook.config import PRESETS, ModelConfig
-from attnbook.nn import MultiHeadAttention
+from attnbook.layers import MultiHeadAttention
 from attnbook.rnn import VanillaRNN
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -224,13 +224,13 @@ def test_score_count_of_lengths_too_large_for_int64_raises_instead_of_wrapping()
 
 
 def test_score_count_grows_with_heads_while_the_matmul_flops_do_not():
-    from attnbook import nn as ann
+    from attnbook import layers
 
     d, n = 512, 64
     for h in (1, 8):  # h heads of d / h: FlopCounterMode counts the same matmul FLOPs
         q = torch.zeros(1, h, n, d // h)  # (B, H, L, D)
         with FlopCounterMode(display=False) as counter:
-            ann.scaled_dot_product_attention(q, q, q)
+            layers.scaled_dot_product_attention(q, q, q)
         assert counter.get_total_flops() == cost.attention_flops(n, d)
     assert cost.score_count(n, 8) == 8 * cost.score_count(n, 1)
 

@@ -2,7 +2,7 @@
 
 What a check must do is derived here without the module's own code: the right answers are
 written as plain loops over rows, heads and features (and, independently again, as torch's
-``F.scaled_dot_product_attention`` and ``attnbook.nn.split_heads``); every typical mistake is
+``F.scaled_dot_product_attention`` and ``attnbook.layers.split_heads``); every typical mistake is
 written out in this file as the reader would write it, and must fail *and* be named; the shapes
 a message must name are the shapes the reader's function was actually called with, recorded
 by a wrapper (the check may call the function on later cases too, to tell two mistakes apart:
@@ -16,8 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnbook import exercises
-from attnbook import nn as ann
+from attnbook import exercises, layers
 from attnbook.exercises import (
     CheckResult,
     check_attention,
@@ -69,7 +68,7 @@ def torch_attention(q, k, v):
 
 
 def torch_split_heads(x, n_heads):
-    return ann.split_heads(torch.from_numpy(x), n_heads).numpy()
+    return layers.split_heads(torch.from_numpy(x), n_heads).numpy()
 
 
 def recording(fn):

@@ -27,12 +27,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.testing import assert_close
 
 from attnbook import experiments as E
+from attnbook.layers import MultiHeadAttention
+from attnbook.layers import apply_rope as ann_apply_rope
 from attnbook.models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig
-from attnbook.nn import MultiHeadAttention
-from attnbook.nn import apply_rope as ann_apply_rope
-from attnbook.testing import assert_close
 
 D64 = torch.float64
 

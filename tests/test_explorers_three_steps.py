@@ -15,10 +15,11 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
 
+from torch.testing import assert_close  # noqa: E402
+
 import panel_checks  # noqa: E402
 from attnbook import fonts, viz  # noqa: E402
 from attnbook.explorers import three_steps as ts  # noqa: E402
-from attnbook.testing import assert_close  # noqa: E402
 from explorer_util import embedded_spec, live_caption, static_frame, title_text  # noqa: E402
 
 R2 = math.sqrt(2)

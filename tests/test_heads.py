@@ -1,5 +1,5 @@
 """Tests for attnbook.heads (NumPy, its cores and public functions) and
-attnbook.nn.MultiHeadAttention.
+attnbook.layers.MultiHeadAttention.
 
 References: torch.nn.functional.scaled_dot_product_attention (also enable_gqa=True),
 torch.nn.MultiheadAttention with copied weights, float64 formulas written here (a loop over
@@ -15,10 +15,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import heads
-from attnbook import nn as ann
+from attnbook import heads, layers
 from attnbook.masks import causal_mask, padding_mask
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 D64 = torch.float64
 
@@ -26,7 +25,7 @@ D64 = torch.float64
 def _pair(d_model, n_heads, bias=True, dtype=D64, seed=0):
     """Our MultiHeadAttention and torch's nn.MultiheadAttention with the same weights."""
     torch.manual_seed(seed)
-    ours = ann.MultiHeadAttention(d_model, n_heads, bias=bias).to(dtype)
+    ours = layers.MultiHeadAttention(d_model, n_heads, bias=bias).to(dtype)
     ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True,
                                       dtype=dtype)
     with torch.no_grad():
@@ -43,7 +42,7 @@ def _pair(d_model, n_heads, bias=True, dtype=D64, seed=0):
 
 
 def _numpy_weights(m):
-    """x @ W layout weights of an attnbook.nn.MultiHeadAttention (transpose of Linear.weight)."""
+    """x @ W layout weights of a layers.MultiHeadAttention (transpose of Linear.weight)."""
     t = lambda lin: lin.weight.detach().double().numpy().T  # noqa: E731
     b = lambda lin: None if lin.bias is None else lin.bias.detach().double().numpy()  # noqa: E731
     return dict(w_q=t(m.q_proj), w_k=t(m.k_proj), w_v=t(m.v_proj), w_o=t(m.o_proj),
@@ -58,7 +57,7 @@ def test_module_self_attention_causal_matches_torch_mha():
     x = torch.randn(2, 5, 16, dtype=D64)
     keep = torch.from_numpy(causal_mask(5))
     out, w = ours(x, causal=True, need_weights=True)
-    exp, exp_w = ref(x, x, x, attn_mask=ann.keep_mask_to_mha_mask(keep),
+    exp, exp_w = ref(x, x, x, attn_mask=layers.keep_mask_to_mha_mask(keep),
                      average_attn_weights=False)
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
@@ -71,7 +70,7 @@ def test_module_cross_attention_with_source_padding_matches_torch_mha():
     am = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
     keep = torch.from_numpy(padding_mask(am))  # (B, 1, 1, S)
     out = ours(x, ctx, keep)
-    exp, _ = ref(x, ctx, ctx, key_padding_mask=ann.keep_mask_to_mha_mask(keep[:, 0, 0]))
+    exp, _ = ref(x, ctx, ctx, key_padding_mask=layers.keep_mask_to_mha_mask(keep[:, 0, 0]))
     assert out.shape == (2, 3, 12) and torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
 
@@ -101,7 +100,7 @@ def test_sdpa_gqa_matches_torch_enable_gqa(H, H_kv):
     keep = torch.rand(2, 1, 5, 7) > 0.3
     keep[..., -1] = True
     exp = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
-    got = ann.scaled_dot_product_attention(q, k, v, keep)
+    got = layers.scaled_dot_product_attention(q, k, v, keep)
     assert torch.isfinite(got).all()
     assert_close(got, exp, atol=1e-12, rtol=1e-12)
     got_np = heads.grouped_query_attention(q.numpy(), k.numpy(), v.numpy(), keep.numpy())
@@ -109,16 +108,16 @@ def test_sdpa_gqa_matches_torch_enable_gqa(H, H_kv):
     # causal (square) and an additive float mask
     exp_c = F.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], is_causal=True,
                                            enable_gqa=True)
-    assert_close(ann.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], causal=True),
+    assert_close(layers.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], causal=True),
                  exp_c, atol=1e-12, rtol=1e-12)
     add = torch.randn(1, H, 5, 7, dtype=D64)
     exp_a = F.scaled_dot_product_attention(q, k, v, attn_mask=add, enable_gqa=True)
-    assert_close(ann.scaled_dot_product_attention(q, k, v, add), exp_a, atol=1e-12, rtol=1e-12)
+    assert_close(layers.scaled_dot_product_attention(q, k, v, add), exp_a, atol=1e-12, rtol=1e-12)
 
 
 def test_module_gqa_matches_sdpa_enable_gqa():
     torch.manual_seed(4)
-    m = ann.MultiHeadAttention(16, 4, n_kv_heads=2, bias=True).double().eval()
+    m = layers.MultiHeadAttention(16, 4, n_kv_heads=2, bias=True).double().eval()
     x = torch.randn(2, 6, 16, dtype=D64)
     q = m.q_proj(x).view(2, 6, 4, 4).transpose(1, 2)
     k = m.k_proj(x).view(2, 6, 2, 4).transpose(1, 2)
@@ -137,14 +136,14 @@ def test_gqa_head_order_is_0011():
     v = np.stack([np.zeros((3, 2)), np.ones((3, 2))])[None]  # KV head 0 all 0, head 1 all 1
     out = heads.grouped_query_attention(q, k, v)
     assert_close(out[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
-    out_t = ann.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k),
-                                             torch.from_numpy(v))
+    out_t = layers.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k),
+                                                torch.from_numpy(v))
     assert_close(out_t[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
-    assert_close(ann.repeat_kv(torch.from_numpy(v), 2)[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
+    assert_close(layers.repeat_kv(torch.from_numpy(v), 2)[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
 
 
 def test_scale_is_by_head_dim_not_d_model():
-    m = ann.MultiHeadAttention(16, 4).double().eval()
+    m = layers.MultiHeadAttention(16, 4).double().eval()
     with torch.no_grad():
         for lin in (m.q_proj, m.k_proj, m.v_proj, m.o_proj):
             lin.weight.copy_(torch.eye(16))
@@ -163,7 +162,7 @@ def test_scale_is_by_head_dim_not_d_model():
 
 
 def test_dropout_only_in_training():
-    m = ann.MultiHeadAttention(1, 1, dropout=0.5).double()
+    m = layers.MultiHeadAttention(1, 1, dropout=0.5).double()
     with torch.no_grad():
         m.q_proj.weight.zero_()
         m.k_proj.weight.zero_()  # q = k = 0: uniform weights
@@ -195,18 +194,18 @@ def test_fp16_filled_masks_use_finfo_min_and_never_minus_inf():
     assert torch.isinf(torch.tensor(-1e9, dtype=torch.float16))  # -1e9 is not representable
     causal = torch.from_numpy(causal_mask(4))
     pad = torch.tensor([True, True, False, False])[None, None, None, :]
-    add = ann.keep_mask_to_additive(causal, pad, dtype=torch.float16)
+    add = layers.keep_mask_to_additive(causal, pad, dtype=torch.float16)
     assert add.dtype == torch.float16 and torch.isfinite(add).all()
     assert set(add.unique().tolist()) == {fmin, 0.0}
-    naive = ann.keep_mask_to_additive(causal, dtype=torch.float16) + \
-        ann.keep_mask_to_additive(pad, dtype=torch.float16)
+    naive = layers.keep_mask_to_additive(causal, dtype=torch.float16) + \
+        layers.keep_mask_to_additive(pad, dtype=torch.float16)
     assert torch.isinf(naive).any()  # what combine-first avoids
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_low_precision_fully_masked_rows_are_finite_zero(dtype):
     torch.manual_seed(5)
-    m = ann.MultiHeadAttention(16, 4, bias=False).to(dtype).eval()
+    m = layers.MultiHeadAttention(16, 4, bias=False).to(dtype).eval()
     x = torch.randn(2, 4, 16, dtype=dtype)
     keep = torch.ones(2, 1, 4, 4, dtype=torch.bool)
     keep[0, 0, 1] = False  # query 1 of batch 0 sees nothing
@@ -216,9 +215,9 @@ def test_low_precision_fully_masked_rows_are_finite_zero(dtype):
     # the library's additive fp16/bf16 mask through torch's own SDPA also stays finite
     q = torch.randn(1, 2, 3, 8, dtype=dtype)
     keep2 = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
-    add = ann.keep_mask_to_additive(keep2, torch.from_numpy(causal_mask(3)), dtype=dtype)
+    add = layers.keep_mask_to_additive(keep2, torch.from_numpy(causal_mask(3)), dtype=dtype)
     assert torch.isfinite(F.scaled_dot_product_attention(q, q, q, attn_mask=add)).all()
-    got = ann.scaled_dot_product_attention(q, q, q, keep2, causal=True)
+    got = layers.scaled_dot_product_attention(q, q, q, keep2, causal=True)
     assert torch.isfinite(got).all()
     assert torch.equal(got[..., 1, :], torch.zeros_like(got[..., 1, :]))
 
@@ -229,14 +228,12 @@ def test_low_precision_error_within_twice_plain(dtype):
     q64, k64, v64 = (torch.randn(2, 4, 16, 32, dtype=D64) for _ in range(3))
     exact = heads.grouped_query_attention(q64.numpy(), k64.numpy(), v64.numpy(), causal=True)
     q, k, v = q64.to(dtype), k64.to(dtype), v64.to(dtype)
-    got = ann.scaled_dot_product_attention(q, k, v, causal=True)
+    got = layers.scaled_dot_product_attention(q, k, v, causal=True)
     assert got.dtype == dtype and torch.isfinite(got).all()
     s = (q @ k.transpose(-1, -2)) / math.sqrt(32)  # plain same-dtype implementation
     s = s.masked_fill(~torch.from_numpy(causal_mask(16)), float("-inf"))
     plain = torch.softmax(s, -1) @ v
-    err = (got.double() - torch.from_numpy(exact)).abs().max().item()
-    plain_err = (plain.double() - torch.from_numpy(exact)).abs().max().item()
-    assert err <= 2 * plain_err + torch.finfo(dtype).eps, (err, plain_err)
+    assert_low_precision_close(got, exact, plain=plain, floor=torch.finfo(dtype).eps)
 
 
 def test_empty_rows_zero_forward_and_finite_backward():
@@ -244,7 +241,7 @@ def test_empty_rows_zero_forward_and_finite_backward():
     k = torch.randn(1, 1, 3, 4, dtype=D64, requires_grad=True)
     v = torch.randn(1, 1, 3, 4, dtype=D64, requires_grad=True)
     keep = torch.tensor([[True, True, False], [False, False, False], [True, True, True]])
-    out, w = ann.scaled_dot_product_attention(q, k, v, keep, return_weights=True)
+    out, w = layers.scaled_dot_product_attention(q, k, v, keep, return_weights=True)
     assert torch.equal(out[0, 0, 1], torch.zeros(4, dtype=D64))
     assert torch.equal(w[0, 0, 1], torch.zeros(3, dtype=D64))
     out.sum().backward()
@@ -253,7 +250,7 @@ def test_empty_rows_zero_forward_and_finite_backward():
     assert torch.equal(q.grad[0, 0, 1], torch.zeros(4, dtype=D64))
     add = torch.tensor([[0.0, -math.inf, -math.inf]]).expand(3, 3).clone()
     add[1] = -math.inf  # every score -inf: also an empty row
-    out2 = ann.scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), add.double())
+    out2 = layers.scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), add.double())
     assert torch.equal(out2[0, 0, 1], torch.zeros(4, dtype=D64))
     assert_close(out2[0, 0, 0], v[0, 0, 0], atol=1e-15, rtol=0)
 
@@ -288,8 +285,8 @@ def test_gqa_equals_mha_on_repeat_interleaved_kv(H_kv, L, S, seed, causal):
 def test_causal_outputs_ignore_future_tokens(L, cut, seed, n_kv):
     cut = min(cut, L - 1)
     torch.manual_seed(seed)
-    m = ann.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
-                               rope=ann.RotaryEmbedding()).double().eval()
+    m = layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
+                                  rope=layers.RotaryEmbedding()).double().eval()
     x = torch.randn(1, L, 8, dtype=D64)
     y = x.clone()
     y[:, cut:] = torch.randn(1, L - cut, 8, dtype=D64) * 10
@@ -302,7 +299,7 @@ def test_causal_outputs_ignore_future_tokens(L, cut, seed, n_kv):
 @given(L=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_permutation_equivariance_without_positions(L, seed):
     torch.manual_seed(seed)
-    m = ann.MultiHeadAttention(8, 2, n_kv_heads=1, bias=True).double().eval()
+    m = layers.MultiHeadAttention(8, 2, n_kv_heads=1, bias=True).double().eval()
     x = torch.randn(2, L, 8, dtype=D64)
     perm = torch.randperm(L)
     assert_close(m(x[:, perm]), m(x)[:, perm], atol=1e-12, rtol=0)
@@ -313,25 +310,25 @@ def test_permutation_equivariance_without_positions(L, seed):
 
 def test_bad_input_errors_name_the_shapes():
     with pytest.raises(ValueError, match="n_heads 3 must divide d_model 16"):
-        ann.MultiHeadAttention(16, 3)
+        layers.MultiHeadAttention(16, 3)
     with pytest.raises(ValueError, match="n_kv_heads 3 must divide n_heads 4"):
-        ann.MultiHeadAttention(16, 4, n_kv_heads=3)
-    assert ann.MultiHeadAttention(16, 3, head_dim=8).q_proj.out_features == 24
+        layers.MultiHeadAttention(16, 4, n_kv_heads=3)
+    assert layers.MultiHeadAttention(16, 3, head_dim=8).q_proj.out_features == 24
     q = torch.zeros(1, 2, 3, 8)
     with pytest.raises(ValueError, match=r"q has head_dim 8 but k has 4"):
-        ann.scaled_dot_product_attention(q, torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+        layers.scaled_dot_product_attention(q, torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
     with pytest.raises(ValueError, match=r"q has head_dim 8 but k has 4"):
         heads.grouped_query_attention(q.numpy(), np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4)))
     with pytest.raises(ValueError, match=r"n_kv_heads 3 must divide n_heads 2"):
         heads.grouped_query_attention(q.numpy(), np.zeros((1, 3, 3, 8)), np.zeros((1, 3, 3, 8)))
     with pytest.raises(ValueError, match=r"mask of shape \(1, 1, 1, 5\).*\(1, 2, 3, 3\)"):
-        ann.scaled_dot_product_attention(q, q, q, torch.ones(1, 1, 1, 5, dtype=torch.bool))
-    m = ann.MultiHeadAttention(8, 2)
+        layers.scaled_dot_product_attention(q, q, q, torch.ones(1, 1, 1, 5, dtype=torch.bool))
+    m = layers.MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 4\).*\(1, 2, 3, 3\)"):
         m(torch.zeros(1, 3, 8), mask=torch.ones(2, 1, 1, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"x must be \(B, L, d_model=8\).*\(1, 3, 6\)"):
         m(torch.zeros(1, 3, 6))
-    mr = ann.MultiHeadAttention(8, 2, rope=ann.RotaryEmbedding())
+    mr = layers.MultiHeadAttention(8, 2, rope=layers.RotaryEmbedding())
     with pytest.raises(ValueError, match=r"positions of shape \(2,\).*3"):
         mr(torch.zeros(1, 3, 8), positions=torch.arange(2))
     with pytest.raises(ValueError, match="mask"):
@@ -502,9 +499,7 @@ def test_mha_float16_error_within_twice_plain():
     zeros = [np.zeros(16, np.float16)] * 4
     with np.errstate(all="ignore"):
         plain, _ = heads.multi_head_attention_core(x, ctx, *w, *zeros, 4, 4)  # all float16
-    err = np.abs(got.astype(np.float64) - exact).max()
-    plain_err = np.abs(plain.astype(np.float64) - exact).max()
-    assert err <= 2 * plain_err + np.finfo(np.float16).eps, (err, plain_err)
+    assert_low_precision_close(got, exact, plain=plain, floor=np.finfo(np.float16).eps)
 
 
 # --- arguments: the one check layer ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests for attnbook.kv_cache and incremental decoding through attnbook.nn / attnbook.models.
+"""Tests for attnbook.kv_cache and incremental decoding through attnbook.layers / attnbook.models.
 
 References: the full (uncached) forward pass, hand-derived cache sizes, published parameter
 totals of the preset models, and the float64 pass for the float32 low-precision rule.
@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import nn as ann
+from attnbook import layers
 from attnbook.kv_cache import (
     HF_CONFIGS,
     PRESETS,
@@ -30,7 +30,7 @@ from attnbook.models import (
     count_parameters,
     param_count,
 )
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 D64 = torch.float64
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -104,8 +104,8 @@ def test_preset_param_counts_match_published_totals(name, published):
 
 def _mha(n_kv, window=None, dtype=D64, seed=0):
     torch.manual_seed(seed)
-    return ann.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
-                                  rope=ann.RotaryEmbedding()).to(dtype).eval()
+    return layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
+                                     rope=layers.RotaryEmbedding()).to(dtype).eval()
 
 
 def _run_chunks(m, x, chunks, cache, window=None):
@@ -149,9 +149,7 @@ def test_cached_decoding_float32_within_low_precision_rule():
     exact = m64(x, causal=True)
     cached = _run_chunks(m32, x.float(), [3, 1, 1, 2], KVCache())
     plain = m32(x.float(), causal=True)  # same-dtype full pass
-    err = (cached.double() - exact).abs().max().item()
-    plain_err = (plain.double() - exact).abs().max().item()
-    assert err <= 2 * plain_err + torch.finfo(torch.float32).eps, (err, plain_err)
+    assert_low_precision_close(cached, exact, plain=plain, floor=torch.finfo(torch.float32).eps)
 
 
 @settings(max_examples=20)
@@ -196,7 +194,7 @@ def test_window_mismatch_and_cache_shape_errors():
 
 def test_rope_key_in_cache_uses_its_position():
     # one head, D = 2: the cached key of the token at position 3 is [cos 3, sin 3], not [1, 0]
-    m = ann.MultiHeadAttention(2, 1, rope=ann.RotaryEmbedding()).double().eval()
+    m = layers.MultiHeadAttention(2, 1, rope=layers.RotaryEmbedding()).double().eval()
     with torch.no_grad():
         for lin in (m.q_proj, m.k_proj, m.v_proj, m.o_proj):
             lin.weight.copy_(torch.eye(2))
@@ -266,9 +264,9 @@ def test_greedy_generate_errors():
 
 def _mla(q_lora_rank=None, seed=0):
     torch.manual_seed(seed)
-    return ann.MultiHeadLatentAttention(16, 4, kv_lora_rank=6, qk_nope_head_dim=4,
-                                        qk_rope_head_dim=2, v_head_dim=3,
-                                        q_lora_rank=q_lora_rank).double().eval()
+    return layers.MultiHeadLatentAttention(16, 4, kv_lora_rank=6, qk_nope_head_dim=4,
+                                           qk_rope_head_dim=2, v_head_dim=3,
+                                           q_lora_rank=q_lora_rank).double().eval()
 
 
 @pytest.mark.parametrize("q_lora_rank", [None, 5])

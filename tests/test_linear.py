@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnbook import linear
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 
 def phi_by_hand(x):
@@ -100,9 +100,7 @@ def test_float16_sums_past_65504(causal):
         exact = np.cumsum(v64, axis=0) / np.arange(1, n + 1)[:, None]
     else:
         exact = np.broadcast_to(v64.mean(0), (3, 2))
-    err = np.abs(out.astype(np.float64) - exact).max()
-    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
-    assert err <= 2 * rounding + 1e-3, (err, rounding)
+    assert_low_precision_close(out, exact, plain=exact.astype(np.float16), floor=1e-3)
 
 
 def test_causal_with_fewer_keys_than_queries_gives_zero_rows():
@@ -166,8 +164,8 @@ def test_float32_error_within_twice_a_plain_float32_quadratic_form():
     f = lambda x: linear.elu_feature_map(x.astype(np.float32))  # noqa: E731
     sim = np.tril(f(q) @ f(k).T)  # plain float32 quadratic form
     plain = (sim @ v.astype(np.float32)) / sim.sum(-1, keepdims=True)
-    err, base = np.abs(out32 - ref).max(), np.abs(plain - ref).max()
-    assert err <= 2 * base + 4 * np.finfo(np.float32).eps * np.abs(ref).max()
+    assert_low_precision_close(out32, ref, plain=plain,
+                               floor=4 * np.finfo(np.float32).eps * np.abs(ref).max())
 
 
 def test_state_size():

@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.attention.bias import causal_lower_right
+from torch.testing import assert_close
 
 from attnbook.attention import scaled_dot_product_attention
 from attnbook.masks import (
@@ -27,7 +28,6 @@ from attnbook.masks import (
     sliding_window_mask_core,
 )
 from attnbook.positional import apply_rope
-from attnbook.testing import assert_close
 
 
 def test_square_causal_mask_is_lower_triangular():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import nn as ann
+from attnbook import layers
 from attnbook.models import (
     BASE_TRANSFORMER,
     DecoderOnlyModel,
@@ -181,7 +181,7 @@ def test_a1_head_dim_is_built_and_counted(arch, extra):
     cfg = ModelConfig(**BASE, head_dim=6, arch=arch, **extra)
     assert cfg.head_dim != cfg.d_model // cfg.n_heads
     model = build_model(cfg)
-    attns = [m for m in model.modules() if isinstance(m, ann.MultiHeadAttention)]
+    attns = [m for m in model.modules() if isinstance(m, layers.MultiHeadAttention)]
     assert attns and all(m.head_dim == 6 for m in attns)
     assert count_parameters(model) == param_count(cfg)
     # hand count of one attention layer: q, o: 8*12 each (+12, +8 bias); k, v: 8*12 (+12)
@@ -325,7 +325,7 @@ def test_embed_scale_multiplies_the_token_embedding_by_sqrt_d_model():
 
 
 def test_learned_positions_are_the_library_table_in_every_model():
-    # one implementation of learned positions: attnbook.nn.LearnedPositionalEmbedding, under
+    # one implementation of learned positions: attnbook.layers.LearnedPositionalEmbedding, under
     # the parameter names the checkpoints use (BERT's position_embeddings.weight)
     from attnbook.pretrained import BertEmbeddings
 
@@ -340,7 +340,7 @@ def test_learned_positions_are_the_library_table_in_every_model():
     ed = EncoderDecoderModel(ModelConfig(**kw, arch="encoder-decoder", n_encoder_layers=1))
     tables.update(source=ed.src_embed.positions, target=ed.tgt_embed.positions)
     for name, table in tables.items():
-        assert isinstance(table, ann.LearnedPositionalEmbedding), name
+        assert isinstance(table, layers.LearnedPositionalEmbedding), name
         assert table.weight.shape == (6, 8), name
     assert "embed.positions.weight" in DecoderOnlyModel(ModelConfig(**kw)).state_dict()
 

@@ -1,4 +1,4 @@
-"""Tests for attnbook.norms (NumPy) and the norm modules in attnbook.nn.
+"""Tests for attnbook.norms (NumPy) and the norm modules in attnbook.layers.
 
 References: hand-derived values (issue 3), a float64 formula, torch.nn.LayerNorm and
 torch.nn.RMSNorm.
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import nn as ann
+from attnbook import layers
 from attnbook.norms import layer_norm, layer_norm_core, rms_norm, rms_norm_core
-from attnbook.testing import assert_close
+from attnbook.testing import assert_close, assert_low_precision_close
 
 # --- hand-derived values --------------------------------------------------------------------
 
@@ -113,9 +113,9 @@ def test_float16_long_rows_within_twice_a_float32_rounding(kind):
         got = rms_norm(x)
         exact = x64 / np.sqrt((x64**2).mean(-1, keepdims=True) + 1e-6)
     assert got.dtype == np.float16 and np.isfinite(got).all()
-    err = np.abs(got.astype(np.float64) - exact).max()
-    rounding = np.abs(exact.astype(np.float16).astype(np.float64) - exact).max()
-    assert err <= 2 * rounding + np.finfo(np.float16).eps, (err, rounding)
+    # plain: the exact answer rounded to float16
+    assert_low_precision_close(got, exact, plain=exact.astype(np.float16),
+                               floor=np.finfo(np.float16).eps)
 
 
 # --- NumPy vs torch's modules ------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_numpy_rms_norm_matches_torch_rmsnorm():
 def test_torch_layernorm_module_matches_torch(dtype):
     torch.manual_seed(0)
     x = torch.randn(2, 5, 16, dtype=dtype) * 2 + 0.5
-    ours = ann.LayerNorm(16, eps=1e-5).to(dtype)
+    ours = layers.LayerNorm(16, eps=1e-5).to(dtype)
     ref = torch.nn.LayerNorm(16, eps=1e-5, dtype=dtype)
     with torch.no_grad():
         ours.weight.copy_(torch.randn(16))
@@ -165,7 +165,7 @@ def test_torch_layernorm_module_matches_torch(dtype):
 def test_torch_rmsnorm_module_matches_torch(dtype):
     torch.manual_seed(1)
     x = torch.randn(2, 5, 16, dtype=dtype)
-    ours = ann.RMSNorm(16, eps=1e-6).to(dtype)
+    ours = layers.RMSNorm(16, eps=1e-6).to(dtype)
     ref = torch.nn.RMSNorm(16, eps=1e-6, dtype=dtype)
     with torch.no_grad():
         ours.weight.copy_(torch.randn(16))
@@ -182,24 +182,21 @@ def test_low_precision_within_twice_plain_error(dtype, kind):
     x64 = torch.randn(4, 7, 32, dtype=torch.float64) * 4 + 2
     x = x64.to(dtype)
     if kind == "layer":
-        mod = ann.LayerNorm(32, eps=1e-5).to(dtype)
+        mod = layers.LayerNorm(32, eps=1e-5).to(dtype)
         exact = torch.from_numpy(layer_norm(x.double().numpy(), eps=1e-5))
 
         def plain(t):
             m = t.mean(-1, keepdim=True)
             return (t - m) / torch.sqrt(((t - m) ** 2).mean(-1, keepdim=True) + 1e-5)
     else:
-        mod = ann.RMSNorm(32, eps=1e-6).to(dtype)
+        mod = layers.RMSNorm(32, eps=1e-6).to(dtype)
         exact = torch.from_numpy(rms_norm(x.double().numpy(), eps=1e-6))
 
         def plain(t):
             return t / torch.sqrt((t * t).mean(-1, keepdim=True) + 1e-6)
     out = mod(x)
     assert out.dtype == dtype and torch.isfinite(out).all()
-    err = (out.double() - exact).abs().max().item()
-    plain_err = (plain(x).double() - exact).abs().max().item()
-    floor = torch.finfo(dtype).eps
-    assert err <= 2 * plain_err + floor, (err, plain_err)
+    assert_low_precision_close(out, exact, plain=plain(x), floor=torch.finfo(dtype).eps)
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -234,9 +231,9 @@ def test_eps_follows_the_one_check_rule(fn):
 
 def test_torch_module_rejects_wrong_width():
     with pytest.raises(ValueError, match=r"LayerNorm\(8\).*\(2, 4\)"):
-        ann.LayerNorm(8)(torch.ones(2, 4))
+        layers.LayerNorm(8)(torch.ones(2, 4))
     with pytest.raises(ValueError, match=r"RMSNorm\(8\)"):
-        ann.RMSNorm(8)(torch.ones(2, 4))
+        layers.RMSNorm(8)(torch.ones(2, 4))
 
 
 def test_numpy_modules_import_without_torch():

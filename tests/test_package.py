@@ -1,6 +1,6 @@
 """The package as a whole (issue 9, items 2 and 3), read from the source with ``ast``.
 
-Three rules, each a function that returns a list of problems, run on ``lib/attnbook`` (expecting
+Four rules, each a function that returns a list of problems, run on ``lib/attnbook`` (expecting
 none) and on a small, deliberately broken package held in memory (expecting the fault to be
 named), so that every check is shown to be able to fail:
 
@@ -11,6 +11,11 @@ named), so that every check is shown to be able to fail:
     a module it imported (``viz._axis(...)``). Dunder names (``__version__``) are not private.
 (c) **The package's ``__all__`` lists every module and subpackage** of ``lib/attnbook`` (and a
     subpackage's ``__all__`` its own modules).
+(d) **One NumPy home and one torch home per building block** (issue 23): the NumPy concept
+    modules (:data:`CONCEPTS`) import no torch and name their torch twin, ``attnbook.layers``,
+    whose docstring names each of them back; a public function or class defined in two modules
+    (``rms_norm`` and ``RMSNorm`` count as one name) is defined in a concept module and in
+    ``attnbook.layers``, nowhere else.
 
 The API reference's module pages are generated from the package (``book/api_pages.py``);
 ``tests/book/test_api_docs.py`` checks the generator and the built pages.
@@ -395,4 +400,68 @@ def test_all_check_can_fail():
                         "sub/other.py": ""})
     assert missing_from_all(sub, "attnbook.sub") == [
         "attnbook.sub.__all__ omits the module attnbook.sub.other"
+    ]
+
+
+#: The NumPy modules of the building blocks whose torch versions live in attnbook.layers.
+CONCEPTS = ("attention", "masks", "heads", "positional", "norms")
+TORCH_HOME = "layers"
+
+
+def twin_problems(modules: dict[str, Module]) -> list[str]:
+    """Where a building block has a second home, or a concept module and its twin lose track."""
+    problems = []
+    torch_home = modules.get(f"{PACKAGE}.{TORCH_HOME}")
+    torch_doc = (ast.get_docstring(ast.parse(torch_home.source)) or "") if torch_home else ""
+    for concept in CONCEPTS:
+        module = modules.get(f"{PACKAGE}.{concept}")
+        if module is None:
+            problems.append(f"{PACKAGE}.{concept} is missing")
+            continue
+        tree = ast.parse(module.source)
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "torch" or n.startswith("torch.") for n in names):
+                problems.append(f"{module.path}:{node.lineno}: {module.name} imports torch")
+        if f"{PACKAGE}.{TORCH_HOME}" not in (ast.get_docstring(tree) or ""):
+            problems.append(f"{module.name}'s docstring does not name its torch twin, "
+                            f"{PACKAGE}.{TORCH_HOME}")
+        if f"{PACKAGE}.{concept}" not in torch_doc:
+            problems.append(f"{PACKAGE}.{TORCH_HOME}'s docstring does not name {module.name}")
+    homes: dict[str, list[tuple[str, str]]] = {}
+    for name, module in sorted(modules.items()):
+        for node in ast.parse(module.source).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not is_private(node.name):
+                key = node.name.replace("_", "").lower()
+                homes.setdefault(key, []).append((name, node.name))
+    allowed = {f"{PACKAGE}.{c}" for c in CONCEPTS}
+    for places in homes.values():
+        where = sorted({m for m, _ in places})
+        if len(where) < 2:
+            continue
+        others = [m for m in where if m != f"{PACKAGE}.{TORCH_HOME}"]
+        if len(others) != 1 or others[0] not in allowed or len(where) != 2:
+            problems.append(" and ".join(f"{m}.{n}" for m, n in places)
+                            + f": one building block, {len(where)} homes")
+    return problems
+
+
+def test_each_building_block_has_one_numpy_and_one_torch_home(package):
+    problems = twin_problems(package)
+    assert not problems, "\n  ".join(["building blocks:", *problems])
+
+
+def test_twin_check_can_fail(package):
+    broken = dict(package)
+    rnn = broken["attnbook.rnn"]
+    broken["attnbook.rnn"] = Module(rnn.name, False, rnn.source + "\nclass RMSNorm:\n    pass\n",
+                                    rnn.path)
+    norms = broken["attnbook.norms"]
+    broken["attnbook.norms"] = Module(norms.name, False, '"""Norms."""\nimport torch.nn\n',
+                                      norms.path)
+    assert twin_problems(broken) == [
+        "lib/attnbook/norms.py:2: attnbook.norms imports torch",
+        "attnbook.norms's docstring does not name its torch twin, attnbook.layers",
+        "attnbook.layers.RMSNorm and attnbook.rnn.RMSNorm: one building block, 2 homes",
     ]

@@ -218,7 +218,7 @@ def test_referent_attention_hand_built():
 
 def test_load_minilm_is_cached_frozen_and_built_from_attnbook(model):
     from attnbook.blocks import TransformerBlock
-    from attnbook.nn import LayerNorm, MultiHeadAttention
+    from attnbook.layers import LayerNorm, MultiHeadAttention
 
     assert pretrained.load_minilm() is model
     assert not model.training

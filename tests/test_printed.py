@@ -16,11 +16,11 @@ def english(monkeypatch):
 
 def test_say_makes_each_language_from_the_catalog(english):
     # printed-listings.po: "The full class: {name}" -> "完整的类：{name}" (written by hand).
-    out = say("The full class: {name}", name="attnbook.nn.X")
-    assert out.texts == {"en": "The full class: attnbook.nn.X",
-                         "zh_CN": "完整的类：attnbook.nn.X"}
+    out = say("The full class: {name}", name="attnbook.layers.X")
+    assert out.texts == {"en": "The full class: attnbook.layers.X",
+                         "zh_CN": "完整的类：attnbook.layers.X"}
     assert out.untranslated == frozenset()
-    assert str(out) == repr(out) == "The full class: attnbook.nn.X"
+    assert str(out) == repr(out) == "The full class: attnbook.layers.X"
 
 
 def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
@@ -115,15 +115,16 @@ def test_table_names_a_row_of_the_wrong_length():
 
 
 def test_listing_label_is_in_each_editions_language(english, monkeypatch):
-    from attnbook import nn
+    from attnbook import layers
 
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
-    listing = show_code(nn.LearnedPositionalEmbedding.forward, full=nn.LearnedPositionalEmbedding)
+    listing = show_code(layers.LearnedPositionalEmbedding.forward,
+                        full=layers.LearnedPositionalEmbedding)
     payload = listing._repr_mimebundle_()[edition_outputs.MIME]
     assert payload["kind"] == "text/markdown" and payload["untranslated"] == []
-    assert "<summary>The full class: attnbook.nn.LearnedPositionalEmbedding</summary>" in (
+    assert "<summary>The full class: attnbook.layers.LearnedPositionalEmbedding</summary>" in (
         payload["editions"]["en"])
-    assert "<summary>完整的类：attnbook.nn.LearnedPositionalEmbedding</summary>" in (
+    assert "<summary>完整的类：attnbook.layers.LearnedPositionalEmbedding</summary>" in (
         payload["editions"]["zh_CN"])
     # The code itself is the same in both.
     strip = [p.split("<details")[0] for p in payload["editions"].values()]

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch.testing import assert_close
 
 from attnbook import timing
-from attnbook.testing import assert_close
 
 
 class FakeClock:

@@ -31,9 +31,10 @@ Submodules are imported lazily by the chapters (``from attnbook import attention
 
 Old import paths
     The first edition's ``attnbook.widgets``, ``widgets_rnn``, ``widgets_heads_pos``,
-    ``widgets_block`` and ``widgets_cost`` still import, and each of their names is the very
-    object its home defines (in :mod:`attnbook.explorers` or :mod:`attnbook.cost`). They are
-    no files but one alias table (:ref:`old-import-paths`).
+    ``widgets_block`` and ``widgets_cost``, and ``attnbook.nn`` (now :mod:`attnbook.layers`),
+    still import, and each of their names is the very object its home defines (in
+    :mod:`attnbook.explorers`, :mod:`attnbook.cost` or :mod:`attnbook.layers`). They are no
+    files but one alias table (:ref:`old-import-paths`).
 """
 
 from . import _aliases
@@ -61,7 +62,7 @@ __all__ = [
     "testing",
     "exercises",
     # torch
-    "nn",
+    "layers",
     "blocks",
     "models",
     "kv_cache",

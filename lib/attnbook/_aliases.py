@@ -5,6 +5,9 @@ The first edition imported its explorers from five modules, ``attnbook.widgets``
 ``attnbook.widgets_cost``. The code has moved (the explorers to :mod:`attnbook.explorers`, one
 module per concept; what they compute to the library's core modules, :mod:`attnbook.cost`,
 :mod:`attnbook.rnn`, :mod:`attnbook.experiments`), and those modules no longer exist as files.
+The torch building blocks were ``attnbook.nn``, a name that shadows ``torch.nn`` wherever both
+are imported; they are :mod:`attnbook.layers` now (issue 23), and ``attnbook.nn`` is an old
+module of this table like the others.
 :data:`ALIASES` says, per old module, where each of its names lives now; a reader's notebook
 that still writes ``from attnbook.widgets import scaling_explorer`` gets the very object
 :mod:`attnbook.explorers.scaling` defines.
@@ -35,8 +38,8 @@ import types
 PACKAGE = "attnbook"
 
 #: Per old module (without the ``attnbook.`` prefix), ``{name: the module that defines it}``,
-#: in the order of the old module's ``__all__``. Every name a first-edition module exported is
-#: here: its ``__all__`` and the constants it defined without listing them (``MAX_GRID``,
+#: in the order of the old module's ``__all__``. Every name an old module exported is here: its
+#: ``__all__`` and the constants it defined without listing them (``MAX_GRID``,
 #: ``N_KEYS_VALUES``, ``SCALED_X_RANGE``, ``Y_RANGE``).
 ALIASES: dict[str, dict[str, str]] = {
     "widgets": {
@@ -89,6 +92,23 @@ ALIASES: dict[str, dict[str, str]] = {
         "kv_cache_explorer": "explorers.kv_cache",
         "SEQ_LEN_VALUES": "explorers.quadratic",
         "CONTEXT_VALUES": "explorers.kv_cache",
+    },
+    # The torch building blocks, renamed so that no module of the book is called like torch.nn.
+    "nn": {
+        "LayerNorm": "layers",
+        "RMSNorm": "layers",
+        "apply_rope": "layers",
+        "RotaryEmbedding": "layers",
+        "LearnedPositionalEmbedding": "layers",
+        "repeat_kv": "layers",
+        "split_heads": "layers",
+        "merge_heads": "layers",
+        "keep_mask_to_additive": "layers",
+        "keep_mask_to_mha_mask": "layers",
+        "position_keep_mask": "layers",
+        "scaled_dot_product_attention": "layers",
+        "MultiHeadAttention": "layers",
+        "MultiHeadLatentAttention": "layers",
     },
 }
 
@@ -214,7 +234,7 @@ def _fill(module: types.ModuleType, old: str) -> None:
     module.__dir__ = __dir__
     module.__all__ = old_all(old)
     module.__doc__ = (
-        f"The first edition's import path {fullname} (an alias, attnbook._aliases).\n\n"
+        f"The old import path {fullname} (an alias, attnbook._aliases).\n\n"
         f"Its names are defined in {', '.join(homes)}; each is imported from there on first "
         "access and is the very same object."
     )

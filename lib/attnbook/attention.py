@@ -13,6 +13,11 @@ Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1:
 use in translation, ``v_a^T tanh(W_q q_i + W_k k_j)``, follows Bahdanau, Cho and Bengio,
 "Neural Machine Translation by Jointly Learning to Align and Translate" (ICLR 2015), section 3.1
 and appendix A.1.2.
+
+Torch twin: :func:`attnbook.layers.scaled_dot_product_attention` (the same conventions on
+``(B, H, L, D)`` tensors, the attention of the book's models). Each building block has its NumPy
+version in its concept's module and its torch version under the same name in
+:mod:`attnbook.layers`.
 """
 
 from __future__ import annotations

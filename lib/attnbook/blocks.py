@@ -7,7 +7,7 @@ each wrapped in a residual connection and a normalization:
   section 3.1): ``x = Norm(x + Sublayer(x))``;
 * **Pre-LN** (``norm_first=True``, GPT-2, Llama; Xiong et al., 2020): ``x = x + Sublayer(Norm(x))``.
 
-The sublayers are :class:`attnbook.nn.MultiHeadAttention` and a position-wise feed-forward
+The sublayers are :class:`attnbook.layers.MultiHeadAttention` and a position-wise feed-forward
 network: ``FFN(x) = act(x W1 + b1) W2 + b2`` with ReLU (Vaswani et al., 2017, eq. 2) or GELU
 (Hendrycks & Gimpel, 2016), or SwiGLU ``(SiLU(x W_gate) * (x W_up)) W_down`` (Shazeer, 2020,
 eq. 6; Llama, Qwen2, Mistral).
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_choice, check_int
-from .nn import LayerNorm, MultiHeadAttention, RMSNorm, RotaryEmbedding
+from .layers import LayerNorm, MultiHeadAttention, RMSNorm, RotaryEmbedding
 
 __all__ = [
     "FeedForward", "SwiGLU", "make_norm", "make_ffn", "TransformerBlock", "EncoderDecoderBlock",
@@ -102,11 +102,11 @@ class SwiGLU(nn.Module):
 
 
 def make_norm(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
-    """A norm by name: ``"layernorm"`` or ``"rmsnorm"`` (:mod:`attnbook.nn`'s modules).
+    """A norm by name: ``"layernorm"`` or ``"rmsnorm"`` (:mod:`attnbook.layers`'s modules).
 
     Args:
-        kind: ``"layernorm"`` (:class:`attnbook.nn.LayerNorm`, Ba et al., 2016) or
-            ``"rmsnorm"`` (:class:`attnbook.nn.RMSNorm`, Zhang & Sennrich, 2019).
+        kind: ``"layernorm"`` (:class:`attnbook.layers.LayerNorm`, Ba et al., 2016) or
+            ``"rmsnorm"`` (:class:`attnbook.layers.RMSNorm`, Zhang & Sennrich, 2019).
         d_model: feature size, the last axis the norm normalizes.
         eps: added to the variance (LayerNorm) or the mean square (RMSNorm).
         bias: learn a bias (LayerNorm only; RMSNorm has none and ignores it).
@@ -175,11 +175,11 @@ class TransformerBlock(nn.Module):
         norm: ``"layernorm"`` or ``"rmsnorm"``.
         eps: the norms' epsilon.
         bias: biases in attention, FFN and LayerNorm.
-        rope: optional :class:`attnbook.nn.RotaryEmbedding`.
+        rope: optional :class:`attnbook.layers.RotaryEmbedding`.
         qkv_bias: biases of the query/key/value projections (default ``bias``; Qwen2 has
             them while its other layers have none: ``bias=False, qkv_bias=True``).
         head_dim: per-head width of the attention, default ``d_model // n_heads`` (see
-            :class:`attnbook.nn.MultiHeadAttention`).
+            :class:`attnbook.layers.MultiHeadAttention`).
 
     ``forward(x, mask=None, *, causal=False, window=None, positions=None, kv_cache=None)``
     maps ``x (B, L, d_model)`` to ``(B, L, d_model)`` in the dtype of ``x``:
@@ -193,13 +193,13 @@ class TransformerBlock(nn.Module):
     * ``kv_cache``: a cache of this layer's keys and values (see :mod:`attnbook.kv_cache`), or
       ``None``.
 
-    It raises as :meth:`attnbook.nn.MultiHeadAttention.check_inputs` (shapes, positions,
+    It raises as :meth:`attnbook.layers.MultiHeadAttention.check_inputs` (shapes, positions,
     masks, a window that contradicts the cache's).
 
     Raises:
-        ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
+        ValueError: as :class:`attnbook.layers.MultiHeadAttention`, or for an unknown
             ``ffn``/``norm``.
-        TypeError: as :class:`attnbook.nn.MultiHeadAttention` (a size that is not an
+        TypeError: as :class:`attnbook.layers.MultiHeadAttention` (a size that is not an
             integer).
 
     Source: Vaswani et al. (2017), section 3.1; Xiong et al., "On Layer Normalization in the
@@ -294,13 +294,13 @@ class EncoderDecoderBlock(nn.Module):
     * ``causal``: causal self-attention (default True).
     * ``kv_cache``: cache of the self-attention (the cross-attention keys are recomputed).
 
-    It raises as :meth:`attnbook.nn.MultiHeadAttention.check_inputs`, e.g. if ``memory`` is
+    It raises as :meth:`attnbook.layers.MultiHeadAttention.check_inputs`, e.g. if ``memory`` is
     not ``(B, S, d_model)`` with the batch of ``x``.
 
     Raises:
-        ValueError: as :class:`attnbook.nn.MultiHeadAttention`, or for an unknown
+        ValueError: as :class:`attnbook.layers.MultiHeadAttention`, or for an unknown
             ``ffn``/``norm``.
-        TypeError: as :class:`attnbook.nn.MultiHeadAttention` (a size that is not an
+        TypeError: as :class:`attnbook.layers.MultiHeadAttention` (a size that is not an
             integer).
 
     Source: Vaswani et al. (2017), section 3.1 ("Decoder") and figure 1.

@@ -909,7 +909,7 @@ def check_split_heads(fn) -> CheckResult:
     then has the right shape and wrong values); one head; four heads — with inputs whose
     entries are their own flat index (so a wrong entry tells where it came from), and
     compares each result with :func:`attnbook.heads.split_heads`, the layout of
-    :func:`attnbook.nn.split_heads` and of the book's multi-head attention. Stops at the first
+    :func:`attnbook.layers.split_heads` and of the book's multi-head attention. Stops at the first
     case that fails.
 
     Args:

@@ -1,6 +1,6 @@
 """Small training runs that let the reader watch the book's claims happen, on a laptop CPU.
 
-Each run trains tiny models built from the library's own modules (:mod:`attnbook.nn`,
+Each run trains tiny models built from the library's own modules (:mod:`attnbook.layers`,
 :mod:`attnbook.blocks`, :mod:`attnbook.models`, :mod:`attnbook.rnn`) on a synthetic task and
 returns a plain dataclass of results (Python floats, lists and NumPy arrays, no plotting) that
 the chapters plot and glue into the text:
@@ -71,8 +71,8 @@ from . import checks
 from .attention import entropy
 from .blocks import FeedForward
 from .config import ModelConfig
+from .layers import LayerNorm, MultiHeadAttention
 from .models import DecoderOnlyModel, EncoderDecoderModel, count_parameters
-from .nn import LayerNorm, MultiHeadAttention
 from .rnn import LSTM, VanillaRNN
 
 __all__ = [
@@ -217,11 +217,11 @@ def _accuracy(logits: torch.Tensor, target: torch.Tensor) -> float:
 
 
 class ScaledMultiHeadAttention(MultiHeadAttention):
-    """:class:`attnbook.nn.MultiHeadAttention` whose scores are ``q k^T * scale`` for any ``scale``.
+    """:class:`attnbook.layers.MultiHeadAttention` with scores ``q k^T * scale`` for any ``scale``.
 
     ``scale=None`` is the default ``1/sqrt(head_dim)`` (Vaswani et al., 2017, eq. 1) and
     ``scale=1.0`` the unscaled dot product.
-    :meth:`attnbook.nn.MultiHeadAttention.forward` has no ``scale`` argument, so this
+    :meth:`attnbook.layers.MultiHeadAttention.forward` has no ``scale`` argument, so this
     subclass multiplies the output of the query projection by
     ``scale * sqrt(head_dim)`` (a forward hook on ``q_proj``); the parent then multiplies the
     scores by ``1/sqrt(head_dim)``, and ``(c q) k^T / sqrt(D) = q k^T * scale``. The function
@@ -229,8 +229,8 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
     a rotation, commutes with the factor. Parameters and their names are those of the parent.
 
     Args:
-        *args: as :class:`attnbook.nn.MultiHeadAttention`.
-        **kwargs: as :class:`attnbook.nn.MultiHeadAttention`.
+        *args: as :class:`attnbook.layers.MultiHeadAttention`.
+        **kwargs: as :class:`attnbook.layers.MultiHeadAttention`.
         scale: score multiplier ``>= 0`` (0 gives uniform weights), or ``None`` for
             ``1/sqrt(head_dim)``.
 
@@ -578,7 +578,7 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
     value. The answer has to be fetched by attention from the query slot to the matching pair,
     so it tests exactly what the scale affects. Model: one Pre-LN layer with a single head of
     width ``head_dim`` (:class:`ScaledMultiHeadAttention`, the library's
-    :class:`~attnbook.nn.MultiHeadAttention` with a settable scale), a ReLU feed-forward layer
+    :class:`~attnbook.layers.MultiHeadAttention` with a settable scale), a ReLU feed-forward layer
     and a linear readout at the query slot. Both arms start from the same weights (same seed) and
     see the same batches; they differ only in the scale: ``1/sqrt(head_dim)`` or ``1``.
 
@@ -1945,7 +1945,7 @@ class HeadsResult:
 
 
 class _GatherModel(nn.Module):
-    """Input projection, one :class:`attnbook.nn.MultiHeadAttention` layer, linear read-out.
+    """Input projection, one :class:`attnbook.layers.MultiHeadAttention` layer, linear read-out.
 
     Only the last token's output is read; the read-out maps it to the ``K * m`` target numbers.
     """
@@ -1976,7 +1976,7 @@ def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources
 
     Task: :func:`multi_source_batch` — the last token of each sequence must output the contents
     of ``n_sources`` tokens that its type marks. Model (the same for every arm but ``H``): a
-    linear input projection to ``d_model``, one :class:`attnbook.nn.MultiHeadAttention` layer
+    linear input projection to ``d_model``, one :class:`attnbook.layers.MultiHeadAttention` layer
     with ``H`` heads of ``head_dim = d_model // H`` (so the same parameter count), and a linear
     read-out of the last token's output; no residual path, no feed-forward layer, so everything
     the read-out gets has passed through the attention. Loss: mean squared error. Each arm is

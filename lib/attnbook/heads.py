@@ -13,8 +13,13 @@ heads; query head ``h`` reads KV head ``h // (H // H_kv)`` (repeat-interleave, L
 attention (Shazeer, 2019).
 
 Weights here use the math layout ``y = x @ W`` with ``W`` of shape ``(d_in, d_out)`` — the
-transpose of ``torch.nn.Linear.weight``. The torch module is
-:class:`attnbook.nn.MultiHeadAttention`. This module imports NumPy only.
+transpose of ``torch.nn.Linear.weight``.
+
+Torch twin: :mod:`attnbook.layers` holds :func:`~attnbook.layers.split_heads`,
+:func:`~attnbook.layers.merge_heads` and :func:`~attnbook.layers.repeat_kv` under the same names,
+and the module :class:`~attnbook.layers.MultiHeadAttention` (MHA, GQA, MQA; with
+:class:`~attnbook.layers.MultiHeadLatentAttention`, DeepSeek-V2's MLA). This module imports NumPy
+only.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ class LatentCache:
 
     Holds ``(B, S, kv_lora_rank)`` and ``(B, S, qk_rope_head_dim)`` — per token
     ``kv_lora_rank + qk_rope_head_dim`` numbers, whatever the number of heads. Used by
-    :class:`attnbook.nn.MultiHeadLatentAttention`.
+    :class:`attnbook.layers.MultiHeadLatentAttention`.
 
     Source: DeepSeek-AI, "DeepSeek-V2" (2024), section 2.1.
     """

@@ -9,6 +9,12 @@ Causal masks are aligned **bottom-right** when the number of queries ``L`` diffe
 number of keys ``S``: the last query is the newest token and sees every key, so query ``i`` sees
 keys ``j <= i + (S - L)``. With ``S - L`` cached tokens in a KV cache, this is exactly what
 incremental decoding and chunked prefill need.
+
+Torch twin: the masks of the torch modules are built in :mod:`attnbook.layers` from positions
+(:func:`attnbook.layers.position_keep_mask`: causal, sliding window, cached offsets),
+filled for low precision by :func:`attnbook.layers.keep_mask_to_additive` (this module's
+:func:`additive_mask`) and turned into ``nn.MultiheadAttention``'s polarity by
+:func:`attnbook.layers.keep_mask_to_mha_mask`. This module imports NumPy only.
 """
 
 from __future__ import annotations
@@ -264,7 +270,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
     Args:
         *keep_masks: boolean keep-masks that broadcast together; ``None`` entries are skipped.
         dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...; NumPy
-            has no bfloat16 — use :func:`attnbook.nn.keep_mask_to_additive` for torch).
+            has no bfloat16 — use :func:`attnbook.layers.keep_mask_to_additive` for torch).
 
     Returns:
         Array of the masks' broadcast shape and ``dtype``, or ``None`` if every mask is
@@ -283,7 +289,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
         raise TypeError(
             f"dtype must be a floating NumPy dtype such as np.float16 or np.float32, got "
             f"{dtype!r}; for torch dtypes (bfloat16 included) use "
-            "attnbook.nn.keep_mask_to_additive"
+            "attnbook.layers.keep_mask_to_additive"
         ) from None
     if not np.issubdtype(dtype, np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")

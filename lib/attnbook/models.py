@@ -24,7 +24,7 @@ from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
 from .checks import check_int_tensor, check_positions, check_token_ids
 from .config import BASE_TRANSFORMER, ModelConfig
 from .cost import param_count  # the closed form lives in attnbook.cost
-from .nn import LearnedPositionalEmbedding, RotaryEmbedding
+from .layers import LearnedPositionalEmbedding, RotaryEmbedding
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -196,8 +196,8 @@ class DecoderOnlyModel(nn.Module):
       left padding ``(B, 1, 1, S_total)``; ANDed with the causal (and sliding-window) mask.
 
     ``forward`` raises as :meth:`check_inputs`, and for a position that is negative or exceeds
-    ``max_seq_len`` with absolute positions, or as :meth:`attnbook.nn.MultiHeadAttention.forward`
-    (masks, positions).
+    ``max_seq_len`` with absolute positions, or as
+    :meth:`attnbook.layers.MultiHeadAttention.forward` (masks, positions).
 
     Args:
         config: a :class:`attnbook.config.ModelConfig` with ``arch="decoder"`` and no
@@ -217,7 +217,7 @@ class DecoderOnlyModel(nn.Module):
             raise ValueError(f"DecoderOnlyModel needs arch='decoder', got {config.arch!r}")
         if config.uses_mla:
             raise ValueError("DecoderOnlyModel does not build MLA layers; use "
-                             "attnbook.nn.MultiHeadLatentAttention directly")
+                             "attnbook.layers.MultiHeadLatentAttention directly")
         self.config = config
         self.embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
         self.layers = nn.ModuleList(

@@ -9,8 +9,8 @@ Both normalize each token's feature vector (the last axis, ``d_model``) on its o
 * RMSNorm skips the centring: ``y = x * rsqrt(mean(x^2) + eps) * weight`` (Zhang & Sennrich,
   2019, eq. 4; the form of ``torch.nn.RMSNorm`` and of Llama's ``LlamaRMSNorm``).
 
-The torch modules with the same names live in :mod:`attnbook.nn` (``LayerNorm``, ``RMSNorm``).
-This module imports NumPy only.
+Torch twin: the modules :class:`attnbook.layers.LayerNorm` and :class:`attnbook.layers.RMSNorm`
+(the same formulas, learnable ``weight`` and ``bias``). This module imports NumPy only.
 """
 
 from __future__ import annotations

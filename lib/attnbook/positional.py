@@ -22,8 +22,11 @@ They are the same rotation of permuted coordinates: for ``D = 4``,
 integers, so cached decoding passes the offset of the new tokens (the key of the token at
 position 3 is rotated by ``3 * theta``, not by 0).
 
-The torch version of :func:`apply_rope` is :func:`attnbook.nn.apply_rope`. This module imports
-NumPy only.
+Torch twin: :func:`attnbook.layers.apply_rope` (the same rotation, both pairings), the module
+that caches its frequencies, :class:`attnbook.layers.RotaryEmbedding`, and the learned
+positions of BERT and GPT-2, :class:`attnbook.layers.LearnedPositionalEmbedding` (torch only).
+The torch models add this module's :func:`sinusoidal_encoding` as a fixed table. This module
+imports NumPy only.
 """
 
 from __future__ import annotations
@@ -167,7 +170,7 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
             every row) or ``(B, L)`` (one row per batch element, e.g. a left-padded batch, see
             :func:`attnbook.masks.positions_from_attention_mask`). With a 4-D ``x`` a
             ``(B, L)`` array is applied to every head (read as ``(B, 1, L)``), exactly as
-            :func:`attnbook.nn.apply_rope` reads it; any other shape ``(..., L)`` must
+            :func:`attnbook.layers.apply_rope` reads it; any other shape ``(..., L)`` must
             broadcast to ``x.shape[:-1]`` without enlarging it.
         base: the frequency base ``rope_theta``.
         interleaved: pair dimensions ``(2r, 2r + 1)`` (True) or ``(r, r + D/2)`` (False,

@@ -50,7 +50,7 @@ from torch import nn
 from . import checks
 from .blocks import TransformerBlock
 from .config import ModelConfig
-from .nn import LayerNorm, LearnedPositionalEmbedding
+from .layers import LayerNorm, LearnedPositionalEmbedding
 
 __all__ = [
     "TIRED",

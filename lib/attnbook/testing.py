@@ -1,8 +1,20 @@
-"""Comparison helpers for the test suite and the chapters.
+"""What the book's tests add to ``torch.testing.assert_close``: the low-precision rule, mixed kinds.
 
-``assert_close`` fails on any NaN, on a shape mismatch and on infinities that do not match,
-and reports the largest and mean absolute difference so a failure tells how far off it was.
-It never relies on ``max(0.0, nan)``-style reductions, which silently drop NaN.
+A plain comparison is ``torch.testing.assert_close``: it fails on NaN (``equal_nan=False``), on
+a shape, dtype or device mismatch and on infinities that differ, and names the worst element.
+Tests use it directly wherever both sides are of the same kind and dtype. This module keeps
+only what it lacks:
+
+* :func:`assert_low_precision_close`, the book's rule for float16, bfloat16 and float32
+  results (STYLE, "Low precision"; FlashAttention's ``tests/test_flash_attn.py``): the error
+  against an exact reference is at most twice the error of a plain same-dtype implementation,
+  plus a small floor — never a hand-tuned ``atol``;
+* :func:`assert_close`, ``torch.testing.assert_close`` for two sides of different kinds (a
+  float32 tensor against a float64 NumPy reference, an array against a list of hand-derived
+  numbers): both are widened to float64 first, then torch compares them.
+
+``to_numpy`` is the widening both use. This module imports torch only when a torch comparison
+runs.
 """
 
 from __future__ import annotations
@@ -11,7 +23,7 @@ import numpy as np
 
 from . import checks
 
-__all__ = ["assert_close", "to_numpy"]
+__all__ = ["assert_low_precision_close", "assert_close", "to_numpy"]
 
 
 def to_numpy(x) -> np.ndarray:
@@ -45,19 +57,24 @@ def to_numpy(x) -> np.ndarray:
 
 
 def assert_close(actual, expected, *, atol: float, rtol: float) -> None:
-    """Assert ``|actual - expected| <= atol + rtol * |expected|`` element-wise.
+    """``torch.testing.assert_close`` of two array-likes of any kinds, both widened to float64.
+
+    Use ``torch.testing.assert_close`` itself when both sides are tensors (or NumPy arrays) of
+    one dtype; this is for the comparisons it refuses: a tensor against a NumPy array or a list,
+    float32 against float64, integers against floats. The check is torch's,
+    ``|actual - expected| <= atol + rtol * |expected|`` element-wise, with NaN never equal.
 
     Args:
-        actual: array-like (NumPy, torch, nested lists).
+        actual: array-like (NumPy, torch, nested lists, a scalar).
         expected: array-like of the same shape (no broadcasting: a shape mismatch fails).
         atol: absolute tolerance, >= 0.
         rtol: relative tolerance, >= 0.
 
     Raises:
-        AssertionError: if any element is NaN (in either argument), the shapes differ,
-            infinities do not match in position and sign, or any difference exceeds the
-            tolerance. The message gives the max and mean absolute difference, the number of
-            mismatches and the worst index.
+        AssertionError: from ``torch.testing.assert_close``, if any element is NaN (in either
+            argument), the shapes differ, infinities do not match in position and sign, or any
+            difference exceeds the tolerance; the message names the mismatched elements and
+            the greatest absolute and relative differences.
         ValueError: if ``atol`` or ``rtol`` is negative or not finite.
         TypeError: if ``atol`` or ``rtol`` is not a real number (``None``, strings, bools);
             0-d arrays are accepted, as everywhere in :mod:`attnbook.checks`.
@@ -67,34 +84,51 @@ def assert_close(actual, expected, *, atol: float, rtol: float) -> None:
         after rounding (``2**53 + 1`` and ``2**53`` compare equal even with ``atol=0``);
         compare such integers exactly with ``np.array_equal``.
     """
+    import torch
+
     atol = checks.check_real(atol, "atol", minimum=0.0)
     rtol = checks.check_real(rtol, "rtol", minimum=0.0)
-    a = to_numpy(actual)
-    e = to_numpy(expected)
-    if a.shape != e.shape:
-        raise AssertionError(f"shape mismatch: actual {a.shape} vs expected {e.shape}")
-    n_nan_a = int(np.isnan(a).sum())
-    n_nan_e = int(np.isnan(e).sum())
-    if n_nan_a or n_nan_e:
-        raise AssertionError(
-            f"NaN found: {n_nan_a} in actual, {n_nan_e} in expected (shape {a.shape})"
-        )
-    inf_a, inf_e = np.isinf(a), np.isinf(e)
-    if (inf_a != inf_e).any() or (np.sign(a[inf_a]) != np.sign(e[inf_e])).any():
-        raise AssertionError(f"infinities differ between actual and expected (shape {a.shape})")
-    finite = ~inf_a
-    if a.size == 0:
-        return
-    diff = np.zeros_like(a)
-    diff[finite] = np.abs(a[finite] - e[finite])
-    tol = atol + rtol * np.abs(np.where(finite, e, 0.0))
-    bad = ~(diff <= tol)  # NaN-safe: a NaN difference counts as bad
-    max_diff = float(diff.max())
-    mean_diff = float(diff.mean())
-    if bad.any():
-        worst = np.unravel_index(int(np.argmax(np.where(bad, diff, -1.0))), a.shape)
-        raise AssertionError(
-            f"not close: {int(bad.sum())} of {a.size} elements exceed atol={atol}, rtol={rtol}; "
-            f"max abs diff {max_diff:.3e}, mean abs diff {mean_diff:.3e}; worst at index "
-            f"{tuple(int(i) for i in worst)}: actual {a[worst]!r}, expected {e[worst]!r}"
-        )
+    torch.testing.assert_close(torch.from_numpy(to_numpy(actual)),
+                               torch.from_numpy(to_numpy(expected)),
+                               atol=atol, rtol=rtol, equal_nan=False)
+
+
+def assert_low_precision_close(actual, reference, *, plain, floor: float) -> None:
+    """Assert ``err(actual) <= 2 * err(plain) + floor``, errors as max abs against ``reference``.
+
+    The book's rule for a low-precision result (STYLE, "Low precision"; the tolerance of
+    FlashAttention's ``tests/test_flash_attn.py``): an implementation in float16, bfloat16 or
+    float32 is as good as its dtype allows when its error against an exact reference is at most
+    twice the error of a plain implementation in the same dtype. ``plain`` is that plain
+    implementation's output (the formula computed step by step in the dtype), or the exact
+    answer rounded to the dtype where the error to beat is the rounding itself. ``floor``
+    covers a plain result that happens to be exact (an ``eps`` of the dtype).
+
+    Args:
+        actual: the result under test, array-like (NumPy, torch in any dtype, scalars).
+        reference: the exact result (float64, or float32 for a bfloat16 result), the shape of
+            ``actual``.
+        plain: the plain same-dtype result, the shape of ``actual``.
+        floor: the error allowed when ``plain`` is exact, >= 0.
+
+    Raises:
+        AssertionError: if the shapes differ, any side has NaN or an infinity (an infinite
+            plain error would excuse any error), or the rule fails; the message gives both
+            errors and the bound.
+        ValueError: if ``floor`` is negative or not finite.
+        TypeError: if ``floor`` is not a real number.
+    """
+    floor = checks.check_real(floor, "floor", minimum=0.0)
+    a, r, p = to_numpy(actual), to_numpy(reference), to_numpy(plain)
+    if not a.shape == r.shape == p.shape:
+        raise AssertionError(f"shape mismatch: actual {a.shape}, reference {r.shape}, "
+                             f"plain {p.shape}")
+    for name, x in (("actual", a), ("reference", r), ("plain", p)):
+        if not np.isfinite(x).all():
+            raise AssertionError(f"{name} is not finite: {int(np.isnan(x).sum())} NaN, "
+                                 f"{int(np.isinf(x).sum())} infinite of {x.size}")
+    err = float(np.abs(a - r).max(initial=0.0))
+    err_plain = float(np.abs(p - r).max(initial=0.0))
+    if not err <= 2 * err_plain + floor:
+        raise AssertionError(f"error {err:.3e} > 2 x plain error {err_plain:.3e} + floor "
+                             f"{floor:.1e} = {2 * err_plain + floor:.3e}")

@@ -13,7 +13,7 @@ measures both on the machine it runs on:
   :class:`attnbook.rnn.VanillaRNN` (a Python loop over the steps), ``torch.nn.RNN`` (the same
   recurrence with the loop in C++), the same ``torch.nn.RNN`` over the same tokens cut into
   independent one-step sequences (the same arithmetic with no step waiting for another) and
-  one causal self-attention layer (:class:`attnbook.nn.MultiHeadAttention`), and counts the
+  one causal self-attention layer (:class:`attnbook.layers.MultiHeadAttention`), and counts the
   matrix-multiply FLOPs of each.
 
 Wall-clock times depend on the machine, its load and the thread count, so they are reported
@@ -126,7 +126,7 @@ class RecurrenceVsAttentionTiming:
             (:func:`rnn_flops`; the ``W_hh h_0`` product is computed though ``h_0 = 0``), in one
             step instead of ``n`` dependent ones.
         attention_s: float64 ``(N,)`` seconds of one causal self-attention layer,
-            :class:`attnbook.nn.MultiHeadAttention`, over all ``n`` tokens at once.
+            :class:`attnbook.layers.MultiHeadAttention`, over all ``n`` tokens at once.
         rnn_flops: int64 ``(N,)`` :func:`rnn_flops` of the recurrent layers.
         attention_flops: int64 ``(N,)`` :func:`attention_layer_flops`.
         d_model, n_heads, batch_size, repeat, num_threads, seed: the settings.
@@ -164,7 +164,7 @@ def recurrence_vs_attention_timing(
     * the same ``torch.nn.RNN`` on ``x.reshape(batch_size * n, 1, d_model)`` — the same tokens
       and the same arithmetic, but as independent one-step sequences: what the recurrence
       would cost if step ``t`` did not have to wait for step ``t - 1``;
-    * :class:`attnbook.nn.MultiHeadAttention` ``(d_model, n_heads)`` with ``causal=True`` —
+    * :class:`attnbook.layers.MultiHeadAttention` ``(d_model, n_heads)`` with ``causal=True`` —
       one call that computes all ``n`` outputs from matrix products over the whole sequence.
 
     Every call runs under ``torch.no_grad()`` with ``torch.set_num_threads(num_threads)`` (the
@@ -194,7 +194,7 @@ def recurrence_vs_attention_timing(
     """
     import torch
 
-    from .nn import MultiHeadAttention
+    from .layers import MultiHeadAttention
     from .rnn import VanillaRNN
 
     try:

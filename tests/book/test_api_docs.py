@@ -562,7 +562,7 @@ def test_mask_table_parser_can_fail():
 def test_notation_gqa_table_is_repeat_kv():
     import torch
 
-    from attnbook import heads, nn
+    from attnbook import heads, layers
 
     rows = find_table("query head")
     query_heads = [int(c) for c in rows[0][1:]]
@@ -576,7 +576,7 @@ def test_notation_gqa_table_is_repeat_kv():
     # Which KV head each query head reads: KV head g holds the value g everywhere.
     kv = np.arange(H_kv, dtype=np.float64).reshape(1, H_kv, 1, 1)  # (B, H_kv, S, D)
     assert heads.repeat_kv(kv, H // H_kv)[0, :, 0, 0].tolist() == interleaved
-    assert nn.repeat_kv(torch.from_numpy(kv), H // H_kv)[0, :, 0, 0].tolist() == interleaved
+    assert layers.repeat_kv(torch.from_numpy(kv), H // H_kv)[0, :, 0, 0].tolist() == interleaved
     # The row marked wrong is what tiling gives, and it differs.
     assert np.tile(kv, (1, H // H_kv, 1, 1))[0, :, 0, 0].tolist() == tiled != interleaved
 
@@ -636,7 +636,7 @@ def test_notation_float16_facts():
 
 
 def test_notation_norm_defaults_are_the_library_defaults():
-    from attnbook import nn, norms
+    from attnbook import layers, norms
 
     text = notation_text()
     stated = re.search(r"defaults are \$\\varepsilon = 10\^\{(-\d+)\}\$ for LayerNorm .*?"
@@ -644,9 +644,9 @@ def test_notation_norm_defaults_are_the_library_defaults():
     assert stated, "the sentence stating the norms' defaults changed"
     ln_eps, rms_eps = (10.0 ** int(g) for g in stated.groups())
     assert inspect.signature(norms.layer_norm).parameters["eps"].default == ln_eps
-    assert inspect.signature(nn.LayerNorm).parameters["eps"].default == ln_eps
+    assert inspect.signature(layers.LayerNorm).parameters["eps"].default == ln_eps
     assert inspect.signature(norms.rms_norm).parameters["eps"].default == rms_eps
-    assert inspect.signature(nn.RMSNorm).parameters["eps"].default == rms_eps
+    assert inspect.signature(layers.RMSNorm).parameters["eps"].default == rms_eps
 
 
 def test_notation_symbol_table_names_exist_in_the_library():

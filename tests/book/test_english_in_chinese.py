@@ -58,7 +58,7 @@ PRINTED_CEILING = {
 #: ``\text{...}`` that is neither a subscript or superscript nor a subscripted name: notation
 #: such as ``d_\text{model}``, ``d_{\text{ff}}`` and the paper's ``\text{head}_h`` stays.
 _TEXT_IN_MATH = re.compile(r"(?<![_^])(?<![_^]\{)\\text\{([^{}]*)\}(?![_^])")
-#: A dotted name (``attnbook.nn.X``, ``flash_triton._attn_fwd``): code, not a word.
+#: A dotted name (``attnbook.layers.X``, ``flash_triton._attn_fwd``): code, not a word.
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
@@ -106,7 +106,7 @@ TOY = """<main>
 <div class="output text_html"><table class="attnbook-printed-table"><thead><tr><th>arm</th>
 <th class="num">n</th></tr></thead><tbody><tr><td>方案</td><td class="num">3</td></tr></tbody>
 </table></div>
-<details class="attnbook-full-listing"><summary>The full class: attnbook.nn.X</summary>
+<details class="attnbook-full-listing"><summary>The full class: attnbook.layers.X</summary>
 <pre>class X: pass</pre></details></div></div>
 <div class="math notranslate">\\[\\text{scores } QK^\\top : 2 L^2 d_\\text{model}
  d_{\\text{ff}} \\text{head}_h

@@ -36,8 +36,7 @@ import torch.nn.functional as F
 from matchers import Tiny
 from torch.utils.flop_counter import FlopCounterMode
 
-from attnbook import heads, kv_cache, pretrained
-from attnbook import nn as ann
+from attnbook import heads, kv_cache, layers, pretrained
 from attnbook.cost import kv_variants
 from attnbook.models import BASE_TRANSFORMER
 
@@ -49,7 +48,7 @@ def _flops(h: int, d: int, h_kv: int | None = None, seq_len: int = 256) -> int:
     q = torch.randn(1, h, seq_len, d)  # (B, H, L, D)
     k, v = (torch.randn(1, h_kv or h, seq_len, d) for _ in range(2))  # (B, H_kv, S, D)
     with FlopCounterMode(display=False) as counter:
-        ann.scaled_dot_product_attention(q, k, v)
+        layers.scaled_dot_product_attention(q, k, v)
     return counter.get_total_flops()
 
 
@@ -183,9 +182,9 @@ def expected() -> dict:
     e |= {"flops_mha_28": hand_28, "flops_gqa_4": hand_28}
     # --- MLA: the chapter's small module decodes like the full pass ---------------------------
     torch.manual_seed(0)
-    mla = ann.MultiHeadLatentAttention(d_model=64, n_heads=8, kv_lora_rank=16,
-                                       qk_nope_head_dim=8, qk_rope_head_dim=4,
-                                       v_head_dim=8).eval()
+    mla = layers.MultiHeadLatentAttention(d_model=64, n_heads=8, kv_lora_rank=16,
+                                          qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                          v_head_dim=8).eval()
     xm = torch.randn(1, 6, 64)
     with torch.no_grad():
         full_pass = mla(xm)

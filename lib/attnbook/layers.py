@@ -1,8 +1,21 @@
 """PyTorch building blocks with the book's conventions: attention, heads, norms, RoPE.
 
-The NumPy modules (:mod:`attnbook.attention`, :mod:`attnbook.heads`,
-:mod:`attnbook.positional`, :mod:`attnbook.norms`) teach the math; this module holds the torch
-versions used for models, training, the KV cache and the GPU path, under the same names.
+Each building block has its NumPy version in its concept's module, which teaches the math, and
+its torch version here, under the same name, for the models, training, the KV cache and the GPU
+path (the name is not ``nn``, so that it never hides ``torch.nn``; the old path
+``attnbook.nn`` still imports, through the alias table ``attnbook._aliases``):
+
+* attention: :func:`attnbook.attention.scaled_dot_product_attention` →
+  :func:`scaled_dot_product_attention`;
+* masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``additive_mask``) →
+  :func:`position_keep_mask`, :func:`keep_mask_to_additive`, :func:`keep_mask_to_mha_mask`;
+* heads: :mod:`attnbook.heads` (``split_heads``, ``merge_heads``, ``repeat_kv``,
+  ``multi_head_attention``) → :func:`split_heads`, :func:`merge_heads`, :func:`repeat_kv`,
+  :class:`MultiHeadAttention`, :class:`MultiHeadLatentAttention`;
+* positions: :mod:`attnbook.positional` (``apply_rope``, ``sinusoidal_encoding``) →
+  :func:`apply_rope`, :class:`RotaryEmbedding`, :class:`LearnedPositionalEmbedding`;
+* norms: :mod:`attnbook.norms` (``layer_norm``, ``rms_norm``) → :class:`LayerNorm`,
+  :class:`RMSNorm`.
 
 Conventions (see :mod:`attnbook` and the notation appendix of the book):
 

@@ -1,4 +1,4 @@
-"""Tests for the mask helpers and attention function of attnbook.nn.
+"""Tests for the mask helpers and attention function of attnbook.layers.
 
 References: torch.nn.functional.scaled_dot_product_attention, torch.repeat_interleave, the NumPy
 attention of attnbook.attention (float64) and hand-written masks.
@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import nn as ann
-from attnbook import positional
+from attnbook import layers, positional
 from attnbook.attention import scaled_dot_product_attention as np_sdpa
 from attnbook.kv_cache import SlidingWindowCache
 from attnbook.masks import causal_mask, sliding_window_mask
@@ -25,40 +24,40 @@ D64 = torch.float64
 
 def test_repeat_kv_equals_repeat_interleave():
     x = torch.randn(2, 3, 4, 5)
-    assert torch.equal(ann.repeat_kv(x, 4), torch.repeat_interleave(x, 4, dim=1))
-    assert ann.repeat_kv(x, 1) is x
+    assert torch.equal(layers.repeat_kv(x, 4), torch.repeat_interleave(x, 4, dim=1))
+    assert layers.repeat_kv(x, 1) is x
     with pytest.raises(ValueError, match=r"\(B, H_kv, S, D\)"):
-        ann.repeat_kv(torch.zeros(3, 4, 5), 2)
+        layers.repeat_kv(torch.zeros(3, 4, 5), 2)
 
 
 def test_mha_mask_polarity_is_inverted_once():
     keep = torch.from_numpy(causal_mask(3))
-    mha = ann.keep_mask_to_mha_mask(keep)
+    mha = layers.keep_mask_to_mha_mask(keep)
     assert torch.equal(mha, torch.tensor([[False, True, True], [False, False, True],
                                           [False, False, False]]))
     with pytest.raises(TypeError, match="boolean"):
-        ann.keep_mask_to_mha_mask(torch.zeros(2, 2))
+        layers.keep_mask_to_mha_mask(torch.zeros(2, 2))
 
 
 def test_keep_mask_to_additive():
     keep = torch.tensor([[True, False], [False, False]])
-    add = ann.keep_mask_to_additive(keep, None, dtype=torch.bfloat16)
+    add = layers.keep_mask_to_additive(keep, None, dtype=torch.bfloat16)
     fmin = torch.finfo(torch.bfloat16).min
     assert torch.equal(add, torch.tensor([[0.0, fmin], [fmin, fmin]], dtype=torch.bfloat16))
-    assert ann.keep_mask_to_additive(None, dtype=torch.float32) is None
+    assert layers.keep_mask_to_additive(None, dtype=torch.float32) is None
     with pytest.raises(ValueError, match=r"\(2, 2\) and \(3,\)"):
-        ann.keep_mask_to_additive(keep, torch.ones(3, dtype=torch.bool), dtype=torch.float32)
+        layers.keep_mask_to_additive(keep, torch.ones(3, dtype=torch.bool), dtype=torch.float32)
     with pytest.raises(TypeError, match="floating"):
-        ann.keep_mask_to_additive(keep, dtype=torch.int32)
+        layers.keep_mask_to_additive(keep, dtype=torch.int32)
 
 
 @pytest.mark.parametrize("L,S,window", [(3, 3, None), (2, 5, None), (4, 6, 2), (5, 5, 3)])
 def test_position_keep_mask_matches_numpy_masks(L, S, window):
-    got = ann.position_keep_mask(torch.arange(S - L, S), torch.arange(S), window=window)
+    got = layers.position_keep_mask(torch.arange(S - L, S), torch.arange(S), window=window)
     exp = causal_mask(L, S) if window is None else sliding_window_mask(L, window, S)
     assert torch.equal(got, torch.from_numpy(exp))
-    per_row = ann.position_keep_mask(torch.arange(S - L, S)[None].expand(2, L),
-                                     torch.arange(S)[None].expand(2, S), window=window)
+    per_row = layers.position_keep_mask(torch.arange(S - L, S)[None].expand(2, L),
+                                        torch.arange(S)[None].expand(2, S), window=window)
     assert per_row.shape == (2, 1, L, S) and torch.equal(per_row[1, 0], torch.from_numpy(exp))
 
 
@@ -73,10 +72,10 @@ def test_bottom_right_causal_matches_torch_with_explicit_mask(L, S, seed, H_kv):
     k = torch.randn(1, H_kv, S, 4, dtype=D64, generator=g)
     v = torch.randn(1, H_kv, S, 3, dtype=D64, generator=g)
     keep = torch.from_numpy(causal_mask(L, S))
-    got = ann.scaled_dot_product_attention(q, k, v, causal=True)
+    got = layers.scaled_dot_product_attention(q, k, v, causal=True)
     assert torch.isfinite(got).all()
-    exp_np = np_sdpa(q.numpy(), ann.repeat_kv(k, 2 // H_kv).numpy(),
-                     ann.repeat_kv(v, 2 // H_kv).numpy(), causal=True)
+    exp_np = np_sdpa(q.numpy(), layers.repeat_kv(k, 2 // H_kv).numpy(),
+                     layers.repeat_kv(v, 2 // H_kv).numpy(), causal=True)
     assert_close(got, exp_np, atol=1e-12, rtol=0)
     if L <= S:  # every row sees a key; torch's SDPA is defined there
         exp = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
@@ -86,7 +85,7 @@ def test_bottom_right_causal_matches_torch_with_explicit_mask(L, S, seed, H_kv):
 def test_weights_rows_sum_to_one_or_zero():
     q = torch.randn(2, 2, 4, 8, dtype=D64)
     keep = torch.rand(2, 1, 4, 4) > 0.5
-    _, w = ann.scaled_dot_product_attention(q, q, q, keep, return_weights=True)
+    _, w = layers.scaled_dot_product_attention(q, q, q, keep, return_weights=True)
     sums = w.sum(-1)
     visible = keep.expand(2, 2, 4, 4).any(-1)
     assert_close(sums, visible.double(), atol=1e-12, rtol=0)
@@ -96,38 +95,38 @@ def test_weights_rows_sum_to_one_or_zero():
 def test_sdpa_argument_errors():
     q = torch.zeros(1, 2, 3, 4)
     with pytest.raises(ValueError, match=r"q must be 4-D .*\(2, 3, 4\)"):
-        ann.scaled_dot_product_attention(q[0], q, q)
+        layers.scaled_dot_product_attention(q[0], q, q)
     with pytest.raises(ValueError, match=r"k and v must agree"):
-        ann.scaled_dot_product_attention(q, q, torch.zeros(1, 2, 5, 4))
+        layers.scaled_dot_product_attention(q, q, torch.zeros(1, 2, 5, 4))
     with pytest.raises(ValueError, match="dropout_p"):
-        ann.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
+        layers.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
     with pytest.raises(TypeError, match="keep-mask or an additive"):
-        ann.scaled_dot_product_attention(q, q, q, torch.ones(3, 3, dtype=torch.int64))
+        layers.scaled_dot_product_attention(q, q, q, torch.ones(3, 3, dtype=torch.int64))
     with pytest.raises(ValueError, match="batch"):
-        ann.scaled_dot_product_attention(q, torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 3, 4))
+        layers.scaled_dot_product_attention(q, torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 3, 4))
 
 
 def test_module_argument_errors():
     with pytest.raises(ValueError, match="dropout"):
-        ann.MultiHeadAttention(8, 2, dropout=1.5)
+        layers.MultiHeadAttention(8, 2, dropout=1.5)
     with pytest.raises(TypeError, match="RotaryEmbedding"):
-        ann.MultiHeadAttention(8, 2, rope=10000.0)
+        layers.MultiHeadAttention(8, 2, rope=10000.0)
     with pytest.raises(ValueError, match="even head_dim"):
-        ann.MultiHeadAttention(6, 2, rope=ann.RotaryEmbedding())
-    m = ann.MultiHeadAttention(8, 2, rope=ann.RotaryEmbedding())
+        layers.MultiHeadAttention(6, 2, rope=layers.RotaryEmbedding())
+    m = layers.MultiHeadAttention(8, 2, rope=layers.RotaryEmbedding())
     with pytest.raises(ValueError, match="self-attention only"):
         m(torch.zeros(1, 2, 8), torch.zeros(1, 3, 8))
     with pytest.raises(ValueError, match=r"context must be \(B=1, S, d_model=8\)"):
-        ann.MultiHeadAttention(8, 2)(torch.zeros(1, 2, 8), torch.zeros(2, 3, 8))
+        layers.MultiHeadAttention(8, 2)(torch.zeros(1, 2, 8), torch.zeros(2, 3, 8))
     with pytest.raises(ValueError, match="qk_rope_head_dim must be even"):
-        ann.MultiHeadLatentAttention(8, 2, 4, 4, 3, 4)
+        layers.MultiHeadLatentAttention(8, 2, 4, 4, 3, 4)
 
 
 def test_rotary_embedding_module_matches_function():
     x = torch.randn(1, 2, 5, 8, dtype=D64)
     pos = torch.arange(3, 8)
-    rope = ann.RotaryEmbedding(base=500000.0, interleaved=True)
-    assert torch.equal(rope(x, pos), ann.apply_rope(x, pos, base=500000.0, interleaved=True))
+    rope = layers.RotaryEmbedding(base=500000.0, interleaved=True)
+    assert torch.equal(rope(x, pos), layers.apply_rope(x, pos, base=500000.0, interleaved=True))
     assert list(rope.parameters()) == []
 
 
@@ -138,7 +137,7 @@ def test_rotary_embedding_module_matches_function():
 
 
 def _numbered_table(max_seq_len, d_model):
-    emb = ann.LearnedPositionalEmbedding(max_seq_len, d_model)
+    emb = layers.LearnedPositionalEmbedding(max_seq_len, d_model)
     with torch.no_grad():  # row p holds 100 p + c in column c
         emb.weight.copy_(100.0 * torch.arange(max_seq_len)[:, None] + torch.arange(d_model))
     return emb
@@ -159,7 +158,7 @@ def test_learned_positions_look_up_row_p_for_position_p():
 
 def test_learned_positions_are_a_parameter_drawn_like_nn_embedding():
     torch.manual_seed(3)
-    emb = ann.LearnedPositionalEmbedding(7, 5)
+    emb = layers.LearnedPositionalEmbedding(7, 5)
     torch.manual_seed(3)
     ref = torch.nn.Embedding(7, 5)
     assert torch.equal(emb.weight, ref.weight)  # same N(0, 1) draws
@@ -169,7 +168,7 @@ def test_learned_positions_are_a_parameter_drawn_like_nn_embedding():
 
 
 def test_learned_positions_gradient_reaches_only_the_rows_used():
-    emb = ann.LearnedPositionalEmbedding(5, 2)
+    emb = layers.LearnedPositionalEmbedding(5, 2)
     emb(torch.tensor([[0, 2, 2], [2, 0, 3]])).sum().backward()
     # d(sum)/d weight[p, c] = number of times position p was looked up (counted by hand)
     expected = torch.tensor([[2.0, 2], [0, 0], [3, 3], [1, 1], [0, 0]])
@@ -178,7 +177,7 @@ def test_learned_positions_gradient_reaches_only_the_rows_used():
 
 def test_learned_positions_rows_never_used_stay_as_initialised():
     torch.manual_seed(0)
-    emb = ann.LearnedPositionalEmbedding(8, 4)
+    emb = layers.LearnedPositionalEmbedding(8, 4)
     before = emb.weight.detach().clone()
     target = torch.randn(5, 4)
     opt = torch.optim.Adam(emb.parameters(), lr=0.1)
@@ -191,7 +190,7 @@ def test_learned_positions_rows_never_used_stay_as_initialised():
 
 
 def test_learned_positions_reject_a_position_without_a_row():
-    emb = ann.LearnedPositionalEmbedding(4, 2)
+    emb = layers.LearnedPositionalEmbedding(4, 2)
     assert emb(torch.tensor([3])).shape == (1, 2)  # the last row exists
     with pytest.raises(ValueError, match=r"position 4.*max_seq_len = 4.*0 to 3"):
         emb(torch.arange(5))
@@ -207,15 +206,15 @@ def test_learned_positions_reject_a_position_without_a_row():
                                               ((4, True), TypeError, "d_model")])
 def test_learned_positions_constructor_arguments(args, exc, name):
     with pytest.raises(exc, match=name):
-        ann.LearnedPositionalEmbedding(*args)
+        layers.LearnedPositionalEmbedding(*args)
 
 
 def test_module_additive_mask_combined_with_causal():
     torch.manual_seed(7)
-    m = ann.MultiHeadAttention(8, 2, bias=True).double().eval()
+    m = layers.MultiHeadAttention(8, 2, bias=True).double().eval()
     x = torch.randn(2, 4, 8, dtype=D64)
     pad = torch.tensor([[True] * 4, [True, True, True, False]])[:, None, None, :]  # (B, 1, 1, S)
-    add = ann.keep_mask_to_additive(pad, dtype=D64)  # (B, 1, 1, S) float
+    add = layers.keep_mask_to_additive(pad, dtype=D64)  # (B, 1, 1, S) float
     exp = m(x, mask=pad, causal=True)
     got = m(x, mask=add, causal=True)
     assert torch.isfinite(got).all()
@@ -231,84 +230,84 @@ def test_a3_torch_sdpa_low_precision_scores_do_not_overflow(dtype, sign):
     q = torch.full((1, 1, 2, 64), 40.0, dtype=dtype)
     k = torch.full((1, 1, 3, 64), sign * 40.0, dtype=dtype)
     v = torch.tensor([1.0, 2.0, 6.0], dtype=dtype).view(1, 1, 3, 1)
-    out = ann.scaled_dot_product_attention(q, k, v)
+    out = layers.scaled_dot_product_attention(q, k, v)
     assert out.dtype == dtype and torch.isfinite(out).all()
     assert_close(out, torch.full((1, 1, 2, 1), 3.0), atol=0, rtol=1e-2)
-    mha_out = ann.MultiHeadAttention(64, 1).to(dtype)(torch.full((1, 2, 64), 40.0, dtype=dtype))
+    mha_out = layers.MultiHeadAttention(64, 1).to(dtype)(torch.full((1, 2, 64), 40.0, dtype=dtype))
     assert torch.isfinite(mha_out).all()
 
 
 def test_a5_negative_positions_in_torch_functions():
     with pytest.raises(ValueError, match="positions must be >= 0"):
-        ann.apply_rope(torch.randn(5, 4), torch.tensor([0, 1, -2, 3, 4]))
+        layers.apply_rope(torch.randn(5, 4), torch.tensor([0, 1, -2, 3, 4]))
     with pytest.raises(ValueError, match="positions must be >= 0"):
-        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), positions=torch.tensor([-1, 0, 1]))
+        layers.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), positions=torch.tensor([-1, 0, 1]))
     with pytest.raises(ValueError, match="q_positions must be >= 0"):
-        ann.position_keep_mask(torch.tensor([-1, 0]), torch.tensor([0, 1]))
+        layers.position_keep_mask(torch.tensor([-1, 0]), torch.tensor([0, 1]))
 
 
 def test_a8_torch_sdpa_rejects_nonfinite_scale_and_masks():
     q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
     for scale in (math.nan, math.inf):
         with pytest.raises(ValueError, match="scale must be finite"):
-            ann.scaled_dot_product_attention(q, k, v, scale=scale)
+            layers.scaled_dot_product_attention(q, k, v, scale=scale)
     for fill in (math.inf, math.nan):
         with pytest.raises(ValueError, match="additive mask .* nan or \\+inf"):
-            ann.scaled_dot_product_attention(q, k, v, torch.full((3, 5), fill))
+            layers.scaled_dot_product_attention(q, k, v, torch.full((3, 5), fill))
     with pytest.raises(ValueError, match="additive mask"):
-        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), mask=torch.full((3, 3), math.inf))
+        layers.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), mask=torch.full((3, 3), math.inf))
 
 
-@pytest.mark.parametrize("make", [lambda: ann.LayerNorm(4, eps=-1),
-                                  lambda: ann.RMSNorm(4, eps=0.0),
-                                  lambda: ann.LayerNorm(4, eps=math.nan)])
+@pytest.mark.parametrize("make", [lambda: layers.LayerNorm(4, eps=-1),
+                                  lambda: layers.RMSNorm(4, eps=0.0),
+                                  lambda: layers.LayerNorm(4, eps=math.nan)])
 def test_a9_torch_norm_eps_checked(make):
     with pytest.raises(ValueError, match="eps"):
         make()
 
 
 def test_a12_window_without_causal_is_rejected():
-    m = ann.MultiHeadAttention(8, 2)
+    m = layers.MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match="causal=True"):
         m(torch.randn(1, 3, 8), window=1)
     with pytest.raises(ValueError, match="causal=True"):
         m(torch.randn(1, 3, 8), kv_cache=SlidingWindowCache(2))
     with pytest.raises(ValueError, match="causal=True"):
-        ann.position_keep_mask(torch.arange(3), torch.arange(3), causal=False, window=2)
+        layers.position_keep_mask(torch.arange(3), torch.arange(3), causal=False, window=2)
 
 
 @pytest.mark.parametrize("base", [0.0, -1.0, 1.0, math.inf])
 def test_a13_torch_rope_base_checked(base):
     with pytest.raises(ValueError, match="base"):
-        ann.apply_rope(torch.ones(2, 4), torch.arange(2), base=base)
+        layers.apply_rope(torch.ones(2, 4), torch.arange(2), base=base)
 
 
 def test_a13_torch_rope_promotes_integer_input():
     x = torch.ones(3, 4, dtype=torch.long)
-    got = ann.apply_rope(x, torch.arange(3))
+    got = layers.apply_rope(x, torch.arange(3))
     expected = positional.apply_rope(np.ones((3, 4)), np.arange(3))  # float64 reference
     assert got.is_floating_point()
     assert_close(got, expected, atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("make,exc,name", [
-    (lambda: ann.MultiHeadAttention(8, 2.0), TypeError, "n_heads"),
-    (lambda: ann.MultiHeadAttention(8.0, 2), TypeError, "d_model"),
-    (lambda: ann.MultiHeadAttention(8, True), TypeError, "n_heads"),
-    (lambda: ann.MultiHeadAttention(8, 2, head_dim=2.5), TypeError, "head_dim"),
-    (lambda: ann.MultiHeadLatentAttention(16, 2, 8.5, 4, 2, 4), TypeError, "kv_lora_rank"),
-    (lambda: ann.LayerNorm(2.5), TypeError, "d_model"),
-    (lambda: ann.LayerNorm(-1), ValueError, "d_model"),
-    (lambda: ann.repeat_kv(torch.zeros(1, 2, 3, 4), 2.5), TypeError, "n_rep"),
-    (lambda: ann.repeat_kv(torch.zeros(1, 2, 3, 4), True), TypeError, "n_rep"),
-    (lambda: ann.keep_mask_to_additive(torch.ones(2, dtype=torch.bool), dtype=np.float32),
+    (lambda: layers.MultiHeadAttention(8, 2.0), TypeError, "n_heads"),
+    (lambda: layers.MultiHeadAttention(8.0, 2), TypeError, "d_model"),
+    (lambda: layers.MultiHeadAttention(8, True), TypeError, "n_heads"),
+    (lambda: layers.MultiHeadAttention(8, 2, head_dim=2.5), TypeError, "head_dim"),
+    (lambda: layers.MultiHeadLatentAttention(16, 2, 8.5, 4, 2, 4), TypeError, "kv_lora_rank"),
+    (lambda: layers.LayerNorm(2.5), TypeError, "d_model"),
+    (lambda: layers.LayerNorm(-1), ValueError, "d_model"),
+    (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), 2.5), TypeError, "n_rep"),
+    (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), True), TypeError, "n_rep"),
+    (lambda: layers.keep_mask_to_additive(torch.ones(2, dtype=torch.bool), dtype=np.float32),
      TypeError, "dtype"),
     (lambda: SlidingWindowCache(2.5), TypeError, "window"),
     (lambda: SlidingWindowCache("3"), TypeError, "window"),
-    (lambda: ann.position_keep_mask(torch.arange(3), torch.arange(3), window=2.5), TypeError,
+    (lambda: layers.position_keep_mask(torch.arange(3), torch.arange(3), window=2.5), TypeError,
      "window"),
-    (lambda: ann.position_keep_mask(torch.zeros(2, 3, dtype=torch.long),
-                                    torch.zeros(3, 4, dtype=torch.long)), ValueError, "batch"),
+    (lambda: layers.position_keep_mask(torch.zeros(2, 3, dtype=torch.long),
+                                       torch.zeros(3, 4, dtype=torch.long)), ValueError, "batch"),
 ])
 def test_b_constructor_and_helper_arguments(make, exc, name):
     with pytest.raises(exc, match=name):
@@ -318,30 +317,30 @@ def test_b_constructor_and_helper_arguments(make, exc, name):
 def test_b_torch_attention_dtypes():
     q = torch.randn(1, 2, 3, 4)
     with pytest.raises(TypeError, match="share a dtype"):
-        ann.scaled_dot_product_attention(q.half(), q, q)
+        layers.scaled_dot_product_attention(q.half(), q, q)
     with pytest.raises(TypeError, match="q must be a floating"):
-        ann.scaled_dot_product_attention(q.long(), q, q)
+        layers.scaled_dot_product_attention(q.long(), q, q)
     with pytest.raises(TypeError, match="scale"):
-        ann.scaled_dot_product_attention(q, q, q, scale="a")
+        layers.scaled_dot_product_attention(q, q, q, scale="a")
     with pytest.raises(TypeError, match="dropout_p"):
-        ann.scaled_dot_product_attention(q, q, q, dropout_p="a")
+        layers.scaled_dot_product_attention(q, q, q, dropout_p="a")
     with pytest.raises(ValueError, match="q has 0 heads"):
-        ann.scaled_dot_product_attention(torch.zeros(1, 0, 3, 4), torch.zeros(1, 2, 3, 4),
-                                         torch.zeros(1, 2, 3, 4))
+        layers.scaled_dot_product_attention(torch.zeros(1, 0, 3, 4), torch.zeros(1, 2, 3, 4),
+                                            torch.zeros(1, 2, 3, 4))
     with pytest.raises(TypeError, match="x has dtype torch.float64"):
-        ann.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8, dtype=torch.float64))
+        layers.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8, dtype=torch.float64))
 
 
 def test_b_position_keep_mask_numpy_and_list_inputs():
     expected = torch.tensor([[True, False], [True, True]])
     for qp, kp in ((np.arange(2), np.arange(2)), ([0, 1], [0, 1])):
-        got = ann.position_keep_mask(qp, kp)
+        got = layers.position_keep_mask(qp, kp)
         assert got.dtype == torch.bool and torch.equal(got, expected)
 
 
 def test_b_mla_mask_arguments():
     torch.manual_seed(0)
-    m = ann.MultiHeadLatentAttention(16, 2, 8, 4, 2, 4).eval()
+    m = layers.MultiHeadLatentAttention(16, 2, 8, 4, 2, 4).eval()
     x = torch.randn(1, 3, 16)
     keep = [[True, False, False], [True, True, False], [True, True, True]]
     assert_close(m(x, mask=keep, causal=False), m(x, causal=True), atol=1e-6, rtol=0)
@@ -351,7 +350,7 @@ def test_b_mla_mask_arguments():
 
 def test_low_non_bool_flags_rejected():
     with pytest.raises(TypeError, match="causal"):
-        ann.scaled_dot_product_attention(*(torch.ones(1, 1, 2, 4),) * 3, causal="no")
+        layers.scaled_dot_product_attention(*(torch.ones(1, 1, 2, 4),) * 3, causal="no")
 
 
 # --- split_heads / merge_heads ---------------------------------------------------------------
@@ -361,16 +360,16 @@ def test_split_and_merge_heads_match_numpy_heads():
     from attnbook import heads
 
     x = torch.randn(2, 5, 12, dtype=D64)
-    got = ann.split_heads(x, 3)
+    got = layers.split_heads(x, 3)
     assert got.shape == (2, 3, 5, 4)
     assert_close(got, heads.split_heads(x.numpy(), 3), atol=0, rtol=0)
-    assert torch.equal(ann.merge_heads(got), x)
+    assert torch.equal(layers.merge_heads(got), x)
     with pytest.raises(ValueError, match="H=5"):
-        ann.split_heads(x, 5)
+        layers.split_heads(x, 5)
     with pytest.raises(TypeError, match="n_heads"):
-        ann.split_heads(x, 3.0)
+        layers.split_heads(x, 3.0)
     with pytest.raises(ValueError, match=r"\(B, H, L, D\)"):
-        ann.merge_heads(x)
+        layers.merge_heads(x)
 
 
 def test_mha_forward_with_cache_equals_full_causal_pass():
@@ -378,7 +377,7 @@ def test_mha_forward_with_cache_equals_full_causal_pass():
     from attnbook.kv_cache import KVCache
 
     torch.manual_seed(4)
-    m = ann.MultiHeadAttention(16, 4, 2, rope=ann.RotaryEmbedding()).double().eval()
+    m = layers.MultiHeadAttention(16, 4, 2, rope=layers.RotaryEmbedding()).double().eval()
     x = torch.randn(2, 5, 16, dtype=D64)
     full, w_full = m(x, causal=True, need_weights=True)
     cache = KVCache()
@@ -392,7 +391,7 @@ def test_mha_forward_with_cache_equals_full_causal_pass():
 
 
 def test_mha_attention_mask_combines_and_checks():
-    m = ann.MultiHeadAttention(8, 2)
+    m = layers.MultiHeadAttention(8, 2)
     pos = torch.arange(3)
     keep = m.attention_mask(None, pos, pos, True, None)
     assert torch.equal(keep, torch.from_numpy(causal_mask(3)))
