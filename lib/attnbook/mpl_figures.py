@@ -47,6 +47,7 @@ __all__ = [
     "relaid_out",
     "LayoutCollapsed",
     "PHONE_PX",
+    "MIN_PANEL_PX",
     "cjk_font_path",
     "install_display",
 ]
@@ -72,30 +73,48 @@ def _language(language: str | None) -> str:
     return check_choice(language, "language", i18n.LANGUAGES)
 
 
-def _translating_formatter_class():
-    from matplotlib.ticker import Formatter
+def _delegating_formatter_class():
+    """A matplotlib ``Formatter`` that wraps another one: the base of the wrappers below.
 
-    class TranslatingFormatter(Formatter):
+    Its tick locations, offset text and axis are the inner formatter's; a subclass changes
+    only the labels (``__call__`` and ``format_ticks``). Made once, on first use (matplotlib is
+    imported lazily).
+    """
+    cls = _FORMATTER_CLASS.get("delegating")
+    if cls is None:
+        from matplotlib.ticker import Formatter
+
+        class DelegatingFormatter(Formatter):
+            def __init__(self, inner):
+                self.inner = inner
+
+            def set_locs(self, locs):
+                self.inner.set_locs(locs)
+
+            def get_offset(self):
+                return self.inner.get_offset()
+
+            def set_axis(self, axis):
+                super().set_axis(axis)
+                self.inner.set_axis(axis)
+
+        cls = _FORMATTER_CLASS["delegating"] = DelegatingFormatter
+    return cls
+
+
+def _translating_formatter_class():
+    class TranslatingFormatter(_delegating_formatter_class()):
         """A tick formatter whose labels are another's, translated when the catalog knows them."""
 
         def __init__(self, inner, language):
-            self.inner, self.language = inner, language
+            super().__init__(inner)
+            self.language = language
 
         def __call__(self, x, pos=None):
             return i18n.translate(self.inner(x, pos), self.language)
 
         def format_ticks(self, values):
             return [i18n.translate(s, self.language) for s in self.inner.format_ticks(values)]
-
-        def set_locs(self, locs):
-            self.inner.set_locs(locs)
-
-        def get_offset(self):
-            return self.inner.get_offset()
-
-        def set_axis(self, axis):
-            super().set_axis(axis)
-            self.inner.set_axis(axis)
 
     return TranslatingFormatter
 
@@ -254,19 +273,19 @@ def relaid_out(fig, width_px: int):
 
     * **Panels:** if a panel's slot would be narrower than :data:`MIN_PANEL_PX`, the panels
       are re-gridded into fewer columns (in reading order, one under the other in the end),
-      and the figure grows taller by as many rows as it gained (:func:`_regridded`).
+      and the figure grows taller by as many rows as it gained (``_regridded``).
     * **Titles** (of an axes, or the figure's) now wider than their axes (or the figure), and
       axis labels longer than their axes, are broken into lines, between words or between two
-      CJK characters (:func:`_wrapped`).
+      CJK characters (``_wrapped``).
     * **Tick labels** that overlap their neighbours are turned upright if they are names
       (tokens, models) or the chapter had already turned them (drawn smaller, to 80 % at
       least, if that is not enough; a name is never hidden), and numbers are thinned: every
       second (third, ...) one is shown
-      (:func:`_fitted_tick_labels`). A panel that shares its y axis shows its tick labels
+      (``_fitted_tick_labels``). A panel that shares its y axis shows its tick labels
       when it is the first of its new row.
     * **Legends** wider than their axes (or a figure legend wider than the figure) get fewer
       columns; an axes' legend that covers its data is moved to the best place inside the
-      axes and, if no place there is free, below the axes (:func:`_placed_legends`).
+      axes and, if no place there is free, below the axes (``_placed_legends``).
 
     The height stays what it was in inches (times the rows gained), so a figure drawn for the
     column grows relatively taller on a phone.
@@ -472,13 +491,12 @@ def _labels_collide(axis, renderer) -> bool:
 
 
 def _every_nth_formatter_class():
-    from matplotlib.ticker import Formatter
-
-    class EveryNth(Formatter):
+    class EveryNth(_delegating_formatter_class()):
         """Another formatter's tick labels, every ``n``-th one kept and the others empty."""
 
         def __init__(self, inner, n):
-            self.inner, self.n = inner, n
+            super().__init__(inner)
+            self.n = n
 
         def __call__(self, x, pos=None):
             return self.inner(x, pos) if pos is None or pos % self.n == 0 else ""
@@ -486,16 +504,6 @@ def _every_nth_formatter_class():
         def format_ticks(self, values):
             labels = self.inner.format_ticks(values)
             return [s if i % self.n == 0 else "" for i, s in enumerate(labels)]
-
-        def set_locs(self, locs):
-            self.inner.set_locs(locs)
-
-        def get_offset(self):
-            return self.inner.get_offset()
-
-        def set_axis(self, axis):
-            super().set_axis(axis)
-            self.inner.set_axis(axis)
 
     return EveryNth
 
