@@ -448,12 +448,17 @@ def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
     if order != code:
         raise ValueError(f"{docname}: code cells placed in the order {order}, not {code}")
     cells = []
-    if language != "en":
-        cells.append(nbformat.v4.new_code_cell(LANGUAGE_CELL.format(language=language)))
+    # The language cell runs before every other code cell, and stands under the title (the
+    # first Markdown cell), where JupyterLab's table of contents and a reader's eye start.
+    language_cell = (None if language == "en" else
+                     nbformat.v4.new_code_cell(LANGUAGE_CELL.format(language=language)))
     for text, index in zip(texts, [*order, None]):
         text = text.strip("\n")
         if text.strip():
             cells.append(nbformat.v4.new_markdown_cell(text))
+        if language_cell is not None:
+            cells.append(language_cell)
+            language_cell = None
         if index is not None:
             src = source.cells[index]
             metadata = nbformat.from_dict(dict(src.metadata))

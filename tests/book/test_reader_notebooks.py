@@ -325,7 +325,10 @@ def test_toy_code_cells_are_the_chapters_own_byte_for_byte(toy):
     en = [c for c in toy["en"].cells if c.cell_type == "code"]
     assert [c.source for c in en] == source  # the trailing spaces too
     zh = [c for c in toy["zh_CN"].cells if c.cell_type == "code"]
-    assert toy["zh_CN"].cells[0].source == LANGUAGE_CELL.format("zh_CN")
+    # The title comes first, then the language cell, before every other code cell.
+    assert toy["zh_CN"].cells[0].cell_type == "markdown"
+    assert toy["zh_CN"].cells[0].source.startswith("# ")
+    assert toy["zh_CN"].cells[1].source == LANGUAGE_CELL.format("zh_CN")
     assert [c.source for c in zh] == [LANGUAGE_CELL.format("zh_CN")] + source
     for nb in (toy["en"], toy["zh_CN"]):
         nbformat.validate(nb)
@@ -419,8 +422,8 @@ def test_toy_chinese_notebook_has_chinese_prose(toy):
     assert "# 1 · 一个玩具章节" in text and "**本章你将学到**" in text
     assert "测得的值是 3.142，而且" in text
     assert "<summary>解答</summary>\n\n它是 $x^2$，约为 3.14 的平方。" in text
-    assert "正文中的数字是构建本书时算出的" in nb.cells[1].source
-    assert "*注：" not in nb.cells[1].source  # no italics in Chinese (no CJK italic face)
+    assert "正文中的数字是构建本书时算出的" in nb.cells[0].source
+    assert "*注：" not in nb.cells[0].source  # no italics in Chinese (no CJK italic face)
     # No half-width space pushed in before an emphasis mark inside Chinese prose.
     assert not re.search(r"[\u4e00-\u9fff] \*+[\u4e00-\u9fff]", text), text
     english = [c.source for c in toy["en"].cells if c.cell_type == "code"]
@@ -490,8 +493,10 @@ def test_built_reader_notebook(code, chapter, built_editions):
     nbformat.validate(nb)
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     if code == "zh":
-        assert nb.cells[0].cell_type == "code"
-        assert nb.cells[0].source == LANGUAGE_CELL.format("zh_CN")
+        assert nb.cells[0].cell_type == "markdown"  # the title, then the language cell
+        assert nb.cells[0].source.startswith("# ")
+        assert nb.cells[1].source == LANGUAGE_CELL.format("zh_CN")
+        assert code_cells[0] is nb.cells[1]
         code_cells = code_cells[1:]
         assert m["cjk"] > 2 * m["latin"], (m["cjk"], m["latin"])
     assert [c.source for c in code_cells] == source_code_cells(chapter, myst_extensions())
