@@ -45,7 +45,7 @@ def test_keep_mask_to_additive():
     fmin = torch.finfo(torch.bfloat16).min
     assert torch.equal(add, torch.tensor([[0.0, fmin], [fmin, fmin]], dtype=torch.bfloat16))
     assert layers.keep_mask_to_additive(None, dtype=torch.float32) is None
-    with pytest.raises(ValueError, match=r"\(2, 2\) and \(3,\)"):
+    with pytest.raises(ValueError, match=r"shapes \(2, 2\), \(3,\)"):
         layers.keep_mask_to_additive(keep, torch.ones(3, dtype=torch.bool), dtype=torch.float32)
     with pytest.raises(TypeError, match="floating"):
         layers.keep_mask_to_additive(keep, dtype=torch.int32)
