@@ -228,20 +228,12 @@ def scaled_dot_product_attention(
     dtype = compute_dtype(out_dtype)
     additive = keep = None
     if mask is not None:
-        mask_arr = np.asarray(mask)
-        if mask_arr.dtype == np.bool_:
-            keep = checks.check_keep_mask(mask_arr, "mask", scores_shape)
-        elif np.issubdtype(mask_arr.dtype, np.floating):
-            checks.check_broadcast(mask_arr, "mask", scores_shape)
-            if np.isnan(mask_arr).any() or np.isposinf(mask_arr).any():
-                raise ValueError(f"additive mask of shape {mask_arr.shape} contains nan or +inf")
-            additive = mask_arr
-            dtype = np.result_type(dtype, mask_arr.dtype)
+        mask = checks.check_mask(np.asarray(mask), "mask", scores_shape)  # NumPy, always
+        if mask.dtype == np.bool_:
+            keep = mask
         else:
-            raise TypeError(
-                f"mask must be a boolean keep-mask or a floating additive mask; got dtype "
-                f"{mask_arr.dtype} (shape {mask_arr.shape})"
-            )
+            additive = mask
+            dtype = np.result_type(dtype, mask.dtype)
     if causal:
         keep = causal_mask(L, S) if keep is None else np.logical_and(keep, causal_mask(L, S))
 

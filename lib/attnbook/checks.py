@@ -56,7 +56,8 @@ __all__ = [
     "check_dropout",
     "check_window",
     "check_masks_broadcast",
-    "check_mask_tensor",
+    "check_padding_mask",
+    "check_mask",
     "check_module_input",
 ]
 
@@ -339,6 +340,32 @@ def check_masks_broadcast(masks, name: str = "masks") -> tuple:
     except ValueError:
         raise ValueError(f"{name} do not broadcast together: shapes "
                          + ", ".join(str(s) for s in shapes)) from None
+
+
+def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarray:
+    """A Hugging Face style ``(B, S)`` padding mask: 1 (or True) at tokens, 0 at padding.
+
+    Returns:
+        The mask as a NumPy array of its own dtype (bool, integer or float).
+
+    Raises:
+        TypeError: it is not numeric (strings, objects).
+        ValueError: it is not 2-D, or holds a value other than 0 and 1.
+    """
+    am = np.asarray(attention_mask)
+    if am.dtype != np.bool_ and not (
+        np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must hold 0 and 1 (integers or bools); got dtype {am.dtype} "
+                        f"(shape {am.shape})")
+    if am.ndim != 2:
+        raise ValueError(f"{name} must have shape (B, S) with 1 = real token, 0 = pad; "
+                         f"got shape {am.shape}")
+    if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
+        bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
+        raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found "
+                         f"{bad.tolist()}")
+    return am
 
 
 def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None = None):
@@ -744,36 +771,42 @@ def check_qkv_tensors(q, k, v, *, same_value_dim: bool = True, finite: bool = Tr
     return q, k, v
 
 
-def check_mask_tensor(mask, name: str = "mask", target_shape=None, *, device=None):
-    """A torch attention mask: a boolean keep-mask or an additive float mask.
+def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
+    """An attention mask, NumPy or torch: a boolean keep-mask or an additive float mask.
 
     A float mask is added to the scores (as in torch), so it may hold ``-inf`` (hidden) but
-    not nan or ``+inf``. Lists and NumPy arrays are converted.
+    not nan or ``+inf``.
 
     Args:
-        mask: the mask.
+        mask: the mask (array, tensor or nested list).
         name: its name in messages.
-        target_shape: if given, the scores' shape ``(B, H, L, S)`` it must broadcast to.
-        device: the device to put it on (e.g. the queries').
+        target_shape: if given, the scores' shape ``(..., L, S)`` it must broadcast to.
+        device: if given, the mask comes back as a torch tensor on this device.
 
     Returns:
-        The mask as a tensor.
+        The mask as a torch tensor if it is one (or ``device`` is given), else as a NumPy
+        array.
 
     Raises:
         TypeError: ``mask`` is neither boolean nor floating.
         ValueError: an additive mask holds nan or ``+inf``, or the mask does not broadcast
             to ``target_shape``.
     """
-    import torch
+    if type(mask).__module__ == "torch" or device is not None:
+        import torch
 
-    if isinstance(mask, (list, tuple)):
+        mask = torch.as_tensor(np.asarray(mask) if isinstance(mask, (list, tuple)) else mask,
+                               device=device)
+        floating = mask.is_floating_point()
+        bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
+    else:
         mask = np.asarray(mask)
-    mask = torch.as_tensor(mask, device=device)
-    if mask.dtype != torch.bool and not mask.is_floating_point():
+        floating = np.issubdtype(mask.dtype, np.floating)
+        bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
+    if not floating and str(mask.dtype) not in ("bool", "torch.bool"):
         raise TypeError(f"{name} must be a boolean keep-mask or an additive float mask; got "
                         f"dtype {mask.dtype} (shape {tuple(mask.shape)})")
-    if mask.is_floating_point() and (bool(torch.isnan(mask).any())
-                                     or bool(torch.isposinf(mask).any())):
+    if bad:
         raise ValueError(f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
                          "(hide keys with -inf, finfo.min or a keep-mask)")
     if target_shape is not None:

@@ -48,7 +48,7 @@ from .checks import (
     check_int,
     check_int_tensor,
     check_keep_mask,
-    check_mask_tensor,
+    check_mask,
     check_masks_broadcast,
     check_module_input,
     check_positions,
@@ -651,7 +651,7 @@ def scaled_dot_product_attention(
     scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale  # (B, H, L, S)
     keep = None
     if mask is not None:
-        mask = check_mask_tensor(mask, "mask", (B, H, L, S), device=q.device)
+        mask = check_mask(mask, "mask", (B, H, L, S), device=q.device)
         if mask.dtype == torch.bool:
             keep = mask
         else:
@@ -878,7 +878,7 @@ class MultiHeadAttention(nn.Module):
                                       causal=causal, window=window)
         if mask is None:
             return keep
-        mask = check_mask_tensor(mask, "mask", device=q_positions.device)
+        mask = check_mask(mask, "mask", device=q_positions.device)
         if keep is None:
             return mask  # scaled_dot_product_attention checks its shape
         try:
