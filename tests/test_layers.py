@@ -94,7 +94,8 @@ def test_weights_rows_sum_to_one_or_zero():
 
 def test_sdpa_argument_errors():
     q = torch.zeros(1, 2, 3, 4)
-    with pytest.raises(ValueError, match=r"q must be 4-D .*\(2, 3, 4\)"):
+    with pytest.raises(ValueError,
+                       match=r"q must have shape \(B, H, seq, head_dim\); got shape \(2, 3, 4\)"):
         layers.scaled_dot_product_attention(q[0], q, q)
     with pytest.raises(ValueError, match=r"k and v must agree"):
         layers.scaled_dot_product_attention(q, q, torch.zeros(1, 2, 5, 4))

@@ -35,6 +35,7 @@ __all__ = [
     "check_rng",
     "check_increasing",
     "check_axis",
+    "check_ndim",
     "as_float_array",
     "check_finite",
     "check_qkv",
@@ -195,6 +196,29 @@ def check_axis(axis, ndim: int, shape) -> int:
     return int(axis)
 
 
+def check_ndim(x, name: str, layout: str):
+    """``x`` has the axes ``layout`` names: exactly those, or at least those after a ``...``.
+
+    Args:
+        x: an array or tensor.
+        name: its name in messages.
+        layout: its shape in words, e.g. ``"(B, H, L, D)"`` (exactly 4 axes) or
+            ``"(..., L, D)"`` (at least 2).
+
+    Returns:
+        ``x`` unchanged.
+
+    Raises:
+        ValueError: ``x`` has another number of axes (the message gives ``layout`` and the
+            shape it got).
+    """
+    axes = [a.strip() for a in layout.strip("()").split(",") if a.strip()]
+    n = len(axes) - axes.count("...")
+    if (x.ndim < n) if "..." in axes else (x.ndim != n):
+        raise ValueError(f"{name} must have shape {layout}; got shape {tuple(x.shape)}")
+    return x
+
+
 def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as a floating-point NumPy array; integers and bools become float64.
 
@@ -248,8 +272,7 @@ def check_qkv(q, k, v):
     """
     q, k, v = as_float_array(q, "q"), as_float_array(k, "k"), as_float_array(v, "v")
     for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
+        check_ndim(arr, name, "(..., seq, dim)")
         check_finite(arr, name)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -742,10 +765,7 @@ def check_qkv_tensors(q, k, v, *, same_value_dim: bool = True, finite: bool = Tr
             ``H_kv`` not dividing ``H``, or (if ``finite``) a nan/inf entry.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name)
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D with shape (B, H, seq, head_dim); "
-                             f"got shape {tuple(t.shape)}")
+        check_ndim(check_tensor(t, name), name, "(B, H, seq, head_dim)")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):

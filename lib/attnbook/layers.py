@@ -51,6 +51,7 @@ from .checks import (
     check_mask,
     check_masks_broadcast,
     check_module_input,
+    check_ndim,
     check_positions,
     check_qkv_tensors,
     check_real,
@@ -236,8 +237,7 @@ def apply_rope(
         raise TypeError(f"x must be a real tensor, got dtype {x.dtype}")
     if not x.is_floating_point():
         x = x.to(torch.float32)
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., L, D); got {tuple(x.shape)}")
+    check_ndim(x, "x", "(..., L, D)")
     base = check_real(base, "base", minimum=1.0, strict=True)
     L, D = x.shape[-2], x.shape[-1]
     if D % 2:
@@ -415,8 +415,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 
     Source: Ainslie et al., "GQA" (2023), section 2.2.
     """
-    if x.ndim != 4:
-        raise ValueError(f"repeat_kv expects (B, H_kv, S, D), got shape {tuple(x.shape)}")
+    check_ndim(x, "x", "(B, H_kv, S, D)")
     n_rep = check_int(n_rep, "n_rep", 1)
     if n_rep == 1:
         return x
@@ -461,8 +460,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     Raises:
         ValueError: if ``x`` is not 4-D.
     """
-    if x.ndim != 4:
-        raise ValueError(f"merge_heads expects (B, H, L, D), got shape {tuple(x.shape)}")
+    check_ndim(x, "x", "(B, H, L, D)")
     B, H, L, D = x.shape
     return x.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
 
