@@ -112,7 +112,7 @@ def test_module_argument_errors():
         layers.MultiHeadAttention(8, 2, dropout=1.5)
     with pytest.raises(TypeError, match="RotaryEmbedding"):
         layers.MultiHeadAttention(8, 2, rope=10000.0)
-    with pytest.raises(ValueError, match="even head_dim"):
+    with pytest.raises(ValueError, match="head_dim must be even"):
         layers.MultiHeadAttention(6, 2, rope=layers.RotaryEmbedding())
     m = layers.MultiHeadAttention(8, 2, rope=layers.RotaryEmbedding())
     with pytest.raises(ValueError, match="self-attention only"):

@@ -36,6 +36,7 @@ __all__ = [
     "check_increasing",
     "check_axis",
     "check_ndim",
+    "check_rope_dim",
     "as_float_array",
     "check_finite",
     "check_qkv",
@@ -217,6 +218,23 @@ def check_ndim(x, name: str, layout: str):
     if (x.ndim < n) if "..." in axes else (x.ndim != n):
         raise ValueError(f"{name} must have shape {layout}; got shape {tuple(x.shape)}")
     return x
+
+
+def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
+    """A dimension that RoPE rotates: even, since RoPE rotates pairs of dimensions.
+
+    Args:
+        dim: the dimension (an integer already checked).
+        name: its name in messages (``head_dim``, ``qk_rope_head_dim``).
+        detail: appended to the message, e.g. the shape it comes from.
+
+    Raises:
+        ValueError: ``dim`` is odd.
+    """
+    if dim % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions; {name} must be even, got "
+                         f"{dim}{detail}")
+    return dim
 
 
 def as_float_array(x, name: str) -> np.ndarray:

@@ -55,7 +55,9 @@ from .checks import (
     check_positions,
     check_qkv_tensors,
     check_real,
+    check_rope_dim,
     check_scale,
+    check_tensor,
     check_window,
 )
 
@@ -231,8 +233,7 @@ def apply_rope(
 
     Source: Su et al. (2021), eq. 34.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    check_tensor(x, "x", floating=False)
     if x.dtype == torch.bool or x.is_complex():
         raise TypeError(f"x must be a real tensor, got dtype {x.dtype}")
     if not x.is_floating_point():
@@ -240,8 +241,7 @@ def apply_rope(
     check_ndim(x, "x", "(..., L, D)")
     base = check_real(base, "base", minimum=1.0, strict=True)
     L, D = x.shape[-2], x.shape[-1]
-    if D % 2:
-        raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
+    check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
     if pos.ndim == 2 and x.ndim == 4:
         pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
@@ -763,8 +763,8 @@ class MultiHeadAttention(nn.Module):
             head_dim = d_model // n_heads  # >= 1: n_heads divides d_model >= 1
         if rope is not None and not isinstance(rope, RotaryEmbedding):
             raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
-        if rope is not None and head_dim % 2:
-            raise ValueError(f"RoPE needs an even head_dim, got {head_dim}")
+        if rope is not None:
+            check_rope_dim(head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
             int(d_model), int(n_heads), int(n_kv_heads), int(head_dim))
         self.dropout = float(dropout)
@@ -944,8 +944,7 @@ class MultiHeadLatentAttention(nn.Module):
         v_head_dim = check_int(v_head_dim, "v_head_dim", 1)
         if q_lora_rank is not None:
             q_lora_rank = check_int(q_lora_rank, "q_lora_rank", 1)
-        if qk_rope_head_dim % 2:
-            raise ValueError(f"qk_rope_head_dim must be even for RoPE, got {qk_rope_head_dim}")
+        check_rope_dim(qk_rope_head_dim, "qk_rope_head_dim")
         self.d_model, self.n_heads = d_model, n_heads
         self.kv_lora_rank, self.qk_nope_head_dim = kv_lora_rank, qk_nope_head_dim
         self.qk_rope_head_dim, self.v_head_dim = qk_rope_head_dim, v_head_dim
