@@ -624,10 +624,12 @@ def scaled_dot_product_attention(
         get weight 0 and output 0.
 
     Raises:
-        ValueError: if the tensors are not 4-D, the batch sizes or head dims disagree, ``q``
-            has no heads, ``H_kv`` does not divide ``H``, ``k`` and ``v`` disagree on ``S``,
-            the mask does not broadcast to ``(B, H, L, S)`` or (additive) holds nan or
-            ``+inf``, ``scale`` is not finite, or ``dropout_p`` is outside ``[0, 1)``.
+        ValueError: if the tensors are not 4-D or lie on different devices, the batch sizes
+            or head dims disagree, ``q`` has no heads, ``H_kv`` does not divide ``H``, ``k``
+            and ``v`` disagree on ``(B, H_kv, S)`` (all by
+            :func:`attnbook.checks.check_qkv_tensors`), the mask does not broadcast to
+            ``(B, H, L, S)`` or (additive) holds nan or ``+inf``, ``scale`` is not finite, or
+            ``dropout_p`` is outside ``[0, 1)``.
         TypeError: if ``q``, ``k``, ``v`` are not floating tensors of one dtype, the mask is
             neither boolean nor floating, ``scale``/``dropout_p`` are not real numbers, or
             ``causal`` is not a bool.
