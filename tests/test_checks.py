@@ -315,7 +315,7 @@ def test_check_qkv_tensors():
         checks.check_qkv_tensors(q, k.expand(2, -1, -1, -1), k.expand(2, -1, -1, -1))
     with pytest.raises(ValueError, match="head_dim 8 but k has 4"):
         checks.check_qkv_tensors(q, k[..., :4], k[..., :4])
-    with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
+    with pytest.raises(ValueError, match="n_kv_heads 3 must divide n_heads 4"):
         checks.check_qkv_tensors(q, k[:, :1].expand(1, 3, 5, 8), k[:, :1].expand(1, 3, 5, 8))
     bad = k.clone()
     bad[0, 0, 0, 0] = float("nan")

@@ -476,7 +476,7 @@ def test_torch_paths_accept_a_0d_scale_and_check_causal():
 
 def test_flash_attention_bad_inputs_raise_named_errors():
     q, k, v = _qkv(1, 4, 3, 5, 5, 8)
-    with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
+    with pytest.raises(ValueError, match="n_kv_heads 3 must divide n_heads 4"):
         flash_attention(q, k, v)
     q, k, v = _qkv(1, 4, 2, 5, 5, 8)
     with pytest.raises(ValueError, match="backend must be one of"):

@@ -228,20 +228,12 @@ def scaled_dot_product_attention(
     dtype = compute_dtype(out_dtype)
     additive = keep = None
     if mask is not None:
-        mask_arr = np.asarray(mask)
-        if mask_arr.dtype == np.bool_:
-            keep = checks.check_keep_mask(mask_arr, "mask", scores_shape)
-        elif np.issubdtype(mask_arr.dtype, np.floating):
-            checks.check_broadcast(mask_arr, "mask", scores_shape)
-            if np.isnan(mask_arr).any() or np.isposinf(mask_arr).any():
-                raise ValueError(f"additive mask of shape {mask_arr.shape} contains nan or +inf")
-            additive = mask_arr
-            dtype = np.result_type(dtype, mask_arr.dtype)
+        mask = checks.check_mask(np.asarray(mask), "mask", scores_shape)  # NumPy, always
+        if mask.dtype == np.bool_:
+            keep = mask
         else:
-            raise TypeError(
-                f"mask must be a boolean keep-mask or a floating additive mask; got dtype "
-                f"{mask_arr.dtype} (shape {mask_arr.shape})"
-            )
+            additive = mask
+            dtype = np.result_type(dtype, mask.dtype)
     if causal:
         keep = causal_mask(L, S) if keep is None else np.logical_and(keep, causal_mask(L, S))
 
@@ -327,8 +319,7 @@ def attention_head(x, w_q, w_k, w_v, *, context=None, mask=None, causal: bool = 
                          "source is known in full, there is no later key to hide")
     c = x if context is None else checks.as_float_array(context, "context")
     for name, arr in (("x", x), ("context", c)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, d_model); got {arr.shape}")
+        checks.check_ndim(arr, name, "(..., seq, d_model)")
     if c.shape[-1] != x.shape[-1]:
         raise ValueError(f"x has d_model {x.shape[-1]} but context has {c.shape[-1]} "
                          f"(x.shape={x.shape}, context.shape={c.shape})")
@@ -454,14 +445,11 @@ def _check_additive(q, k, W_q, W_k, v_a, v=_NO_V):
     if v is not _NO_V:
         named["v"] = v  # None included: as_float_array refuses it, naming v
     arrs = {name: checks.as_float_array(x, name) for name, x in named.items()}
-    for name in ("q", "k", "v"):
-        if name in arrs and arrs[name].ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape "
-                             f"{arrs[name].shape}")
-    for name, ndim, layout in (("W_q", 2, "(d_a, d_q)"), ("W_k", 2, "(d_a, d_k)"),
-                               ("v_a", 1, "(d_a,)")):
-        if arrs[name].ndim != ndim:
-            raise ValueError(f"{name} must have shape {layout}; got shape {arrs[name].shape}")
+    for name, layout in (("q", "(..., seq, dim)"), ("k", "(..., seq, dim)"),
+                         ("v", "(..., seq, dim)"), ("W_q", "(d_a, d_q)"),
+                         ("W_k", "(d_a, d_k)"), ("v_a", "(d_a,)")):
+        if name in arrs:
+            checks.check_ndim(arrs[name], name, layout)
     for name, arr in arrs.items():
         checks.check_finite(arr, name)
     q, k, W_q, W_k, v_a = (arrs[n] for n in ("q", "k", "W_q", "W_k", "v_a"))

@@ -35,6 +35,8 @@ __all__ = [
     "check_rng",
     "check_increasing",
     "check_axis",
+    "check_ndim",
+    "check_rope_dim",
     "as_float_array",
     "check_finite",
     "check_qkv",
@@ -52,6 +54,13 @@ __all__ = [
     "check_features",
     "check_token_ids",
     "check_qkv_tensors",
+    "check_head_counts",
+    "check_dropout",
+    "check_window",
+    "check_masks_broadcast",
+    "check_padding_mask",
+    "check_mask",
+    "check_module_input",
 ]
 
 
@@ -188,6 +197,46 @@ def check_axis(axis, ndim: int, shape) -> int:
     return int(axis)
 
 
+def check_ndim(x, name: str, layout: str):
+    """``x`` has the axes ``layout`` names: exactly those, or at least those after a ``...``.
+
+    Args:
+        x: an array or tensor.
+        name: its name in messages.
+        layout: its shape in words, e.g. ``"(B, H, L, D)"`` (exactly 4 axes) or
+            ``"(..., L, D)"`` (at least 2).
+
+    Returns:
+        ``x`` unchanged.
+
+    Raises:
+        ValueError: ``x`` has another number of axes (the message gives ``layout`` and the
+            shape it got).
+    """
+    axes = [a.strip() for a in layout.strip("()").split(",") if a.strip()]
+    n = len(axes) - axes.count("...")
+    if (x.ndim < n) if "..." in axes else (x.ndim != n):
+        raise ValueError(f"{name} must have shape {layout}; got shape {tuple(x.shape)}")
+    return x
+
+
+def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
+    """A dimension that RoPE rotates: even, since RoPE rotates pairs of dimensions.
+
+    Args:
+        dim: the dimension (an integer already checked).
+        name: its name in messages (``head_dim``, ``qk_rope_head_dim``).
+        detail: appended to the message, e.g. the shape it comes from.
+
+    Raises:
+        ValueError: ``dim`` is odd.
+    """
+    if dim % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions; {name} must be even, got "
+                         f"{dim}{detail}")
+    return dim
+
+
 def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as a floating-point NumPy array; integers and bools become float64.
 
@@ -241,8 +290,7 @@ def check_qkv(q, k, v):
     """
     q, k, v = as_float_array(q, "q"), as_float_array(k, "k"), as_float_array(v, "v")
     for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., seq, dim); got shape {arr.shape}")
+        check_ndim(arr, name, "(..., seq, dim)")
         check_finite(arr, name)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -290,21 +338,75 @@ def check_broadcast(arr, name: str, target_shape) -> None:
         )
 
 
-def check_keep_mask(mask, name: str, target_shape) -> np.ndarray:
-    """A boolean keep-mask (``True`` = may attend) that broadcasts to ``target_shape``.
+def check_keep_mask(mask, name: str, target_shape=None):
+    """A boolean keep-mask (``True`` = may attend), as a NumPy array or a torch tensor.
+
+    Args:
+        mask: the mask; a torch tensor stays one, anything else becomes a NumPy array.
+        name: its name in messages (e.g. ``mask`` or ``masks[1]``).
+        target_shape: if given, the scores' shape the mask must broadcast to.
 
     Raises:
         TypeError: ``mask`` is not boolean.
         ValueError: it does not broadcast to ``target_shape``.
     """
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
+    if type(mask).__module__ != "torch":
+        mask = np.asarray(mask)
+    if str(mask.dtype) not in ("bool", "torch.bool"):
         raise TypeError(
             f"{name} must be a boolean keep-mask (True = may attend); got dtype {mask.dtype} "
-            f"(shape {mask.shape})"
+            f"(shape {tuple(mask.shape)})"
         )
-    check_broadcast(mask, name, target_shape)
+    if target_shape is not None:
+        check_broadcast(mask, name, target_shape)
     return mask
+
+
+def check_masks_broadcast(masks, name: str = "masks") -> tuple:
+    """Masks that broadcast together (to combine them by logical AND).
+
+    Args:
+        masks: NumPy arrays or torch tensors.
+        name: what they are called in the message.
+
+    Returns:
+        Their common broadcast shape.
+
+    Raises:
+        ValueError: their shapes do not broadcast together (the message lists them).
+    """
+    shapes = [tuple(m.shape) for m in masks]
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name} do not broadcast together: shapes "
+                         + ", ".join(str(s) for s in shapes)) from None
+
+
+def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarray:
+    """A Hugging Face style ``(B, S)`` padding mask: 1 (or True) at tokens, 0 at padding.
+
+    Returns:
+        The mask as a NumPy array of its own dtype (bool, integer or float).
+
+    Raises:
+        TypeError: it is not numeric (strings, objects).
+        ValueError: it is not 2-D, or holds a value other than 0 and 1.
+    """
+    am = np.asarray(attention_mask)
+    if am.dtype != np.bool_ and not (
+        np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must hold 0 and 1 (integers or bools); got dtype {am.dtype} "
+                        f"(shape {am.shape})")
+    if am.ndim != 2:
+        raise ValueError(f"{name} must have shape (B, S) with 1 = real token, 0 = pad; "
+                         f"got shape {am.shape}")
+    if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
+        bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
+        raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found "
+                         f"{bad.tolist()}")
+    return am
 
 
 def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None = None):
@@ -527,14 +629,23 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     return values
 
 
-def check_positions(positions, seq_len: int, x_shape, name: str = "positions"):
+def check_positions(positions, seq_len: int, x_shape, name: str = "positions", *,
+                    batch: bool = False):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
 
     Returns a torch tensor if ``positions`` is one, else a NumPy array.
 
+    Args:
+        positions: the positions.
+        seq_len: the number of tokens of ``x``.
+        x_shape: the shape of ``x`` (for messages, and its batch ``x_shape[0]``).
+        name: the argument's name in messages.
+        batch: if true, ``positions`` is ``(L,)`` or ``(B, L)`` with ``B = x_shape[0]``.
+
     Raises:
         TypeError: not integers.
-        ValueError: negative, or the last dimension is not ``seq_len``.
+        ValueError: negative, the last dimension is not ``seq_len`` or (with ``batch``)
+            2-D positions whose batch is not that of ``x``.
     """
     if type(positions).__module__ == "torch":
         positions = check_int_tensor(positions, name)
@@ -545,6 +656,9 @@ def check_positions(positions, seq_len: int, x_shape, name: str = "positions"):
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
             f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
         )
+    if batch and positions.ndim == 2 and positions.shape[0] != x_shape[0]:
+        raise ValueError(f"{name} of shape {tuple(positions.shape)} do not match batch "
+                         f"{x_shape[0]} of x (shape {tuple(x_shape)})")
     return positions
 
 
@@ -592,41 +706,174 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
     return ids
 
 
-def check_qkv_tensors(q, k, v):
-    """Torch attention inputs ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``, ``H_kv | H``.
+def check_head_counts(n_heads: int, n_kv_heads: int, detail: str = "") -> None:
+    """``n_heads`` query heads served by ``n_kv_heads`` key/value heads (MHA, GQA, MQA).
 
-    The inputs of :func:`attnbook.flash.flash_attention` and the Triton kernels: one
-    floating dtype and one device, finite values (an online softmax would turn a nan row
-    into a silent 0).
+    Args:
+        n_heads: the number of query heads ``H``.
+        n_kv_heads: the number of key/value heads ``H_kv``.
+        detail: appended to the message, e.g. the shapes the counts come from.
+
+    Raises:
+        ValueError: ``n_heads < 1``, or ``n_kv_heads`` is < 1 or does not divide ``n_heads``.
+    """
+    if n_heads < 1:
+        raise ValueError(f"q has {n_heads} heads{detail}; need at least one query head")
+    if n_kv_heads < 1 or n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads}{detail}")
+
+
+def check_dropout(p, name: str = "dropout_p") -> float:
+    """A dropout probability in ``[0, 1)`` (``p = 1`` would drop everything).
+
+    Raises:
+        TypeError: ``p`` is not a real number.
+        ValueError: it is nan or outside ``[0, 1)``.
+    """
+    p = check_real(p, name)
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {p}")
+    return p
+
+
+def check_window(window, causal: bool, name: str = "window"):
+    """A sliding-window size (``None`` for none): an integer >= 1 that comes with ``causal``.
+
+    Returns:
+        ``None`` or the window as an ``int``.
+
+    Raises:
+        TypeError: ``window`` is not an integer.
+        ValueError: it is < 1, or ``causal`` is false (a sliding window is causal here).
+    """
+    if window is None:
+        return None
+    window = check_int(window, name, 1)
+    if not causal:
+        raise ValueError(
+            f"{name}={window} requires causal=True: a sliding window hides the keys more than "
+            f"{name} - 1 positions in the past and, being causal, every future key"
+        )
+    return window
+
+
+def check_qkv_tensors(q, k, v, *, same_value_dim: bool = True, finite: bool = True):
+    """Torch attention inputs ``q (B, H, L, D)``, ``k (B, H_kv, S, D)``, ``v (B, H_kv, S, Dv)``.
+
+    The one check of torch attention's inputs: :func:`attnbook.flash.flash_attention` and the
+    Triton kernels use the defaults (``Dv == D``, finite values: an online softmax would turn
+    a nan row into a silent 0); :func:`attnbook.layers.scaled_dot_product_attention` passes
+    ``same_value_dim=False, finite=False`` (values of another width; an additive ``-inf`` is
+    its business, a nan propagates).
+
+    Args:
+        q: queries ``(B, H, L, D)``.
+        k: keys ``(B, H_kv, S, D)``.
+        v: values ``(B, H_kv, S, Dv)``.
+        same_value_dim: require ``v`` to have the shape of ``k`` (else only ``B, H_kv, S``).
+        finite: refuse a nan or inf entry.
+
+    Returns:
+        ``(q, k, v)`` unchanged.
 
     Raises:
         TypeError: an input is not a floating-point tensor, or the dtypes differ.
         ValueError: a rank other than 4, devices, batch or head_dim that differ, ``k`` and
-            ``v`` of different shapes, ``H_kv`` not dividing ``H``, or a nan/inf entry.
+            ``v`` that disagree (on their whole shape, or on ``B, H_kv, S``), no query head,
+            ``H_kv`` not dividing ``H``, or (if ``finite``) a nan/inf entry.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name)
-        if t.dim() != 4:
-            raise ValueError(f"{name} must have shape (B, H, seq, head_dim); "
-                             f"got shape {tuple(t.shape)}")
+        check_ndim(check_tensor(t, name), name, "(B, H, seq, head_dim)")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, "
                          f"{v.device}")
-    if k.shape != v.shape:
+    if same_value_dim and k.shape != v.shape:
         raise ValueError(f"k and v must have the same shape (B, H_kv, S, D); got k "
                          f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    if k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"k and v must agree on (B, H_kv, S); got k {tuple(k.shape)} and v "
+                         f"{tuple(v.shape)}")
     (B, H, _, D), (B_k, H_kv, _, D_k) = q.shape, k.shape
-    shapes = f"(q {tuple(q.shape)}, k {tuple(k.shape)})"
+    shapes = f" (q {tuple(q.shape)}, k {tuple(k.shape)})"
     if B_k != B:
-        raise ValueError(f"q has batch {B} but k has {B_k} {shapes}")
+        raise ValueError(f"q has batch {B} but k has {B_k}{shapes}")
     if D_k != D:
-        raise ValueError(f"q has head_dim {D} but k has {D_k} {shapes}")
-    if H_kv == 0 or H % H_kv:
-        raise ValueError(f"n_kv_heads must divide n_heads: q has {H} heads, k and v have "
-                         f"{H_kv} {shapes}")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.numel():
-            check_finite(t, name)
+        raise ValueError(f"q has head_dim {D} but k has {D_k}{shapes}")
+    check_head_counts(H, H_kv, shapes)
+    if finite:
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.numel():
+                check_finite(t, name)
     return q, k, v
+
+
+def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
+    """An attention mask, NumPy or torch: a boolean keep-mask or an additive float mask.
+
+    A float mask is added to the scores (as in torch), so it may hold ``-inf`` (hidden) but
+    not nan or ``+inf``.
+
+    Args:
+        mask: the mask (array, tensor or nested list).
+        name: its name in messages.
+        target_shape: if given, the scores' shape ``(..., L, S)`` it must broadcast to.
+        device: if given, the mask comes back as a torch tensor on this device.
+
+    Returns:
+        The mask as a torch tensor if it is one (or ``device`` is given), else as a NumPy
+        array.
+
+    Raises:
+        TypeError: ``mask`` is neither boolean nor floating.
+        ValueError: an additive mask holds nan or ``+inf``, or the mask does not broadcast
+            to ``target_shape``.
+    """
+    if type(mask).__module__ == "torch" or device is not None:
+        import torch
+
+        mask = torch.as_tensor(np.asarray(mask) if isinstance(mask, (list, tuple)) else mask,
+                               device=device)
+        floating = mask.is_floating_point()
+        bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
+    else:
+        mask = np.asarray(mask)
+        floating = np.issubdtype(mask.dtype, np.floating)
+        bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
+    if not floating and str(mask.dtype) not in ("bool", "torch.bool"):
+        raise TypeError(f"{name} must be a boolean keep-mask or an additive float mask; got "
+                        f"dtype {mask.dtype} (shape {tuple(mask.shape)})")
+    if bad:
+        raise ValueError(f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
+                         "(hide keys with -inf, finfo.min or a keep-mask)")
+    if target_shape is not None:
+        check_broadcast(mask, name, target_shape)
+    return mask
+
+
+def check_module_input(x, weight, d_model: int, name: str = "x", *, batch: int | None = None,
+                       seq: str = "L", detail: str = ""):
+    """A torch module's ``(B, L, d_model)`` input: a floating tensor in its parameters' dtype.
+
+    Args:
+        x: the input.
+        weight: a parameter of the module (its dtype is the one ``x`` must have).
+        d_model: the module's width, the last dimension of ``x``.
+        name: the argument's name in messages.
+        batch: if given, the batch size ``x`` must have (a cross-attention context has the
+            queries' batch).
+        seq: the name of the sequence axis in messages (``L``, or ``S`` for keys).
+        detail: appended to the shape message (e.g. the queries' shape).
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor of the dtype of ``weight``.
+        ValueError: ``x`` is not 3-D, its last dimension is not ``d_model`` or its batch is
+            not ``batch``.
+    """
+    check_input_dtype(x, weight, name)
+    if x.ndim != 3 or x.shape[-1] != d_model or (batch is not None and x.shape[0] != batch):
+        b = "B" if batch is None else f"B={batch}"
+        raise ValueError(f"{name} must be ({b}, {seq}, d_model={d_model}); got shape "
+                         f"{tuple(x.shape)}{detail}")
+    return x

@@ -76,8 +76,7 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     """
     x = np.asarray(x)
     n_heads = checks.check_int(n_heads, "n_heads", 1)
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., L, features); got {x.shape}")
+    checks.check_ndim(x, "x", "(..., L, features)")
     if x.shape[-1] % n_heads:
         raise ValueError(
             f"n_heads {n_heads} must divide the feature size {x.shape[-1]} of x "
@@ -109,8 +108,7 @@ def merge_heads(x) -> np.ndarray:
         ValueError: if ``x`` has fewer than 3 axes.
     """
     x = np.asarray(x)
-    if x.ndim < 3:
-        raise ValueError(f"x must have shape (..., H, L, D); got {x.shape}")
+    checks.check_ndim(x, "x", "(..., H, L, D)")
     return merge_heads_core(x)
 
 
@@ -147,8 +145,7 @@ def repeat_kv(x, n_rep: int) -> np.ndarray:
     """
     x = np.asarray(x)
     n_rep = checks.check_int(n_rep, "n_rep", 1)
-    if x.ndim < 3:
-        raise ValueError(f"x must have shape (..., H_kv, S, D); got {x.shape}")
+    checks.check_ndim(x, "x", "(..., H_kv, S, D)")
     return repeat_kv_core(x, n_rep)
 
 
@@ -201,18 +198,12 @@ def grouped_query_attention(
     """
     q, k, v = (checks.as_float_array(a, n) for a, n in ((q, "q"), (k, "k"), (v, "v")))
     for name, arr in (("q", q), ("k", k), ("v", v)):
-        if arr.ndim < 3:
-            raise ValueError(f"{name} must have shape (..., heads, seq, dim); got {arr.shape}")
+        checks.check_ndim(arr, name, "(..., heads, seq, dim)")
     H, H_kv = q.shape[-3], k.shape[-3]
-    if H < 1:
-        raise ValueError(f"q has {H} heads (q.shape={q.shape}); need at least one query head")
     if v.shape[-3] != H_kv:
         raise ValueError(f"k has {H_kv} heads but v has {v.shape[-3]} (k.shape={k.shape}, "
                          f"v.shape={v.shape})")
-    if H_kv < 1 or H % H_kv:
-        raise ValueError(
-            f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={q.shape}, k.shape={k.shape})"
-        )
+    checks.check_head_counts(H, H_kv, f" (q.shape={q.shape}, k.shape={k.shape})")
     k = repeat_kv_core(k, H // H_kv)  # (..., H, S, D)
     v = repeat_kv_core(v, H // H_kv)  # (..., H, S, Dv)
     return scaled_dot_product_attention(
@@ -299,10 +290,8 @@ def multi_head_attention(
     x = checks.as_float_array(x, "x")
     n_heads = checks.check_int(n_heads, "n_heads", 1)
     n_kv_heads = n_heads if n_kv_heads is None else checks.check_int(n_kv_heads, "n_kv_heads", 1)
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads}")
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., L, d_model); got {x.shape}")
+    checks.check_head_counts(n_heads, n_kv_heads)
+    checks.check_ndim(x, "x", "(..., L, d_model)")
     src = x if context is None else checks.as_float_array(context, "context")
     d_model = x.shape[-1]
     if src.ndim < 2 or src.shape[-1] != d_model:

@@ -42,12 +42,23 @@ from torch import nn
 
 from .checks import (
     check_bool,
-    check_broadcast,
-    check_input_dtype,
+    check_dropout,
+    check_features,
+    check_head_counts,
     check_int,
     check_int_tensor,
+    check_keep_mask,
+    check_mask,
+    check_masks_broadcast,
+    check_module_input,
+    check_ndim,
     check_positions,
+    check_qkv_tensors,
     check_real,
+    check_rope_dim,
+    check_scale,
+    check_tensor,
+    check_window,
 )
 
 __all__ = [
@@ -80,7 +91,39 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 # --------------------------------------------------------------------------------------------
 
 
-class LayerNorm(nn.Module):
+class _Norm(nn.Module):
+    """What :class:`LayerNorm` and :class:`RMSNorm` share: the checks, the gain, the upcast.
+
+    A subclass defines ``normalize(x)``, the statistics of its norm, on an input already in
+    the compute dtype.
+    """
+
+    def __init__(self, d_model: int, eps: float):
+        super().__init__()
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.eps = check_real(eps, "eps", minimum=0.0, strict=True)
+        self.weight = nn.Parameter(torch.ones(self.d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalize ``x`` over its last axis.
+
+        Args:
+            x: ``(..., d_model)`` input, any floating dtype (fp16/bf16 computed in float32).
+
+        Returns:
+            ``(..., d_model)``, same dtype as ``x``.
+
+        Raises:
+            ValueError: if ``x`` is 0-d or its last axis is not ``d_model``.
+            TypeError: if ``x`` is not a floating-point tensor.
+        """
+        check_features(x, f"{type(self).__name__}({self.d_model}) input x", self.d_model,
+                       size_name="d_model")
+        y = self.normalize(x.to(_compute_dtype(x.dtype)))  # (..., d_model)
+        return y.to(x.dtype)
+
+
+class LayerNorm(_Norm):
     """Layer normalization over the last axis (biased variance, ``eps`` inside the sqrt).
 
     ``y = (x - mean) / sqrt(var + eps) * weight + bias``; same parameters and result as
@@ -97,52 +140,32 @@ class LayerNorm(nn.Module):
         ValueError: if ``d_model < 1``, ``eps`` is not finite and > 0 (``eps = 0`` would give
             NaN for a constant row, which the forward cannot check without a device sync), or
             the input's last axis is not ``d_model``.
-        TypeError: if ``d_model`` is not an integer (bools and floats are rejected) or
-            ``eps`` is not a real number.
+        TypeError: if ``d_model`` is not an integer (bools and floats are rejected),
+            ``eps`` is not a real number, or the input is not a floating-point tensor.
 
     Source: Ba, Kiros & Hinton (2016), eq. 4.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
-        super().__init__()
-        self.d_model = check_int(d_model, "d_model", 1)
-        self.eps = check_real(eps, "eps", minimum=0.0, strict=True)
-        self.weight = nn.Parameter(torch.ones(self.d_model))
+        super().__init__(d_model, eps)
         self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalize ``x`` over its last axis.
-
-        Args:
-            x: ``(..., d_model)`` input, any floating dtype (fp16/bf16 computed in float32).
-
-        Returns:
-            ``(..., d_model)``, same dtype as ``x``.
-
-        Raises:
-            ValueError: if the last axis of ``x`` is not ``d_model``.
-            TypeError: if ``x`` is not a floating-point tensor.
-        """
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError(f"LayerNorm input x must be a floating-point tensor, got "
-                            f"{getattr(x, 'dtype', type(x).__name__)}")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"LayerNorm({self.d_model}) got input of shape {tuple(x.shape)}")
-        xc = x.to(_compute_dtype(x.dtype))
-        mean = xc.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = (xc - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1) biased variance
-        y = (xc - mean) * torch.rsqrt(var + self.eps)
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis of ``x``."""
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1) biased variance
+        y = (x - mean) * torch.rsqrt(var + self.eps)
         y = y * self.weight.to(y.dtype)
         if self.bias is not None:
             y = y + self.bias.to(y.dtype)
-        return y.to(x.dtype)
+        return y
 
     def extra_repr(self) -> str:
         """The settings shown in the module's ``repr``."""
         return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}"
 
 
-class RMSNorm(nn.Module):
+class RMSNorm(_Norm):
     """RMS normalization over the last axis: ``y = x * rsqrt(mean(x^2) + eps) * weight``.
 
     Same parameters and result as ``torch.nn.RMSNorm(d_model, eps=eps)`` and Llama's
@@ -157,38 +180,19 @@ class RMSNorm(nn.Module):
     Raises:
         ValueError: if ``d_model < 1``, ``eps`` is not finite and > 0 (``eps = 0`` gives NaN
             for an all-zero row), or the input's last axis is not ``d_model``.
-        TypeError: if ``d_model`` is not an integer or ``eps`` is not a real number.
+        TypeError: if ``d_model`` is not an integer, ``eps`` is not a real number, or the
+            input is not a floating-point tensor.
 
     Source: Zhang & Sennrich (2019), eq. 4.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-6):
-        super().__init__()
-        self.d_model = check_int(d_model, "d_model", 1)
-        self.eps = check_real(eps, "eps", minimum=0.0, strict=True)
-        self.weight = nn.Parameter(torch.ones(self.d_model))
+        super().__init__(d_model, eps)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalize ``x`` by its root mean square over the last axis.
-
-        Args:
-            x: ``(..., d_model)`` input, any floating dtype (fp16/bf16 computed in float32).
-
-        Returns:
-            ``(..., d_model)``, same dtype as ``x``.
-
-        Raises:
-            ValueError: if the last axis of ``x`` is not ``d_model``.
-            TypeError: if ``x`` is not a floating-point tensor.
-        """
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError(f"RMSNorm input x must be a floating-point tensor, got "
-                            f"{getattr(x, 'dtype', type(x).__name__)}")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"RMSNorm({self.d_model}) got input of shape {tuple(x.shape)}")
-        xc = x.to(_compute_dtype(x.dtype))
-        y = xc * torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return (y * self.weight.to(y.dtype)).to(x.dtype)
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """``x * rsqrt(mean(x^2) + eps) * weight`` over the last axis of ``x``."""
+        y = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return y * self.weight.to(y.dtype)
 
     def extra_repr(self) -> str:
         """The settings shown in the module's ``repr``."""
@@ -229,18 +233,15 @@ def apply_rope(
 
     Source: Su et al. (2021), eq. 34.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    check_tensor(x, "x", floating=False)
     if x.dtype == torch.bool or x.is_complex():
         raise TypeError(f"x must be a real tensor, got dtype {x.dtype}")
     if not x.is_floating_point():
         x = x.to(torch.float32)
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., L, D); got {tuple(x.shape)}")
+    check_ndim(x, "x", "(..., L, D)")
     base = check_real(base, "base", minimum=1.0, strict=True)
     L, D = x.shape[-2], x.shape[-1]
-    if D % 2:
-        raise ValueError(f"RoPE needs an even head_dim; x has shape {tuple(x.shape)}")
+    check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
     if pos.ndim == 2 and x.ndim == 4:
         pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
@@ -414,8 +415,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 
     Source: Ainslie et al., "GQA" (2023), section 2.2.
     """
-    if x.ndim != 4:
-        raise ValueError(f"repeat_kv expects (B, H_kv, S, D), got shape {tuple(x.shape)}")
+    check_ndim(x, "x", "(B, H_kv, S, D)")
     n_rep = check_int(n_rep, "n_rep", 1)
     if n_rep == 1:
         return x
@@ -460,8 +460,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     Raises:
         ValueError: if ``x`` is not 4-D.
     """
-    if x.ndim != 4:
-        raise ValueError(f"merge_heads expects (B, H, L, D), got shape {tuple(x.shape)}")
+    check_ndim(x, "x", "(B, H, L, D)")
     B, H, L, D = x.shape
     return x.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
 
@@ -514,34 +513,18 @@ def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
     Raises:
         TypeError: if ``keep`` is not boolean.
     """
-    keep = torch.as_tensor(keep)
-    if keep.dtype != torch.bool:
-        raise TypeError(f"keep must be a boolean keep-mask, got dtype {keep.dtype}")
-    return ~keep
+    return ~check_keep_mask(torch.as_tensor(keep), "keep")
 
 
 def _combine_keep(*masks) -> torch.Tensor | None:
-    out = None
-    for idx, m in enumerate(masks):
-        if m is None:
-            continue
-        m = torch.as_tensor(m)
-        if m.dtype != torch.bool:
-            raise TypeError(
-                f"keep_masks[{idx}] must be boolean (True = may attend), got dtype {m.dtype} "
-                f"(shape {tuple(m.shape)})"
-            )
-        if out is None:
-            out = m
-        else:
-            try:
-                torch.broadcast_shapes(tuple(out.shape), tuple(m.shape))
-            except RuntimeError:
-                raise ValueError(
-                    f"keep-masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not "
-                    "broadcast together"
-                ) from None
-            out = out & m
+    keep = [check_keep_mask(torch.as_tensor(m), f"keep_masks[{idx}]")
+            for idx, m in enumerate(masks) if m is not None]
+    if not keep:
+        return None
+    check_masks_broadcast(keep, "keep_masks")
+    out = keep[0]
+    for m in keep[1:]:
+        out = out & m  # hidden as soon as one mask hides it
     return out
 
 
@@ -577,13 +560,7 @@ def position_keep_mask(
         TypeError: if the positions are not integers or ``window`` is not an integer.
     """
     causal = check_bool(causal, "causal")
-    if window is not None:
-        window = check_int(window, "window", 1)
-        if not causal:
-            raise ValueError(
-                f"window={window} requires causal=True: a sliding window hides the keys more "
-                "than window - 1 positions in the past and, being causal, every future key"
-            )
+    window = check_window(window, causal)
     q_positions = check_int_tensor(q_positions, "q_positions")
     k_positions = check_int_tensor(k_positions, "k_positions").to(q_positions.device)
     for name, t in (("q_positions", q_positions), ("k_positions", k_positions)):
@@ -647,54 +624,24 @@ def scaled_dot_product_attention(
         get weight 0 and output 0.
 
     Raises:
-        ValueError: if the tensors are not 4-D, the batch sizes or head dims disagree, ``q``
-            has no heads, ``H_kv`` does not divide ``H``, ``k`` and ``v`` disagree on ``S``,
-            the mask does not broadcast to ``(B, H, L, S)`` or (additive) holds nan or
-            ``+inf``, ``scale`` is not finite, or ``dropout_p`` is outside ``[0, 1)``.
+        ValueError: if the tensors are not 4-D or lie on different devices, the batch sizes
+            or head dims disagree, ``q`` has no heads, ``H_kv`` does not divide ``H``, ``k``
+            and ``v`` disagree on ``(B, H_kv, S)`` (all by
+            :func:`attnbook.checks.check_qkv_tensors`), the mask does not broadcast to
+            ``(B, H, L, S)`` or (additive) holds nan or ``+inf``, ``scale`` is not finite, or
+            ``dropout_p`` is outside ``[0, 1)``.
         TypeError: if ``q``, ``k``, ``v`` are not floating tensors of one dtype, the mask is
             neither boolean nor floating, ``scale``/``dropout_p`` are not real numbers, or
             ``causal`` is not a bool.
 
     Source: Vaswani et al. (2017), eq. 1; GQA: Ainslie et al. (2023).
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-        if t.ndim != 4:
-            raise ValueError(f"{name} must be 4-D (B, H, L, D); got shape {tuple(t.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    check_qkv_tensors(q, k, v, same_value_dim=False, finite=False)
     B, H, L, D = q.shape
-    Bk, H_kv, S, Dk = k.shape
-    if Dk != D:
-        raise ValueError(
-            f"q has head_dim {D} but k has {Dk} "
-            f"(q.shape={tuple(q.shape)}, k.shape={tuple(k.shape)})"
-        )
-    if v.shape[0] != Bk or v.shape[1] != H_kv or v.shape[2] != S:
-        raise ValueError(
-            f"k and v must agree on (B, H_kv, S): k.shape={tuple(k.shape)}, "
-            f"v.shape={tuple(v.shape)}"
-        )
-    if Bk != B:
-        raise ValueError(f"q has batch {B} but k has {Bk} (q.shape={tuple(q.shape)}, "
-                         f"k.shape={tuple(k.shape)})")
-    if H < 1:
-        raise ValueError(f"q has {H} heads (q.shape={tuple(q.shape)}); need at least 1")
-    if H_kv < 1 or H % H_kv:
-        raise ValueError(
-            f"n_kv_heads {H_kv} must divide n_heads {H} (q.shape={tuple(q.shape)}, "
-            f"k.shape={tuple(k.shape)})"
-        )
+    H_kv, S = k.shape[1], k.shape[2]
     causal = check_bool(causal, "causal")
-    dropout_p = check_real(dropout_p, "dropout_p")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(D) if D > 0 else 1.0
-    scale = check_real(scale, "scale")
+    dropout_p = check_dropout(dropout_p, "dropout_p")
+    scale = check_scale(scale, D)
     k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
     v = repeat_kv(v, H // H_kv)  # (B, H, S, Dv)
 
@@ -704,20 +651,11 @@ def scaled_dot_product_attention(
     scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale  # (B, H, L, S)
     keep = None
     if mask is not None:
-        mask = torch.as_tensor(mask, device=q.device)
-        check_broadcast(mask, "mask", (B, H, L, S))
+        mask = check_mask(mask, "mask", (B, H, L, S), device=q.device)
         if mask.dtype == torch.bool:
             keep = mask
-        elif mask.is_floating_point():
-            if bool(torch.isnan(mask).any()) or bool(torch.isposinf(mask).any()):
-                raise ValueError(f"additive mask of shape {tuple(mask.shape)} contains nan or "
-                                 "+inf (hide keys with -inf, finfo.min or a keep-mask)")
-            scores = scores + mask.to(cdt)
         else:
-            raise TypeError(
-                f"mask must be a boolean keep-mask or an additive float mask; got dtype "
-                f"{mask.dtype} (shape {tuple(mask.shape)})"
-            )
+            scores = scores + mask.to(cdt)
     if causal:
         idx_q = torch.arange(L, device=q.device)[:, None] + (S - L)  # (L, 1)
         idx_k = torch.arange(S, device=q.device)[None, :]  # (1, S)
@@ -815,27 +753,20 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads = n_heads if n_kv_heads is None else check_int(n_kv_heads, "n_kv_heads", 1)
         if head_dim is not None:
             head_dim = check_int(head_dim, "head_dim", 1)
-        dropout = check_real(dropout, "dropout")
-        if n_heads % n_kv_heads:
-            raise ValueError(
-                f"n_kv_heads {n_kv_heads} must divide n_heads {n_heads} "
-                "(each KV head serves n_heads // n_kv_heads query heads)"
-            )
+        dropout = check_dropout(dropout, "dropout")
+        check_head_counts(n_heads, n_kv_heads,
+                          " (each KV head serves n_heads // n_kv_heads query heads)")
         if head_dim is None:
             if d_model % n_heads:
                 raise ValueError(
                     f"n_heads {n_heads} must divide d_model {d_model} "
                     f"(or pass head_dim explicitly)"
                 )
-            head_dim = d_model // n_heads
-        if head_dim < 1:
-            raise ValueError(f"head_dim must be >= 1, got {head_dim}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+            head_dim = d_model // n_heads  # >= 1: n_heads divides d_model >= 1
         if rope is not None and not isinstance(rope, RotaryEmbedding):
             raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
-        if rope is not None and head_dim % 2:
-            raise ValueError(f"RoPE needs an even head_dim, got {head_dim}")
+        if rope is not None:
+            check_rope_dim(head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
             int(d_model), int(n_heads), int(n_kv_heads), int(head_dim))
         self.dropout = float(dropout)
@@ -898,20 +829,12 @@ class MultiHeadAttention(nn.Module):
                 ``causal`` is not a bool, ``window`` is not an integer or ``positions`` are
                 not integers.
         """
-        check_input_dtype(x, self.q_proj.weight, "x")
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x must be (B, L, d_model={self.d_model}); got shape {tuple(x.shape)}"
-            )
+        check_module_input(x, self.q_proj.weight, self.d_model, "x")
         B, L, _ = x.shape
         causal = check_bool(causal, "causal")
         if context is not None:
-            check_input_dtype(context, self.k_proj.weight, "context")
-            if context.ndim != 3 or context.shape[-1] != self.d_model or context.shape[0] != B:
-                raise ValueError(
-                    f"context must be (B={B}, S, d_model={self.d_model}); got shape "
-                    f"{tuple(context.shape)} with x of shape {tuple(x.shape)}"
-                )
+            check_module_input(context, self.k_proj.weight, self.d_model, "context", batch=B,
+                               seq="S", detail=f" with x of shape {tuple(x.shape)}")
             if kv_cache is not None or self.rope is not None:
                 raise ValueError("kv_cache and rope apply to self-attention only (context given)")
             if causal or window is not None:
@@ -919,21 +842,14 @@ class MultiHeadAttention(nn.Module):
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
-        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape)
-        if positions.ndim == 2 and positions.shape[0] != B:
-            raise ValueError(
-                f"positions of shape {tuple(positions.shape)} do not match batch {B} of x"
-            )
+        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape,
+                                    batch=True)
         cache_window = None if kv_cache is None else getattr(kv_cache, "window", None)
         if cache_window is not None:
             if window is not None and window != cache_window:
                 raise ValueError(f"window {window} contradicts the cache's window {cache_window}")
             window = cache_window
-        if window is not None:
-            window = check_int(window, "window", 1)
-            if not causal:
-                raise ValueError(
-                    f"window={window} needs causal=True (a sliding window is causal here)")
+        window = check_window(window, causal)
         return positions.to(x.device), window
 
     def attention_mask(self, mask, q_positions, k_positions, causal, window):
@@ -962,12 +878,7 @@ class MultiHeadAttention(nn.Module):
                                       causal=causal, window=window)
         if mask is None:
             return keep
-        mask = torch.as_tensor(mask, device=q_positions.device)
-        if mask.dtype != torch.bool and not mask.is_floating_point():
-            raise TypeError(
-                f"mask must be a boolean keep-mask or an additive float mask; got dtype "
-                f"{mask.dtype} (shape {tuple(mask.shape)})"
-            )
+        mask = check_mask(mask, "mask", device=q_positions.device)
         if keep is None:
             return mask  # scaled_dot_product_attention checks its shape
         try:
@@ -1035,8 +946,7 @@ class MultiHeadLatentAttention(nn.Module):
         v_head_dim = check_int(v_head_dim, "v_head_dim", 1)
         if q_lora_rank is not None:
             q_lora_rank = check_int(q_lora_rank, "q_lora_rank", 1)
-        if qk_rope_head_dim % 2:
-            raise ValueError(f"qk_rope_head_dim must be even for RoPE, got {qk_rope_head_dim}")
+        check_rope_dim(qk_rope_head_dim, "qk_rope_head_dim")
         self.d_model, self.n_heads = d_model, n_heads
         self.kv_lora_rank, self.qk_nope_head_dim = kv_lora_rank, qk_nope_head_dim
         self.qk_rope_head_dim, self.v_head_dim = qk_rope_head_dim, v_head_dim
@@ -1099,9 +1009,7 @@ class MultiHeadLatentAttention(nn.Module):
             TypeError: if ``x`` is not a tensor in the parameters' dtype, ``positions`` is not
                 an integer tensor or the mask is not boolean.
         """
-        check_input_dtype(x, self.kv_a_proj.weight, "x")
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be (B, L, d_model={self.d_model}); got {tuple(x.shape)}")
+        check_module_input(x, self.kv_a_proj.weight, self.d_model, "x")
         causal = check_bool(causal, "causal")
         B, L, _ = x.shape
         H = self.n_heads
@@ -1129,12 +1037,10 @@ class MultiHeadLatentAttention(nn.Module):
         if causal:
             keep = position_keep_mask(positions.to(x.device), k_positions.to(x.device))
         if mask is not None:
-            mask = torch.as_tensor(np.asarray(mask) if isinstance(mask, (list, tuple)) else mask,
-                                   device=x.device)
-            if mask.dtype != torch.bool:
-                raise TypeError(f"mask must be a boolean keep-mask (True = may attend), got dtype "
-                                f"{mask.dtype} (shape {tuple(mask.shape)})")
-            check_broadcast(mask, "mask", (B, H, L, S))
+            if isinstance(mask, (list, tuple)):
+                mask = np.asarray(mask)
+            mask = check_keep_mask(torch.as_tensor(mask, device=x.device), "mask",
+                                   (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)
         out = out.transpose(1, 2).reshape(B, L, H * self.v_head_dim)  # (B, L, H*Dv)

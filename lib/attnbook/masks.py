@@ -124,23 +124,7 @@ def padding_mask(attention_mask) -> np.ndarray:
         TypeError: if ``attention_mask`` is not numeric (strings, objects).
         ValueError: if ``attention_mask`` is not 2-D or holds values other than 0 and 1.
     """
-    am = np.asarray(attention_mask)
-    if am.dtype != np.bool_ and not (
-        np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
-    ):
-        raise TypeError(f"attention_mask must hold 0 and 1 (integers or bools); got dtype "
-                        f"{am.dtype} (shape {am.shape})")
-    if am.ndim != 2:
-        raise ValueError(
-            f"attention_mask must have shape (B, S) with 1 = real token, 0 = pad; "
-            f"got shape {am.shape}"
-        )
-    if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
-        bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
-        raise ValueError(
-            f"attention_mask of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}"
-        )
-    return padding_mask_core(am)
+    return padding_mask_core(checks.check_padding_mask(attention_mask))
 
 
 def combine_masks_core(*masks):
@@ -169,25 +153,11 @@ def combine_masks(*masks) -> np.ndarray | None:
         TypeError: if a mask is not boolean.
         ValueError: if the masks do not broadcast together.
     """
-    arrays = []
-    for idx, m in enumerate(masks):
-        if m is None:
-            continue
-        arr = np.asarray(m)
-        if arr.dtype != np.bool_:
-            raise TypeError(
-                f"masks[{idx}] must be a boolean keep-mask; got dtype {arr.dtype} "
-                f"(shape {arr.shape})"
-            )
-        arrays.append(arr)
+    arrays = [checks.check_keep_mask(np.asarray(m), f"masks[{idx}]")
+              for idx, m in enumerate(masks) if m is not None]
     if not arrays:
         return None
-    try:
-        np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        raise ValueError(
-            "masks do not broadcast together: shapes " + ", ".join(str(a.shape) for a in arrays)
-        ) from None
+    checks.check_masks_broadcast(arrays, "masks")
     return combine_masks_core(*arrays)
 
 
