@@ -247,7 +247,8 @@ def test_b_encoder_attention_mask():
     ref = model(ids, torch.tensor([[1, 1, 0]]))
     assert_close(model(ids, np.array([[1, 1, 0]])), ref, atol=0, rtol=0)
     for bad in ([[1, 2, 0]], [[1, 0.5, 0]]):
-        with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+        with pytest.raises(ValueError, match=r"attention_mask of shape \(1, 3\) must hold "
+                                             r"only 0 and 1; found"):
             model(ids, torch.tensor(bad))
 
 

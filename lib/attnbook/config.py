@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_bool, check_choice, check_int, check_real
+from .checks import check_bool, check_choice, check_int, check_real, check_rope_dim
 
 __all__ = [
     "ModelConfig",
@@ -160,9 +160,8 @@ class ModelConfig:
             raise ValueError("an encoder-decoder config needs n_encoder_layers >= 1")
         if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
             raise ValueError("an MLA config (kv_lora_rank set) needs qk_rope_head_dim")
-        if self.positional == "rope" and not self.uses_mla and self.head_size % 2:
-            raise ValueError(f"RoPE rotates pairs of dimensions; head_dim must be even, got "
-                             f"{self.head_size}")
+        if self.positional == "rope" and not self.uses_mla:
+            check_rope_dim(self.head_size)
 
     @property
     def kv_heads(self) -> int:

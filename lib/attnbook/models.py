@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
-from .checks import check_int_tensor, check_positions, check_token_ids
+from .checks import check_int_tensor, check_padding_mask, check_positions, check_token_ids
 from .config import BASE_TRANSFORMER, ModelConfig
 from .cost import param_count  # the closed form lives in attnbook.cost
 from .layers import LearnedPositionalEmbedding, RotaryEmbedding
@@ -104,19 +104,15 @@ def _padding_keep(attention_mask, shape, device, name: str):
     if attention_mask is None:
         return None
     m = attention_mask
-    if not isinstance(m, torch.Tensor):
-        m = torch.as_tensor(np.asarray(m))
-    if m.is_complex():
-        raise TypeError(f"{name} must hold 0 and 1, got dtype {m.dtype}")
+    if isinstance(m, torch.Tensor):
+        m = m.detach().cpu()
+        m = m.float() if m.dtype == torch.bfloat16 else m  # NumPy has no bfloat16
+    m = check_padding_mask(m, name)  # (B, S) of 0 and 1
     if tuple(m.shape) != tuple(shape):
         raise ValueError(f"{name} must be (B, S) = {tuple(shape)} like the token ids; got "
                          f"shape {tuple(m.shape)}")
-    if m.dtype != torch.bool:
-        if not bool(((m == 0) | (m == 1)).all()):
-            raise ValueError(f"{name} must hold only 0 (padding) and 1 (token); got other values "
-                             f"(shape {tuple(m.shape)})")
-        m = m == 1
-    return m.to(device)[:, None, None, :]  # (B, 1, 1, S)
+    keep = torch.from_numpy(np.ascontiguousarray(m == 1))  # (B, S) bool
+    return keep.to(device)[:, None, None, :]  # (B, 1, 1, S)
 
 
 def _rope(config: ModelConfig):

@@ -109,9 +109,7 @@ def rope_frequencies(head_dim: int, *, base: float = 10000.0) -> np.ndarray:
 
     Source: Su et al., "RoFormer" (2021), eq. 15.
     """
-    head_dim = checks.check_int(head_dim, "head_dim", 2)
-    if head_dim % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions; head_dim must be even, got {head_dim}")
+    head_dim = checks.check_rope_dim(checks.check_int(head_dim, "head_dim", 2))
     base = checks.check_real(base, "base", minimum=1.0, strict=True)
     return base ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
 
@@ -197,8 +195,7 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., L, D); got shape {x.shape}")
     L, D = x.shape[-2], x.shape[-1]
-    if D % 2:
-        raise ValueError(f"RoPE needs an even head_dim; x has shape {x.shape} (D = {D})")
+    checks.check_rope_dim(D, detail=f" (x has shape {x.shape})")
     pos = checks.check_positions(positions, L, x.shape)
     given_shape = pos.shape
     if pos.ndim == 2 and x.ndim == 4:
