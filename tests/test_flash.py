@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attention_refs import reference_attention_torch
 from attnbook.attention import scaled_dot_product_attention
 from attnbook.flash import (
     flash_attention,
@@ -300,29 +301,6 @@ def test_import_needs_neither_torch_nor_triton_nor_widgets():
 
 
 # ------------------------------------------------------------------------------------ torch
-
-
-def reference_attention_torch(q, k, v, *, causal=False, scale=None):
-    """Plain float64 attention with autograd: (B, H, L, D) x (B, H_kv, S, D), GQA, empty rows 0.
-
-    Written independently of the tiled code: materialises the scores, repeats K/V heads.
-    """
-    q, k, v = q.double(), k.double(), v.double()
-    G = q.shape[1] // k.shape[1]
-    k = k.repeat_interleave(G, dim=1)  # (B, H, S, D)
-    v = v.repeat_interleave(G, dim=1)  # (B, H, S, D)
-    L, S, D = q.shape[2], k.shape[2], q.shape[3]
-    scale = 1 / math.sqrt(D) if scale is None else scale
-    s = (q @ k.transpose(-1, -2)) * scale  # (B, H, L, S)
-    if causal:
-        keep = torch.from_numpy(causal_mask(L, S))
-        s = s.masked_fill(~keep, -math.inf)
-    m = s.amax(dim=-1, keepdim=True).detach()
-    m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    e = torch.exp(s - m)
-    den = e.sum(dim=-1, keepdim=True)
-    p = e / torch.where(den > 0, den, torch.ones_like(den))
-    return p @ v  # (B, H, L, D)
 
 
 def _qkv(B, H, H_kv, L, S, D, dtype=torch.float64, seed=0, requires_grad=False):
