@@ -325,38 +325,37 @@ def book_page(request, which: str) -> pathlib.Path:
     return path
 
 
-@pytest.mark.slow
-@pytest.mark.book  # the built page, through request.getfixturevalue
-def test_book_scaling_explorer(request):
+def exercise_book_page(request, which: str, control: str, exercise) -> None:
+    """Open the built page of explorer ``which`` and run ``exercise(page, uid)`` on it."""
     require_chromium()
     from playwright.sync_api import sync_playwright
 
-    path = book_page(request, "scaling")
+    path = book_page(request, which)
     with sync_playwright() as p:
         browser = launch(p)
         try:
             page, guard = open_page(browser, path.as_uri())
-            exercise_scaling(page, explorer_uid(page, "d_k"), library=None)
+            exercise(page, explorer_uid(page, control))
+            if os.environ.get("ATTNBOOK_SCREENSHOTS"):
+                page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
+                                                  f"{which}_explorer.png"), full_page=True)
             guard.check()
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+@pytest.mark.book  # the built page, through request.getfixturevalue
+def test_book_scaling_explorer(request):
+    exercise_book_page(request, "scaling", "d_k",
+                       lambda page, uid: exercise_scaling(page, uid, library=None))
 
 
 @pytest.mark.slow
 @pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_mask_explorer(request):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    path = book_page(request, "masks")
-    with sync_playwright() as p:
-        browser = launch(p)
-        try:
-            page, guard = open_page(browser, path.as_uri())
-            exercise_masks(page, explorer_uid(page, "mask_type"), scores=None)
-            guard.check()
-        finally:
-            browser.close()
+    exercise_book_page(request, "masks", "mask_type",
+                       lambda page, uid: exercise_masks(page, uid, scores=None))
 
 
 def exercise_referent(page, uid: str, rows) -> None:
@@ -407,21 +406,8 @@ def check_referent_rows(drawn: dict, values: dict, rows) -> None:
 @pytest.mark.slow
 @pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_referent_explorer(request):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
     from attnbook import pretrained
 
-    path = book_page(request, "referent")
     rows = [pretrained.attention_of_token(s, "it")[1] for s in (pretrained.TIRED, pretrained.WIDE)]
-    with sync_playwright() as p:
-        browser = launch(p)
-        try:
-            page, guard = open_page(browser, path.as_uri())
-            exercise_referent(page, explorer_uid(page, "layer"), rows)
-            if os.environ.get("ATTNBOOK_SCREENSHOTS"):
-                page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
-                                                  "referent_explorer.png"), full_page=True)
-            guard.check()
-        finally:
-            browser.close()
+    exercise_book_page(request, "referent", "layer",
+                       lambda page, uid: exercise_referent(page, uid, rows))
