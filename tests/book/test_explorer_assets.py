@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from toy_site import build_html
 
 pytest.importorskip("plotly")
 pytest.importorskip("ipywidgets")
@@ -58,7 +59,6 @@ def indent(html: str) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    from sphinx.application import Sphinx
 
     src = tmp_path_factory.mktemp("toy-site")
     (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR)), encoding="utf-8")
@@ -67,19 +67,7 @@ def site(tmp_path_factory) -> Path:
     (src / "index.rst").write_text(
         "Explorers\n=========\n\n" + explorers + "\n.. toctree::\n\n   other\n", encoding="utf-8")
     (src / "other.rst").write_text("Other\n=====\n\nNo explorer here.\n", encoding="utf-8")
-    out = src / "_build"
-    # Each toy build in this process starts from docutils' own node registry: a node class a
-    # build before it registered would make this one warn (an error here). sphinx.testing's
-    # clean-up, as SphinxTestApp.cleanup runs it.
-    from sphinx.testing.util import _clean_up_global_state
-
-    _clean_up_global_state()
-    app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
-                 status=None, warning=sys.stderr, freshenv=True, warningiserror=True)
-    try:
-        app.build()
-    finally:
-        _clean_up_global_state()
+    out = build_html(src)
     return out
 
 

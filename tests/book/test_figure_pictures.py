@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from toy_site import build_html
 
 ROOT = Path(__file__).resolve().parents[2]
 EXT_DIR = ROOT / "book" / "_ext"
@@ -44,7 +45,6 @@ def site(tmp_path_factory):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from sphinx.application import Sphinx
 
     from attnbook import mpl_figures
     from attnbook.edition_outputs import MIME
@@ -75,19 +75,7 @@ def site(tmp_path_factory):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nbformat.write(nb, src / "index.ipynb")
-    out = src / "_build"
-    # Each toy build in this process starts from docutils' own node registry: a node class a
-    # build before it registered would make this one warn (an error here). sphinx.testing's
-    # clean-up, as SphinxTestApp.cleanup runs it.
-    from sphinx.testing.util import _clean_up_global_state
-
-    _clean_up_global_state()
-    app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
-                 status=None, warning=sys.stderr, freshenv=True, warningiserror=True)
-    try:
-        app.build()
-    finally:
-        _clean_up_global_state()
+    out = build_html(src)
     return out, payload
 
 
