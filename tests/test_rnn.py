@@ -24,15 +24,20 @@ from attnbook.testing import assert_close
 D64 = torch.float64
 
 
-def test_vanilla_rnn_matches_torch_rnn():
-    torch.manual_seed(0)
-    ours = VanillaRNN(3, 5).double()
-    ref = torch.nn.RNN(3, 5, batch_first=True, dtype=D64)
+def copy_weights(ours, ref):
+    """Give torch's one-layer ``nn.RNN``/``nn.LSTM`` ``ref`` the weights of our cell ``ours``."""
     with torch.no_grad():
         ref.weight_ih_l0.copy_(ours.weight_ih)
         ref.weight_hh_l0.copy_(ours.weight_hh)
         ref.bias_ih_l0.copy_(ours.bias_ih)
         ref.bias_hh_l0.copy_(ours.bias_hh)
+
+
+def test_vanilla_rnn_matches_torch_rnn():
+    torch.manual_seed(0)
+    ours = VanillaRNN(3, 5).double()
+    ref = torch.nn.RNN(3, 5, batch_first=True, dtype=D64)
+    copy_weights(ours, ref)
     x, h0 = torch.randn(2, 7, 3, dtype=D64), torch.randn(2, 5, dtype=D64)
     out, h = ours(x, h0)
     exp_out, exp_h = ref(x, h0[None])
@@ -44,11 +49,7 @@ def test_lstm_matches_torch_lstm():
     torch.manual_seed(1)
     ours = LSTM(3, 4).double()
     ref = torch.nn.LSTM(3, 4, batch_first=True, dtype=D64)
-    with torch.no_grad():
-        ref.weight_ih_l0.copy_(ours.weight_ih)
-        ref.weight_hh_l0.copy_(ours.weight_hh)
-        ref.bias_ih_l0.copy_(ours.bias_ih)
-        ref.bias_hh_l0.copy_(ours.bias_hh)
+    copy_weights(ours, ref)
     x = torch.randn(2, 6, 3, dtype=D64)
     h0, c0 = torch.randn(2, 4, dtype=D64), torch.randn(2, 4, dtype=D64)
     out, (h, c) = ours(x, (h0, c0))
