@@ -99,6 +99,17 @@ def _block_kwargs(config: ModelConfig) -> dict:
                 dropout=config.dropout)
 
 
+def _self_attention_stack(config: ModelConfig):
+    """``config.n_layers`` self-attention blocks, and the final norm (Pre-LN only, else None)."""
+    layers = nn.ModuleList(
+        TransformerBlock(config.d_model, config.n_heads, config.d_ff, rope=_rope(config),
+                         qkv_bias=config.qkv_bias, **_block_kwargs(config))
+        for _ in range(config.n_layers))
+    norm = (make_norm(config.norm, config.d_model, config.eps, config.bias)
+            if config.norm_first else None)
+    return layers, norm
+
+
 def _padding_keep(attention_mask, shape, device, name: str):
     """``(B, S)`` 0/1 attention mask -> ``(B, 1, 1, S)`` boolean keep-mask, validated."""
     if attention_mask is None:
@@ -153,12 +164,7 @@ class EncoderOnlyModel(nn.Module):
             raise ValueError(f"EncoderOnlyModel needs arch='encoder', got {config.arch!r}")
         self.config = config
         self.embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
-        self.layers = nn.ModuleList(
-            TransformerBlock(config.d_model, config.n_heads, config.d_ff, rope=_rope(config),
-                             qkv_bias=config.qkv_bias, **_block_kwargs(config))
-            for _ in range(config.n_layers))
-        self.norm = (make_norm(config.norm, config.d_model, config.eps, config.bias)
-                     if config.norm_first else None)
+        self.layers, self.norm = _self_attention_stack(config)
 
     def forward(self, ids, attention_mask=None):
         """Hidden states ``(B, T, d_model)`` for the token ids ``(B, T)``.
@@ -216,12 +222,7 @@ class DecoderOnlyModel(nn.Module):
                              "attnbook.layers.MultiHeadLatentAttention directly")
         self.config = config
         self.embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
-        self.layers = nn.ModuleList(
-            TransformerBlock(config.d_model, config.n_heads, config.d_ff, rope=_rope(config),
-                             qkv_bias=config.qkv_bias, **_block_kwargs(config))
-            for _ in range(config.n_layers))
-        self.norm = (make_norm(config.norm, config.d_model, config.eps, config.bias)
-                     if config.norm_first else None)
+        self.layers, self.norm = _self_attention_stack(config)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.tokens.weight
