@@ -23,7 +23,8 @@ Two sources need more than a library call:
   ``ReferentAttention`` helpers the chapter uses), the architecture from the packaged
   ``config.json``; float32 weights are compared within 1e-5 (:class:`Near`), the tolerance
   ``tests/test_pretrained.py`` holds the model to against ``transformers``.
-* **The training run** (chapter 04, :func:`attnbook.experiments.scaling_run`, ~10 s of CPU):
+* **The training run** (chapter 04, :func:`attnbook.experiments.scaling_run`, five seeds of
+  three arms, ~50 s of CPU):
   see :func:`test_saved_scaling_run_is_the_library_run` for how its numbers are checked without
   training again.
 """
@@ -1128,13 +1129,15 @@ SAVED_RUN_EXPECTED = {"04-softmax-saturation": expected_04_run}
 def test_saved_scaling_run_is_the_library_run(execute_dir):
     """The curves chapter 04 saved are those of ``scaling_run`` with the saved settings.
 
-    Training both arms again for all steps would take ~10 s of CPU per test run, so the run is
+    Training every arm of every seed again would take ~50 s of CPU per test run, so the run is
     checked in two parts instead: (1) a fresh ``scaling_run`` with the same settings but only
     the first few steps — same seed, same initial weights, same batches — must reproduce the
-    start of the saved loss and entropy curves and the saved score spread at initialisation;
+    start of the saved loss and entropy curves and the saved score spread at initialisation,
+    for seed 0 and for every other saved seed, all three arms (the control's too);
     (2) every glued number of the run is derived from the saved curves by this file
     (``expected_04_run``: ``first_step_below`` on the saved loss curve, windows of the saved
-    curves) or from a formula, and compared with the glued value in
+    curves; ``expected_ch04.expected`` for the seeds and the control) or from a formula, and
+    compared with the glued value in
     ``test_glued_values_equal_the_library``. Together: the glued numbers are what the library's
     run produces, except the tail of the curves, which (2) only checks for consistency.
     """
