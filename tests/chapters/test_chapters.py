@@ -1283,6 +1283,13 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     assert s["run_slowdown_min"] > 1
     # "so its scores at initialisation are the unscaled arm's ... and saturate as much"
     assert math.isclose(s["run_std_init_control"], e["run_std_init_unscaled"], rel_tol=1e-5)
+    # "Early on fewer of its queries were saturated than of the unscaled arm's" (in each seed).
+    saved = saved_scaling_run(execute_dir)
+    halves = importlib.import_module("expected_ch04").steps_to_half(saved)
+    for seed, h in zip(saved["seeds"], halves):
+        early = {arm: np.mean(seed["saturated"][arm][:h["scaled"] + 1])
+                 for arm in ("control", "unscaled")}
+        assert early["control"] < early["unscaled"], (seed["seed"], early)
     # "Both arms solve the task" and "both end with attention concentrated".
     assert e["run_acc_scaled"] >= 0.95 and e["run_acc_unscaled"] >= 0.95
     saved = saved_scaling_run(execute_dir)
