@@ -299,6 +299,43 @@ def test_scaling_run_records_saturation_and_its_gradient_share():
         E.scaling_run(steps=1, saturation_threshold=1.0, **kw)
 
 
+def test_scaling_run_control_starts_with_the_unscaled_scores():
+    """``q_init_gain = sqrt(d_k)``: the control's first forward pass is the unscaled arm's.
+
+    The control is scaled by ``1/sqrt(d_k)`` with ``W_Q`` initialised ``sqrt(d_k)`` times larger,
+    so at initialisation its scores ``(c W_Q x) k / sqrt(d_k)`` are the unscaled arm's: the same
+    score spread, the same weights (entropy, saturated share, the saturated queries' gradient
+    share) and the same first loss on the same seed. With gain 1 it is the scaled arm, step for
+    step; and without ``q_init_gain`` there is no control.
+    """
+    kw = dict(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
+              batch_size=32, eval_size=8, seed=1, saturation_threshold=0.9)
+    r = E.scaling_run(steps=3, q_init_gain=8.0, **kw)  # sqrt(64) = 8
+    assert set(r.loss) == {"scaled", "unscaled", "control"} and r.q_init_gain == 8.0
+    assert r.scales["control"] == r.scales["scaled"] == 1 / 8
+    assert r.score_std_init["control"] == pytest.approx(r.score_std_init["unscaled"], rel=1e-6)
+    assert r.score_std_init["control"] == pytest.approx(8 * r.score_std_init["scaled"], rel=1e-5)
+    assert r.loss["control"][0] == pytest.approx(r.loss["unscaled"][0], rel=1e-6)
+    assert r.entropy["control"][0] == pytest.approx(r.entropy["unscaled"][0], rel=1e-6)
+    assert r.saturated["control"][0] == r.saturated["unscaled"][0]
+    assert 0 < r.saturated["unscaled"][0] < 1  # a real split, not all or none
+    assert r.saturated_grad_share["control"][0] == pytest.approx(
+        r.saturated_grad_share["unscaled"][0], rel=1e-4, abs=1e-9)
+    assert r.loss["scaled"][0] != pytest.approx(r.loss["unscaled"][0], rel=1e-6)
+    # After the first update the control and the unscaled arm part: a step of W_Q moves the
+    # control's scores 1/sqrt(d_k) as far.
+    assert r.loss["control"][1] != pytest.approx(r.loss["unscaled"][1], rel=1e-6)
+    same = E.scaling_run(steps=3, q_init_gain=1.0, **kw)
+    np.testing.assert_array_equal(same.loss["control"], same.loss["scaled"])
+    assert set(E.scaling_run(steps=1, **kw).loss) == {"scaled", "unscaled"}
+    with pytest.raises(ValueError, match="q_init_gain"):
+        E.scaling_run(steps=1, q_init_gain=0.0, **kw)
+    with pytest.raises(ValueError, match="q_init_gain"):
+        E.scaling_run(steps=1, q_init_gain=float("inf"), **kw)
+    with pytest.raises(TypeError, match="q_init_gain"):
+        E.scaling_run(steps=1, q_init_gain="8", **kw)
+
+
 def test_norm_placement_records_the_first_layers_gradient_and_update():
     """Step 0's gradient norms are those at initialisation; Adam's first step is lr * sign(g).
 

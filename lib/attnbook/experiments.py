@@ -487,9 +487,12 @@ class _RetrievalModel(nn.Module):
 class ScalingResult:
     """Result of :func:`scaling_run`; arms are ``"scaled"`` (``1/sqrt(d_k)``) and ``"unscaled"``.
 
+    With ``q_init_gain`` there is a third arm, ``"control"`` (scaled, with ``W_Q`` initialised
+    ``q_init_gain`` times larger); every per-arm dict then has its entry too.
+
     Attributes:
         head_dim: ``d_k``.
-        scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}``.
+        scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}`` (and ``"control": 1/sqrt(d_k)``).
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
         entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
             weights over that batch, measured in the same forward pass as the loss.
@@ -507,7 +510,8 @@ class ScalingResult:
         chance_loss: ``log(n_values)``.
         steps, lr, batch_size, n_pairs, n_keys, n_values, d_model, seed: the settings.
         n_params: parameters of the model (the same for both arms).
-        wall_time_s, cpu_time_s: the whole run (both arms).
+        wall_time_s, cpu_time_s: the whole run (all arms).
+        q_init_gain: the control arm's factor on ``W_Q`` at initialisation; ``None`` without it.
     """
 
     head_dim: int
@@ -533,6 +537,7 @@ class ScalingResult:
     n_params: int
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
+    q_init_gain: float | None = None
 
 
 def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor,
@@ -571,7 +576,8 @@ def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor,
 def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pairs: int = 8,
                 n_keys: int = 16, n_values: int = 16, steps: int = 400, batch_size: int = 64,
                 lr: float = 1e-3, eval_size: int = 1024, seed: int = 0, num_threads: int = 1,
-                saturation_threshold: float = 0.99, progress: bool = False) -> ScalingResult:
+                saturation_threshold: float = 0.99, q_init_gain: float | None = None,
+                progress: bool = False) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
 
     Task (:func:`kv_recall_batch`): ``n_pairs`` key-value pairs and a query key; predict its
@@ -581,6 +587,15 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
     :class:`~attnbook.layers.MultiHeadAttention` with a settable scale), a ReLU feed-forward layer
     and a linear readout at the query slot. Both arms start from the same weights (same seed) and
     see the same batches; they differ only in the scale: ``1/sqrt(head_dim)`` or ``1``.
+
+    With ``q_init_gain`` a third arm, ``"control"``, is trained: scaled by ``1/sqrt(head_dim)``
+    like the first, but with the query projection's initial weights multiplied by
+    ``q_init_gain``. With ``q_init_gain = sqrt(head_dim)`` its scores at initialisation are the
+    unscaled arm's (the same ``q k^T``), and so is its saturation; but a step of ``W_Q`` moves its
+    scores only ``1/sqrt(head_dim)`` as far as the same step moves the unscaled arm's — as far as
+    it moves the scaled arm's. It separates the two things the scale changes: if the control
+    learns as slowly as the unscaled arm, the saturation at the start is what slows it; if as fast
+    as the scaled arm, the larger step is.
 
     With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
     LayerNorm'd inputs, query and key components have variance about 1/3, so an unscaled score
@@ -603,16 +618,19 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
         num_threads: torch threads during the run.
         saturation_threshold: a query is saturated when its largest weight exceeds this
             (``0 < saturation_threshold < 1``).
+        q_init_gain: if given (``> 0``), also train the ``"control"`` arm described above, whose
+            initial ``W_Q`` is this factor times the others'; ``None`` (default): two arms.
         progress: show tqdm bars.
 
     Returns:
         :class:`ScalingResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer or ``lr`` or
-            ``saturation_threshold`` not a real number.
+        TypeError: if a size or ``seed`` is not an integer or ``lr``,
+            ``saturation_threshold`` or ``q_init_gain`` not a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
-            ``saturation_threshold`` is not strictly between 0 and 1 or ``seed`` is negative.
+            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
+            positive and finite or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -623,16 +641,25 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
     threshold = checks.check_real(saturation_threshold, "saturation_threshold", minimum=0.0,
                                   maximum=1.0, strict=True)
     seed = checks.check_seed(seed)
+    if q_init_gain is not None:
+        q_init_gain = checks.check_real(q_init_gain, "q_init_gain", minimum=0, strict=True)
     gen_eval = torch.Generator().manual_seed(seed + 1)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
+    if q_init_gain is not None:
+        scales["control"] = scales["scaled"]
     out = {name: {} for name in ("loss", "entropy", "saturated", "saturated_grad_share",
                                  "score_std_init", "eval_loss", "eval_accuracy")}
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
             model = _RetrievalModel(n_keys, n_values, d_model, head_dim, d_ff,
-                                    None if arm == "scaled" else scale)  # None: the default
+                                    None if arm != "unscaled" else scale)  # None: the default
+            if arm == "control":  # the same weights, W_Q q_init_gain times larger
+                with torch.no_grad():
+                    model.attn.q_proj.weight.mul_(q_init_gain)
+                    if model.attn.q_proj.bias is not None:
+                        model.attn.q_proj.bias.mul_(q_init_gain)
             n_params = count_parameters(model)
             gen = torch.Generator().manual_seed(seed)
             ent, sat, share = (np.empty(steps, dtype=np.float64) for _ in range(3))
@@ -687,7 +714,7 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
         chance_loss=math.log(n_values), steps=steps, lr=lr, batch_size=batch_size,
         n_pairs=n_pairs, n_keys=n_keys, n_values=n_values, d_model=d_model, seed=seed,
         n_params=n_params, wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"],
-        **out)
+        q_init_gain=q_init_gain, **out)
 
 
 # --------------------------------------------------------------------------------------------
