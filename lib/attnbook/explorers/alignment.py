@@ -108,7 +108,8 @@ def draw_alignment(data: AlignmentData, *, language: str | None = None, height: 
         data: from :func:`alignment_data`.
         language: one of :data:`attnbook.i18n.LANGUAGES` (default
             :func:`attnbook.i18n.get_language`).
-        height: figure height in px, >= 10.
+        height: figure height in px, >= 10 (less on a narrow figure, where the square map
+            would leave room empty).
         width: the width in px the figure is drawn at.
 
     Returns:
@@ -136,9 +137,11 @@ def draw_alignment(data: AlignmentData, *, language: str | None = None, height: 
 
     grid = panel_grid(width, [""], height=height, left=70, right=20, bottom=40, axis_px=80)
     fig, (cell,) = grid.figure, grid.cells
-    plot_h = height - fig.layout.margin.t - fig.layout.margin.b
-    plot_w = width - fig.layout.margin.l - fig.layout.margin.r
-    cell_px = min(plot_h, plot_w) / n  # about: square cells, automargin takes a little more
+    margin = fig.layout.margin
+    plot_w = width - margin.l - margin.r
+    plot_h = min(height - margin.t - margin.b, plot_w)  # a narrow figure: no room left empty
+    fig.update_layout(height=plot_h + margin.t + margin.b)
+    cell_px = plot_h / n  # about: square cells, automargin takes a little more
     size = next((s for s in (11, 9) if fonts.text_width("0.00", s) + 6 <= cell_px), None)
     fig.add_trace(go.Heatmap(
         z=data.weights, x=cols, y=rows, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
