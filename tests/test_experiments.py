@@ -596,6 +596,46 @@ def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():
     assert r.eval_accuracy > 2 / 6
 
 
+
+def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
+    kw = dict(n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=30, batch_size=32,
+              eval_size=64, seed=0)
+    plain = E.cross_attention_run(**kw)
+    r = E.cross_attention_run(**kw, snapshot_steps=range(0, 31, 10))
+    assert plain.snapshots is None and plain.snapshot_steps is None
+    assert plain.snapshot_mirror_mass is None
+    # Snapshots draw no random numbers and leave the model training: the same run.
+    assert_close(r.loss, plain.loss, atol=0, rtol=0)
+    assert_close(r.cross_attention, plain.cross_attention, atol=0, rtol=0)
+    assert r.snapshot_steps.dtype == np.int64 and list(r.snapshot_steps) == [0, 10, 20, 30]
+    assert r.snapshots.dtype == np.float64 and r.snapshots.shape == (4, 1, 2, 4, 4)
+    assert r.snapshot_mirror_mass.shape == (4, 1, 2)
+    assert_close(r.snapshots.sum(-1), np.ones((4, 1, 2, 4)), atol=1e-6, rtol=0)
+    # The snapshot after the last update is the trained model's map.
+    assert_close(r.snapshots[-1], r.cross_attention, atol=0, rtol=0)
+    assert_close(r.snapshot_mirror_mass[-1], r.mirror_mass, atol=0, rtol=0)
+    # Snapshot 0 is the untrained model: the same seed with one update so small (Adam moves each
+    # weight by about lr) that it changes nothing measurable ends where snapshot 0 is ...
+    frozen = E.cross_attention_run(**{**kw, "steps": 1, "lr": 1e-12})
+    assert_close(r.snapshots[0], frozen.cross_attention, atol=1e-9, rtol=0)
+    assert_close(r.snapshot_mirror_mass[0], frozen.mirror_mass, atol=1e-9, rtol=0)
+    # ... while ten real updates move it.
+    assert np.abs(r.snapshots[1] - r.snapshots[0]).max() > 1e-3
+
+
+@pytest.mark.parametrize("snapshot_steps, exc, match", [
+    ((0, 31), ValueError, "snapshot_steps\\[1\\] must be <= 30"),
+    ((-1, 5), ValueError, "snapshot_steps\\[0\\] must be >= 0"),
+    ((10, 5), ValueError, "strictly increasing"),
+    ((), ValueError, "must not be empty"),
+    ((0, 2.0), TypeError, "snapshot_steps\\[1\\]"),
+    ("0", TypeError, "snapshot_steps"),
+    (25, TypeError, "snapshot_steps"),
+])
+def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, match):
+    with pytest.raises(exc, match=match):
+        E.cross_attention_run(steps=30, snapshot_steps=snapshot_steps)
+
 def test_cross_attention_weights_match_a_float64_reference():
     torch.manual_seed(4)
     cfg = ModelConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=2, n_encoder_layers=1,

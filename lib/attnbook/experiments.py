@@ -1545,6 +1545,16 @@ class CrossAttentionResult:
         n, vocab, d_model, n_heads, n_layers, d_ff, steps, batch_size, lr, seed: settings.
         n_params: parameter count.
         wall_time_s, cpu_time_s: the whole run.
+        snapshot_steps: int64 ``(n_snapshots,)``, the numbers of updates after which the
+            snapshots were taken, as the run was asked (its ``snapshot_steps``); ``None``
+            unless it was asked for snapshots.
+        snapshots: float64 ``(n_snapshots, n_layers, n_heads, n, n)``: ``cross_attention``
+            of the example after ``snapshot_steps[k]`` updates (a snapshot at 0 updates is the
+            untrained model's, one at ``steps`` equals ``cross_attention``); ``None`` without
+            snapshots.
+        snapshot_mirror_mass: float64 ``(n_snapshots, n_layers, n_heads)``: ``mirror_mass``
+            after ``snapshot_steps[k]`` updates (on the same held-out set); ``None`` without
+            snapshots.
     """
 
     source: np.ndarray
@@ -1569,6 +1579,9 @@ class CrossAttentionResult:
     n_params: int
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
+    snapshot_steps: np.ndarray | None = None
+    snapshots: np.ndarray | None = None
+    snapshot_mirror_mass: np.ndarray | None = None
 
 
 def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
@@ -1596,7 +1609,7 @@ def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
 def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_heads: int = 2,
                         n_layers: int = 1, d_ff: int = 128, steps: int = 400,
                         batch_size: int = 64, lr: float = 1e-3, eval_size: int = 512,
-                        seed: int = 0, num_threads: int = 1,
+                        seed: int = 0, num_threads: int = 1, snapshot_steps=None,
                         progress: bool = False) -> CrossAttentionResult:
     """Train a tiny encoder-decoder to reverse sequences; return its cross-attention map.
 
@@ -1611,6 +1624,13 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
     put its cross-attention there; the result reports what it does (``cross_attention``,
     ``mirror_mass``).
 
+    With ``snapshot_steps``, the run also records how that map is learned: the example's
+    cross-attention and the held-out mirror mass after each of those numbers of updates
+    (``snapshots``, ``snapshot_mirror_mass``; 0 is the untrained model). Each snapshot is one
+    forward pass over the held-out set without gradients, in evaluation mode; it draws no random
+    numbers, so the training itself (the loss curve, the final model) is the same with and
+    without snapshots, and costs a small fraction of the run (one forward pass, no backward).
+
     Args:
         n, vocab: sequence length and data vocabulary.
         d_model, n_heads, n_layers, d_ff: model sizes.
@@ -1618,14 +1638,19 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
         eval_size: held-out sequences.
         seed: as :func:`scaling_run`; the example shown is the first held-out sequence.
         num_threads: torch threads during the run.
+        snapshot_steps: ``None`` (default: no snapshots) or a strictly increasing sequence of
+            integers in ``[0, steps]``: the numbers of updates after which to record a
+            snapshot, e.g. ``range(0, steps + 1, 25)``.
         progress: show tqdm bars.
 
     Returns:
         :class:`CrossAttentionResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer or ``lr`` not a real number.
-        ValueError: if a size is < 1, ``lr`` is not positive or ``seed`` is negative.
+        TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number or
+            ``snapshot_steps`` not a sequence of integers.
+        ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative, or
+            ``snapshot_steps`` is empty, not strictly increasing or outside ``[0, steps]``.
 
     Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
     """
@@ -1635,8 +1660,32 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
+    if snapshot_steps is not None:
+        snapshot_steps = checks.check_increasing(snapshot_steps, "snapshot_steps", minimum=0,
+                                                 maximum=steps)
     src_e, tgt_in_e, tgt_out_e = reversal_batch(eval_size, n, vocab,
                                                 torch.Generator().manual_seed(seed + 1))
+    i = torch.arange(n)
+
+    def held_out():
+        """The held-out logits, the example's map and the mirror mass, without gradients."""
+        training = model.training
+        model.eval()
+        with torch.no_grad():
+            logits, weights = _cross_attention_weights(model, src_e, tgt_in_e)
+        model.train(training)
+        mirror = weights[..., i, n - 1 - i]  # (B, n_layers, H, n)
+        return (logits, weights[0].double().numpy(),
+                mirror.double().mean(dim=(0, 3)).numpy())  # (n_layers, H)
+
+    maps, masses = [], []
+
+    def snapshot(step):  # after update ``step`` (0-based): step + 1 updates done
+        if step + 1 in snapshot_steps:
+            _, cross, mass = held_out()
+            maps.append(cross)
+            masses.append(mass)
+
     with _run_context(num_threads) as clock:
         config = ModelConfig(
             vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
@@ -1652,25 +1701,29 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
             logits = model(src, tgt_in)  # (B, n, vocab + 1)
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
 
+        recorded = snapshot_steps is not None
+        if recorded:
+            snapshot(-1)  # the untrained model: 0 updates
         losses = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
-                        desc="cross-attention: reversal")
+                        desc="cross-attention: reversal",
+                        after_step=snapshot if recorded else None)
+        logits, cross, mirror_mass = held_out()
         with torch.no_grad():
-            logits, weights = _cross_attention_weights(model, src_e, tgt_in_e)
             eval_loss = float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                               tgt_out_e.reshape(-1)))
             eval_acc = _accuracy(logits, tgt_out_e)
-            i = torch.arange(n)
-            mirror = weights[..., i, n - 1 - i]  # (B, n_layers, H, n)
-            mirror_mass = mirror.double().mean(dim=(0, 3)).numpy()  # (n_layers, H)
     return CrossAttentionResult(
         source=src_e[0].numpy(), target=tgt_out_e[0].numpy(),
         prediction=logits[0].argmax(-1).numpy(),
-        cross_attention=weights[0].double().numpy(), mirror_mass=mirror_mass, loss=losses,
+        cross_attention=cross, mirror_mass=mirror_mass, loss=losses,
         eval_loss=eval_loss, eval_accuracy=eval_acc, chance_loss=math.log(vocab), n=n,
         vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
         steps=steps, batch_size=batch_size, lr=lr, seed=seed,
         n_params=count_parameters(model), wall_time_s=clock["wall_time_s"],
-        cpu_time_s=clock["cpu_time_s"])
+        cpu_time_s=clock["cpu_time_s"],
+        snapshot_steps=np.array(snapshot_steps, dtype=np.int64) if recorded else None,
+        snapshots=np.stack(maps) if recorded else None,
+        snapshot_mirror_mass=np.stack(masses) if recorded else None)
 
 
 # --------------------------------------------------------------------------------------------

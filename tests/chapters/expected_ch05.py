@@ -101,8 +101,11 @@ def expected() -> dict:
           "sh_row_sum_dev": Tiny(1e-12), "sh_perm_diff": Tiny(1e-12), "sh_q2_diff": Tiny(1e-12)}
     # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
     e |= {"mha_self_w": (1, 1, 3, 3), "mha_cross_w": (1, 1, 3, 5), "mha_cross_out": (1, 3, 16)}
-    # The reversal run (seeded, one thread: deterministic), recomputed.
-    run = experiments.cross_attention_run(n=8, vocab=16, steps=400, seed=0)
+    # The reversal run (seeded, one thread: deterministic), recomputed with the chapter's
+    # snapshots (they do not change the training: tests/test_experiments.py).
+    snapshot_steps = (0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 100, 200, 300, 400)
+    run = experiments.cross_attention_run(n=8, vocab=16, steps=400, seed=0,
+                                          snapshot_steps=snapshot_steps)
     cross = run.cross_attention[0]                      # (H, n, n)
     mirror = 8 - 1 - np.arange(8)
     hits = cross.argmax(axis=-1) == mirror              # (H, L)
@@ -116,6 +119,26 @@ def expected() -> dict:
           "ca_argmax_phrase": phrase,
           "ca_min_mirror_example": float(cross[:, np.arange(8), mirror].min()),
           "ca_steps_half": experiments.first_step_below(run.loss, math.log(16) / 2, window=10)}
+    # The explorer's snapshots: the held-out mirror mass of the two heads (layer 0) at each
+    # recorded step; their mean before training and after the last update, and the first
+    # recorded step at which each head's share exceeds 1/2 and 0.9 (a loop over the steps).
+    assert list(run.snapshot_steps) == list(snapshot_steps)
+    mass = run.snapshot_mirror_mass                      # (17, 1, 2)
+    assert mass.shape == (17, 1, 2) and np.array_equal(mass[-1], run.mirror_mass)
+
+    def first_step_over(level):
+        for step, (h1, h2) in zip(snapshot_steps, mass[:, 0]):
+            if h1 > level and h2 > level:
+                return step
+        raise AssertionError(f"no recorded step with both heads above {level}")
+
+    e |= {"ca_snap_first": (mass[0, 0, 0] + mass[0, 0, 1]) / 2,
+          "ca_snap_last": (run.mirror_mass[0, 0] + run.mirror_mass[0, 1]) / 2,
+          "ca_snap_half_step": first_step_over(0.5), "ca_snap_90_step": first_step_over(0.9)}
+    # The prose: rows "close to flat" before training (no weight of the example's map above
+    # twice uniform, 2/8), the mirror mass near uniform; "the first quarter" of 400 updates.
+    assert run.snapshots[0].max() < 2 / 8 and abs(e["ca_snap_first"] - 1 / 8) < 0.05
+    assert e["ca_snap_90_step"] <= 100
     # Decoder-only over [prompt (5) | answer (3)]: the mixture identity is exact up to rounding;
     # the prompt's share and the distance from cross-attention from the float64 formulas above.
     do = decoder_only()

@@ -16,6 +16,7 @@ module                 explorers
 ``pretrained``         :func:`~attnbook.explorers.pretrained.referent_explorer` (a real model)
 ``scaling``            :func:`~attnbook.explorers.scaling.scaling_explorer` (√d_k)
 ``masks``              :func:`~attnbook.explorers.masks.mask_explorer`
+``alignment``          :func:`~attnbook.explorers.alignment.alignment_explorer` (as it is learned)
 ``heads``              :func:`~attnbook.explorers.heads.heads_explorer` (1 wide head vs several)
 ``kv_cache``           :func:`~attnbook.explorers.kv_cache.kv_cache_explorer` (the calculator)
 ``positional``         :func:`~attnbook.explorers.positional.position_explorer`
@@ -31,8 +32,9 @@ module                 explorers
 Import the module you need (``from attnbook.explorers.kv_cache import kv_cache_explorer``);
 the package itself imports none of them. plotly and ipywidgets are imported when an explorer or
 figure is built, torch only by the explorers that train or run a model (``rnn``, ``block``,
-``pretrained``, ``influence``, ``heads``). The first edition's import paths (``attnbook.widgets``
-and four more) still give these very objects, through one alias table (:ref:`old-import-paths`).
+``pretrained``, ``influence``, ``heads``, ``alignment``). The first edition's import paths
+(``attnbook.widgets`` and four more) still give these very objects, through one alias table
+(:ref:`old-import-paths`).
 """
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "pretrained",
     "scaling",
     "masks",
+    "alignment",
     "heads",
     "kv_cache",
     "positional",
