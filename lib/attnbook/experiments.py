@@ -843,11 +843,13 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
     gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
     Here the norm is taken over all parameters of each layer. During training the run records,
-    per step, the gradient norms of the first and last layers and the relative size of the
-    first layer's update: what Adam does with those gradients. The defaults (12 layers,
-    ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
-    on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
-    learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
+    per step, the gradient norms of the first and last layers, the relative size of the
+    first layer's update (what Adam does with those gradients) and the RMS of every norm's
+    input (a norm divides the gradient passing back through it by about that RMS). The
+    defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
+    the outcome: measured on seeds 0-2, Post-LN without warmup stays at the chance loss and
+    the three other arms learn the copy (at the earlier default ``lr = 1e-3``, seed 0,
+    Post-LN learned it too).
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
