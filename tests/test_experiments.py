@@ -369,6 +369,53 @@ def test_norm_placement_records_the_first_layers_gradient_and_update():
         0.5 * r.update_first["post_ln"][0], rel=1e-5)
 
 
+def _norm_inputs_by_hand(model, ids) -> list:
+    """Centred RMS of each norm's input in one forward pass, the block written out by hand."""
+    def rms(h):
+        h = h.detach().double()
+        return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
+
+    out = []
+    with torch.no_grad():
+        x = model.embed(ids, torch.arange(ids.shape[1]))
+        for layer in model.layers:
+            a = layer.self_attn
+            if layer.norm_first:  # Pre-LN: the norm reads the residual stream
+                out.append(rms(x))
+                x = x + a(layer.norm1(x), causal=True)
+                out.append(rms(x))
+                x = x + layer.ffn(layer.norm2(x))
+            else:  # Post-LN: the norm reads x + F(x)
+                h = x + a(x, causal=True)
+                out.append(rms(h))
+                x = layer.norm1(h)
+                h = x + layer.ffn(x)
+                out.append(rms(h))
+                x = layer.norm2(h)
+        if model.norm is not None:
+            out.append(rms(x))
+    return out
+
+
+def test_norm_placement_records_the_norms_input_rms():
+    """Step 0's recorded RMS of every norm's input equals a forward pass computed by hand."""
+    seed, sizes = 2, dict(vocab=5, d_model=16, n_heads=2, n_layers=3, d_ff=32, n=3)
+    r = E.norm_placement_run(steps=3, batch_size=4, eval_size=8, warmup_steps=2, seed=seed,
+                             **sizes)
+    ids, _ = E.copy_batch(4, 3, 5, torch.Generator().manual_seed(seed))
+    for arm, (norm_first, _) in E.NORM_PLACEMENT_ARMS.items():
+        rms, final = r.ln_rms[arm], r.ln_rms_final[arm]
+        assert rms.shape == (3, 3, 2) and final.shape == (3,)
+        assert np.isfinite(rms).all() and (rms > 0).all()
+        assert np.isfinite(final).all() if norm_first else np.isnan(final).all()
+        model = E._copy_model(norm_first, name=arm, seed=seed, **sizes)
+        want = _norm_inputs_by_hand(model, ids)
+        got = list(rms[0].ravel()) + ([final[0]] if norm_first else [])
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        # Later steps see updated weights: the records move.
+        assert not np.allclose(rms[2], rms[0], rtol=1e-4)
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(n_layers=12, d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,

@@ -742,6 +742,16 @@ class NormPlacementResult:
         update_first: per arm, float64 ``(steps,)``: the size of each update of the first
             layer relative to its weights, ``||theta_after - theta_before|| / ||theta_before||``
             over all of that layer's parameters.
+        ln_rms: per arm, float64 ``(steps, n_layers, 2)``: the RMS of the input of each
+            block's two LayerNorms (``[:, l, 0]`` ``norm1``, ``[:, l, 1]`` ``norm2``) in the
+            forward pass of each step, before its update. The RMS is that of the input centred
+            over the features, ``sqrt(mean((h - mean_features(h))**2))`` over the batch, the
+            positions and the features: what the norm divides by, so its Jacobian's gain is
+            about ``weight / ln_rms``. In Post-LN the input is the residual sum
+            ``x + F(x)``; in Pre-LN it is the residual stream ``x``.
+        ln_rms_final: per arm, float64 ``(steps,)``: the same for the final norm of the
+            Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
+            the Post-LN arms, which have no final norm.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
             the run diverged).
         chance_loss: ``log(vocab)``.
@@ -756,6 +766,8 @@ class NormPlacementResult:
     grad_norm_first: dict
     grad_norm_last: dict
     update_first: dict
+    ln_rms: dict
+    ln_rms_final: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -798,6 +810,31 @@ def _layer_grad_norms(model, ids, x) -> np.ndarray:
     return norms
 
 
+def _centred_rms(h: torch.Tensor) -> float:
+    """RMS of ``h`` centred over its last axis, over all entries (float64 sums)."""
+    h = h.detach().double()
+    return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
+
+
+def _record_norm_inputs(model, into: dict) -> list:
+    """Forward pre-hooks that put the centred RMS of each norm's input in ``into``.
+
+    ``into[(l, 0)]`` is layer ``l``'s ``norm1``, ``into[(l, 1)]`` its ``norm2``, ``into["final"]``
+    the model's final norm if it has one; overwritten at each forward pass. Returns the hook
+    handles (call ``.remove()`` on each when done).
+    """
+    def hook(key):
+        def record(module, args):
+            into[key] = _centred_rms(args[0])
+        return record
+
+    modules = {(l, k): norm for l, layer in enumerate(model.layers)
+             for k, norm in enumerate((layer.norm1, layer.norm2))}
+    if model.norm is not None:
+        modules["final"] = model.norm
+    return [norm.register_forward_pre_hook(hook(key)) for key, norm in modules.items()]
+
+
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
     """The run's ``DecoderOnlyModel`` for one placement, built after ``torch.manual_seed``."""
     config = ModelConfig(
@@ -833,11 +870,13 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     of the depth ``L``, and by ``O(d sqrt(ln d / L))`` for Pre-LN, and ties the large Post-LN
     gradients near the output to the need for warmup (their figure 3 shows the per-layer norms).
     Here the norm is taken over all parameters of each layer. During training the run records,
-    per step, the gradient norms of the first and last layers and the relative size of the
-    first layer's update: what Adam does with those gradients. The defaults (12 layers,
-    ``lr = 3e-3``, no clipping) are a regime where the placement decides the outcome: measured
-    on seeds 0-2, Post-LN without warmup stays at the chance loss and the three other arms
-    learn the copy (at the earlier default ``lr = 1e-3``, seed 0, Post-LN learned it too).
+    per step, the gradient norms of the first and last layers, the relative size of the
+    first layer's update (what Adam does with those gradients) and the RMS of every norm's
+    input (a norm divides the gradient passing back through it by about that RMS). The
+    defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
+    the outcome: measured on seeds 0-2, Post-LN without warmup stays at the chance loss and
+    the three other arms learn the copy (at the earlier default ``lr = 1e-3``, seed 0,
+    Post-LN learned it too).
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
@@ -877,7 +916,8 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     sizes = dict(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                  n=n, seed=seed)
     out = {name: {} for name in ("grad_norm_init", "loss", "grad_norm_first", "grad_norm_last",
-                                 "update_first", "eval_loss", "eval_accuracy")}
+                                 "update_first", "ln_rms", "ln_rms_final", "eval_loss",
+                                 "eval_accuracy")}
     n_params = 0
     with _run_context(num_threads) as clock:
         for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
@@ -896,10 +936,17 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
             first, last = model.layers[0], model.layers[-1]
             g_first, g_last, upd = (np.empty(steps, dtype=np.float64) for _ in range(3))
             held = {}  # the first layer's weights before this step's update
+            rms = np.empty((steps, n_layers, 2), dtype=np.float64)
+            rms_final = np.full(steps, np.nan)
+            seen = {}  # the norms' input RMS of the latest forward pass
+            handles = _record_norm_inputs(model, seen)
 
             def after_backward(step, first=first, last=last, g_first=g_first, g_last=g_last,
-                               held=held):
+                               held=held, rms=rms, rms_final=rms_final, seen=seen):
                 g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
+                rms_final[step] = seen.pop("final", np.nan)
+                for (layer, k), value in seen.items():
+                    rms[step, layer, k] = value
                 held["before"] = torch.cat([p.detach().flatten().double()
                                             for p in first.parameters()])
 
@@ -912,6 +959,9 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
                                       warmup_steps=warmup_steps if warm else 0,
                                       progress=progress, desc=f"layer norm: {arm}",
                                       after_backward=after_backward, after_step=after_step)
+            for handle in handles:
+                handle.remove()
+            out["ln_rms"][arm], out["ln_rms_final"][arm] = rms, rms_final
             out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
             out["update_first"][arm] = upd
             with torch.no_grad():
