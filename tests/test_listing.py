@@ -1,6 +1,7 @@
 """attnbook.listing: the code a chapter shows, and the limits it enforces."""
 
 import importlib.util
+import sys
 import textwrap
 
 import pytest
@@ -26,6 +27,20 @@ def test_source_is_the_function_itself():
     assert src.startswith("def softmax_core(")
     assert src == textwrap.dedent(src)
     assert "return" in src.splitlines()[-1]
+
+
+def test_formatter_directives_are_left_out_of_a_listing(tmp_path, monkeypatch):
+    path = tmp_path / "listing_directives.py"
+    path.write_text("class C:\n    x = 1\n\n    # fmt: off\n    def f(self, a):\n"
+                    "        return a  # fmt: on stays: not a whole line\n    # fmt: on\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # inspect finds a class through it
+    spec.loader.exec_module(module)
+    assert source_of(module.C) == ("class C:\n    x = 1\n\n    def f(self, a):\n"
+                                   "        return a  # fmt: on stays: not a whole line")
+    assert source_of(module.C.f) == ("def f(self, a):\n"
+                                     "    return a  # fmt: on stays: not a whole line")
 
 
 def test_markdown_fences_the_core_and_collapses_the_full_function():

@@ -30,8 +30,8 @@ import textwrap
 from . import i18n
 from .printed import Printed, say
 
-__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "Listing", "source_of", "lines_between",
-           "show_code"]
+__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "FORMATTER_DIRECTIVES", "Listing",
+           "source_of", "lines_between", "show_code"]
 
 #: The longest listing a chapter may show, in lines (The Annotated Transformer's attention is
 #: 10 lines, nanoGPT's ``forward`` 25).
@@ -42,8 +42,17 @@ MAX_COLUMNS = 79
 FULL_CLASS = "attnbook-full-listing"
 
 
+#: Whole-line formatter directives: the shown cores are laid out by hand for the page and sit
+#: between ``# fmt: off`` and ``# fmt: on`` (CONTRIBUTING.md, "Formatting"); a listing leaves
+#: these lines out, as they say nothing about the algorithm.
+FORMATTER_DIRECTIVES = ("# fmt: off", "# fmt: on")
+
+
 def source_of(obj) -> str:
     """The source code of a function, method or class, dedented, without a trailing newline.
+
+    Lines that hold only a formatter directive (:data:`FORMATTER_DIRECTIVES`) are left out, so
+    a class whose method is a shown core lists without them.
 
     Raises:
         TypeError: ``obj`` has no Python source (a builtin, a number, a string).
@@ -55,7 +64,9 @@ def source_of(obj) -> str:
             f"obj must be a function, method or class with Python source, got "
             f"{obj!r} ({type(obj).__name__}): {exc}"
         ) from None
-    return textwrap.dedent(src).rstrip("\n")
+    lines = [line for line in src.splitlines()
+             if line.strip() not in FORMATTER_DIRECTIVES]
+    return textwrap.dedent("\n".join(lines)).rstrip("\n")
 
 
 def lines_between(src: str, first: str, last: str) -> str:
