@@ -65,6 +65,7 @@ unit: $(TEST_STAMP)
 # pyflakes, pycodestyle, bugbear, isort and pydocstyle, configured in pyproject.toml.
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # JupyterLab on the reader notebooks (book/_ext/attnbook_reader_notebooks.py) in notebooks/: en/
 # and zh/, chapters in chapters/. notebooks/ is the reader's own copy (git-ignored; in the source

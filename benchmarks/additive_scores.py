@@ -56,8 +56,9 @@ def inputs(L: int, d: int, seed: int = 0):
     """float32 q (L, d), k (L, d), W_q, W_k (d, d) and v_a (d,), seeded."""
     rng = np.random.default_rng(seed)
     q, k = (rng.standard_normal((L, d), dtype=np.float32) for _ in range(2))
-    W_q, W_k = (rng.standard_normal((d, d), dtype=np.float32) / np.float32(np.sqrt(d))
-                for _ in range(2))
+    W_q, W_k = (
+        rng.standard_normal((d, d), dtype=np.float32) / np.float32(np.sqrt(d)) for _ in range(2)
+    )
     v_a = rng.standard_normal(d, dtype=np.float32)
     return q, k, W_q, W_k, v_a
 
@@ -69,11 +70,17 @@ def dot_scores(q, k, W_q, W_k):
 
 def measure(L: int, d: int, repeat: int) -> dict:
     q, k, W_q, W_k, v_a = inputs(L, d)
-    add = timing.time_call(lambda: attention.additive_scores_core(q, k, W_q, W_k, v_a),
-                           repeat=repeat).min_s
+    add = timing.time_call(
+        lambda: attention.additive_scores_core(q, k, W_q, W_k, v_a), repeat=repeat
+    ).min_s
     dot = timing.time_call(lambda: dot_scores(q, k, W_q, W_k), repeat=repeat).min_s
     return {
-        "L": L, "S": L, "d_a": d, "additive_s": add, "dot_s": dot, "ratio": add / dot,
+        "L": L,
+        "S": L,
+        "d_a": d,
+        "additive_s": add,
+        "dot_s": dot,
+        "ratio": add / dot,
         "flops_additive": cost.additive_score_flops(L, L, d, d, d),
         "flops_dot": 2 * d * (L * d + L * d) + 2 * L * L * d,  # projections + Q K^T
         "intermediate_bytes": L * L * d * 4,  # the (L, S, d_a) float32 array
@@ -92,20 +99,32 @@ def main(argv=None) -> int:
     for L in args.L:
         row = measure(L, D_MODEL, args.repeat)
         rows.append(row)
-        print(f"L = S = {L:5d}, d_a = {D_MODEL}: additive {row['additive_s'] * 1e3:9.3f} ms, "
-              f"dot {row['dot_s'] * 1e3:8.3f} ms, ratio {row['ratio']:7.1f}", flush=True)
+        print(
+            f"L = S = {L:5d}, d_a = {D_MODEL}: additive {row['additive_s'] * 1e3:9.3f} ms, "
+            f"dot {row['dot_s'] * 1e3:8.3f} ms, ratio {row['ratio']:7.1f}",
+            flush=True,
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     meta = {
-        "machine": platform.machine(), "cpu_model": platform.processor(),
-        "cpu_count": os.cpu_count(), "python": platform.python_version(),
-        "numpy": np.__version__, "threads": 1, "dtype": "float32", "d_q": D_MODEL,
-        "d_k": D_MODEL, "d_a": D_MODEL, "repeat": args.repeat, "statistic": "min",
+        "machine": platform.machine(),
+        "cpu_model": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "threads": 1,
+        "dtype": "float32",
+        "d_q": D_MODEL,
+        "d_k": D_MODEL,
+        "d_a": D_MODEL,
+        "repeat": args.repeat,
+        "statistic": "min",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "wall_time_s": time.perf_counter() - t0, "rows": rows,
+        "wall_time_s": time.perf_counter() - t0,
+        "rows": rows,
     }
     args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")

@@ -52,8 +52,13 @@ def make_html() -> dict:
     before = len(executed_pages())
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.run(["make", "--no-print-directory", "html"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "html"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
@@ -61,32 +66,52 @@ def make_html() -> dict:
     times_file = ROOT / "_build" / "editions" / "times.json"
     phases = json.loads(times_file.read_text()) if times_file.is_file() else {}
     executed = executed_pages()[before:]
-    return {"seconds": round(seconds, 1), "executed": sorted(executed),
-            "executions": len(executed), "load_before": round(load, 2),
-            "phases": {k: round(v, 1) for k, v in phases.items()}}
+    return {
+        "seconds": round(seconds, 1),
+        "executed": sorted(executed),
+        "executions": len(executed),
+        "load_before": round(load, 2),
+        "phases": {k: round(v, 1) for k, v in phases.items()},
+    }
 
 
 def step(name: str, results: dict) -> dict:
     print(f"build benchmark: {name} ...", flush=True)
     out = make_html()
     results.setdefault("steps", {}).setdefault(name, []).append(out)
-    print(f"build benchmark: {name}: {out['seconds']} s, {out['executions']} chapter(s) "
-          f"executed (load before {out['load_before']})", flush=True)
+    print(
+        f"build benchmark: {name}: {out['seconds']} s, {out['executions']} chapter(s) "
+        f"executed (load before {out['load_before']})",
+        flush=True,
+    )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one clean build, not two")
-    parser.add_argument("--lib-file", default="lib/attnbook/heads.py",
-                        help="the library file the one-line step edits")
+    parser.add_argument(
+        "--lib-file",
+        default="lib/attnbook/heads.py",
+        help="the library file the one-line step edits",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True, check=False).stdout.strip()
-    results: dict = {"commit": commit, "cores": os.cpu_count(), "python": sys.version.split()[0],
-                     "machine": platform.machine(), "lib_file": args.lib_file}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    results: dict = {
+        "commit": commit,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "lib_file": args.lib_file,
+    }
     lib = ROOT / args.lib_file
     lib_text = lib.read_text(encoding="utf-8")
     page_text = SENTENCE_PAGE.read_text(encoding="utf-8")
@@ -107,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         SENTENCE_PAGE.write_text(page_text, encoding="utf-8")
         lib.write_text(lib_text, encoding="utf-8")
     make_html()  # back to the committed library, untimed
-    results["summary_s"] = {name: statistics.median(r["seconds"] for r in runs)
-                            for name, runs in results["steps"].items()}
+    results["summary_s"] = {
+        name: statistics.median(r["seconds"] for r in runs)
+        for name, runs in results["steps"].items()
+    }
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(results["summary_s"], indent=1))
     print(f"build benchmark: written to {args.out.relative_to(ROOT)}")

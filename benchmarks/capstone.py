@@ -53,15 +53,33 @@ def main(argv=None) -> dict:
     tok = text.CharTokenizer(corpus)
     train_ids, val_ids = text.split_ids(tok.encode(corpus))
     V = tok.vocab_size
-    cfg = ModelConfig(vocab_size=V, d_model=a.d_model, n_heads=a.n_heads, n_layers=a.n_layers,
-                      d_ff=4 * a.d_model, positional="rope", sliding_window=a.block_size,
-                      max_seq_len=a.block_size, norm_first=True, dropout=a.dropout)
+    cfg = ModelConfig(
+        vocab_size=V,
+        d_model=a.d_model,
+        n_heads=a.n_heads,
+        n_layers=a.n_layers,
+        d_ff=4 * a.d_model,
+        positional="rope",
+        sliding_window=a.block_size,
+        max_seq_len=a.block_size,
+        norm_first=True,
+        dropout=a.dropout,
+    )
     torch.manual_seed(0)
     model = training.gpt2_init_(DecoderOnlyModel(cfg))
     run = training.train_language_model(
-        model, train_ids, val_ids, steps=a.steps, batch_size=a.batch_size,
-        block_size=a.block_size, lr=a.lr, warmup_steps=a.steps // 10,
-        eval_every=max(1, a.steps // 10), eval_batches=4, seed=0)
+        model,
+        train_ids,
+        val_ids,
+        steps=a.steps,
+        batch_size=a.batch_size,
+        block_size=a.block_size,
+        lr=a.lr,
+        warmup_steps=a.steps // 10,
+        eval_every=max(1, a.steps // 10),
+        eval_batches=4,
+        seed=0,
+    )
 
     prompt = torch.from_numpy(tok.encode("And the king said unto"))[None]  # (1, T)
     kw = dict(temperature=1.0, top_k=5, seed=3)
@@ -95,15 +113,19 @@ def main(argv=None) -> dict:
         "generate_seconds_no_cache": t_full,
         "kv_speedup": t_full / t_cache,
         "sample": tok.decode(cached[0]),
-        "machine": {"cpu": platform.processor() or platform.machine(),
-                    "cores": os.cpu_count(), "torch": torch.__version__,
-                    "load_average": os.getloadavg()},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "torch": torch.__version__,
+            "load_average": os.getloadavg(),
+        },
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("train_loss", "sample")},
-                     indent=1))
+    print(
+        json.dumps({k: v for k, v in result.items() if k not in ("train_loss", "sample")}, indent=1)
+    )
     print(result["sample"])
     return result
 

@@ -27,8 +27,18 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIELDS = ("seed", "model", "hidden_size", "n", "accuracy", "chance_accuracy", "n_params",
-          "state_floats", "steps", "seconds")
+FIELDS = (
+    "seed",
+    "model",
+    "hidden_size",
+    "n",
+    "accuracy",
+    "chance_accuracy",
+    "n_params",
+    "state_floats",
+    "steps",
+    "seconds",
+)
 N_ITEMS = (4, 8, 16, 32)
 HIDDEN_SIZES = (16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -39,18 +49,34 @@ def rows(result, seed: int) -> list[dict]:
     out = []
     for j, n in enumerate(result.n_items):
         for i, h in enumerate(result.hidden_sizes):
-            out.append(dict(seed=seed, model="lstm", hidden_size=int(h), n=int(n),
-                            accuracy=float(result.lstm_accuracy[i, j]),
-                            chance_accuracy=result.chance_accuracy,
-                            n_params=int(result.lstm_params[i]),
-                            state_floats=int(result.lstm_state_floats[i]),
-                            steps=result.steps, seconds=float(result.time_s[i, j])))
-        out.append(dict(seed=seed, model="attention", hidden_size="", n=int(n),
-                        accuracy=float(result.attention_accuracy[j]),
-                        chance_accuracy=result.chance_accuracy,
-                        n_params=int(result.attention_params[j]),
-                        state_floats=int(result.attention_read_floats[j]),
-                        steps=result.steps, seconds=float(result.time_s[-1, j])))
+            out.append(
+                dict(
+                    seed=seed,
+                    model="lstm",
+                    hidden_size=int(h),
+                    n=int(n),
+                    accuracy=float(result.lstm_accuracy[i, j]),
+                    chance_accuracy=result.chance_accuracy,
+                    n_params=int(result.lstm_params[i]),
+                    state_floats=int(result.lstm_state_floats[i]),
+                    steps=result.steps,
+                    seconds=float(result.time_s[i, j]),
+                )
+            )
+        out.append(
+            dict(
+                seed=seed,
+                model="attention",
+                hidden_size="",
+                n=int(n),
+                accuracy=float(result.attention_accuracy[j]),
+                chance_accuracy=result.chance_accuracy,
+                n_params=int(result.attention_params[j]),
+                state_floats=int(result.attention_read_floats[j]),
+                steps=result.steps,
+                seconds=float(result.time_s[-1, j]),
+            )
+        )
     return out
 
 
@@ -71,21 +97,29 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     table = []
     for seed in args.seeds:
-        result = experiments.copy_capacity_run(n_items=args.n, hidden_sizes=args.hidden,
-                                               steps=args.steps, seed=seed)
+        result = experiments.copy_capacity_run(
+            n_items=args.n, hidden_sizes=args.hidden, steps=args.steps, seed=seed
+        )
         table += rows(result, seed)
         print(f"seed {seed}: {result.wall_time_s:.0f} s", flush=True)
         with open(args.out / "copy_capacity.csv", "w", newline="") as fh:  # after each seed
             writer = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
             writer.writeheader()
             writer.writerows(table)
-    meta = dict(command="python benchmarks/copy_capacity.py " + " ".join(argv or sys.argv[1:]),
-                n_items=list(args.n), hidden_sizes=list(args.hidden), seeds=list(args.seeds),
-                steps=args.steps, settings="copy_capacity_run defaults otherwise",
-                seconds=time.perf_counter() - t0, machine=platform.processor() or
-                platform.machine(), python=platform.python_version(),
-                torch=torch.__version__, num_threads=1,
-                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    meta = dict(
+        command="python benchmarks/copy_capacity.py " + " ".join(argv or sys.argv[1:]),
+        n_items=list(args.n),
+        hidden_sizes=list(args.hidden),
+        seeds=list(args.seeds),
+        steps=args.steps,
+        settings="copy_capacity_run defaults otherwise",
+        seconds=time.perf_counter() - t0,
+        machine=platform.processor() or platform.machine(),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        num_threads=1,
+        date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
     (args.out / "copy_capacity.json").write_text(json.dumps(meta, indent=1) + "\n")
     return 0
 

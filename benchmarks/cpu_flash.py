@@ -163,16 +163,21 @@ def main(argv=None) -> int:
         for method in args.methods:
             proc = subprocess.run(
                 [sys.executable, __file__, "--worker", method, str(n)],
-                env=env, capture_output=True, text=True, check=False,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if proc.returncode != 0:
                 print(proc.stderr, file=sys.stderr)
                 raise SystemExit(f"worker {method} n={n} failed with exit {proc.returncode}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(row)
-            print(f"n={n:6d} {method:12s} {row['seconds']:8.3f} s  extra "
-                  f"{row['extra_bytes'] / 2**20:9.1f} MiB  = {row['ratio_to_nxn']:.4f} x n^2 fp32",
-                  flush=True)
+            print(
+                f"n={n:6d} {method:12s} {row['seconds']:8.3f} s  extra "
+                f"{row['extra_bytes'] / 2**20:9.1f} MiB  = {row['ratio_to_nxn']:.4f} x n^2 fp32",
+                flush=True,
+            )
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fields = list(rows[0])
@@ -204,9 +209,12 @@ def main(argv=None) -> int:
     for method in args.methods:
         big = [r for r in rows if r["method"] == method and r["n"] == max(args.n)]
         if big:
-            summary[method] = {"n": big[0]["n"], "extra_bytes": big[0]["extra_bytes"],
-                               "ratio_to_nxn": big[0]["ratio_to_nxn"],
-                               "seconds": big[0]["seconds"]}
+            summary[method] = {
+                "n": big[0]["n"],
+                "extra_bytes": big[0]["extra_bytes"],
+                "ratio_to_nxn": big[0]["ratio_to_nxn"],
+                "seconds": big[0]["seconds"],
+            }
     meta["summary_at_largest_n"] = summary
     args.out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")

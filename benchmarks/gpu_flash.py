@@ -41,15 +41,22 @@ TIME_BUDGET_S = 270  # stop measuring (and write what is done) after this long
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dry-run-cpu", action="store_true",
-                   help="run on the CPU under TRITON_INTERPRET=1 at a tiny size")
+    p.add_argument(
+        "--dry-run-cpu",
+        action="store_true",
+        help="run on the CPU under TRITON_INTERPRET=1 at a tiny size",
+    )
     p.add_argument("--sizes", type=int, nargs="+", default=None, help="sequence lengths N")
     p.add_argument("--head-dims", type=int, nargs="+", default=None)
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--heads", type=int, default=None)
-    p.add_argument("--out", type=Path, default=None,
-                   help="CSV to write (a JSON with the metadata is written next to it); "
-                        "default benchmarks/results/gpu_flash.csv on a GPU, none on --dry-run-cpu")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="CSV to write (a JSON with the metadata is written next to it); "
+        "default benchmarks/results/gpu_flash.csv on a GPU, none on --dry-run-cpu",
+    )
     return p.parse_args(argv)
 
 
@@ -111,13 +118,16 @@ def bench_ms(fn, grads_to_none, device) -> float:
 def time_method(fn, q, k, v, do, causal, mode, device) -> float:
     """Median milliseconds of one forward (``mode="fwd"``) or forward + backward call."""
     if mode == "fwd":
+
         def call():
             with torch.no_grad():
                 return fn(q, k, v, causal)
+
         return bench_ms(call, [], device)
 
     def call():
         fn(q, k, v, causal).backward(do)
+
     return bench_ms(call, [q, k, v], device)
 
 
@@ -127,8 +137,9 @@ def correctness_check(device, dtype, head_dims, n, batch, heads) -> list[dict]:
     gen = torch.Generator(device="cpu").manual_seed(0)
     for d in head_dims:
         for causal in (False, True):
-            q, k, v, do = (torch.randn(batch, heads, n, d, generator=gen).to(device, dtype)
-                           for _ in range(4))
+            q, k, v, do = (
+                torch.randn(batch, heads, n, d, generator=gen).to(device, dtype) for _ in range(4)
+            )
             ref_in = [t.float().requires_grad_() for t in (q, k, v)]
             ref = naive_attention(*ref_in, causal)  # float32 throughout
             ref_grads = torch.autograd.grad(ref, ref_in, do.float())
@@ -143,8 +154,9 @@ def correctness_check(device, dtype, head_dims, n, batch, heads) -> list[dict]:
                 expected = [ref, *ref_grads][i]
                 got = results["triton"][i]
                 if not torch.isfinite(got).all():
-                    raise SystemExit(f"correctness: triton {what} is not finite (D={d}, "
-                                     f"causal={causal})")
+                    raise SystemExit(
+                        f"correctness: triton {what} is not finite (D={d}, causal={causal})"
+                    )
                 err = (got.float() - expected).abs().max().item()
                 err_sdpa = (results["sdpa_flash"][i].float() - expected).abs().max().item()
                 floor = 2 * torch.finfo(dtype).eps * max(1.0, expected.abs().max().item())
@@ -155,9 +167,14 @@ def correctness_check(device, dtype, head_dims, n, batch, heads) -> list[dict]:
                         f" + {floor:.1e} (D={d}, causal={causal})"
                     )
             report.append(row)
-            print(f"check D={d:3d} causal={causal!s:5}: " + ", ".join(
-                f"{w} {row[w + '_err']:.2e} (sdpa {row[w + '_err_sdpa']:.2e})"
-                for w in ("out", "dq", "dk", "dv")), flush=True)
+            print(
+                f"check D={d:3d} causal={causal!s:5}: "
+                + ", ".join(
+                    f"{w} {row[w + '_err']:.2e} (sdpa {row[w + '_err_sdpa']:.2e})"
+                    for w in ("out", "dq", "dk", "dv")
+                ),
+                flush=True,
+            )
     return report
 
 
@@ -170,8 +187,10 @@ def main() -> int:
         out_path = ARGS.out
     else:
         if not torch.cuda.is_available():
-            print("no CUDA device: run with --dry-run-cpu to exercise the script on the CPU",
-                  file=sys.stderr)
+            print(
+                "no CUDA device: run with --dry-run-cpu to exercise the script on the CPU",
+                file=sys.stderr,
+            )
             return 2
         device = "cuda"
         sizes = ARGS.sizes or [1024, 2048, 4096, 8192, 16384]
@@ -183,8 +202,7 @@ def main() -> int:
 
     probe = torch.zeros(1, 1, 16, head_dims[0], device=device, dtype=dtype)
     assert select_backend(probe, probe, probe, "triton") == "triton"
-    check = correctness_check(device, dtype, head_dims, n=min(sizes[0], 1000) - 3,
-                              batch=2, heads=4)
+    check = correctness_check(device, dtype, head_dims, n=min(sizes[0], 1000) - 3, batch=2, heads=4)
 
     rows = []
     stopped_early = False
@@ -196,26 +214,38 @@ def main() -> int:
                         stopped_early = True
                         break
                     gen = torch.Generator(device="cpu").manual_seed(n)
-                    q, k, v = (torch.randn(batch, heads, n, d, generator=gen)
-                               .to(device, dtype).requires_grad_(mode == "fwd_bwd")
-                               for _ in range(3))
+                    q, k, v = (
+                        torch.randn(batch, heads, n, d, generator=gen)
+                        .to(device, dtype)
+                        .requires_grad_(mode == "fwd_bwd")
+                        for _ in range(3)
+                    )
                     do = torch.randn_like(q)
                     flops = 4 * batch * heads * n * n * d * (0.5 if causal else 1.0)
                     flops *= 3.5 if mode == "fwd_bwd" else 1.0
                     for method, fn in METHODS.items():
-                        row = {"n": n, "head_dim": d, "causal": causal, "mode": mode,
-                               "method": method, "batch": batch, "heads": heads,
-                               "ms": "", "tflops": "", "skipped": ""}
+                        row = {
+                            "n": n,
+                            "head_dim": d,
+                            "causal": causal,
+                            "mode": mode,
+                            "method": method,
+                            "batch": batch,
+                            "heads": heads,
+                            "ms": "",
+                            "tflops": "",
+                            "skipped": "",
+                        }
                         if method == "naive":
                             # bf16 scores + fp32 softmax + bf16 weights; about three
                             # times that with autograd
                             need = batch * heads * n * n * (2 + 4 + 4 + 2)
                             need *= 3 if mode == "fwd_bwd" else 1
-                            free = (torch.cuda.mem_get_info()[0] if device == "cuda"
-                                    else 8 * 2**30)
+                            free = torch.cuda.mem_get_info()[0] if device == "cuda" else 8 * 2**30
                             if need > 0.8 * free:
-                                row["skipped"] = (f"needs ~{need / 2**30:.0f} GiB, "
-                                                  f"{free / 2**30:.0f} GiB free")
+                                row["skipped"] = (
+                                    f"needs ~{need / 2**30:.0f} GiB, {free / 2**30:.0f} GiB free"
+                                )
                                 rows.append(row)
                                 continue
                         try:
@@ -228,8 +258,11 @@ def main() -> int:
                         row["ms"] = float(f"{ms:.5g}")
                         row["tflops"] = float(f"{flops / (ms * 1e-3) / 1e12:.4g}")
                         rows.append(row)
-                        print(f"D={d:3d} causal={causal!s:5} N={n:5d} {mode:7s} {method:10s} "
-                              f"{ms:9.3f} ms {row['tflops']:8.2f} TFLOP/s", flush=True)
+                        print(
+                            f"D={d:3d} causal={causal!s:5} N={n:5d} {mode:7s} {method:10s} "
+                            f"{ms:9.3f} ms {row['tflops']:8.2f} TFLOP/s",
+                            flush=True,
+                        )
                     del q, k, v, do
                     if device == "cuda":
                         torch.cuda.empty_cache()
@@ -239,17 +272,27 @@ def main() -> int:
     for r in rows:
         if r["method"] != "triton" or r["tflops"] == "":
             continue
-        ref = [s for s in rows if s["method"] == "sdpa_flash" and s["tflops"] != ""
-               and all(s[key] == r[key] for key in ("n", "head_dim", "causal", "mode"))]
+        ref = [
+            s
+            for s in rows
+            if s["method"] == "sdpa_flash"
+            and s["tflops"] != ""
+            and all(s[key] == r[key] for key in ("n", "head_dim", "causal", "mode"))
+        ]
         if ref:
-            ratios.append({key: r[key] for key in ("n", "head_dim", "causal", "mode")}
-                          | {"triton_over_sdpa": round(ref[0]["ms"] / r["ms"], 3)})
+            ratios.append(
+                {key: r[key] for key in ("n", "head_dim", "causal", "mode")}
+                | {"triton_over_sdpa": round(ref[0]["ms"] / r["ms"], 3)}
+            )
     fwd = [x["triton_over_sdpa"] for x in ratios if x["mode"] == "fwd"]
     if fwd:
-        print(f"Triton forward / SDPA flash forward: min {min(fwd):.2f}, "
-              f"median {sorted(fwd)[len(fwd) // 2]:.2f} (target >= 0.9)")
-    print(f"total {time.perf_counter() - start:.1f} s" + (" (stopped early)" if stopped_early
-                                                          else ""))
+        print(
+            f"Triton forward / SDPA flash forward: min {min(fwd):.2f}, "
+            f"median {sorted(fwd)[len(fwd) // 2]:.2f} (target >= 0.9)"
+        )
+    print(
+        f"total {time.perf_counter() - start:.1f} s" + (" (stopped early)" if stopped_early else "")
+    )
 
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)

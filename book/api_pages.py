@@ -43,8 +43,11 @@ API_DIR = ROOT / "appendix" / "api"
 INDEX = "index.md"
 
 #: The directive and the role of each kind of re-exported name.
-KINDS = {"function": ("py:function", "func"), "class": ("py:class", "class"),
-         "data": ("py:data", "data")}
+KINDS = {
+    "function": ("py:function", "func"),
+    "class": ("py:class", "class"),
+    "data": ("py:data", "data"),
+}
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,11 @@ def read_modules(package_dir: Path = PACKAGE_DIR) -> dict[str, Module]:
 
 def public_modules(modules: dict[str, Module]) -> list[str]:
     """The modules that get a page: no part of the dotted name starts with ``_``, not the root."""
-    return sorted(name for name in modules
-                  if "." in name and not any(p.startswith("_") for p in name.split(".")))
+    return sorted(
+        name
+        for name in modules
+        if "." in name and not any(p.startswith("_") for p in name.split("."))
+    )
 
 
 def page_path(module: str, is_package: bool) -> str:
@@ -90,16 +96,21 @@ def literal_all(tree: ast.Module) -> list[str]:
     names: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             names = list(ast.literal_eval(node.value))
-        elif (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
-              and node.target.id == "__all__"):
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "__all__"
+        ):
             names += list(ast.literal_eval(node.value))
     return names
 
 
-def imported_from_package(module: Module, tree: ast.Module,
-                          modules: dict[str, Module]) -> dict[str, str]:
+def imported_from_package(
+    module: Module, tree: ast.Module, modules: dict[str, Module]
+) -> dict[str, str]:
     """``{local name: dotted home}`` of the names ``module`` imports from other modules of the
     package at module level (``from .config import PRESETS`` gives ``attnbook.config.PRESETS``);
     submodules imported as such are left out."""
@@ -150,15 +161,25 @@ def page_text(module: str, modules: dict[str, Module]) -> str:
         lines.append(f"   :exclude-members: {', '.join(homes)}")
     lines.append("```")
     if homes:
-        lines += ["", "## Also importable from here", "",
-                  "These names are defined in another module and documented there;",
-                  f"`from {module} import ...` keeps working for them.", "",
-                  "```{eval-rst}", f".. py:currentmodule:: {module}"]
+        lines += [
+            "",
+            "## Also importable from here",
+            "",
+            "These names are defined in another module and documented there;",
+            f"`from {module} import ...` keeps working for them.",
+            "",
+            "```{eval-rst}",
+            f".. py:currentmodule:: {module}",
+        ]
         for name, home in homes.items():
             directive, role = KINDS[kind_of(home, modules)]
             home_module = home.rpartition(".")[0]
-            lines += ["", f".. {directive}:: {name}", "",
-                      f"   Defined in :mod:`{home_module}`: :{role}:`{home}`."]
+            lines += [
+                "",
+                f".. {directive}:: {name}",
+                "",
+                f"   Defined in :mod:`{home_module}`: :{role}:`{home}`.",
+            ]
         lines.append("```")
     return "\n".join(lines) + "\n"
 
@@ -166,8 +187,10 @@ def page_text(module: str, modules: dict[str, Module]) -> str:
 def pages(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
     """``{path relative to the API folder: page text}`` for every public module."""
     modules = read_modules(package_dir)
-    return {page_path(name, modules[name].is_package): page_text(name, modules)
-            for name in public_modules(modules)}
+    return {
+        page_path(name, modules[name].is_package): page_text(name, modules)
+        for name in public_modules(modules)
+    }
 
 
 def write(api_dir: Path = API_DIR, package_dir: Path = PACKAGE_DIR) -> list[Path]:
@@ -203,6 +226,8 @@ def write(api_dir: Path = API_DIR, package_dir: Path = PACKAGE_DIR) -> list[Path
 
 if __name__ == "__main__":
     changed = write()
-    print(f"api_pages: {len(pages())} module pages in {API_DIR.relative_to(ROOT)}/, "
-          f"{len(changed)} written or removed")
+    print(
+        f"api_pages: {len(pages())} module pages in {API_DIR.relative_to(ROOT)}/, "
+        f"{len(changed)} written or removed"
+    )
     sys.exit(0)

@@ -113,12 +113,16 @@ def markup_problems(entry: polib.POEntry) -> list[str]:
     # A display-math block: MyST's $$ on lines of their own, or an amsmath environment.
     if entry.msgid.startswith(("\n", "\\begin{")):
         if _TEXT_IN_MATH.sub(r"\\text{}", entry.msgstr) != _TEXT_IN_MATH.sub(
-                r"\\text{}", entry.msgid):
-            return ["a display-math block must be copied unchanged but for the words inside "
-                    "its \\text{...}"]
+            r"\\text{}", entry.msgid
+        ):
+            return [
+                "a display-math block must be copied unchanged but for the words inside "
+                "its \\text{...}"
+            ]
         # The math inside each \text{...} is the source's (the words around it may change).
-        for got, want in zip(_TEXT_IN_MATH.findall(entry.msgstr),
-                             _TEXT_IN_MATH.findall(entry.msgid)):
+        for got, want in zip(
+            _TEXT_IN_MATH.findall(entry.msgstr), _TEXT_IN_MATH.findall(entry.msgid)
+        ):
             if _MATH_IN_TEXT.findall(got) != _MATH_IN_TEXT.findall(want):
                 return [f"math inside a translated \\text{{...}}: {got!r}"]
         return []
@@ -157,8 +161,12 @@ def extract(out: Path = POT_DIR) -> None:
         " 'nb_execution_mode': 'off'}, builder='gettext', doctreedir=out / '.doctrees',"
         " really_quiet=True) or 0)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(ROOT), str(out)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT), str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the gettext build failed:\n{proc.stderr[-3000:]}")
 
@@ -170,8 +178,22 @@ def update() -> None:
     # (sphinx.pot, Sphinx's own domain): they are the theme's, translated in book/locale/
     # (book/_ext/attnbook_i18n.py), not a page's catalog.
     (POT_DIR / "sphinx.pot").unlink(missing_ok=True)
-    subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "-p", str(POT_DIR),
-                    "-l", LANGUAGE, "-d", str(LOCALE_DIR)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx_intl",
+            "update",
+            "-p",
+            str(POT_DIR),
+            "-l",
+            LANGUAGE,
+            "-d",
+            str(LOCALE_DIR),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     api = CATALOG_DIR / "appendix" / "api"
     for path in sorted(api.rglob("*.po")) if api.is_dir() else []:
         if path.relative_to(api).with_suffix("").as_posix() not in API_KEPT:
@@ -201,8 +223,11 @@ def catalogs(patterns: tuple[str, ...] | None = None) -> list[Path]:
     found = sorted(CATALOG_DIR.rglob("*.po"))
     if patterns is None:
         return found
-    return [p for p in found
-            if any(p.relative_to(CATALOG_DIR).with_suffix("").match(g) for g in patterns)]
+    return [
+        p
+        for p in found
+        if any(p.relative_to(CATALOG_DIR).with_suffix("").match(g) for g in patterns)
+    ]
 
 
 def page_of(po_path: Path) -> str:
@@ -218,8 +243,12 @@ def status(paths: list[Path]) -> dict[str, dict[str, int]]:
         entries = [e for e in po if not e.obsolete]
         fuzzy = sum(1 for e in entries if "fuzzy" in e.flags)
         done = sum(1 for e in entries if e.msgstr and "fuzzy" not in e.flags)
-        out[page_of(path)] = {"total": len(entries), "translated": done, "fuzzy": fuzzy,
-                              "untranslated": len(entries) - done - fuzzy}
+        out[page_of(path)] = {
+            "total": len(entries),
+            "translated": done,
+            "fuzzy": fuzzy,
+            "untranslated": len(entries) - done - fuzzy,
+        }
     return out
 
 
@@ -230,8 +259,11 @@ def _main(argv: list[str]) -> int:
     cmd, args = argv[0], argv[1:]
     needed = {"dump": ["PO"], "apply": ["PO", "JSON"]}.get(cmd, [])
     if len(args) < len(needed):
-        print(f"catalogs.py {cmd}: missing {' '.join(needed[len(args):])} "
-              f"(usage: catalogs.py {cmd} {' '.join(needed)})", file=sys.stderr)
+        print(
+            f"catalogs.py {cmd}: missing {' '.join(needed[len(args) :])} "
+            f"(usage: catalogs.py {cmd} {' '.join(needed)})",
+            file=sys.stderr,
+        )
         return 2
     for arg in args:
         if not Path(arg).is_file():
@@ -264,8 +296,9 @@ def _main(argv: list[str]) -> int:
         return _main(["status"])
     if cmd == "dump":
         po = polib.pofile(args[0])
-        todo = {e.msgid: e.msgstr for e in po
-                if not e.obsolete and (not e.msgstr or "fuzzy" in e.flags)}
+        todo = {
+            e.msgid: e.msgstr for e in po if not e.obsolete and (not e.msgstr or "fuzzy" in e.flags)
+        }
         json.dump(todo, sys.stdout, ensure_ascii=False, indent=1)
         print()
         return 0

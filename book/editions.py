@@ -106,16 +106,26 @@ EDITION_CONFIG = {
 #: figures' web font (attnbook.fonts, subset to the characters of the label catalogs and the
 #: explorer modules), the themes' catalogs (book/locale: the theme's interface in each
 #: language), the requirement files (globs relative to the root).
-BUILD_SOURCES = ("book/_ext/*.py", "book/_static/**/*", "book/_templates/**/*",
-                 "book/locale/**/*.po",
-                 "lib/attnbook/i18n.py", "lib/attnbook/edition_outputs.py",
-                 "lib/attnbook/explorers/static/*", "lib/attnbook/fonts.py",
-                 "lib/attnbook/locale/*/*.po", "lib/attnbook/explorers/*.py",
-                 "requirements.txt", "pyproject.toml")
+BUILD_SOURCES = (
+    "book/_ext/*.py",
+    "book/_static/**/*",
+    "book/_templates/**/*",
+    "book/locale/**/*.po",
+    "lib/attnbook/i18n.py",
+    "lib/attnbook/edition_outputs.py",
+    "lib/attnbook/explorers/static/*",
+    "lib/attnbook/fonts.py",
+    "lib/attnbook/locale/*/*.po",
+    "lib/attnbook/explorers/*.py",
+    "requirements.txt",
+    "pyproject.toml",
+)
 
 #: Sphinx options of every edition's build (jupyter-book's CLI names in comments).
-STRICT = {"warningiserror": True,  # -W
-          "keep_going": True}      # --keep-going
+STRICT = {
+    "warningiserror": True,  # -W
+    "keep_going": True,
+}  # --keep-going
 #: Configuration each edition's build adds to _config.yml.
 OVERRIDES = {
     "external_toc_path": "_toc.yml",
@@ -165,7 +175,8 @@ def requirement_versions(root: Path = ROOT) -> dict[str, str | None]:
                 continue
             extras = [""] + sorted(req.extras)
             if dep.marker is None or any(
-                    dep.marker.evaluate({**default_environment(), "extra": e}) for e in extras):
+                dep.marker.evaluate({**default_environment(), "extra": e}) for e in extras
+            ):
                 todo.append(dep)
     return dict(sorted(seen.items()))
 
@@ -212,8 +223,15 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     overrides = dict(OVERRIDES, language=language, attnbook_executions=execute.executions())
     overrides.update(EDITION_CONFIG.get(language, {}))
     result = build_sphinx(
-        ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
-        confoverrides=dict(overrides), builder="html", freshenv=fresh, force_all=fresh, **STRICT,
+        ROOT,
+        out,
+        noconfig=True,
+        path_config=ROOT / "_config.yml",
+        confoverrides=dict(overrides),
+        builder="html",
+        freshenv=fresh,
+        force_all=fresh,
+        **STRICT,
     )
     if isinstance(result, Exception) or result:
         return 1 if isinstance(result, Exception) else int(result)
@@ -221,8 +239,13 @@ def build_edition(code: str, language: str, *, fresh: bool) -> int:
     # the same configuration and doctrees, so Sphinx reads no page again and executes nothing
     # (a copy of the overrides each time: build_sphinx pops keys from them).
     result = build_sphinx(
-        ROOT, out, noconfig=True, path_config=ROOT / "_config.yml",
-        confoverrides=dict(overrides), builder="reader-notebooks", **STRICT,
+        ROOT,
+        out,
+        noconfig=True,
+        path_config=ROOT / "_config.yml",
+        confoverrides=dict(overrides),
+        builder="reader-notebooks",
+        **STRICT,
     )
     if isinstance(result, Exception):
         return 1
@@ -292,8 +315,9 @@ def publish(codes: list[str], key: str) -> None:
     sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from attnbook_notebooks import write_source_archive
 
-    write_source_archive(ROOT, [HTML / code for code, *_ in EDITIONS if (HTML / code).is_dir()],
-                         trees)
+    write_source_archive(
+        ROOT, [HTML / code for code, *_ in EDITIONS if (HTML / code).is_dir()], trees
+    )
 
 
 def _replace_tree(source: Path, target: Path) -> None:
@@ -344,22 +368,35 @@ def _ok_file(code: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--all", action="store_true",
-                        help="read and write every page of every edition again")
-    parser.add_argument("--execute-all", action="store_true",
-                        help="execute every chapter again (default: only those that changed)")
-    parser.add_argument("--edition", choices=[c for c, *_ in EDITIONS], action="append",
-                        help="build only this edition (repeatable); default: all")
-    parser.add_argument("--worker", nargs=2, metavar=("CODE", "FRESH"),
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--reader-copy", metavar="DIR", type=Path,
-                        help="copy the notebooks DIR lacks from _build/notebooks (make lab)")
+    parser.add_argument(
+        "--all", action="store_true", help="read and write every page of every edition again"
+    )
+    parser.add_argument(
+        "--execute-all",
+        action="store_true",
+        help="execute every chapter again (default: only those that changed)",
+    )
+    parser.add_argument(
+        "--edition",
+        choices=[c for c, *_ in EDITIONS],
+        action="append",
+        help="build only this edition (repeatable); default: all",
+    )
+    parser.add_argument("--worker", nargs=2, metavar=("CODE", "FRESH"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--reader-copy",
+        metavar="DIR",
+        type=Path,
+        help="copy the notebooks DIR lacks from _build/notebooks (make lab)",
+    )
     args = parser.parse_args(argv)
 
     if args.reader_copy:
         copied = reader_copy(args.reader_copy)
-        print(f"make lab: {len(copied)} of the book's notebook files copied into "
-              f"{args.reader_copy}/ (the files there are yours: none is overwritten)")
+        print(
+            f"make lab: {len(copied)} of the book's notebook files copied into "
+            f"{args.reader_copy}/ (the files there are yours: none is overwritten)"
+        )
         return 0
 
     if args.worker:
@@ -385,12 +422,22 @@ def main(argv: list[str] | None = None) -> int:
         ok = _ok_file(code)
         fresh = args.all or not ok.is_file() or ok.read_text().strip() != key
         ok.unlink(missing_ok=True)
-        print(f"editions: building the {english} edition ({language}) "
-              f"{'from scratch' if fresh else 'incrementally'}", flush=True)
+        print(
+            f"editions: building the {english} edition ({language}) "
+            f"{'from scratch' if fresh else 'incrementally'}",
+            flush=True,
+        )
         # Each edition in its own process (Sphinx and its extensions keep global state), all
         # at once: they only read the cache.
-        running.append((code, english, subprocess.Popen(
-            [sys.executable, __file__, "--worker", code, "1" if fresh else "0"], cwd=ROOT)))
+        running.append(
+            (
+                code,
+                english,
+                subprocess.Popen(
+                    [sys.executable, __file__, "--worker", code, "1" if fresh else "0"], cwd=ROOT
+                ),
+            )
+        )
     times = {"execute": executed}
     failed = 0
     for code, english, proc in running:

@@ -150,16 +150,23 @@ def settings(root: Path = ROOT) -> Settings:
     """
     from jupyter_book.config import get_final_config
 
-    config, _ = get_final_config(user_yaml=root / "_config.yml", sourcedir=root,
-                                 cli_config={"latex_individualpages": False},
-                                 validate=False, use_external_toc=False)
+    config, _ = get_final_config(
+        user_yaml=root / "_config.yml",
+        sourcedir=root,
+        cli_config={"latex_individualpages": False},
+        validate=False,
+        use_external_toc=False,
+    )
     mode = config.get("nb_execution_mode")
     cache = config.get("nb_execution_cache_path")
     if mode != "cache" or not cache:
-        raise ValueError(f"_config.yml: execute.execute_notebooks is {mode!r} and execute.cache "
-                         f"is {cache!r}; book/execute.py needs 'cache' and a folder")
+        raise ValueError(
+            f"_config.yml: execute.execute_notebooks is {mode!r} and execute.cache "
+            f"is {cache!r}; book/execute.py needs 'cache' and a folder"
+        )
     return Settings(
-        mode=mode, cache=(root / cache).resolve(),
+        mode=mode,
+        cache=(root / cache).resolve(),
         timeout=int(config.get("nb_execution_timeout", 30)),
         in_temp=bool(config.get("nb_execution_in_temp", False)),
         allow_errors=bool(config.get("nb_execution_allow_errors", False)),
@@ -187,8 +194,9 @@ def read_notebook(path: Path, extensions: list[str]):
     from myst_parser.config.main import MdParserConfig
 
     text = path.read_text(encoding="utf-8")
-    reader = create_nb_reader(str(path), MdParserConfig(enable_extensions=set(extensions)),
-                              NbParserConfig(), text)
+    reader = create_nb_reader(
+        str(path), MdParserConfig(enable_extensions=set(extensions)), NbParserConfig(), text
+    )
     return None if reader is None else reader.read(text)
 
 
@@ -231,8 +239,7 @@ def _listing(folder: Path) -> str:
 
 def environment_state() -> dict:
     """The interpreter and the environment variables the library reads (:data:`KEY_VARS`)."""
-    return {"python": sys.version,
-            "env": {k: os.environ[k] for k in KEY_VARS if k in os.environ}}
+    return {"python": sys.version, "env": {k: os.environ[k] for k in KEY_VARS if k in os.environ}}
 
 
 def _site_dirs() -> list[Path]:
@@ -307,9 +314,13 @@ def dependencies(trace: dict, root: Path = ROOT, *, since_ns: int | None = None)
             dists[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return {**environment_state(), "files": dict(sorted(files.items())),
-            "dirs": dict(sorted(dirs.items())), "dists": dict(sorted(dists.items())),
-            "raced": sorted(raced)}
+    return {
+        **environment_state(),
+        "files": dict(sorted(files.items())),
+        "dirs": dict(sorted(dirs.items())),
+        "dists": dict(sorted(dists.items())),
+        "raced": sorted(raced),
+    }
 
 
 def changes(record: dict, root: Path = ROOT) -> list[str]:
@@ -353,8 +364,9 @@ def _client_class():
         root: str = str(ROOT)
 
         async def _silent(self, code: str, expressions: dict | None = None) -> dict:
-            msg_id = self.kc.execute(code, silent=True, store_history=False,
-                                     user_expressions=expressions or {})
+            msg_id = self.kc.execute(
+                code, silent=True, store_history=False, user_expressions=expressions or {}
+            )
             reply = await self.async_wait_for_reply(msg_id)
             content = (reply or {}).get("content", {})
             if content.get("status") != "ok":
@@ -371,7 +383,8 @@ def _client_class():
                 await self._silent(TRACE_SETUP % self.root)
                 for index, cell in enumerate(self.nb.cells):
                     await self.async_execute_cell(
-                        cell, index, execution_count=self.code_cells_executed + 1)
+                        cell, index, execution_count=self.code_cells_executed + 1
+                    )
                 self.set_widgets_metadata()
                 content = await self._silent("", {"trace": TRACE_QUERY})
                 result = content["user_expressions"]["trace"]
@@ -386,8 +399,15 @@ def _client_class():
     return TracingClient
 
 
-def run_notebook(path: str, cwd: str, timeout: int, allow_errors: bool, threads: int,
-                 extensions: list[str], root: str = str(ROOT)) -> dict:
+def run_notebook(
+    path: str,
+    cwd: str,
+    timeout: int,
+    allow_errors: bool,
+    threads: int,
+    extensions: list[str],
+    root: str = str(ROOT),
+) -> dict:
     """Execute one notebook in a fresh kernel (runs in a worker process).
 
     Returns:
@@ -401,18 +421,30 @@ def run_notebook(path: str, cwd: str, timeout: int, allow_errors: bool, threads:
     try:
         nb = read_notebook(Path(path), extensions)
         env = dict(os.environ, **{var: str(threads) for var in THREAD_VARS})
-        client = _client_class()(nb, timeout=timeout, allow_errors=allow_errors,
-                                 record_timing=False, resources={"metadata": {"path": cwd}})
+        client = _client_class()(
+            nb,
+            timeout=timeout,
+            allow_errors=allow_errors,
+            record_timing=False,
+            resources={"metadata": {"path": cwd}},
+        )
         client.root = root
         client.execute(env=env)
-        return {"path": path, "seconds": time.perf_counter() - start, "started_ns": started_ns,
-                "notebook": nbformat.writes(nb), "trace": client.trace}
+        return {
+            "path": path,
+            "seconds": time.perf_counter() - start,
+            "started_ns": started_ns,
+            "notebook": nbformat.writes(nb),
+            "trace": client.trace,
+        }
     except Exception as exc:  # noqa: BLE001 - reported with its traceback, the build fails
-        text = str(exc) if exc.__class__.__name__ in ("CellExecutionError", "CellTimeoutError",
-                                                       "DeadKernelError") else \
-            traceback.format_exc()
-        return {"path": path, "seconds": time.perf_counter() - start,
-                "error": _ANSI.sub("", text)}
+        text = (
+            str(exc)
+            if exc.__class__.__name__
+            in ("CellExecutionError", "CellTimeoutError", "DeadKernelError")
+            else traceback.format_exc()
+        )
+        return {"path": path, "seconds": time.perf_counter() - start, "error": _ANSI.sub("", text)}
 
 
 #: Terminal colour codes (IPython's tracebacks carry them).
@@ -477,9 +509,11 @@ def plan(root: Path = ROOT, conf: Settings | None = None, *, force: bool = False
         if nb_hash in hashes:
             # jupyter-cache keys an execution by the code alone: both pages would show the
             # outputs of whichever ran last, from its own working directory and files.
-            raise ValueError(f"{hashes[nb_hash].relative_to(root)} and {rel} have the same code "
-                             "cells; MyST-NB's cache cannot tell their executions apart (make "
-                             "one differ, e.g. by a comment)")
+            raise ValueError(
+                f"{hashes[nb_hash].relative_to(root)} and {rel} have the same code "
+                "cells; MyST-NB's cache cannot tell their executions apart (make "
+                "one differ, e.g. by a comment)"
+            )
         hashes[nb_hash] = path
         record = records.get(rel)
         try:
@@ -494,9 +528,15 @@ def plan(root: Path = ROOT, conf: Settings | None = None, *, force: bool = False
             reason = "its code changed"  # and a cached execution of that code exists (undo)
         else:
             changed = changes(record, root)
-            reason = ("changed: " + ", ".join(changed[:4])
-                      + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-                      ) if changed else ""
+            reason = (
+                (
+                    "changed: "
+                    + ", ".join(changed[:4])
+                    + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+                )
+                if changed
+                else ""
+            )
         if reason:
             run.append((path, reason))
         else:
@@ -507,15 +547,18 @@ def plan(root: Path = ROOT, conf: Settings | None = None, *, force: bool = False
 def _order(run: list[tuple[Path, str]], records: dict, root: Path) -> list[tuple[Path, str]]:
     """Longest first (the last measured time, else the length of the code), so that two lanes
     finish together."""
+
     def cost(item):
         rel = item[0].relative_to(root).as_posix()
         seconds = (records.get(rel) or {}).get("seconds")
         return seconds if seconds is not None else item[0].stat().st_size / 1000
+
     return sorted(run, key=cost, reverse=True)
 
 
-def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = False,
-                 log=print) -> int:
+def execute_book(
+    root: Path = ROOT, *, jobs: int | None = None, force: bool = False, log=print
+) -> int:
     """Execute every notebook of the book that needs it, ``jobs`` at a time, into the cache.
 
     Returns:
@@ -532,8 +575,10 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
     cores = os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(todo.run) or 1))
     threads = max(1, cores // jobs)
-    log(f"execute: {len(todo.run)} notebook(s) to run, {len(todo.kept)} unchanged in the cache"
-        + (f"; {jobs} at a time, {threads} thread(s) each" if todo.run else ""))
+    log(
+        f"execute: {len(todo.run)} notebook(s) to run, {len(todo.kept)} unchanged in the cache"
+        + (f"; {jobs} at a time, {threads} thread(s) each" if todo.run else "")
+    )
     for path, reason in todo.run:
         log(f"execute:   {path.relative_to(root)}: {reason}")
     if not todo.run:
@@ -542,15 +587,24 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
     failed = 0
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                                initializer=_die_with_parent) as pool:
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_die_with_parent
+    ) as pool:
         futures = {}
         for path, reason in _order(todo.run, records, root):
             cwd = str(path.parent)
             if conf.in_temp:
                 raise ValueError("_config.yml: execute.run_in_temp is not supported")
-            fut = pool.submit(run_notebook, str(path), cwd, conf.timeout, conf.allow_errors,
-                              threads, conf.extensions, str(root))
+            fut = pool.submit(
+                run_notebook,
+                str(path),
+                cwd,
+                conf.timeout,
+                conf.allow_errors,
+                threads,
+                conf.extensions,
+                str(root),
+            )
             futures[fut] = (path, reason)
         for fut in concurrent.futures.as_completed(futures):
             path, reason = futures[fut]
@@ -564,25 +618,43 @@ def execute_book(root: Path = ROOT, *, jobs: int | None = None, force: bool = Fa
             _, nb_hash = cache.create_hashed_notebook(nb)
             new = cache.cache_notebook_bundle(
                 CacheBundleIn(nb, str(path), data={"execution_seconds": result["seconds"]}),
-                check_validity=False, overwrite=True)
+                check_validity=False,
+                overwrite=True,
+            )
             for old in cache.list_cache_records():  # one cached execution per page
                 if old.uri == str(path) and old.pk != new.pk:
                     cache.remove_cache(old.pk)
-            records[rel] = {"nb_hash": nb_hash, "seconds": round(result["seconds"], 2),
-                            "at": time.time(),
-                            **dependencies(result["trace"], root, since_ns=result["started_ns"])}
+            records[rel] = {
+                "nb_hash": nb_hash,
+                "seconds": round(result["seconds"], 2),
+                "at": time.time(),
+                **dependencies(result["trace"], root, since_ns=result["started_ns"]),
+            }
             if records[rel]["raced"]:
-                log(f"execute: {rel}: {', '.join(records[rel]['raced'])} changed while it ran; "
-                    "it runs again in the next build")
+                log(
+                    f"execute: {rel}: {', '.join(records[rel]['raced'])} changed while it ran; "
+                    "it runs again in the next build"
+                )
             _save_records(conf.cache, records)
             log_file = root / EXECUTIONS_LOG.relative_to(ROOT)
             log_file.parent.mkdir(parents=True, exist_ok=True)
             with log_file.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"page": rel, "seconds": round(result["seconds"], 2),
-                                     "reason": reason, "at": time.time()}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "page": rel,
+                            "seconds": round(result["seconds"], 2),
+                            "reason": reason,
+                            "at": time.time(),
+                        }
+                    )
+                    + "\n"
+                )
             log(f"execute: {rel} done in {result['seconds']:.1f} s")
-    log(f"execute: {len(todo.run) - failed} of {len(todo.run)} notebook(s) executed in "
-        f"{time.perf_counter() - start:.0f} s" + (f", {failed} failed" if failed else ""))
+    log(
+        f"execute: {len(todo.run) - failed} of {len(todo.run)} notebook(s) executed in "
+        f"{time.perf_counter() - start:.0f} s" + (f", {failed} failed" if failed else "")
+    )
     return failed
 
 
@@ -618,10 +690,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--all", action="store_true", help="execute every notebook again")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="notebooks at a time (default: the number of cores)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="say which notebooks would run, and why; run none")
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="notebooks at a time (default: the number of cores)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say which notebooks would run, and why; run none"
+    )
     args = parser.parse_args(argv)
     import editions  # the languages the one execution draws for (as `make book` sets them)
 

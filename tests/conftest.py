@@ -52,7 +52,8 @@ def defined_tests(path: Path) -> set[str]:
 def stale_slow_tests(tests_dir: Path = TESTS_DIR, slow_tests=SLOW_TESTS) -> list[str]:
     """The SLOW_TESTS entries whose file or function does not exist (a renamed or moved test)."""
     return [
-        entry for entry in slow_tests
+        entry
+        for entry in slow_tests
         if entry.split("::")[1] not in defined_tests(tests_dir / entry.split("::")[0])
     ]
 
@@ -139,7 +140,6 @@ kernelspec:
 """
 
 
-
 def book_sources(root: Path = ROOT) -> list[Path]:
     """The files the book is built from (see BOOK_SOURCES)."""
     return sorted({p for pattern in BOOK_SOURCES for p in root.glob(pattern) if p.is_file()})
@@ -220,6 +220,7 @@ def built_editions(built_book) -> dict[str, Path]:
 # test_browser_lab_reload.py). Here, not in a tests/browser/conftest.py: a second conftest
 # module would shadow this one for the tests that import from it.
 
+
 @pytest.fixture(scope="session")
 def lab(notebook_trees, tmp_path_factory):
     """One JupyterLab server on a copy of both notebook trees, as `make lab` starts it (the
@@ -236,9 +237,15 @@ def lab(notebook_trees, tmp_path_factory):
     root = work / "notebooks"
     for code, tree in notebook_trees.items():
         shutil.copytree(tree, root / code)
-    server = LabServer(root, work, jupytext=False, extra_args=(
-        f"--LabApp.app_settings_dir={ROOT / 'jupyter' / 'reader'}",
-        "--LabApp.expose_app_in_browser=True"))
+    server = LabServer(
+        root,
+        work,
+        jupytext=False,
+        extra_args=(
+            f"--LabApp.app_settings_dir={ROOT / 'jupyter' / 'reader'}",
+            "--LabApp.expose_app_in_browser=True",
+        ),
+    )
     try:
         server.wait_ready()
         server.root = root
@@ -265,5 +272,3 @@ def lab_browser():
             yield b
         finally:
             b.close()
-
-

@@ -69,13 +69,19 @@ def static_frame(spec: dict, values: dict, *, narrow: bool = False) -> dict:
     frame = spec["frames"][spec["frame_of"][flat]]
     if narrow:
         layout = apply_patch(spec["narrow_layout"], frame["narrow_layout"])
-        data = [spec["traces"][e] if isinstance(e, int)
-                else apply_patch(spec["traces"][e["t"]], spec["patches"][e["p"]])
-                for e in frame.get("narrow_data", frame["data"])]
+        data = [
+            spec["traces"][e]
+            if isinstance(e, int)
+            else apply_patch(spec["traces"][e["t"]], spec["patches"][e["p"]])
+            for e in frame.get("narrow_data", frame["data"])
+        ]
         return {"data": data, "layout": layout, "caption": frame_caption(spec, frame)}
     layout = apply_patch(spec["layout"], frame["layout"])
-    return {"data": [spec["traces"][i] for i in frame["data"]], "layout": layout,
-            "caption": frame_caption(spec, frame)}
+    return {
+        "data": [spec["traces"][i] for i in frame["data"]],
+        "layout": layout,
+        "caption": frame_caption(spec, frame),
+    }
 
 
 def unmoved(explorer):

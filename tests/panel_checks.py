@@ -40,7 +40,7 @@ def assert_panels_apart(fig) -> None:
     """No two panels share any area."""
     rects = list(panels(fig).items())
     for i, (na, (xa, ya)) in enumerate(rects):
-        for nb, (xb, yb) in rects[i + 1:]:
+        for nb, (xb, yb) in rects[i + 1 :]:
             assert _apart(xa, xb) or _apart(ya, yb), f"panels {na} and {nb} overlap"
 
 
@@ -74,10 +74,11 @@ def assert_titles_fit(fig, width: int, n_titles: int) -> None:
         centre = lay.margin.l + a.x * plot_w
         w = max(fonts.text_width(line, size) for line in a.text.split("<br>"))
         assert centre - w / 2 >= 0 and centre + w / 2 <= width, (
-            f"title {a.text!r} ({w:.0f} px) reaches past the figure's {width} px")
+            f"title {a.text!r} ({w:.0f} px) reaches past the figure's {width} px"
+        )
         spans.append((a.y, centre - w / 2, centre + w / 2))
     for i, (y, l0, r0) in enumerate(spans):
-        for y1, l1, r1 in spans[i + 1:]:
+        for y1, l1, r1 in spans[i + 1 :]:
             if abs(y - y1) < 1e-9:
                 assert r0 <= l1 or r1 <= l0, "two panel titles overlap"
 
@@ -112,15 +113,19 @@ def assert_colorbars_clear(fig, width: int) -> None:
         else:
             x_lo = cb.x if cb.xanchor in (None, "left") else cb.x - thick / plot_w
             x_hi = x_lo + (thick + 30) / plot_w  # the bar and its tick labels
-            y_lo = cb.y - length / 2 if cb.yanchor in (None, "middle") else (
-                cb.y - length if cb.yanchor == "top" else cb.y)
+            y_lo = (
+                cb.y - length / 2
+                if cb.yanchor in (None, "middle")
+                else (cb.y - length if cb.yanchor == "top" else cb.y)
+            )
             y_hi = y_lo + length
         left_px = lay.margin.l + x_lo * plot_w
         right_px = lay.margin.l + x_hi * plot_w
         assert left_px >= 0 and right_px <= width, f"{t.name}'s colour bar leaves the figure"
         for name, (px, py) in rects.items():
             assert _apart((x_lo, x_hi), px) or _apart((y_lo, y_hi), py), (
-                f"{t.name}'s colour bar lies over panel {name}")
+                f"{t.name}'s colour bar lies over panel {name}"
+            )
 
 
 def assert_same_traces(a, b) -> None:
@@ -139,6 +144,9 @@ def assert_title_room_after_caption(fig) -> None:
 
     shown, _ = take_title(fig.to_plotly_json())
     top = max(a.y for a in fig.layout.annotations if a.yanchor == "bottom")
-    need = max((a.text.count("<br>") + 1) * (a.font.size or 13) * 1.3
-               for a in fig.layout.annotations if a.yanchor == "bottom" and a.y == top)
+    need = max(
+        (a.text.count("<br>") + 1) * (a.font.size or 13) * 1.3
+        for a in fig.layout.annotations
+        if a.yanchor == "bottom" and a.y == top
+    )
     assert shown["layout"]["margin"]["t"] >= need, "the caption took the panel titles' room"

@@ -25,14 +25,28 @@ NUMBER = re.compile(r"[-−+]?[\d,.]*\d(?:[eE][-+]?\d+)?%?")
 #: throughputs), allowed to differ between runs; every other glued number must be reproduced
 #: (a glued text that is not one number, such as a shape or a phrase, is not compared).
 TIMINGS: dict[str, set[str]] = {
-    "01-rnn-bottleneck": {"par_attention_ms", "par_rnn_ms", "par_torch_rnn_ms",
-                          "par_us_per_step", "par_throughput_ratio", "par_gflops_attention",
-                          "par_gflops_rnn", "par_gflops_torch_rnn", "par_independent_ms",
-                          "par_wait_factor"},
+    "01-rnn-bottleneck": {
+        "par_attention_ms",
+        "par_rnn_ms",
+        "par_torch_rnn_ms",
+        "par_us_per_step",
+        "par_throughput_ratio",
+        "par_gflops_attention",
+        "par_gflops_rnn",
+        "par_gflops_torch_rnn",
+        "par_independent_ms",
+        "par_wait_factor",
+    },
     "04-softmax-saturation": {"run_wall_time"},
     "05-self-cross-attention": {"add_ratio_min", "add_ratio_max"},
-    "11-quadratic-cost-kv-cache": {"ex2_time_s", "kv_speedup", "kv_t_cache", "kv_t_full",
-                                   "meas_ms_max", "meas_time_ratio"},
+    "11-quadratic-cost-kv-cache": {
+        "ex2_time_s",
+        "kv_speedup",
+        "kv_t_cache",
+        "kv_t_full",
+        "meas_ms_max",
+        "meas_time_ratio",
+    },
     "12-flashattention": {"lin_growth_lin", "lin_growth_soft", "lin_speedup_max", "tr_seconds"},
     "13-train-and-sample": {"kv_speedup", "kv_t_cache", "kv_t_full", "run_seconds"},
 }

@@ -37,47 +37,106 @@ API_INDEX = ROOT / "appendix" / "api" / "index.md"
 #: defined without listing them there (importable by name, left out of ``import *``).
 OLD_MODULES = {
     "widgets": (
-        ("Control", "Explorer", "scaling_explorer", "mask_explorer", "referent_explorer",
-         "D_K_VALUES"),
+        (
+            "Control",
+            "Explorer",
+            "scaling_explorer",
+            "mask_explorer",
+            "referent_explorer",
+            "D_K_VALUES",
+        ),
         ("MAX_GRID", "N_KEYS_VALUES", "SCALED_X_RANGE"),
     ),
     "widgets_rnn": (
-        ("GAMMA_VALUES", "DISTANCE_VALUES", "GradientDecay", "gradient_decay_data",
-         "gradient_decay_figure", "gradient_decay_explorer"),
+        (
+            "GAMMA_VALUES",
+            "DISTANCE_VALUES",
+            "GradientDecay",
+            "gradient_decay_data",
+            "gradient_decay_figure",
+            "gradient_decay_explorer",
+        ),
         ("Y_RANGE",),
     ),
     "widgets_heads_pos": (
-        ("CONTEXT_VALUES", "BATCH_VALUES", "KV_DTYPES", "POSITION_VALUES", "BASE_VALUES",
-         "format_bytes", "kv_variants", "kv_cache_figure", "kv_cache_explorer",
-         "position_figure", "position_explorer"),
+        (
+            "CONTEXT_VALUES",
+            "BATCH_VALUES",
+            "KV_DTYPES",
+            "POSITION_VALUES",
+            "BASE_VALUES",
+            "format_bytes",
+            "kv_variants",
+            "kv_cache_figure",
+            "kv_cache_explorer",
+            "position_figure",
+            "position_explorer",
+        ),
         (),
     ),
     "widgets_block": (
-        ("DEPTH_VALUES", "PLACEMENTS", "ARMS", "gradient_norms_at_init", "norm_placement_figure",
-         "norm_placement_explorer"),
+        (
+            "DEPTH_VALUES",
+            "PLACEMENTS",
+            "ARMS",
+            "gradient_norms_at_init",
+            "norm_placement_figure",
+            "norm_placement_explorer",
+        ),
         (),
     ),
     "widgets_cost": (
-        ("score_matrix_bytes", "attention_flops", "quadratic_cost_figure",
-         "quadratic_cost_explorer", "kv_cache_figure", "kv_cache_explorer", "SEQ_LEN_VALUES",
-         "CONTEXT_VALUES"),
+        (
+            "score_matrix_bytes",
+            "attention_flops",
+            "quadratic_cost_figure",
+            "quadratic_cost_explorer",
+            "kv_cache_figure",
+            "kv_cache_explorer",
+            "SEQ_LEN_VALUES",
+            "CONTEXT_VALUES",
+        ),
         (),
     ),
     # The torch building blocks, attnbook.layers since issue 23 (no module named like torch.nn).
     "nn": (
-        ("LayerNorm", "RMSNorm", "apply_rope", "RotaryEmbedding", "LearnedPositionalEmbedding",
-         "repeat_kv", "split_heads", "merge_heads", "keep_mask_to_additive",
-         "keep_mask_to_mha_mask", "position_keep_mask", "scaled_dot_product_attention",
-         "MultiHeadAttention", "MultiHeadLatentAttention"),
+        (
+            "LayerNorm",
+            "RMSNorm",
+            "apply_rope",
+            "RotaryEmbedding",
+            "LearnedPositionalEmbedding",
+            "repeat_kv",
+            "split_heads",
+            "merge_heads",
+            "keep_mask_to_additive",
+            "keep_mask_to_mha_mask",
+            "position_keep_mask",
+            "scaled_dot_product_attention",
+            "MultiHeadAttention",
+            "MultiHeadLatentAttention",
+        ),
         (),
     ),
 }
 
 #: The public names of attnbook.viz before the explorers moved out (they stay there).
-VIZ_NAMES = ("StaticFigure", "show", "when_plotly_ready_js", "PLOTLY_WAIT_SECONDS",
-             "ScalingData", "scaling_data", "score_histogram", "scaling_figure", "MASK_TYPES",
-             "explorer_keep_mask", "mask_scores", "mask_figure", "HIGHLIGHT_COLORS",
-             "token_attention_figure")
+VIZ_NAMES = (
+    "StaticFigure",
+    "show",
+    "when_plotly_ready_js",
+    "PLOTLY_WAIT_SECONDS",
+    "ScalingData",
+    "scaling_data",
+    "score_histogram",
+    "scaling_figure",
+    "MASK_TYPES",
+    "explorer_keep_mask",
+    "mask_scores",
+    "mask_figure",
+    "HIGHLIGHT_COLORS",
+    "token_attention_figure",
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -91,8 +150,13 @@ def defines(module_name: str, name: str) -> bool:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
             return True
-        targets = (node.targets if isinstance(node, ast.Assign)
-                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             return True
     return False
@@ -108,11 +172,16 @@ def table_problems(table: dict[str, dict[str, str]]) -> list[str]:
             if value is None:
                 problems.append(f"attnbook.{old}.{name}: {where} has no {name}")
                 continue
-            made_in = getattr(value, "__module__", None) if (
-                inspect.isfunction(value) or inspect.isclass(value)) else None
+            made_in = (
+                getattr(value, "__module__", None)
+                if (inspect.isfunction(value) or inspect.isclass(value))
+                else None
+            )
             if (made_in or where) != where or not defines(where, name):
-                problems.append(f"attnbook.{old}.{name}: {where} does not define it"
-                                + (f" ({made_in} does)" if made_in else ""))
+                problems.append(
+                    f"attnbook.{old}.{name}: {where} does not define it"
+                    + (f" ({made_in} does)" if made_in else "")
+                )
     return problems
 
 
@@ -128,12 +197,14 @@ def test_every_entry_names_the_module_that_defines_it():
 
 
 def test_table_check_can_fail():
-    broken = {"widgets_cost": {
-        "score_matrix_bytes": "cost",  # right
-        "PRESETS": "kv_cache",  # re-exported by attnbook.kv_cache, defined in attnbook.config
-        "kv_cache_explorer": "explorers.quadratic",  # not there at all
-        "Control": "explorers.scaling",  # imported there from explorers.base
-    }}
+    broken = {
+        "widgets_cost": {
+            "score_matrix_bytes": "cost",  # right
+            "PRESETS": "kv_cache",  # re-exported by attnbook.kv_cache, defined in attnbook.config
+            "kv_cache_explorer": "explorers.quadratic",  # not there at all
+            "Control": "explorers.scaling",  # imported there from explorers.base
+        }
+    }
     assert table_problems(broken) == [
         "attnbook.widgets_cost.PRESETS: attnbook.kv_cache does not define it",
         "attnbook.widgets_cost.kv_cache_explorer: attnbook.explorers.quadratic has no "
@@ -201,8 +272,11 @@ def test_the_old_torch_path_gives_the_layers_objects():
 def test_an_unknown_name_raises_attribute_error_naming_the_module():
     from attnbook import widgets_block
 
-    with pytest.raises(AttributeError, match=r"module 'attnbook\.widgets_block' has no "
-                                             r"attribute 'no_such_name'"):
+    with pytest.raises(
+        AttributeError,
+        match=r"module 'attnbook\.widgets_block' has no "
+        r"attribute 'no_such_name'",
+    ):
         _ = widgets_block.no_such_name
     with pytest.raises(ImportError, match="no_such_name"):
         exec("from attnbook.widgets_block import no_such_name", {})
@@ -246,8 +320,9 @@ def test_importing_attnbook_or_an_old_module_imports_nothing_heavy():
         attnbook.widgets.scaling_explorer
         print('attnbook.explorers.scaling' in sys.modules, 'torch' in sys.modules)
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == "[]", lines[0]
@@ -311,8 +386,15 @@ def page_table(markdown: str) -> set[tuple[str, str, str]]:
             link = re.fullmatch(r"\{py:(?:func|class|data)\}`~attnbook\.([\w.]+)\.(\w+)`", entry)
             plain = re.fullmatch(r"`(\w+)`", entry)
             if link and home:  # the link's module and the row's "Defined in" must agree
-                rows.add((old, link.group(2), home.group(1) if link.group(1) == home.group(1)
-                          else f"{link.group(1)}, in the row of {home.group(1)}"))
+                rows.add(
+                    (
+                        old,
+                        link.group(2),
+                        home.group(1)
+                        if link.group(1) == home.group(1)
+                        else f"{link.group(1)}, in the row of {home.group(1)}",
+                    )
+                )
             elif plain and home:
                 rows.add((old, plain.group(1), home.group(1)))
             else:
@@ -324,10 +406,12 @@ def page_problems(markdown: str, table: dict[str, dict[str, str]]) -> list[str]:
     """How the page's table differs from the alias table; an unlinked name that is documented."""
     want = {(old, name, home) for old, names in table.items() for name, home in names.items()}
     got = page_table(markdown)
-    problems = [f"the page lacks attnbook.{o}.{n} -> attnbook.{h}"
-                for o, n, h in sorted(want - got)]
-    problems += [f"the page has attnbook.{o}.{n} -> {h}, not in the table"
-                 for o, n, h in sorted(got - want)]
+    problems = [
+        f"the page lacks attnbook.{o}.{n} -> attnbook.{h}" for o, n, h in sorted(want - got)
+    ]
+    problems += [
+        f"the page has attnbook.{o}.{n} -> {h}, not in the table" for o, n, h in sorted(got - want)
+    ]
     for old, name, home in sorted(want & got):
         documented = name in getattr(importlib.import_module(f"attnbook.{home}"), "__all__", ())
         if documented and f"`~attnbook.{home}.{name}`" not in markdown:
@@ -341,8 +425,10 @@ def test_the_api_index_renders_the_table():
 
 def test_page_check_can_fail():
     text = API_INDEX.read_text(encoding="utf-8")
-    moved = text.replace("{py:func}`~attnbook.explorers.masks.mask_explorer`",
-                         "{py:func}`~attnbook.explorers.scaling.mask_explorer`")
+    moved = text.replace(
+        "{py:func}`~attnbook.explorers.masks.mask_explorer`",
+        "{py:func}`~attnbook.explorers.scaling.mask_explorer`",
+    )
     assert page_problems(moved, _aliases.ALIASES) == [
         "the page lacks attnbook.widgets.mask_explorer -> attnbook.explorers.masks",
         "the page has attnbook.widgets.mask_explorer -> explorers.scaling, in the row of "
@@ -360,15 +446,25 @@ def test_page_check_can_fail():
 
 def test_no_page_documents_or_links_an_old_module():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    pages = [ROOT / "intro.md", ROOT / "run.md", *sorted((ROOT / "chapters").glob("*.md")),
-             *sorted((ROOT / "appendix").rglob("*.md"))]
-    problems = [f"_toc.yml lists appendix/api/{old}" for old in OLD_MODULES
-                if re.search(rf"appendix/api/{old}\s*$", toc, flags=re.M)]
+    pages = [
+        ROOT / "intro.md",
+        ROOT / "run.md",
+        *sorted((ROOT / "chapters").glob("*.md")),
+        *sorted((ROOT / "appendix").rglob("*.md")),
+    ]
+    problems = [
+        f"_toc.yml lists appendix/api/{old}"
+        for old in OLD_MODULES
+        if re.search(rf"appendix/api/{old}\s*$", toc, flags=re.M)
+    ]
     for path in pages:
         text = path.read_text(encoding="utf-8")
         for old in OLD_MODULES:
-            if re.search(rf"(automodule|currentmodule|py:module)::\s*attnbook\.{old}\b"
-                         rf"|\{{py:\w+\}}`~?attnbook\.{old}\b|api/{old}(\.md|\.html|\))", text):
+            if re.search(
+                rf"(automodule|currentmodule|py:module)::\s*attnbook\.{old}\b"
+                rf"|\{{py:\w+\}}`~?attnbook\.{old}\b|api/{old}(\.md|\.html|\))",
+                text,
+            ):
                 problems.append(f"{path.relative_to(ROOT)} documents or links attnbook.{old}")
     assert problems == []
     assert not any((ROOT / "appendix" / "api" / f"{old}.md").exists() for old in OLD_MODULES)
@@ -386,8 +482,11 @@ def test_every_name_a_chapter_imports_from_an_explorer_module_exists():
     found = 0
     for path in sorted((ROOT / "chapters").glob("*.md")):
         text = path.read_text(encoding="utf-8")
-        imports = re.findall(r"from attnbook\.(widgets\w*|viz|explorers\.\w+) import "
-                             r"(?:\(([^)]*)\)|([\w, ]+))", text)
+        imports = re.findall(
+            r"from attnbook\.(widgets\w*|viz|explorers\.\w+) import "
+            r"(?:\(([^)]*)\)|([\w, ]+))",
+            text,
+        )
         for mod, grouped, plain in imports:
             names = grouped or plain
             for name in filter(None, (n.strip() for n in names.split(","))):

@@ -261,8 +261,10 @@ def test_softmax_jacobian_matches_finite_differences():
     J = softmax_jacobian(softmax(z))
     h = 1e-6
     fd = np.stack(
-        [(softmax(z + h * np.eye(4)[j]) - softmax(z - h * np.eye(4)[j])) / (2 * h)
-         for j in range(4)],
+        [
+            (softmax(z + h * np.eye(4)[j]) - softmax(z - h * np.eye(4)[j])) / (2 * h)
+            for j in range(4)
+        ],
         axis=1,
     )
     assert_close(J, fd, atol=1e-9, rtol=0)
@@ -338,8 +340,12 @@ def test_softmax_core_matches_the_definition():
     got = softmax_core(z)
     _finite(got)
     assert_close(got, _softmax64(z), atol=1e-15, rtol=0)
-    assert_close(softmax_core(z, axis=0), np.moveaxis(_softmax64(np.moveaxis(z, 0, -1)), -1, 0),
-                 atol=1e-15, rtol=0)
+    assert_close(
+        softmax_core(z, axis=0),
+        np.moveaxis(_softmax64(np.moveaxis(z, 0, -1)), -1, 0),
+        atol=1e-15,
+        rtol=0,
+    )
 
 
 def test_softmax_core_all_hidden_row_is_zero():
@@ -365,8 +371,11 @@ def test_masked_softmax_core_matches_softmax_of_the_visible_scores():
 def test_sdpa_core_matches_torch(kind):
     rng = np.random.default_rng(22)
     q, k, v = (rng.standard_normal((2, 3, n, 8)) for n in (4, 6, 6))
-    mask = {"none": None, "keep": rng.random((2, 1, 4, 6)) < 0.7,
-            "additive": rng.standard_normal((4, 6))}[kind]
+    mask = {
+        "none": None,
+        "keep": rng.random((2, 1, 4, 6)) < 0.7,
+        "additive": rng.standard_normal((4, 6)),
+    }[kind]
     if kind == "keep":
         mask[..., 0] = True  # every query sees a key (torch gives nan for an empty row)
     out, w = scaled_dot_product_attention_core(q, k, v, mask, scale=0.3)
@@ -391,8 +400,9 @@ def test_sdpa_core_default_scale_is_one_over_sqrt_d():
 def test_softmax_jacobian_core_by_hand():
     p = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
     J = softmax_jacobian_core(p)
-    expected = np.array([[[p[b, i] * ((i == j) - p[b, j]) for j in range(3)] for i in range(3)]
-                         for b in range(2)])
+    expected = np.array(
+        [[[p[b, i] * ((i == j) - p[b, j]) for j in range(3)] for i in range(3)] for b in range(2)]
+    )
     assert_close(J, expected, atol=1e-16, rtol=0)
     assert not J[1].any()  # one-hot: no gradient at all
     assert softmax_jacobian_core(p.astype(np.float32)).dtype == np.float32
@@ -487,7 +497,8 @@ def test_float16_additive_mask_row_is_plain_softmax():
     hidden = np.array([[False, False]])
     for dtype in (np.float16, np.float32):
         out, w = scaled_dot_product_attention(
-            q, k, v, additive_mask(hidden, dtype=dtype), return_weights=True)
+            q, k, v, additive_mask(hidden, dtype=dtype), return_weights=True
+        )
         assert_close(w, [[0.5, 0.5]], atol=1e-3, rtol=0)
         assert_close(out, [[2.0]], atol=1e-3, rtol=0)
 
@@ -524,8 +535,12 @@ def test_sdpa_scale_type(scale):
 def test_sdpa_scale_accepts_0d_array_and_rejects_nan():
     rng = np.random.default_rng(26)
     q, k, v = rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 2))
-    assert_close(scaled_dot_product_attention(q, k, v, scale=np.array(0.5)),
-                 scaled_dot_product_attention(q, k, v, scale=0.5), atol=0, rtol=0)
+    assert_close(
+        scaled_dot_product_attention(q, k, v, scale=np.array(0.5)),
+        scaled_dot_product_attention(q, k, v, scale=0.5),
+        atol=0,
+        rtol=0,
+    )
     with pytest.raises(ValueError, match="scale"):
         scaled_dot_product_attention(q, k, v, scale=float("nan"))
 
@@ -562,9 +577,13 @@ def _additive_loop(q, k, v, W_q, W_k, v_a, keep=None):
     for b in range(B):
         for i in range(L):
             for j in range(S):
-                hidden = [math.tanh(sum(W_q[a, c] * q[b, i, c] for c in range(q.shape[-1]))
-                                    + sum(W_k[a, c] * k[b, j, c] for c in range(k.shape[-1])))
-                          for a in range(len(v_a))]
+                hidden = [
+                    math.tanh(
+                        sum(W_q[a, c] * q[b, i, c] for c in range(q.shape[-1]))
+                        + sum(W_k[a, c] * k[b, j, c] for c in range(k.shape[-1]))
+                    )
+                    for a in range(len(v_a))
+                ]
                 scores[b, i, j] = sum(v_a[a] * hidden[a] for a in range(len(v_a)))
             visible = [j for j in range(S) if keep is None or keep[b, i, j]]
             if not visible:
@@ -580,9 +599,14 @@ def _additive_loop(q, k, v, W_q, W_k, v_a, keep=None):
 
 def _additive_inputs(B=2, L=3, S=5, d_q=4, d_k=6, d_v=2, d_a=7, seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((B, L, d_q)), rng.standard_normal((B, S, d_k)),
-            rng.standard_normal((B, S, d_v)), rng.standard_normal((d_a, d_q)) / 2,
-            rng.standard_normal((d_a, d_k)) / 2, rng.standard_normal(d_a))
+    return (
+        rng.standard_normal((B, L, d_q)),
+        rng.standard_normal((B, S, d_k)),
+        rng.standard_normal((B, S, d_v)),
+        rng.standard_normal((d_a, d_q)) / 2,
+        rng.standard_normal((d_a, d_k)) / 2,
+        rng.standard_normal(d_a),
+    )
 
 
 def test_additive_attention_matches_an_explicit_loop():
@@ -596,8 +620,9 @@ def test_additive_attention_matches_an_explicit_loop():
         assert_close(got, want, atol=1e-12, rtol=1e-12)
     # The cores compute the same thing without the checks.
     assert_close(additive_scores_core(q, k, W_q, W_k, v_a), ref_s, atol=1e-12, rtol=1e-12)
-    assert_close(additive_attention_core(q, k, v, W_q, W_k, v_a)[0], ref_out, atol=1e-12,
-                 rtol=1e-12)
+    assert_close(
+        additive_attention_core(q, k, v, W_q, W_k, v_a)[0], ref_out, atol=1e-12, rtol=1e-12
+    )
 
 
 def test_additive_scores_by_hand():
@@ -605,12 +630,15 @@ def test_additive_scores_by_hand():
     q = np.array([[0.0], [0.5]])
     k = np.array([[0.0], [-0.25], [1.0]])
     s = additive_scores(q, k, [[1.0]], [[2.0]], [3.0])
-    want = [[0.0, 3 * math.tanh(-0.5), 3 * math.tanh(2.0)],
-            [3 * math.tanh(0.5), 0.0, 3 * math.tanh(2.5)]]
+    want = [
+        [0.0, 3 * math.tanh(-0.5), 3 * math.tanh(2.0)],
+        [3 * math.tanh(0.5), 0.0, 3 * math.tanh(2.5)],
+    ]
     assert_close(s, want, atol=1e-15, rtol=0)
     # |s_ij| <= ||v_a||_1 whatever the inputs: tanh saturates.
-    big = additive_scores(1e6 * np.ones((2, 1)), np.ones((3, 1)), [[1.0], [-1.0]],
-                          [[1.0], [1.0]], [2.0, -0.5])
+    big = additive_scores(
+        1e6 * np.ones((2, 1)), np.ones((3, 1)), [[1.0], [-1.0]], [[1.0], [1.0]], [2.0, -0.5]
+    )
     assert np.abs(big).max() <= 2.5 and np.isfinite(big).all()
 
 
@@ -618,7 +646,7 @@ def test_additive_attention_keep_mask_and_all_hidden_row():
     q, k, v, W_q, W_k, v_a = _additive_inputs(seed=1)
     keep = np.ones((2, 3, 5), dtype=bool)
     keep[0, 1, [0, 3]] = False
-    keep[1, 2, :] = False                     # query 2 of batch 1 sees nothing
+    keep[1, 2, :] = False  # query 2 of batch 1 sees nothing
     _, ref_out, ref_w = _additive_loop(q, k, v, W_q, W_k, v_a, keep)
     out, w = additive_attention(q, k, v, W_q, W_k, v_a, keep, return_weights=True)
     _finite(out)
@@ -638,8 +666,7 @@ def test_additive_attention_equal_scores_average_the_values():
     # v_a = 0 makes every score 0: each visible key gets weight 1/(visible keys).
     q, k, v, W_q, W_k, _ = _additive_inputs(seed=2)
     out = additive_attention(q, k, v, W_q, W_k, np.zeros(7))
-    assert_close(out, np.repeat(v.mean(axis=1, keepdims=True), 3, axis=1), atol=1e-12,
-                 rtol=1e-12)
+    assert_close(out, np.repeat(v.mean(axis=1, keepdims=True), 3, axis=1), atol=1e-12, rtol=1e-12)
 
 
 def test_additive_attention_empty_keys_and_dtype():
@@ -647,8 +674,9 @@ def test_additive_attention_empty_keys_and_dtype():
     out, w = additive_attention(q, k[:, :0], v[:, :0], W_q, W_k, v_a, return_weights=True)
     assert out.shape == (2, 3, 2) and w.shape == (2, 3, 0) and not out.any()
     q32, k32, v32 = (x.astype(np.float32) for x in (q, k, v))
-    out32 = additive_attention(q32, k32, v32, W_q.astype(np.float32), W_k.astype(np.float32),
-                               v_a.astype(np.float32))
+    out32 = additive_attention(
+        q32, k32, v32, W_q.astype(np.float32), W_k.astype(np.float32), v_a.astype(np.float32)
+    )
     assert out32.dtype == np.float32
     _, ref_out, _ = _additive_loop(q, k, v, W_q, W_k, v_a)
     assert_close(out32, ref_out, atol=1e-5, rtol=1e-5)
@@ -659,21 +687,24 @@ def test_additive_attention_empty_keys_and_dtype():
     assert out3.shape == (2, 3, 2)
 
 
-@pytest.mark.parametrize("change, exc, words", [
-    (dict(W_q=np.ones((7, 5))), ValueError, "W_q"),
-    (dict(W_k=np.ones((7, 4))), ValueError, "W_k"),
-    (dict(v_a=np.ones(6)), ValueError, "d_a"),
-    (dict(v_a=np.ones((7, 1))), ValueError, "v_a"),
-    (dict(W_q=np.ones(4)), ValueError, "W_q"),
-    (dict(v=np.ones((2, 4, 2))), ValueError, "v has 4 values"),
-    (dict(q=np.ones(4)), ValueError, "q must have shape"),
-    (dict(k=np.ones((3, 5, 6))), ValueError, "do not broadcast"),
-    (dict(q=np.full((2, 3, 4), np.nan)), ValueError, "q of shape"),
-    (dict(v_a=["a"] * 7), TypeError, "v_a"),
-    (dict(mask=np.ones((3, 5))), TypeError, "mask"),
-    (dict(mask=np.ones((4, 5), dtype=bool)), ValueError, "mask"),
-    (dict(return_weights=1), TypeError, "return_weights"),
-])
+@pytest.mark.parametrize(
+    "change, exc, words",
+    [
+        (dict(W_q=np.ones((7, 5))), ValueError, "W_q"),
+        (dict(W_k=np.ones((7, 4))), ValueError, "W_k"),
+        (dict(v_a=np.ones(6)), ValueError, "d_a"),
+        (dict(v_a=np.ones((7, 1))), ValueError, "v_a"),
+        (dict(W_q=np.ones(4)), ValueError, "W_q"),
+        (dict(v=np.ones((2, 4, 2))), ValueError, "v has 4 values"),
+        (dict(q=np.ones(4)), ValueError, "q must have shape"),
+        (dict(k=np.ones((3, 5, 6))), ValueError, "do not broadcast"),
+        (dict(q=np.full((2, 3, 4), np.nan)), ValueError, "q of shape"),
+        (dict(v_a=["a"] * 7), TypeError, "v_a"),
+        (dict(mask=np.ones((3, 5))), TypeError, "mask"),
+        (dict(mask=np.ones((4, 5), dtype=bool)), ValueError, "mask"),
+        (dict(return_weights=1), TypeError, "return_weights"),
+    ],
+)
 def test_additive_attention_bad_arguments_are_named(change, exc, words):
     q, k, v, W_q, W_k, v_a = _additive_inputs()
     args = dict(q=q, k=k, v=v, W_q=W_q, W_k=W_k, v_a=v_a) | change
@@ -700,36 +731,61 @@ def test_additive_overflowing_scores_are_refused_not_zeroed():
     one = np.ones
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # and no NumPy overflow warning leaks
-        with pytest.raises(ValueError, match=r"shape \(1, 2\).*q of shape \(1, 1\) and k of "
-                                             r"shape \(2, 1\)"):
-            additive_attention(one((1, 1)), one((2, 1)), np.array([[1.0], [2.0]]),
-                               one((2, 1)), one((2, 1)), np.array([1e308, 1e308]),
-                               return_weights=True)
+        with pytest.raises(
+            ValueError,
+            match=r"shape \(1, 2\).*q of shape \(1, 1\) and k of "
+            r"shape \(2, 1\)",
+        ):
+            additive_attention(
+                one((1, 1)),
+                one((2, 1)),
+                np.array([[1.0], [2.0]]),
+                one((2, 1)),
+                one((2, 1)),
+                np.array([1e308, 1e308]),
+                return_weights=True,
+            )
         with pytest.raises(ValueError, match="additive scores"):
-            additive_scores(one((1, 1)), one((2, 1)), one((2, 1)), one((2, 1)),
-                            np.array([1e308, 1e308]))
+            additive_scores(
+                one((1, 1)), one((2, 1)), one((2, 1)), one((2, 1)), np.array([1e308, 1e308])
+            )
         # W_q q = 1e400 = +inf and W_k k_0 = -inf: tanh(inf - inf) is nan, not a score.
         big = np.array([[1e200]])
         with pytest.raises(ValueError, match=r"inf - inf"):
             additive_scores(big, -big, big, big, one(1))
         with pytest.raises(ValueError, match="visible position"):
-            additive_attention(big, np.array([[-1e200], [1.0]]), np.array([[5.0], [7.0]]),
-                               big, big, one(1))
+            additive_attention(
+                big, np.array([[-1e200], [1.0]]), np.array([[5.0], [7.0]]), big, big, one(1)
+            )
         # Hidden behind the mask, the undefined score is replaced: key 1 alone, weight 1.
-        out, w = additive_attention(big, np.array([[-1e200], [1.0]]), np.array([[5.0], [7.0]]),
-                                    big, big, one(1), np.array([[False, True]]),
-                                    return_weights=True)
+        out, w = additive_attention(
+            big,
+            np.array([[-1e200], [1.0]]),
+            np.array([[5.0], [7.0]]),
+            big,
+            big,
+            one(1),
+            np.array([[False, True]]),
+            return_weights=True,
+        )
         assert out.tolist() == [[7.0]] and w.tolist() == [[0.0, 1.0]]
         # float16 scores: 2 * 60000 * tanh(2) ~ 115700 > 65504 would become inf on the cast.
         h = np.float16
         with pytest.raises(ValueError, match=r"float16 \(max 65504\)"):
-            additive_scores(one((1, 2), h), one((1, 2), h), one((2, 2), h), one((2, 2), h),
-                            np.full(2, 60000, h))
+            additive_scores(
+                one((1, 2), h), one((1, 2), h), one((2, 2), h), one((2, 2), h), np.full(2, 60000, h)
+            )
         # The same float16 inputs in additive_attention: the softmax runs in float32, where
         # the scores are finite, and the weights are 1/2 each (two equal scores).
-        _, w16 = additive_attention(one((1, 2), h), one((2, 2), h), one((2, 1), h),
-                                    one((2, 2), h), one((2, 2), h), np.full(2, 60000, h),
-                                    return_weights=True)
+        _, w16 = additive_attention(
+            one((1, 2), h),
+            one((2, 2), h),
+            one((2, 1), h),
+            one((2, 2), h),
+            one((2, 2), h),
+            np.full(2, 60000, h),
+            return_weights=True,
+        )
         assert w16.dtype == h and w16.tolist() == [[0.5, 0.5]]
 
 
@@ -756,8 +812,11 @@ def test_attention_head_self_and_cross_match_the_formula():
 
     rng = np.random.default_rng(5)
     x, c = rng.standard_normal((3, 6)), rng.standard_normal((4, 6))
-    w_q, w_k, w_v = rng.standard_normal((6, 2)), rng.standard_normal((6, 2)), \
-        rng.standard_normal((6, 5))
+    w_q, w_k, w_v = (
+        rng.standard_normal((6, 2)),
+        rng.standard_normal((6, 2)),
+        rng.standard_normal((6, 5)),
+    )
     out, w = attention_head(x, w_q, w_k, w_v, context=c, return_weights=True)
     ref_out, ref_w = _head_reference(x, c, w_q, w_k, w_v)
     assert out.shape == (3, 5) and w.shape == (3, 4) and np.isfinite(out).all()
@@ -785,21 +844,23 @@ def test_attention_head_with_zero_query_projection_averages_the_values():
     assert_close(out, np.broadcast_to((c @ w_v).mean(axis=0), (2, 3)), atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("kwargs, error, name", [
-    (dict(context=np.ones((4, 5)), causal=True), ValueError, "causal"),
-    (dict(context=np.ones((4, 3))), ValueError, "context"),
-    (dict(w_q=np.ones((5, 3))), ValueError, "w_q"),
-    (dict(w_k=np.ones((6, 3))), ValueError, "w_k"),
-    (dict(w_v=np.ones(6)), ValueError, "w_v"),
-    (dict(x=np.ones(6)), ValueError, "x"),
-    (dict(causal="yes"), TypeError, "causal"),
-    (dict(x=np.array([["a"] * 6])), TypeError, "x"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(context=np.ones((4, 5)), causal=True), ValueError, "causal"),
+        (dict(context=np.ones((4, 3))), ValueError, "context"),
+        (dict(w_q=np.ones((5, 3))), ValueError, "w_q"),
+        (dict(w_k=np.ones((6, 3))), ValueError, "w_k"),
+        (dict(w_v=np.ones(6)), ValueError, "w_v"),
+        (dict(x=np.ones(6)), ValueError, "x"),
+        (dict(causal="yes"), TypeError, "causal"),
+        (dict(x=np.array([["a"] * 6])), TypeError, "x"),
+    ],
+)
 def test_attention_head_bad_input_names_the_argument(kwargs, error, name):
     from attnbook.attention import attention_head
 
-    args = dict(x=np.ones((2, 6)), w_q=np.ones((6, 2)), w_k=np.ones((6, 2)),
-                w_v=np.ones((6, 4)))
+    args = dict(x=np.ones((2, 6)), w_q=np.ones((6, 2)), w_k=np.ones((6, 2)), w_v=np.ones((6, 4)))
     args.update(kwargs)
     x, w_q, w_k, w_v = (args.pop(k) for k in ("x", "w_q", "w_k", "w_v"))
     with pytest.raises(error, match=name):

@@ -22,8 +22,9 @@ D64 = torch.float64
 
 def _copy_mha(ours, ref):
     with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight,
-                                            ours.v_proj.weight]))
+        ref.in_proj_weight.copy_(
+            torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight])
+        )
         ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
         ref.out_proj.weight.copy_(ours.o_proj.weight)
         ref.out_proj.bias.copy_(ours.o_proj.bias)
@@ -91,17 +92,27 @@ def test_block_matches_torch_encoder_layer(norm_first, activation):
     torch.manual_seed(2)
     ours = TransformerBlock(8, 2, 16, ffn=activation, norm_first=norm_first).double().eval()
     _randomize(ours)
-    ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=activation,
-                                           batch_first=True, norm_first=norm_first,
-                                           dtype=D64).eval()
+    ref = torch.nn.TransformerEncoderLayer(
+        8,
+        2,
+        16,
+        dropout=0.0,
+        activation=activation,
+        batch_first=True,
+        norm_first=norm_first,
+        dtype=D64,
+    ).eval()
     _copy_mha(ours.self_attn, ref.self_attn)
     _copy_common(ours, ref)
     x = torch.randn(2, 5, 8, dtype=D64)
     pad = padding_mask(np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]))  # (B, 1, 1, S)
     keep = torch.from_numpy(causal_mask(5) & pad)
     out = ours(x, mask=torch.from_numpy(pad), causal=True)
-    exp = ref(x, src_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(5))),
-              src_key_padding_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(pad[:, 0, 0])))
+    exp = ref(
+        x,
+        src_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(5))),
+        src_key_padding_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(pad[:, 0, 0])),
+    )
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
     # the same result with the combined keep-mask passed as one mask
@@ -115,18 +126,21 @@ def test_encoder_decoder_block_matches_torch_decoder_layer(norm_first):
     torch.manual_seed(3)
     ours = EncoderDecoderBlock(8, 2, 16, norm_first=norm_first).double().eval()
     _randomize(ours)
-    ref = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
-                                           norm_first=norm_first, dtype=D64).eval()
+    ref = torch.nn.TransformerDecoderLayer(
+        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=D64
+    ).eval()
     _copy_mha(ours.self_attn, ref.self_attn)
     _copy_mha(ours.cross_attn, ref.multihead_attn)
     _copy_common(ours, ref)
     tgt, memory = torch.randn(2, 4, 8, dtype=D64), torch.randn(2, 6, 8, dtype=D64)
     src_keep = padding_mask(np.array([[1] * 6, [1, 1, 1, 1, 0, 0]]))  # (B, 1, 1, S)
     out = ours(tgt, memory, memory_mask=torch.from_numpy(src_keep))
-    exp = ref(tgt, memory,
-              tgt_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(4))),
-              memory_key_padding_mask=layers.keep_mask_to_mha_mask(
-                  torch.from_numpy(src_keep[:, 0, 0])))
+    exp = ref(
+        tgt,
+        memory,
+        tgt_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(causal_mask(4))),
+        memory_key_padding_mask=layers.keep_mask_to_mha_mask(torch.from_numpy(src_keep[:, 0, 0])),
+    )
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
 
@@ -154,9 +168,22 @@ def test_residuals_with_zero_sublayers():
 
 def test_llama_style_block_is_causal_and_finite():
     torch.manual_seed(5)
-    blk = TransformerBlock(8, 4, 12, n_kv_heads=2, ffn="swiglu", norm="rmsnorm", eps=1e-6,
-                           norm_first=True, bias=False,
-                           rope=layers.RotaryEmbedding()).double().eval()
+    blk = (
+        TransformerBlock(
+            8,
+            4,
+            12,
+            n_kv_heads=2,
+            ffn="swiglu",
+            norm="rmsnorm",
+            eps=1e-6,
+            norm_first=True,
+            bias=False,
+            rope=layers.RotaryEmbedding(),
+        )
+        .double()
+        .eval()
+    )
     x = torch.randn(1, 5, 8, dtype=D64)
     y = x.clone()
     y[:, 3:] += 5.0

@@ -45,7 +45,7 @@ def shipped():
 def _fixed_windows(val: np.ndarray, n: int = 24, length: int = CTX):
     """n windows of ``length`` + 1 tokens at evenly spaced offsets of the held-out text."""
     starts = np.linspace(0, len(val) - length - 1, n).astype(np.int64)
-    return np.stack([val[s:s + length + 1] for s in starts])  # (n, length + 1)
+    return np.stack([val[s : s + length + 1] for s in starts])  # (n, length + 1)
 
 
 def _nll(model, windows: np.ndarray) -> float:
@@ -86,8 +86,7 @@ def test_shipped_json_describes_the_shipped_file(corpus_ids, shipped):
     assert meta["checkpoint_bytes"] == len(raw) <= 4 * 2**20  # small enough for git
     assert meta["checkpoint_sha256"] == hashlib.sha256(raw).hexdigest()
     assert meta["chars"] == chars and meta["model"]["vocab_size"] == len(chars)
-    assert meta["model"] == json.loads(json.dumps(
-        dataclasses.asdict(char_gpt_config(len(chars)))))
+    assert meta["model"] == json.loads(json.dumps(dataclasses.asdict(char_gpt_config(len(chars)))))
     state = torch.load(CHECKPOINT, map_location="cpu", weights_only=True)
     assert {v.dtype for v in state.values()} == {torch.float16} and meta["dtype"] == "float16"
     # Parameters by hand: tied embedding, four blocks, final LayerNorm (RoPE has none) ...
@@ -96,8 +95,9 @@ def test_shipped_json_describes_the_shipped_file(corpus_ids, shipped):
     n_params = V * D + L * per_block + 2 * D
     assert meta["parameters"] == n_params
     # ... and stored once each: the tied output weight shares the embedding's storage.
-    storages = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
-                for v in state.values()}
+    storages = {
+        v.untyped_storage().data_ptr(): v.untyped_storage().nbytes() for v in state.values()
+    }
     assert sum(storages.values()) == 2 * n_params
     tr = meta["training"]
     assert meta["tokens_seen"] == tr["steps"] * tr["batch_size"] * tr["block_size"]
@@ -140,9 +140,21 @@ def test_checkpoint_beats_chapter_13s_short_run(corpus_ids, shipped):
     model, _ = shipped
     torch.manual_seed(0)
     short = training.gpt2_init_(build_model(char_gpt_config(len(chars))))
-    training.train_language_model(short, train, val, steps=400, batch_size=16, block_size=64,
-                                  lr=3e-3, warmup_steps=40, weight_decay=0.1, grad_clip=1.0,
-                                  eval_every=400, eval_batches=1, seed=0)
+    training.train_language_model(
+        short,
+        train,
+        val,
+        steps=400,
+        batch_size=16,
+        block_size=64,
+        lr=3e-3,
+        warmup_steps=40,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        eval_every=400,
+        eval_batches=1,
+        seed=0,
+    )
     windows = _fixed_windows(val)
     assert _nll(model, windows) < _nll(short, windows) - 0.05
 

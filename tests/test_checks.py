@@ -175,8 +175,7 @@ def test_check_finite():
 
 
 def test_check_qkv():
-    q, k, v, batch = checks.check_qkv(np.ones((2, 1, 3, 4)), np.ones((3, 5, 4)),
-                                      np.ones((1, 5, 6)))
+    q, k, v, batch = checks.check_qkv(np.ones((2, 1, 3, 4)), np.ones((3, 5, 4)), np.ones((1, 5, 6)))
     assert batch == (2, 3) and q.dtype == np.float64
     with pytest.raises(ValueError, match="q has head_dim 64 but k has 32"):
         checks.check_qkv(np.ones((2, 64)), np.ones((3, 32)), np.ones((3, 8)))
@@ -233,8 +232,11 @@ def test_check_int_array_refuses_uint64_beyond_int64():
     # 2**63 as int64 wraps to -2**63: callers that cast would see a negative value.
     top = np.iinfo(np.int64).max
     assert checks.check_int_array(np.array([top], np.uint64), "ids").tolist() == [top]
-    with pytest.raises(ValueError, match=r"ids must be <= 9223372036854775807 \(int64\), "
-                                         r"got max 9223372036854775808"):
+    with pytest.raises(
+        ValueError,
+        match=r"ids must be <= 9223372036854775807 \(int64\), "
+        r"got max 9223372036854775808",
+    ):
         checks.check_int_array(np.array([1, 2**63], np.uint64), "ids")
 
 
@@ -242,8 +244,11 @@ def test_check_text_refuses_lone_surrogates():
     assert checks.check_text("héllo ✓", "sentence") == "héllo ✓"
     with pytest.raises(TypeError, match="sentence must be a string, got None"):
         checks.check_text(None, "sentence")
-    with pytest.raises(ValueError, match=r"sentence holds a lone surrogate '\\ud800' at "
-                                         r"index 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"sentence holds a lone surrogate '\\ud800' at "
+        r"index 1",
+    ):
         checks.check_text("a\ud800", "sentence")
     with pytest.raises(ValueError, match=r"sentences\[1\] holds a lone surrogate"):
         checks.check_strings(["ok", "\udfff"], "sentences")
@@ -255,8 +260,11 @@ def test_check_text_refuses_lone_surrogates():
 def test_check_int_tensor_converts_wide_unsigned_ids_to_int64():
     import torch
 
-    for arr in (np.array([[1, 2]], np.uint16), np.array([[1, 2]], np.uint32),
-                np.array([[1, 2]], np.uint64)):
+    for arr in (
+        np.array([[1, 2]], np.uint16),
+        np.array([[1, 2]], np.uint32),
+        np.array([[1, 2]], np.uint64),
+    ):
         for values in (arr, torch.from_numpy(arr)):
             out = checks.check_int_tensor(values, "ids")
             assert out.dtype == torch.int64 and out.tolist() == [[1, 2]]

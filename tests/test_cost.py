@@ -45,8 +45,7 @@ def test_flop_formulas_match_torch_flop_counter_on_the_modules(B, n, d):
     rnn_expected = cost.rnn_flops(n, d, batch=B)
     assert counted_flops(lambda: ours(x)) == rnn_expected
     assert counted_flops(lambda: ref(x)) == rnn_expected
-    assert counted_flops(lambda: attn(x, causal=True)) == cost.attention_layer_flops(
-        n, d, batch=B)
+    assert counted_flops(lambda: attn(x, causal=True)) == cost.attention_layer_flops(n, d, batch=B)
 
 
 @pytest.mark.parametrize("B, H, n, D", [(1, 1, 5, 8), (2, 4, 7, 3)])
@@ -69,8 +68,7 @@ def test_flop_formulas_by_hand():
     assert cost.attention_flops(0, 8) == 0
     # Arrays broadcast, batch multiplies; the ratio is 2 + n / d (hand derivation).
     n = np.array([16, 64, 1024])
-    ratio = (cost.attention_layer_flops(n, 64, batch=3)
-             / cost.rnn_flops(n, 64, batch=3))
+    ratio = cost.attention_layer_flops(n, 64, batch=3) / cost.rnn_flops(n, 64, batch=3)
     np.testing.assert_allclose(ratio, 2 + n / 64, rtol=1e-15)
     assert cost.rnn_flops(n, 64).dtype == np.int64
     assert isinstance(cost.attention_layer_flops(np.int64(4), 8), int)
@@ -134,11 +132,16 @@ def test_kv_cache_bytes_equal_a_built_cache():
     assert caches_bytes == cfg.n_layers * per_layer * 5 * 3 * 4
 
 
-@pytest.mark.parametrize("kwargs,name", [({"seq_len": 2.5}, "seq_len"),
-                                         ({"seq_len": True}, "seq_len"),
-                                         ({"seq_len": "10"}, "seq_len"),
-                                         ({"seq_len": math.nan}, "seq_len"),
-                                         ({"seq_len": 10, "batch": 1.5}, "batch")])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"seq_len": 2.5}, "seq_len"),
+        ({"seq_len": True}, "seq_len"),
+        ({"seq_len": "10"}, "seq_len"),
+        ({"seq_len": math.nan}, "seq_len"),
+        ({"seq_len": 10, "batch": 1.5}, "batch"),
+    ],
+)
 def test_kv_cache_bytes_integer_arguments(kwargs, name):
     with pytest.raises(TypeError, match=name):
         cost.kv_cache_bytes(ModelConfig(**TINY), **kwargs)
@@ -166,16 +169,27 @@ def test_param_count_refuses_a_dict_and_mla():
         cost.param_count(PRESETS["DeepSeek-V2"])
 
 
-@pytest.mark.parametrize("n, text", [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (57344, "56 KiB"), (69120, "67.5 KiB"),
-    (3 * 2**29, "1.5 GiB"), (7 * GiB, "7 GiB"), (512 * MiB, "512 MiB"), (2**40, "1 TiB"),
-])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1 KiB"),
+        (57344, "56 KiB"),
+        (69120, "67.5 KiB"),
+        (3 * 2**29, "1.5 GiB"),
+        (7 * GiB, "7 GiB"),
+        (512 * MiB, "512 MiB"),
+        (2**40, "1 TiB"),
+    ],
+)
 def test_format_bytes_by_hand(n, text):
     assert cost.format_bytes(n) == text
 
 
-@pytest.mark.parametrize("bad, exc", [(-1, ValueError), (math.nan, ValueError),
-                                      (math.inf, ValueError), ("1", TypeError)])
+@pytest.mark.parametrize(
+    "bad, exc", [(-1, ValueError), (math.nan, ValueError), (math.inf, ValueError), ("1", TypeError)]
+)
 def test_format_bytes_rejects_bad_counts(bad, exc):
     with pytest.raises(exc, match="n must be"):
         cost.format_bytes(bad)
@@ -235,12 +249,16 @@ def test_score_count_grows_with_heads_while_the_matmul_flops_do_not():
     assert cost.score_count(n, 8) == 8 * cost.score_count(n, 1)
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    ({"seq_len": 2.0}, TypeError, "seq_len"), ({"seq_len": -1}, ValueError, "seq_len"),
-    ({"seq_len": 4, "n_heads": 0}, ValueError, "n_heads"),
-    ({"seq_len": 4, "n_heads": True}, TypeError, "n_heads"),
-    ({"seq_len": 4, "batch": 0}, ValueError, "batch"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"seq_len": 2.0}, TypeError, "seq_len"),
+        ({"seq_len": -1}, ValueError, "seq_len"),
+        ({"seq_len": 4, "n_heads": 0}, ValueError, "n_heads"),
+        ({"seq_len": 4, "n_heads": True}, TypeError, "n_heads"),
+        ({"seq_len": 4, "batch": 0}, ValueError, "batch"),
+    ],
+)
 def test_score_count_rejects_bad_sizes(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         cost.score_count(**kwargs)
@@ -283,12 +301,13 @@ def test_additive_score_flops_by_hand_and_by_the_flop_counter():
     # the reduction with v_a 2*3*5*7 = 210; total 798.
     assert cost.additive_score_flops(3, 5, 4, 6, 7) == 798
     assert cost.additive_score_flops(3, 5, 4, 6, 7, batch=2) == 2 * 798
-    assert cost.additive_score_flops(0, 5, 4, 6, 7) == 420    # keys are still projected
+    assert cost.additive_score_flops(0, 5, 4, 6, 7) == 420  # keys are still projected
     # The same computation in torch, counted by FlopCounterMode (tanh and + are not counted).
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 6)
     W_q, W_k, v_a = torch.randn(7, 4), torch.randn(7, 6), torch.randn(7, 1)
-    counted = counted_flops(lambda: torch.tanh((q @ W_q.T)[:, :, None, :]
-                                               + (k @ W_k.T)[:, None, :, :]) @ v_a)
+    counted = counted_flops(
+        lambda: torch.tanh((q @ W_q.T)[:, :, None, :] + (k @ W_k.T)[:, None, :, :]) @ v_a
+    )
     assert counted == cost.additive_score_flops(3, 5, 4, 6, 7, batch=2)
 
 
@@ -302,15 +321,21 @@ def test_additive_score_flops_arrays_and_errors():
     # uint64 lengths past int64 would wrap negative in the int64 result (2**63 -> -2**63,
     # and the formula then wrapped to 2); every function with array lengths refuses them.
     huge = np.array([2**63], np.uint64)
-    for fn, args in ((cost.additive_score_flops, (1, 1, 1, 1)), (cost.attention_flops, (1,)),
-                     (cost.score_count, ()), (cost.rnn_flops, (1,))):
+    for fn, args in (
+        (cost.additive_score_flops, (1, 1, 1, 1)),
+        (cost.attention_flops, (1,)),
+        (cost.score_count, ()),
+        (cost.rnn_flops, (1,)),
+    ):
         with pytest.raises(ValueError, match=r"seq_len must be <= 9223372036854775807"):
             fn(huge, *args)
     assert cost.additive_score_flops(np.array([3], np.uint64), 5, 4, 6, 7).tolist() == [798]
-    for kwargs, exc, name in ((dict(kv_len=-1), ValueError, "kv_len"),
-                              (dict(d_a=0), ValueError, "d_a"),
-                              (dict(d_q=2.0), TypeError, "d_q"),
-                              (dict(batch=0), ValueError, "batch")):
+    for kwargs, exc, name in (
+        (dict(kv_len=-1), ValueError, "kv_len"),
+        (dict(d_a=0), ValueError, "d_a"),
+        (dict(d_q=2.0), TypeError, "d_q"),
+        (dict(batch=0), ValueError, "batch"),
+    ):
         args = dict(seq_len=3, kv_len=5, d_q=4, d_k=6, d_a=7) | kwargs
         with pytest.raises(exc, match=name):
             cost.additive_score_flops(**args)
@@ -326,8 +351,7 @@ def test_additive_benchmark_runs_one_point(tmp_path):
     spec = importlib.util.spec_from_file_location("additive_scores_bench", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    assert bench.main(["--L", "8", "16", "--repeat", "1", "--out",
-                       str(tmp_path / "a.csv")]) == 0
+    assert bench.main(["--L", "8", "16", "--repeat", "1", "--out", str(tmp_path / "a.csv")]) == 0
     row = bench.measure(8, 4, 1)
     assert row["flops_additive"] == row["flops_dot"] == 2 * 4 * (8 * 4 + 8 * 4 + 8 * 8)
     assert row["intermediate_bytes"] == 8 * 8 * 4 * 4 and row["ratio"] > 0
@@ -359,9 +383,16 @@ def traced_hbm_bytes(n, d, size, block_q):
     return plain, tiled
 
 
-@pytest.mark.parametrize("n, d, dtype, block_q", [
-    (1, 8, "float32", 128), (4, 2, "bfloat16", 2), (100, 64, "float16", 128),
-    (257, 32, "float32", 64), (1000, 16, "bfloat16", 7)])
+@pytest.mark.parametrize(
+    "n, d, dtype, block_q",
+    [
+        (1, 8, "float32", 128),
+        (4, 2, "bfloat16", 2),
+        (100, 64, "float16", 128),
+        (257, 32, "float32", 64),
+        (1000, 16, "bfloat16", 7),
+    ],
+)
 def test_attention_hbm_bytes_match_a_tile_by_tile_trace(n, d, dtype, block_q):
     size = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
     plain, tiled = traced_hbm_bytes(n, d, size, block_q)
@@ -385,14 +416,17 @@ def test_attention_hbm_bytes_by_hand():
     assert big["tiled"] == 2 * (2 * 16384 * 64 + 128 * 2 * 16384 * 64) + 4 * 16384
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(seq_len=0, head_dim=8), ValueError, "seq_len"),
-    (dict(seq_len=8, head_dim=0), ValueError, "head_dim"),
-    (dict(seq_len=8, head_dim=8, block_q=0), ValueError, "block_q"),
-    (dict(seq_len=8, head_dim=8, n_heads=0), ValueError, "n_heads"),
-    (dict(seq_len=8.0, head_dim=8), TypeError, "seq_len"),
-    (dict(seq_len=8, head_dim=8, dtype="int8"), ValueError, "dtype"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(seq_len=0, head_dim=8), ValueError, "seq_len"),
+        (dict(seq_len=8, head_dim=0), ValueError, "head_dim"),
+        (dict(seq_len=8, head_dim=8, block_q=0), ValueError, "block_q"),
+        (dict(seq_len=8, head_dim=8, n_heads=0), ValueError, "n_heads"),
+        (dict(seq_len=8.0, head_dim=8), TypeError, "seq_len"),
+        (dict(seq_len=8, head_dim=8, dtype="int8"), ValueError, "dtype"),
+    ],
+)
 def test_attention_hbm_bytes_rejects_bad_arguments(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         cost.attention_hbm_bytes(**kwargs)
@@ -411,11 +445,17 @@ def test_roofline_time_by_hand():
         assert math.isclose(r.seconds, f / min(4, f / 5 * 1))
 
 
-@pytest.mark.parametrize("args, exc, name", [
-    ((-1, 5, 4, 1), ValueError, "flops"), ((1, 0, 4, 1), ValueError, "hbm_bytes"),
-    ((1, 5, 0, 1), ValueError, "peak_flops"), ((1, 5, 4, -2), ValueError, "bandwidth"),
-    ((1, 5, 4, math.nan), ValueError, "bandwidth"), ((1, "5", 4, 1), TypeError, "hbm_bytes"),
-])
+@pytest.mark.parametrize(
+    "args, exc, name",
+    [
+        ((-1, 5, 4, 1), ValueError, "flops"),
+        ((1, 0, 4, 1), ValueError, "hbm_bytes"),
+        ((1, 5, 0, 1), ValueError, "peak_flops"),
+        ((1, 5, 4, -2), ValueError, "bandwidth"),
+        ((1, 5, 4, math.nan), ValueError, "bandwidth"),
+        ((1, "5", 4, 1), TypeError, "hbm_bytes"),
+    ],
+)
 def test_roofline_time_rejects_bad_arguments(args, exc, name):
     with pytest.raises(exc, match=name):
         cost.roofline_time(*args)

@@ -33,8 +33,9 @@ def loop_attention(q, k, v):
     out = np.zeros((*lead, L, Dv))
     for idx in np.ndindex(*lead):
         for i in range(L):
-            s = [sum(q[idx][i, d] * k[idx][j, d] for d in range(D)) / math.sqrt(D)
-                 for j in range(S)]
+            s = [
+                sum(q[idx][i, d] * k[idx][j, d] for d in range(D)) / math.sqrt(D) for j in range(S)
+            ]
             top = max(s)
             w = [math.exp(x - top) for x in s]
             total = sum(w)
@@ -110,8 +111,9 @@ def test_right_attention_passes(fn):
     assert f"all {result.n_cases} cases" in result.message
 
 
-@pytest.mark.parametrize("fn", [loop_causal_mask,
-                                lambda L, S: np.tril(np.ones((L, S), dtype=bool), k=S - L)])
+@pytest.mark.parametrize(
+    "fn", [loop_causal_mask, lambda L, S: np.tril(np.ones((L, S), dtype=bool), k=S - L)]
+)
 def test_right_causal_mask_passes(fn):
     result = check_causal_mask(fn)
     assert_readable(result)
@@ -228,8 +230,11 @@ ATTENTION_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize("fn, code, words", ATTENTION_MISTAKES,
-                         ids=[m[1] + "-" + m[0].__name__ for m in ATTENTION_MISTAKES])
+@pytest.mark.parametrize(
+    "fn, code, words",
+    ATTENTION_MISTAKES,
+    ids=[m[1] + "-" + m[0].__name__ for m in ATTENTION_MISTAKES],
+)
 def test_attention_mistake_fails_and_is_named(fn, code, words):
     rec = recording(fn)
     result = check_attention(rec)
@@ -246,7 +251,7 @@ def test_k_dot_t_is_caught_only_where_it_matters():
     """``k.T`` is right on 2-D arrays: the check passes those and fails on the first batch."""
     rec = recording(k_dot_t)
     result = check_attention(rec)
-    passed, failing = rec.calls[:result.n_passed], rec.calls[result.n_passed]
+    passed, failing = rec.calls[: result.n_passed], rec.calls[result.n_passed]
     assert all(q.ndim == 2 for q, _, _ in passed) and failing[0].ndim > 2
     assert result.status == "error" and "ValueError" in result.message
 
@@ -297,7 +302,7 @@ def test_top_left_mask_is_caught_on_a_case_with_cached_keys():
     rec = recording(lambda L, S: bool_lower(L, S, 0))
     result = check_causal_mask(rec)
     L, S = rec.calls[result.n_passed]
-    assert all(a == b for a, b in rec.calls[:result.n_passed]) and S > L
+    assert all(a == b for a, b in rec.calls[: result.n_passed]) and S > L
     # the first wrong entry, found here by a loop: a key of the past that query 0 must see
     right, got = loop_causal_mask(L, S), bool_lower(L, S, 0)
     first = next((i, j) for i in range(L) for j in range(S) if right[i, j] != got[i, j])
@@ -309,8 +314,9 @@ def test_top_left_mask_is_caught_on_a_case_with_cached_keys():
 def test_mask_message_draws_both_masks():
     result = check_causal_mask(lambda L, S: ~bool_lower(L, S, S - L))
     L, S = 4, 4  # the first case is square and inversion already fails it
-    drawn = [" ".join("1" if loop_causal_mask(L, S)[i, j] else "0" for j in range(S))
-             for i in range(L)]
+    drawn = [
+        " ".join("1" if loop_causal_mask(L, S)[i, j] else "0" for j in range(S)) for i in range(L)
+    ]
     assert all(row in result.message for row in drawn)
 
 
@@ -398,8 +404,9 @@ def empty_attention(q, k, v):
 
 
 @pytest.mark.parametrize("check", [check_attention, check_causal_mask, check_split_heads])
-@pytest.mark.parametrize("stub, why", [(stub_attention, "raises NotImplementedError"),
-                                       (empty_attention, "returns None")])
+@pytest.mark.parametrize(
+    "stub, why", [(stub_attention, "raises NotImplementedError"), (empty_attention, "returns None")]
+)
 def test_a_stub_is_not_written_yet(check, stub, why):
     result = check(lambda *args: stub(*args[:1], None, None))
     assert_readable(result)
@@ -497,12 +504,15 @@ def test_tolerances_accept_float32_and_reject_a_real_difference():
 # Results of the wrong kind: complex, low precision, torch dtypes, object arrays, odd errors
 
 
-@pytest.mark.parametrize("check, fn", [
-    (check_attention, lambda q, k, v: loop_attention(q, k, v) + 5j),
-    (check_attention, lambda q, k, v: loop_attention(q, k, v) + 0j),
-    (check_attention, lambda q, k, v: torch.from_numpy(loop_attention(q, k, v) + 1j)),
-    (check_split_heads, lambda x, n_heads: loop_split_heads(x, n_heads) + 1e9j),
-])
+@pytest.mark.parametrize(
+    "check, fn",
+    [
+        (check_attention, lambda q, k, v: loop_attention(q, k, v) + 5j),
+        (check_attention, lambda q, k, v: loop_attention(q, k, v) + 0j),
+        (check_attention, lambda q, k, v: torch.from_numpy(loop_attention(q, k, v) + 1j)),
+        (check_split_heads, lambda x, n_heads: loop_split_heads(x, n_heads) + 1e9j),
+    ],
+)
 def test_a_complex_result_fails(check, fn):
     """Only the real part used to be compared: + 5j passed with "Largest |difference| 5"."""
     result = check(fn)
@@ -562,8 +572,7 @@ def test_attention_computed_in_float16_passes_and_a_float16_mistake_is_named():
 
 
 def test_a_float16_result_that_is_off_names_the_precision():
-    result = check_attention(lambda q, k, v: (loop_attention(q, k, v) * 1.02)
-                             .astype(np.float16))
+    result = check_attention(lambda q, k, v: (loop_attention(q, k, v) * 1.02).astype(np.float16))
     assert_readable(result)
     assert not result, result.message
     assert "float16" in result.message and "No typical mistake" not in result.message
@@ -572,20 +581,23 @@ def test_a_float16_result_that_is_off_names_the_precision():
 def test_a_float8_result_is_a_precision_problem():
     """float8 keeps about one digit: the check must not widen its tolerance that far."""
     result = check_attention(
-        lambda q, k, v: torch.from_numpy(loop_attention(q, k, v)).to(torch.float8_e4m3fn))
+        lambda q, k, v: torch.from_numpy(loop_attention(q, k, v)).to(torch.float8_e4m3fn)
+    )
     assert_readable(result)
     assert not result and "float8_e4m3fn" in result.message
 
 
 def test_a_meta_tensor_is_reported_not_raised():
-    result = check_attention(lambda q, k, v: torch.empty(q.shape[:-1] + v.shape[-1:],
-                                                         device="meta"))
+    result = check_attention(
+        lambda q, k, v: torch.empty(q.shape[:-1] + v.shape[-1:], device="meta")
+    )
     assert_readable(result)
     assert not result and result.status == "wrong" and "meta" in result.message
 
 
-@pytest.mark.parametrize("dtype, words", [(object, "dtype object"),
-                                          ("datetime64[s]", "dtype datetime64")])
+@pytest.mark.parametrize(
+    "dtype, words", [(object, "dtype object"), ("datetime64[s]", "dtype datetime64")]
+)
 def test_an_array_of_non_numbers_names_its_dtype(dtype, words):
     def fn(q, k, v):
         out = loop_attention(q, k, v)
@@ -598,8 +610,13 @@ def test_an_array_of_non_numbers_names_its_dtype(dtype, words):
 
 
 def test_not_implemented_on_a_batched_case_is_a_failure_on_that_case():
-    rec = recording(lambda q, k, v: loop_attention(q, k, v) if q.ndim == 2
-                    else (_ for _ in ()).throw(NotImplementedError("batched")))
+    rec = recording(
+        lambda q, k, v: (
+            loop_attention(q, k, v)
+            if q.ndim == 2
+            else (_ for _ in ()).throw(NotImplementedError("batched"))
+        )
+    )
     result = check_attention(rec)
     assert_readable(result)
     assert result.status == "error" and "not written" not in result.message
@@ -715,15 +732,16 @@ def _columns(line: str) -> int:
 
 
 READERS_FUNCTIONS = [
-    (check_attention, stub_attention), (check_attention, empty_attention),
-    (check_attention, lambda q, k, v: q @ np.swapaxes(k, -1, -2) @ v),       # no softmax
-    (check_attention, lambda q, k: q),                                      # wrong signature
+    (check_attention, stub_attention),
+    (check_attention, empty_attention),
+    (check_attention, lambda q, k, v: q @ np.swapaxes(k, -1, -2) @ v),  # no softmax
+    (check_attention, lambda q, k: q),  # wrong signature
     (check_attention, lambda q, k, v: loop_attention(q, k, v).astype(np.float16) + 0.01),
     (check_attention, lambda q, k, v: np.full(q.shape[:-1] + v.shape[-1:], np.nan)),
-    (check_causal_mask, lambda L, S: bool_lower(L, S, 0)),                  # top-left
+    (check_causal_mask, lambda L, S: bool_lower(L, S, 0)),  # top-left
     (check_causal_mask, lambda L, S: bool_lower(L, S, S - L).astype(int)),  # not boolean
     (check_causal_mask, lambda L, S: np.where(bool_lower(L, S, S - L), 0.0, -np.inf)),
-    (check_causal_mask, lambda L, S: bool_lower(L, L, 0)),                  # (L, L)
+    (check_causal_mask, lambda L, S: bool_lower(L, L, 0)),  # (L, L)
     (check_causal_mask, lambda L, S: None if L != S else bool_lower(L, S, 0)),
     (check_causal_mask, lambda L, S: "mask"),
     (check_causal_mask, lambda L, S: np.ones((L, S), dtype=complex)),
@@ -740,8 +758,11 @@ def test_a_result_is_made_in_every_language_from_the_catalog(check, fn):
     assert printed.untranslated == frozenset()
     assert printed.text("en") == result.message
     zh = printed.text("zh_CN")
-    assert zh != result.message and "\u4e00" <= max(zh) and all(
-        _columns(line) <= 79 for line in zh.splitlines()), zh
+    assert (
+        zh != result.message
+        and "\u4e00" <= max(zh)
+        and all(_columns(line) <= 79 for line in zh.splitlines())
+    ), zh
     # Names, shapes and code are the same in both: the case's shapes appear in each.
     if result.case:
         assert result.case in zh

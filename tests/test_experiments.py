@@ -166,13 +166,16 @@ def test_delayed_recall_batch_puts_the_answer_k_back_from_the_query():
         E.delayed_recall_batch(2, 6, 3, 5, gen, k=torch.tensor([1.0, 3.0]))
 
 
-@pytest.mark.parametrize("make,exc,name", [
-    (lambda g: E.kv_recall_batch(2.0, 3, 4, 4, g), TypeError, "batch_size"),
-    (lambda g: E.kv_recall_batch(2, 0, 4, 4, g), ValueError, "n_pairs"),
-    (lambda g: E.copy_batch(2, True, 4, g), TypeError, "n"),
-    (lambda g: E.delayed_recall_batch(2, 4, 3, 0, g), ValueError, "n_noise"),
-    (lambda g: E.reversal_batch(2, 3, 4.5, g), TypeError, "vocab"),
-])
+@pytest.mark.parametrize(
+    "make,exc,name",
+    [
+        (lambda g: E.kv_recall_batch(2.0, 3, 4, 4, g), TypeError, "batch_size"),
+        (lambda g: E.kv_recall_batch(2, 0, 4, 4, g), ValueError, "n_pairs"),
+        (lambda g: E.copy_batch(2, True, 4, g), TypeError, "n"),
+        (lambda g: E.delayed_recall_batch(2, 4, 3, 0, g), ValueError, "n_noise"),
+        (lambda g: E.reversal_batch(2, 3, 4.5, g), TypeError, "vocab"),
+    ],
+)
 def test_task_generators_check_sizes(make, exc, name):
     with pytest.raises(exc, match=name):
         make(torch.Generator())
@@ -207,8 +210,18 @@ def test_first_step_below_hand_cases():
 
 def test_scaling_run_learns_and_differs_only_by_the_scale():
     before = torch.get_num_threads()
-    r = E.scaling_run(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
-                      steps=150, batch_size=32, eval_size=256, seed=0)
+    r = E.scaling_run(
+        head_dim=64,
+        d_model=32,
+        d_ff=64,
+        n_pairs=4,
+        n_keys=8,
+        n_values=8,
+        steps=150,
+        batch_size=32,
+        eval_size=256,
+        seed=0,
+    )
     assert torch.get_num_threads() == before  # restored
     assert r.chance_loss == pytest.approx(math.log(8))
     for arm in ("scaled", "unscaled"):
@@ -239,9 +252,10 @@ def test_score_gradient_is_autograd_through_the_softmax():
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
     # A one-hot row passes nothing back, whatever the upstream gradient (the Jacobian is 0).
     one_hot = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
-    assert torch.equal(E.score_gradient(one_hot, torch.tensor([[5.0, -2.0, 7.0]],
-                                                              dtype=torch.float64), 1.0),
-                       torch.zeros(1, 3, dtype=torch.float64))
+    assert torch.equal(
+        E.score_gradient(one_hot, torch.tensor([[5.0, -2.0, 7.0]], dtype=torch.float64), 1.0),
+        torch.zeros(1, 3, dtype=torch.float64),
+    )
 
 
 def test_score_gradient_refuses_bad_input():
@@ -263,8 +277,17 @@ def test_scaling_run_records_saturation_and_its_gradient_share():
     forward and backward pass by hand, and recomputes the share of saturated queries and the
     share of the score gradient they carry with autograd through a softmax of the raw scores.
     """
-    kw = dict(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
-              batch_size=32, eval_size=8, seed=2)
+    kw = dict(
+        head_dim=64,
+        d_model=32,
+        d_ff=64,
+        n_pairs=4,
+        n_keys=8,
+        n_values=8,
+        batch_size=32,
+        eval_size=8,
+        seed=2,
+    )
     r = E.scaling_run(steps=3, saturation_threshold=0.9, **kw)
     assert r.saturation_threshold == 0.9
     for arm in ("scaled", "unscaled"):
@@ -273,17 +296,23 @@ def test_scaling_run_records_saturation_and_its_gradient_share():
     torch.manual_seed(kw["seed"])
     model = E._RetrievalModel(8, 8, 32, 64, 64, 1.0)
     keys, values, query, target = E.kv_recall_batch(
-        32, 4, 8, 8, torch.Generator().manual_seed(kw["seed"]))
+        32, 4, 8, 8, torch.Generator().manual_seed(kw["seed"])
+    )
     captured = {}
-    model.attn.register_forward_pre_hook(
-        lambda m, args: captured.__setitem__("x", args[0]))
+    model.attn.register_forward_pre_hook(lambda m, args: captured.__setitem__("x", args[0]))
     logits, weights = model(keys, values, query)
     x = captured["x"]
     # The raw dot products q k^T of the query row, as a leaf (q_proj's output carries the
     # subclass's factor q_factor = scale * sqrt(head_dim), divided out here): their softmax
     # (scale 1, the unscaled arm) is the weights.
-    qk = torch.einsum("bd,bld->bl", model.attn.q_proj(x)[:, -1] / model.attn.q_factor,
-                      model.attn.k_proj(x)).detach().double().requires_grad_(True)
+    qk = (
+        torch.einsum(
+            "bd,bld->bl", model.attn.q_proj(x)[:, -1] / model.attn.q_factor, model.attn.k_proj(x)
+        )
+        .detach()
+        .double()
+        .requires_grad_(True)
+    )
     p = torch.softmax(qk, dim=-1)  # scale 1: the unscaled arm
     torch.testing.assert_close(p.float(), weights[:, 0, -1].detach(), rtol=1e-4, atol=1e-6)
     weights.retain_grad()
@@ -308,8 +337,18 @@ def test_scaling_run_control_starts_with_the_unscaled_scores():
     share) and the same first loss on the same seed. With gain 1 it is the scaled arm, step for
     step; and without ``q_init_gain`` there is no control.
     """
-    kw = dict(head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8,
-              batch_size=32, eval_size=8, seed=1, saturation_threshold=0.9)
+    kw = dict(
+        head_dim=64,
+        d_model=32,
+        d_ff=64,
+        n_pairs=4,
+        n_keys=8,
+        n_values=8,
+        batch_size=32,
+        eval_size=8,
+        seed=1,
+        saturation_threshold=0.9,
+    )
     r = E.scaling_run(steps=3, q_init_gain=8.0, **kw)  # sqrt(64) = 8
     assert set(r.loss) == {"scaled", "unscaled", "control"} and r.q_init_gain == 8.0
     assert r.scales["control"] == r.scales["scaled"] == 1 / 8
@@ -320,7 +359,8 @@ def test_scaling_run_control_starts_with_the_unscaled_scores():
     assert r.saturated["control"][0] == r.saturated["unscaled"][0]
     assert 0 < r.saturated["unscaled"][0] < 1  # a real split, not all or none
     assert r.saturated_grad_share["control"][0] == pytest.approx(
-        r.saturated_grad_share["unscaled"][0], rel=1e-4, abs=1e-9)
+        r.saturated_grad_share["unscaled"][0], rel=1e-4, abs=1e-9
+    )
     assert r.loss["scaled"][0] != pytest.approx(r.loss["unscaled"][0], rel=1e-6)
     # After the first update the control and the unscaled arm part: a step of W_Q moves the
     # control's scores 1/sqrt(d_k) as far.
@@ -346,17 +386,37 @@ def test_norm_placement_records_the_first_layers_gradient_and_update():
     with a nonzero gradient.
     """
     lr, seed = 2e-3, 1
-    r = E.norm_placement_run(n_layers=3, d_model=16, n_heads=2, d_ff=32, n=3, vocab=5,
-                             steps=4, batch_size=4, eval_size=8, lr=lr, warmup_steps=2,
-                             seed=seed)
+    r = E.norm_placement_run(
+        n_layers=3,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n=3,
+        vocab=5,
+        steps=4,
+        batch_size=4,
+        eval_size=8,
+        lr=lr,
+        warmup_steps=2,
+        seed=seed,
+    )
     for arm in E.NORM_PLACEMENT_ARMS:
         for curve in (r.grad_norm_first[arm], r.grad_norm_last[arm], r.update_first[arm]):
             assert curve.shape == (4,) and np.isfinite(curve).all() and (curve > 0).all()
     for arm in ("post_ln", "pre_ln"):
         assert r.grad_norm_first[arm][0] == pytest.approx(r.grad_norm_init[arm][0], rel=1e-9)
         assert r.grad_norm_last[arm][0] == pytest.approx(r.grad_norm_init[arm][-1], rel=1e-9)
-        model = E._copy_model(arm == "pre_ln", vocab=5, d_model=16, n_heads=2, n_layers=3,
-                              d_ff=32, n=3, name=arm, seed=seed)
+        model = E._copy_model(
+            arm == "pre_ln",
+            vocab=5,
+            d_model=16,
+            n_heads=2,
+            n_layers=3,
+            d_ff=32,
+            n=3,
+            name=arm,
+            seed=seed,
+        )
         ids, x = E.copy_batch(4, 3, 5, torch.Generator().manual_seed(seed))
         E._copy_loss(model, ids, x)[0].backward()
         params = list(model.layers[0].parameters())
@@ -366,11 +426,13 @@ def test_norm_placement_records_the_first_layers_gradient_and_update():
     # Warmup: the first step is at lr / warmup_steps of the peak (LambdaLR's first factor);
     # float32 weights, so equal to rounding.
     assert r.update_first["post_ln_warmup"][0] == pytest.approx(
-        0.5 * r.update_first["post_ln"][0], rel=1e-5)
+        0.5 * r.update_first["post_ln"][0], rel=1e-5
+    )
 
 
 def _norm_inputs_by_hand(model, ids) -> list:
     """Centred RMS of each norm's input in one forward pass, the block written out by hand."""
+
     def rms(h):
         h = h.detach().double()
         return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
@@ -400,8 +462,7 @@ def _norm_inputs_by_hand(model, ids) -> list:
 def test_norm_placement_records_the_norms_input_rms():
     """Step 0's recorded RMS of every norm's input equals a forward pass computed by hand."""
     seed, sizes = 2, dict(vocab=5, d_model=16, n_heads=2, n_layers=3, d_ff=32, n=3)
-    r = E.norm_placement_run(steps=3, batch_size=4, eval_size=8, warmup_steps=2, seed=seed,
-                             **sizes)
+    r = E.norm_placement_run(steps=3, batch_size=4, eval_size=8, warmup_steps=2, seed=seed, **sizes)
     ids, _ = E.copy_batch(4, 3, 5, torch.Generator().manual_seed(seed))
     for arm, (norm_first, _) in E.NORM_PLACEMENT_ARMS.items():
         rms, final = r.ln_rms[arm], r.ln_rms_final[arm]
@@ -418,17 +479,38 @@ def test_norm_placement_records_the_norms_input_rms():
 
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
-    r = E.norm_placement_run(n_layers=12, d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,
-                             steps=1, batch_size=4, eval_size=8, seed=seed, progress=True)
+    r = E.norm_placement_run(
+        n_layers=12,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n=n,
+        vocab=vocab,
+        steps=1,
+        batch_size=4,
+        eval_size=8,
+        seed=seed,
+        progress=True,
+    )
     for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
         # rebuild the model and first batch from the documented seeds
         torch.manual_seed(seed)
-        model = DecoderOnlyModel(ModelConfig(
-            vocab_size=vocab + 1, d_model=16, n_heads=2, n_layers=12, d_ff=32, arch="decoder",
-            max_seq_len=2 * n + 1, norm_first=norm_first, positional="learned",
-            tie_embeddings=False))
+        model = DecoderOnlyModel(
+            ModelConfig(
+                vocab_size=vocab + 1,
+                d_model=16,
+                n_heads=2,
+                n_layers=12,
+                d_ff=32,
+                arch="decoder",
+                max_seq_len=2 * n + 1,
+                norm_first=norm_first,
+                positional="learned",
+                tie_embeddings=False,
+            )
+        )
         ids, x = E.copy_batch(4, n, vocab, torch.Generator().manual_seed(seed))
-        logits = model(ids)[:, n:2 * n]  # predictions of the copied tokens
+        logits = model(ids)[:, n : 2 * n]  # predictions of the copied tokens
         loss = F.cross_entropy(logits.reshape(-1, vocab + 1), x.reshape(-1))
         expected = []
         for layer in model.layers:
@@ -442,14 +524,27 @@ def test_norm_placement_gradient_norms_at_init_match_autograd():
     assert r.loss["post_ln_warmup"][0] == r.loss["post_ln"][0]
     assert r.loss["pre_ln_warmup"][0] == r.loss["pre_ln"][0]
     assert r.warmup_steps == 0  # steps // 5 with steps = 1
-    assert set(r.loss) == set(E.NORM_PLACEMENT_ARMS) == {"post_ln", "pre_ln", "post_ln_warmup",
-                                                         "pre_ln_warmup"}
+    assert (
+        set(r.loss)
+        == set(E.NORM_PLACEMENT_ARMS)
+        == {"post_ln", "pre_ln", "post_ln_warmup", "pre_ln_warmup"}
+    )
 
 
 def test_norm_placement_warmup_arms_differ_only_by_the_schedule():
     # Without warmup (warmup_steps=0) a warmup arm is its plain arm: same weights, batches, lr.
-    kw = dict(n_layers=2, d_model=16, n_heads=2, d_ff=32, n=3, vocab=5, steps=6, batch_size=4,
-              eval_size=8, seed=1)
+    kw = dict(
+        n_layers=2,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n=3,
+        vocab=5,
+        steps=6,
+        batch_size=4,
+        eval_size=8,
+        seed=1,
+    )
     r0 = E.norm_placement_run(warmup_steps=0, **kw)
     for plain in ("post_ln", "pre_ln"):
         np.testing.assert_array_equal(r0.loss[plain + "_warmup"], r0.loss[plain])
@@ -465,45 +560,85 @@ def test_norm_placement_warmup_arms_differ_only_by_the_schedule():
 def test_gradient_norms_at_init_for_several_depths_match_autograd():
     # Each depth's entry: the per-layer norms of a model rebuilt from the documented seeds.
     seed, n, vocab = 3, 3, 5
-    g = E.gradient_norms_at_init((1, 4), d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab,
-                                 batch_size=4, seed=seed)
+    g = E.gradient_norms_at_init(
+        (1, 4), d_model=16, n_heads=2, d_ff=32, n=n, vocab=vocab, batch_size=4, seed=seed
+    )
     assert sorted(g) == [1, 4]
     for L in (1, 4):
         for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
             torch.manual_seed(seed)
-            model = DecoderOnlyModel(ModelConfig(
-                vocab_size=vocab + 1, d_model=16, n_heads=2, n_layers=L, d_ff=32,
-                arch="decoder", max_seq_len=2 * n + 1, norm_first=norm_first,
-                positional="learned", tie_embeddings=False))
+            model = DecoderOnlyModel(
+                ModelConfig(
+                    vocab_size=vocab + 1,
+                    d_model=16,
+                    n_heads=2,
+                    n_layers=L,
+                    d_ff=32,
+                    arch="decoder",
+                    max_seq_len=2 * n + 1,
+                    norm_first=norm_first,
+                    positional="learned",
+                    tie_embeddings=False,
+                )
+            )
             ids, x = E.copy_batch(4, n, vocab, torch.Generator().manual_seed(seed))
-            logits = model(ids)[:, n:2 * n]
+            logits = model(ids)[:, n : 2 * n]
             loss = F.cross_entropy(logits.reshape(-1, vocab + 1), x.reshape(-1))
-            expected = [float(torch.linalg.vector_norm(torch.cat([
-                t.flatten() for t in torch.autograd.grad(loss, list(layer.parameters()),
-                                                         retain_graph=True)])))
-                for layer in model.layers]
+            expected = [
+                float(
+                    torch.linalg.vector_norm(
+                        torch.cat(
+                            [
+                                t.flatten()
+                                for t in torch.autograd.grad(
+                                    loss, list(layer.parameters()), retain_graph=True
+                                )
+                            ]
+                        )
+                    )
+                )
+                for layer in model.layers
+            ]
             assert g[L][arm].shape == (L,) and g[L][arm].dtype == np.float64
             assert_close(g[L][arm], np.array(expected), atol=0, rtol=1e-5)
 
 
-@pytest.mark.parametrize("depths, exc", [((3, 2), ValueError), ((), ValueError),
-                                         ((0, 2), ValueError), ((2, 3.0), TypeError)])
+@pytest.mark.parametrize(
+    "depths, exc",
+    [((3, 2), ValueError), ((), ValueError), ((0, 2), ValueError), ((2, 3.0), TypeError)],
+)
 def test_gradient_norms_at_init_rejects_bad_depths_naming_them(depths, exc):
     with pytest.raises(exc, match="depth_values"):
         E.gradient_norms_at_init(depths)
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [({"d_model": 0}, ValueError, "d_model"),
-                                               ({"batch_size": 1.5}, TypeError, "batch_size"),
-                                               ({"seed": -1}, ValueError, "seed")])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"d_model": 0}, ValueError, "d_model"),
+        ({"batch_size": 1.5}, TypeError, "batch_size"),
+        ({"seed": -1}, ValueError, "seed"),
+    ],
+)
 def test_gradient_norms_at_init_rejects_bad_sizes_naming_them(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.gradient_norms_at_init((2,), **kwargs)
 
 
 def test_norm_placement_run_learns_the_copy():
-    r = E.norm_placement_run(n_layers=3, d_model=32, n_heads=2, d_ff=64, n=4, vocab=8,
-                             steps=150, batch_size=16, lr=1e-3, eval_size=128, seed=0)
+    r = E.norm_placement_run(
+        n_layers=3,
+        d_model=32,
+        n_heads=2,
+        d_ff=64,
+        n=4,
+        vocab=8,
+        steps=150,
+        batch_size=16,
+        lr=1e-3,
+        eval_size=128,
+        seed=0,
+    )
     assert r.chance_loss == pytest.approx(math.log(8)) and r.warmup_steps == 30
     for arm in ("post_ln", "pre_ln", "post_ln_warmup", "pre_ln_warmup"):
         assert r.loss[arm].shape == (150,)
@@ -513,13 +648,36 @@ def test_norm_placement_run_learns_the_copy():
 
 
 def test_long_range_recall_run_learns_and_matches_parameter_counts():
-    r = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2, d_ff=32,
-                                steps=150, batch_size=32, eval_every=10, eval_per_k=32,
-                                window=20, seed=0)
+    r = E.long_range_recall_run(
+        max_k=4,
+        n_signal=4,
+        n_noise=4,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        steps=150,
+        batch_size=32,
+        eval_every=10,
+        eval_per_k=32,
+        window=20,
+        seed=0,
+    )
     # One model alone trains exactly as it does beside the others (chapter 1, exercise 5).
-    alone = E.long_range_recall_run(max_k=4, n_signal=4, n_noise=4, d_model=16, n_heads=2,
-                                    d_ff=32, steps=150, batch_size=32, eval_every=10,
-                                    eval_per_k=32, window=20, seed=0, models=("rnn",))
+    alone = E.long_range_recall_run(
+        max_k=4,
+        n_signal=4,
+        n_noise=4,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        steps=150,
+        batch_size=32,
+        eval_every=10,
+        eval_per_k=32,
+        window=20,
+        seed=0,
+        models=("rnn",),
+    )
     assert set(alone.loss) == set(alone.solved_step) == {"rnn"}
     assert np.array_equal(alone.loss["rnn"], r.loss["rnn"])
     assert alone.solved_step["rnn"] == r.solved_step["rnn"]
@@ -539,7 +697,7 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
         # Measurements every 10 updates from 0, the last one after the last update.
         at, hist = r.eval_steps[name], r.accuracy_history[name]
         assert at[0] == 0 and at[-1] == n_run and hist.shape == (len(at), 4)
-        assert np.array_equal(at[:-1], np.arange(0, n_run, 10)[:len(at) - 1])
+        assert np.array_equal(at[:-1], np.arange(0, n_run, 10)[: len(at) - 1])
         assert_close(hist[-1], r.accuracy[name], atol=0, rtol=0)
         # Stopped early exactly when every distance reached solve_accuracy at once.
         solved = (hist >= r.solve_accuracy).all(axis=1)
@@ -575,8 +733,9 @@ def test_relative_loss_change_hand_cases():
         E.relative_loss_change(["a", "b"], 1)
 
 
-@pytest.mark.parametrize("curve", [[1.0, math.nan, 1.0, 1.0], [1.0, 1.0, math.inf, 1.0],
-                                   [math.nan, 2.0, 1.0, 1.0]])
+@pytest.mark.parametrize(
+    "curve", [[1.0, math.nan, 1.0, 1.0], [1.0, 1.0, math.inf, 1.0], [math.nan, 2.0, 1.0, 1.0]]
+)
 def test_relative_loss_change_rejects_non_finite_losses(curve):
     # Was nan, or -1.0 for an inf (a plateau read as "the loss fell to 0").
     with pytest.raises(ValueError, match="curve"):
@@ -592,17 +751,26 @@ def test_relative_loss_change_when_the_earlier_window_averages_zero():
             E.relative_loss_change([0.0, 0.0, 1.0, 1.0], 2)
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    ({"clip_norm": 0.0}, ValueError, "clip_norm"), ({"clip_norm": "1"}, TypeError, "clip_norm"),
-    ({"solve_accuracy": 1.5}, ValueError, "solve_accuracy"),
-    ({"solve_accuracy": 0.0}, ValueError, "solve_accuracy"),
-    ({"eval_every": 0}, ValueError, "eval_every"), ({"window": 0}, ValueError, "window"),
-    ({"clip_norm": math.nan}, ValueError, "clip_norm"),
-    ({"clip_norm": math.inf}, ValueError, "clip_norm"),
-    ({"clip_norm": -1.0}, ValueError, "clip_norm"), ({"clip_norm": True}, TypeError, "clip_norm"),
-    ({"window": 1.5}, TypeError, "window"),
-    ({"progress": "no"}, TypeError, "progress"), ({"progress": 0}, TypeError, "progress"),
-    ({"models": ()}, ValueError, "models"), ({"models": ("gru",)}, ValueError, "models")])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"clip_norm": 0.0}, ValueError, "clip_norm"),
+        ({"clip_norm": "1"}, TypeError, "clip_norm"),
+        ({"solve_accuracy": 1.5}, ValueError, "solve_accuracy"),
+        ({"solve_accuracy": 0.0}, ValueError, "solve_accuracy"),
+        ({"eval_every": 0}, ValueError, "eval_every"),
+        ({"window": 0}, ValueError, "window"),
+        ({"clip_norm": math.nan}, ValueError, "clip_norm"),
+        ({"clip_norm": math.inf}, ValueError, "clip_norm"),
+        ({"clip_norm": -1.0}, ValueError, "clip_norm"),
+        ({"clip_norm": True}, TypeError, "clip_norm"),
+        ({"window": 1.5}, TypeError, "window"),
+        ({"progress": "no"}, TypeError, "progress"),
+        ({"progress": 0}, TypeError, "progress"),
+        ({"models": ()}, ValueError, "models"),
+        ({"models": ("gru",)}, ValueError, "models"),
+    ],
+)
 def test_long_range_recall_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.long_range_recall_run(**kwargs)
@@ -632,8 +800,17 @@ def test_signal_gradient_matches_autograd_on_the_embeddings():
 
 
 def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():
-    r = E.cross_attention_run(n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=150,
-                              batch_size=32, eval_size=128, seed=0)
+    r = E.cross_attention_run(
+        n=4,
+        vocab=6,
+        d_model=32,
+        n_heads=2,
+        d_ff=64,
+        steps=150,
+        batch_size=32,
+        eval_size=128,
+        seed=0,
+    )
     assert np.array_equal(r.target, r.source[::-1])
     assert r.cross_attention.shape == (1, 2, 4, 4)
     assert (r.cross_attention >= 0).all()
@@ -643,10 +820,10 @@ def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():
     assert r.eval_accuracy > 2 / 6
 
 
-
 def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
-    kw = dict(n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=30, batch_size=32,
-              eval_size=64, seed=0)
+    kw = dict(
+        n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=30, batch_size=32, eval_size=64, seed=0
+    )
     plain = E.cross_attention_run(**kw)
     r = E.cross_attention_run(**kw, snapshot_steps=range(0, 31, 10))
     assert plain.snapshots is None and plain.snapshot_steps is None
@@ -670,24 +847,37 @@ def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
     assert np.abs(r.snapshots[1] - r.snapshots[0]).max() > 1e-3
 
 
-@pytest.mark.parametrize("snapshot_steps, exc, match", [
-    ((0, 31), ValueError, "snapshot_steps\\[1\\] must be <= 30"),
-    ((-1, 5), ValueError, "snapshot_steps\\[0\\] must be >= 0"),
-    ((10, 5), ValueError, "strictly increasing"),
-    ((), ValueError, "must not be empty"),
-    ((0, 2.0), TypeError, "snapshot_steps\\[1\\]"),
-    ("0", TypeError, "snapshot_steps"),
-    (25, TypeError, "snapshot_steps"),
-])
+@pytest.mark.parametrize(
+    "snapshot_steps, exc, match",
+    [
+        ((0, 31), ValueError, "snapshot_steps\\[1\\] must be <= 30"),
+        ((-1, 5), ValueError, "snapshot_steps\\[0\\] must be >= 0"),
+        ((10, 5), ValueError, "strictly increasing"),
+        ((), ValueError, "must not be empty"),
+        ((0, 2.0), TypeError, "snapshot_steps\\[1\\]"),
+        ("0", TypeError, "snapshot_steps"),
+        (25, TypeError, "snapshot_steps"),
+    ],
+)
 def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, match):
     with pytest.raises(exc, match=match):
         E.cross_attention_run(steps=30, snapshot_steps=snapshot_steps)
 
+
 def test_cross_attention_weights_match_a_float64_reference():
     torch.manual_seed(4)
-    cfg = ModelConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=2, n_encoder_layers=1,
-                      d_ff=16, arch="encoder-decoder", max_seq_len=5, positional="learned",
-                      norm_first=True)
+    cfg = ModelConfig(
+        vocab_size=7,
+        d_model=8,
+        n_heads=2,
+        n_layers=2,
+        n_encoder_layers=1,
+        d_ff=16,
+        arch="encoder-decoder",
+        max_seq_len=5,
+        positional="learned",
+        norm_first=True,
+    )
     model = EncoderDecoderModel(cfg).double().eval()
     src = torch.randint(6, (3, 5))
     tgt = torch.randint(7, (3, 4))
@@ -708,13 +898,27 @@ def test_cross_attention_weights_match_a_float64_reference():
             x = x + layer.ffn(layer.norm3(x))
 
 
-@pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run, E.position_extrapolation_run,
-                                 E.copy_capacity_run])
-@pytest.mark.parametrize("kwargs, name", [({"steps": 0}, "steps"), ({"lr": 0.0}, "lr"),
-                                          ({"lr": float("nan")}, "lr"),
-                                          ({"num_threads": 0}, "num_threads"),
-                                          ({"batch_size": 0}, "batch_size")])
+@pytest.mark.parametrize(
+    "run",
+    [
+        E.scaling_run,
+        E.norm_placement_run,
+        E.long_range_recall_run,
+        E.cross_attention_run,
+        E.position_extrapolation_run,
+        E.copy_capacity_run,
+    ],
+)
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"steps": 0}, "steps"),
+        ({"lr": 0.0}, "lr"),
+        ({"lr": float("nan")}, "lr"),
+        ({"num_threads": 0}, "num_threads"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
 def test_runs_reject_bad_arguments(run, kwargs, name):
     before = torch.get_num_threads()
     with pytest.raises(ValueError, match=name):
@@ -722,15 +926,28 @@ def test_runs_reject_bad_arguments(run, kwargs, name):
     assert torch.get_num_threads() == before
 
 
-@pytest.mark.parametrize("run", [E.scaling_run, E.norm_placement_run, E.long_range_recall_run,
-                                 E.cross_attention_run, E.position_extrapolation_run,
-                                 E.copy_capacity_run])
-@pytest.mark.parametrize("kwargs, exc, name", [({"steps": 2.0}, TypeError, "steps"),
-                                               ({"d_model": True}, TypeError, "d_model"),
-                                               ({"lr": "0.01"}, TypeError, "lr"),
-                                               ({"seed": -1}, ValueError, "seed"),
-                                               ({"seed": 0.5}, TypeError, "seed"),
-                                               ({"num_threads": 1.0}, TypeError, "num_threads")])
+@pytest.mark.parametrize(
+    "run",
+    [
+        E.scaling_run,
+        E.norm_placement_run,
+        E.long_range_recall_run,
+        E.cross_attention_run,
+        E.position_extrapolation_run,
+        E.copy_capacity_run,
+    ],
+)
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"steps": 2.0}, TypeError, "steps"),
+        ({"d_model": True}, TypeError, "d_model"),
+        ({"lr": "0.01"}, TypeError, "lr"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"seed": 0.5}, TypeError, "seed"),
+        ({"num_threads": 1.0}, TypeError, "num_threads"),
+    ],
+)
 def test_runs_reject_arguments_of_the_wrong_kind(run, kwargs, exc, name):
     before = torch.get_num_threads()
     with pytest.raises(exc, match=name):
@@ -772,8 +989,17 @@ def _attention_by_hand(model, ids, positions, rope):
 @pytest.mark.parametrize("positional", ["learned", "rope"])
 def test_self_attention_weights_match_a_float64_reference(positional):
     torch.manual_seed(5)
-    cfg = ModelConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=1, d_ff=16, arch="decoder",
-                      max_seq_len=12, positional=positional, norm_first=True)
+    cfg = ModelConfig(
+        vocab_size=7,
+        d_model=8,
+        n_heads=2,
+        n_layers=1,
+        d_ff=16,
+        arch="decoder",
+        max_seq_len=12,
+        positional=positional,
+        norm_first=True,
+    )
     model = DecoderOnlyModel(cfg).double().eval()
     ids = torch.randint(7, (3, 6))
     pos = torch.arange(4, 10)  # not starting at 0
@@ -785,9 +1011,19 @@ def test_self_attention_weights_match_a_float64_reference(positional):
 
 
 def test_position_extrapolation_run_measures_every_kind():
-    r = E.position_extrapolation_run(train_len=8, eval_len=16, offset=2, vocab=6, d_model=16,
-                                     n_heads=2, d_ff=32, steps=200, batch_size=32,
-                                     eval_size=128, kinds=("learned", "rope", "none"))
+    r = E.position_extrapolation_run(
+        train_len=8,
+        eval_len=16,
+        offset=2,
+        vocab=6,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        steps=200,
+        batch_size=32,
+        eval_size=128,
+        kinds=("learned", "rope", "none"),
+    )
     assert r.kinds == ("learned", "rope", "none")
     assert np.array_equal(r.positions, np.arange(2, 16))
     for kind in r.kinds:
@@ -810,15 +1046,18 @@ def test_position_extrapolation_run_measures_every_kind():
     assert r.n_params["learned"] - r.n_params["rope"] == 16 * 16  # the table: eval_len rows
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    ({"train_len": 3, "offset": 3}, ValueError, "train_len"),
-    ({"eval_len": 32}, ValueError, "eval_len"),
-    ({"kinds": ()}, ValueError, "kinds"),
-    ({"kinds": ("rope", "rope")}, ValueError, "kinds"),
-    ({"kinds": ("alibi",)}, ValueError, "kinds"),
-    ({"kinds": "rope"}, TypeError, "kinds"),
-    ({"embed_scale": 1}, TypeError, "embed_scale"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"train_len": 3, "offset": 3}, ValueError, "train_len"),
+        ({"eval_len": 32}, ValueError, "eval_len"),
+        ({"kinds": ()}, ValueError, "kinds"),
+        ({"kinds": ("rope", "rope")}, ValueError, "kinds"),
+        ({"kinds": ("alibi",)}, ValueError, "kinds"),
+        ({"kinds": "rope"}, TypeError, "kinds"),
+        ({"embed_scale": 1}, TypeError, "embed_scale"),
+    ],
+)
 def test_position_extrapolation_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.position_extrapolation_run(**kwargs)
@@ -841,7 +1080,7 @@ def test_multi_source_batch_targets_are_the_marked_tokens_contents():
         assert torch.equal(x[b, :, 4:], torch.eye(5)[types[b]])
         for k in range(3):  # source k's contents, found by its type, in slot k of the target
             j = t.index(k + 2)
-            assert torch.equal(target[b, 4 * k:4 * (k + 1)], x[b, j, :4])
+            assert torch.equal(target[b, 4 * k : 4 * (k + 1)], x[b, j, :4])
 
 
 def test_multi_source_batch_rejects_too_short_sequences():
@@ -886,8 +1125,18 @@ def test_heads_run_rejects_bad_arguments():
 def test_copy_capacity_run_counts_and_learns_a_short_copy():
     """Tiny grid: counts by hand and from torch's own LSTM; attention copies two tokens; the
     same seed gives the same accuracies (chapter 1 checks a live point against the CSV)."""
-    kw = dict(n_items=(2, 3), hidden_sizes=(4, 8), vocab=3, d_model=16, n_heads=2, d_ff=32,
-              steps=80, batch_size=32, eval_size=64, seed=0)
+    kw = dict(
+        n_items=(2, 3),
+        hidden_sizes=(4, 8),
+        vocab=3,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        steps=80,
+        batch_size=32,
+        eval_size=64,
+        seed=0,
+    )
     r = E.copy_capacity_run(**kw)
     assert r.n_items.tolist() == [2, 3] and r.hidden_sizes.tolist() == [4, 8]
     assert r.lstm_accuracy.shape == (2, 2) and r.attention_accuracy.shape == (2,)
@@ -899,16 +1148,31 @@ def test_copy_capacity_run_counts_and_learns_a_short_copy():
     assert r.attention_read_floats.tolist() == [2 * 4 * 16, 2 * 6 * 16]  # K and V of 2n tokens
     for j, n in enumerate((2, 3)):  # learned positions: 2n + 1 rows of width 16
         torch.manual_seed(0)
-        config = ModelConfig(vocab_size=4, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                             arch="decoder", max_seq_len=2 * n + 1, norm="layernorm",
-                             norm_first=True, ffn="relu", bias=True, positional="learned",
-                             tie_embeddings=False)
-        assert r.attention_params[j] == sum(p.numel()
-                                            for p in DecoderOnlyModel(config).parameters())
+        config = ModelConfig(
+            vocab_size=4,
+            d_model=16,
+            n_heads=2,
+            n_layers=1,
+            d_ff=32,
+            arch="decoder",
+            max_seq_len=2 * n + 1,
+            norm="layernorm",
+            norm_first=True,
+            ffn="relu",
+            bias=True,
+            positional="learned",
+            tie_embeddings=False,
+        )
+        assert r.attention_params[j] == sum(
+            p.numel() for p in DecoderOnlyModel(config).parameters()
+        )
     assert r.chance_accuracy == 1 / 3
     # Accuracy is a fraction of 64 * n held-out tokens.
-    for acc, n in ((r.lstm_accuracy[:, 0], 2), (r.lstm_accuracy[:, 1], 3),
-                   (r.attention_accuracy, np.array([2, 3]))):
+    for acc, n in (
+        (r.lstm_accuracy[:, 0], 2),
+        (r.lstm_accuracy[:, 1], 3),
+        (r.attention_accuracy, np.array([2, 3])),
+    ):
         assert np.allclose(np.round(acc * 64 * n), acc * 64 * n)
     assert r.attention_accuracy[0] > 0.9
     again = E.copy_capacity_run(**{**kw, "n_items": (2,), "hidden_sizes": (8,)})
@@ -916,17 +1180,20 @@ def test_copy_capacity_run_counts_and_learns_a_short_copy():
     assert again.attention_accuracy[0] == r.attention_accuracy[0]
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    ({"n_items": ()}, ValueError, "n_items"),
-    ({"n_items": (8, 4)}, ValueError, "n_items"),
-    ({"n_items": (0, 4)}, ValueError, "n_items"),
-    ({"n_items": 4}, TypeError, "n_items"),
-    ({"hidden_sizes": (16, 16)}, ValueError, "hidden_sizes"),
-    ({"hidden_sizes": (2.0,)}, TypeError, "hidden_sizes"),
-    ({"vocab": 1}, ValueError, "vocab"),
-    ({"d_model": 10, "n_heads": 3}, ValueError, "n_heads"),
-    ({"clip_norm": 0.0}, ValueError, "clip_norm"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"n_items": ()}, ValueError, "n_items"),
+        ({"n_items": (8, 4)}, ValueError, "n_items"),
+        ({"n_items": (0, 4)}, ValueError, "n_items"),
+        ({"n_items": 4}, TypeError, "n_items"),
+        ({"hidden_sizes": (16, 16)}, ValueError, "hidden_sizes"),
+        ({"hidden_sizes": (2.0,)}, TypeError, "hidden_sizes"),
+        ({"vocab": 1}, ValueError, "vocab"),
+        ({"d_model": 10, "n_heads": 3}, ValueError, "n_heads"),
+        ({"clip_norm": 0.0}, ValueError, "clip_norm"),
+    ],
+)
 def test_copy_capacity_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.copy_capacity_run(**kwargs)

@@ -134,8 +134,13 @@ def changed(rng: random.Random, v, depth: int):
             roll = rng.random()
             if roll < 0.2:
                 continue  # deleted
-            out[k] = (None if roll < 0.3 else changed(rng, x, depth - 1) if roll < 0.6
-                      else copy.deepcopy(x))
+            out[k] = (
+                None
+                if roll < 0.3
+                else changed(rng, x, depth - 1)
+                if roll < 0.6
+                else copy.deepcopy(x)
+            )
         for _ in range(rng.randint(0, 2)):
             out[rng.choice(KEYS)] = value(rng, depth - 1)
         return out
@@ -160,8 +165,10 @@ def random_pairs(n: int, seed: int = 0) -> list:
 HAND_PAIRS = [
     ({"a": 1, "b": [1, 2, 3]}, {"a": 1, "b": [1, 5, 3]}),
     ({"a": 1, "b": {"c": 2}}, {"b": {"c": 3, "d": [1]}}),
-    ({"annotations": [{"text": "x", "y": 1}]}, {"annotations": [{"text": "y", "y": 1},
-                                                                {"text": "z"}]}),
+    (
+        {"annotations": [{"text": "x", "y": 1}]},
+        {"annotations": [{"text": "y", "y": 1}, {"text": "z"}]},
+    ),
     ({"a": [1, 2]}, {"a": "now a string"}),
     ({"t": {"text": "a"}}, {"t": {"text": ""}, "u": None}),
     ({"a": 1, "b": 2}, {"a": None, "b": 2}),
@@ -222,11 +229,18 @@ def toy_spec():
         fig.update_layout(title=dict(text=f"{n} tokens, padding at the {side}"))
         return fig
 
-    controls = [Control("n", "tokens", "slider", (2, 3, 5), 3),
-                Control("side", "padding at", "select", ("start", "end"), "end"),
-                Control("show", "scores", "toggle", (False, True), True)]
-    ex = Explorer(controls, title="toy explorer", compute=compute, draw=draw,
-                  active=lambda v: {"n", "show"} | ({"side"} if v["n"] > 2 else set()))
+    controls = [
+        Control("n", "tokens", "slider", (2, 3, 5), 3),
+        Control("side", "padding at", "select", ("start", "end"), "end"),
+        Control("show", "scores", "toggle", (False, True), True),
+    ]
+    ex = Explorer(
+        controls,
+        title="toy explorer",
+        compute=compute,
+        draw=draw,
+        active=lambda v: {"n", "show"} | ({"side"} if v["n"] > 2 else set()),
+    )
     return ex.static_spec("en")
 
 
@@ -243,8 +257,17 @@ def run_scripts(tmp_path, scripts: list, pairs: list, spec: dict) -> tuple[dict,
     cases["frames"] = [(flat, narrow) for flat in range(len(combos)) for narrow in (False, True)]
     (tmp_path / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
     (tmp_path / "runner.js").write_text(RUNNER, encoding="utf-8")
-    run = subprocess.run([node_or_skip(), str(tmp_path / "runner.js"), str(tmp_path / "cases.json"),
-                          *map(str, scripts)], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            node_or_skip(),
+            str(tmp_path / "runner.js"),
+            str(tmp_path / "cases.json"),
+            *map(str, scripts),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     return cases, json.loads(run.stdout)
 
@@ -316,16 +339,24 @@ def test_toy_spec_has_what_the_frame_comparison_needs(toy_spec):
 
 # One rule broken per mutant; the comparison must catch each.
 MUTANTS = {
-    "$del ignored": ("if (isObject(v) && DEL in v) { delete out[k]; }",
-                     "if (isObject(v) && DEL in v) { out[k] = null; }"),
+    "$del ignored": (
+        "if (isObject(v) && DEL in v) { delete out[k]; }",
+        "if (isObject(v) && DEL in v) { out[k] = null; }",
+    ),
     "$set not special": ("if (SET in p) { return copy(p[SET]); }", "if (false) { }"),
     "$list not special": ("if (LIST in p) {", "if (false) {"),
-    "null patch is null": ("if (p === null || p === undefined) { return copy(base); }",
-                           "if (p === null || p === undefined) { return null; }"),
-    "patches its base": ("out = isObject(base) ? copy(base) : {};",
-                         "out = isObject(base) ? base : {};"),
-    "narrow frame from the wide layout": ("var layout = narrow ? applyPatch(spec.narrow_layout",
-                                          "var layout = narrow ? applyPatch(spec.layout"),
+    "null patch is null": (
+        "if (p === null || p === undefined) { return copy(base); }",
+        "if (p === null || p === undefined) { return null; }",
+    ),
+    "patches its base": (
+        "out = isObject(base) ? copy(base) : {};",
+        "out = isObject(base) ? base : {};",
+    ),
+    "narrow frame from the wide layout": (
+        "var layout = narrow ? applyPatch(spec.narrow_layout",
+        "var layout = narrow ? applyPatch(spec.layout",
+    ),
     "the first frame's caption": ("spec.captions[frame.caption]", "spec.captions[0]"),
 }
 
@@ -381,8 +412,11 @@ def bootstrap():
     from attnbook import viz
     from attnbook.explorers.base import Control, Explorer
 
-    ex = Explorer([Control("n", "n", "slider", (1, 2), 1)],
-                  lambda n: go.Figure(go.Bar(y=[n])), title="toy explorer")
+    ex = Explorer(
+        [Control("n", "n", "slider", (1, 2), 1)],
+        lambda n: go.Figure(go.Bar(y=[n])),
+        title="toy explorer",
+    )
     wait = viz.PLOTLY_WAIT_SECONDS
     viz.PLOTLY_WAIT_SECONDS = 0.4
     try:
@@ -392,26 +426,42 @@ def bootstrap():
     uid = re.search(r'<div class="attnbook-explorer" id="([^"]+)"', html).group(1)
     boot = re.findall(r"<script>(.*?)</script>", html, re.S)
     assert len(boot) == 1, "the explorer's HTML has one script, its bootstrap"
-    words = {"plotly": "This figure needs plotly.js, which did not load.",
-             "script": "This explorer needs its script (attnbook-explorer.js), which did not load."}
+    words = {
+        "plotly": "This figure needs plotly.js, which did not load.",
+        "script": "This explorer needs its script (attnbook-explorer.js), which did not load.",
+    }
     return uid, boot[0], words
 
 
-@pytest.mark.parametrize("plotly_at, script_at, mounted, text", [
-    (0, 0, True, ""),          # both there at once
-    (150, 50, True, ""),       # plotly.js later (a deferred script)
-    (50, 150, True, ""),       # explorer.js later (order on the page is not guaranteed)
-    (0, -1, False, "script"),  # explorer.js never loads
-    (-1, 0, False, "plotly"),  # plotly.js never loads
-])
-def test_bootstrap_mounts_once_after_plotly_and_the_script(tmp_path, bootstrap, plotly_at,
-                                                           script_at, mounted, text):
+@pytest.mark.parametrize(
+    "plotly_at, script_at, mounted, text",
+    [
+        (0, 0, True, ""),  # both there at once
+        (150, 50, True, ""),  # plotly.js later (a deferred script)
+        (50, 150, True, ""),  # explorer.js later (order on the page is not guaranteed)
+        (0, -1, False, "script"),  # explorer.js never loads
+        (-1, 0, False, "plotly"),  # plotly.js never loads
+    ],
+)
+def test_bootstrap_mounts_once_after_plotly_and_the_script(
+    tmp_path, bootstrap, plotly_at, script_at, mounted, text
+):
     uid, boot, words = bootstrap
     (tmp_path / "boot.js").write_text(boot, encoding="utf-8")
     (tmp_path / "runner.js").write_text(BOOT_RUNNER, encoding="utf-8")
-    run = subprocess.run([node_or_skip(), str(tmp_path / "runner.js"), str(tmp_path / "boot.js"),
-                          str(plotly_at), str(script_at), "1000"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [
+            node_or_skip(),
+            str(tmp_path / "runner.js"),
+            str(tmp_path / "boot.js"),
+            str(plotly_at),
+            str(script_at),
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["calls"] == ([{"uid": uid, "plotly": True}] if mounted else []), out
@@ -470,16 +520,19 @@ def test_first_draw_waits_for_the_figure_font_and_redraws_when_it_comes_late(tmp
     node = node_or_skip()
     runner = tmp_path / "fonts.js"
     runner.write_text(FONTS_RUNNER)
-    res = subprocess.run([node, str(runner), str(SCRIPT)], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [node, str(runner), str(SCRIPT)], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     # Loaded within the wait: one draw, after the load, asked for the text's characters.
-    assert out["inTime"] == [["load", "13px attnbook-sans, sans-serif", "γ注意"],
-                             ["then", False]]
+    assert out["inTime"] == [["load", "13px attnbook-sans, sans-serif", "γ注意"], ["then", False]]
     # Not loaded within the wait: drawn without it, then drawn again once it is there.
-    assert out["late"] == [["load", "13px attnbook-sans, sans-serif", "γ注意"],
-                           ["then", False], ["then", True]]
+    assert out["late"] == [
+        ["load", "13px attnbook-sans, sans-serif", "γ注意"],
+        ["then", False],
+        ["then", True],
+    ]
     # No family to wait for, or a browser without the font loading API: drawn at once.
     assert out["noFamily"] == [["then", False]]
     assert out["noApi"] == [["then", False]]
@@ -487,7 +540,10 @@ def test_first_draw_waits_for_the_figure_font_and_redraws_when_it_comes_late(tmp
     assert out["throws"] == [["then", False]]
     # A draw that throws: the page's own uncaught error, on the promise path as on the direct
     # one (not an unhandled rejection, not thrown into the caller).
-    assert out["drawThrows"] == [["load", "13px attnbook-sans", "γ注意"], ["then", False],
-                                 ["uncaught", "draw failed"]]
+    assert out["drawThrows"] == [
+        ["load", "13px attnbook-sans", "γ注意"],
+        ["then", False],
+        ["uncaught", "draw failed"],
+    ]
     assert out["drawThrowsNoApi"] == [["then", False], ["uncaught", "draw failed"]]
     assert "rejected" not in out

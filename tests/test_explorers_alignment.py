@@ -34,11 +34,30 @@ def fake_result() -> CrossAttentionResult:
     mass = np.array([[[0.25, 0.26]], [[0.5, 0.625]], [[0.875, 0.9375]]])  # (3, 1, H)
     source = np.array([3, 1, 4, 1])
     return CrossAttentionResult(
-        source=source, target=source[::-1].copy(), prediction=source[::-1].copy(),
-        cross_attention=maps[-1], mirror_mass=mass[-1], loss=np.zeros(30), eval_loss=0.1,
-        eval_accuracy=1.0, chance_loss=np.log(6), n=N, vocab=6, d_model=8, n_heads=H,
-        n_layers=1, d_ff=16, steps=30, batch_size=4, lr=0.01, seed=0, n_params=100,
-        snapshot_steps=np.array(STEPS), snapshots=maps, snapshot_mirror_mass=mass)
+        source=source,
+        target=source[::-1].copy(),
+        prediction=source[::-1].copy(),
+        cross_attention=maps[-1],
+        mirror_mass=mass[-1],
+        loss=np.zeros(30),
+        eval_loss=0.1,
+        eval_accuracy=1.0,
+        chance_loss=np.log(6),
+        n=N,
+        vocab=6,
+        d_model=8,
+        n_heads=H,
+        n_layers=1,
+        d_ff=16,
+        steps=30,
+        batch_size=4,
+        lr=0.01,
+        seed=0,
+        n_params=100,
+        snapshot_steps=np.array(STEPS),
+        snapshots=maps,
+        snapshot_mirror_mass=mass,
+    )
 
 
 def test_alignment_data_picks_the_snapshot_and_the_head():
@@ -52,22 +71,26 @@ def test_alignment_data_picks_the_snapshot_and_the_head():
     assert alignment_data(r, 2, 0).step == 30 and alignment_data(r, 0, 0).mirror_mass == 0.25
 
 
-@pytest.mark.parametrize("args, kwargs, exc, match", [
-    ((3, 0), {}, ValueError, "step_index must be <= 2"),
-    ((-1, 0), {}, ValueError, "step_index must be >= 0"),
-    ((0, 2), {}, ValueError, "head must be <= 1"),
-    ((0, 0), {"layer": 1}, ValueError, "layer must be <= 0"),
-    ((1.0, 0), {}, TypeError, "step_index"),
-    ((0, True), {}, TypeError, "head"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        ((3, 0), {}, ValueError, "step_index must be <= 2"),
+        ((-1, 0), {}, ValueError, "step_index must be >= 0"),
+        ((0, 2), {}, ValueError, "head must be <= 1"),
+        ((0, 0), {"layer": 1}, ValueError, "layer must be <= 0"),
+        ((1.0, 0), {}, TypeError, "step_index"),
+        ((0, True), {}, TypeError, "head"),
+    ],
+)
 def test_alignment_data_rejects_bad_indices(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         alignment_data(fake_result(), *args, **kwargs)
 
 
 def test_alignment_data_needs_a_run_with_snapshots():
-    bare = dataclasses.replace(fake_result(), snapshot_steps=None, snapshots=None,
-                               snapshot_mirror_mass=None)
+    bare = dataclasses.replace(
+        fake_result(), snapshot_steps=None, snapshots=None, snapshot_mirror_mass=None
+    )
     with pytest.raises(ValueError, match="no snapshots.*snapshot_steps"):
         alignment_data(bare, 0, 0)
     with pytest.raises(TypeError, match="result must be a CrossAttentionResult"):

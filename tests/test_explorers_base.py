@@ -74,15 +74,16 @@ def test_default_explorers_fit_a_page(masks):
     assert ex.controls["d_k"].options == tuple((str(2**i), 2**i) for i in range(11))
 
 
-
-
-@pytest.mark.parametrize("make, match", [
-    (lambda: Control("x", "x", "knob", (1, 2), 1), "kind"),
-    (lambda: Control("x", "x", "toggle", (0, 1), 0), "toggle"),
-    (lambda: Control("x", "x", "slider", (), None), "no options"),
-    (lambda: Control("x", "x", "slider", (1, 2), 3), "x=3 is not one of"),
-    (lambda: Control("x", "x", "slider", (1, 2), 1, labels=("a",)), "2 options but 1 labels"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Control("x", "x", "knob", (1, 2), 1), "kind"),
+        (lambda: Control("x", "x", "toggle", (0, 1), 0), "toggle"),
+        (lambda: Control("x", "x", "slider", (), None), "no options"),
+        (lambda: Control("x", "x", "slider", (1, 2), 3), "x=3 is not one of"),
+        (lambda: Control("x", "x", "slider", (1, 2), 1, labels=("a",)), "2 options but 1 labels"),
+    ],
+)
 def test_control_rejects_bad_specs(make, match):
     with pytest.raises(ValueError, match=match):
         make()
@@ -121,9 +122,12 @@ def test_live_sliders_get_a_row_and_a_track_of_150_px(which):
     from attnbook.explorers.kv_cache import kv_cache_explorer
     from attnbook.explorers.quadratic import quadratic_cost_explorer
 
-    ex = {"quadratic": quadratic_cost_explorer, "kv_cache": kv_cache_explorer,
-          "masks": mask_explorer, "scaling": lambda: scaling_explorer(n_samples=50,
-                                                                      n_draws=5)}[which]()
+    ex = {
+        "quadratic": quadratic_cost_explorer,
+        "kv_cache": kv_cache_explorer,
+        "masks": mask_explorer,
+        "scaling": lambda: scaling_explorer(n_samples=50, n_draws=5),
+    }[which]()
     sliders = [(c, ex.controls[c.name]) for c in ex._specs if c.kind == "slider"]
     assert sliders
     for spec, w in sliders:
@@ -263,8 +267,12 @@ def test_live_figure_module_is_ready_at_once_and_compiles_plotly_once(tmp_path):
         pytest.skip("no Node.js to run the front-end module")
     (tmp_path / "shim.mjs").write_text(fig._esm)
     (tmp_path / "harness.mjs").write_text(NODE_HARNESS)
-    run = subprocess.run([node, str(tmp_path / "harness.mjs"), str(tmp_path / "shim.mjs")],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [node, str(tmp_path / "harness.mjs"), str(tmp_path / "shim.mjs")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["returned"] == [None, None], "initialize must not make anywidget wait"
@@ -310,14 +318,21 @@ def test_a_label_left_in_english_is_reported_missing():
     def draw(data, *, language):
         _ = i18n.labels(language)
         hover = data["hover"]
-        return go.Figure(go.Bar(x=[1], y=[data["n"]], name=_("weights"),
-                                hovertext=[hover], customdata=[["king"]]),
-                         layout=dict(title=dict(text="$d_k$ masked_softmax(q, k) KV")))
+        return go.Figure(
+            go.Bar(
+                x=[1], y=[data["n"]], name=_("weights"), hovertext=[hover], customdata=[["king"]]
+            ),
+            layout=dict(title=dict(text="$d_k$ masked_softmax(q, k) KV")),
+        )
 
     def explorer(hover, kept=()):
-        return Explorer([Control("n", "window", "slider", (1, 2), 1)], title="mask explorer",
-                        compute=lambda n: {"n": n, "hover": hover}, draw=draw,
-                        kept_words=kept)
+        return Explorer(
+            [Control("n", "window", "slider", (1, 2), 1)],
+            title="mask explorer",
+            compute=lambda n: {"n": n, "hover": hover},
+            draw=draw,
+            kept_words=kept,
+        )
 
     missing: set = set()
     explorer("查询 0").static_spec("zh_CN", missing=missing)
@@ -333,12 +348,17 @@ def test_a_label_left_in_english_is_reported_missing():
     assert missing == set()
 
     def draw_missing(data, *, language):
-        return go.Figure(go.Bar(x=[1], y=[1], name=i18n.labels(language)("no such msgid {n}",
-                                                                        n=data)))
+        return go.Figure(
+            go.Bar(x=[1], y=[1], name=i18n.labels(language)("no such msgid {n}", n=data))
+        )
 
     missing = set()
-    Explorer([Control("n", "window", "slider", (1, 2), 1)], title="mask explorer",
-             compute=lambda n: n, draw=draw_missing).static_spec("zh_CN", missing=missing)
+    Explorer(
+        [Control("n", "window", "slider", (1, 2), 1)],
+        title="mask explorer",
+        compute=lambda n: n,
+        draw=draw_missing,
+    ).static_spec("zh_CN", missing=missing)
     assert missing == {"no such msgid {n}"}
 
 
@@ -346,9 +366,12 @@ def test_explorer_takes_render_or_compute_and_draw():
     from attnbook.explorers.base import Control, Explorer
 
     ctl = [Control("n", "window", "slider", (1, 2), 1)]
-    for kwargs in ({}, {"compute": lambda n: n}, {"draw": lambda d, language: None},
-                   {"render": lambda n: None, "compute": lambda n: n,
-                    "draw": lambda d, language: None}):
+    for kwargs in (
+        {},
+        {"compute": lambda n: n},
+        {"draw": lambda d, language: None},
+        {"render": lambda n: None, "compute": lambda n: n, "draw": lambda d, language: None},
+    ):
         with pytest.raises(ValueError, match="either render, or compute and draw"):
             Explorer(ctl, title="t", **kwargs)
 
@@ -365,11 +388,16 @@ def test_static_html_is_escaped_labelled_and_carries_its_assets_only_when_asked(
 
     from attnbook.explorers.base import page_assets
 
-    controls = [Control("d", "d<sub>k</sub>", "slider", (1, 2), 1, labels=("1 < 2", "a & b")),
-                Control("on", "show", "toggle", (False, True), True),
-                Control("kind", "kind", "select", ("x", "y"), "y", labels=("<x>", '"y"'))]
-    ex = Explorer(controls, lambda d, on, kind: go.Figure(go.Bar(y=[d])),
-                  title='Q & K <script>alert("x")</script>')
+    controls = [
+        Control("d", "d<sub>k</sub>", "slider", (1, 2), 1, labels=("1 < 2", "a & b")),
+        Control("on", "show", "toggle", (False, True), True),
+        Control("kind", "kind", "select", ("x", "y"), "y", labels=("<x>", '"y"')),
+    ]
+    ex = Explorer(
+        controls,
+        lambda d, on, kind: go.Figure(go.Bar(y=[d])),
+        title='Q & K <script>alert("x")</script>',
+    )
     page = ex.static_html(assets=False)
     full = ex.static_html()
     assert full.endswith(page) and full != page
@@ -421,9 +449,16 @@ def test_explorer_values_leave_the_callers_controls_alone_and_figure_json_checks
 
 def titled(text, *, top=120, height=500, size=None):
     title = {"text": text} if size is None else {"text": text, "font": {"size": size}}
-    return {"data": [{"type": "bar", "y": [1, 2]}],
-            "layout": {"title": title, "margin": {"t": top, "l": 40, "b": 60},
-                       "height": height, "font": {"size": 13}, "xaxis": {"title": {"text": "x"}}}}
+    return {
+        "data": [{"type": "bar", "y": [1, 2]}],
+        "layout": {
+            "title": title,
+            "margin": {"t": top, "l": 40, "b": 60},
+            "height": height,
+            "font": {"size": 13},
+            "xaxis": {"title": {"text": "x"}},
+        },
+    }
 
 
 def test_take_title_removes_the_title_and_gives_back_its_margin():
@@ -446,8 +481,7 @@ def test_take_title_removes_the_title_and_gives_back_its_margin():
 
 def test_take_title_gives_back_a_line_per_line_of_a_multi_line_title():
     one, _ = take_title(titled("first", top=200, height=600, size=18))
-    three, caption = take_title(titled("first<br>second<br />third", top=200, height=600,
-                                       size=18))
+    three, caption = take_title(titled("first<br>second<br />third", top=200, height=600, size=18))
     assert caption == "first<br>second<br>third"
     back_one = 200 - one["layout"]["margin"]["t"]
     back_three = 200 - three["layout"]["margin"]["t"]
@@ -461,67 +495,87 @@ def test_take_title_gives_back_a_line_per_line_of_a_multi_line_title():
     assert 300 - small["layout"]["height"] == 40 - small["layout"]["margin"]["t"]
 
 
-@pytest.mark.parametrize("layout", [
-    {"margin": {"t": 50}, "height": 300},
-    {"title": {"text": ""}, "margin": {"t": 50}, "height": 300},
-    {"title": {"font": {"size": 30}}, "margin": {"t": 50}, "height": 300},
-])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"margin": {"t": 50}, "height": 300},
+        {"title": {"text": ""}, "margin": {"t": 50}, "height": 300},
+        {"title": {"font": {"size": 30}}, "margin": {"t": 50}, "height": 300},
+    ],
+)
 def test_take_title_leaves_a_figure_without_a_title_as_it_was(layout):
     fig = {"data": [{"type": "scatter", "y": [3]}], "layout": layout}
     out, caption = take_title(fig)
     assert caption == ""
     assert out["data"] == fig["data"]
     assert {k: v for k, v in out["layout"].items()} == {
-        k: v for k, v in layout.items() if k != "title"}
+        k: v for k, v in layout.items() if k != "title"
+    }
     assert out["layout"]["margin"] == {"t": 50} and out["layout"]["height"] == 300
 
 
 def test_take_title_of_a_title_given_as_a_string():
-    out, caption = take_title({"data": [], "layout": {"title": "Plain & simple",
-                                                      "margin": {"t": 90}, "height": 400}})
+    out, caption = take_title(
+        {"data": [], "layout": {"title": "Plain & simple", "margin": {"t": 90}, "height": 400}}
+    )
     assert caption == "Plain &amp; simple" and "title" not in out["layout"]
     assert 90 - out["layout"]["margin"]["t"] == 400 - out["layout"]["height"] > 0
 
 
-@pytest.mark.parametrize("text, html", [
-    # the tags plotly draws are kept as they are
-    ("a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line",
-     "a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line"),
-    ("<em>one</em><br/>two<BR>three", "<em>one</em><br>two<br>three"),
-    # attributes of a kept tag are dropped
-    ('<b onclick="steal()">x</b>', "<b>x</b>"),
-    # entities are decoded once, then every &, < and > escaped once
-    ("Tom &amp; Jerry, Tom & Jerry", "Tom &amp; Jerry, Tom &amp; Jerry"),
-    ("&lt;s&gt; is a token", "&lt;s&gt; is a token"),
-    ("&amp;lt; stays one level", "&amp;lt; stays one level"),
-    ("didn&#x27;t &#8220;it&#8221;", "didn't \u201cit\u201d"),
-    ("q < k and k > 0", "q &lt; k and k &gt; 0"),
-    # a coloured span keeps its colour and nothing else
-    ('<span style="color:#1f5fa8">blue</span> and <span style=\'color: rgb(200, 0, 0)\'>red</span>',
-     '<span style="color:#1f5fa8">blue</span> and <span style="color: rgb(200, 0, 0)">red</span>'),
-    ('<span style="color:red" onmouseover="steal()">r</span>', '<span style="color:red">r</span>'),
-    ('<span style="color:red;background:url(javascript:x)">r</span>', "<span>r</span>"),
-    ('<span class="x">plain</span>', "<span>plain</span>"),
-    # unbalanced tags are balanced: left open, closed at the end; a stray close dropped
-    ('<span style="color:red">open', '<span style="color:red">open</span>'),
-    ("stray</span> close", "stray close"),
-    ('<span style="color:red"><b>both', '<span style="color:red"><b>both</b></span>'),
-    ("<b>x</i>y</b>", "<b>xy</b>"),
-    ('<span style="color:red">r<b>x</span>y', '<span style="color:red">r<b>x</b></span>y'),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "text, html",
+    [
+        # the tags plotly draws are kept as they are
+        (
+            "a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line",
+            "a <b>bold</b> and <i>slanted</i>, x<sub>i</sub><sup>2</sup><br>next line",
+        ),
+        ("<em>one</em><br/>two<BR>three", "<em>one</em><br>two<br>three"),
+        # attributes of a kept tag are dropped
+        ('<b onclick="steal()">x</b>', "<b>x</b>"),
+        # entities are decoded once, then every &, < and > escaped once
+        ("Tom &amp; Jerry, Tom & Jerry", "Tom &amp; Jerry, Tom &amp; Jerry"),
+        ("&lt;s&gt; is a token", "&lt;s&gt; is a token"),
+        ("&amp;lt; stays one level", "&amp;lt; stays one level"),
+        ("didn&#x27;t &#8220;it&#8221;", "didn't \u201cit\u201d"),
+        ("q < k and k > 0", "q &lt; k and k &gt; 0"),
+        # a coloured span keeps its colour and nothing else
+        (
+            '<span style="color:#1f5fa8">blue</span> and '
+            "<span style='color: rgb(200, 0, 0)'>red</span>",
+            '<span style="color:#1f5fa8">blue</span> and '
+            '<span style="color: rgb(200, 0, 0)">red</span>',
+        ),
+        (
+            '<span style="color:red" onmouseover="steal()">r</span>',
+            '<span style="color:red">r</span>',
+        ),
+        ('<span style="color:red;background:url(javascript:x)">r</span>', "<span>r</span>"),
+        ('<span class="x">plain</span>', "<span>plain</span>"),
+        # unbalanced tags are balanced: left open, closed at the end; a stray close dropped
+        ('<span style="color:red">open', '<span style="color:red">open</span>'),
+        ("stray</span> close", "stray close"),
+        ('<span style="color:red"><b>both', '<span style="color:red"><b>both</b></span>'),
+        ("<b>x</i>y</b>", "<b>xy</b>"),
+        ('<span style="color:red">r<b>x</span>y', '<span style="color:red">r<b>x</b></span>y'),
+        ("", ""),
+    ],
+)
 def test_plotly_text_html(text, html):
     assert plotly_text_html(text) == html
 
 
-@pytest.mark.parametrize("text", [
-    "<script>alert(1)</script>after",
-    '<img src=x onerror="alert(1)">after',
-    '<a href="javascript:alert(1)">after</a>',
-    '<iframe srcdoc="<script>alert(1)</script>">after',
-    "&lt;script&gt;alert(1)&lt;/script&gt;after",
-    '<svg onload="alert(1)">after',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<script>alert(1)</script>after",
+        '<img src=x onerror="alert(1)">after',
+        '<a href="javascript:alert(1)">after</a>',
+        '<iframe srcdoc="<script>alert(1)</script>">after',
+        "&lt;script&gt;alert(1)&lt;/script&gt;after",
+        '<svg onload="alert(1)">after',
+    ],
+)
 def test_plotly_text_html_drops_or_escapes_anything_active(text):
     from html.parser import HTMLParser
 
@@ -554,8 +608,10 @@ def test_plotly_text_html_drops_or_escapes_anything_active(text):
     [
         ({"a": 1, "b": [1, 2, 3]}, {"a": 1, "b": [1, 5, 3]}),
         ({"a": 1, "b": {"c": 2}}, {"b": {"c": 3, "d": [1]}}),
-        ({"annotations": [{"text": "x", "y": 1}]}, {"annotations": [{"text": "y", "y": 1},
-                                                                    {"text": "z"}]}),
+        (
+            {"annotations": [{"text": "x", "y": 1}]},
+            {"annotations": [{"text": "y", "y": 1}, {"text": "z"}]},
+        ),
         ({"a": [1, 2]}, {"a": "now a string"}),
         ({"t": {"text": "a"}}, {"t": {"text": ""}, "u": None}),
         ({"a": 1, "b": 2}, {"a": None, "b": 2}),  # a value becomes null
@@ -580,8 +636,9 @@ def test_patch_never_holds_a_bare_null():
 
 
 def test_patch_of_one_changed_annotation_text_is_small():
-    base = {"annotations": [{"text": f"title {i}", "x": 0.5, "font": {"size": 14}}
-                            for i in range(5)]}
+    base = {
+        "annotations": [{"text": f"title {i}", "x": 0.5, "font": {"size": 14}} for i in range(5)]
+    }
     new = copy.deepcopy(base)
     new["annotations"][3]["text"] = "changed"
     assert make_patch(base, new) == {"annotations": {"$list": {"3": {"text": "changed"}}}}

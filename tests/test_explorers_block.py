@@ -39,14 +39,27 @@ def reference_norms(n_layers: int, norm_first: bool) -> np.ndarray:
     """Per-layer gradient norms at initialisation, by autograd on the rebuilt model and batch."""
     t = TINY
     torch.manual_seed(t["seed"])
-    model = DecoderOnlyModel(ModelConfig(
-        vocab_size=t["vocab"] + 1, d_model=t["d_model"], n_heads=t["n_heads"],
-        n_layers=n_layers, d_ff=t["d_ff"], arch="decoder", max_seq_len=2 * t["n"] + 1,
-        norm="layernorm", norm_first=norm_first, ffn="relu", bias=True, positional="learned",
-        tie_embeddings=False))
-    ids, x = copy_batch(t["batch_size"], t["n"], t["vocab"],
-                        torch.Generator().manual_seed(t["seed"]))
-    logits = model(ids)[:, t["n"]:2 * t["n"]]  # (B, n, vocab + 1): predictions of the copy
+    model = DecoderOnlyModel(
+        ModelConfig(
+            vocab_size=t["vocab"] + 1,
+            d_model=t["d_model"],
+            n_heads=t["n_heads"],
+            n_layers=n_layers,
+            d_ff=t["d_ff"],
+            arch="decoder",
+            max_seq_len=2 * t["n"] + 1,
+            norm="layernorm",
+            norm_first=norm_first,
+            ffn="relu",
+            bias=True,
+            positional="learned",
+            tie_embeddings=False,
+        )
+    )
+    ids, x = copy_batch(
+        t["batch_size"], t["n"], t["vocab"], torch.Generator().manual_seed(t["seed"])
+    )
+    logits = model(ids)[:, t["n"] : 2 * t["n"]]  # (B, n, vocab + 1): predictions of the copy
     loss = F.cross_entropy(logits.reshape(-1, t["vocab"] + 1), x.reshape(-1))
     norms = []
     for layer in model.layers:
@@ -103,8 +116,9 @@ def test_live_depth_slider_and_placement(grads):
     assert fig.data[0].meta["ratio_last_first"] == pytest.approx(ratio, rel=1e-5)
     # Right panel: the last layer's norm at every depth, and the current depth marked.
     assert list(fig.data[2].x) == list(DEPTHS)
-    assert_close(np.array(fig.data[3].y), [reference_norms(L, True)[-1] for L in DEPTHS],
-                 atol=0, rtol=1e-5)
+    assert_close(
+        np.array(fig.data[3].y), [reference_norms(L, True)[-1] for L in DEPTHS], atol=0, rtol=1e-5
+    )
     assert list(fig.data[4].x) == [5] and list(fig.data[5].x) == [5]
     assert fig.data[5].y[0] == pytest.approx(reference_norms(5, True)[-1], rel=1e-5)
     # Placement: only Post-LN visible, traces kept in place.
@@ -140,7 +154,8 @@ def test_hover_text_names_the_layer_and_its_norm_in_each_language(grads):
 def test_figure_is_laid_out_for_the_column_and_for_a_phone(grads, depth, placement, language):
     data = wb.norm_placement_data(depth, placement, grads)
     wide, phone = check_widths(
-        lambda w: wb.draw_norm_placement(data, language=language, width=w), n_panels=2)
+        lambda w: wb.draw_norm_placement(data, language=language, width=w), n_panels=2
+    )
     for fig in (wide, phone):
         lay = fig["layout"]
         assert [t.get("xaxis", "x") for t in fig["data"]] == ["x"] * 2 + ["x2"] * 4
@@ -183,10 +198,12 @@ def test_static_frames_match_reference(grads):
     for L in DEPTHS:
         fr = static_frame(spec, {"depth": L, "placement": "both"})
         # Floats are embedded with 4 significant digits.
-        assert_close(np.array(fr["data"][0]["y"], dtype=float), reference_norms(L, False),
-                     atol=0, rtol=1e-3)
-        assert_close(np.array(fr["data"][1]["y"], dtype=float), reference_norms(L, True),
-                     atol=0, rtol=1e-3)
+        assert_close(
+            np.array(fr["data"][0]["y"], dtype=float), reference_norms(L, False), atol=0, rtol=1e-3
+        )
+        assert_close(
+            np.array(fr["data"][1]["y"], dtype=float), reference_norms(L, True), atol=0, rtol=1e-3
+        )
     a = static_frame(spec, {"depth": 2, "placement": "both"})
     b = static_frame(spec, {"depth": 5, "placement": "both"})
     assert a["data"][0]["y"] != b["data"][0]["y"], "the depth slider does not change the data"
@@ -208,16 +225,19 @@ def test_display_bundle_has_both_front_ends(grads):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(depth=7), ValueError, "depth"),
-    (dict(depth=True), ValueError, "depth"),
-    (dict(placement="post"), ValueError, "placement"),
-    (dict(depth_values=(3, 2)), ValueError, "depth_values"),
-    (dict(depth_values=()), ValueError, "depth_values"),
-    (dict(depth_values=(2, 200)), ValueError, "depth_values"),
-    (dict(depth_values=(2, 3.0)), TypeError, "depth_values"),
-    (dict(depth_values=3), TypeError, "depth_values"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(depth=7), ValueError, "depth"),
+        (dict(depth=True), ValueError, "depth"),
+        (dict(placement="post"), ValueError, "placement"),
+        (dict(depth_values=(3, 2)), ValueError, "depth_values"),
+        (dict(depth_values=()), ValueError, "depth_values"),
+        (dict(depth_values=(2, 200)), ValueError, "depth_values"),
+        (dict(depth_values=(2, 3.0)), TypeError, "depth_values"),
+        (dict(depth_values=3), TypeError, "depth_values"),
+    ],
+)
 def test_explorer_rejects_bad_arguments(kwargs, exc, name, grads):
     args = dict(depth=2, depth_values=DEPTHS, grads=grads)
     args.update(kwargs)

@@ -119,8 +119,7 @@ def test_two_by_two_tile_by_hand():
         assert meta["rescale"][i] == 0.0
         assert meta["l_old"][i] == 0.0 and meta["a_old"][i] == 0.0
         assert meta["l_new"][i] == pytest.approx(1 + math.exp(-gap), rel=1e-14)
-        assert meta["a_new"][i] == pytest.approx(v[hi, 0] + math.exp(-gap) * v[lo, 0],
-                                                 rel=1e-13)
+        assert meta["a_new"][i] == pytest.approx(v[hi, 0] + math.exp(-gap) * v[lo, 0], rel=1e-13)
     # The next step (keys 2, 3) rescales by exp(m before - m after) where the maximum rose.
     meta2 = meta_of(fx.flash_step_figure(2, 2, False, 2))
     for i in (0, 1):
@@ -135,8 +134,9 @@ def test_two_by_two_tile_by_hand():
 def test_every_step_equals_the_prefix_formula_and_the_tile_records(bq, bk, causal):
     s = scores(causal)
     _, _, v = example()
-    _, records = flash.tiled_attention_steps(*fx.flash_example(), causal=causal, block_q=bq,
-                                             block_k=bk)
+    _, records = flash.tiled_attention_steps(
+        *fx.flash_example(), causal=causal, block_q=bq, block_k=bk
+    )
     assert len(records) == n_steps(bq, bk)
     for k_ix in range(1, n_steps(bq, bk) + 1):
         fig = fx.flash_step_figure(bq, bk, causal, k_ix)
@@ -264,8 +264,7 @@ def test_static_progress_stops_are_real_steps_of_every_tiling(spec):
     assert ctl["labels"][0] == "6%" and ctl["labels"][7] == "50%" and ctl["labels"][-1] == "100%"
     assert len(spec["frame_of"]) == 3 * 3 * 2 * 16 <= MAX_GRID
     # one distinct figure per step of every setting and no other (no "past the end" frames)
-    assert len(spec["frames"]) == 2 * sum(n_steps(bq, bk) for bq in (2, 4, 8)
-                                          for bk in (2, 4, 8))
+    assert len(spec["frames"]) == 2 * sum(n_steps(bq, bk) for bq in (2, 4, 8) for bk in (2, 4, 8))
     for bq, bk, causal in SETTINGS:
         n = n_steps(bq, bk)
         shown = []
@@ -288,21 +287,25 @@ def test_title_is_a_caption_the_browser_wraps_at_both_widths(spec):
     variants show the same caption, with the figure's own line breaks and no others, the
     head on its first line."""
     # 4 x 4 and 8 x 8 are the tilings the newcomer saw; 2 x 2 step 16 has the widest head
-    for values in (dict(block_q=4, block_k=4, causal=True, progress=16),
-                   dict(block_q=8, block_k=8, causal=False, progress=16),
-                   dict(block_q=2, block_k=2, causal=False, progress=16),
-                   dict(block_q=2, block_k=8, causal=True, progress=5)):
+    for values in (
+        dict(block_q=4, block_k=4, causal=True, progress=16),
+        dict(block_q=8, block_k=8, causal=False, progress=16),
+        dict(block_q=2, block_k=2, causal=False, progress=16),
+        dict(block_q=2, block_k=8, causal=True, progress=5),
+    ):
         meta = static_frame(spec, values)["data"][1]["meta"]
         head = f"Step {meta['step']} of {meta['n_steps']}: rows i = "
-        raw = fx.flash_step_figure(values["block_q"], values["block_k"], values["causal"],
-                                   meta["step"]).layout.title.text
+        raw = fx.flash_step_figure(
+            values["block_q"], values["block_k"], values["causal"], meta["step"]
+        ).layout.title.text
         captions = set()
         for narrow in (False, True):
             frame = static_frame(spec, values, narrow=narrow)
             assert title_text(frame["layout"]) == "" and "title" not in frame["layout"]
             lines = caption_text(frame["caption"], br="\n").split("\n")
             assert lines[0].startswith(head) and lines[0].endswith(
-                f"keys j = {meta['k_start']}\u2013{meta['k_stop'] - 1}"), (narrow, lines)
+                f"keys j = {meta['k_start']}\u2013{meta['k_stop'] - 1}"
+            ), (narrow, lines)
             assert len(lines) == raw.count("<br>") + 1, (narrow, lines)
             captions.add(frame["caption"])
         assert len(captions) == 1
@@ -331,9 +334,11 @@ def test_live_control_and_figure_agree():
 
 def test_static_frames_equal_the_live_figure(spec):
     ex = fx.flash_explorer()
-    for values, step in ((dict(block_q=2, block_k=2, causal=False, progress=2), 2),
-                         (dict(block_q=4, block_k=2, causal=True, progress=12), 6),
-                         (dict(block_q=8, block_k=4, causal=False, progress=9), 2)):
+    for values, step in (
+        (dict(block_q=2, block_k=2, causal=False, progress=2), 2),
+        (dict(block_q=4, block_k=2, causal=True, progress=12), 6),
+        (dict(block_q=8, block_k=4, causal=False, progress=9), 2),
+    ):
         for name, value in values.items():
             ex.controls[name].value = value
         live = ex.figure
@@ -390,21 +395,24 @@ def test_every_setting_speaks_chinese():
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, exc, words", [
-    (dict(block_q=3), ValueError, "block_q"),
-    (dict(block_k=16), ValueError, "block_k"),
-    (dict(block_k="4"), TypeError, "block_k must be an integer"),
-    # Integer controls refuse floats alike (block_q=2.0 was taken for 2, step=1.0 refused).
-    (dict(block_q=2.0), TypeError, "block_q must be an integer"),
-    (dict(block_k=np.float64(4)), TypeError, "block_k must be an integer"),
-    (dict(step=1.0), TypeError, "step must be an integer"),
-    (dict(step=0), ValueError, "step"),
-    (dict(step=17), ValueError, "step"),
-    (dict(step=2.5), TypeError, "step"),
-    (dict(causal="yes"), TypeError, "causal"),
-    (dict(seed=-1), ValueError, "seed"),
-    (dict(seed=1.5), TypeError, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, words",
+    [
+        (dict(block_q=3), ValueError, "block_q"),
+        (dict(block_k=16), ValueError, "block_k"),
+        (dict(block_k="4"), TypeError, "block_k must be an integer"),
+        # Integer controls refuse floats alike (block_q=2.0 was taken for 2, step=1.0 refused).
+        (dict(block_q=2.0), TypeError, "block_q must be an integer"),
+        (dict(block_k=np.float64(4)), TypeError, "block_k must be an integer"),
+        (dict(step=1.0), TypeError, "step must be an integer"),
+        (dict(step=0), ValueError, "step"),
+        (dict(step=17), ValueError, "step"),
+        (dict(step=2.5), TypeError, "step"),
+        (dict(causal="yes"), TypeError, "causal"),
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(seed=1.5), TypeError, "seed"),
+    ],
+)
 def test_bad_input_is_named(kwargs, exc, words):
     with pytest.raises(exc, match=words):
         fx.flash_explorer(**kwargs)
@@ -430,8 +438,12 @@ def _box(lay, n, width):
     plot_h = lay.height - lay.margin.t - lay.margin.b
     x0, x1 = lay[f"xaxis{'' if n == 1 else n}"].domain
     y0, y1 = lay[f"yaxis{'' if n == 1 else n}"].domain
-    return (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
-            lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+    return (
+        lay.margin.l + x0 * plot_w,
+        lay.margin.t + (1 - y1) * plot_h,
+        lay.margin.l + x1 * plot_w,
+        lay.margin.t + (1 - y0) * plot_h,
+    )
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])
@@ -440,8 +452,10 @@ def test_figure_fits_the_column_and_a_phone(setting, language):
     from attnbook import fonts, viz
 
     data = fx.flash_step_data(*setting)
-    figs = {w: fx.draw_flash_step(data, language=language, width=w)
-            for w in (viz.COLUMN_PX, viz.PHONE_PX)}
+    figs = {
+        w: fx.draw_flash_step(data, language=language, width=w)
+        for w in (viz.COLUMN_PX, viz.PHONE_PX)
+    }
     kinds = {w: [(t.type, t.name) for t in f.data] for w, f in figs.items()}
     assert kinds[viz.COLUMN_PX] == kinds[viz.PHONE_PX]
     for width, fig in figs.items():
@@ -471,8 +485,15 @@ def test_figure_fits_the_column_and_a_phone(setting, language):
         cell = (b[2] - b[0]) / 7
         size = lay.xaxis2.tickfont.size
         assert size >= 9
-        assert all(fonts.text_width(line, size) < cell for t in lay.xaxis2.ticktext
-                   for line in t.split("<br>"))
+        assert all(
+            fonts.text_width(line, size) < cell
+            for t in lay.xaxis2.ticktext
+            for line in t.split("<br>")
+        )
         # What the colours mean is the caption's last line, not a note under the plot.
-        assert lay.title.text.split("<br>")[-1].count("orange outline" if language == "en"
-                                                      else "橙色边框") == 1
+        assert (
+            lay.title.text.split("<br>")[-1].count(
+                "orange outline" if language == "en" else "橙色边框"
+            )
+            == 1
+        )

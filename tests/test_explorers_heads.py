@@ -28,12 +28,25 @@ def fake_result() -> HeadsResult:
         w = rng.random((E_, h, L))
         weights.append(w / w.sum(-1, keepdims=True))
     return HeadsResult(
-        n_heads=np.array([1, 3]), seeds=np.array([0]),
-        unexplained=np.array([[0.6], [0.001]]), unexplained_by_source=np.zeros((2, 1, K)),
-        bound=np.array([2 / 3, 0.0]), loss=np.zeros((2, 1, 3)), n_params=np.array([10, 10]),
-        weights=weights, prediction=rng.standard_normal((2, E_, K, M)),
-        target=rng.standard_normal((E_, K, M)), types=types, seq_len=L, n_sources=K,
-        content_dim=M, d_model=24, steps=3, batch_size=4, lr=0.01)
+        n_heads=np.array([1, 3]),
+        seeds=np.array([0]),
+        unexplained=np.array([[0.6], [0.001]]),
+        unexplained_by_source=np.zeros((2, 1, K)),
+        bound=np.array([2 / 3, 0.0]),
+        loss=np.zeros((2, 1, 3)),
+        n_params=np.array([10, 10]),
+        weights=weights,
+        prediction=rng.standard_normal((2, E_, K, M)),
+        target=rng.standard_normal((E_, K, M)),
+        types=types,
+        seq_len=L,
+        n_sources=K,
+        content_dim=M,
+        d_model=24,
+        steps=3,
+        batch_size=4,
+        lr=0.01,
+    )
 
 
 def test_heads_data_picks_the_arm_and_the_sequence():

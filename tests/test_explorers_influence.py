@@ -30,8 +30,16 @@ VOCAB = 11
 
 @functools.lru_cache(maxsize=None)
 def setup():
-    cfg = ModelConfig(vocab_size=VOCAB, d_model=16, n_heads=2, n_layers=1, n_encoder_layers=1,
-                      d_ff=32, max_seq_len=8, positional="learned")
+    cfg = ModelConfig(
+        vocab_size=VOCAB,
+        d_model=16,
+        n_heads=2,
+        n_layers=1,
+        n_encoder_layers=1,
+        d_ff=32,
+        max_seq_len=8,
+        positional="learned",
+    )
     models = {}
     for arch in ("encoder", "decoder", "encoder-decoder"):
         torch.manual_seed(3)
@@ -62,10 +70,12 @@ def test_output_change_matches_a_direct_run_and_the_masks(p):
     dec = wi.output_change(models["decoder"], ids, p)
     tgt = wi.output_change(models["encoder-decoder"], ids, p, src=src)
     sou = wi.output_change(models["encoder-decoder"], ids, p, src=src, in_source=True)
-    for got, want in ((enc, reference(models["encoder"], ids, p)),
-                      (dec, reference(models["decoder"], ids, p)),
-                      (tgt, reference(models["encoder-decoder"], ids, p, src)),
-                      (sou, reference(models["encoder-decoder"], ids, p, src, True))):
+    for got, want in (
+        (enc, reference(models["encoder"], ids, p)),
+        (dec, reference(models["decoder"], ids, p)),
+        (tgt, reference(models["encoder-decoder"], ids, p, src)),
+        (sou, reference(models["encoder-decoder"], ids, p, src, True)),
+    ):
         assert got.shape == (L,) and got.dtype == np.float64 and np.isfinite(got).all()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
     after = np.arange(L) >= p  # by hand: the causal mask hides key p from queries i < p
@@ -94,7 +104,8 @@ def test_figure_draws_bars_of_the_moved_outputs_and_zeros_of_the_others(language
     models, ids, src = setup()
     data = wi.influence_data(models, ids, src)["decoder-only", 3]
     wide, phone = check_widths(
-        lambda w: wi.draw_influence(data, language=language, width=w), n_panels=1)
+        lambda w: wi.draw_influence(data, language=language, width=w), n_panels=1
+    )
     for width in (688, 358):
         fig = wi.draw_influence(data, language=language, width=width)
         bars, zeros = fig.data
@@ -120,21 +131,27 @@ def test_every_setting_speaks_chinese():
     assert_speaks_chinese(wi.influence_explorer(models, ids, src))
 
 
-@pytest.mark.parametrize("call, error, name", [
-    (lambda m, i, s: wi.output_change(m["decoder"], i, 5), ValueError, "position"),
-    (lambda m, i, s: wi.output_change(m["decoder"], i, 1, src=s), ValueError, "src"),
-    (lambda m, i, s: wi.output_change(m["encoder-decoder"], i, 1), ValueError, "src"),
-    (lambda m, i, s: wi.output_change(m["decoder"], i, 1, in_source=True), ValueError,
-     "in_source"),
-    (lambda m, i, s: wi.output_change("model", i, 1), TypeError, "model"),
-    (lambda m, i, s: wi.output_change(m["decoder"], i.float(), 1), TypeError, "ids"),
-    (lambda m, i, s: wi.output_change(m["decoder"], i + VOCAB, 1), ValueError, "ids"),
-    (lambda m, i, s: wi.influence_data({"encoder": m["encoder"]}, i, s), ValueError, "models"),
-    (lambda m, i, s: wi.influence_data(m, i, s[:, :3]), ValueError, "src"),
-    (lambda m, i, s: wi.influence_explorer(m, i, s, case="mine"), ValueError, "case"),
-    (lambda m, i, s: wi.influence_explorer(m, i, s, position=L), ValueError, "position"),
-    (lambda m, i, s: wi.draw_influence("data"), TypeError, "data"),
-])
+@pytest.mark.parametrize(
+    "call, error, name",
+    [
+        (lambda m, i, s: wi.output_change(m["decoder"], i, 5), ValueError, "position"),
+        (lambda m, i, s: wi.output_change(m["decoder"], i, 1, src=s), ValueError, "src"),
+        (lambda m, i, s: wi.output_change(m["encoder-decoder"], i, 1), ValueError, "src"),
+        (
+            lambda m, i, s: wi.output_change(m["decoder"], i, 1, in_source=True),
+            ValueError,
+            "in_source",
+        ),
+        (lambda m, i, s: wi.output_change("model", i, 1), TypeError, "model"),
+        (lambda m, i, s: wi.output_change(m["decoder"], i.float(), 1), TypeError, "ids"),
+        (lambda m, i, s: wi.output_change(m["decoder"], i + VOCAB, 1), ValueError, "ids"),
+        (lambda m, i, s: wi.influence_data({"encoder": m["encoder"]}, i, s), ValueError, "models"),
+        (lambda m, i, s: wi.influence_data(m, i, s[:, :3]), ValueError, "src"),
+        (lambda m, i, s: wi.influence_explorer(m, i, s, case="mine"), ValueError, "case"),
+        (lambda m, i, s: wi.influence_explorer(m, i, s, position=L), ValueError, "position"),
+        (lambda m, i, s: wi.draw_influence("data"), TypeError, "data"),
+    ],
+)
 def test_bad_input_names_the_argument(call, error, name):
     models, ids, src = setup()
     with pytest.raises(error, match=name):

@@ -55,13 +55,18 @@ def hand_kv_bytes(model: str, variant: str, tokens: int, batch: int, dtype: str)
     window = hf.get("sliding_window") if hf.get("use_sliding_window", True) else None
     kept = tokens if window is None else min(tokens, window)
     if "kv_lora_rank" in hf:  # MLA (DeepSeek-V2): latent + shared RoPE key; variants d_h = 128
-        per_layer = {"published": hf["kv_lora_rank"] + hf["qk_rope_head_dim"],
-                     "MHA": 2 * hf["num_attention_heads"] * hf["v_head_dim"],
-                     "MQA": 2 * 1 * hf["v_head_dim"]}[variant]
+        per_layer = {
+            "published": hf["kv_lora_rank"] + hf["qk_rope_head_dim"],
+            "MHA": 2 * hf["num_attention_heads"] * hf["v_head_dim"],
+            "MQA": 2 * 1 * hf["v_head_dim"],
+        }[variant]
     else:
         head_dim = hf["hidden_size"] // hf["num_attention_heads"]
-        kv_heads = {"published": hf["num_key_value_heads"], "MHA": hf["num_attention_heads"],
-                    "MQA": 1}[variant]
+        kv_heads = {
+            "published": hf["num_key_value_heads"],
+            "MHA": hf["num_attention_heads"],
+            "MQA": 1,
+        }[variant]
         per_layer = 2 * kv_heads * head_dim
     return layers * per_layer * kept * batch * BYTES[dtype]
 
@@ -87,8 +92,10 @@ def test_kv_variants_change_only_the_kv_heads():
 
 def test_attention_kind_from_the_published_heads():
     # From config.json: Llama-2-7B 32 of 32 KV heads, Qwen2-7B 4 of 28, DeepSeek-V2 a latent.
-    kinds = {m: cost.attention_kind(kv_cache.PRESETS[m])
-             for m in ("Llama-2-7B", "Qwen2-7B", "DeepSeek-V2")}
+    kinds = {
+        m: cost.attention_kind(kv_cache.PRESETS[m])
+        for m in ("Llama-2-7B", "Qwen2-7B", "DeepSeek-V2")
+    }
     assert kinds == {"Llama-2-7B": "MHA", "Qwen2-7B": "GQA", "DeepSeek-V2": "MLA"}
     assert cost.attention_kind(cost.kv_variants(kv_cache.PRESETS["Qwen2-7B"])["MQA"]) == "MQA"
     with pytest.raises(TypeError, match="config"):
@@ -104,12 +111,14 @@ def check_kv_figure(fig, model, context, batch, dtype, rtol=0.0):
     variants = ("MHA", "published", "MQA")
     want = [hand_kv_bytes(model, k, context, batch, dtype) for k in variants]
     bars = fig["data"][4] if isinstance(fig, dict) else fig.data[4].to_plotly_json()
-    curves = (fig["data"][:3] if isinstance(fig, dict)
-              else [t.to_plotly_json() for t in fig.data[:3]])
+    curves = (
+        fig["data"][:3] if isinstance(fig, dict) else [t.to_plotly_json() for t in fig.data[:3]]
+    )
     if rtol == 0.0:
         assert list(bars["meta"]["bytes"]) == want
         assert list(bars["meta"]["per_token"]) == [
-            hand_kv_bytes(model, k, 1, 1, dtype) for k in variants]
+            hand_kv_bytes(model, k, 1, 1, dtype) for k in variants
+        ]
     assert_close(np.array(bars["x"], dtype=float), np.array(want) / GIB, atol=0, rtol=rtol or 1e-12)
     assert list(bars["text"]) == [format_bytes(b) for b in want]
     for curve, k in zip(curves, variants):
@@ -173,11 +182,13 @@ def test_kv_static_frames_match_hand_formula(default_explorer):
     ):
         fr = static_frame(spec, values)
         # Floats are stored with 4 significant digits; byte counts are integers, kept exactly.
-        check_kv_figure(fr, values["model"], values["context"], values["batch"],
-                        values["dtype"], rtol=1e-3)
+        check_kv_figure(
+            fr, values["model"], values["context"], values["batch"], values["dtype"], rtol=1e-3
+        )
         assert fr["data"][4]["meta"]["bytes"] == [
             hand_kv_bytes(values["model"], k, values["context"], values["batch"], values["dtype"])
-            for k in ("MHA", "published", "MQA")]
+            for k in ("MHA", "published", "MQA")
+        ]
     a = static_frame(spec, {"model": "Qwen2-7B", "context": 1024, "batch": 1, "dtype": "bfloat16"})
     b = static_frame(spec, {"model": "Qwen2-7B", "context": 1024, "batch": 4, "dtype": "bfloat16"})
     assert a["data"][4] != b["data"][4]
@@ -189,8 +200,9 @@ def test_kv_static_frames_match_hand_formula(default_explorer):
     legend = a["layout"]["legend"]
     assert (legend["yref"], legend["y"], legend["yanchor"]) == ("container", 0, "bottom")
     # Qwen2-7B at 131072 tokens: 7 GiB (the issue's number), shown as a bar label.
-    q = static_frame(spec, {"model": "Qwen2-7B", "context": 131072, "batch": 1,
-                            "dtype": "bfloat16"})
+    q = static_frame(
+        spec, {"model": "Qwen2-7B", "context": 131072, "batch": 1, "dtype": "bfloat16"}
+    )
     assert q["data"][4]["text"][1] == "7 GiB"
 
 
@@ -204,8 +216,9 @@ def test_kv_figure_is_laid_out_for_the_column_and_for_a_phone(model, language):
     from attnbook import fonts, viz
 
     data = kvx.kv_cache_data(model, 131072, 64, "float32")
-    wide, phone = check_widths(lambda w: kvx.draw_kv_cache(data, language=language, width=w),
-                               n_panels=2)
+    wide, phone = check_widths(
+        lambda w: kvx.draw_kv_cache(data, language=language, width=w), n_panels=2
+    )
     for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
         lay = fig["layout"]
         # No panel placed by hand any more: the bars' panel is the second subplot of the grid.
@@ -214,8 +227,11 @@ def test_kv_figure_is_laid_out_for_the_column_and_for_a_phone(model, language):
         # longest bar by at least the label's width, read with the font's advances.
         plot_w = width - lay["margin"]["l"] - lay["margin"]["r"]
         if width == viz.PHONE_PX:  # the names beside the bars widen the left margin
-            names = max(fonts.text_width(line, 12) for t in lay["yaxis2"]["ticktext"]
-                        for line in t.split("<br>"))
+            names = max(
+                fonts.text_width(line, 12)
+                for t in lay["yaxis2"]["ticktext"]
+                for line in t.split("<br>")
+            )
             plot_w = width - max(lay["margin"]["l"], names) - lay["margin"]["r"]
         d0, d1 = lay["xaxis2"]["domain"]
         panel_px = (d1 - d0) * plot_w
@@ -326,18 +342,21 @@ def test_kv_cache_calculator_speaks_chinese(default_explorer):
     assert "超过窗口 4096 后缓存不再增长" in title_text(mistral["layout"])
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: kvx.kv_cache_explorer(model="GPT-5"), ValueError, "model"),
-    (lambda: kvx.kv_cache_explorer(context=1000), ValueError, "context"),
-    (lambda: kvx.kv_cache_explorer(batch=True), ValueError, "batch"),
-    (lambda: kvx.kv_cache_explorer(dtype="float64"), ValueError, "dtype"),
-    (lambda: kvx.kv_cache_figure(model="GPT-5"), ValueError, "model"),
-    (lambda: kvx.kv_cache_figure(dtype="fp7"), ValueError, "dtype"),
-    (lambda: kvx.kv_cache_figure(context=0), ValueError, "context"),
-    (lambda: kvx.kv_cache_figure(batch=-2), ValueError, "batch"),
-    (lambda: kvx.kv_cache_figure(context=2.0), TypeError, "context"),
-    (lambda: kvx.kv_cache_figure(batch=True), TypeError, "batch"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: kvx.kv_cache_explorer(model="GPT-5"), ValueError, "model"),
+        (lambda: kvx.kv_cache_explorer(context=1000), ValueError, "context"),
+        (lambda: kvx.kv_cache_explorer(batch=True), ValueError, "batch"),
+        (lambda: kvx.kv_cache_explorer(dtype="float64"), ValueError, "dtype"),
+        (lambda: kvx.kv_cache_figure(model="GPT-5"), ValueError, "model"),
+        (lambda: kvx.kv_cache_figure(dtype="fp7"), ValueError, "dtype"),
+        (lambda: kvx.kv_cache_figure(context=0), ValueError, "context"),
+        (lambda: kvx.kv_cache_figure(batch=-2), ValueError, "batch"),
+        (lambda: kvx.kv_cache_figure(context=2.0), TypeError, "context"),
+        (lambda: kvx.kv_cache_figure(batch=True), TypeError, "batch"),
+    ],
+)
 def test_bad_options_raise_naming_the_argument(call, exc, name):
     with pytest.raises(exc, match=name):
         call()

@@ -16,8 +16,9 @@ LONG = "The bound at the chosen distance against the spectral norm of the recurr
 
 
 def test_column_width_puts_panels_side_by_side_with_the_given_shares():
-    grid = layout.panel_grid(688, ["left", "right"], column_widths=[0.6, 0.4], spacing_px=100,
-                             left=70, right=20)
+    grid = layout.panel_grid(
+        688, ["left", "right"], column_widths=[0.6, 0.4], spacing_px=100, left=70, right=20
+    )
     assert not grid.stacked and grid.cells == [{"row": 1, "col": 1}, {"row": 1, "col": 2}]
     lay = grid.figure.layout
     (a0, a1), (b0, b1) = lay.xaxis.domain, lay.xaxis2.domain
@@ -57,14 +58,20 @@ def test_titles_wrap_to_the_room_of_their_panel_side_by_side():
     assert lay.margin.t >= 2 * 14 * 1.3
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(width=0, titles=["a"]), ValueError, "width"),
-    (dict(width=300.5, titles=["a"]), TypeError, "width"),
-    (dict(width=688, titles=[]), ValueError, "titles"),
-    (dict(width=688, titles=["a", "b"], column_widths=[1.0]), ValueError, "column_widths"),
-    (dict(width=688, titles=["a", "b"], column_widths=[1.0, -1.0]), ValueError,
-     "column_widths"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(width=0, titles=["a"]), ValueError, "width"),
+        (dict(width=300.5, titles=["a"]), TypeError, "width"),
+        (dict(width=688, titles=[]), ValueError, "titles"),
+        (dict(width=688, titles=["a", "b"], column_widths=[1.0]), ValueError, "column_widths"),
+        (
+            dict(width=688, titles=["a", "b"], column_widths=[1.0, -1.0]),
+            ValueError,
+            "column_widths",
+        ),
+    ],
+)
 def test_panel_grid_rejects_bad_arguments_naming_them(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         layout.panel_grid(**kwargs)
@@ -80,18 +87,24 @@ def test_an_explorer_drawing_for_a_width_stores_what_draw_made_for_each_width():
     ex = rnn.gradient_decay_explorer(0.9, 20, **SMALL)
     assert ex.draws_for_width
     spec = embedded_spec(ex.static_html())
-    setting = rnn.gradient_decay_setting(0.9, 20, data=rnn.gradient_decay_data(
-        0.9, max_distance=20, hidden_size=8, seed=3), gamma_range=(0.9, 1.1))
+    setting = rnn.gradient_decay_setting(
+        0.9,
+        20,
+        data=rnn.gradient_decay_data(0.9, max_distance=20, hidden_size=8, seed=3),
+        gamma_range=(0.9, 1.1),
+    )
     for width, narrow in ((viz.COLUMN_PX, False), (viz.PHONE_PX, True)):
         drawn = rnn.draw_gradient_decay(setting, language="en", width=width).to_plotly_json()
         frame = static_frame(spec, {"gamma": 0.9, "distance": 20}, narrow=narrow)
         lay = frame["layout"]
         # Exactly draw's layout (floats rounded to 4 digits when stored), not a refit one.
         assert lay["height"] == drawn["layout"]["height"]
-        assert lay["yaxis2"]["domain"] == pytest.approx(list(drawn["layout"]["yaxis2"]["domain"]),
-                                                        rel=1e-3)
+        assert lay["yaxis2"]["domain"] == pytest.approx(
+            list(drawn["layout"]["yaxis2"]["domain"]), rel=1e-3
+        )
         assert [a["text"] for a in lay["annotations"]] == [
-            a["text"] for a in drawn["layout"]["annotations"]]
+            a["text"] for a in drawn["layout"]["annotations"]
+        ]
     wide = static_frame(spec, {"gamma": 0.9, "distance": 20})["layout"]
     phone = static_frame(spec, {"gamma": 0.9, "distance": 20}, narrow=True)["layout"]
     assert wide["yaxis"]["domain"] == wide["yaxis2"]["domain"]  # side by side
@@ -104,39 +117,59 @@ def test_a_draw_without_width_is_still_fitted_afterwards():
     from attnbook.explorers.base import Control
 
     def draw(data, *, language):
-        return go.Figure(go.Scatter(x=[0, 1], y=[data, data]),
-                         layout=dict(title=dict(text="t"), height=300))
+        return go.Figure(
+            go.Scatter(x=[0, 1], y=[data, data]), layout=dict(title=dict(text="t"), height=300)
+        )
 
-    ex = Explorer([Control("v", "v", "slider", (1, 2), 1)], title="test explorer",
-                  compute=lambda v: v, draw=draw)
+    ex = Explorer(
+        [Control("v", "v", "slider", (1, 2), 1)],
+        title="test explorer",
+        compute=lambda v: v,
+        draw=draw,
+    )
     assert not ex.draws_for_width
     assert ex.figure_json({"v": 2}, "en", width=viz.PHONE_PX)["data"][0]["y"] == [2, 2]
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(width=688, titles="Loss"), TypeError, "titles"),
-    (dict(width=688, titles=["a", 2]), TypeError, "titles"),
-    (dict(width=688, titles=["a", "b"], spacing_px=1000), ValueError, "spacing_px"),
-    (dict(width=520, titles=["a", "b"], left=260, right=260), ValueError, "left=260"),
-    (dict(width=688, titles=["a", "b"], column_widths=[float("inf"), 1]), ValueError,
-     r"column_widths\[0\]"),
-    (dict(width=688, titles=["a", "b"], column_widths=["1", 2]), TypeError,
-     r"column_widths\[0\]"),
-    (dict(width=688, titles=["a"], height=10), ValueError, "height"),
-    (dict(width=688, titles=["a"], left=-5), ValueError, "left"),
-    (dict(width=688, titles=["a"], spacing_px=80.5), TypeError, "spacing_px"),
-    # Not sequences: a generator was consumed by the type check (then 'no title'), None or a
-    # number failed inside the loop with "'int' object is not iterable".
-    (dict(width=688, titles=(t for t in ["a", "b"])), TypeError, "titles"),
-    (dict(width=688, titles=None), TypeError, "titles"),
-    (dict(width=688, titles=["a", "b"], column_widths=2), TypeError, "column_widths"),
-    # A share so small (or a sum so large) that a panel is narrower than 20 px: refused, not
-    # drawn 0 px wide.
-    (dict(width=688, titles=["a", "b"], column_widths=[1e-9, 1]), ValueError,
-     r"column_widths\[0\]"),
-    (dict(width=688, titles=["a", "b"], column_widths=[1e308, 1e308]), ValueError,
-     r"column_widths\[0\]"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(width=688, titles="Loss"), TypeError, "titles"),
+        (dict(width=688, titles=["a", 2]), TypeError, "titles"),
+        (dict(width=688, titles=["a", "b"], spacing_px=1000), ValueError, "spacing_px"),
+        (dict(width=520, titles=["a", "b"], left=260, right=260), ValueError, "left=260"),
+        (
+            dict(width=688, titles=["a", "b"], column_widths=[float("inf"), 1]),
+            ValueError,
+            r"column_widths\[0\]",
+        ),
+        (
+            dict(width=688, titles=["a", "b"], column_widths=["1", 2]),
+            TypeError,
+            r"column_widths\[0\]",
+        ),
+        (dict(width=688, titles=["a"], height=10), ValueError, "height"),
+        (dict(width=688, titles=["a"], left=-5), ValueError, "left"),
+        (dict(width=688, titles=["a"], spacing_px=80.5), TypeError, "spacing_px"),
+        # Not sequences: a generator was consumed by the type check (then 'no title'), None or a
+        # number failed inside the loop with "'int' object is not iterable".
+        (dict(width=688, titles=(t for t in ["a", "b"])), TypeError, "titles"),
+        (dict(width=688, titles=None), TypeError, "titles"),
+        (dict(width=688, titles=["a", "b"], column_widths=2), TypeError, "column_widths"),
+        # A share so small (or a sum so large) that a panel is narrower than 20 px: refused, not
+        # drawn 0 px wide.
+        (
+            dict(width=688, titles=["a", "b"], column_widths=[1e-9, 1]),
+            ValueError,
+            r"column_widths\[0\]",
+        ),
+        (
+            dict(width=688, titles=["a", "b"], column_widths=[1e308, 1e308]),
+            ValueError,
+            r"column_widths\[0\]",
+        ),
+    ],
+)
 def test_panel_grid_rejects_impossible_layouts_naming_the_argument(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         layout.panel_grid(**kwargs)
@@ -167,8 +200,12 @@ def test_an_explorer_whose_draw_changes_its_traces_with_the_width_is_refused():
             traces.append(go.Bar(x=[0], y=[1], name="b"))
         return go.Figure(traces)
 
-    ex = Explorer([Control("v", "v", "slider", (1, 2), 1)], title="test explorer",
-                  compute=lambda v: v, draw=draw)
+    ex = Explorer(
+        [Control("v", "v", "slider", (1, 2), 1)],
+        title="test explorer",
+        compute=lambda v: v,
+        draw=draw,
+    )
     with pytest.raises(ValueError, match="same traces at every width"):
         ex.static_html()
     with pytest.raises(ValueError, match="width"):
@@ -203,10 +240,13 @@ def test_stacked_overrides_the_width_rule_and_is_checked():
     lay = wide.figure.layout
     assert lay.xaxis.domain == lay.xaxis2.domain == (0.0, 1.0)
     assert lay.yaxis.domain[0] > lay.yaxis2.domain[1]
-    narrow = layout.panel_grid(viz.PHONE_PX, ["a", "b"], stacked=False, left=40, right=10,
-                               spacing_px=40)
-    assert not narrow.stacked and narrow.figure.layout.xaxis.domain[1] < \
-        narrow.figure.layout.xaxis2.domain[0]
+    narrow = layout.panel_grid(
+        viz.PHONE_PX, ["a", "b"], stacked=False, left=40, right=10, spacing_px=40
+    )
+    assert (
+        not narrow.stacked
+        and narrow.figure.layout.xaxis.domain[1] < narrow.figure.layout.xaxis2.domain[0]
+    )
     assert not layout.panel_grid(688, ["one"], stacked=True).stacked  # one panel: nothing to stack
     assert layout.panel_grid(viz.PHONE_PX, ["a", "b"]).stacked  # the default: by width
     with pytest.raises(TypeError, match="stacked"):
@@ -229,7 +269,8 @@ def test_axis_px_makes_room_for_tick_labels_of_two_lines_under_a_stacked_panel()
     assert lay.margin.b == 100
     plot_h = lay.height - lay.margin.t - lay.margin.b
     assert (lay.yaxis2.domain[1] - lay.yaxis2.domain[0]) * plot_h == pytest.approx(
-        layout.PANEL_PX, abs=0.5)
+        layout.PANEL_PX, abs=0.5
+    )
     with pytest.raises(ValueError, match="axis_px"):
         layout.panel_grid(viz.PHONE_PX, ["a", "b"], axis_px=-1)
     with pytest.raises(TypeError, match="axis_px"):
@@ -246,16 +287,23 @@ def _figure_functions():
     return [
         ("temperature_figure", lambda **kw: temperature.temperature_figure(**kw)),
         ("three_steps_figure", lambda **kw: three_steps.three_steps_figure(**kw)),
-        ("gradient_decay_figure", lambda **kw: rnn.gradient_decay_figure(
-            0.9, 5, data=rnn.gradient_decay_data(0.9, max_distance=20, hidden_size=8), **kw)),
+        (
+            "gradient_decay_figure",
+            lambda **kw: rnn.gradient_decay_figure(
+                0.9, 5, data=rnn.gradient_decay_data(0.9, max_distance=20, hidden_size=8), **kw
+            ),
+        ),
         ("scaling_figure", lambda **kw: scaling.scaling_figure(n_samples=50, n_draws=5, **kw)),
-        ("token_attention_figure", lambda **kw: pretrained.token_attention_figure(
-            tokens, weights, **kw)),
+        (
+            "token_attention_figure",
+            lambda **kw: pretrained.token_attention_figure(tokens, weights, **kw),
+        ),
     ]
 
 
-@pytest.mark.parametrize("name, make", _figure_functions(), ids=lambda v: v
-                         if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name, make", _figure_functions(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_every_figure_function_draws_for_a_phone_in_one_call(name, make):
     # mask_figure and flash_step_figure took width (a3ee0fe); these five did not, so a phone's
     # figure could only be made through draw_*; each must pass width on to its draw.

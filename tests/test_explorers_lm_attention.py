@@ -42,8 +42,16 @@ TOK = _Tok("".join(SENTENCES) + "bxyz")
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="decoder", vocab_size=len(TOK.chars), d_model=16, n_heads=2,
-                      n_layers=2, d_ff=32, max_seq_len=32, positional="learned")
+    cfg = ModelConfig(
+        arch="decoder",
+        vocab_size=len(TOK.chars),
+        d_model=16,
+        n_heads=2,
+        n_layers=2,
+        d_ff=32,
+        max_seq_len=32,
+        positional="learned",
+    )
     return build_model(cfg).eval()
 
 
@@ -109,8 +117,10 @@ def test_data_then_draw_is_the_figure():
     np.testing.assert_array_equal(data.weights, maps[0, 1])
     assert list(data.argmax) == [0, 1] and list(data.row_sums) == [1.0, 1.0]
     fig = la.draw_lm_attention(data, language="en", height=300)
-    assert fig.to_plotly_json() == la.lm_attention_figure(["x", "y"], maps, 0, 1, title="t",
-                                                          height=300).to_plotly_json()
+    assert (
+        fig.to_plotly_json()
+        == la.lm_attention_figure(["x", "y"], maps, 0, 1, title="t", height=300).to_plotly_json()
+    )
     assert fig.layout.title.text == "t<br>layer 1, head 2"
     # The title is shown as the caption above the plot; the figure without it is as tall as
     # asked (take_title leaves a top margin of at least 20 px).
@@ -119,18 +129,34 @@ def test_data_then_draw_is_the_figure():
     assert 300 <= take_title(fig.to_plotly_json())[0]["layout"]["height"] <= 320
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: la.lm_attention_figure(["a", "b"], np.zeros((1, 1, 3, 3))), ValueError, "maps"),
-    (lambda: la.lm_attention_figure(["a"], np.full((1, 1, 1, 1), np.nan)), ValueError, "maps"),
-    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), layer=1), ValueError,
-     "layer"),
-    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), head=0.0), TypeError, "head"),
-    (lambda: la.lm_attention_figure("ab", np.zeros((1, 1, 2, 2))), TypeError, "tokens"),
-    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), height=5), ValueError,
-     "height"),
-    (lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), language="fr"), ValueError,
-     "language"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: la.lm_attention_figure(["a", "b"], np.zeros((1, 1, 3, 3))), ValueError, "maps"),
+        (lambda: la.lm_attention_figure(["a"], np.full((1, 1, 1, 1), np.nan)), ValueError, "maps"),
+        (
+            lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), layer=1),
+            ValueError,
+            "layer",
+        ),
+        (
+            lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), head=0.0),
+            TypeError,
+            "head",
+        ),
+        (lambda: la.lm_attention_figure("ab", np.zeros((1, 1, 2, 2))), TypeError, "tokens"),
+        (
+            lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), height=5),
+            ValueError,
+            "height",
+        ),
+        (
+            lambda: la.lm_attention_figure(["a"], np.zeros((1, 1, 1, 1)), language="fr"),
+            ValueError,
+            "language",
+        ),
+    ],
+)
 def test_figure_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -187,16 +213,19 @@ def test_explorer_speaks_chinese_and_keeps_the_sentences_as_read(model):
     assert frame["data"][0]["z"][4][1] == pytest.approx(ref[1, 1][4, 1], rel=1e-3)
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(sentences=[]), ValueError, "sentences"),
-    (dict(sentences="abc"), TypeError, "sentences"),
-    (dict(sentences=["a"]), ValueError, r"sentences\[0\]"),
-    (dict(sentences=["abc"] * 7), ValueError, "sentences"),
-    (dict(sentences=["x" * 40]), ValueError, r"sentences\[0\]"),  # over max_seq_len 32
-    (dict(sentences=["abc"], sentence=1), ValueError, "sentence"),
-    (dict(sentences=["abc"], layer=3), ValueError, "layer"),
-    (dict(sentences=["abc"], head=0), ValueError, "head"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(sentences=[]), ValueError, "sentences"),
+        (dict(sentences="abc"), TypeError, "sentences"),
+        (dict(sentences=["a"]), ValueError, r"sentences\[0\]"),
+        (dict(sentences=["abc"] * 7), ValueError, "sentences"),
+        (dict(sentences=["x" * 40]), ValueError, r"sentences\[0\]"),  # over max_seq_len 32
+        (dict(sentences=["abc"], sentence=1), ValueError, "sentence"),
+        (dict(sentences=["abc"], layer=3), ValueError, "layer"),
+        (dict(sentences=["abc"], head=0), ValueError, "head"),
+    ],
+)
 def test_explorer_bad_input(model, kwargs, exc, name):
     with pytest.raises(exc, match=name):
         la.lm_attention_explorer(model, TOK, **kwargs)
@@ -223,17 +252,23 @@ def test_figure_fits_the_column_and_a_phone_with_legible_ticks(sentence, height)
     T = len(sentence)
     maps = np.random.default_rng(0).random((1, 1, T, T))
     data = la.lm_attention_data(list(sentence), maps)
-    figs = {w: la.draw_lm_attention(data, width=w, height=height)
-            for w in (viz.COLUMN_PX, viz.PHONE_PX)}
+    figs = {
+        w: la.draw_lm_attention(data, width=w, height=height) for w in (viz.COLUMN_PX, viz.PHONE_PX)
+    }
     assert [(t.type, t.name) for t in figs[viz.COLUMN_PX].data] == [
-        (t.type, t.name) for t in figs[viz.PHONE_PX].data]
+        (t.type, t.name) for t in figs[viz.PHONE_PX].data
+    ]
     for width, fig in figs.items():
         lay = fig.layout
         plot_w = width - lay.margin.l - lay.margin.r
         plot_h = lay.height - lay.margin.t - lay.margin.b
         (x0, x1), (y0, y1) = lay.xaxis.domain, lay.yaxis.domain
-        panel = (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
-                 lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+        panel = (
+            lay.margin.l + x0 * plot_w,
+            lay.margin.t + (1 - y1) * plot_h,
+            lay.margin.l + x1 * plot_w,
+            lay.margin.t + (1 - y0) * plot_h,
+        )
         assert not [a for a in lay.annotations if a.text], "no text placed in the plot"
         # The colour bar: inside the figure and beside (column) or under (phone) the map.
         bar = fig.data[0].colorbar

@@ -38,8 +38,12 @@ def test_mask_live_causal_plus_padding():
     fig = ex.figure
     L = 8
     scores = np.random.default_rng(5).standard_normal((L, L))  # the documented scores
-    assert_close(np.array(fig.data[1].z), reference_weights(scores, np.ones((L, L), bool)),
-                 atol=1e-12, rtol=0)
+    assert_close(
+        np.array(fig.data[1].z),
+        reference_weights(scores, np.ones((L, L), bool)),
+        atol=1e-12,
+        rtol=0,
+    )
     ex.controls["mask_type"].value = "causal + padding"
     ex.controls["n_pad"].value = 3
     # Keep-mask by hand: lower triangle (query i sees j <= i) and not one of the last 3 keys.
@@ -88,12 +92,18 @@ def test_static_mask_frames_match_library_and_dedupe():
     i, j = np.indices((L, L))
     for values, keep in [
         ({"mask_type": "causal", "window": 3, "n_pad": 2, "pad_side": "right"}, j <= i),
-        ({"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "right"},
-         np.broadcast_to(j < L - 2, (L, L))),
-        ({"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "left"},
-         np.broadcast_to(j >= 2, (L, L))),
-        ({"mask_type": "sliding window", "window": 4, "n_pad": 0, "pad_side": "right"},
-         (j <= i) & (j > i - 4)),
+        (
+            {"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "right"},
+            np.broadcast_to(j < L - 2, (L, L)),
+        ),
+        (
+            {"mask_type": "padding", "window": 3, "n_pad": 2, "pad_side": "left"},
+            np.broadcast_to(j >= 2, (L, L)),
+        ),
+        (
+            {"mask_type": "sliding window", "window": 4, "n_pad": 0, "pad_side": "right"},
+            (j <= i) & (j > i - 4),
+        ),
     ]:
         fr = static_frame(spec, values)
         assert_close(fr["data"][0]["z"], keep.astype(float), atol=0, rtol=0)
@@ -112,18 +122,22 @@ def test_static_mask_frames_match_library_and_dedupe():
 def test_left_padding_keep_mask_by_hand():
     # L = 4, one pad token at the start (left padding), causal: query i sees keys 1..i, so
     # query 0 (the pad token itself) sees no key at all.
-    want = np.array([
-        [0, 0, 0, 0],
-        [0, 1, 0, 0],
-        [0, 1, 1, 0],
-        [0, 1, 1, 1],
-    ], dtype=bool)
+    want = np.array(
+        [
+            [0, 0, 0, 0],
+            [0, 1, 0, 0],
+            [0, 1, 1, 0],
+            [0, 1, 1, 1],
+        ],
+        dtype=bool,
+    )
     got = viz.explorer_keep_mask("causal + padding", 4, n_pad=1, pad_side="left")
     assert got.dtype == bool and (got == want).all()
     # Right padding (the default) hides the last key instead; every query sees key 0.
     right = viz.explorer_keep_mask("causal + padding", 4, n_pad=1)
-    assert (right == np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]],
-                              dtype=bool)).all()
+    assert (
+        right == np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=bool)
+    ).all()
     with pytest.raises(ValueError, match="pad_side"):
         viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="middle")
 
@@ -146,7 +160,6 @@ def test_mask_explorer_left_padding_shows_the_empty_rows():
     # The side is greyed out when the type has no padding.
     ex.controls["mask_type"].value = "causal"
     assert ex.controls["pad_side"].disabled
-
 
 
 @pytest.mark.parametrize(
@@ -175,8 +188,9 @@ def test_mask_explorer_speaks_chinese():
     from explorer_util import assert_speaks_chinese
 
     assert_speaks_chinese(mask_explorer())
-    zh = mask_explorer().figure_json({"mask_type": "causal", "window": 3, "n_pad": 2,
-                                      "pad_side": "right"}, "zh_CN")
+    zh = mask_explorer().figure_json(
+        {"mask_type": "causal", "window": 3, "n_pad": 2, "pad_side": "right"}, "zh_CN"
+    )
     assert "查询 0，键 0：可关注" in zh["data"][0]["text"][0]
     assert "。" not in "".join(zh["data"][0]["text"][0])  # hover text is short, no sentence end
 
@@ -187,8 +201,11 @@ def test_mask_explorer_speaks_chinese():
 from attnbook import fonts  # noqa: E402
 from attnbook.explorers.masks import draw_mask, mask_data  # noqa: E402
 
-SETTINGS = [dict(), dict(mask_type="causal + padding", n_pad=2, pad_side="left"),
-            dict(mask_type="causal + padding", n_pad=5, seq_len=16)]
+SETTINGS = [
+    dict(),
+    dict(mask_type="causal + padding", n_pad=2, pad_side="left"),
+    dict(mask_type="causal + padding", n_pad=5, seq_len=16),
+]
 
 
 def _px(lay, width):
@@ -201,8 +218,12 @@ def _box(lay, n, width):
     plot_w, plot_h = _px(lay, width)
     (x0, x1) = lay[f"xaxis{'' if n == 1 else n}"].domain
     (y0, y1) = lay[f"yaxis{'' if n == 1 else n}"].domain
-    return (lay.margin.l + x0 * plot_w, lay.margin.t + (1 - y1) * plot_h,
-            lay.margin.l + x1 * plot_w, lay.margin.t + (1 - y0) * plot_h)
+    return (
+        lay.margin.l + x0 * plot_w,
+        lay.margin.t + (1 - y1) * plot_h,
+        lay.margin.l + x1 * plot_w,
+        lay.margin.t + (1 - y0) * plot_h,
+    )
 
 
 def _apart(a, b):
@@ -214,8 +235,7 @@ def _apart(a, b):
 def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
     data = mask_data(**kwargs)
     L = data.keep.shape[0]
-    figs = {w: draw_mask(data, width=w, language=language) for w in (viz.COLUMN_PX,
-                                                                    viz.PHONE_PX)}
+    figs = {w: draw_mask(data, width=w, language=language) for w in (viz.COLUMN_PX, viz.PHONE_PX)}
     # Same traces (type, name) in the same order at both widths.
     kinds = {w: [(t.type, t.name) for t in f.data] for w, f in figs.items()}
     assert kinds[viz.COLUMN_PX] == kinds[viz.PHONE_PX]
@@ -253,8 +273,10 @@ def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
             assert left >= b[2] + 4, "beside the weights panel"
             assert left + bar.thickness + ticks_px + 13 * 1.3 <= width, "inside the figure"
             y_mid = lay.margin.t + (1 - bar.y) * plot_h
-            assert b[1] - 1 <= y_mid - bar.len * plot_h / 2 and \
-                y_mid + bar.len * plot_h / 2 <= b[3] + 1, "as tall as its panel"
+            assert (
+                b[1] - 1 <= y_mid - bar.len * plot_h / 2
+                and y_mid + bar.len * plot_h / 2 <= b[3] + 1
+            ), "as tall as its panel"
         # Dense ticks stay legible: >= 9 px, and the labels shown do not overlap.
         for ax, box in ((lay.xaxis, a), (lay.xaxis2, b)):
             cell = (box[2] - box[0]) / L
@@ -265,8 +287,9 @@ def test_mask_figure_fits_the_column_and_a_phone(kwargs, language):
             gaps = {j - i for i, j in zip(shown, shown[1:])}
             assert len(gaps) <= 1
             k = gaps.pop() if gaps else 1
-            widest = max(fonts.text_width(line, size) for t in ax.ticktext
-                         for line in t.split("<br>"))
+            widest = max(
+                fonts.text_width(line, size) for t in ax.ticktext for line in t.split("<br>")
+            )
             assert widest < k * cell, (width, size, k, cell)
         # A value written in a cell fits it; otherwise none is written (the hover has it).
         for tr, box, widest in ((fig.data[0], a, "0"), (fig.data[1], b, "0.00")):

@@ -54,7 +54,7 @@ def check_position_figure(data, m, pair, base, D=16, rtol=1e-12, atol=1e-12):
     thetas = base ** (-np.arange(0, D, 2) / D)
     score = (2 / D) * np.cos(pos[:, None] * thetas).sum(-1)
     assert_close(np.array(data[5]["y"], float), score, atol=atol, rtol=rtol)
-    assert_close(np.array(data[6]["y"], float), score[m:m + 1], atol=atol, rtol=rtol)
+    assert_close(np.array(data[6]["y"], float), score[m : m + 1], atol=atol, rtol=rtol)
     assert list(data[4]["x"]) == [m, m]
 
 
@@ -120,8 +120,11 @@ def test_labels_use_the_books_notation(default_explorer):
     title = live_caption(ex)
     assert title.startswith("i = 12, r = 3, base 10 000: θr = ")
     assert "angle i·θr = " in title and "2π/θr = " in title
-    for part in ("base 10 000: θ<sub>r</sub> = ", "angle i·θ<sub>r</sub> = ",
-                 "2π/θ<sub>r</sub> = "):
+    for part in (
+        "base 10 000: θ<sub>r</sub> = ",
+        "angle i·θ<sub>r</sub> = ",
+        "2π/θ<sub>r</sub> = ",
+    ):
         assert part in ex.caption.value
     heads = " ".join(a["text"] for a in layout["annotations"]).replace("<br>", " ")
     assert "RoPE rotates pair r by i·θ<sub>r</sub>" in heads
@@ -130,8 +133,10 @@ def test_labels_use_the_books_notation(default_explorer):
     assert layout["yaxis"]["title"]["text"] == "dim 2r+1"
     assert layout["xaxis2"]["title"]["text"] == "position p"
     assert layout["xaxis3"]["title"]["text"] == "offset Δ = i − j"
-    assert [t.name for t in ex.figure.data[2:4]] == ["dim 2r: sin(p·θ<sub>r</sub>)",
-                                                     "dim 2r+1: cos(p·θ<sub>r</sub>)"]
+    assert [t.name for t in ex.figure.data[2:4]] == [
+        "dim 2r: sin(p·θ<sub>r</sub>)",
+        "dim 2r+1: cos(p·θ<sub>r</sub>)",
+    ]
     assert ex.controls["position"].description == "position i"
     assert ex.controls["pair"].description == "pair r"
     # The static HTML holds every combination whatever the initial values: the shared
@@ -164,8 +169,9 @@ def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
     from attnbook import viz
 
     data = posx.position_data(32, 7, 500000.0)
-    wide, phone = check_widths(lambda w: posx.draw_position(data, language=language, width=w),
-                               n_panels=3)
+    wide, phone = check_widths(
+        lambda w: posx.draw_position(data, language=language, width=w), n_panels=3
+    )
     for fig in (wide, phone):
         lay = fig["layout"]
         assert [t.get("xaxis", "x") for t in fig["data"]] == ["x"] * 2 + ["x2"] * 3 + ["x3"] * 2
@@ -181,21 +187,24 @@ def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
     assert viz.PHONE_PX < viz.COLUMN_PX
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: posx.position_explorer(position=7), ValueError, "position"),
-    (lambda: posx.position_explorer(pair=8), ValueError, "pair"),
-    (lambda: posx.position_explorer(base=2.0), ValueError, "base"),
-    (lambda: posx.position_explorer(head_dim=15), ValueError, "head_dim"),
-    (lambda: posx.position_explorer(head_dim=34), ValueError, "head_dim"),
-    (lambda: posx.position_explorer(head_dim=16.0), TypeError, "head_dim"),
-    (lambda: posx.position_figure(position=65), ValueError, "position"),
-    (lambda: posx.position_figure(position=2.0), TypeError, "position"),
-    (lambda: posx.position_figure(pair=8), ValueError, "pair"),
-    (lambda: posx.position_figure(head_dim=9), ValueError, "head_dim"),
-    (lambda: posx.position_figure(base=1.0), ValueError, "base"),
-    (lambda: posx.position_figure(base="10000"), TypeError, "base"),
-    (lambda: posx.position_figure(max_position=0), ValueError, "max_position"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: posx.position_explorer(position=7), ValueError, "position"),
+        (lambda: posx.position_explorer(pair=8), ValueError, "pair"),
+        (lambda: posx.position_explorer(base=2.0), ValueError, "base"),
+        (lambda: posx.position_explorer(head_dim=15), ValueError, "head_dim"),
+        (lambda: posx.position_explorer(head_dim=34), ValueError, "head_dim"),
+        (lambda: posx.position_explorer(head_dim=16.0), TypeError, "head_dim"),
+        (lambda: posx.position_figure(position=65), ValueError, "position"),
+        (lambda: posx.position_figure(position=2.0), TypeError, "position"),
+        (lambda: posx.position_figure(pair=8), ValueError, "pair"),
+        (lambda: posx.position_figure(head_dim=9), ValueError, "head_dim"),
+        (lambda: posx.position_figure(base=1.0), ValueError, "base"),
+        (lambda: posx.position_figure(base="10000"), TypeError, "base"),
+        (lambda: posx.position_figure(max_position=0), ValueError, "max_position"),
+    ],
+)
 def test_bad_options_raise_naming_the_argument(call, exc, name):
     with pytest.raises(exc, match=name):
         call()

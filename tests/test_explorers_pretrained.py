@@ -72,13 +72,17 @@ def test_referent_live_sliders_redraw_the_chosen_head(referent, it_rows):
             assert meta["query_index"] == t.index("it") == 10
             for word in ("animal", "street"):
                 assert meta["highlight"][word] == pytest.approx(
-                    float(w[layer - 1, head - 1, t.index(word)]), abs=0)
+                    float(w[layer - 1, head - 1, t.index(word)]), abs=0
+                )
         assert shown_title(referent) == f"Attention of “it”: layer {layer}, head {head}"
         # The panel title prints the two weights and their difference, 3 decimals.
         a = float(w2[layer - 1, head - 1, t2.index("animal")])
         s = float(w2[layer - 1, head - 1, t2.index("street")])
-        corner = [an.text.replace("\u00a0", " ") for an in fig.layout.annotations
-                  if "\u00a0−\u00a0" in an.text][1]
+        corner = [
+            an.text.replace("\u00a0", " ")
+            for an in fig.layout.annotations
+            if "\u00a0−\u00a0" in an.text
+        ][1]
         assert f"{a:.3f}" in corner and f"{s:.3f}" in corner and f"{a - s:+.3f}" in corner
     # The two sentences differ in one token, and so do their tick labels.
     assert fig.layout.xaxis.ticktext[13] == "tired" and fig.layout.xaxis2.ticktext[13] == "wide"
@@ -100,8 +104,12 @@ def test_referent_static_frames_are_the_library_rows(referent, it_rows):
             fr = static_frame(spec, {"layer": layer, "head": head})
             for i, w in enumerate((w1, w2)):
                 # Floats are stored with 4 significant digits.
-                assert_close(np.array(fr["data"][i]["y"], dtype=float),
-                             w[layer - 1, head - 1].astype(float), atol=1e-12, rtol=1e-3)
+                assert_close(
+                    np.array(fr["data"][i]["y"], dtype=float),
+                    w[layer - 1, head - 1].astype(float),
+                    atol=1e-12,
+                    rtol=1e-3,
+                )
             # The title is the caption above the plot.
             assert title_text(fr["layout"]) == ""
             assert caption_text(fr["caption"]).endswith(f"layer {layer}, head {head}")
@@ -112,8 +120,10 @@ def test_referent_explorer_starts_where_asked_and_rejects_bad_input(it_rows):
     ex = referent_explorer(layer=4, head=2)
     assert_close(np.array(ex.figure.data[0].y), w1[3, 1], atol=0, rtol=0)
     for kwargs, exc, name in [
-        ({"layer": 0}, ValueError, "layer"), ({"layer": 7}, ValueError, "layer"),
-        ({"head": 13}, ValueError, "head"), ({"head": True}, TypeError, "head"),
+        ({"layer": 0}, ValueError, "layer"),
+        ({"layer": 7}, ValueError, "layer"),
+        ({"head": 13}, ValueError, "head"),
+        ({"head": True}, TypeError, "head"),
         ({"layer": 2.0}, TypeError, "layer"),
         ({"candidates": ("animal", "moon")}, ValueError, "moon"),
         ({"sentences": ("The cat sat because it was tired.",)}, ValueError, "animal"),
@@ -131,13 +141,14 @@ def test_referent_explorer_speaks_chinese_and_keeps_what_the_model_read(referent
     (t1, _), (w1, _) = it_rows
     fig = referent.figure_json({"layer": 4, "head": 2}, "zh_CN")
     # The same numbers in Chinese; the word pieces and the sentences stay as the model read them.
-    assert_close(np.array(fig["data"][0]["y"], dtype=float), w1[3, 1].astype(float),
-                 atol=0, rtol=0)
+    assert_close(np.array(fig["data"][0]["y"], dtype=float), w1[3, 1].astype(float), atol=0, rtol=0)
     assert fig["layout"]["title"]["text"] == "“it”的注意力：第 4 层，第 2 个头"
     assert fig["data"][0]["customdata"] == t1
     assert fig["data"][0]["hovertemplate"] == "“%{customdata}”：权重 %{y:.3f}<extra></extra>"
-    assert fig["data"][0]["name"] == "1. “The animal didn't cross the street because it was " \
+    assert (
+        fig["data"][0]["name"] == "1. “The animal didn't cross the street because it was "
         "too tired.”"
+    )
     assert fig["layout"]["yaxis"]["title"]["text"] == "“it”的权重"
 
 
@@ -161,8 +172,13 @@ def test_token_attention_figure_draws_the_chosen_row():
     assert (bar.meta["layer"], bar.meta["head"], bar.meta["query_index"]) == (2, 3, 1)
     assert bar.meta["highlight"] == {"animal": 0.3, "street": 0.15}
     # animal orange, street green, every other bar light blue.
-    assert list(bar.marker.color) == ["#9db4d3", "#9db4d3", ep.HIGHLIGHT_COLORS[0],
-                                      ep.HIGHLIGHT_COLORS[1], "#9db4d3"]
+    assert list(bar.marker.color) == [
+        "#9db4d3",
+        "#9db4d3",
+        ep.HIGHLIGHT_COLORS[0],
+        ep.HIGHLIGHT_COLORS[1],
+        "#9db4d3",
+    ]
     assert fig.layout.title.text == "Attention of “it”: layer 2, head 3"
     # The panel's title: the sentence's name, then the highlighted weights under it.
     name, corner = fig.layout.annotations[0].text.replace("\u00a0", " ").split("<br>", 1)
@@ -175,13 +191,15 @@ def test_token_attention_figure_draws_the_chosen_row():
 
 
 def test_token_attention_data_then_draw_is_the_figure():
-    data = ep.token_attention_data([TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)],
-                                   1, 2, titles=["a", "b"])
+    data = ep.token_attention_data(
+        [TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)], 1, 2, titles=["a", "b"]
+    )
     assert data.query_index == (1, 1) and data.highlight_index == ((2, 3), (2, 3))
     assert_close(data.rows[0], hand_weights()[1, 2], atol=0, rtol=0)
     one = ep.draw_token_attention(data, language="en").to_plotly_json()
-    two = ep.token_attention_figure([TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)],
-                                    1, 2, titles=["a", "b"]).to_plotly_json()
+    two = ep.token_attention_figure(
+        [TOKENS, TOKENS], [hand_weights(), np.full((2, 3, 5), 0.2)], 1, 2, titles=["a", "b"]
+    ).to_plotly_json()
     assert one == two and [t["name"] for t in one["data"]] == ["a", "b"]
 
 
@@ -196,17 +214,25 @@ def test_token_attention_figure_rejects_bad_input():
         (lambda: ep.token_attention_figure([t], [w], 0, -1), ValueError, "head"),
         (lambda: ep.token_attention_figure([t], [w * np.nan], 0, 0), ValueError, "non-finite"),
         (lambda: ep.token_attention_figure([t], [w], 0, 0, query="they"), ValueError, "query"),
-        (lambda: ep.token_attention_figure([t], [w], 0, 0, highlight=("moon",)), ValueError,
-         "moon"),
-        (lambda: ep.token_attention_figure([t], [w], 0, 0, highlight="abcde"), ValueError,
-         "highlight"),
-        (lambda: ep.token_attention_figure([t], [w], 0, 0, titles=["a", "b"]), ValueError,
-         "titles"),
+        (
+            lambda: ep.token_attention_figure([t], [w], 0, 0, highlight=("moon",)),
+            ValueError,
+            "moon",
+        ),
+        (
+            lambda: ep.token_attention_figure([t], [w], 0, 0, highlight="abcde"),
+            ValueError,
+            "highlight",
+        ),
+        (
+            lambda: ep.token_attention_figure([t], [w], 0, 0, titles=["a", "b"]),
+            ValueError,
+            "titles",
+        ),
         (lambda: ep.token_attention_figure([t], [w], 0.0, 0), TypeError, "layer"),
         (lambda: ep.token_attention_figure([t], [w], 0, 0, height=5), ValueError, "height"),
         (lambda: ep.token_attention_figure([t], [w], 0, 0, height="a"), TypeError, "height"),
-        (lambda: ep.token_attention_figure([t], [w], 0, 0, language="fr"), ValueError,
-         "language"),
+        (lambda: ep.token_attention_figure([t], [w], 0, 0, language="fr"), ValueError, "language"),
     ]:
         with pytest.raises(exc, match=name):
             call()
@@ -218,10 +244,42 @@ def test_token_attention_figure_rejects_bad_input():
 
 # Two sentences as a WordPiece tokenizer cuts them (hand-made: no model needed), 16 pieces each.
 LONG = [
-    ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it",
-     "was", "too", "tired", ".", "[SEP]"],
-    ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it",
-     "was", "too", "wide", ".", "[SEP]"],
+    [
+        "[CLS]",
+        "the",
+        "animal",
+        "didn",
+        "'",
+        "t",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "too",
+        "tired",
+        ".",
+        "[SEP]",
+    ],
+    [
+        "[CLS]",
+        "the",
+        "animal",
+        "didn",
+        "'",
+        "t",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "too",
+        "wide",
+        ".",
+        "[SEP]",
+    ],
 ]
 
 
@@ -272,8 +330,9 @@ def test_the_explorer_draws_for_its_width(referent):
     assert narrow["xaxis"]["tickangle"] == -90 and wide["xaxis"]["tickangle"] == -40
 
 
-@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
-                                        (688.0, TypeError)])
+@pytest.mark.parametrize(
+    "width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError), (688.0, TypeError)]
+)
 def test_a_bad_width_is_named(width, exc):
     # 40 px leaves no room for a panel after the margins.
     with pytest.raises(exc, match="width"):

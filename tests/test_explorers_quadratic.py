@@ -42,10 +42,15 @@ def test_quadratic_meter_live_slider_recomputes():
     assert fig.data[1].meta["flops"] == 4 * 32768**2 * (32 * 128)
     assert_close(fig.data[1].y[0], 32 * 32768**2 * 4 / GIB, atol=0, rtol=1e-12)  # 128 GiB
     assert list(fig.data[0].x) == [2**i for i in range(9, 18)]
-    assert_close(np.array(fig.data[0].y), [32 * (2**i) ** 2 * 4 / GIB for i in range(9, 18)],
-                 atol=0, rtol=1e-12)
-    assert_close(np.array(fig.data[2].y), [(2**i / 2048) ** 2 for i in range(9, 18)], atol=0,
-                 rtol=1e-12)
+    assert_close(
+        np.array(fig.data[0].y),
+        [32 * (2**i) ** 2 * 4 / GIB for i in range(9, 18)],
+        atol=0,
+        rtol=1e-12,
+    )
+    assert_close(
+        np.array(fig.data[2].y), [(2**i / 2048) ** 2 for i in range(9, 18)], atol=0, rtol=1e-12
+    )
     assert "256× the cost" in shown_title(ex)
     ex.controls["dtype"].value = "bfloat16"
     assert fig.data[1].meta["bytes"] == 32 * 32768**2 * 2
@@ -72,8 +77,12 @@ def test_labels_use_the_books_notation():
     assert layout["xaxis2"]["title"]["text"] == "sequence length L"
     assert layout["yaxis"]["title"]["text"] == "GiB of L × L scores (one layer)"
     assert layout["yaxis2"]["title"]["text"] == "cost relative to L₀ = 2,048"
-    assert [t.name for t in ex.figure.data] == ["score matrices", "chosen L", "(L / L₀)²",
-                                                "L / L₀ (linear)"]
+    assert [t.name for t in ex.figure.data] == [
+        "score matrices",
+        "chosen L",
+        "(L / L₀)²",
+        "L / L₀ (linear)",
+    ]
     assert ex.controls["seq_len"].description == "sequence length L"
     assert ex.title == "O(L²) meter"
     html = ex.static_html()
@@ -95,9 +104,9 @@ def test_quadratic_meter_speaks_chinese():
     # One head of 32768² bfloat16 scores: 2 GiB, by hand; 256× the cost at 2048 = (32768/2048)².
     assert zh["layout"]["title"]["text"] == (
         "L = 32,768：每层分数占 2 GiB（1 个头，bfloat16）<br>每层 0.55 TFLOP，"
-        "代价是 L₀ = 2,048 时的 256 倍")
-    assert [t["name"] for t in zh["data"]] == ["分数矩阵", "所选 L", "(L / L₀)²",
-                                               "L / L₀（线性）"]
+        "代价是 L₀ = 2,048 时的 256 倍"
+    )
+    assert [t["name"] for t in zh["data"]] == ["分数矩阵", "所选 L", "(L / L₀)²", "L / L₀（线性）"]
     assert zh["data"][0]["hovertemplate"].startswith("L = %{x}：%{y:.3g} GiB")
     # The same numbers in both editions (one computation, drawn twice).
     en = ex.figure_json(values)
@@ -110,8 +119,9 @@ def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
     from attnbook import fonts, viz
 
     data = qx.quadratic_data(131072, 32, "float32")
-    wide, phone = check_widths(lambda w: qx.draw_quadratic(data, language=language, width=w),
-                               n_panels=2)
+    wide, phone = check_widths(
+        lambda w: qx.draw_quadratic(data, language=language, width=w), n_panels=2
+    )
     for fig, width in ((wide, viz.COLUMN_PX), (phone, viz.PHONE_PX)):
         lay = fig["layout"]
         assert [t.get("xaxis", "x") for t in fig["data"]] == ["x", "x", "x2", "x2"]
@@ -130,18 +140,21 @@ def test_figure_is_laid_out_for_the_column_and_for_a_phone(language):
     assert phone["layout"]["height"] > wide["layout"]["height"]
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: qx.quadratic_cost_explorer(seq_len=1000), ValueError, "seq_len"),
-    (lambda: qx.quadratic_cost_explorer(n_heads=True), ValueError, "n_heads"),
-    (lambda: qx.quadratic_cost_explorer(dtype="int4"), ValueError, "dtype"),
-    (lambda: qx.quadratic_cost_explorer(head_dim=0), ValueError, "head_dim"),
-    (lambda: qx.quadratic_cost_explorer(ref_len=2048.0), TypeError, "ref_len"),
-    (lambda: qx.quadratic_cost_figure(seq_len=3), ValueError, "seq_len"),
-    (lambda: qx.quadratic_cost_figure(ref_len=2048.0), TypeError, "ref_len"),
-    (lambda: qx.quadratic_cost_figure(n_heads=0), ValueError, "n_heads"),
-    (lambda: qx.quadratic_cost_figure(dtype="fp7"), ValueError, "dtype"),
-    (lambda: qx.quadratic_cost_figure(512, seq_lens=(1024, 512)), ValueError, "seq_lens"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: qx.quadratic_cost_explorer(seq_len=1000), ValueError, "seq_len"),
+        (lambda: qx.quadratic_cost_explorer(n_heads=True), ValueError, "n_heads"),
+        (lambda: qx.quadratic_cost_explorer(dtype="int4"), ValueError, "dtype"),
+        (lambda: qx.quadratic_cost_explorer(head_dim=0), ValueError, "head_dim"),
+        (lambda: qx.quadratic_cost_explorer(ref_len=2048.0), TypeError, "ref_len"),
+        (lambda: qx.quadratic_cost_figure(seq_len=3), ValueError, "seq_len"),
+        (lambda: qx.quadratic_cost_figure(ref_len=2048.0), TypeError, "ref_len"),
+        (lambda: qx.quadratic_cost_figure(n_heads=0), ValueError, "n_heads"),
+        (lambda: qx.quadratic_cost_figure(dtype="fp7"), ValueError, "dtype"),
+        (lambda: qx.quadratic_cost_figure(512, seq_lens=(1024, 512)), ValueError, "seq_lens"),
+    ],
+)
 def test_bad_options_raise(call, exc, name):
     with pytest.raises(exc, match=name):
         call()

@@ -40,8 +40,9 @@ def reference_tanh_norms(gamma, K, H, d_in, seed):
     gen = torch.Generator().manual_seed(seed)
     Q = torch.linalg.qr(torch.randn(H, H, generator=gen, dtype=torch.float64))[0].numpy()
     W_hh = gamma * Q
-    x = torch.randn(1, K + 1, d_in, generator=torch.Generator().manual_seed(seed + 1),
-                    dtype=torch.float64)[0].numpy()  # (K + 1, d_in)
+    x = torch.randn(
+        1, K + 1, d_in, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64
+    )[0].numpy()  # (K + 1, d_in)
     h = np.zeros(H)
     hs = []
     for t in range(K + 1):
@@ -63,16 +64,15 @@ def reference_tanh_norms(gamma, K, H, d_in, seed):
 
 @pytest.mark.parametrize("gamma", [0.5, 0.9, 1.0, 1.1])
 def test_linear_rnn_lies_on_gamma_power_and_tanh_matches_numpy(gamma):
-    d = rnnx.gradient_decay_data(gamma, max_distance=30, hidden_size=6, input_size=3,
-                                        seed=1)
+    d = rnnx.gradient_decay_data(gamma, max_distance=30, hidden_size=6, input_size=3, seed=1)
     k = np.arange(31)
     assert d.distances.tolist() == k.tolist()
-    assert_close(d.bound, gamma ** k, atol=0, rtol=1e-14)
-    assert_close(d.linear, gamma ** k, atol=1e-13, rtol=1e-10)  # hand derivation
+    assert_close(d.bound, gamma**k, atol=0, rtol=1e-14)
+    assert_close(d.linear, gamma**k, atol=1e-13, rtol=1e-10)  # hand derivation
     ref = reference_tanh_norms(gamma, 30, 6, 3, 1)
     assert_close(d.tanh, ref, atol=1e-13, rtol=1e-9)
     assert np.isfinite(d.tanh).all()
-    assert (d.tanh <= gamma ** k * (1 + 1e-12)).all()  # tanh' <= 1: below the bound
+    assert (d.tanh <= gamma**k * (1 + 1e-12)).all()  # tanh' <= 1: below the bound
     assert d.tanh[0] == pytest.approx(1.0, abs=1e-12)
 
 
@@ -98,28 +98,59 @@ def test_the_book_example_point_nine_to_the_fifty():
         (lambda: rnnx.gradient_decay_figure(0.9, 0), ValueError, "distance"),
         (lambda: rnnx.gradient_decay_figure(0.9, 3, data=0.9), TypeError, "data"),
         (lambda: rnnx.gradient_decay_figure(0.9, 3, data={"gamma": 0.9}), TypeError, "data"),
-        (lambda: rnnx.gradient_decay_figure(
-            0.9, 3, data=rnnx.gradient_decay_data(0.8, max_distance=5)), ValueError, "gamma"),
-        (lambda: rnnx.gradient_decay_figure(
-            0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5),
-            gamma_range=(1.0, 0.5)), ValueError, "gamma_range"),
-        (lambda: rnnx.gradient_decay_figure(
-            0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5),
-            gamma_range=(0.0, 0.5)), ValueError, "gamma_range"),
+        (
+            lambda: rnnx.gradient_decay_figure(
+                0.9, 3, data=rnnx.gradient_decay_data(0.8, max_distance=5)
+            ),
+            ValueError,
+            "gamma",
+        ),
+        (
+            lambda: rnnx.gradient_decay_figure(
+                0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5), gamma_range=(1.0, 0.5)
+            ),
+            ValueError,
+            "gamma_range",
+        ),
+        (
+            lambda: rnnx.gradient_decay_figure(
+                0.9, 3, data=rnnx.gradient_decay_data(0.9, max_distance=5), gamma_range=(0.0, 0.5)
+            ),
+            ValueError,
+            "gamma_range",
+        ),
         (lambda: rnnx.gradient_decay_explorer(gamma=0.85), ValueError, "gamma"),
         (lambda: rnnx.gradient_decay_explorer(distance=3), ValueError, "distance"),
-        (lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 0.5), gamma=0.9), ValueError,
-         "gamma_values"),
-        (lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 3.0), gamma=0.9), ValueError,
-         "gamma_values"),
-        (lambda: rnnx.gradient_decay_explorer(distance_values=(0, 5), distance=5), ValueError,
-         "distance_values"),
-        (lambda: rnnx.gradient_decay_explorer(distance_values=(), distance=5), ValueError,
-         "distance_values"),
-        (lambda: rnnx.gradient_decay_explorer(distance_values=(2.0, 5), distance=5), TypeError,
-         "distance_values"),
-        (lambda: rnnx.gradient_decay_explorer(distance_values=5, distance=5), TypeError,
-         "distance_values"),
+        (
+            lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 0.5), gamma=0.9),
+            ValueError,
+            "gamma_values",
+        ),
+        (
+            lambda: rnnx.gradient_decay_explorer(gamma_values=(0.9, 3.0), gamma=0.9),
+            ValueError,
+            "gamma_values",
+        ),
+        (
+            lambda: rnnx.gradient_decay_explorer(distance_values=(0, 5), distance=5),
+            ValueError,
+            "distance_values",
+        ),
+        (
+            lambda: rnnx.gradient_decay_explorer(distance_values=(), distance=5),
+            ValueError,
+            "distance_values",
+        ),
+        (
+            lambda: rnnx.gradient_decay_explorer(distance_values=(2.0, 5), distance=5),
+            TypeError,
+            "distance_values",
+        ),
+        (
+            lambda: rnnx.gradient_decay_explorer(distance_values=5, distance=5),
+            TypeError,
+            "distance_values",
+        ),
     ],
 )
 def test_bad_options_raise_naming_the_argument(call, exc, name):
@@ -136,25 +167,25 @@ def test_live_gamma_and_distance_sliders_recompute():
     ex = rnnx.gradient_decay_explorer(0.9, 20, **SMALL)
     fig = ex.figure
     k = np.arange(21)
-    assert_close(np.array(fig.data[0].y), np.maximum(0.9 ** k, 1e-11), atol=0, rtol=1e-12)
-    assert fig.data[3].meta["bound"] == pytest.approx(0.9 ** 20, rel=1e-12)
+    assert_close(np.array(fig.data[0].y), np.maximum(0.9**k, 1e-11), atol=0, rtol=1e-12)
+    assert fig.data[3].meta["bound"] == pytest.approx(0.9**20, rel=1e-12)
     ex.controls["gamma"].value = 1.1
     # Exploding: the bound and the linear RNN grow like 1.1^k (hand derivation).
-    assert_close(np.array(fig.data[0].y), 1.1 ** k, atol=0, rtol=1e-12)
+    assert_close(np.array(fig.data[0].y), 1.1**k, atol=0, rtol=1e-12)
     assert_close(np.array(fig.data[1].y), 1.1 ** k[::5], atol=0, rtol=1e-9)
     ref = reference_tanh_norms(1.1, 20, 8, 4, 3)
     assert_close(np.array(fig.data[2].y), np.maximum(ref, 1e-11), atol=1e-13, rtol=1e-9)
     assert fig.data[3].meta["tanh"] == pytest.approx(ref[20], rel=1e-9)
     ex.controls["distance"].value = 5
     meta = fig.data[3].meta
-    assert meta["bound"] == pytest.approx(1.1 ** 5, rel=1e-12)
-    assert meta["linear"] == pytest.approx(1.1 ** 5, rel=1e-9)
+    assert meta["bound"] == pytest.approx(1.1**5, rel=1e-12)
+    assert meta["linear"] == pytest.approx(1.1**5, rel=1e-9)
     assert meta["tanh"] == pytest.approx(ref[5], rel=1e-9)
     assert list(fig.data[3].x) == [5, 5, 5]
     assert fig.layout.shapes[0].x0 == 5
     # Right panel: gamma^5 over the gamma axis; the chosen gamma marked on it.
     g = np.array(fig.data[4].x)
-    assert_close(np.array(fig.data[4].y), np.maximum(g ** 5, 1e-11), atol=0, rtol=1e-12)
+    assert_close(np.array(fig.data[4].y), np.maximum(g**5, 1e-11), atol=0, rtol=1e-12)
     assert list(fig.data[5].x) == [1.1]
     texts = " ".join(a.text for a in fig.layout.annotations)
     assert "Δ = 5:" in texts and "linear RNN 1.61" in texts  # 1.1^5 = 1.61051
@@ -196,9 +227,9 @@ def test_static_frames_match_the_hand_derivation_and_numpy():
         for dist in (5, 20):
             fr = static_frame(spec, {"gamma": gamma, "distance": dist})
             # Floats are stored with 4 significant digits.
-            assert_close(fr["data"][0]["y"], np.maximum(gamma ** k, 1e-11), atol=0, rtol=1e-3)
+            assert_close(fr["data"][0]["y"], np.maximum(gamma**k, 1e-11), atol=0, rtol=1e-3)
             assert_close(fr["data"][2]["y"], np.maximum(ref, 1e-11), atol=0, rtol=1e-3)
-            assert_close(fr["data"][3]["meta"]["bound"], gamma ** dist, atol=0, rtol=1e-3)
+            assert_close(fr["data"][3]["meta"]["bound"], gamma**dist, atol=0, rtol=1e-3)
             assert fr["data"][3]["x"] == [dist] * 3
             assert fr["layout"]["shapes"][0]["x0"] == dist
 
@@ -211,15 +242,14 @@ def test_mimebundle_has_both_representations_and_fits_a_page():
     assert "<script src" not in html and "cdn" not in html.lower() and "https://" not in html
     assert len(html.encode()) < 500_000
     spec = embedded_spec(html)
-    assert len(spec["frame_of"]) == len(rnnx.GAMMA_VALUES) * len(
-        rnnx.DISTANCE_VALUES)
+    assert len(spec["frame_of"]) == len(rnnx.GAMMA_VALUES) * len(rnnx.DISTANCE_VALUES)
     for name in ("gamma", "distance"):
         m = re.search(rf'id="(attnbook-explorer-[0-9a-f]+-{name})"', html)
         assert m, f"no control {name}"
         assert f'<label for="{m.group(1)}">' in html
     # Defaults: gamma 0.9 and k = 50, the book's example.
     fr = static_frame(spec, {"gamma": 0.9, "distance": 50})
-    assert_close(fr["data"][3]["meta"]["bound"], 0.9 ** 50, atol=0, rtol=1e-3)
+    assert_close(fr["data"][3]["meta"]["bound"], 0.9**50, atol=0, rtol=1e-3)
 
 
 # ------------------------------------------------------------------------------------------

@@ -116,9 +116,7 @@ def test_scaling_controls_and_titles_name_the_key_count_S():
 
 
 def test_static_scaling_frames_match_library():
-    ex = scaling.scaling_explorer(
-        d_k_values=(1, 16, 256), n_keys_values=(4, 16), d_k=16, **SMALL
-    )
+    ex = scaling.scaling_explorer(d_k_values=(1, 16, 256), n_keys_values=(4, 16), d_k=16, **SMALL)
     html = ex.static_html()
     spec = embedded_spec(html)
     assert spec["strides"] == [4, 2, 1]
@@ -139,7 +137,6 @@ def test_static_scaling_frames_match_library():
     f1 = static_frame(spec, {"d_k": 256, "scaled": True, "n_keys": 16})
     f2 = static_frame(spec, {"d_k": 256, "scaled": False, "n_keys": 16})
     assert f1["data"][0] != f2["data"][0]
-
 
 
 def test_every_setting_speaks_chinese():
@@ -193,15 +190,18 @@ def test_scaling_statistics_box_has_room_above_the_histogram(d_k, scaled, langua
         assert curve.max() <= free * top
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: scaling.scaling_figure(x_range=0), ValueError, "x_range"),
-    (lambda: scaling.scaling_figure(x_range="4"), TypeError, "x_range"),
-    # Were plotly's "Invalid value ... for the 'height' property", naming no argument.
-    (lambda: scaling.scaling_figure(height=-1), ValueError, "height"),
-    (lambda: scaling.scaling_figure(height="x"), TypeError, "height"),
-    (lambda: scaling.scaling_figure(n_samples=1), ValueError, "n_samples"),
-    (lambda: scaling.scaling_figure(language="fr"), ValueError, "language"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: scaling.scaling_figure(x_range=0), ValueError, "x_range"),
+        (lambda: scaling.scaling_figure(x_range="4"), TypeError, "x_range"),
+        # Were plotly's "Invalid value ... for the 'height' property", naming no argument.
+        (lambda: scaling.scaling_figure(height=-1), ValueError, "height"),
+        (lambda: scaling.scaling_figure(height="x"), TypeError, "height"),
+        (lambda: scaling.scaling_figure(n_samples=1), ValueError, "n_samples"),
+        (lambda: scaling.scaling_figure(language="fr"), ValueError, "language"),
+    ],
+)
 def test_figure_checks_its_arguments(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -263,8 +263,10 @@ def test_figure_is_laid_out_for_the_column_and_the_phone(language, d_k, scaled, 
 
 def test_no_panel_is_placed_by_hand():
     # Each panel's domain is make_subplots', the same at every setting of the explorer.
-    figs = [scaling.scaling_figure(d, s, n, n_samples=50, n_draws=5)
-            for d, s, n in [(1, True, 4), (1024, False, 64)]]
+    figs = [
+        scaling.scaling_figure(d, s, n, n_samples=50, n_draws=5)
+        for d, s, n in [(1, True, 4), (1024, False, 64)]
+    ]
     assert [panel_checks.panels(f) for f in figs[:1]] == [panel_checks.panels(f) for f in figs[1:]]
     ex = small_scaling(d_k_values=(1, 4), n_keys_values=(4,), d_k=1, n_keys=4)
     assert ex.draws_for_width
@@ -275,8 +277,9 @@ def test_no_panel_is_placed_by_hand():
     assert wide["layout"]["xaxis"]["domain"][1] < wide["layout"]["xaxis2"]["domain"][0]
 
 
-@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
-                                        (688.0, TypeError)])
+@pytest.mark.parametrize(
+    "width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError), (688.0, TypeError)]
+)
 def test_a_bad_width_is_named(width, exc):
     # 40 px leaves no room for a panel after the margins.
     with pytest.raises(exc, match="width"):

@@ -119,7 +119,7 @@ def test_live_slider_recomputes():
     assert_close(fig.data[3].y[0], h, atol=1e-12, rtol=1e-12)
     assert_close(fig.data[6].y[0], j, atol=1e-12, rtol=1e-12)
     assert fig.data[3].x[0] == T and fig.data[6].x[0] == T
-    assert_close(fig.data[4].y[0], math.log(4), atol=0, rtol=1e-15)   # the ln S line
+    assert_close(fig.data[4].y[0], math.log(4), atol=0, rtol=1e-15)  # the ln S line
     assert_close(fig.data[7].y[0], math.sqrt(3) / 4, atol=0, rtol=1e-15)
     ex.controls["score_set"].value = "scaled"
     assert len(fig.data[0].y) == 16
@@ -201,28 +201,32 @@ def test_chinese_labels_and_the_same_numbers():
     # ln 4 = 1.386 (by hand); the title carries the weights' largest, entropy and ||J||_F.
     assert zh.layout.title.text == (
         f"T = 0.5：最大权重 {p.max():.3f}，熵 {h:.3f}（上限 ln(4) = 1.386 奈特），"
-        f"‖J‖<sub>F</sub> = {j:.3f}")
+        f"‖J‖<sub>F</sub> = {j:.3f}"
+    )
     assert zh.data[4].name == "熵的上限 ln(S)" and zh.layout.xaxis2.title.text == "温度 T"
     assert zh.data[0].hovertemplate.startswith("键 %{x}：分数")
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: tx.temperature_figure(language="fr"), ValueError, "language"),
-    (lambda: tx.temperature_data(1.0, "mine"), ValueError, "score_set"),
-    (lambda: tx.temperature_explorer(T=3.0), ValueError, "T"),
-    (lambda: tx.temperature_explorer(score_set="mine"), ValueError, "score_set"),
-    (lambda: tx.temperature_figure(T=0.0), ValueError, "T"),
-    (lambda: tx.temperature_figure(T="1"), TypeError, "T"),
-    (lambda: tx.temperature_figure(t_range=(2.0, 1.0)), ValueError, "t_range"),
-    (lambda: tx.temperature_figure(t_range=(0.0, 1.0)), ValueError, "t_range"),
-    (lambda: tx.temperature_figure(height=2.5), TypeError, "height"),
-    (lambda: tx.temperature_sweep([1.0, 2.0], [1.0, -1.0]), ValueError, "temperatures"),
-    (lambda: tx.temperature_sweep([1.0, np.inf], [1.0]), ValueError, "scores"),
-    (lambda: tx.temperature_sweep([], [1.0]), ValueError, "scores"),
-    (lambda: tx.temperature_sweep([[1.0]], [1.0]), ValueError, "scores"),
-    (lambda: tx.temperature_sweep([1.0], [[1.0]]), ValueError, "temperatures"),
-    (lambda: tx.temperature_sweep(["a"], [1.0]), TypeError, "scores"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: tx.temperature_figure(language="fr"), ValueError, "language"),
+        (lambda: tx.temperature_data(1.0, "mine"), ValueError, "score_set"),
+        (lambda: tx.temperature_explorer(T=3.0), ValueError, "T"),
+        (lambda: tx.temperature_explorer(score_set="mine"), ValueError, "score_set"),
+        (lambda: tx.temperature_figure(T=0.0), ValueError, "T"),
+        (lambda: tx.temperature_figure(T="1"), TypeError, "T"),
+        (lambda: tx.temperature_figure(t_range=(2.0, 1.0)), ValueError, "t_range"),
+        (lambda: tx.temperature_figure(t_range=(0.0, 1.0)), ValueError, "t_range"),
+        (lambda: tx.temperature_figure(height=2.5), TypeError, "height"),
+        (lambda: tx.temperature_sweep([1.0, 2.0], [1.0, -1.0]), ValueError, "temperatures"),
+        (lambda: tx.temperature_sweep([1.0, np.inf], [1.0]), ValueError, "scores"),
+        (lambda: tx.temperature_sweep([], [1.0]), ValueError, "scores"),
+        (lambda: tx.temperature_sweep([[1.0]], [1.0]), ValueError, "scores"),
+        (lambda: tx.temperature_sweep([1.0], [[1.0]]), ValueError, "temperatures"),
+        (lambda: tx.temperature_sweep(["a"], [1.0]), TypeError, "scores"),
+    ],
+)
 def test_bad_arguments_are_named(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -239,8 +243,9 @@ def test_tiny_and_huge_temperatures_give_a_distribution():
     # Scores near float64's limit: z - max z = -2e308 is not representable, yet at T = 1e308
     # the quotient is -2, so the weights are 1 / (1 + e^-2) and e^-2 / (1 + e^-2).
     w = tx.temperature_sweep([1e308, -1e308], [1e308]).weights[0]
-    assert_close(w, [1 / (1 + math.exp(-2)), math.exp(-2) / (1 + math.exp(-2))],
-                 atol=1e-15, rtol=1e-14)
+    assert_close(
+        w, [1 / (1 + math.exp(-2)), math.exp(-2) / (1 + math.exp(-2))], atol=1e-15, rtol=1e-14
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,8 +254,7 @@ def test_tiny_and_huge_temperatures_give_a_distribution():
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])
-@pytest.mark.parametrize("T,score_set", [(1.0, "chapter 2"), (T_MIN, "unscaled"),
-                                         (32.0, "scaled")])
+@pytest.mark.parametrize("T,score_set", [(1.0, "chapter 2"), (T_MIN, "unscaled"), (32.0, "scaled")])
 def test_figure_is_laid_out_for_the_column_and_the_phone(language, T, score_set):
     data = tx.temperature_data(T, score_set)
     wide = tx.draw_temperature(data, language=language, width=viz.COLUMN_PX)
@@ -285,8 +289,9 @@ def test_the_static_explorer_stores_a_stacked_phone_figure(default_explorer):
     assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
 
 
-@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
-                                        (688.0, TypeError)])
+@pytest.mark.parametrize(
+    "width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError), (688.0, TypeError)]
+)
 def test_a_bad_width_is_named(width, exc):
     # 40 px leaves no room for a panel after the margins.
     with pytest.raises(exc, match="width"):

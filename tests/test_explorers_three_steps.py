@@ -69,8 +69,9 @@ def test_scale_zero_gives_the_mean_and_large_scale_a_near_lookup():
 def test_constants_are_small_integers_and_cover_every_context():
     for table in (ts.KEYS, ts.VALUES):
         for word, vec in table.items():
-            assert len(vec) == len(ts.DIMS) and all(isinstance(x, int) and abs(x) <= 2
-                                                     for x in vec), word
+            assert len(vec) == len(ts.DIMS) and all(
+                isinstance(x, int) and abs(x) <= 2 for x in vec
+            ), word
     for words in ts.CONTEXTS.values():
         assert sum(w.lower() == ts.WORD for w in words) == 1
         assert all(w.lower() in ts.KEYS and w.lower() in ts.VALUES for w in words)
@@ -100,8 +101,9 @@ def test_each_language_has_the_example_in_its_own_words():
             tokens = ex.tokens[name]
             assert len(tokens) == len(words), (language, name)
             # (case aside: English writes "Apple" at the start of a sentence)
-            assert [t.lower() for t, w in zip(tokens, words)
-                    if w.lower() == ts.WORD] == [ex.word.lower()]
+            assert [t.lower() for t, w in zip(tokens, words) if w.lower() == ts.WORD] == [
+                ex.word.lower()
+            ]
     en, zh = ts.EXAMPLES["en"], ts.EXAMPLES["zh_CN"]
     assert dict(en.tokens) == ts.CONTEXTS and en.senses == ts.DIMS and en.word == "apple"
     assert zh.word == "苹果" and zh.senses == ("水果", "公司")
@@ -120,10 +122,12 @@ def test_chinese_figure_has_the_same_numbers_in_chinese_words():
     zh = ts.three_steps_figure("I ate an apple", language="zh_CN")
     en = ts.three_steps_figure("I ate an apple", language="en")
     for fig in (zh, en):
-        assert_close(np.asarray(fig.data[1].y), np.array([w_lo, w_hi, w_lo, w_hi]),
-                     atol=1e-15, rtol=0)
-        assert_close(np.asarray(fig.data[6].meta["output"]), np.array([3 * w_hi, w_hi]),
-                     atol=1e-15, rtol=0)
+        assert_close(
+            np.asarray(fig.data[1].y), np.array([w_lo, w_hi, w_lo, w_hi]), atol=1e-15, rtol=0
+        )
+        assert_close(
+            np.asarray(fig.data[6].meta["output"]), np.array([3 * w_hi, w_hi]), atol=1e-15, rtol=0
+        )
     assert tuple(zh.layout.xaxis.ticktext) == ("我", "吃了", "一个", "<b>苹果</b>")
     assert tuple(en.layout.xaxis.ticktext) == ("I", "ate", "an", "<b>apple</b>")
     assert zh.data[1].hovertext[1] == f"吃了：权重 {w_hi:.3f}"
@@ -148,8 +152,7 @@ def test_without_itself_apple_takes_only_the_context():
     r = ts.three_steps("I ate an apple", include_self=False)
     assert r.words == ("I", "ate", "an") and r.target is None and r.positions == (0, 1, 2)
     # "Apple" leads the company sentences: without it the others keep their places 1..4.
-    assert ts.three_steps("Apple released a new chip", include_self=False).positions == (
-        1, 2, 3, 4)
+    assert ts.three_steps("Apple released a new chip", include_self=False).positions == (1, 2, 3, 4)
     e = math.exp(R2)
     assert_close(r.output, np.array([2 * e / (e + 2), 0.0]), atol=1e-15, rtol=0)
     assert_close(r.cos_output, np.array([1.0, 0.0]), atol=1e-15, rtol=0)
@@ -163,11 +166,14 @@ def test_without_itself_apple_takes_only_the_context():
 def test_explorer_live_and_static():
     ex = ts.three_steps_explorer()
     meta = ex.figure.data[6].meta
-    assert_close(np.array(meta["cos_output"]), np.array([3, 1]) / math.sqrt(10), atol=1e-12,
-                 rtol=0)
+    assert_close(np.array(meta["cos_output"]), np.array([3, 1]) / math.sqrt(10), atol=1e-12, rtol=0)
     ex.controls["context"].value = "Apple's stock fell"
-    assert_close(np.array(ex.figure.data[6].meta["cos_output"]),
-                 np.array([1, 3]) / math.sqrt(10), atol=1e-12, rtol=0)  # the mirror image
+    assert_close(
+        np.array(ex.figure.data[6].meta["cos_output"]),
+        np.array([1, 3]) / math.sqrt(10),
+        atol=1e-12,
+        rtol=0,
+    )  # the mirror image
     ex.controls["context"].value = "I saw an apple"
     ex.controls["include_self"].value = False
     assert ex.figure.data[6].meta["cos_output"] is None
@@ -178,30 +184,32 @@ def test_explorer_live_and_static():
     f = static_frame(spec, {"context": "I ate an apple", "include_self": True})
     e = math.exp(R2)
     assert f["data"][1]["y"] == pytest.approx([1, e, 1, e] / np.float64(2 + 2 * e), rel=1e-3)
-    narrow = static_frame(spec, {"context": "I ate an apple", "include_self": True},
-                          narrow=True)
+    narrow = static_frame(spec, {"context": "I ate an apple", "include_self": True}, narrow=True)
     assert narrow["data"][1]["y"] == f["data"][1]["y"]
     g = static_frame(spec, {"context": "I ate an apple", "include_self": False})
     assert g["data"][1]["y"] == pytest.approx([1, e, 1] / np.float64(2 + e), rel=1e-3)
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: ts.three_steps("I ate a pear"), ValueError, "context"),
-    (lambda: ts.three_steps(scale=-1.0), ValueError, "scale"),
-    (lambda: ts.three_steps(scale=math.inf), ValueError, "scale"),
-    (lambda: ts.three_steps(scale="big"), TypeError, "scale"),
-    (lambda: ts.three_steps(include_self=1), TypeError, "include_self"),
-    (lambda: ts.three_steps_explorer(include_self="yes"), TypeError, "include_self"),
-    (lambda: ts.three_steps_explorer(context="apple"), ValueError, "context"),
-    # By hand: the vocabulary's largest |q . k| is 2, so c = 1e308 makes a score 2e308 > the
-    # float64 maximum 1.797e308 (the message named attention's q and k, not scale).
-    (lambda: ts.three_steps(scale=1e308), ValueError, r"scale must be <= 8\.98847e\+307"),
-    (lambda: ts.three_steps_figure(scale=1e308), ValueError, "scale must be"),
-    # The figure checks its height as the flash and temperature figures do.
-    (lambda: ts.three_steps_figure(height=0), ValueError, "height must be >= 10, got 0"),
-    (lambda: ts.three_steps_figure(height=400.0), TypeError, "height must be an integer"),
-    (lambda: ts.three_steps_figure(language="fr"), ValueError, "language must be one of"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: ts.three_steps("I ate a pear"), ValueError, "context"),
+        (lambda: ts.three_steps(scale=-1.0), ValueError, "scale"),
+        (lambda: ts.three_steps(scale=math.inf), ValueError, "scale"),
+        (lambda: ts.three_steps(scale="big"), TypeError, "scale"),
+        (lambda: ts.three_steps(include_self=1), TypeError, "include_self"),
+        (lambda: ts.three_steps_explorer(include_self="yes"), TypeError, "include_self"),
+        (lambda: ts.three_steps_explorer(context="apple"), ValueError, "context"),
+        # By hand: the vocabulary's largest |q . k| is 2, so c = 1e308 makes a score 2e308 > the
+        # float64 maximum 1.797e308 (the message named attention's q and k, not scale).
+        (lambda: ts.three_steps(scale=1e308), ValueError, r"scale must be <= 8\.98847e\+307"),
+        (lambda: ts.three_steps_figure(scale=1e308), ValueError, "scale must be"),
+        # The figure checks its height as the flash and temperature figures do.
+        (lambda: ts.three_steps_figure(height=0), ValueError, "height must be >= 10, got 0"),
+        (lambda: ts.three_steps_figure(height=400.0), TypeError, "height must be an integer"),
+        (lambda: ts.three_steps_figure(language="fr"), ValueError, "language must be one of"),
+    ],
+)
 def test_bad_input_raises(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -258,8 +266,9 @@ def test_the_static_explorer_stores_a_stacked_phone_figure():
     assert wide["xaxis"]["domain"][1] < wide["xaxis2"]["domain"][0]
 
 
-@pytest.mark.parametrize("width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError),
-                                        (688.0, TypeError)])
+@pytest.mark.parametrize(
+    "width, exc", [(0, ValueError), (40, ValueError), ("688", TypeError), (688.0, TypeError)]
+)
 def test_a_bad_width_is_named(width, exc):
     # 40 px leaves no room for a panel after the margins.
     with pytest.raises(exc, match="width"):

@@ -142,7 +142,9 @@ def test_numpy_steps_record_exact_attention_over_the_keys_seen_so_far():
     for st_ in steps:
         rows = slice(st_.q_start, st_.q_stop)
         seen = scaled_dot_product_attention(
-            q[:, rows], k[:, : st_.k_stop], v[:, : st_.k_stop],
+            q[:, rows],
+            k[:, : st_.k_stop],
+            v[:, : st_.k_stop],
             mask=causal_mask(7, 10)[rows, : st_.k_stop],
         )
         assert_close(st_.out, seen, atol=1e-13, rtol=0)
@@ -165,8 +167,9 @@ def test_numpy_float32_matches_float64_reference():
     q, k, v = rng.standard_normal((3, 2, 33, 8)).astype(np.float32)
     out = tiled_attention(q, k, v, causal=True, block_q=16, block_k=16)
     assert out.dtype == np.float32 and np.isfinite(out).all()
-    ref = scaled_dot_product_attention(q.astype(np.float64), k.astype(np.float64),
-                                       v.astype(np.float64), causal=True)
+    ref = scaled_dot_product_attention(
+        q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=True
+    )
     plain = scaled_dot_product_attention(q, k, v, causal=True)  # same-dtype plain attention
     assert_low_precision_close(out, ref, plain=plain, floor=4 * np.finfo(np.float32).eps)
 
@@ -233,10 +236,17 @@ def test_numpy_core_any_tiling_equals_plain_softmax():
 def test_numpy_core_reports_each_step_to_on_step():
     q, k, v = _zero_qk_arange_v(5)
     seen = []
-    tiled_attention_core(q, k, v, 1.0, False, 2, 3,
-                         on_step=lambda i, j, s, *rest: seen.append((i, j, s.shape)))
-    assert seen == [(0, 0, (2, 3)), (0, 3, (2, 2)), (2, 0, (2, 3)), (2, 3, (2, 2)),
-                    (4, 0, (1, 3)), (4, 3, (1, 2))]
+    tiled_attention_core(
+        q, k, v, 1.0, False, 2, 3, on_step=lambda i, j, s, *rest: seen.append((i, j, s.shape))
+    )
+    assert seen == [
+        (0, 0, (2, 3)),
+        (0, 3, (2, 2)),
+        (2, 0, (2, 3)),
+        (2, 3, (2, 2)),
+        (4, 0, (1, 3)),
+        (4, 3, (1, 2)),
+    ]
 
 
 def test_numpy_float16_one_key_tiles_past_2048_keys():
@@ -347,9 +357,17 @@ def test_torch_forward_and_backward_match_reference(B, H, H_kv, L, S, causal):
     ref = reference_attention_torch(q, k, v, causal=causal)
     assert torch.isfinite(out).all()
     assert_close(out, ref, atol=1e-12, rtol=0)
-    assert_close(out, scaled_dot_product_attention(
-        q.detach().numpy(), np.repeat(k.detach().numpy(), H // H_kv, axis=1),
-        np.repeat(v.detach().numpy(), H // H_kv, axis=1), causal=causal), atol=1e-12, rtol=0)
+    assert_close(
+        out,
+        scaled_dot_product_attention(
+            q.detach().numpy(),
+            np.repeat(k.detach().numpy(), H // H_kv, axis=1),
+            np.repeat(v.detach().numpy(), H // H_kv, axis=1),
+            causal=causal,
+        ),
+        atol=1e-12,
+        rtol=0,
+    )
     if L <= S or not causal:  # torch's SDPA gives NaN on rows with no visible key
         keep = torch.from_numpy(causal_mask(L, S)) if causal else None
         sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
@@ -422,8 +440,7 @@ def test_torch_backward_core_matches_float64_autograd(causal, L, S, block_q, blo
             s = s.masked_fill(~torch.from_numpy(causal_mask(L, S)), -math.inf)
         lse = torch.logsumexp(s, dim=-1)  # (B, H, L); -inf where a row sees no key
         lse = lse.masked_fill(lse == -math.inf, math.inf)
-        grads = tiled_attention_backward_core(q, k, v, ref, lse, do, 0.6, causal,
-                                              block_q, block_k)
+        grads = tiled_attention_backward_core(q, k, v, ref, lse, do, 0.6, causal, block_q, block_k)
     for got, want in zip(grads, (ref_dq, ref_dk, ref_dv)):
         assert torch.isfinite(got).all()
         assert_close(got, want, atol=1e-12, rtol=0)
@@ -443,8 +460,7 @@ def test_torch_paths_reject_nonfinite_inputs(fn, which, value):
 
 def test_torch_paths_accept_a_0d_scale_and_check_causal():
     q, k, v = _qkv(1, 2, 1, 4, 6, 8)
-    out = tiled_attention_torch(q, k, v, scale=torch.tensor(0.3, dtype=torch.float64),
-                                block_k=4)
+    out = tiled_attention_torch(q, k, v, scale=torch.tensor(0.3, dtype=torch.float64), block_k=4)
     assert_close(out, reference_attention_torch(q, k, v, scale=0.3), atol=1e-12, rtol=0)
     with pytest.raises(TypeError, match="causal must be a bool"):
         flash_attention(q, k, v, causal="yes")
@@ -486,8 +502,12 @@ def test_cpu_benchmark_worker_runs_one_point():
 
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "cpu_flash.py"
     for method in ("naive", "tiled_numpy", "tiled_torch", "sdpa"):
-        res = subprocess.run([sys.executable, str(script), "--worker", method, "512"],
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, str(script), "--worker", method, "512"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr
         row = json.loads(res.stdout.strip().splitlines()[-1])
         assert row["method"] == method and row["n"] == 512 and row["output_finite"]

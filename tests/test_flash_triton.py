@@ -106,8 +106,10 @@ def test_forward_matches_reference(dtype, causal, L, S):
     _assert_within_low_precision_rule(out, plain, ref, dtype, "forward")
     # independent second reference: the NumPy module, float64
     np_ref = scaled_dot_product_attention(
-        q.double().numpy(), np.repeat(k.double().numpy(), 2, axis=1),
-        np.repeat(v.double().numpy(), 2, axis=1), causal=causal,
+        q.double().numpy(),
+        np.repeat(k.double().numpy(), 2, axis=1),
+        np.repeat(v.double().numpy(), 2, axis=1),
+        causal=causal,
     )
     assert_close(ref, np_ref, atol=1e-12, rtol=0)
     # log-sum-exp of the scaled visible scores, -inf for rows with no visible key
@@ -121,8 +123,9 @@ def test_forward_matches_reference(dtype, causal, L, S):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("causal,L,S,H_kv", [(False, 70, 100, 4), (True, 100, 70, 2),
-                                             (True, 50, 90, 1)])
+@pytest.mark.parametrize(
+    "causal,L,S,H_kv", [(False, 70, 100, 4), (True, 100, 70, 2), (True, 50, 90, 1)]
+)
 def test_backward_matches_autograd(dtype, causal, L, S, H_kv):
     q, k, v = _qkv(1, 4, H_kv, L, S, 32, dtype, seed=7)
     do = torch.randn(1, 4, L, 32, generator=torch.Generator().manual_seed(8)).to(dtype)
@@ -244,8 +247,9 @@ print(json.dumps(report))
 @pytest.mark.slow  # compiles 36 kernels (~74 s on two cores)
 def test_kernels_compile_ahead_of_time_for_sm80_and_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run([sys.executable, "-c", _AOT_SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=900)
+    res = subprocess.run(
+        [sys.executable, "-c", _AOT_SCRIPT], env=env, capture_output=True, text=True, timeout=900
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     import json
 
@@ -268,8 +272,11 @@ def test_gpu_benchmark_dry_run_on_the_cpu(tmp_path, monkeypatch):
     # would (it reads sys.argv when it is loaded), without importing torch and triton again.
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_flash.py"
     out = tmp_path / "gpu_flash.csv"
-    monkeypatch.setattr(sys, "argv", [str(script), "--dry-run-cpu", "--sizes", "64",
-                                      "--head-dims", "32", "--out", str(out)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [str(script), "--dry-run-cpu", "--sizes", "64", "--head-dims", "32", "--out", str(out)],
+    )
     monkeypatch.setattr(sys, "path", list(sys.path))  # the script prepends lib/
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # as the script sets it (so does conftest.py)
     spec = importlib.util.spec_from_file_location("gpu_flash_benchmark", script)

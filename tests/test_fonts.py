@@ -28,8 +28,9 @@ def pil_width(path, text: str, px: float) -> float:
     return ImageFont.truetype(str(path), 100).getlength(text) * px / 100
 
 
-@pytest.mark.parametrize("text", ["WWWWWWWWWW", "iiiiiiiiii", "query position i", "查询位置 i",
-                                  "W = 0.542"])
+@pytest.mark.parametrize(
+    "text", ["WWWWWWWWWW", "iiiiiiiiii", "query position i", "查询位置 i", "W = 0.542"]
+)
 def test_width_is_the_fonts_own(text):
     noto, _ = fonts.font_paths()
     assert fonts.text_width(text, 13) == pytest.approx(pil_width(noto, text, 13), rel=0.01)
@@ -39,7 +40,8 @@ def test_a_character_noto_lacks_is_measured_in_dejavu():
     noto, dejavu = fonts.font_paths()
     assert fonts.text_width("₂", 20) == pytest.approx(pil_width(dejavu, "₂", 20), rel=0.01)
     assert fonts.text_width("a₂", 20) == pytest.approx(
-        pil_width(noto, "a", 20) + pil_width(dejavu, "₂", 20), rel=0.01)
+        pil_width(noto, "a", 20) + pil_width(dejavu, "₂", 20), rel=0.01
+    )
 
 
 @pytest.mark.parametrize("symbol", ["‖", "−", "×", "→", "≤", "√"])
@@ -49,10 +51,12 @@ def test_math_symbols_noto_draws_full_width_are_measured_and_served_in_dejavu(sy
     assert pil_width(noto, symbol, 20) == pytest.approx(20, rel=0.01)
     assert pil_width(dejavu, symbol, 20) < 18
     assert fonts.text_width(f"a{symbol}b", 20) == pytest.approx(
-        pil_width(noto, "ab", 20) + pil_width(dejavu, symbol, 20), rel=0.01)
+        pil_width(noto, "ab", 20) + pil_width(dejavu, symbol, 20), rel=0.01
+    )
     css = fonts.write_webfonts(tmp_path, fonts.webfont_chars([symbol]))["attnbook-fonts.css"]
-    (dejavu_face,) = re.findall(r"-1\.woff\) format\('woff'\); unicode-range: ([^;]+);",
-                                css.read_text(encoding="utf-8"))
+    (dejavu_face,) = re.findall(
+        r"-1\.woff\) format\('woff'\); unicode-range: ([^;]+);", css.read_text(encoding="utf-8")
+    )
     assert ord(symbol) in code_points(dejavu_face)
 
 
@@ -66,12 +70,19 @@ def test_other_symbols_stay_with_the_chinese_face(symbol):
 def test_markup_is_not_drawn_and_subscripts_are_smaller():
     assert fonts.text_width("<b>a&amp;b</b>", 10) == pytest.approx(fonts.text_width("a&b", 10))
     assert fonts.text_width("d<sub>k</sub>", 10) == pytest.approx(
-        fonts.text_width("d", 10) + 0.7 * fonts.text_width("k", 10))
+        fonts.text_width("d", 10) + 0.7 * fonts.text_width("k", 10)
+    )
 
 
-@pytest.mark.parametrize("args, exc, name", [
-    ((3, 10), TypeError, "text"), (("a", 0), ValueError, "size_px"),
-    (("a", "10"), TypeError, "size_px"), (("a", float("nan")), ValueError, "size_px")])
+@pytest.mark.parametrize(
+    "args, exc, name",
+    [
+        ((3, 10), TypeError, "text"),
+        (("a", 0), ValueError, "size_px"),
+        (("a", "10"), TypeError, "size_px"),
+        (("a", float("nan")), ValueError, "size_px"),
+    ],
+)
 def test_bad_input_names_the_argument(args, exc, name):
     with pytest.raises(exc, match=name):
         fonts.text_width(*args)
@@ -111,7 +122,9 @@ def test_chinese_is_measured_one_em_a_character_and_broken_between_characters():
     assert all(fonts.text_width(line, 10) <= 60 for line in lines)
     # Latin words still break only at spaces, and tags stay whole.
     assert fonts.wrap_html("<b>注意力</b> weights here", 70, 10).split("<br>")[0] in (
-        "<b>注意力</b>", "<b>注意力</b> weights")
+        "<b>注意力</b>",
+        "<b>注意力</b> weights",
+    )
 
 
 def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation():
@@ -125,15 +138,18 @@ def test_chinese_lines_never_start_with_closing_or_end_with_opening_punctuation(
     assert "1.<br>" not in fonts.wrap_html("o = (0.00, 1.64)；与 fruit 的余弦", 120, 13)
 
 
-@pytest.mark.parametrize("text, width, kept", [
-    ("19.9 个词元的周期", 80, ["词元"]),                  # a word is not split
-    ("查询 8 个词元，其中 2 个是填充词元", 90, ["8 个词元"]),  # a count stays with its noun
-    ("查询 8 个 token，其中 2 个是填充 token", 90, ["8 个 token"]),  # a Latin noun too
-    ("上下文为 4096 个 token 时", 100, ["4096 个 token"]),
-    ("每个 token 的键值缓存", 40, ["token"]),  # a Latin word is not split, even at its width
-    ("朴素 softmax 注意力的深灰色部分", 100, ["注意力", "深灰色"]),
-    ("（上限 ln(4) = 1.386 奈特）", 160, ["ln(4) = 1.386 奈特"]),  # a relation keeps its sides
-])
+@pytest.mark.parametrize(
+    "text, width, kept",
+    [
+        ("19.9 个词元的周期", 80, ["词元"]),  # a word is not split
+        ("查询 8 个词元，其中 2 个是填充词元", 90, ["8 个词元"]),  # a count stays with its noun
+        ("查询 8 个 token，其中 2 个是填充 token", 90, ["8 个 token"]),  # a Latin noun too
+        ("上下文为 4096 个 token 时", 100, ["4096 个 token"]),
+        ("每个 token 的键值缓存", 40, ["token"]),  # a Latin word is not split, even at its width
+        ("朴素 softmax 注意力的深灰色部分", 100, ["注意力", "深灰色"]),
+        ("（上限 ln(4) = 1.386 奈特）", 160, ["ln(4) = 1.386 奈特"]),  # a relation keeps its sides
+    ],
+)
 def test_chinese_breaks_between_words_not_inside_them(text, width, kept):
     wrapped = fonts.wrap_html(text, width, 13)
     lines = wrapped.split("<br>")

@@ -26,17 +26,18 @@ def _pair(d_model, n_heads, bias=True, dtype=D64, seed=0):
     """Our MultiHeadAttention and torch's nn.MultiheadAttention with the same weights."""
     torch.manual_seed(seed)
     ours = layers.MultiHeadAttention(d_model, n_heads, bias=bias).to(dtype)
-    ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True,
-                                      dtype=dtype)
+    ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True, dtype=dtype)
     with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight,
-                                            ours.v_proj.weight]))
+        ref.in_proj_weight.copy_(
+            torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight])
+        )
         ref.out_proj.weight.copy_(ours.o_proj.weight)
         if bias:
             for lin in (ours.q_proj, ours.k_proj, ours.v_proj, ours.o_proj):
                 lin.bias.normal_()
-            ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias,
-                                              ours.v_proj.bias]))
+            ref.in_proj_bias.copy_(
+                torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias])
+            )
             ref.out_proj.bias.copy_(ours.o_proj.bias)
     return ours.eval(), ref.eval()
 
@@ -45,8 +46,16 @@ def _numpy_weights(m):
     """x @ W layout weights of a layers.MultiHeadAttention (transpose of Linear.weight)."""
     t = lambda lin: lin.weight.detach().double().numpy().T  # noqa: E731
     b = lambda lin: None if lin.bias is None else lin.bias.detach().double().numpy()  # noqa: E731
-    return dict(w_q=t(m.q_proj), w_k=t(m.k_proj), w_v=t(m.v_proj), w_o=t(m.o_proj),
-                b_q=b(m.q_proj), b_k=b(m.k_proj), b_v=b(m.v_proj), b_o=b(m.o_proj))
+    return dict(
+        w_q=t(m.q_proj),
+        w_k=t(m.k_proj),
+        w_v=t(m.v_proj),
+        w_o=t(m.o_proj),
+        b_q=b(m.q_proj),
+        b_k=b(m.k_proj),
+        b_v=b(m.v_proj),
+        b_o=b(m.o_proj),
+    )
 
 
 # --- against torch.nn.MultiheadAttention ---------------------------------------------------------
@@ -57,8 +66,9 @@ def test_module_self_attention_causal_matches_torch_mha():
     x = torch.randn(2, 5, 16, dtype=D64)
     keep = torch.from_numpy(causal_mask(5))
     out, w = ours(x, causal=True, need_weights=True)
-    exp, exp_w = ref(x, x, x, attn_mask=layers.keep_mask_to_mha_mask(keep),
-                     average_attn_weights=False)
+    exp, exp_w = ref(
+        x, x, x, attn_mask=layers.keep_mask_to_mha_mask(keep), average_attn_weights=False
+    )
     assert torch.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
     assert_close(w, exp_w, atol=1e-12, rtol=1e-12)
@@ -78,8 +88,9 @@ def test_module_cross_attention_with_source_padding_matches_torch_mha():
 def test_numpy_multi_head_attention_matches_torch_mha():
     ours, ref = _pair(16, 4, seed=2)
     x, ctx = torch.randn(2, 4, 16, dtype=D64), torch.randn(2, 7, 16, dtype=D64)
-    out, w = heads.multi_head_attention(x.numpy(), **_numpy_weights(ours), n_heads=4,
-                                        context=ctx.numpy(), return_weights=True)
+    out, w = heads.multi_head_attention(
+        x.numpy(), **_numpy_weights(ours), n_heads=4, context=ctx.numpy(), return_weights=True
+    )
     exp, exp_w = ref(x, ctx, ctx, average_attn_weights=False)
     assert np.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
@@ -106,10 +117,15 @@ def test_sdpa_gqa_matches_torch_enable_gqa(H, H_kv):
     got_np = heads.grouped_query_attention(q.numpy(), k.numpy(), v.numpy(), keep.numpy())
     assert_close(got_np, exp, atol=1e-12, rtol=1e-12)
     # causal (square) and an additive float mask
-    exp_c = F.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], is_causal=True,
-                                           enable_gqa=True)
-    assert_close(layers.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], causal=True),
-                 exp_c, atol=1e-12, rtol=1e-12)
+    exp_c = F.scaled_dot_product_attention(
+        q, k[:, :, :5], v[:, :, :5], is_causal=True, enable_gqa=True
+    )
+    assert_close(
+        layers.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], causal=True),
+        exp_c,
+        atol=1e-12,
+        rtol=1e-12,
+    )
     add = torch.randn(1, H, 5, 7, dtype=D64)
     exp_a = F.scaled_dot_product_attention(q, k, v, attn_mask=add, enable_gqa=True)
     assert_close(layers.scaled_dot_product_attention(q, k, v, add), exp_a, atol=1e-12, rtol=1e-12)
@@ -136,8 +152,9 @@ def test_gqa_head_order_is_0011():
     v = np.stack([np.zeros((3, 2)), np.ones((3, 2))])[None]  # KV head 0 all 0, head 1 all 1
     out = heads.grouped_query_attention(q, k, v)
     assert_close(out[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
-    out_t = layers.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k),
-                                                torch.from_numpy(v))
+    out_t = layers.scaled_dot_product_attention(
+        torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v)
+    )
     assert_close(out_t[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
     assert_close(layers.repeat_kv(torch.from_numpy(v), 2)[0, :, 0, 0], [0, 0, 1, 1], atol=0, rtol=0)
 
@@ -156,8 +173,9 @@ def test_scale_is_by_head_dim_not_d_model():
     assert_close(out[0, 0, :4], [0.88079708] * 4, atol=1e-8, rtol=0)
     assert abs(out[0, 0, 0].item() - 0.73105858) > 0.1
     eye = np.eye(16)
-    out_np = heads.multi_head_attention(x.numpy(), eye, eye, eye, eye, n_heads=4,
-                                        context=ctx.numpy())
+    out_np = heads.multi_head_attention(
+        x.numpy(), eye, eye, eye, eye, n_heads=4, context=ctx.numpy()
+    )
     assert_close(out_np[0, 0, :4], [0.88079708] * 4, atol=1e-8, rtol=0)
 
 
@@ -189,16 +207,18 @@ def test_dropout_only_in_training():
 
 def test_fp16_filled_masks_use_finfo_min_and_never_minus_inf():
     fmin = torch.finfo(torch.float16).min
-    assert torch.isinf(torch.tensor(fmin, dtype=torch.float16) + torch.tensor(-16.0,
-                                                                              dtype=torch.float16))
+    assert torch.isinf(
+        torch.tensor(fmin, dtype=torch.float16) + torch.tensor(-16.0, dtype=torch.float16)
+    )
     assert torch.isinf(torch.tensor(-1e9, dtype=torch.float16))  # -1e9 is not representable
     causal = torch.from_numpy(causal_mask(4))
     pad = torch.tensor([True, True, False, False])[None, None, None, :]
     add = layers.keep_mask_to_additive(causal, pad, dtype=torch.float16)
     assert add.dtype == torch.float16 and torch.isfinite(add).all()
     assert set(add.unique().tolist()) == {fmin, 0.0}
-    naive = layers.keep_mask_to_additive(causal, dtype=torch.float16) + \
-        layers.keep_mask_to_additive(pad, dtype=torch.float16)
+    naive = layers.keep_mask_to_additive(
+        causal, dtype=torch.float16
+    ) + layers.keep_mask_to_additive(pad, dtype=torch.float16)
     assert torch.isinf(naive).any()  # what combine-first avoids
 
 
@@ -259,8 +279,13 @@ def test_empty_rows_zero_forward_and_finite_backward():
 
 
 @settings(max_examples=20)
-@given(H_kv=st.sampled_from([1, 2, 4]), L=st.integers(1, 4), S=st.integers(1, 5),
-       seed=st.integers(0, 2**16), causal=st.booleans())
+@given(
+    H_kv=st.sampled_from([1, 2, 4]),
+    L=st.integers(1, 4),
+    S=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+    causal=st.booleans(),
+)
 def test_gqa_equals_mha_on_repeat_interleaved_kv(H_kv, L, S, seed, causal):
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(2, 4, L, 3))
@@ -269,24 +294,36 @@ def test_gqa_equals_mha_on_repeat_interleaved_kv(H_kv, L, S, seed, causal):
     n = 4 // H_kv
     k_rep = np.stack([k[:, h // n] for h in range(4)], axis=1)  # head h reads KV head h // n
     v_rep = np.stack([v[:, h // n] for h in range(4)], axis=1)
-    exp = np.stack([
-        heads.scaled_dot_product_attention(q[:, h], k_rep[:, h], v_rep[:, h], causal=causal)
-        for h in range(4)], axis=1)
+    exp = np.stack(
+        [
+            heads.scaled_dot_product_attention(q[:, h], k_rep[:, h], v_rep[:, h], causal=causal)
+            for h in range(4)
+        ],
+        axis=1,
+    )
     assert np.isfinite(got).all()
     assert_close(got, exp, atol=1e-13, rtol=0)
     if H_kv == 4:  # n_kv_heads == n_heads is plain MHA
-        assert_close(got, heads.scaled_dot_product_attention(q, k, v, causal=causal),
-                     atol=0, rtol=0)
+        assert_close(
+            got, heads.scaled_dot_product_attention(q, k, v, causal=causal), atol=0, rtol=0
+        )
 
 
 @settings(max_examples=15)
-@given(L=st.integers(2, 6), cut=st.integers(1, 5), seed=st.integers(0, 2**16),
-       n_kv=st.sampled_from([1, 2, 4]))
+@given(
+    L=st.integers(2, 6),
+    cut=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+    n_kv=st.sampled_from([1, 2, 4]),
+)
 def test_causal_outputs_ignore_future_tokens(L, cut, seed, n_kv):
     cut = min(cut, L - 1)
     torch.manual_seed(seed)
-    m = layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
-                                  rope=layers.RotaryEmbedding()).double().eval()
+    m = (
+        layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True, rope=layers.RotaryEmbedding())
+        .double()
+        .eval()
+    )
     x = torch.randn(1, L, 8, dtype=D64)
     y = x.clone()
     y[:, cut:] = torch.randn(1, L - cut, 8, dtype=D64) * 10
@@ -332,11 +369,13 @@ def test_bad_input_errors_name_the_shapes():
     with pytest.raises(ValueError, match=r"positions of shape \(2,\).*3"):
         mr(torch.zeros(1, 3, 8), positions=torch.arange(2))
     with pytest.raises(ValueError, match="mask"):
-        heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
-                                   mask=np.ones((2, 2), dtype=bool))
+        heads.multi_head_attention(
+            np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2, mask=np.ones((2, 2), dtype=bool)
+        )
     with pytest.raises(ValueError, match=r"w_k must have shape \(d_in=4"):
-        heads.multi_head_attention(np.zeros((1, 3, 4)), np.eye(4), np.eye(3), np.eye(4),
-                                   np.eye(4), n_heads=2)
+        heads.multi_head_attention(
+            np.zeros((1, 3, 4)), np.eye(4), np.eye(3), np.eye(4), np.eye(4), n_heads=2
+        )
 
 
 def test_split_merge_heads_roundtrip_and_layout():
@@ -362,10 +401,16 @@ def _torch_mha(d_model, n_heads, seed):
     w = ref.in_proj_weight.detach().numpy()
     b = ref.in_proj_bias.detach().numpy()
     d = d_model
-    params = dict(w_q=w[:d].T, w_k=w[d:2 * d].T, w_v=w[2 * d:].T,
-                  w_o=ref.out_proj.weight.detach().numpy().T,
-                  b_q=b[:d], b_k=b[d:2 * d], b_v=b[2 * d:],
-                  b_o=ref.out_proj.bias.detach().numpy())
+    params = dict(
+        w_q=w[:d].T,
+        w_k=w[d : 2 * d].T,
+        w_v=w[2 * d :].T,
+        w_o=ref.out_proj.weight.detach().numpy().T,
+        b_q=b[:d],
+        b_k=b[d : 2 * d],
+        b_v=b[2 * d :],
+        b_o=ref.out_proj.bias.detach().numpy(),
+    )
     return ref, params
 
 
@@ -410,8 +455,7 @@ def test_gqa_core_matches_torch_enable_gqa(H, H_kv):
     assert_close(w.sum(-1), np.ones((2, H, 5)), atol=1e-12, rtol=0)
     add = torch.randn(1, H, 5, 7, dtype=D64)
     exp_a = F.scaled_dot_product_attention(q, k, v, attn_mask=add, scale=0.3, enable_gqa=True)
-    out_a, _ = heads.grouped_query_attention_core(q.numpy(), k.numpy(), v.numpy(),
-                                                  add.numpy(), 0.3)
+    out_a, _ = heads.grouped_query_attention_core(q.numpy(), k.numpy(), v.numpy(), add.numpy(), 0.3)
     assert_close(out_a, exp_a, atol=1e-12, rtol=1e-12)
 
 
@@ -435,15 +479,16 @@ def test_mha_core_matches_torch_mha(cross):
     ctx = torch.randn(2, 7, 16, dtype=D64) if cross else x
     keep = torch.rand(2, 1, 1, ctx.shape[1]) > 0.3
     keep[..., 0] = True
-    out, w = heads.multi_head_attention_core(x.numpy(), ctx.numpy(), **params, n_heads=4,
-                                             n_kv_heads=4, mask=keep.numpy())
-    exp, exp_w = ref(x, ctx, ctx, key_padding_mask=~keep[:, 0, 0],
-                     average_attn_weights=False)
+    out, w = heads.multi_head_attention_core(
+        x.numpy(), ctx.numpy(), **params, n_heads=4, n_kv_heads=4, mask=keep.numpy()
+    )
+    exp, exp_w = ref(x, ctx, ctx, key_padding_mask=~keep[:, 0, 0], average_attn_weights=False)
     assert np.isfinite(out).all()
     assert_close(out, exp, atol=1e-12, rtol=1e-12)
     assert_close(w, exp_w, atol=1e-12, rtol=1e-12)
-    got = heads.multi_head_attention(x.numpy(), **params, n_heads=4, context=ctx.numpy(),
-                                     mask=keep.numpy())
+    got = heads.multi_head_attention(
+        x.numpy(), **params, n_heads=4, context=ctx.numpy(), mask=keep.numpy()
+    )
     assert_close(got, exp, atol=1e-12, rtol=1e-12)
 
 
@@ -459,15 +504,14 @@ def test_mha_core_gqa_matches_float64_formula():
     heads_out = []
     for h in range(4):
         g = h // 2
-        qh = x @ w_q[:, h * D:(h + 1) * D]
-        kh, vh = ctx @ w_k[:, g * D:(g + 1) * D], ctx @ w_v[:, g * D:(g + 1) * D]
+        qh = x @ w_q[:, h * D : (h + 1) * D]
+        kh, vh = ctx @ w_k[:, g * D : (g + 1) * D], ctx @ w_v[:, g * D : (g + 1) * D]
         s = qh @ kh.T / math.sqrt(D)
         p = np.exp(s - s.max(-1, keepdims=True))
         heads_out.append(p / p.sum(-1, keepdims=True) @ vh)
     expected = np.concatenate(heads_out, axis=-1) @ w_o
     assert_close(out, expected, atol=1e-12, rtol=0)
-    got = heads.multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=4, n_kv_heads=2,
-                                     context=ctx)
+    got = heads.multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=4, n_kv_heads=2, context=ctx)
     assert_close(got, expected, atol=1e-12, rtol=0)
 
 
@@ -479,8 +523,7 @@ def test_mha_float16_projections_beyond_65504_are_computed_in_float32():
     x = np.full((1, 2, 4), 100.0, dtype=np.float16)
     w_qk = np.full((4, 4), 200.0, dtype=np.float16)
     w_v = (np.eye(4) / 100).astype(np.float16)  # v = x / 100 = 1
-    out = heads.multi_head_attention(x, w_qk, w_qk, w_v, np.eye(4, dtype=np.float16),
-                                     n_heads=2)
+    out = heads.multi_head_attention(x, w_qk, w_qk, w_v, np.eye(4, dtype=np.float16), n_heads=2)
     assert out.dtype == np.float16 and np.isfinite(out).all()
     assert_close(out, np.ones((1, 2, 4)), atol=1e-3, rtol=0)
     with np.errstate(over="ignore"):
@@ -505,25 +548,51 @@ def test_mha_float16_error_within_twice_plain():
 # --- arguments: the one check layer ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda: heads.split_heads(np.zeros((2, 8)), 2.0), TypeError, "n_heads"),
-    (lambda: heads.split_heads(np.zeros((2, 8)), True), TypeError, "n_heads"),
-    (lambda: heads.split_heads(np.zeros((2, 8)), 0), ValueError, "n_heads"),
-    (lambda: heads.split_heads(np.zeros(8), 2), ValueError, r"\(8,\)"),
-    (lambda: heads.merge_heads(np.zeros((2, 8))), ValueError, r"\(2, 8\)"),
-    (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 2.5), TypeError, "n_rep"),
-    (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 0), ValueError, "n_rep"),
-    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2.0),
-     TypeError, "n_heads"),
-    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
-                                        b_q=np.zeros(3)), ValueError, r"b_q.*\(4,\)"),
-    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
-                                        context=np.zeros((1, 3, 5))), ValueError, "context"),
-    (lambda: heads.multi_head_attention(np.full((1, 3, 4), np.nan), *[np.eye(4)] * 4,
-                                        n_heads=2), ValueError, "x .*nan"),
-    (lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2,
-                                        causal=1), TypeError, "causal"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: heads.split_heads(np.zeros((2, 8)), 2.0), TypeError, "n_heads"),
+        (lambda: heads.split_heads(np.zeros((2, 8)), True), TypeError, "n_heads"),
+        (lambda: heads.split_heads(np.zeros((2, 8)), 0), ValueError, "n_heads"),
+        (lambda: heads.split_heads(np.zeros(8), 2), ValueError, r"\(8,\)"),
+        (lambda: heads.merge_heads(np.zeros((2, 8))), ValueError, r"\(2, 8\)"),
+        (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 2.5), TypeError, "n_rep"),
+        (lambda: heads.repeat_kv(np.zeros((1, 2, 3, 4)), 0), ValueError, "n_rep"),
+        (
+            lambda: heads.multi_head_attention(np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2.0),
+            TypeError,
+            "n_heads",
+        ),
+        (
+            lambda: heads.multi_head_attention(
+                np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2, b_q=np.zeros(3)
+            ),
+            ValueError,
+            r"b_q.*\(4,\)",
+        ),
+        (
+            lambda: heads.multi_head_attention(
+                np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2, context=np.zeros((1, 3, 5))
+            ),
+            ValueError,
+            "context",
+        ),
+        (
+            lambda: heads.multi_head_attention(
+                np.full((1, 3, 4), np.nan), *[np.eye(4)] * 4, n_heads=2
+            ),
+            ValueError,
+            "x .*nan",
+        ),
+        (
+            lambda: heads.multi_head_attention(
+                np.zeros((1, 3, 4)), *[np.eye(4)] * 4, n_heads=2, causal=1
+            ),
+            TypeError,
+            "causal",
+        ),
+    ],
+)
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -552,8 +621,7 @@ def test_numpy_functions_accept_tensors_and_reject_strings():
     with pytest.raises(TypeError, match="x"):
         heads.multi_head_attention(np.array([["a", "b"]]), w, w, w, w, n_heads=1)
     with pytest.raises(ValueError, match="q has 0 heads"):
-        heads.grouped_query_attention(np.zeros((0, 3, 4)), np.zeros((2, 3, 4)),
-                                      np.zeros((2, 3, 4)))
+        heads.grouped_query_attention(np.zeros((0, 3, 4)), np.zeros((2, 3, 4)), np.zeros((2, 3, 4)))
     q = torch.randn(2, 3, 4, dtype=D64, requires_grad=True)
     got = heads.grouped_query_attention(q, q, q)
     assert_close(got, heads.grouped_query_attention(*(q.detach().numpy(),) * 3), atol=0, rtol=0)

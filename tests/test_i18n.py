@@ -117,25 +117,39 @@ def test_editions_parse_and_validate(monkeypatch):
         i18n.editions()
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("attention weights", True),
-    ("$d_k = 64$", False),
-    (r"$\mathrm{Var}(q\cdot k)$", False),
-    ("<b>1.5</b> × 2", False),
-    ("注意力权重", False),
-    ("x", False),
-    ("measured $d_k$", True),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("attention weights", True),
+        ("$d_k = 64$", False),
+        (r"$\mathrm{Var}(q\cdot k)$", False),
+        ("<b>1.5</b> × 2", False),
+        ("注意力权重", False),
+        ("x", False),
+        ("measured $d_k$", True),
+    ],
+)
 def test_needs_translation(text, expected):
     assert i18n.needs_translation(text) is expected
 
 
 def test_translate_plotly_labels_but_not_data(catalog):
     fig = {
-        "data": [{"type": "scatter", "x": [0, 1], "y": [1, 2], "name": "attention weights",
-                  "text": ["causal", "layers"], "hovertemplate": "layers %{x}"}],
-        "layout": {"title": {"text": "head 2"}, "xaxis": {"title": {"text": "position $i$"}},
-                   "annotations": [{"text": "causal"}, {"text": "untranslated words"}]},
+        "data": [
+            {
+                "type": "scatter",
+                "x": [0, 1],
+                "y": [1, 2],
+                "name": "attention weights",
+                "text": ["causal", "layers"],
+                "hovertemplate": "layers %{x}",
+            }
+        ],
+        "layout": {
+            "title": {"text": "head 2"},
+            "xaxis": {"title": {"text": "position $i$"}},
+            "annotations": [{"text": "causal"}, {"text": "untranslated words"}],
+        },
     }
     missing = set()
     out = i18n.translate_plotly(fig, "zh_CN", missing=missing)
@@ -184,7 +198,7 @@ def test_chinese_figure_draws_every_glyph_and_differs_from_english(catalog):
 def test_a_glyph_no_font_has_is_an_error(catalog):
     assert mpl_figures.cjk_font_path().is_file()
     fig, ax = plt.subplots(figsize=(2, 1))
-    ax.set_title("\U0001F700")  # an alchemical symbol: in neither DejaVu Sans nor Noto CJK
+    ax.set_title("\U0001f700")  # an alchemical symbol: in neither DejaVu Sans nor Noto CJK
     with pytest.raises(mpl_figures.MissingGlyphError, match="missing from font"):
         mpl_figures.figure_png(fig, "zh_CN")
     glyphs = []
@@ -208,8 +222,10 @@ def test_titles_wider_than_their_panel_on_a_phone_are_broken_into_lines():
     fig, axes = plt.subplots(1, 2, figsize=(6.88, 2.5), dpi=100, layout="constrained")
     # Wider than a phone's whole column, so that the panels, even one under the other (each as
     # wide as the column), need their titles broken.
-    titles = ["layer 1: where the pronoun attends, in each of the twelve heads of the layer",
-              "第 1 层：“it” 关注哪里，每个头各自关注的位置与它的权重，一个头一行"]
+    titles = [
+        "layer 1: where the pronoun attends, in each of the twelve heads of the layer",
+        "第 1 层：“it” 关注哪里，每个头各自关注的位置与它的权重，一个头一行",
+    ]
     for ax, title in zip(axes, titles):
         ax.plot([0, 1], [0, 1])
         ax.set_title(title)
@@ -307,8 +323,11 @@ def test_a_book_build_draws_each_edition_of_a_figure_once(catalog, monkeypatch):
     old = png.for_type(matplotlib.figure.Figure)  # None: no formatter registered
     drawn = []
     real = mpl_figures.figure_png
-    monkeypatch.setattr(mpl_figures, "figure_png",
-                        lambda fig, lang=None, **kw: drawn.append(lang) or real(fig, lang, **kw))
+    monkeypatch.setattr(
+        mpl_figures,
+        "figure_png",
+        lambda fig, lang=None, **kw: drawn.append(lang) or real(fig, lang, **kw),
+    )
     try:
         assert mpl_figures.install_display() is True
         fig, ax = _figure()
@@ -373,19 +392,30 @@ def _mime(payload):
 
 
 def test_mime_renderer_shows_each_edition_its_own_and_warns_on_gaps():
-    payload = {"kind": "image/png", "editions": {"en": "RU4=", "zh_CN": "WkgK"},
-               "untranslated": ["head 9"], "missing_glyphs": []}
+    payload = {
+        "kind": "image/png",
+        "editions": {"en": "RU4=", "zh_CN": "WkgK"},
+        "untranslated": ["head 9"],
+        "missing_glyphs": [],
+    }
     zh = _FakeRenderer("zh_CN")
     assert edition_outputs.EditionsMimeRenderer.handle_mime(zh, _mime(payload), False) == (
-        "image", "image/png", "WkgK")
+        "image",
+        "image/png",
+        "WkgK",
+    )
     assert len(zh.logger.messages) == 1 and "'head 9'" in zh.logger.messages[0]
     en = _FakeRenderer("en")
     assert edition_outputs.EditionsMimeRenderer.handle_mime(en, _mime(payload), False) == (
-        "image", "image/png", "RU4=")
+        "image",
+        "image/png",
+        "RU4=",
+    )
     assert en.logger.messages == []
     html = {"kind": "text/html", "editions": {"en": "<p>x</p>"}, "untranslated": []}
     assert edition_outputs.EditionsMimeRenderer.handle_mime(zh, _mime(html), False)[0] == "html"
     from myst_nb.core.render import MimeData
+
     renderer = edition_outputs.EditionsMimeRenderer
     assert renderer.handle_mime(zh, MimeData("image/png", "x"), False) is None
     glyph = dict(payload, missing_glyphs=["en: Glyph 128768 missing from font(s) DejaVu Sans."])
@@ -406,11 +436,16 @@ class _ImageRenderer(_FakeRenderer):
 def test_mime_renderer_puts_a_figures_column_and_phone_drawings_in_one_picture():
     from docutils import nodes
 
-    payload = {"kind": "image/png", "editions": {"en": "RU4=", "zh_CN": "WkgK"},
-               "narrow": {"en": "ZW4=", "zh_CN": "emg="}, "untranslated": []}
+    payload = {
+        "kind": "image/png",
+        "editions": {"en": "RU4=", "zh_CN": "WkgK"},
+        "narrow": {"en": "ZW4=", "zh_CN": "emg="},
+        "untranslated": [],
+    }
     for lang, wide, narrow in (("en", "RU4=", "ZW4="), ("zh_CN", "WkgK", "emg=")):
         (out,) = edition_outputs.EditionsMimeRenderer.handle_mime(
-            _ImageRenderer(lang), _mime(payload), False)
+            _ImageRenderer(lang), _mime(payload), False
+        )
         assert isinstance(out, nodes.container)
         assert edition_outputs.PICTURE_CLASS in out["classes"]
         assert out["media"] == edition_outputs.PHONE_MEDIA == "(max-width: 600px)"
@@ -419,7 +454,8 @@ def test_mime_renderer_puts_a_figures_column_and_phone_drawings_in_one_picture()
     # Without a phone drawing: the column's image alone, as before.
     del payload["narrow"]
     (out,) = edition_outputs.EditionsMimeRenderer.handle_mime(
-        _ImageRenderer("en"), _mime(payload), False)
+        _ImageRenderer("en"), _mime(payload), False
+    )
     assert isinstance(out, nodes.image) and out["uri"] == "RU4=.png"
 
 
@@ -429,20 +465,31 @@ def test_explorer_carries_one_static_explorer_per_edition(catalog, monkeypatch):
     from attnbook.explorers.base import Control, Explorer
 
     def render(layers, causal):
-        return go.Figure(go.Scatter(x=[0, 1], y=[layers, 1], name="attention weights"),
-                         layout={"title": {"text": f"head {layers}"}})
+        return go.Figure(
+            go.Scatter(x=[0, 1], y=[layers, 1], name="attention weights"),
+            layout={"title": {"text": f"head {layers}"}},
+        )
 
-    ex = Explorer([Control("layers", "layers", "slider", (1, 2), 1),
-                   Control("causal", "causal", "toggle", (False, True), False)],
-                  render, title="attention weights")
+    ex = Explorer(
+        [
+            Control("layers", "layers", "slider", (1, 2), 1),
+            Control("causal", "causal", "toggle", (False, True), False),
+        ],
+        render,
+        title="attention weights",
+    )
     assert edition_outputs.MIME not in ex._repr_mimebundle_()
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     payload = ex._repr_mimebundle_()[edition_outputs.MIME]
     assert payload["kind"] == "text/html" and payload["untranslated"] == []
     zh, en = payload["editions"]["zh_CN"], payload["editions"]["en"]
     assert ">层数</label>" in zh and ">layers</label>" in en
-    spec = json.loads(zh.split('type="application/json"')[1].split(">", 1)[1]
-                      .split("</script>")[0].replace("<\\/", "</"))
+    spec = json.loads(
+        zh.split('type="application/json"')[1]
+        .split(">", 1)[1]
+        .split("</script>")[0]
+        .replace("<\\/", "</")
+    )
     assert spec["toggle_text"] == ["关", "开"]
     # The figure's title is the caption above the plot (HTML), one per distinct frame.
     assert set(spec["captions"]) == {"第 1 个头", "第 2 个头"}
@@ -456,9 +503,11 @@ def test_live_explorer_uses_the_language_set(catalog):
 
     i18n.set_language("zh_CN")
     try:
-        ex = Explorer([Control("layers", "layers", "slider", (1, 2), 1)],
-                      lambda layers: go.Figure(layout={"title": {"text": f"head {layers}"}}),
-                      title="x")
+        ex = Explorer(
+            [Control("layers", "layers", "slider", (1, 2), 1)],
+            lambda layers: go.Figure(layout={"title": {"text": f"head {layers}"}}),
+            title="x",
+        )
         assert ex.controls["layers"].description == "层数"
         assert "第 1 个头" in ex.caption.value  # the title, as HTML above the plot
         assert "第 1 个头" not in json.dumps(ex.figure.layout.to_plotly_json(), ensure_ascii=False)
@@ -501,8 +550,11 @@ def test_install_display_survives_the_inline_backend_loading_later(catalog, monk
     monkeypatch.setattr(mpl_figures, "_ipython", lambda: shell)
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     loads = []
-    monkeypatch.setattr(mpl_figures, "_load_inline_backend",
-                        lambda: (loads.append(1), select_figure_formats(shell, {"png"})))
+    monkeypatch.setattr(
+        mpl_figures,
+        "_load_inline_backend",
+        lambda: (loads.append(1), select_figure_formats(shell, {"png"})),
+    )
     mpl_figures.install_display()
     fig, _ax = _figure()
     data, _md = shell.display_formatter.format(fig)
@@ -527,9 +579,17 @@ def test_tick_labels_are_translated_when_known_and_never_reported(catalog):
 
 
 def test_a_traces_colour_bar_title_is_a_label_but_its_text_is_data(catalog):
-    fig = {"data": [{"type": "heatmap", "z": [[1]], "text": [["causal"]],
-                     "colorbar": {"title": {"text": "attention weights"}}},
-                    {"type": "heatmap", "z": [[1]], "colorbar": {"title": {"text": "nope"}}}]}
+    fig = {
+        "data": [
+            {
+                "type": "heatmap",
+                "z": [[1]],
+                "text": [["causal"]],
+                "colorbar": {"title": {"text": "attention weights"}},
+            },
+            {"type": "heatmap", "z": [[1]], "colorbar": {"title": {"text": "nope"}}},
+        ]
+    }
     missing = set()
     out = i18n.translate_plotly(fig, "zh_CN", missing=missing)
     assert out["data"][0]["colorbar"]["title"]["text"] == "注意力权重"
@@ -541,7 +601,9 @@ def test_placeholder_counts_must_agree(tmp_path, monkeypatch):
     (tmp_path / "zh_CN").mkdir()
     (tmp_path / "zh_CN" / "bad.po").write_text(
         'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
-        'msgid "{} of {} rows"\nmsgstr "{} 行"\n', encoding="utf-8")
+        'msgid "{} of {} rows"\nmsgstr "{} 行"\n',
+        encoding="utf-8",
+    )
     monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
     i18n._catalog.cache_clear()
     try:
@@ -588,13 +650,16 @@ def test_static_explorer_escapes_translated_machinery_words(tmp_path, monkeypatc
         'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
         'msgid "controls"\nmsgstr "x\\" onmouseover=\\"alert(1)"\n\n'
         'msgid "This explorer needs JavaScript."\nmsgstr "<script>alert(2)</script>"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
     i18n._catalog.cache_clear()
     try:
-        ex = Explorer([Control("n", "n", "slider", (1, 2), 1)],
-                      lambda n: go.Figure(layout={"title": {"text": "</script><!--"}}),
-                      title="t")
+        ex = Explorer(
+            [Control("n", "n", "slider", (1, 2), 1)],
+            lambda n: go.Figure(layout={"title": {"text": "</script><!--"}}),
+            title="t",
+        )
         html = ex.static_html("zh_CN")
     finally:
         i18n._catalog.cache_clear()
@@ -631,13 +696,22 @@ def test_moved_names_stay_readable_at_their_old_path():
     from attnbook import _aliases
 
     assert set(_aliases.MOVED["i18n"]) == {
-        "MIME", "editions_html_bundle", "EditionsMimeRenderer", "MissingGlyphError",
-        "translated_figure", "figure_png", "figure_bundle", "cjk_font_path", "install_display"}
+        "MIME",
+        "editions_html_bundle",
+        "EditionsMimeRenderer",
+        "MissingGlyphError",
+        "translated_figure",
+        "figure_png",
+        "figure_bundle",
+        "cjk_font_path",
+        "install_display",
+    }
     for name, home in _aliases.MOVED["i18n"].items():
         module = {"mpl_figures": mpl_figures, "edition_outputs": edition_outputs}[home]
         assert getattr(i18n, name) is getattr(module, name)
         assert name in module.__all__ and name not in i18n.__all__
     from attnbook.i18n import EditionsMimeRenderer, figure_png
+
     assert figure_png is mpl_figures.figure_png
     assert EditionsMimeRenderer is edition_outputs.EditionsMimeRenderer
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
@@ -648,12 +722,15 @@ def test_importing_the_label_api_loads_no_matplotlib():
     import subprocess
     import sys
 
-    code = ("import sys, attnbook.i18n as i, attnbook.edition_outputs; "
-            "i.set_language('zh_CN'); i.translate('x'); "
-            "print('matplotlib' in sys.modules, 'attnbook.mpl_figures' in sys.modules); "
-            "i.MIME; print('attnbook.edition_outputs' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys, attnbook.i18n as i, attnbook.edition_outputs; "
+        "i.set_language('zh_CN'); i.translate('x'); "
+        "print('matplotlib' in sys.modules, 'attnbook.mpl_figures' in sys.modules); "
+        "i.MIME; print('attnbook.edition_outputs' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["False", "False", "True"]
 
 
@@ -721,8 +798,9 @@ def test_a_figure_relaid_out_for_a_phone_keeps_its_text_size_and_is_restored():
         ax.set(xlabel="position $i$", title="head 1")
     size, fonts = fig.get_size_inches().copy(), [t.get_fontsize() for t in fig.texts]
     wide = Image.open(io.BytesIO(base64.b64decode(mpl_figures.figure_png(fig, "en"))))
-    narrow = Image.open(io.BytesIO(base64.b64decode(
-        mpl_figures.figure_png(fig, "en", width_px=358))))
+    narrow = Image.open(
+        io.BytesIO(base64.b64decode(mpl_figures.figure_png(fig, "en", width_px=358)))
+    )
     assert wide.width > 600
     assert narrow.width == 358  # exactly the phone's column, never wider
     assert narrow.height >= 0.9 * wide.height  # the height is kept, not scaled down
@@ -737,13 +815,19 @@ def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn)
     """Tick labels almost as wide as a phone's column cannot be laid out 358 px wide, however the
     panels are gridded: the payload has no phone drawing (the phone shows the column's, shrunk),
     the figure is restored, nothing warns."""
-    fig, axes = plt.subplots(1, 1, figsize=(6.88, 2.5), dpi=100, layout="constrained",
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, 1, figsize=(6.88, 2.5), dpi=100, layout="constrained", squeeze=False
+    )
     axes = axes[0]
     for ax in axes:
         ax.plot([0, 1000, 2000], [0, 1, 2])
-        ax.set_yticks([0, 2], ["the attention weight of the key at the first position",
-                               "the attention weight of the key at the last position"])
+        ax.set_yticks(
+            [0, 2],
+            [
+                "the attention weight of the key at the first position",
+                "the attention weight of the key at the last position",
+            ],
+        )
     size = fig.get_size_inches().copy()
     specs = [ax.get_subplotspec() for ax in axes]
     with pytest.raises(mpl_figures.LayoutCollapsed, match="358 px"):
@@ -773,8 +857,15 @@ def test_a_figure_whose_panels_do_not_fit_a_phone_gets_no_phone_drawing(recwarn)
 
 
 def _panels(n_cols, n_rows=1, **kw):
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(6.88, 2.5 * n_rows), dpi=100,
-                             layout="constrained", squeeze=False, **kw)
+    fig, axes = plt.subplots(
+        n_rows,
+        n_cols,
+        figsize=(6.88, 2.5 * n_rows),
+        dpi=100,
+        layout="constrained",
+        squeeze=False,
+        **kw,
+    )
     x = np.linspace(0, 1, 50)
     for ax in axes.flat:
         ax.plot(x, x, label="rising line")
@@ -794,8 +885,7 @@ def _assert_same_drawing(png: bytes, before: bytes) -> None:
 
     from PIL import Image
 
-    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB")).astype(int)
-            for x in (png, before))
+    a, b = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB")).astype(int) for x in (png, before))
     assert a.shape == b.shape
     assert np.abs(a - b).max() <= 8
 
@@ -871,8 +961,8 @@ def test_a_legend_does_not_cover_its_axes_lines_on_a_phone(loc):
     the axes where there is room, else below them); restored after."""
     fig, ax = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
     x = np.linspace(0, 1, 50)
-    ax.plot(x, 0.9 * x ** 4, label="a rising curve, steeply at the end")
-    ax.plot(x, 0.9 - 0.9 * x ** 0.25, label="a falling curve, steeply at the start")
+    ax.plot(x, 0.9 * x**4, label="a rising curve, steeply at the end")
+    ax.plot(x, 0.9 - 0.9 * x**0.25, label="a falling curve, steeply at the start")
     ax.axhline(0.5, ls=":", label="a level line")
     ax.set(xlabel="position $i$")
     legend = ax.legend(loc=loc, fontsize=9)
@@ -893,9 +983,12 @@ def test_a_legend_does_not_cover_its_axes_lines_on_a_phone(loc):
 def test_a_figure_legend_wider_than_a_phone_gets_fewer_columns():
     fig, axes = _panels(2, sharey=True)
     handles, _ = axes[0].get_legend_handles_labels()
-    legend = fig.legend(handles, ["the first line, as a chapter labels it",
-                                  "the second line, as a chapter labels it"],
-                        loc="outside lower center", ncols=2)
+    legend = fig.legend(
+        handles,
+        ["the first line, as a chapter labels it", "the second line, as a chapter labels it"],
+        loc="outside lower center",
+        ncols=2,
+    )
     fig.canvas.draw()
     assert legend.get_window_extent().width > 358
     with mpl_figures.relaid_out(fig, 358):
@@ -908,13 +1001,16 @@ def test_a_figure_legend_wider_than_a_phone_gets_fewer_columns():
 
 def _overlapping(labels) -> bool:
     boxes = [t.get_window_extent() for t in labels if t.get_visible() and t.get_text()]
-    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def _drawn_tick_labels(axis):
     lo, hi = sorted(axis.get_view_interval())
-    return [t.label1 for t in axis.get_major_ticks(len(axis.get_majorticklocs()))
-            if lo <= t.get_loc() <= hi]
+    return [
+        t.label1
+        for t in axis.get_major_ticks(len(axis.get_majorticklocs()))
+        if lo <= t.get_loc() <= hi
+    ]
 
 
 @pytest.mark.parametrize("rotation", [0, 60, None])
@@ -922,8 +1018,23 @@ def test_fixed_tick_labels_do_not_overlap_on_a_phone(rotation):
     """Token labels under a heatmap (turned by the chapter, or not: None) are turned upright and
     all shown; numbers are thinned to every n-th; none overlaps; all is restored."""
     fig, ax = plt.subplots(figsize=(4.5, 2.5), dpi=100, layout="constrained")
-    tokens = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street",
-              "because", "it", "was", "too", "tired", "[SEP]"]
+    tokens = [
+        "[CLS]",
+        "the",
+        "animal",
+        "didn",
+        "'",
+        "t",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "too",
+        "tired",
+        "[SEP]",
+    ]
     if rotation == 0:
         tokens = tokens * 2  # as many numbers
     ax.imshow(np.random.default_rng(0).random((4, len(tokens))), aspect="auto")
@@ -932,7 +1043,7 @@ def test_fixed_tick_labels_do_not_overlap_on_a_phone(rotation):
     elif rotation:
         ax.set_xticks(range(len(tokens)), tokens, rotation=rotation, ha="right")
     else:
-        ax.set_xticks(range(len(tokens)), [str(512 * 2 ** i) for i in range(len(tokens))])
+        ax.set_xticks(range(len(tokens)), [str(512 * 2**i) for i in range(len(tokens))])
     formatter = ax.xaxis.get_major_formatter()
     fig.set_size_inches(3.58, 2.5)
     fig.canvas.draw()
@@ -949,8 +1060,7 @@ def test_fixed_tick_labels_do_not_overlap_on_a_phone(rotation):
         else:
             assert 2 <= len(shown) < len(tokens)
     assert ax.xaxis.get_major_formatter() is formatter
-    assert [t.get_rotation() for t in _drawn_tick_labels(ax.xaxis)] == [rotation or 0] * len(
-        tokens)
+    assert [t.get_rotation() for t in _drawn_tick_labels(ax.xaxis)] == [rotation or 0] * len(tokens)
     _assert_same_drawing(_png(fig), before)
     plt.close(fig)
 
@@ -983,12 +1093,15 @@ def test_the_phone_width_is_one_number():
     assert viz.PHONE_PX < layout.STACK_BELOW_PX < viz.COLUMN_PX
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda fig: mpl_figures.relaid_out(None, 358).__enter__(), TypeError, "fig"),
-    (lambda fig: mpl_figures.figure_bundle(None, ("en",)), TypeError, "fig"),
-    (lambda fig: mpl_figures.figure_bundle(fig, "en"), TypeError, "languages"),
-    (lambda fig: mpl_figures.figure_bundle(fig, ("en", "fr")), ValueError, "languages"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda fig: mpl_figures.relaid_out(None, 358).__enter__(), TypeError, "fig"),
+        (lambda fig: mpl_figures.figure_bundle(None, ("en",)), TypeError, "fig"),
+        (lambda fig: mpl_figures.figure_bundle(fig, "en"), TypeError, "languages"),
+        (lambda fig: mpl_figures.figure_bundle(fig, ("en", "fr")), ValueError, "languages"),
+    ],
+)
 def test_figure_functions_name_the_bad_argument(call, exc, name):
     import matplotlib.pyplot as plt
 
@@ -1000,9 +1113,14 @@ def test_figure_functions_name_the_bad_argument(call, exc, name):
         plt.close(fig)
 
 
-@pytest.mark.parametrize("kwargs, name", [(dict(body=123), "body"),
-                                          (dict(body="", target_id=5), "target_id"),
-                                          (dict(body="", font_text=b"ab"), "font_text")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(body=123), "body"),
+        (dict(body="", target_id=5), "target_id"),
+        (dict(body="", font_text=b"ab"), "font_text"),
+    ],
+)
 def test_plotly_waiter_names_the_bad_argument(kwargs, name):
     from attnbook import viz
 
@@ -1016,46 +1134,64 @@ def test_mime_renderer_draws_text_kinds_with_myst_nbs_text_renderers():
             return lambda data: (name, data.mime_type, data.content)
 
     for kind, how in (("text/plain", "render_text_plain"), ("text/markdown", "render_markdown")):
-        payload = {"kind": kind, "editions": {"en": "row sums", "zh_CN": "行和"},
-                   "untranslated": []}
+        payload = {
+            "kind": kind,
+            "editions": {"en": "row sums", "zh_CN": "行和"},
+            "untranslated": [],
+        }
         assert edition_outputs.EditionsMimeRenderer.handle_mime(
-            _Text("zh_CN"), _mime(payload), False) == (how, kind, "行和")
+            _Text("zh_CN"), _mime(payload), False
+        ) == (how, kind, "行和")
         # Glued inline (the {glue} role): MyST-NB's inline renderer, in the edition's language.
         assert edition_outputs.EditionsMimeRenderer.handle_mime(
-            _Text("zh_CN"), _mime(payload), True) == (how + "_inline", kind, "行和")
+            _Text("zh_CN"), _mime(payload), True
+        ) == (how + "_inline", kind, "行和")
 
 
-@pytest.mark.parametrize("msgid, msgstr, found", [
-    ("loss {loss:.3f}", "损失 {loss}", r"\['loss!None:\.3f'\] but its translation '损失 \{loss\}'"),
-    ("name {s!r}", "名字 {s}", r"\['s!r:'\] but its translation"),
-    ("set {{{n}}} size", "集合 {{n}} 大小", r"has the fields \['n!None:'\] but .* has \[\]"),
-    ("bad {x}", "坏 {x} }", r"none \(it is no format string\)"),
-])
+@pytest.mark.parametrize(
+    "msgid, msgstr, found",
+    [
+        (
+            "loss {loss:.3f}",
+            "损失 {loss}",
+            r"\['loss!None:\.3f'\] but its translation '损失 \{loss\}'",
+        ),
+        ("name {s!r}", "名字 {s}", r"\['s!r:'\] but its translation"),
+        ("set {{{n}}} size", "集合 {{n}} 大小", r"has the fields \['n!None:'\] but .* has \[\]"),
+        ("bad {x}", "坏 {x} }", r"none \(it is no format string\)"),
+    ],
+)
 def test_a_label_translation_keeps_each_field_whole(tmp_path, msgid, msgstr, found):
     (tmp_path / "zh_CN").mkdir()
     (tmp_path / "zh_CN" / "printed-x.po").write_text(
-        f'msgid "{msgid}"\nmsgstr "{msgstr}"\n', encoding="utf-8")
+        f'msgid "{msgid}"\nmsgstr "{msgstr}"\n', encoding="utf-8"
+    )
     with pytest.raises(ValueError, match="label catalog printed-x.po: msgid .*" + found):
         i18n._compiled("zh_CN", tmp_path)
 
 
-@pytest.mark.parametrize("msgstr, found", [
-    # "{n:.1f} 个头" printed "3.0 个头" where English printed "3 heads".
-    ("{n:.1f} 个头", r"has the fields \['n!None:'\] but .* has \['n!None:\.1f'\]"),
-    # A positional field failed only when the label was drawn (IndexError inside format).
-    ("{n} 个头 {}", r"has the fields \['n!None:'\] but .* has \['!None:', 'n!None:'\]"),
-])
+@pytest.mark.parametrize(
+    "msgstr, found",
+    [
+        # "{n:.1f} 个头" printed "3.0 个头" where English printed "3 heads".
+        ("{n:.1f} 个头", r"has the fields \['n!None:'\] but .* has \['n!None:\.1f'\]"),
+        # A positional field failed only when the label was drawn (IndexError inside format).
+        ("{n} 个头 {}", r"has the fields \['n!None:'\] but .* has \['!None:', 'n!None:'\]"),
+    ],
+)
 def test_a_plural_label_translation_keeps_each_field_whole(tmp_path, msgstr, found):
     (tmp_path / "zh_CN").mkdir()
     (tmp_path / "zh_CN" / "printed-x.po").write_text(
         'msgid ""\nmsgstr "Plural-Forms: nplurals=1; plural=0;\\n"\n\n'
         f'msgid "one head"\nmsgid_plural "{{n}} heads"\nmsgstr[0] "{msgstr}"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(ValueError, match="label catalog printed-x.po: msgid 'one head' " + found):
         i18n._compiled("zh_CN", tmp_path)
     # Either English form's fields are the Chinese form's.
     (tmp_path / "zh_CN" / "printed-x.po").write_text(
-        'msgid "one head"\nmsgid_plural "{n} heads"\nmsgstr[0] "{n} 个头"\n', encoding="utf-8")
+        'msgid "one head"\nmsgid_plural "{n} heads"\nmsgstr[0] "{n} 个头"\n', encoding="utf-8"
+    )
     got = i18n._compiled("zh_CN", tmp_path).ngettext("one head", "{n} heads", 3)
     assert got.format(n=3) == "3 个头"
 

@@ -4,7 +4,6 @@ References: the full (uncached) forward pass, hand-derived cache sizes, publishe
 totals of the preset models, and the float64 pass for the float32 low-precision rule.
 """
 
-
 import numpy as np
 import pytest
 import torch
@@ -73,7 +72,13 @@ def test_kv_cache_bytes_errors():
 def test_from_hf_config_mapping():
     q = PRESETS["Qwen2-7B"]
     assert (q.d_model, q.n_heads, q.kv_heads, q.n_layers, q.d_ff, q.head_size) == (
-        3584, 28, 4, 28, 18944, 128)
+        3584,
+        28,
+        4,
+        28,
+        18944,
+        128,
+    )
     assert q.sliding_window is None  # use_sliding_window: false
     assert q.qkv_bias is True and q.bias is False and q.ffn == "swiglu" and q.norm == "rmsnorm"
     assert q.rope_theta == 1e6 and q.eps == 1e-6 and not q.tie_embeddings
@@ -82,16 +87,20 @@ def test_from_hf_config_mapping():
     assert PRESETS["DeepSeek-V2"].uses_mla and PRESETS["DeepSeek-V2"].kv_lora_rank == 512
     assert all(p.source for p in PRESETS.values())
     with pytest.raises(ValueError, match="intermediate_size"):
-        ModelConfig.from_hf_config({"hidden_size": 8, "num_attention_heads": 2,
-                                    "num_hidden_layers": 1, "vocab_size": 4})
+        ModelConfig.from_hf_config(
+            {"hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1, "vocab_size": 4}
+        )
 
 
-@pytest.mark.parametrize("name,published", [
-    ("Llama-2-7B", 6_738_415_616),   # safetensors total of meta-llama/Llama-2-7b-hf
-    ("Llama-3-8B", 8_030_261_248),   # meta-llama/Meta-Llama-3-8B
-    ("Mistral-7B", 7_241_732_096),   # mistralai/Mistral-7B-v0.1
-    ("Qwen2-7B", 7_615_616_512),     # Qwen/Qwen2-7B
-])
+@pytest.mark.parametrize(
+    "name,published",
+    [
+        ("Llama-2-7B", 6_738_415_616),  # safetensors total of meta-llama/Llama-2-7b-hf
+        ("Llama-3-8B", 8_030_261_248),  # meta-llama/Meta-Llama-3-8B
+        ("Mistral-7B", 7_241_732_096),  # mistralai/Mistral-7B-v0.1
+        ("Qwen2-7B", 7_615_616_512),  # Qwen/Qwen2-7B
+    ],
+)
 def test_preset_param_counts_match_published_totals(name, published):
     cfg = PRESETS[name]
     assert param_count(cfg) == published
@@ -104,14 +113,17 @@ def test_preset_param_counts_match_published_totals(name, published):
 
 def _mha(n_kv, window=None, dtype=D64, seed=0):
     torch.manual_seed(seed)
-    return layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True,
-                                     rope=layers.RotaryEmbedding()).to(dtype).eval()
+    return (
+        layers.MultiHeadAttention(8, 4, n_kv_heads=n_kv, bias=True, rope=layers.RotaryEmbedding())
+        .to(dtype)
+        .eval()
+    )
 
 
 def _run_chunks(m, x, chunks, cache, window=None):
     outs, start = [], 0
     for n in chunks:
-        outs.append(m(x[:, start:start + n], causal=True, window=window, kv_cache=cache))
+        outs.append(m(x[:, start : start + n], causal=True, window=window, kv_cache=cache))
         start += n
     return torch.cat(outs, dim=1)
 
@@ -133,8 +145,11 @@ def test_every_chunking_of_five_equals_one_pass():
 
 
 @settings(max_examples=20)
-@given(chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4),
-       n_kv=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**16))
+@given(
+    chunks=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    n_kv=st.sampled_from([1, 2, 4]),
+    seed=st.integers(0, 2**16),
+)
 def test_cached_decoding_equals_full_pass_float64(chunks, n_kv, seed):
     m = _mha(n_kv, seed=seed)
     x = torch.randn(1, sum(chunks), 8, dtype=D64)
@@ -153,8 +168,11 @@ def test_cached_decoding_float32_within_low_precision_rule():
 
 
 @settings(max_examples=20)
-@given(chunks=st.lists(st.integers(1, 4), min_size=1, max_size=5), window=st.integers(1, 4),
-       seed=st.integers(0, 2**16))
+@given(
+    chunks=st.lists(st.integers(1, 4), min_size=1, max_size=5),
+    window=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
 def test_sliding_window_ring_buffer_equals_full_windowed_pass(chunks, window, seed):
     m = _mha(2, seed=seed)
     x = torch.randn(1, sum(chunks), 8, dtype=D64)
@@ -170,7 +188,7 @@ def test_ring_buffer_memory_is_constant():
     x = torch.randn(1, 9, 8, dtype=D64)
     sizes = []
     for t in range(9):
-        m(x[:, t:t + 1], causal=True, kv_cache=cache)
+        m(x[:, t : t + 1], causal=True, kv_cache=cache)
         sizes.append(cache.nbytes)
     assert len(set(sizes)) == 1 and sizes[0] == 2 * 1 * 1 * 3 * 2 * 8  # K+V, B, H_kv, W, D, 8 B
     assert sorted(cache.slot_positions.tolist()) == [6, 7, 8]
@@ -182,8 +200,7 @@ def test_ring_buffer_memory_is_constant():
 def test_window_mismatch_and_cache_shape_errors():
     m = _mha(2)
     with pytest.raises(ValueError, match="window 2 contradicts the cache's window 3"):
-        m(torch.randn(1, 2, 8, dtype=D64), causal=True, window=2,
-          kv_cache=SlidingWindowCache(3))
+        m(torch.randn(1, 2, 8, dtype=D64), causal=True, window=2, kv_cache=SlidingWindowCache(3))
     cache = KVCache()
     cache.update(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4), torch.arange(3))
     with pytest.raises(ValueError, match=r"does not match the cache"):
@@ -208,15 +225,19 @@ def test_rope_key_in_cache_uses_its_position():
 # --- greedy generation ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw", [
-    dict(positional="rope", n_kv_heads=1, norm="rmsnorm", ffn="swiglu"),
-    dict(positional="learned", norm_first=False),
-    dict(positional="sinusoidal"),
-    dict(positional="rope", n_kv_heads=2, sliding_window=3),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(positional="rope", n_kv_heads=1, norm="rmsnorm", ffn="swiglu"),
+        dict(positional="learned", norm_first=False),
+        dict(positional="sinusoidal"),
+        dict(positional="rope", n_kv_heads=2, sliding_window=3),
+    ],
+)
 def test_greedy_generation_with_and_without_cache_equal(kw):
-    cfg = ModelConfig(vocab_size=17, d_model=16, n_heads=4, n_layers=2, d_ff=24,
-                      max_seq_len=32, **kw)
+    cfg = ModelConfig(
+        vocab_size=17, d_model=16, n_heads=4, n_layers=2, d_ff=24, max_seq_len=32, **kw
+    )
     torch.manual_seed(1)
     model = build_model(cfg).double().eval()
     prompt = torch.tensor([[1, 5, 9], [2, 2, 3]])
@@ -228,26 +249,46 @@ def test_greedy_generation_with_and_without_cache_equal(kw):
     # and the cached logits equal the full-pass logits
     caches = model.make_caches()
     full = model(a)
-    step = torch.cat([model(a[:, :5], kv_caches=caches)]
-                     + [model(a[:, t:t + 1], kv_caches=caches) for t in range(5, 11)], dim=1)
+    step = torch.cat(
+        [model(a[:, :5], kv_caches=caches)]
+        + [model(a[:, t : t + 1], kv_caches=caches) for t in range(5, 11)],
+        dim=1,
+    )
     assert_close(step, full, atol=1e-12, rtol=0)
 
 
 def test_left_padded_cached_decoding_matches_unpadded():
-    cfg = ModelConfig(vocab_size=17, d_model=16, n_heads=4, n_layers=2, d_ff=24,
-                      positional="rope", norm="rmsnorm", ffn="swiglu", n_kv_heads=2)
+    cfg = ModelConfig(
+        vocab_size=17,
+        d_model=16,
+        n_heads=4,
+        n_layers=2,
+        d_ff=24,
+        positional="rope",
+        norm="rmsnorm",
+        ffn="swiglu",
+        n_kv_heads=2,
+    )
     torch.manual_seed(2)
     model = build_model(cfg).double().eval()
     ref = model(torch.tensor([[4, 5, 6, 7]]))  # unpadded row
     am = np.array([[0, 0, 1, 1, 1]])
     pos = torch.from_numpy(positions_from_attention_mask(am))  # [[0, 0, 0, 1, 2]]
     caches = model.make_caches()
-    out = model(torch.tensor([[0, 0, 4, 5, 6]]), positions=pos,
-                mask=torch.from_numpy(padding_mask(am)), kv_caches=caches)
+    out = model(
+        torch.tensor([[0, 0, 4, 5, 6]]),
+        positions=pos,
+        mask=torch.from_numpy(padding_mask(am)),
+        kv_caches=caches,
+    )
     assert_close(out[:, 2:], ref[:, :3], atol=1e-12, rtol=0)
     am2 = np.concatenate([am, [[1]]], axis=1)
-    nxt = model(torch.tensor([[7]]), positions=torch.tensor([[3]]),
-                mask=torch.from_numpy(padding_mask(am2)), kv_caches=caches)
+    nxt = model(
+        torch.tensor([[7]]),
+        positions=torch.tensor([[3]]),
+        mask=torch.from_numpy(padding_mask(am2)),
+        kv_caches=caches,
+    )
     assert_close(nxt[:, 0], ref[:, 3], atol=1e-12, rtol=0)
 
 
@@ -264,9 +305,19 @@ def test_greedy_generate_errors():
 
 def _mla(q_lora_rank=None, seed=0):
     torch.manual_seed(seed)
-    return layers.MultiHeadLatentAttention(16, 4, kv_lora_rank=6, qk_nope_head_dim=4,
-                                           qk_rope_head_dim=2, v_head_dim=3,
-                                           q_lora_rank=q_lora_rank).double().eval()
+    return (
+        layers.MultiHeadLatentAttention(
+            16,
+            4,
+            kv_lora_rank=6,
+            qk_nope_head_dim=4,
+            qk_rope_head_dim=2,
+            v_head_dim=3,
+            q_lora_rank=q_lora_rank,
+        )
+        .double()
+        .eval()
+    )
 
 
 @pytest.mark.parametrize("q_lora_rank", [None, 5])
@@ -277,7 +328,7 @@ def test_mla_cached_decoding_equals_full_pass(q_lora_rank):
     for chunks in ([6], [3, 3], [1] * 6, [2, 1, 3]):
         cache, outs, s = LatentCache(), [], 0
         for n in chunks:
-            outs.append(m(x[:, s:s + n], kv_cache=cache))
+            outs.append(m(x[:, s : s + n], kv_cache=cache))
             s += n
         assert_close(torch.cat(outs, 1), full, atol=1e-12, rtol=0)
     # the cache holds (kv_lora_rank + qk_rope_head_dim) numbers per token, whatever H is
@@ -302,7 +353,7 @@ def test_mla_is_causal_and_matches_explicit_expansion():
         q = (x @ m.q_proj.weight.T).view(1, 5, 4, 6).transpose(1, 2).numpy()
         kv_a = (x @ m.kv_a_proj.weight.T).numpy()[0]
         c = kv_a[:, :6]
-        c = c / np.sqrt((c ** 2).mean(-1, keepdims=True) + 1e-6) * m.kv_a_norm.weight.numpy()
+        c = c / np.sqrt((c**2).mean(-1, keepdims=True) + 1e-6) * m.kv_a_norm.weight.numpy()
         k_pe = apply_rope(kv_a[:, 6:], np.arange(5))  # (5, 2)
         kv = (c @ m.kv_b_proj.weight.numpy().T).reshape(5, 4, 7).transpose(1, 0, 2)
         k = np.concatenate([kv[..., :4], np.broadcast_to(k_pe, (4, 5, 2))], axis=-1)
@@ -366,8 +417,18 @@ def test_b_greedy_generate_arguments():
 def test_greedy_generate_core_equals_full_pass_argmax(positional):
     # reference: the argmax of the uncached model over the whole sequence, step by step
     torch.manual_seed(3)
-    cfg = ModelConfig(vocab_size=11, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=32,
-                      max_seq_len=16, positional=positional, norm="rmsnorm", ffn="swiglu")
+    cfg = ModelConfig(
+        vocab_size=11,
+        d_model=16,
+        n_heads=4,
+        n_kv_heads=2,
+        n_layers=2,
+        d_ff=32,
+        max_seq_len=16,
+        positional=positional,
+        norm="rmsnorm",
+        ffn="swiglu",
+    )
     model = DecoderOnlyModel(cfg).double().eval()
     ids = torch.tensor([[1, 5, 2], [7, 0, 3]])
     expected = ids
@@ -383,8 +444,17 @@ def test_greedy_generate_core_equals_full_pass_argmax(positional):
 
 def test_greedy_generate_core_fills_max_seq_len_exactly():
     # T + max_new_tokens == max_seq_len: the last token is never fed, so no position overflows
-    model = DecoderOnlyModel(ModelConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=1,
-                                         d_ff=8, max_seq_len=4, positional="learned")).eval()
+    model = DecoderOnlyModel(
+        ModelConfig(
+            vocab_size=5,
+            d_model=8,
+            n_heads=2,
+            n_layers=1,
+            d_ff=8,
+            max_seq_len=4,
+            positional="learned",
+        )
+    ).eval()
     assert greedy_generate_core(model, torch.tensor([[1, 2]]), 2).shape == (1, 4)
 
 
@@ -401,6 +471,7 @@ def test_kv_cache_update_appends_and_check_update_refuses_mismatch():
     # per-row positions after shared ones: both become (B, S + L)
     cache = KVCache()
     cache.update(torch.zeros(2, 1, 2, 4), torch.zeros(2, 1, 2, 4), torch.arange(2))
-    _, _, pos = cache.update(torch.zeros(2, 1, 1, 4), torch.zeros(2, 1, 1, 4),
-                             torch.tensor([[2], [5]]))
+    _, _, pos = cache.update(
+        torch.zeros(2, 1, 1, 4), torch.zeros(2, 1, 1, 4), torch.tensor([[2], [5]])
+    )
     assert pos.tolist() == [[0, 1, 2], [0, 1, 5]]

@@ -33,8 +33,9 @@ def test_repeat_kv_equals_repeat_interleave():
 def test_mha_mask_polarity_is_inverted_once():
     keep = torch.from_numpy(causal_mask(3))
     mha = layers.keep_mask_to_mha_mask(keep)
-    assert torch.equal(mha, torch.tensor([[False, True, True], [False, False, True],
-                                          [False, False, False]]))
+    assert torch.equal(
+        mha, torch.tensor([[False, True, True], [False, False, True], [False, False, False]])
+    )
     with pytest.raises(TypeError, match="boolean"):
         layers.keep_mask_to_mha_mask(torch.zeros(2, 2))
 
@@ -56,14 +57,19 @@ def test_position_keep_mask_matches_numpy_masks(L, S, window):
     got = layers.position_keep_mask(torch.arange(S - L, S), torch.arange(S), window=window)
     exp = causal_mask(L, S) if window is None else sliding_window_mask(L, window, S)
     assert torch.equal(got, torch.from_numpy(exp))
-    per_row = layers.position_keep_mask(torch.arange(S - L, S)[None].expand(2, L),
-                                        torch.arange(S)[None].expand(2, S), window=window)
+    per_row = layers.position_keep_mask(
+        torch.arange(S - L, S)[None].expand(2, L), torch.arange(S)[None].expand(2, S), window=window
+    )
     assert per_row.shape == (2, 1, L, S) and torch.equal(per_row[1, 0], torch.from_numpy(exp))
 
 
 @settings(max_examples=20)
-@given(L=st.integers(1, 5), S=st.integers(1, 6), seed=st.integers(0, 2**16),
-       H_kv=st.sampled_from([1, 2]))
+@given(
+    L=st.integers(1, 5),
+    S=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+    H_kv=st.sampled_from([1, 2]),
+)
 def test_bottom_right_causal_matches_torch_with_explicit_mask(L, S, seed, H_kv):
     # torch's is_causal aligns top-left when L != S; the book aligns bottom-right, so the
     # reference gets the mask explicitly
@@ -74,8 +80,12 @@ def test_bottom_right_causal_matches_torch_with_explicit_mask(L, S, seed, H_kv):
     keep = torch.from_numpy(causal_mask(L, S))
     got = layers.scaled_dot_product_attention(q, k, v, causal=True)
     assert torch.isfinite(got).all()
-    exp_np = np_sdpa(q.numpy(), layers.repeat_kv(k, 2 // H_kv).numpy(),
-                     layers.repeat_kv(v, 2 // H_kv).numpy(), causal=True)
+    exp_np = np_sdpa(
+        q.numpy(),
+        layers.repeat_kv(k, 2 // H_kv).numpy(),
+        layers.repeat_kv(v, 2 // H_kv).numpy(),
+        causal=True,
+    )
     assert_close(got, exp_np, atol=1e-12, rtol=0)
     if L <= S:  # every row sees a key; torch's SDPA is defined there
         exp = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
@@ -94,8 +104,9 @@ def test_weights_rows_sum_to_one_or_zero():
 
 def test_sdpa_argument_errors():
     q = torch.zeros(1, 2, 3, 4)
-    with pytest.raises(ValueError,
-                       match=r"q must have shape \(B, H, seq, head_dim\); got shape \(2, 3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"q must have shape \(B, H, seq, head_dim\); got shape \(2, 3, 4\)"
+    ):
         layers.scaled_dot_product_attention(q[0], q, q)
     with pytest.raises(ValueError, match=r"k and v must agree"):
         layers.scaled_dot_product_attention(q, q, torch.zeros(1, 2, 5, 4))
@@ -147,8 +158,12 @@ def _numbered_table(max_seq_len, d_model):
 def test_learned_positions_look_up_row_p_for_position_p():
     emb = _numbered_table(6, 3)
     pos = torch.tensor([[3, 0, 2], [5, 5, 1]])  # (B, L), a repeated position included
-    expected = torch.tensor([[[300.0, 301, 302], [0, 1, 2], [200, 201, 202]],
-                             [[500, 501, 502], [500, 501, 502], [100, 101, 102]]])
+    expected = torch.tensor(
+        [
+            [[300.0, 301, 302], [0, 1, 2], [200, 201, 202]],
+            [[500, 501, 502], [500, 501, 502], [100, 101, 102]],
+        ]
+    )
     out = emb(pos)
     assert out.shape == (2, 3, 3) and out.dtype == torch.float32
     assert torch.equal(out, expected)
@@ -201,10 +216,15 @@ def test_learned_positions_reject_a_position_without_a_row():
         emb(torch.tensor([0.0, 1.0]))
 
 
-@pytest.mark.parametrize("args, exc, name", [((0, 4), ValueError, "max_seq_len"),
-                                              ((4, 0), ValueError, "d_model"),
-                                              ((4.0, 4), TypeError, "max_seq_len"),
-                                              ((4, True), TypeError, "d_model")])
+@pytest.mark.parametrize(
+    "args, exc, name",
+    [
+        ((0, 4), ValueError, "max_seq_len"),
+        ((4, 0), ValueError, "d_model"),
+        ((4.0, 4), TypeError, "max_seq_len"),
+        ((4, True), TypeError, "d_model"),
+    ],
+)
 def test_learned_positions_constructor_arguments(args, exc, name):
     with pytest.raises(exc, match=name):
         layers.LearnedPositionalEmbedding(*args)
@@ -259,9 +279,14 @@ def test_a8_torch_sdpa_rejects_nonfinite_scale_and_masks():
         layers.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), mask=torch.full((3, 3), math.inf))
 
 
-@pytest.mark.parametrize("make", [lambda: layers.LayerNorm(4, eps=-1),
-                                  lambda: layers.RMSNorm(4, eps=0.0),
-                                  lambda: layers.LayerNorm(4, eps=math.nan)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: layers.LayerNorm(4, eps=-1),
+        lambda: layers.RMSNorm(4, eps=0.0),
+        lambda: layers.LayerNorm(4, eps=math.nan),
+    ],
+)
 def test_a9_torch_norm_eps_checked(make):
     with pytest.raises(ValueError, match="eps"):
         make()
@@ -291,25 +316,39 @@ def test_a13_torch_rope_promotes_integer_input():
     assert_close(got, expected, atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("make,exc,name", [
-    (lambda: layers.MultiHeadAttention(8, 2.0), TypeError, "n_heads"),
-    (lambda: layers.MultiHeadAttention(8.0, 2), TypeError, "d_model"),
-    (lambda: layers.MultiHeadAttention(8, True), TypeError, "n_heads"),
-    (lambda: layers.MultiHeadAttention(8, 2, head_dim=2.5), TypeError, "head_dim"),
-    (lambda: layers.MultiHeadLatentAttention(16, 2, 8.5, 4, 2, 4), TypeError, "kv_lora_rank"),
-    (lambda: layers.LayerNorm(2.5), TypeError, "d_model"),
-    (lambda: layers.LayerNorm(-1), ValueError, "d_model"),
-    (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), 2.5), TypeError, "n_rep"),
-    (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), True), TypeError, "n_rep"),
-    (lambda: layers.keep_mask_to_additive(torch.ones(2, dtype=torch.bool), dtype=np.float32),
-     TypeError, "dtype"),
-    (lambda: SlidingWindowCache(2.5), TypeError, "window"),
-    (lambda: SlidingWindowCache("3"), TypeError, "window"),
-    (lambda: layers.position_keep_mask(torch.arange(3), torch.arange(3), window=2.5), TypeError,
-     "window"),
-    (lambda: layers.position_keep_mask(torch.zeros(2, 3, dtype=torch.long),
-                                       torch.zeros(3, 4, dtype=torch.long)), ValueError, "batch"),
-])
+@pytest.mark.parametrize(
+    "make,exc,name",
+    [
+        (lambda: layers.MultiHeadAttention(8, 2.0), TypeError, "n_heads"),
+        (lambda: layers.MultiHeadAttention(8.0, 2), TypeError, "d_model"),
+        (lambda: layers.MultiHeadAttention(8, True), TypeError, "n_heads"),
+        (lambda: layers.MultiHeadAttention(8, 2, head_dim=2.5), TypeError, "head_dim"),
+        (lambda: layers.MultiHeadLatentAttention(16, 2, 8.5, 4, 2, 4), TypeError, "kv_lora_rank"),
+        (lambda: layers.LayerNorm(2.5), TypeError, "d_model"),
+        (lambda: layers.LayerNorm(-1), ValueError, "d_model"),
+        (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), 2.5), TypeError, "n_rep"),
+        (lambda: layers.repeat_kv(torch.zeros(1, 2, 3, 4), True), TypeError, "n_rep"),
+        (
+            lambda: layers.keep_mask_to_additive(torch.ones(2, dtype=torch.bool), dtype=np.float32),
+            TypeError,
+            "dtype",
+        ),
+        (lambda: SlidingWindowCache(2.5), TypeError, "window"),
+        (lambda: SlidingWindowCache("3"), TypeError, "window"),
+        (
+            lambda: layers.position_keep_mask(torch.arange(3), torch.arange(3), window=2.5),
+            TypeError,
+            "window",
+        ),
+        (
+            lambda: layers.position_keep_mask(
+                torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long)
+            ),
+            ValueError,
+            "batch",
+        ),
+    ],
+)
 def test_b_constructor_and_helper_arguments(make, exc, name):
     with pytest.raises(exc, match=name):
         make()
@@ -326,8 +365,9 @@ def test_b_torch_attention_dtypes():
     with pytest.raises(TypeError, match="dropout_p"):
         layers.scaled_dot_product_attention(q, q, q, dropout_p="a")
     with pytest.raises(ValueError, match="q has 0 heads"):
-        layers.scaled_dot_product_attention(torch.zeros(1, 0, 3, 4), torch.zeros(1, 2, 3, 4),
-                                            torch.zeros(1, 2, 3, 4))
+        layers.scaled_dot_product_attention(
+            torch.zeros(1, 0, 3, 4), torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4)
+        )
     with pytest.raises(TypeError, match="x has dtype torch.float64"):
         layers.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8, dtype=torch.float64))
 
@@ -384,7 +424,7 @@ def test_mha_forward_with_cache_equals_full_causal_pass():
     cache = KVCache()
     parts = [m(x[:, :3], causal=True, kv_cache=cache)]
     for t in (3, 4):
-        out, w = m(x[:, t:t + 1], causal=True, kv_cache=cache, need_weights=True)
+        out, w = m(x[:, t : t + 1], causal=True, kv_cache=cache, need_weights=True)
         parts.append(out)
     assert w.shape == (2, 4, 1, 5)
     assert_close(torch.cat(parts, 1), full, atol=1e-12, rtol=0)

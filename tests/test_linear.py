@@ -22,8 +22,9 @@ from attnbook.testing import assert_close, assert_low_precision_close
 def phi_by_hand(x):
     x = np.asarray(x, dtype=np.float64)
     rows = x.reshape(-1, x.shape[-1])
-    return np.array([[xx + 1 if xx > 0 else math.exp(xx) for xx in row]
-                     for row in rows]).reshape(x.shape)
+    return np.array([[xx + 1 if xx > 0 else math.exp(xx) for xx in row] for row in rows]).reshape(
+        x.shape
+    )
 
 
 def quadratic_reference(q, k, v, causal):
@@ -42,8 +43,9 @@ def quadratic_reference(q, k, v, causal):
 
 def test_feature_map_by_hand():
     x = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
-    assert_close(linear.elu_feature_map(x), [math.exp(-2), math.exp(-0.5), 1.0, 1.5, 4.0],
-                 atol=0, rtol=1e-15)
+    assert_close(
+        linear.elu_feature_map(x), [math.exp(-2), math.exp(-0.5), 1.0, 1.5, 4.0], atol=0, rtol=1e-15
+    )
     assert (linear.elu_feature_map(np.array([-700.0, 700.0])) > 0).all()
 
 
@@ -63,25 +65,29 @@ def test_matches_quadratic_form(causal, L, S, chunk):
 @pytest.mark.parametrize("L, S", [(7, 7), (5, 9), (9, 4)])
 def test_core_matches_quadratic_form(L, S):
     rng = np.random.default_rng(L + 10 * S)
-    q, k, v = rng.standard_normal((2, L, 4)), rng.standard_normal((2, S, 4)), \
-        rng.standard_normal((2, S, 3))
+    q, k, v = (
+        rng.standard_normal((2, L, 4)),
+        rng.standard_normal((2, S, 4)),
+        rng.standard_normal((2, S, 3)),
+    )
     out = linear.linear_attention_core(q, k, v)
     assert out.shape == (2, L, 3) and np.isfinite(out).all()
     for b in range(2):
-        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], False), atol=1e-12,
-                     rtol=1e-12)
+        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], False), atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 64])
 def test_causal_core_matches_quadratic_form(chunk):
     rng = np.random.default_rng(chunk)
-    q, k, v = rng.standard_normal((2, 11, 4)), rng.standard_normal((2, 11, 4)), \
-        rng.standard_normal((2, 11, 3))
+    q, k, v = (
+        rng.standard_normal((2, 11, 4)),
+        rng.standard_normal((2, 11, 4)),
+        rng.standard_normal((2, 11, 3)),
+    )
     out = linear.linear_attention_causal_core(q, k, v, chunk)
     assert out.shape == (2, 11, 3) and np.isfinite(out).all()
     for b in range(2):
-        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], True), atol=1e-12,
-                     rtol=1e-12)
+        assert_close(out[b], quadratic_reference(q[b], k[b], v[b], True), atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -106,8 +112,12 @@ def test_float16_sums_past_65504(causal):
 def test_causal_with_fewer_keys_than_queries_gives_zero_rows():
     # L = 5, S = 2: offset -3, queries 0, 1, 2 see no key (hand derivation: j <= i - 3).
     rng = np.random.default_rng(0)
-    out = linear.linear_attention(rng.standard_normal((5, 3)), rng.standard_normal((2, 3)),
-                                  rng.standard_normal((2, 2)), causal=True)
+    out = linear.linear_attention(
+        rng.standard_normal((5, 3)),
+        rng.standard_normal((2, 3)),
+        rng.standard_normal((2, 2)),
+        causal=True,
+    )
     assert (out[:3] == 0).all() and np.isfinite(out).all() and (out[3:] != 0).all()
 
 
@@ -120,8 +130,12 @@ def test_equal_queries_and_keys_give_the_mean_of_visible_values():
     assert_close(full[:, 0], [2.5] * 3, atol=1e-15, rtol=0)
 
 
-@given(L=st.integers(1, 12), S=st.integers(1, 12), chunk=st.integers(1, 13),
-       seed=st.integers(0, 10_000))
+@given(
+    L=st.integers(1, 12),
+    S=st.integers(1, 12),
+    chunk=st.integers(1, 13),
+    seed=st.integers(0, 10_000),
+)
 def test_causal_chunking_never_changes_the_result(L, S, chunk, seed):
     rng = np.random.default_rng(seed)
     q, k, v = rng.standard_normal((L, 3)), rng.standard_normal((S, 3)), rng.standard_normal((S, 2))
@@ -140,8 +154,12 @@ def test_batched_and_broadcast_leading_dims():
         assert out.shape == (2, 3, 6, 5)
         for b in range(2):
             for h in range(3):
-                assert_close(out[b, h], quadratic_reference(q[b, h], k[b, 0], v[b, 0], causal),
-                             atol=1e-12, rtol=1e-12)
+                assert_close(
+                    out[b, h],
+                    quadratic_reference(q[b, h], k[b, 0], v[b, 0], causal),
+                    atol=1e-12,
+                    rtol=1e-12,
+                )
 
 
 def test_causal_outputs_do_not_depend_on_future_tokens():
@@ -158,14 +176,16 @@ def test_float32_error_within_twice_a_plain_float32_quadratic_form():
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((64, 16)) for _ in range(3))
     ref = quadratic_reference(q, k, v, True)
-    out32 = linear.linear_attention(q.astype(np.float32), k.astype(np.float32),
-                                    v.astype(np.float32), causal=True, chunk_size=16)
+    out32 = linear.linear_attention(
+        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), causal=True, chunk_size=16
+    )
     assert out32.dtype == np.float32
     f = lambda x: linear.elu_feature_map(x.astype(np.float32))  # noqa: E731
     sim = np.tril(f(q) @ f(k).T)  # plain float32 quadratic form
     plain = (sim @ v.astype(np.float32)) / sim.sum(-1, keepdims=True)
-    assert_low_precision_close(out32, ref, plain=plain,
-                               floor=4 * np.finfo(np.float32).eps * np.abs(ref).max())
+    assert_low_precision_close(
+        out32, ref, plain=plain, floor=4 * np.finfo(np.float32).eps * np.abs(ref).max()
+    )
 
 
 def test_state_size():
@@ -177,20 +197,41 @@ def test_state_size():
         linear.linear_state_size(4, True)
 
 
-@pytest.mark.parametrize("args, kwargs, exc, match", [
-    ((np.zeros((3, 4)), np.zeros((3, 5)), np.zeros((3, 2))), {}, ValueError,
-     "head_dim 4 but k has 5"),
-    ((np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((2, 2))), {}, ValueError, "3 keys but v has 2"),
-    ((np.zeros(4), np.zeros((3, 4)), np.zeros((3, 2))), {}, ValueError, "q must have shape"),
-    ((np.zeros((2, 3, 4)), np.zeros((3, 3, 4)), np.zeros((3, 3, 2))), {}, ValueError, "broadcast"),
-    ((np.zeros((3, 4)),) * 3, {"causal": True, "chunk_size": 0}, ValueError, "chunk_size"),
-    ((np.zeros((3, 4)),) * 3, {"chunk_size": 2.0}, TypeError, "chunk_size"),
-    ((np.zeros((3, 4)),) * 3, {"chunk_size": True}, TypeError, "chunk_size"),
-    ((np.zeros((3, 4)),) * 3, {"causal": 1}, TypeError, "causal"),
-    ((np.full((3, 4), np.nan), np.zeros((3, 4)), np.zeros((3, 4))), {}, ValueError,
-     "q of shape .* contains nan"),
-    ((np.array([["a"]], dtype=object),) * 3, {}, TypeError, "q must be a real numeric"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        (
+            (np.zeros((3, 4)), np.zeros((3, 5)), np.zeros((3, 2))),
+            {},
+            ValueError,
+            "head_dim 4 but k has 5",
+        ),
+        (
+            (np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((2, 2))),
+            {},
+            ValueError,
+            "3 keys but v has 2",
+        ),
+        ((np.zeros(4), np.zeros((3, 4)), np.zeros((3, 2))), {}, ValueError, "q must have shape"),
+        (
+            (np.zeros((2, 3, 4)), np.zeros((3, 3, 4)), np.zeros((3, 3, 2))),
+            {},
+            ValueError,
+            "broadcast",
+        ),
+        ((np.zeros((3, 4)),) * 3, {"causal": True, "chunk_size": 0}, ValueError, "chunk_size"),
+        ((np.zeros((3, 4)),) * 3, {"chunk_size": 2.0}, TypeError, "chunk_size"),
+        ((np.zeros((3, 4)),) * 3, {"chunk_size": True}, TypeError, "chunk_size"),
+        ((np.zeros((3, 4)),) * 3, {"causal": 1}, TypeError, "causal"),
+        (
+            (np.full((3, 4), np.nan), np.zeros((3, 4)), np.zeros((3, 4))),
+            {},
+            ValueError,
+            "q of shape .* contains nan",
+        ),
+        ((np.array([["a"]], dtype=object),) * 3, {}, TypeError, "q must be a real numeric"),
+    ],
+)
 def test_errors_name_the_argument(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         linear.linear_attention(*args, **kwargs)

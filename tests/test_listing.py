@@ -31,16 +31,21 @@ def test_source_is_the_function_itself():
 
 def test_formatter_directives_are_left_out_of_a_listing(tmp_path, monkeypatch):
     path = tmp_path / "listing_directives.py"
-    path.write_text("class C:\n    x = 1\n\n    # fmt: off\n    def f(self, a):\n"
-                    "        return a  # fmt: on stays: not a whole line\n    # fmt: on\n")
+    path.write_text(
+        "class C:\n    x = 1\n\n    # fmt: off\n    def f(self, a):\n"
+        "        return a  # fmt: on stays: not a whole line\n    # fmt: on\n"
+    )
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)  # inspect finds a class through it
     spec.loader.exec_module(module)
-    assert source_of(module.C) == ("class C:\n    x = 1\n\n    def f(self, a):\n"
-                                   "        return a  # fmt: on stays: not a whole line")
-    assert source_of(module.C.f) == ("def f(self, a):\n"
-                                     "    return a  # fmt: on stays: not a whole line")
+    assert source_of(module.C) == (
+        "class C:\n    x = 1\n\n    def f(self, a):\n"
+        "        return a  # fmt: on stays: not a whole line"
+    )
+    assert source_of(module.C.f) == (
+        "def f(self, a):\n    return a  # fmt: on stays: not a whole line"
+    )
 
 
 def test_markdown_fences_the_core_and_collapses_the_full_function():
@@ -107,8 +112,10 @@ def test_every_documented_name_exists():
 
 
 def test_between_shows_the_run_of_lines_dedented(tmp_path):
-    f = _make("def f(x):\n    y = 0\n    for i in x:\n        y += i\n"
-              "        y *= 2\n    return y\n", tmp_path)
+    f = _make(
+        "def f(x):\n    y = 0\n    for i in x:\n        y += i\n        y *= 2\n    return y\n",
+        tmp_path,
+    )
     lst = show_code(f, full=f, between=("for i", "y *="))
     assert lst.core == "for i in x:\n    y += i\n    y *= 2"
     assert lst.full.startswith("def f(x):")  # the whole function stays one click away
@@ -119,8 +126,7 @@ def test_between_checks_the_limits_of_the_lines_shown(tmp_path):
     f = _make("def f():\n" + body, tmp_path)
     with pytest.raises(ValueError, match="lines"):
         show_code(f)
-    assert len(show_code(f, between=("x0 =", f"x{MAX_LINES - 1} =")).core.splitlines()) \
-        == MAX_LINES
+    assert len(show_code(f, between=("x0 =", f"x{MAX_LINES - 1} =")).core.splitlines()) == MAX_LINES
     with pytest.raises(ValueError, match="lines"):
         show_code(f, between=("x0 =", f"x{MAX_LINES} ="))
 

@@ -125,8 +125,7 @@ def test_causal_mask_core_by_index_formula(L, S):
 
 @pytest.mark.parametrize("L, window, S", [(4, 2, 4), (1, 3, 6), (3, 1, 5), (5, 9, 5), (6, 2, 3)])
 def test_sliding_window_mask_core_by_index_formula(L, window, S):
-    expected = np.array([[0 <= (i + S - L) - j < window for j in range(S)] for i in range(L)],
-                        bool)
+    expected = np.array([[0 <= (i + S - L) - j < window for j in range(S)] for i in range(L)], bool)
     got = sliding_window_mask_core(L, window, S)
     assert got.dtype == bool and got.shape == (L, S)
     assert np.array_equal(got, expected.reshape(L, S))
@@ -178,8 +177,11 @@ def _chunked(q, k, v, chunks, window=None):
     outs, start = [], 0
     for n in chunks:
         keep = prefill_chunk_mask(n, start, window)  # (n, start + n)
-        outs.append(scaled_dot_product_attention(
-            q[..., start:start + n, :], k[..., :start + n, :], v[..., :start + n, :], keep))
+        outs.append(
+            scaled_dot_product_attention(
+                q[..., start : start + n, :], k[..., : start + n, :], v[..., : start + n, :], keep
+            )
+        )
         start += n
     return np.concatenate(outs, axis=-2)
 
@@ -215,8 +217,11 @@ def test_every_chunking_of_five_equals_one_pass():
 
 
 @settings(max_examples=30)
-@given(chunks=st.lists(st.integers(1, 4), min_size=1, max_size=5),
-       window=st.one_of(st.none(), st.integers(1, 6)), seed=st.integers(0, 2**16))
+@given(
+    chunks=st.lists(st.integers(1, 4), min_size=1, max_size=5),
+    window=st.one_of(st.none(), st.integers(1, 6)),
+    seed=st.integers(0, 2**16),
+)
 def test_any_chunking_equals_one_pass(chunks, window, seed):
     T = sum(chunks)
     rng = np.random.default_rng(seed)
@@ -240,15 +245,16 @@ def test_left_padded_rope_attention_matches_unpadded():
     rng = np.random.default_rng(1)
     T, pad = 4, 2
     q, k, v = (rng.normal(size=(1, 2, T, 4)) for _ in range(3))
-    ref = scaled_dot_product_attention(apply_rope(q, np.arange(T)), apply_rope(k, np.arange(T)),
-                                       v, causal=True)
-    padded = [np.concatenate([rng.normal(size=(1, 2, pad, 4)) * 50, t], axis=-2)
-              for t in (q, k, v)]
+    ref = scaled_dot_product_attention(
+        apply_rope(q, np.arange(T)), apply_rope(k, np.arange(T)), v, causal=True
+    )
+    padded = [np.concatenate([rng.normal(size=(1, 2, pad, 4)) * 50, t], axis=-2) for t in (q, k, v)]
     am = np.array([[0] * pad + [1] * T])
     pos = positions_from_attention_mask(am)[:, None, :]  # (B, 1, S) broadcasts over heads
     keep = combine_masks(causal_mask(T + pad), padding_mask(am))
-    out = scaled_dot_product_attention(apply_rope(padded[0], pos), apply_rope(padded[1], pos),
-                                       padded[2], keep)
+    out = scaled_dot_product_attention(
+        apply_rope(padded[0], pos), apply_rope(padded[1], pos), padded[2], keep
+    )
     assert np.isfinite(out).all()
     assert_close(out[..., pad:, :], ref, atol=1e-12, rtol=0)
     assert_close(out[..., :pad, :], np.zeros((1, 2, pad, 4)), atol=0, rtol=0)  # pads see nothing

@@ -48,11 +48,19 @@ def test_base_transformer_param_count():
 
 
 _GRID = [
-    dict(arch=a, ffn=f, norm=n, bias=b, positional=p, tie_embeddings=t, n_kv_heads=kv,
-         norm_first=nf)
+    dict(
+        arch=a, ffn=f, norm=n, bias=b, positional=p, tie_embeddings=t, n_kv_heads=kv, norm_first=nf
+    )
     for a, f, n, b, p, t, kv, nf in itertools.product(
-        ["encoder", "decoder", "encoder-decoder"], ["relu", "swiglu"], ["layernorm", "rmsnorm"],
-        [True, False], ["learned", "sinusoidal", "rope"], [True, False], [None, 1], [True, False])
+        ["encoder", "decoder", "encoder-decoder"],
+        ["relu", "swiglu"],
+        ["layernorm", "rmsnorm"],
+        [True, False],
+        ["learned", "sinusoidal", "rope"],
+        [True, False],
+        [None, 1],
+        [True, False],
+    )
     if not (a == "encoder-decoder" and p == "rope")
 ]
 
@@ -60,15 +68,34 @@ _GRID = [
 @pytest.mark.parametrize("i", range(0, len(_GRID), 7))
 def test_closed_form_param_count_matches_modules(i):
     kw = _GRID[i]
-    cfg = ModelConfig(vocab_size=11, d_model=8, n_heads=2, n_layers=2, d_ff=12,
-                      n_encoder_layers=1, max_seq_len=16, **kw)
+    cfg = ModelConfig(
+        vocab_size=11,
+        d_model=8,
+        n_heads=2,
+        n_layers=2,
+        d_ff=12,
+        n_encoder_layers=1,
+        max_seq_len=16,
+        **kw,
+    )
     assert param_count(cfg) == _meta_count(cfg), kw
 
 
 def test_qkv_bias_counted():
-    cfg = ModelConfig(vocab_size=11, d_model=8, n_heads=4, n_kv_heads=2, n_layers=1, d_ff=12,
-                      bias=False, qkv_bias=True, positional="rope", norm="rmsnorm",
-                      ffn="swiglu", tie_embeddings=False)
+    cfg = ModelConfig(
+        vocab_size=11,
+        d_model=8,
+        n_heads=4,
+        n_kv_heads=2,
+        n_layers=1,
+        d_ff=12,
+        bias=False,
+        qkv_bias=True,
+        positional="rope",
+        norm="rmsnorm",
+        ffn="swiglu",
+        tie_embeddings=False,
+    )
     # q bias 8 + k, v biases 2 x (2 heads x 2) = 16 more than with qkv_bias=False
     assert param_count(cfg) - param_count(cfg.replace(qkv_bias=False)) == 16
     assert param_count(cfg) == _meta_count(cfg)
@@ -82,8 +109,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="arch"):
         ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4, arch="rnn")
     with pytest.raises(ValueError, match="n_encoder_layers"):
-        ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4,
-                    arch="encoder-decoder")
+        ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=4, arch="encoder-decoder")
     with pytest.raises(ValueError, match="n_kv_heads must be >= 1"):
         ModelConfig(vocab_size=4, d_model=8, n_heads=2, n_kv_heads=0, n_layers=1, d_ff=4)
     with pytest.raises(ValueError, match="vocab_size"):
@@ -124,8 +150,11 @@ def test_decoder_only_left_padding_with_positions():
     ref = m(torch.tensor([[4, 5, 6]]))
     am = np.array([[0, 0, 4, 5, 6][i] != 0 for i in range(5)])[None].astype(int)
     ids = torch.tensor([[0, 0, 4, 5, 6]])
-    out = m(ids, positions=torch.from_numpy(positions_from_attention_mask(am)),
-            mask=torch.from_numpy(padding_mask(am)))
+    out = m(
+        ids,
+        positions=torch.from_numpy(positions_from_attention_mask(am)),
+        mask=torch.from_numpy(padding_mask(am)),
+    )
     assert_close(out[:, 2:], ref, atol=1e-12, rtol=0)
 
 
@@ -142,8 +171,9 @@ def test_encoder_only_permutation_equivariant_and_ignores_padding():
 
 
 def test_encoder_decoder_padding_and_causality():
-    cfg = dict(arch="encoder-decoder", n_encoder_layers=2, norm_first=False,
-               positional="sinusoidal")
+    cfg = dict(
+        arch="encoder-decoder", n_encoder_layers=2, norm_first=False, positional="sinusoidal"
+    )
     m = _tiny(**cfg)
     src = torch.tensor([[1, 2, 3, 0, 0]])
     am = torch.tensor([[1, 1, 1, 0, 0]])
@@ -175,8 +205,9 @@ def test_model_classes_check_arch():
 BASE = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)
 
 
-@pytest.mark.parametrize("arch,extra", [("decoder", {}), ("encoder", {}),
-                                        ("encoder-decoder", {"n_encoder_layers": 1})])
+@pytest.mark.parametrize(
+    "arch,extra", [("decoder", {}), ("encoder", {}), ("encoder-decoder", {"n_encoder_layers": 1})]
+)
 def test_a1_head_dim_is_built_and_counted(arch, extra):
     cfg = ModelConfig(**BASE, head_dim=6, arch=arch, **extra)
     assert cfg.head_dim != cfg.d_model // cfg.n_heads
@@ -207,14 +238,24 @@ def test_a9_model_config_eps_checked(eps):
         ModelConfig(**BASE, eps=eps)
 
 
-@pytest.mark.parametrize("field,value,exc", [
-    ("sliding_window", -5, ValueError), ("sliding_window", 0, ValueError),
-    ("sliding_window", 2.5, TypeError), ("kv_lora_rank", -3, ValueError),
-    ("kv_lora_rank", 2.5, TypeError), ("n_encoder_layers", -1, ValueError),
-    ("rope_theta", 0.0, ValueError), ("q_lora_rank", 0, ValueError),
-    ("v_head_dim", 2.5, TypeError), ("d_model", 8.0, TypeError), ("n_heads", True, TypeError),
-    ("eps", "1e-5", TypeError), ("norm", "batchnorm", ValueError),
-])
+@pytest.mark.parametrize(
+    "field,value,exc",
+    [
+        ("sliding_window", -5, ValueError),
+        ("sliding_window", 0, ValueError),
+        ("sliding_window", 2.5, TypeError),
+        ("kv_lora_rank", -3, ValueError),
+        ("kv_lora_rank", 2.5, TypeError),
+        ("n_encoder_layers", -1, ValueError),
+        ("rope_theta", 0.0, ValueError),
+        ("q_lora_rank", 0, ValueError),
+        ("v_head_dim", 2.5, TypeError),
+        ("d_model", 8.0, TypeError),
+        ("n_heads", True, TypeError),
+        ("eps", "1e-5", TypeError),
+        ("norm", "batchnorm", ValueError),
+    ],
+)
 def test_a10_model_config_checks_optional_sizes(field, value, exc):
     # the one check rule: the wrong kind (2.5, 8.0, True, a string) is a TypeError
     mla = {"qk_rope_head_dim": 2} if field in ("kv_lora_rank", "q_lora_rank", "v_head_dim") else {}
@@ -247,21 +288,32 @@ def test_b_encoder_attention_mask():
     ref = model(ids, torch.tensor([[1, 1, 0]]))
     assert_close(model(ids, np.array([[1, 1, 0]])), ref, atol=0, rtol=0)
     for bad in ([[1, 2, 0]], [[1, 0.5, 0]]):
-        with pytest.raises(ValueError, match=r"attention_mask of shape \(1, 3\) must hold "
-                                             r"only 0 and 1; found"):
+        with pytest.raises(
+            ValueError,
+            match=r"attention_mask of shape \(1, 3\) must hold "
+            r"only 0 and 1; found",
+        ):
             model(ids, torch.tensor(bad))
 
 
-@pytest.mark.parametrize("hf,exc,match", [
-    (None, TypeError, "hf must be a dict"),
-    ({"hidden_size": None}, ValueError, "hidden_size"),
-    ({"hidden_size": 4096.7}, ValueError, "hidden_size"),
-    ({"hidden_act": "tanh"}, ValueError, "hidden_act"),
-    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, ValueError, "rope_scaling"),
-])
+@pytest.mark.parametrize(
+    "hf,exc,match",
+    [
+        (None, TypeError, "hf must be a dict"),
+        ({"hidden_size": None}, ValueError, "hidden_size"),
+        ({"hidden_size": 4096.7}, ValueError, "hidden_size"),
+        ({"hidden_act": "tanh"}, ValueError, "hidden_act"),
+        ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, ValueError, "rope_scaling"),
+    ],
+)
 def test_b_from_hf_config(hf, exc, match):
-    base = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
-            "intermediate_size": 128, "vocab_size": 10}
+    base = {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 1,
+        "intermediate_size": 128,
+        "vocab_size": 10,
+    }
     with pytest.raises(exc, match=match):
         ModelConfig.from_hf_config(None if hf is None else {**base, **hf})
 
@@ -275,8 +327,15 @@ def test_b_from_hf_config_nested_text_config():
 
 
 def _decoder(**kw):
-    cfg = dict(vocab_size=13, d_model=16, n_heads=2, n_layers=2, d_ff=32, positional="learned",
-               max_seq_len=16)
+    cfg = dict(
+        vocab_size=13,
+        d_model=16,
+        n_heads=2,
+        n_layers=2,
+        d_ff=32,
+        positional="learned",
+        max_seq_len=16,
+    )
     cfg.update(kw)
     torch.manual_seed(0)
     return DecoderOnlyModel(ModelConfig(**cfg))
@@ -302,8 +361,11 @@ def test_dropout_acts_in_training_mode_only():
 
 
 def test_dropout_reaches_every_stack_of_an_encoder_decoder():
-    model = build_model(BASE_TRANSFORMER.replace(vocab_size=10, d_model=16, n_heads=2,
-                                                 d_ff=32, n_layers=1, n_encoder_layers=1))
+    model = build_model(
+        BASE_TRANSFORMER.replace(
+            vocab_size=10, d_model=16, n_heads=2, d_ff=32, n_layers=1, n_encoder_layers=1
+        )
+    )
     p = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
     assert p == {0.1}  # Vaswani et al. section 5.4: P_drop = 0.1 for the base model
 
@@ -330,13 +392,21 @@ def test_learned_positions_are_the_library_table_in_every_model():
     # the parameter names the checkpoints use (BERT's position_embeddings.weight)
     from attnbook.pretrained import BertEmbeddings
 
-    kw = dict(vocab_size=13, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_seq_len=6,
-              positional="learned")
+    kw = dict(
+        vocab_size=13,
+        d_model=8,
+        n_heads=2,
+        n_layers=1,
+        d_ff=16,
+        max_seq_len=6,
+        positional="learned",
+    )
     tables = {
         "decoder": DecoderOnlyModel(ModelConfig(**kw)).embed.positions,
         "encoder": EncoderOnlyModel(ModelConfig(**kw, arch="encoder")).embed.positions,
-        "bert": BertEmbeddings(ModelConfig(**kw, arch="encoder", norm_first=False),
-                               2).position_embeddings,
+        "bert": BertEmbeddings(
+            ModelConfig(**kw, arch="encoder", norm_first=False), 2
+        ).position_embeddings,
     }
     ed = EncoderDecoderModel(ModelConfig(**kw, arch="encoder-decoder", n_encoder_layers=1))
     tables.update(source=ed.src_embed.positions, target=ed.tgt_embed.positions)
@@ -346,10 +416,17 @@ def test_learned_positions_are_the_library_table_in_every_model():
     assert "embed.positions.weight" in DecoderOnlyModel(ModelConfig(**kw)).state_dict()
 
 
-@pytest.mark.parametrize("field, value, exc", [
-    ("dropout", 1.0, ValueError), ("dropout", -0.1, ValueError), ("dropout", math.nan, ValueError),
-    ("dropout", "0.1", TypeError), ("embed_scale", 1, TypeError), ("embed_scale", "yes", TypeError),
-])
+@pytest.mark.parametrize(
+    "field, value, exc",
+    [
+        ("dropout", 1.0, ValueError),
+        ("dropout", -0.1, ValueError),
+        ("dropout", math.nan, ValueError),
+        ("dropout", "0.1", TypeError),
+        ("embed_scale", 1, TypeError),
+        ("embed_scale", "yes", TypeError),
+    ],
+)
 def test_dropout_and_embed_scale_are_validated(field, value, exc):
     with pytest.raises(exc, match=field):
         ModelConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8, **{field: value})

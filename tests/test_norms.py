@@ -27,10 +27,12 @@ def test_rms_norm_tiny_input_eps_matters():
 def test_rms_norm_vs_layer_norm_on_1234():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     # RMS = sqrt(30/4) = 2.7386...; LayerNorm: mean 2.5, biased var 1.25
-    assert_close(rms_norm(x, eps=0.0), [0.36514837, 0.73029674, 1.09544512, 1.46059349],
-                 atol=1e-8, rtol=0)
-    assert_close(layer_norm(x, eps=0.0), [-1.34164079, -0.4472136, 0.4472136, 1.34164079],
-                 atol=1e-8, rtol=0)
+    assert_close(
+        rms_norm(x, eps=0.0), [0.36514837, 0.73029674, 1.09544512, 1.46059349], atol=1e-8, rtol=0
+    )
+    assert_close(
+        layer_norm(x, eps=0.0), [-1.34164079, -0.4472136, 0.4472136, 1.34164079], atol=1e-8, rtol=0
+    )
 
 
 def test_layer_norm_one_hot():
@@ -59,8 +61,9 @@ def test_layer_norm_core_matches_formula_and_torch():
     got = layer_norm_core(x, w, b, 1e-5)
     assert np.isfinite(got).all()
     assert_close(got, expected, atol=1e-12, rtol=1e-12)
-    ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (8,), torch.from_numpy(w),
-                                         torch.from_numpy(b), eps=1e-5)
+    ref = torch.nn.functional.layer_norm(
+        torch.from_numpy(x), (8,), torch.from_numpy(w), torch.from_numpy(b), eps=1e-5
+    )
     assert_close(got, ref, atol=1e-12, rtol=1e-12)
     assert_close(layer_norm_core(x), layer_norm(x), atol=0, rtol=0)  # defaults: 1, 0, 1e-5
 
@@ -114,8 +117,9 @@ def test_float16_long_rows_within_twice_a_float32_rounding(kind):
         exact = x64 / np.sqrt((x64**2).mean(-1, keepdims=True) + 1e-6)
     assert got.dtype == np.float16 and np.isfinite(got).all()
     # plain: the exact answer rounded to float16
-    assert_low_precision_close(got, exact, plain=exact.astype(np.float16),
-                               floor=np.finfo(np.float16).eps)
+    assert_low_precision_close(
+        got, exact, plain=exact.astype(np.float16), floor=np.finfo(np.float16).eps
+    )
 
 
 # --- NumPy vs torch's modules ------------------------------------------------------------------
@@ -194,6 +198,7 @@ def test_low_precision_within_twice_plain_error(dtype, kind):
 
         def plain(t):
             return t / torch.sqrt((t * t).mean(-1, keepdim=True) + 1e-6)
+
     out = mod(x)
     assert out.dtype == dtype and torch.isfinite(out).all()
     assert_low_precision_close(out, exact, plain=plain(x), floor=torch.finfo(dtype).eps)

@@ -61,9 +61,12 @@ def read_package(package_dir: Path = PACKAGE_DIR, package: str = PACKAGE) -> dic
         if is_package:
             parts = parts[:-1]
         name = ".".join([package, *parts])
-        modules[name] = Module(name, is_package, path.read_text(encoding="utf-8"),
-                               path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT)
-                               else str(path))
+        modules[name] = Module(
+            name,
+            is_package,
+            path.read_text(encoding="utf-8"),
+            path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path),
+        )
     return modules
 
 
@@ -254,8 +257,11 @@ def literal_all(source: str) -> list[str] | None:
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
         ):
             names = list(ast.literal_eval(node.value))
-        elif (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
-              and node.target.id == "__all__"):
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "__all__"
+        ):
             names = (names or []) + list(ast.literal_eval(node.value))
     return names
 
@@ -266,16 +272,25 @@ def missing_from_all(modules: dict[str, Module], package: str = PACKAGE) -> list
     if listed is None:
         return [f"{package} has no __all__"]
     children = sorted(
-        name for name in modules
+        name
+        for name in modules
         if name.rpartition(".")[0] == package and not name.rpartition(".")[2].startswith("_")
     )
-    problems = [f"{package}.__all__ omits the module {child}" for child in children
-                if child.rpartition(".")[2] not in listed]
-    dangling = [n for n in listed if f"{package}.{n}" not in modules
-                and not re.search(rf"^(def|class)\s+{n}\b|^{n}\s*[:=]", modules[package].source,
-                                  flags=re.M)]
-    problems += [f"{package}.__all__ lists {n}, which is neither a module nor defined there"
-                 for n in dangling]
+    problems = [
+        f"{package}.__all__ omits the module {child}"
+        for child in children
+        if child.rpartition(".")[2] not in listed
+    ]
+    dangling = [
+        n
+        for n in listed
+        if f"{package}.{n}" not in modules
+        and not re.search(rf"^(def|class)\s+{n}\b|^{n}\s*[:=]", modules[package].source, flags=re.M)
+    ]
+    problems += [
+        f"{package}.__all__ lists {n}, which is neither a module nor defined there"
+        for n in dangling
+    ]
     return problems
 
 
@@ -300,14 +315,18 @@ def test_no_import_cycle(package):
 
 def test_no_private_name_crosses_a_module_boundary(package):
     problems = private_imports(package)
-    assert not problems, (
-        f"{len(problems)} private name(s) used across modules:\n  " + "\n  ".join(problems)
+    assert not problems, f"{len(problems)} private name(s) used across modules:\n  " + "\n  ".join(
+        problems
     )
 
 
 def test_package_all_lists_every_module(package):
-    problems = [p for name, mod in package.items() if mod.is_package
-                for p in missing_from_all(package, name)]
+    problems = [
+        p
+        for name, mod in package.items()
+        if mod.is_package
+        for p in missing_from_all(package, name)
+    ]
     assert not problems, "__init__.py of the package and its subpackages:\n  " + (
         "\n  ".join(problems)
     )
@@ -330,17 +349,19 @@ def fake_package(files: dict[str, str]) -> dict[str, Module]:
     return modules
 
 
-BROKEN = fake_package({
-    "__init__.py": '__all__ = ["a", "b", "ghost"]\n__version__ = "1"\n',
-    # a -> b at module level, b -> c inside a function, c -> a through the package: one cycle.
-    "a.py": "from . import b\nfrom .b import _helper, __doc__\n\ndef f():\n    return b._x\n",
-    "b.py": "import numpy\n\ndef g():\n    from attnbook.c import h\n    return h\n",
-    "c.py": "import attnbook.a as first\nfrom attnbook import __version__\n",
-    "_private.py": "from .c import _z  # a private module is still a module\n",
-    "sub/__init__.py": '"""Sub."""\nfrom ..a import _f\n',
-    "sub/leaf.py": "from .. import b\nfrom . import _hidden_helper\nx = b._y\n",
-    "clean.py": "from .a import f\nimport attnbook.b\nvalue = attnbook.b.g\n",
-})
+BROKEN = fake_package(
+    {
+        "__init__.py": '__all__ = ["a", "b", "ghost"]\n__version__ = "1"\n',
+        # a -> b at module level, b -> c inside a function, c -> a through the package: one cycle.
+        "a.py": "from . import b\nfrom .b import _helper, __doc__\n\ndef f():\n    return b._x\n",
+        "b.py": "import numpy\n\ndef g():\n    from attnbook.c import h\n    return h\n",
+        "c.py": "import attnbook.a as first\nfrom attnbook import __version__\n",
+        "_private.py": "from .c import _z  # a private module is still a module\n",
+        "sub/__init__.py": '"""Sub."""\nfrom ..a import _f\n',
+        "sub/leaf.py": "from .. import b\nfrom . import _hidden_helper\nx = b._y\n",
+        "clean.py": "from .a import f\nimport attnbook.b\nvalue = attnbook.b.g\n",
+    }
+)
 
 
 def test_import_reader_resolves_every_form():
@@ -392,12 +413,15 @@ def test_all_check_can_fail():
     assert "attnbook.__all__ lists ghost, which is neither a module nor defined there" in problems
     assert literal_all("__all__ = ['a']\n__all__ += ('b',)\n") == ["a", "b"]
     assert missing_from_all(fake_package({"__init__.py": "x = 1\n"})) == ["attnbook has no __all__"]
-    assert missing_from_all(BROKEN, "attnbook.sub") == [
-        "attnbook.sub has no __all__"
-    ]
-    sub = fake_package({"__init__.py": "__all__ = ['sub']\n",
-                        "sub/__init__.py": "__all__ = ['leaf']\n", "sub/leaf.py": "",
-                        "sub/other.py": ""})
+    assert missing_from_all(BROKEN, "attnbook.sub") == ["attnbook.sub has no __all__"]
+    sub = fake_package(
+        {
+            "__init__.py": "__all__ = ['sub']\n",
+            "sub/__init__.py": "__all__ = ['leaf']\n",
+            "sub/leaf.py": "",
+            "sub/other.py": "",
+        }
+    )
     assert missing_from_all(sub, "attnbook.sub") == [
         "attnbook.sub.__all__ omits the module attnbook.sub.other"
     ]
@@ -420,13 +444,19 @@ def twin_problems(modules: dict[str, Module]) -> list[str]:
             continue
         tree = ast.parse(module.source)
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "torch" or n.startswith("torch.") for n in names):
                 problems.append(f"{module.path}:{node.lineno}: {module.name} imports torch")
         if f"{PACKAGE}.{TORCH_HOME}" not in (ast.get_docstring(tree) or ""):
-            problems.append(f"{module.name}'s docstring does not name its torch twin, "
-                            f"{PACKAGE}.{TORCH_HOME}")
+            problems.append(
+                f"{module.name}'s docstring does not name its torch twin, {PACKAGE}.{TORCH_HOME}"
+            )
         if f"{PACKAGE}.{concept}" not in torch_doc:
             problems.append(f"{PACKAGE}.{TORCH_HOME}'s docstring does not name {module.name}")
     homes: dict[str, list[tuple[str, str]]] = {}
@@ -442,8 +472,10 @@ def twin_problems(modules: dict[str, Module]) -> list[str]:
             continue
         others = [m for m in where if m != f"{PACKAGE}.{TORCH_HOME}"]
         if len(others) != 1 or others[0] not in allowed or len(where) != 2:
-            problems.append(" and ".join(f"{m}.{n}" for m, n in places)
-                            + f": one building block, {len(where)} homes")
+            problems.append(
+                " and ".join(f"{m}.{n}" for m, n in places)
+                + f": one building block, {len(where)} homes"
+            )
     return problems
 
 
@@ -455,11 +487,13 @@ def test_each_building_block_has_one_numpy_and_one_torch_home(package):
 def test_twin_check_can_fail(package):
     broken = dict(package)
     rnn = broken["attnbook.rnn"]
-    broken["attnbook.rnn"] = Module(rnn.name, False, rnn.source + "\nclass RMSNorm:\n    pass\n",
-                                    rnn.path)
+    broken["attnbook.rnn"] = Module(
+        rnn.name, False, rnn.source + "\nclass RMSNorm:\n    pass\n", rnn.path
+    )
     norms = broken["attnbook.norms"]
-    broken["attnbook.norms"] = Module(norms.name, False, '"""Norms."""\nimport torch.nn\n',
-                                      norms.path)
+    broken["attnbook.norms"] = Module(
+        norms.name, False, '"""Norms."""\nimport torch.nn\n', norms.path
+    )
     assert twin_problems(broken) == [
         "lib/attnbook/norms.py:2: attnbook.norms imports torch",
         "attnbook.norms's docstring does not name its torch twin, attnbook.layers",

@@ -51,11 +51,13 @@ def test_out_of_blocks_raises_and_allocates_nothing():
     assert a.num_free == 0 and a.sequences == [0]
 
 
-@given(lengths=st.lists(st.integers(0, 100), min_size=1, max_size=10),
-       block_size=st.integers(1, 32))
+@given(
+    lengths=st.lists(st.integers(0, 100), min_size=1, max_size=10), block_size=st.integers(1, 32)
+)
 def test_waste_is_less_than_one_block_per_sequence(lengths, block_size):
-    a = paged.BlockAllocator(num_blocks=sum(math.ceil(n / block_size) for n in lengths) + 1,
-                             block_size=block_size)
+    a = paged.BlockAllocator(
+        num_blocks=sum(math.ceil(n / block_size) for n in lengths) + 1, block_size=block_size
+    )
     for i, n in enumerate(lengths):
         for _ in range(n):  # one token at a time, as in decoding
             a.append(i, 1)
@@ -92,24 +94,30 @@ def test_simulate_decoding_zero_output_request_is_freed_after_step_1():
     assert tr.used.tolist() == [8, 5, 0]
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: paged.BlockAllocator(0, 4), ValueError, "num_blocks"),
-    (lambda: paged.BlockAllocator(4, 1.5), TypeError, "block_size"),
-    (lambda: paged.BlockAllocator(4, 4).append("x", -1), ValueError, "n_tokens"),
-    (lambda: paged.BlockAllocator(4, 4).free("x"), KeyError, "unknown sequence"),
-    (lambda: paged.BlockAllocator(4, 4).block_table("x"), KeyError, "unknown sequence"),
-    (lambda: paged.contiguous_reserved_slots([3, 9], 8), ValueError, "exceed max_seq_len"),
-    (lambda: paged.paged_reserved_slots([[1, 2]], 8), ValueError, "seq_lens"),
-    (lambda: paged.paged_reserved_slots([True], 8), TypeError, "seq_lens"),
-    (lambda: paged.BlockAllocator(4, 4).append("x", 1.0), TypeError, "n_tokens"),
-    (lambda: paged.simulate_decoding([], []), ValueError, "at least one request"),
-    (lambda: paged.paged_reserved_slots([1.5], 8), TypeError, "seq_lens"),
-    (lambda: paged.simulate_decoding([3], [2, 2]), ValueError, "output_lens"),
-    (lambda: paged.simulate_decoding([0], [2]), ValueError, "prompt"),
-    (lambda: paged.simulate_decoding([6], [4], max_seq_len=8), ValueError, "max_seq_len"),
-    (lambda: paged.simulate_decoding([6, 6], [2, 2], block_size=4, num_blocks=3), MemoryError,
-     "blocks"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: paged.BlockAllocator(0, 4), ValueError, "num_blocks"),
+        (lambda: paged.BlockAllocator(4, 1.5), TypeError, "block_size"),
+        (lambda: paged.BlockAllocator(4, 4).append("x", -1), ValueError, "n_tokens"),
+        (lambda: paged.BlockAllocator(4, 4).free("x"), KeyError, "unknown sequence"),
+        (lambda: paged.BlockAllocator(4, 4).block_table("x"), KeyError, "unknown sequence"),
+        (lambda: paged.contiguous_reserved_slots([3, 9], 8), ValueError, "exceed max_seq_len"),
+        (lambda: paged.paged_reserved_slots([[1, 2]], 8), ValueError, "seq_lens"),
+        (lambda: paged.paged_reserved_slots([True], 8), TypeError, "seq_lens"),
+        (lambda: paged.BlockAllocator(4, 4).append("x", 1.0), TypeError, "n_tokens"),
+        (lambda: paged.simulate_decoding([], []), ValueError, "at least one request"),
+        (lambda: paged.paged_reserved_slots([1.5], 8), TypeError, "seq_lens"),
+        (lambda: paged.simulate_decoding([3], [2, 2]), ValueError, "output_lens"),
+        (lambda: paged.simulate_decoding([0], [2]), ValueError, "prompt"),
+        (lambda: paged.simulate_decoding([6], [4], max_seq_len=8), ValueError, "max_seq_len"),
+        (
+            lambda: paged.simulate_decoding([6, 6], [2, 2], block_size=4, num_blocks=3),
+            MemoryError,
+            "blocks",
+        ),
+    ],
+)
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()

@@ -40,7 +40,7 @@ def test_sinusoidal_odd_ends_on_sine_and_row0():
     pe = sinusoidal_encoding(3, 5)
     assert_close(pe[0], [0, 1, 0, 1, 0], atol=0, rtol=0)
     # last column (dim 4, i = 2): sin(pos / 10000^(4/5))
-    assert_close(pe[:, 4], np.sin(np.arange(3) / 10000 ** 0.8), atol=1e-15, rtol=0)
+    assert_close(pe[:, 4], np.sin(np.arange(3) / 10000**0.8), atol=1e-15, rtol=0)
 
 
 def test_sinusoidal_relative_position_is_linear_map():
@@ -68,8 +68,7 @@ def test_sinusoidal_bad_args():
 
 def test_rope_hand_values_interleaved_and_half_split():
     pos = np.array([1])
-    assert_close(apply_rope(X[None], pos, interleaved=True)[0], INTERLEAVED_POS1,
-                 atol=5e-8, rtol=0)
+    assert_close(apply_rope(X[None], pos, interleaved=True)[0], INTERLEAVED_POS1, atol=5e-8, rtol=0)
     assert_close(apply_rope(X[None], pos)[0], HALF_SPLIT_POS1, atol=5e-8, rtol=0)
 
 
@@ -82,8 +81,12 @@ def test_rope_pairings_differ_by_permutation_0213():
     inter = apply_rope(x[:, perm], pos, interleaved=True)[:, perm]
     assert_close(half, inter, atol=1e-14, rtol=0)
     # the hand values: half-split of x equals interleaved of x[perm], permuted back
-    assert_close(apply_rope(X[perm][None], np.array([1]), interleaved=True)[0][perm],
-                 HALF_SPLIT_POS1, atol=5e-8, rtol=0)
+    assert_close(
+        apply_rope(X[perm][None], np.array([1]), interleaved=True)[0][perm],
+        HALF_SPLIT_POS1,
+        atol=5e-8,
+        rtol=0,
+    )
 
 
 @pytest.mark.parametrize("interleaved", [False, True])
@@ -113,16 +116,23 @@ def test_rope_frequencies():
 
 @settings(max_examples=25)
 @given(
-    m=st.integers(0, 200), n=st.integers(0, 200), shift=st.integers(0, 500),
-    interleaved=st.booleans(), seed=st.integers(0, 2**16),
+    m=st.integers(0, 200),
+    n=st.integers(0, 200),
+    shift=st.integers(0, 500),
+    interleaved=st.booleans(),
+    seed=st.integers(0, 2**16),
 )
 def test_rope_scores_depend_only_on_m_minus_n(m, n, shift, interleaved, seed):
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(1, 8)), rng.normal(size=(1, 8))
-    s1 = apply_rope(q, np.array([m]), interleaved=interleaved) @ apply_rope(
-        k, np.array([n]), interleaved=interleaved).T
-    s2 = apply_rope(q, np.array([m + shift]), interleaved=interleaved) @ apply_rope(
-        k, np.array([n + shift]), interleaved=interleaved).T
+    s1 = (
+        apply_rope(q, np.array([m]), interleaved=interleaved)
+        @ apply_rope(k, np.array([n]), interleaved=interleaved).T
+    )
+    s2 = (
+        apply_rope(q, np.array([m + shift]), interleaved=interleaved)
+        @ apply_rope(k, np.array([n + shift]), interleaved=interleaved).T
+    )
     assert abs(s1.item() - s2.item()) < 1e-9
 
 
@@ -140,8 +150,9 @@ def test_torch_rope_matches_numpy(interleaved):
     expected = apply_rope(x, pos[:, None, :], interleaved=interleaved)
     got = layers.apply_rope(torch.from_numpy(x), torch.from_numpy(pos), interleaved=interleaved)
     assert_close(got, expected, atol=1e-12, rtol=0)
-    got32 = layers.apply_rope(torch.from_numpy(x).float(), torch.from_numpy(pos),
-                              interleaved=interleaved)
+    got32 = layers.apply_rope(
+        torch.from_numpy(x).float(), torch.from_numpy(pos), interleaved=interleaved
+    )
     assert got32.dtype == torch.float32
     assert_close(got32, expected, atol=1e-5, rtol=0)
 
@@ -208,8 +219,7 @@ def test_apply_rope_core_matches_rotation_matrices(interleaved):
 def test_apply_rope_core_hand_values():
     # D = 4 at position 1: theta = [1, 0.01]; the pairs (a, b) -> (a cos - b sin, a sin + b cos)
     cos, sin = np.cos([1.0, 0.01]), np.sin([1.0, 0.01])
-    assert_close(positional.apply_rope_core(X, cos, sin, True), INTERLEAVED_POS1,
-                 atol=5e-8, rtol=0)
+    assert_close(positional.apply_rope_core(X, cos, sin, True), INTERLEAVED_POS1, atol=5e-8, rtol=0)
     assert_close(positional.apply_rope_core(X, cos, sin), HALF_SPLIT_POS1, atol=5e-8, rtol=0)
 
 
@@ -272,22 +282,31 @@ def test_positions_may_not_enlarge_the_output():
 # --- arguments: the one check layer ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda: sinusoidal_encoding(4, 8, base=1.0), ValueError, "base"),
-    (lambda: sinusoidal_encoding(4, 8, base=np.inf), ValueError, "base"),
-    (lambda: sinusoidal_encoding(4, 8, base="1e4"), TypeError, "base"),
-    (lambda: sinusoidal_encoding(4, 8, base=True), TypeError, "base"),
-    (lambda: sinusoidal_encoding(-1, 8), ValueError, "seq_len"),
-    (lambda: rope_frequencies(2.0), TypeError, "head_dim"),
-    (lambda: rope_frequencies(0), ValueError, "head_dim"),
-    (lambda: apply_rope(np.zeros((4, 4)), np.arange(4), interleaved=1), TypeError,
-     "interleaved"),
-    (lambda: apply_rope(np.array([["a", "b"]]), np.arange(1)), TypeError, "x"),
-    (lambda: apply_rope(np.zeros(4), np.arange(1)), ValueError, r"\(4,\)"),
-    (lambda: apply_rope(np.zeros((4, 4)), np.array([0, 1, -2, 3])), ValueError,
-     "positions must be >= 0"),
-    (lambda: apply_rope(np.zeros((4, 4)), np.ones(4, dtype=bool)), TypeError, "positions"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: sinusoidal_encoding(4, 8, base=1.0), ValueError, "base"),
+        (lambda: sinusoidal_encoding(4, 8, base=np.inf), ValueError, "base"),
+        (lambda: sinusoidal_encoding(4, 8, base="1e4"), TypeError, "base"),
+        (lambda: sinusoidal_encoding(4, 8, base=True), TypeError, "base"),
+        (lambda: sinusoidal_encoding(-1, 8), ValueError, "seq_len"),
+        (lambda: rope_frequencies(2.0), TypeError, "head_dim"),
+        (lambda: rope_frequencies(0), ValueError, "head_dim"),
+        (
+            lambda: apply_rope(np.zeros((4, 4)), np.arange(4), interleaved=1),
+            TypeError,
+            "interleaved",
+        ),
+        (lambda: apply_rope(np.array([["a", "b"]]), np.arange(1)), TypeError, "x"),
+        (lambda: apply_rope(np.zeros(4), np.arange(1)), ValueError, r"\(4,\)"),
+        (
+            lambda: apply_rope(np.zeros((4, 4)), np.array([0, 1, -2, 3])),
+            ValueError,
+            "positions must be >= 0",
+        ),
+        (lambda: apply_rope(np.zeros((4, 4)), np.ones(4, dtype=bool)), TypeError, "positions"),
+    ],
+)
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -295,8 +314,12 @@ def test_bad_arguments(call, exc, match):
 
 def test_scalar_arrays_and_numpy_integers_are_accepted():
     expected = sinusoidal_encoding(4, 6, base=100.0)
-    assert_close(sinusoidal_encoding(np.int64(4), np.array(6), base=np.array(100.0)), expected,
-                 atol=0, rtol=0)
+    assert_close(
+        sinusoidal_encoding(np.int64(4), np.array(6), base=np.array(100.0)),
+        expected,
+        atol=0,
+        rtol=0,
+    )
     # a boolean x is read as 0/1 numbers (the one rule: as_float_array)
     got = apply_rope(np.ones((2, 4), dtype=bool), np.arange(2))
     assert got.dtype == np.float64
@@ -325,15 +348,18 @@ def test_rope_offset_scores_is_the_mean_cosine():
     assert got[0] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: positional.rope_pair_path([0, 1], 8, 16), ValueError, "pair"),
-    (lambda: positional.rope_pair_path([0, 1], 1.0, 16), TypeError, "pair"),
-    (lambda: positional.rope_pair_path([[0, 1]], 1, 16), ValueError, "positions"),
-    (lambda: positional.rope_pair_path([-1], 1, 16), ValueError, "positions"),
-    (lambda: positional.rope_pair_path([0], 1, 15), ValueError, "head_dim"),
-    (lambda: positional.rope_offset_scores([0.5], 16), TypeError, "offsets"),
-    (lambda: positional.rope_offset_scores([0], 16, base=1.0), ValueError, "base"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: positional.rope_pair_path([0, 1], 8, 16), ValueError, "pair"),
+        (lambda: positional.rope_pair_path([0, 1], 1.0, 16), TypeError, "pair"),
+        (lambda: positional.rope_pair_path([[0, 1]], 1, 16), ValueError, "positions"),
+        (lambda: positional.rope_pair_path([-1], 1, 16), ValueError, "positions"),
+        (lambda: positional.rope_pair_path([0], 1, 15), ValueError, "head_dim"),
+        (lambda: positional.rope_offset_scores([0.5], 16), TypeError, "offsets"),
+        (lambda: positional.rope_offset_scores([0], 16, base=1.0), ValueError, "base"),
+    ],
+)
 def test_explorer_computations_refuse_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()

@@ -72,8 +72,11 @@ def hf_attentions():
         with torch.no_grad():
             out = m(**enc, output_attentions=True)
         w = torch.stack([a[0] for a in out.attentions]).numpy()  # (layers, H, T, T)
-        return (tok.convert_ids_to_tokens(enc["input_ids"][0].tolist()), w,
-                out.last_hidden_state[0].numpy())
+        return (
+            tok.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
+            w,
+            out.last_hidden_state[0].numpy(),
+        )
 
     return run
 
@@ -85,16 +88,21 @@ def hf_attentions():
 def test_embeddings_equal_sentence_transformers(model, st_model):
     """A padded batch, and a > 256-piece input (truncated), vs sentence-transformers."""
     ours = np.concatenate([model.encode(SENTENCES), model.encode([LONG])])
-    ref = np.concatenate([st_model.encode(SENTENCES, convert_to_numpy=True),
-                          st_model.encode([LONG], convert_to_numpy=True)])
+    ref = np.concatenate(
+        [
+            st_model.encode(SENTENCES, convert_to_numpy=True),
+            st_model.encode([LONG], convert_to_numpy=True),
+        ]
+    )
     assert ours.shape == (len(SENTENCES) + 1, 384) and ours.dtype == np.float32
     assert np.isfinite(ours).all()
     diff = float(np.abs(ours - ref).max())
     print(f"largest |embedding - sentence-transformers| = {diff:.3g}")
     assert diff <= ATOL, diff
     # unit length (Normalize module), in float64
-    assert_close(np.linalg.norm(ours.astype(np.float64), axis=1), np.ones(len(ours)),
-                 atol=1e-6, rtol=0)
+    assert_close(
+        np.linalg.norm(ours.astype(np.float64), axis=1), np.ones(len(ours)), atol=1e-6, rtol=0
+    )
     # the pair is not trivially identical: the last word changes the embedding
     assert np.abs(ours[0] - ours[1]).max() > 1e-3
 
@@ -185,8 +193,9 @@ def test_referent_attention_matches_reference_and_report(model, hf_attentions):
     for layer, head, p0, p1 in flips:
         assert p0 * p1 < 0
         assert p0 == pytest.approx(float(ref_pref[0, layer, head]), abs=1e-6)
-    n_expected = int(((ref_pref[0] > 0) & (ref_pref[1] < 0) | (ref_pref[0] < 0) & (ref_pref[1] > 0))
-                     .sum())
+    n_expected = int(
+        ((ref_pref[0] > 0) & (ref_pref[1] < 0) | (ref_pref[0] < 0) & (ref_pref[1] > 0)).sum()
+    )
     assert len(flips) == n_expected
     # a margin can only remove heads
     assert set(ra.flipped_heads(0.05)) <= set(flips)
@@ -198,8 +207,7 @@ def test_referent_attention_hand_built():
     w[0, :, 0, 0], w[1, :, 0, 0] = (0.6, 0.1), (0.1, 0.5)  # animal -> street: flips
     w[0, :, 0, 1], w[1, :, 0, 1] = (0.3, 0.2), (0.4, 0.1)  # animal both times
     w[0, :, 0, 2], w[1, :, 0, 2] = (0.20, 0.19), (0.19, 0.20)  # tiny flip
-    ra = pretrained.ReferentAttention(("a", "b"), "it", ("animal", "street"),
-                                      (("a",), ("b",)), w)
+    ra = pretrained.ReferentAttention(("a", "b"), "it", ("animal", "street"), (("a",), ("b",)), w)
     heads = [(layer, head) for layer, head, _, _ in ra.flipped_heads()]
     assert heads == [(0, 0), (0, 2)]
     assert [(lay, h) for lay, h, _, _ in ra.flipped_heads(margin=0.05)] == [(0, 0)]
@@ -209,8 +217,9 @@ def test_referent_attention_hand_built():
     with pytest.raises(TypeError, match="margin"):
         ra.flipped_heads("0.1")
     with pytest.raises(ValueError, match="two candidates"):
-        _ = pretrained.ReferentAttention(("a",), "it", ("x",), (("a",),),
-                                         np.zeros((1, 1, 1, 1))).preference
+        _ = pretrained.ReferentAttention(
+            ("a",), "it", ("x",), (("a",),), np.zeros((1, 1, 1, 1))
+        ).preference
 
 
 # -- loading, caching, bad input ---------------------------------------------------------------
@@ -223,15 +232,21 @@ def test_load_minilm_is_cached_frozen_and_built_from_attnbook(model):
     assert pretrained.load_minilm() is model
     assert not model.training
     assert not any(p.requires_grad for p in model.parameters())
-    assert all(isinstance(layer, TransformerBlock) and not layer.norm_first
-               for layer in model.layers)
+    assert all(
+        isinstance(layer, TransformerBlock) and not layer.norm_first for layer in model.layers
+    )
     assert isinstance(model.layers[0].self_attn, MultiHeadAttention)
     assert isinstance(model.embeddings.norm, LayerNorm) and model.embeddings.norm.eps == 1e-12
     hf_cfg = json.loads((pretrained.minilm_dir() / "config.json").read_text())
     c = model.config
     assert (c.d_model, c.n_heads, c.n_layers, c.d_ff, c.vocab_size, c.max_seq_len) == (
-        hf_cfg["hidden_size"], hf_cfg["num_attention_heads"], hf_cfg["num_hidden_layers"],
-        hf_cfg["intermediate_size"], hf_cfg["vocab_size"], hf_cfg["max_position_embeddings"])
+        hf_cfg["hidden_size"],
+        hf_cfg["num_attention_heads"],
+        hf_cfg["num_hidden_layers"],
+        hf_cfg["intermediate_size"],
+        hf_cfg["vocab_size"],
+        hf_cfg["max_position_embeddings"],
+    )
     assert model.max_seq_length == 256
 
 
@@ -286,14 +301,17 @@ def test_bert_config_from_hf_rejects_what_it_cannot_build():
     hf_cfg = json.loads((pretrained.minilm_dir() / "config.json").read_text())
     cfg, n_types = pretrained.bert_config_from_hf(hf_cfg)
     assert n_types == 2 and cfg.eps == 1e-12 and cfg.ffn == "gelu" and not cfg.norm_first
-    for change, word in (({"model_type": "roberta"}, "model_type"),
-                         ({"hidden_act": "gelu_new"}, "hidden_act"),
-                         ({"position_embedding_type": "relative_key"}, "position_embedding")):
+    for change, word in (
+        ({"model_type": "roberta"}, "model_type"),
+        ({"hidden_act": "gelu_new"}, "hidden_act"),
+        ({"position_embedding_type": "relative_key"}, "position_embedding"),
+    ):
         with pytest.raises(ValueError, match=word):
             pretrained.bert_config_from_hf({**hf_cfg, **change})
     with pytest.raises(ValueError, match="intermediate_size"):
-        pretrained.bert_config_from_hf({k: v for k, v in hf_cfg.items()
-                                        if k != "intermediate_size"})
+        pretrained.bert_config_from_hf(
+            {k: v for k, v in hf_cfg.items() if k != "intermediate_size"}
+        )
 
 
 def test_load_rejects_missing_files_and_wrong_shapes(tmp_path):
@@ -306,8 +324,10 @@ def test_load_rejects_missing_files_and_wrong_shapes(tmp_path):
         (tmp_path / f).symlink_to(src / f)
     (tmp_path / "1_Pooling").mkdir()
     (tmp_path / "1_Pooling" / "config.json").symlink_to(src / "1_Pooling" / "config.json")
-    save_file({"encoder.layer.0.attention.self.query.weight": torch.zeros(384, 383)},
-              str(tmp_path / "model.safetensors"))
+    save_file(
+        {"encoder.layer.0.attention.self.query.weight": torch.zeros(384, 383)},
+        str(tmp_path / "model.safetensors"),
+    )
     with pytest.raises(ValueError, match=r"\(384, 383\)"):
         pretrained.load_minilm(str(tmp_path))
 
@@ -359,19 +379,26 @@ def test_cosine_similarity_hand_values_and_float64_formula():
     b = rng.standard_normal((3, 16))
     got = pretrained.cosine_similarity(a, b)  # broadcasts to (5, 3)
     assert got.shape == (5, 3) and got.dtype == np.float64
-    ref = np.array([[np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y))
-                     for y in b.astype(np.float64)] for x in a[:, 0].astype(np.float64)])
+    ref = np.array(
+        [
+            [np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y)) for y in b.astype(np.float64)]
+            for x in a[:, 0].astype(np.float64)
+        ]
+    )
     assert_close(got, ref, atol=1e-14, rtol=0)
 
 
-@pytest.mark.parametrize("a, b, exc, match", [
-    ([1.0, 0.0], [1.0, 0.0, 0.0], ValueError, "same length"),
-    (1.0, [1.0], ValueError, "same length"),
-    (np.ones((2, 3)), np.ones((4, 3)), ValueError, "do not broadcast"),
-    ([0.0, 0.0], [1.0, 0.0], ValueError, "a of shape .* zero vector"),
-    ([1.0, 0.0], [np.nan, 0.0], ValueError, "b of shape"),
-    (["x", "y"], [1.0, 0.0], TypeError, "a must"),
-])
+@pytest.mark.parametrize(
+    "a, b, exc, match",
+    [
+        ([1.0, 0.0], [1.0, 0.0, 0.0], ValueError, "same length"),
+        (1.0, [1.0], ValueError, "same length"),
+        (np.ones((2, 3)), np.ones((4, 3)), ValueError, "do not broadcast"),
+        ([0.0, 0.0], [1.0, 0.0], ValueError, "a of shape .* zero vector"),
+        ([1.0, 0.0], [np.nan, 0.0], ValueError, "b of shape"),
+        (["x", "y"], [1.0, 0.0], TypeError, "a must"),
+    ],
+)
 def test_cosine_similarity_rejects_bad_input(a, b, exc, match):
     with pytest.raises(exc, match=match):
         pretrained.cosine_similarity(a, b)
@@ -392,8 +419,9 @@ def test_sense_similarity_equals_independent_recomputation(model, hf_hidden):
         for ci, c in enumerate(pretrained.APPLE_CONTEXTS):
             tokens, h = hf_hidden(c)
             v = h[:, tokens.index("apple")].astype(np.float64)  # (7, d)
-            ref = (v * anchor).sum(-1) / (np.linalg.norm(v, axis=-1)
-                                          * np.linalg.norm(anchor, axis=-1))
+            ref = (v * anchor).sum(-1) / (
+                np.linalg.norm(v, axis=-1) * np.linalg.norm(anchor, axis=-1)
+            )
             assert_close(r.similarity[ci, si], ref, atol=1e-5, rtol=0)
     assert_close(r.margin, r.similarity[:, 0] - r.similarity[:, 1], atol=0, rtol=0)
 
@@ -410,14 +438,17 @@ def test_word_vectors_and_uncased_apple(model, hf_hidden):
     assert_close(a, h[:, tokens.index("apple")], atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(contexts=()), ValueError, "contexts must not be empty"),
-    (dict(contexts="I ate an apple."), TypeError, "contexts"),
-    (dict(senses=("fruit", 3)), TypeError, r"senses\[1\]"),
-    (dict(templates=("no slot",)), ValueError, r"templates\[0\]"),
-    (dict(word=b"apple"), TypeError, "word"),
-    (dict(contexts=("I ate a pear.",)), ValueError, "'apple' is not among"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(contexts=()), ValueError, "contexts must not be empty"),
+        (dict(contexts="I ate an apple."), TypeError, "contexts"),
+        (dict(senses=("fruit", 3)), TypeError, r"senses\[1\]"),
+        (dict(templates=("no slot",)), ValueError, r"templates\[0\]"),
+        (dict(word=b"apple"), TypeError, "word"),
+        (dict(contexts=("I ate a pear.",)), ValueError, "'apple' is not among"),
+    ],
+)
 def test_sense_similarity_rejects_bad_input(model, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         pretrained.sense_similarity(model=model, **kwargs)
@@ -428,8 +459,9 @@ def test_sense_similarity_rejects_bad_input(model, kwargs, exc, match):
     with pytest.raises(ValueError, match="occurrence 1"):
         pretrained.word_vectors("I ate an apple.", "apple", occurrence=1, model=model)
     with pytest.raises(ValueError, match="fewer than two|need two"):
-        _ = pretrained.SenseSimilarity(("x",), "apple", ("fruit",), (("a",),),
-                                       np.zeros((1, 1, 7))).margin
+        _ = pretrained.SenseSimilarity(
+            ("x",), "apple", ("fruit",), (("a",),), np.zeros((1, 1, 7))
+        ).margin
 
 
 def test_cosine_similarity_at_extreme_magnitudes():
@@ -441,41 +473,82 @@ def test_cosine_similarity_at_extreme_magnitudes():
     assert pretrained.cosine_similarity([1e-200, 0.0], [1.0, 0.0]) == 1.0
     got = pretrained.cosine_similarity([1e-160, 1e-160], [1e-160, 0.0])
     assert abs(got - 2**-0.5) < 1e-15
-    got = pretrained.cosine_similarity([[1e-300, 1e-300], [3e300, 4e300]],
-                                       [[1.0, 0.0], [4.0, 3.0]])
+    got = pretrained.cosine_similarity([[1e-300, 1e-300], [3e300, 4e300]], [[1.0, 0.0], [4.0, 3.0]])
     assert_close(got, np.array([2**-0.5, 24 / 25]), atol=1e-15, rtol=0)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda m: pretrained.word_vectors("I ate an apple.", "apple", model="minilm"), TypeError,
-     "model must be a BertEncoder"),
-    (lambda m: pretrained.sense_similarity(model=3), TypeError, "model must be a BertEncoder"),
-    (lambda m: pretrained.attention_of_token("it is", "it", model=[m]), TypeError,
-     "model must be a BertEncoder"),
-    (lambda m: pretrained.referent_attention(model="x"), TypeError,
-     "model must be a BertEncoder"),
-    (lambda m: pretrained.word_vectors("apple", None, model=m), TypeError,
-     "word must be a string, got None"),
-    (lambda m: pretrained.word_vectors(None, "apple", model=m), TypeError,
-     "sentence must be a string"),
-    (lambda m: pretrained.sense_similarity(templates=["the {} and {x}"], model=m), ValueError,
-     r"templates\[0\] must hold exactly one '\{\}' and no other"),
-    (lambda m: pretrained.sense_similarity(templates=["ok {}.", "{} {0}"], model=m),
-     ValueError, r"templates\[1\] must hold exactly one"),
-    (lambda m: pretrained.sense_similarity(templates=["{0}"], model=m), ValueError,
-     r"templates\[0\]"),
-    (lambda m: pretrained.sense_similarity(templates=["{}}"], model=m), ValueError,
-     r"templates\[0\] is not a format string"),
-    (lambda m: pretrained.sense_similarity(templates=["{{}}"], model=m), ValueError,
-     r"templates\[0\] must hold exactly one"),
-    (lambda m: m.hidden_states("a\ud800"), ValueError,
-     r"sentence holds a lone surrogate '\\ud800' at index 1"),
-    (lambda m: m.attentions("\udfff"), ValueError, "sentence holds a lone surrogate"),
-    (lambda m: m.encode(["fine", "a\ud800"]), ValueError,
-     r"sentences\[1\] holds a lone surrogate"),
-    (lambda m: pretrained.sense_similarity(contexts=["an apple\ud800"], model=m), ValueError,
-     r"contexts\[0\] holds a lone surrogate"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (
+            lambda m: pretrained.word_vectors("I ate an apple.", "apple", model="minilm"),
+            TypeError,
+            "model must be a BertEncoder",
+        ),
+        (lambda m: pretrained.sense_similarity(model=3), TypeError, "model must be a BertEncoder"),
+        (
+            lambda m: pretrained.attention_of_token("it is", "it", model=[m]),
+            TypeError,
+            "model must be a BertEncoder",
+        ),
+        (
+            lambda m: pretrained.referent_attention(model="x"),
+            TypeError,
+            "model must be a BertEncoder",
+        ),
+        (
+            lambda m: pretrained.word_vectors("apple", None, model=m),
+            TypeError,
+            "word must be a string, got None",
+        ),
+        (
+            lambda m: pretrained.word_vectors(None, "apple", model=m),
+            TypeError,
+            "sentence must be a string",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(templates=["the {} and {x}"], model=m),
+            ValueError,
+            r"templates\[0\] must hold exactly one '\{\}' and no other",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(templates=["ok {}.", "{} {0}"], model=m),
+            ValueError,
+            r"templates\[1\] must hold exactly one",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(templates=["{0}"], model=m),
+            ValueError,
+            r"templates\[0\]",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(templates=["{}}"], model=m),
+            ValueError,
+            r"templates\[0\] is not a format string",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(templates=["{{}}"], model=m),
+            ValueError,
+            r"templates\[0\] must hold exactly one",
+        ),
+        (
+            lambda m: m.hidden_states("a\ud800"),
+            ValueError,
+            r"sentence holds a lone surrogate '\\ud800' at index 1",
+        ),
+        (lambda m: m.attentions("\udfff"), ValueError, "sentence holds a lone surrogate"),
+        (
+            lambda m: m.encode(["fine", "a\ud800"]),
+            ValueError,
+            r"sentences\[1\] holds a lone surrogate",
+        ),
+        (
+            lambda m: pretrained.sense_similarity(contexts=["an apple\ud800"], model=m),
+            ValueError,
+            r"contexts\[0\] holds a lone surrogate",
+        ),
+    ],
+)
 def test_bad_model_word_templates_and_surrogates_are_named(model, call, exc, match):
     with pytest.raises(exc, match=match):
         call(model)
@@ -483,6 +556,10 @@ def test_bad_model_word_templates_and_surrogates_are_named(model, call, exc, mat
 
 def test_templates_may_hold_literal_braces(model):
     # A literal brace pair '{{' '}}' around the one '{}' is allowed (it is not a field).
-    r = pretrained.sense_similarity(contexts=("I ate an apple.",), senses=("fruit",),
-                                    templates=("{{note}} the {}.",), model=model)
+    r = pretrained.sense_similarity(
+        contexts=("I ate an apple.",),
+        senses=("fruit",),
+        templates=("{{note}} the {}.",),
+        model=model,
+    )
     assert r.anchor_sentences == (("{note} the fruit.",),)

@@ -17,8 +17,10 @@ def english(monkeypatch):
 def test_say_makes_each_language_from_the_catalog(english):
     # printed-listings.po: "The full class: {name}" -> "完整的类：{name}" (written by hand).
     out = say("The full class: {name}", name="attnbook.layers.X")
-    assert out.texts == {"en": "The full class: attnbook.layers.X",
-                         "zh_CN": "完整的类：attnbook.layers.X"}
+    assert out.texts == {
+        "en": "The full class: attnbook.layers.X",
+        "zh_CN": "完整的类：attnbook.layers.X",
+    }
     assert out.untranslated == frozenset()
     assert str(out) == repr(out) == "The full class: attnbook.layers.X"
 
@@ -32,8 +34,10 @@ def test_a_message_the_catalogs_lack_prints_in_english_and_is_listed(english):
 def test_a_printed_phrase_is_put_in_as_each_languages_text(english):
     inner = say("The full class: {name}", name="A")
     out = say("The full public function: {name}", name=inner)
-    assert out.texts == {"en": "The full public function: The full class: A",
-                         "zh_CN": "完整的公开函数：完整的类：A"}
+    assert out.texts == {
+        "en": "The full public function: The full class: A",
+        "zh_CN": "完整的公开函数：完整的类：A",
+    }
     missing = say("The full class: {name}", name=say("zz no such phrase"))
     assert missing.untranslated == {"zz no such phrase"}
 
@@ -54,9 +58,11 @@ def test_the_text_shown_follows_the_readers_language(english, monkeypatch):
 def test_during_a_book_build_every_edition_is_carried(english, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
     payload = say("no such message")._repr_mimebundle_()[edition_outputs.MIME]
-    assert payload == {"kind": "text/plain",
-                       "editions": {"en": "no such message", "zh_CN": "no such message"},
-                       "untranslated": ["no such message"]}
+    assert payload == {
+        "kind": "text/plain",
+        "editions": {"en": "no such message", "zh_CN": "no such message"},
+        "untranslated": ["no such message"],
+    }
 
 
 def test_adding_printed_texts_joins_lines_per_language(english):
@@ -79,16 +85,18 @@ def test_printed_needs_every_language():
 def test_table_pads_columns_to_the_widest_cell_counting_wide_characters(english):
     # Headings no catalog has: English in both, and listed.
     out = table(["zz rank", "zz share"], [[4, 0.5], [64, 0.25]], formats=["d", ".2f"])
-    assert out.texts["en"] == ("zz rank  zz share\n"
-                               "      4      0.50\n"
-                               "     64      0.25")
+    assert out.texts["en"] == ("zz rank  zz share\n      4      0.50\n     64      0.25")
     assert out.untranslated == {"zz rank", "zz share"}
 
 
 def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
-    monkeypatch.setattr(i18n.Labels, "__call__",
-                        lambda self, m, **v: ({"en": m, "zh_CN": "权重"}[self.language]
-                                              if m == "weight" else m.format(**v)))
+    monkeypatch.setattr(
+        i18n.Labels,
+        "__call__",
+        lambda self, m, **v: (
+            {"en": m, "zh_CN": "权重"}[self.language] if m == "weight" else m.format(**v)
+        ),
+    )
     out = table(["weight", "n"], [[1, 2]])
     # "权重" is 4 columns wide: the number under it is right-aligned to 4, not 2.
     assert out.texts["zh_CN"] == "权重  n\n   1  2"
@@ -98,9 +106,9 @@ def test_table_counts_a_chinese_character_as_two_columns(english, monkeypatch):
 def test_a_printed_cell_shows_each_languages_text(english):
     cell = say("The full class: {name}", name="A")
     out = table(["zz who", "n"], [[cell, 1], [say("zz no such word"), 22]])
-    assert out.texts["en"] == ("zz who              n\n"
-                               "The full class: A   1\n"
-                               "zz no such word    22")
+    assert out.texts["en"] == (
+        "zz who              n\nThe full class: A   1\nzz no such word    22"
+    )
     # "完整的类：A" is 11 columns wide, "zz no such word" 15: 4 spaces of padding.
     assert out.texts["zh_CN"].splitlines()[1] == "完整的类：A       1"
     # The words' own misses are listed with the headings'.
@@ -118,32 +126,40 @@ def test_listing_label_is_in_each_editions_language(english, monkeypatch):
     from attnbook import layers
 
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en zh_CN")
-    listing = show_code(layers.LearnedPositionalEmbedding.forward,
-                        full=layers.LearnedPositionalEmbedding)
+    listing = show_code(
+        layers.LearnedPositionalEmbedding.forward, full=layers.LearnedPositionalEmbedding
+    )
     payload = listing._repr_mimebundle_()[edition_outputs.MIME]
     assert payload["kind"] == "text/markdown" and payload["untranslated"] == []
-    assert "<summary>The full class: attnbook.layers.LearnedPositionalEmbedding</summary>" in (
-        payload["editions"]["en"])
-    assert "<summary>完整的类：attnbook.layers.LearnedPositionalEmbedding</summary>" in (
-        payload["editions"]["zh_CN"])
+    assert (
+        "<summary>The full class: attnbook.layers.LearnedPositionalEmbedding</summary>"
+        in (payload["editions"]["en"])
+    )
+    assert (
+        "<summary>完整的类：attnbook.layers.LearnedPositionalEmbedding</summary>"
+        in (payload["editions"]["zh_CN"])
+    )
     # The code itself is the same in both.
     strip = [p.split("<details")[0] for p in payload["editions"].values()]
     assert strip[0] == strip[1]
 
 
 def test_table_takes_printed_headings_and_cells(english, monkeypatch):
-    monkeypatch.setattr(i18n.Labels, "__call__",
-                        lambda self, m, **v: (("种子 {s}" if self.language == "zh_CN" else m)
-                                              if m == "seed {s}" else m))
-    out = table([say("seed {s}", s=0), "arm"], [[1.5, say("seed {s}", s=7)], [2.25, "Pre-LN"]],
-                formats=[".2f", ""])
-    assert out.texts["en"] == ("seed 0  arm\n"
-                               "  1.50  seed 7\n"
-                               "  2.25  Pre-LN")
+    monkeypatch.setattr(
+        i18n.Labels,
+        "__call__",
+        lambda self, m, **v: (
+            ("种子 {s}" if self.language == "zh_CN" else m) if m == "seed {s}" else m
+        ),
+    )
+    out = table(
+        [say("seed {s}", s=0), "arm"],
+        [[1.5, say("seed {s}", s=7)], [2.25, "Pre-LN"]],
+        formats=[".2f", ""],
+    )
+    assert out.texts["en"] == ("seed 0  arm\n  1.50  seed 7\n  2.25  Pre-LN")
     # "种子 0" is 6 columns wide; the data cell "Pre-LN" stays as it is.
-    assert out.texts["zh_CN"] == ("种子 0  arm\n"
-                                  "  1.50  种子 7\n"
-                                  "  2.25  Pre-LN")
+    assert out.texts["zh_CN"] == ("种子 0  arm\n  1.50  种子 7\n  2.25  Pre-LN")
 
 
 def test_a_printed_value_is_put_in_in_each_language(english, monkeypatch):
@@ -164,8 +180,12 @@ def test_a_message_without_words_is_not_looked_up(english):
 
 
 def test_wrap_breaks_at_spaces_and_between_chinese_characters():
-    out = Printed({"en": "by the translators of the King James Version",
-                   "zh_CN": "由钦定版圣经的译者翻译，公有领域"}).wrap(16)
+    out = Printed(
+        {
+            "en": "by the translators of the King James Version",
+            "zh_CN": "由钦定版圣经的译者翻译，公有领域",
+        }
+    ).wrap(16)
     assert out.texts["en"] == "by the\ntranslators of\nthe King James\nVersion"
     # 16 columns hold 8 Chinese characters (a comma is one of them).
     assert out.texts["zh_CN"] == "由钦定版圣经的译\n者翻译，公有领域"
@@ -183,8 +203,10 @@ def test_a_printed_value_is_filled_in_with_each_languages_text(english):
 
 
 def test_a_printed_cell_of_a_table_is_padded_in_each_language(english):
-    rows = [[Printed({"en": "ate", "zh_CN": "吃了"}), 2],
-            [Printed({"en": "apple", "zh_CN": "苹果"}), 1]]
+    rows = [
+        [Printed({"en": "ate", "zh_CN": "吃了"}), 2],
+        [Printed({"en": "apple", "zh_CN": "苹果"}), 1],
+    ]
     out = table(["zz word", "n"], rows)
     assert out.texts["en"] == "zz word  n\nate      2\napple    1"
     # Each Chinese word is 4 columns wide; the heading (untranslated here) is 7.
@@ -260,10 +282,12 @@ def test_a_table_is_an_html_table_too_so_columns_line_up_in_any_font(english, mo
     out = table(["zz setting", "n"], rows)
     zh = out.html_of("zh_CN")
     # Hand-written: one header row, numbers flagged for right alignment, text escaped.
-    assert zh == ('<table class="attnbook-printed-table"><thead><tr><th>zz setting</th>'
-                  '<th class="num">n</th></tr></thead><tbody>'
-                  '<tr><td>贪心解码</td><td class="num">29</td></tr>'
-                  '<tr><td>&lt;b&gt;</td><td class="num">5</td></tr></tbody></table>')
+    assert zh == (
+        '<table class="attnbook-printed-table"><thead><tr><th>zz setting</th>'
+        '<th class="num">n</th></tr></thead><tbody>'
+        '<tr><td>贪心解码</td><td class="num">29</td></tr>'
+        '<tr><td>&lt;b&gt;</td><td class="num">5</td></tr></tbody></table>'
+    )
     # A line said before the table becomes a <pre> block in the same output.
     both = say("zz title") + out
     assert both.html_of("en").startswith('<pre class="attnbook-printed">zz title</pre><table')
@@ -347,8 +371,10 @@ def test_wrap_lines_never_leaves_a_prefix_alone_on_a_line():
 def test_wrap_breaks_between_chinese_characters_of_every_plane():
     # CJK Extension B (U+20000...) and compatibility ideographs are two columns too.
     out = Printed({"en": "\U00020000" * 4, "zh_CN": "\uf900" * 4}).wrap(4)
-    assert out.texts == {"en": "\U00020000" * 2 + "\n" + "\U00020000" * 2,
-                         "zh_CN": "\uf900\uf900\n\uf900\uf900"}
+    assert out.texts == {
+        "en": "\U00020000" * 2 + "\n" + "\U00020000" * 2,
+        "zh_CN": "\uf900\uf900\n\uf900\uf900",
+    }
 
 
 def test_table_names_a_row_that_is_no_sequence_of_cells():
@@ -410,8 +436,9 @@ def test_words_inside_literal_braces_are_looked_up(english):
 
 
 def test_untranslated_holds_messages():
-    with pytest.raises(TypeError, match="untranslated must be an iterable of messages, not "
-                                        "the NoneType"):
+    with pytest.raises(
+        TypeError, match="untranslated must be an iterable of messages, not the NoneType"
+    ):
         Printed({"en": "", "zh_CN": ""}, None)
     # A number among them failed later, sorting the list for the book build.
     with pytest.raises(TypeError, match=r"untranslated must hold messages \(str\)"):
@@ -422,6 +449,7 @@ def test_a_heading_with_braces_is_named_and_verbatim_is_suggested():
     with pytest.raises(ValueError, match=r"header\[1\] '\{0, 1\}' .*verbatim\('\{0, 1\}'\)"):
         table(["zz a", "{0, 1}"], [[1, 2]])
     assert table(["zz a", verbatim("{0, 1}")], [[1, 2]]).texts["en"].splitlines()[0] == (
-        "zz a  {0, 1}")
+        "zz a  {0, 1}"
+    )
     with pytest.raises(ValueError, match="header must have at least one heading"):
         table([], [[], []])  # printed two empty lines

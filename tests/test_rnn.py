@@ -68,9 +68,9 @@ def test_linear_rnn_jacobian_norms_are_exactly_gamma_power():
         rnn.weight_hh.copy_(gamma * q)
     norms = jacobian_norms(rnn, torch.randn(1, T, 2, dtype=D64))
     k = np.arange(T)
-    assert_close(norms, gamma ** k, atol=1e-12, rtol=1e-10)  # (gamma Q)^k has norm gamma^k
-    assert_close(gamma_estimate(gamma, k), gamma ** k, atol=0, rtol=0)
-    assert abs(norms[50] - 0.9 ** 50) < 1e-12
+    assert_close(norms, gamma**k, atol=1e-12, rtol=1e-10)  # (gamma Q)^k has norm gamma^k
+    assert_close(gamma_estimate(gamma, k), gamma**k, atol=0, rtol=0)
+    assert abs(norms[50] - 0.9**50) < 1e-12
     assert 0.0051 < gamma_estimate(0.9, 50) < 0.0052  # about 0.5 %
 
 
@@ -101,11 +101,13 @@ def test_jacobian_norms_match_autograd_jacobian_of_unrolled_map(kind):
         state = model.step(x[:, t], state)
         states.append(state)
     for t in range(6):  # h_{t+1} in 1-based terms, distance 5 - t
+
         def f(h, t=t):
             s = (h[None], states[t][1]) if kind == "lstm" else h[None]
             for u in range(t + 1, 6):
                 s = model.step(x[:, u], s)
             return model.hidden(s)[0]
+
         h_t = model.hidden(states[t])[0].detach()
         J = torch.autograd.functional.jacobian(f, h_t)
         expected = torch.linalg.matrix_norm(J, ord=2).item()
@@ -143,7 +145,7 @@ def test_lstm_step_core_matches_float64_gate_formula_and_torch_cell():
         return 1 / (1 + np.exp(-z))
 
     pre = x_t @ w_ih.T + h @ w_hh.T + b  # gate order i, f, g, o (torch.nn.LSTM docs)
-    i, f, g, o = pre[:, :H], pre[:, H:2 * H], pre[:, 2 * H:3 * H], pre[:, 3 * H:]
+    i, f, g, o = pre[:, :H], pre[:, H : 2 * H], pre[:, 2 * H : 3 * H], pre[:, 3 * H :]
     c_exp = sig(f) * c + sig(i) * np.tanh(g)
     h_exp = sig(o) * np.tanh(c_exp)
     t = [torch.from_numpy(a) for a in (x_t, h, c, w_ih, w_hh, b)]
@@ -204,14 +206,17 @@ def test_rnn_errors():
         jacobian_norms(VanillaRNN(2, 3), torch.zeros(1, 0, 2))
 
 
-@pytest.mark.parametrize("make,exc,name", [
-    (lambda: VanillaRNN(2.0, 3), TypeError, "input_size"),
-    (lambda: VanillaRNN(2, True), TypeError, "hidden_size"),
-    (lambda: VanillaRNN(2, 0), ValueError, "hidden_size"),
-    (lambda: VanillaRNN(2, 3, bias=1), TypeError, "bias"),
-    (lambda: LSTM(0, 3), ValueError, "input_size"),
-    (lambda: LSTM(2, 3.5), TypeError, "hidden_size"),
-])
+@pytest.mark.parametrize(
+    "make,exc,name",
+    [
+        (lambda: VanillaRNN(2.0, 3), TypeError, "input_size"),
+        (lambda: VanillaRNN(2, True), TypeError, "hidden_size"),
+        (lambda: VanillaRNN(2, 0), ValueError, "hidden_size"),
+        (lambda: VanillaRNN(2, 3, bias=1), TypeError, "bias"),
+        (lambda: LSTM(0, 3), ValueError, "input_size"),
+        (lambda: LSTM(2, 3.5), TypeError, "hidden_size"),
+    ],
+)
 def test_constructor_arguments(make, exc, name):
     with pytest.raises(exc, match=name):
         make()

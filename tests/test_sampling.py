@@ -28,8 +28,16 @@ def one_thread():
 
 
 def small_model(positional="rope", **kw):
-    cfg = ModelConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=64,
-                      positional=positional, max_seq_len=64, **kw)
+    cfg = ModelConfig(
+        vocab_size=11,
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        d_ff=64,
+        positional=positional,
+        max_seq_len=64,
+        **kw,
+    )
     torch.manual_seed(0)
     model = DecoderOnlyModel(cfg)
     with torch.no_grad():  # logits spread enough that sampling is not near-uniform
@@ -54,12 +62,15 @@ def _frequencies(logits_row, n, **kw):
     return np.bincount(draws, minlength=len(logits_row)) / n
 
 
-@pytest.mark.parametrize("temperature, top_k, expected", [
-    (1.0, None, [1 / 6, 2 / 6, 3 / 6]),  # softmax(log [1, 2, 3])
-    (2.0, None, np.sqrt([1, 2, 3]) / np.sqrt([1, 2, 3]).sum()),  # p^(1/T), renormalised
-    (0.5, None, np.array([1, 4, 9]) / 14),
-    (1.0, 2, [0.0, 2 / 5, 3 / 5]),  # the smallest logit is dropped
-])
+@pytest.mark.parametrize(
+    "temperature, top_k, expected",
+    [
+        (1.0, None, [1 / 6, 2 / 6, 3 / 6]),  # softmax(log [1, 2, 3])
+        (2.0, None, np.sqrt([1, 2, 3]) / np.sqrt([1, 2, 3]).sum()),  # p^(1/T), renormalised
+        (0.5, None, np.array([1, 4, 9]) / 14),
+        (1.0, 2, [0.0, 2 / 5, 3 / 5]),  # the smallest logit is dropped
+    ],
+)
 def test_sampling_frequencies_match_hand_computed_probabilities(temperature, top_k, expected):
     n = 40_000
     freq = _frequencies(np.log([1.0, 2.0, 3.0]), n, temperature=temperature, top_k=top_k)
@@ -160,8 +171,10 @@ def test_generate_rejects_bad_arguments():
 def _numpy_attention(model, ids):
     """Each layer's weights from its own q/k projections, in float64 NumPy (learned positions)."""
     inputs = []
-    hooks = [layer.norm1.register_forward_hook(lambda m, a, out: inputs.append(out))
-             for layer in model.layers]
+    hooks = [
+        layer.norm1.register_forward_hook(lambda m, a, out: inputs.append(out))
+        for layer in model.layers
+    ]
     with torch.no_grad():
         model(ids)
     for h in hooks:
@@ -170,6 +183,7 @@ def _numpy_attention(model, ids):
     for layer, h in zip(model.layers, inputs, strict=True):
         att = layer.self_attn
         x = h[0].double().numpy()  # (T, d_model)
+
         def np64(t):
             return t.detach().double().numpy()
 
@@ -221,8 +235,10 @@ def test_tiny_temperatures_draw_the_argmax(temperature):
 
 
 def test_tiny_temperature_keeps_tied_maxima_and_only_those():
-    draws = {int(sample_next(torch.tensor([[1.0, 1.0, 0.0]]), temperature=1e-300, seed=s))
-             for s in range(40)}
+    draws = {
+        int(sample_next(torch.tensor([[1.0, 1.0, 0.0]]), temperature=1e-300, seed=s))
+        for s in range(40)
+    }
     assert draws == {0, 1}  # a uniform draw among the tied maxima
 
 
@@ -237,8 +253,9 @@ def test_logits_beyond_float32_and_banned_tokens():
     assert set(out.flatten().tolist()) == {0, 2}
 
 
-@pytest.mark.parametrize("row", [[0.0, math.nan, 1.0], [math.nan, 0.0, 1.0],
-                                 [0.0, math.inf, 1.0], [-math.inf] * 3])
+@pytest.mark.parametrize(
+    "row", [[0.0, math.nan, 1.0], [math.nan, 0.0, 1.0], [0.0, math.inf, 1.0], [-math.inf] * 3]
+)
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_sample_next_refuses_nan_inf_and_dead_rows(row, temperature):
     logits = torch.tensor([[0.0, 1.0, 2.0], row])
@@ -259,10 +276,17 @@ def test_sample_next_refuses_an_empty_vocabulary_and_huge_seeds():
 def test_generate_refuses_an_encoder_decoder_model():
     from attnbook.models import EncoderDecoderModel
 
-    cfg = ModelConfig(vocab_size=11, d_model=16, n_heads=2, n_layers=1, n_encoder_layers=1,
-                      max_seq_len=8, d_ff=32, arch="encoder-decoder")
-    with pytest.raises(TypeError, match="model must be a decoder-only model.*"
-                                        "EncoderDecoderModel"):
+    cfg = ModelConfig(
+        vocab_size=11,
+        d_model=16,
+        n_heads=2,
+        n_layers=1,
+        n_encoder_layers=1,
+        max_seq_len=8,
+        d_ff=32,
+        arch="encoder-decoder",
+    )
+    with pytest.raises(TypeError, match="model must be a decoder-only model.*EncoderDecoderModel"):
         generate(EncoderDecoderModel(cfg), [[1, 2]], 2, seed=0)
 
 
@@ -326,9 +350,9 @@ def test_attention_maps_rejects_empty_strings_long_and_nan():
 def test_generate_and_attention_maps_take_uint64_ids():
     model = small_model()
     ref = generate(model, torch.tensor([[1, 2, 3]]), 4, seed=5)
-    torch.testing.assert_close(generate(model, np.array([[1, 2, 3]], np.uint64), 4, seed=5),
-                               ref)
-    np.testing.assert_array_equal(attention_maps(model, np.array([1, 2, 3], np.uint32)),
-                                  attention_maps(model, [1, 2, 3]))
+    torch.testing.assert_close(generate(model, np.array([[1, 2, 3]], np.uint64), 4, seed=5), ref)
+    np.testing.assert_array_equal(
+        attention_maps(model, np.array([1, 2, 3], np.uint32)), attention_maps(model, [1, 2, 3])
+    )
     with pytest.raises(ValueError, match="ids must be <= 9223372036854775807"):
         generate(model, np.array([[2**63]], np.uint64), 2, seed=0)

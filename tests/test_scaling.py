@@ -123,8 +123,9 @@ def test_non_bool_flags_rejected():
         score_samples(4, 10, scaled=1)
 
 
-@pytest.mark.parametrize("rng,exc", [("x", TypeError), (-1, ValueError), (True, TypeError),
-                                     (1.0, TypeError)])
+@pytest.mark.parametrize(
+    "rng,exc", [("x", TypeError), (-1, ValueError), (True, TypeError), (1.0, TypeError)]
+)
 def test_rng_argument(rng, exc):
     with pytest.raises(exc, match="rng"):
         score_samples(4, 10, rng=rng)
@@ -148,15 +149,18 @@ def test_score_histogram_by_hand():
     assert (width, float(centres[0]), float(density[0])) == (2.0, 0.0, 0.5)
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
-    (lambda: score_histogram([1.0, 2.0], n_bins=2.0), TypeError, "n_bins"),
-    (lambda: score_histogram(["a", "b"]), TypeError, "scores"),
-    (lambda: scaling_data(4, n_samples=1), ValueError, "n_samples"),
-    (lambda: scaling_data(4, seed=-1), ValueError, "seed"),
-    (lambda: scaling_data(0), ValueError, "d_k"),
-    (lambda: scaling_data(4, 0), ValueError, "n_keys"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: score_histogram([1.0, 2.0], n_bins=0), ValueError, "n_bins"),
+        (lambda: score_histogram([1.0, 2.0], n_bins=2.0), TypeError, "n_bins"),
+        (lambda: score_histogram(["a", "b"]), TypeError, "scores"),
+        (lambda: scaling_data(4, n_samples=1), ValueError, "n_samples"),
+        (lambda: scaling_data(4, seed=-1), ValueError, "seed"),
+        (lambda: scaling_data(0), ValueError, "d_k"),
+        (lambda: scaling_data(4, 0), ValueError, "n_keys"),
+    ],
+)
 def test_scaling_data_and_histogram_check_their_arguments(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -181,19 +185,23 @@ def test_scaling_data_is_the_seeded_draws_binned(d_k, scaled):
     assert data.expected_variance == var
     assert data.expected_density.max() == pytest.approx(1 / math.sqrt(2 * math.pi * var))
     assert data.expected_x[-1] == pytest.approx(5 * math.sqrt(var))
-    area = float(np.sum(np.diff(data.expected_x) * (data.expected_density[1:]
-                                                     + data.expected_density[:-1]) / 2))
+    area = float(
+        np.sum(
+            np.diff(data.expected_x) * (data.expected_density[1:] + data.expected_density[:-1]) / 2
+        )
+    )
     assert area == pytest.approx(1.0, abs=1e-5)
 
 
 # --- query_gradient_stats: the gradient that reaches the query --------------------------------
 
+
 def _draws(d_k, n_keys, n_draws, seed):
     """The documented draw stream: per draw one block of (1 + n_keys) d_k + n_keys normals."""
     x = np.random.default_rng(seed).standard_normal((n_draws, (1 + n_keys) * d_k + n_keys))
     q = x[:, :d_k]
-    k = x[:, d_k:(1 + n_keys) * d_k].reshape(n_draws, n_keys, d_k)
-    return q, k, x[:, (1 + n_keys) * d_k:]
+    k = x[:, d_k : (1 + n_keys) * d_k].reshape(n_draws, n_keys, d_k)
+    return q, k, x[:, (1 + n_keys) * d_k :]
 
 
 def _autograd_query_gradient(q, k, v, scale):
@@ -220,8 +228,9 @@ def test_query_gradient_matches_torch_autograd_on_the_documented_draws(d_k, n_ke
         assert got.saturated_share[arm] == pytest.approx(sat.mean(), abs=1e-15)
         assert got.mean_grad_norm[arm] == pytest.approx(grad.mean(), rel=1e-12)
         assert got.median_grad_norm[arm] == pytest.approx(np.median(grad), rel=1e-12)
-        assert got.saturated_grad_share[arm] == pytest.approx(grad[sat].sum() / grad.sum(),
-                                                              rel=1e-12, abs=1e-15)
+        assert got.saturated_grad_share[arm] == pytest.approx(
+            grad[sat].sum() / grad.sum(), rel=1e-12, abs=1e-15
+        )
     # d_k = 1: 1/sqrt(1) = 1, so the two arms are the same computation.
     if d_k == 1:
         assert np.array_equal(got.grad_norm["scaled"], got.grad_norm["unscaled"])
@@ -244,8 +253,9 @@ def test_query_gradient_core_on_two_keys_by_hand():
 
 def test_query_gradient_of_a_saturated_draw_is_tiny_and_shares_add_up():
     # Keys [40] and [0], q = [1]: p_1 = 1 - e^-40 to double precision, so dl/dq ~ 40 e^-40.
-    max_w, grad = query_gradient_core(np.array([[1.0]]), np.array([[[40.0], [0.0]]]),
-                                      np.array([[1.0, -1.0]]), 1.0)
+    max_w, grad = query_gradient_core(
+        np.array([[1.0]]), np.array([[[40.0], [0.0]]]), np.array([[1.0, -1.0]]), 1.0
+    )
     assert max_w[0] == 1.0 and 0 < grad[0] < 1e-15
     stats = query_gradient_stats(512, 16, 400, rng=1)
     assert stats.saturated_share["scaled"] == 0.0 == stats.saturated_grad_share["scaled"]
@@ -264,17 +274,20 @@ def test_query_gradient_draws_do_not_depend_on_the_chunk_size(monkeypatch):
         assert np.array_equal(whole.max_weight[arm], chunked.max_weight[arm])
 
 
-@pytest.mark.parametrize("kwargs, exc, name", [
-    ({"d_k": 0}, ValueError, "d_k must be >= 1"),
-    ({"d_k": 2.0}, TypeError, "d_k must be an integer"),
-    ({"n_keys": 0}, ValueError, "n_keys must be >= 1"),
-    ({"n_draws": True}, TypeError, "n_draws must be an integer"),
-    ({"threshold": 1.0}, ValueError, "threshold must be < 1"),
-    ({"threshold": 0}, ValueError, "threshold must be > 0"),
-    ({"threshold": float("nan")}, ValueError, "threshold must be finite"),
-    ({"threshold": "0.9"}, TypeError, "threshold must be a real number"),
-    ({"rng": -1}, ValueError, "rng"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"d_k": 0}, ValueError, "d_k must be >= 1"),
+        ({"d_k": 2.0}, TypeError, "d_k must be an integer"),
+        ({"n_keys": 0}, ValueError, "n_keys must be >= 1"),
+        ({"n_draws": True}, TypeError, "n_draws must be an integer"),
+        ({"threshold": 1.0}, ValueError, "threshold must be < 1"),
+        ({"threshold": 0}, ValueError, "threshold must be > 0"),
+        ({"threshold": float("nan")}, ValueError, "threshold must be finite"),
+        ({"threshold": "0.9"}, TypeError, "threshold must be a real number"),
+        ({"rng": -1}, ValueError, "rng"),
+    ],
+)
 def test_query_gradient_stats_names_a_bad_argument(kwargs, exc, name):
     args = {"d_k": 4, "n_keys": 4, "n_draws": 10, **kwargs}
     with pytest.raises(exc, match=name):

@@ -114,12 +114,16 @@ def test_low_precision_rule_accepts_torch_low_precision_against_numpy():
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_low_precision_rule_fails_on_nan_and_infinity_on_any_side(side, bad):
     # An infinite plain error would excuse any error; a NaN would compare False either way.
-    args = {"actual": np.array([1.0, 2.0]), "reference": np.array([1.0, 2.0]),
-            "plain": np.array([1.0, 2.0])}
+    args = {
+        "actual": np.array([1.0, 2.0]),
+        "reference": np.array([1.0, 2.0]),
+        "plain": np.array([1.0, 2.0]),
+    }
     args[side] = np.array([1.0, bad])
     with pytest.raises(AssertionError, match=f"{side} is not finite"):
-        assert_low_precision_close(args["actual"], args["reference"], plain=args["plain"],
-                                   floor=1e9)
+        assert_low_precision_close(
+            args["actual"], args["reference"], plain=args["plain"], floor=1e9
+        )
 
 
 def test_low_precision_rule_needs_one_shape():
@@ -127,8 +131,10 @@ def test_low_precision_rule_needs_one_shape():
         assert_low_precision_close(np.zeros(3), np.zeros(3), plain=np.zeros(1), floor=1.0)
 
 
-@pytest.mark.parametrize(("floor", "exc"), [(-1.0, ValueError), (np.nan, ValueError),
-                                            (None, TypeError), ("1", TypeError)])
+@pytest.mark.parametrize(
+    ("floor", "exc"),
+    [(-1.0, ValueError), (np.nan, ValueError), (None, TypeError), ("1", TypeError)],
+)
 def test_low_precision_floor_is_checked(floor, exc):
     with pytest.raises(exc, match="floor"):
         assert_low_precision_close([1.0], [1.0], plain=[1.0], floor=floor)

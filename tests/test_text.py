@@ -209,15 +209,13 @@ def test_huge_alpha_gives_the_uniform_loss(fn):
     # alpha -> inf: every smoothed probability -> 1/V, so the loss -> log V (was inf: the sum
     # of the counts overflowed)
     assert fn([0, 1], [0, 1], 3, alpha=1e308) == pytest.approx(math.log(3), rel=1e-12)
-    assert fn([0, 1, 1, 0], [1, 0, 2], 3, alpha=1.7e308) == pytest.approx(math.log(3),
-                                                                           rel=1e-12)
+    assert fn([0, 1, 1, 0], [1, 0, 2], 3, alpha=1.7e308) == pytest.approx(math.log(3), rel=1e-12)
 
 
 def test_tiny_alpha_stays_finite():
     # p(2 | 0) = alpha / (2 + 3 alpha): the loss is log(2 / alpha) for alpha = 5e-324
     expected = math.log(2) - math.log(5e-324)
-    assert bigram_loss([0, 1, 0, 1], [0, 2], 3, alpha=5e-324) == pytest.approx(expected,
-                                                                               rel=1e-12)
+    assert bigram_loss([0, 1, 0, 1], [0, 2], 3, alpha=5e-324) == pytest.approx(expected, rel=1e-12)
 
 
 def test_get_batch_names_block_size_when_ids_are_short():

@@ -82,8 +82,9 @@ def test_flop_formulas_live_in_cost():
 
 def test_recurrence_vs_attention_timing_small():
     threads = torch.get_num_threads()
-    r = timing.recurrence_vs_attention_timing((3, 8), d_model=8, n_heads=2, batch_size=2,
-                                              repeat=2, warmup=0)
+    r = timing.recurrence_vs_attention_timing(
+        (3, 8), d_model=8, n_heads=2, batch_size=2, repeat=2, warmup=0
+    )
     assert torch.get_num_threads() == threads  # restored
     assert r.seq_lens.tolist() == [3, 8] and r.seq_lens.dtype == np.int64
     for arr in (r.rnn_s, r.torch_rnn_s, r.torch_rnn_independent_s, r.attention_s):
@@ -91,8 +92,10 @@ def test_recurrence_vs_attention_timing_small():
         assert np.isfinite(arr).all() and (arr > 0).all()
     # By hand: RNN 4 B n d^2 = 4 * 2 * n * 64; attention 2 (8 n 64 + 4 n^2 8).
     assert r.rnn_flops.tolist() == [4 * 2 * 3 * 64, 4 * 2 * 8 * 64]
-    assert r.attention_flops.tolist() == [2 * (8 * 3 * 64 + 4 * 9 * 8),
-                                          2 * (8 * 8 * 64 + 4 * 64 * 8)]
+    assert r.attention_flops.tolist() == [
+        2 * (8 * 3 * 64 + 4 * 9 * 8),
+        2 * (8 * 8 * 64 + 4 * 64 * 8),
+    ]
     assert (r.d_model, r.n_heads, r.batch_size, r.repeat, r.num_threads) == (8, 2, 2, 2, 1)
     assert r.wall_time_s > 0
 

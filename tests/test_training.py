@@ -34,8 +34,9 @@ class ConstantLogits(nn.Module):
 
 
 def tiny_config(**kw):
-    base = dict(vocab_size=5, d_model=32, n_heads=2, n_layers=2, d_ff=64, positional="rope",
-                max_seq_len=64)
+    base = dict(
+        vocab_size=5, d_model=32, n_heads=2, n_layers=2, d_ff=64, positional="rope", max_seq_len=64
+    )
     base.update(kw)
     return ModelConfig(**base)
 
@@ -51,8 +52,7 @@ def test_lr_schedule_warmup_then_cosine_to_the_floor():
 
 def test_evaluate_loss_of_uniform_logits_is_log_v():
     model = ConstantLogits(torch.zeros(7))
-    loss = evaluate_loss(model, np.arange(50) % 7, block_size=8, batch_size=4, n_batches=3,
-                         seed=0)
+    loss = evaluate_loss(model, np.arange(50) % 7, block_size=8, batch_size=4, n_batches=3, seed=0)
     assert loss == pytest.approx(math.log(7), rel=1e-6)
 
 
@@ -93,8 +93,16 @@ def test_gpt2_init_gives_small_logits_and_scaled_residual_projections():
 
 def test_training_learns_a_periodic_text_and_is_deterministic():
     ids = np.tile([0, 1, 2, 3, 4, 2, 1], 60)  # period 7: predictable from 2 tokens back
-    kw = dict(steps=60, batch_size=8, block_size=16, lr=1e-2, warmup_steps=5, eval_every=20,
-              eval_batches=2, seed=0)
+    kw = dict(
+        steps=60,
+        batch_size=8,
+        block_size=16,
+        lr=1e-2,
+        warmup_steps=5,
+        eval_every=20,
+        eval_batches=2,
+        seed=0,
+    )
 
     def run():
         torch.manual_seed(0)
@@ -116,8 +124,7 @@ def test_training_learns_a_periodic_text_and_is_deterministic():
 def test_train_language_model_rejects_bad_arguments():
     model = DecoderOnlyModel(tiny_config())
     ids = np.arange(100) % 5
-    kw = dict(steps=5, batch_size=2, block_size=8, lr=1e-3, eval_every=5, eval_batches=1,
-              seed=0)
+    kw = dict(steps=5, batch_size=2, block_size=8, lr=1e-3, eval_every=5, eval_batches=1, seed=0)
     with pytest.raises(ValueError, match="warmup_steps"):
         train_language_model(model, ids, ids, **{**kw, "warmup_steps": 5})
     with pytest.raises(ValueError, match="lr"):
@@ -142,9 +149,26 @@ def test_capstone_benchmark_runs_one_tiny_point(tmp_path):
     out = tmp_path / "capstone.json"
     previous = torch.get_num_threads()
     try:
-        bench.main(["--steps", "2", "--d-model", "16", "--n-layers", "1", "--block-size", "16",
-                    "--batch-size", "2", "--new-tokens", "5", "--repeat", "1",
-                    "--out", str(out)])
+        bench.main(
+            [
+                "--steps",
+                "2",
+                "--d-model",
+                "16",
+                "--n-layers",
+                "1",
+                "--block-size",
+                "16",
+                "--batch-size",
+                "2",
+                "--new-tokens",
+                "5",
+                "--repeat",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
     finally:
         torch.set_num_threads(previous)
     result = json.loads(out.read_text())
@@ -158,9 +182,20 @@ def test_progress_bar_and_thread_setting_are_restored():
     previous = torch.get_num_threads()
     model = DecoderOnlyModel(tiny_config())
     ids = np.arange(100) % 5
-    run = train_language_model(model, ids, ids, steps=2, batch_size=2, block_size=8, lr=1e-3,
-                               eval_every=1, eval_batches=1, seed=0, progress=True,
-                               num_threads=2)
+    run = train_language_model(
+        model,
+        ids,
+        ids,
+        steps=2,
+        batch_size=2,
+        block_size=8,
+        lr=1e-3,
+        eval_every=1,
+        eval_batches=1,
+        seed=0,
+        progress=True,
+        num_threads=2,
+    )
     assert torch.get_num_threads() == previous
     np.testing.assert_array_equal(run.steps, [0, 1, 2])
 
@@ -187,16 +222,30 @@ class NanAfter(nn.Module):
 
 def test_a_diverging_run_raises_at_the_first_non_finite_loss():
     ids = np.zeros(100, dtype=np.int64)
-    kw = dict(steps=40, batch_size=2, block_size=4, lr=0.5, warmup_steps=10,
-              eval_every=40, eval_batches=1, seed=0)
+    kw = dict(
+        steps=40,
+        batch_size=2,
+        block_size=4,
+        lr=0.5,
+        warmup_steps=10,
+        eval_every=40,
+        eval_batches=1,
+        seed=0,
+    )
     # updates 0, 1, 2 run; the batch of update 3 (after 3 updates, the last at lr 0.15) is nan
-    with pytest.raises(ValueError, match=r"batch loss of update 3 is nan after 3 of 40 "
-                                         r"updates \(learning rate 0.15 at that update; peak "
-                                         r"lr 0.5\): the model diverged"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch loss of update 3 is nan after 3 of 40 "
+        r"updates \(learning rate 0.15 at that update; peak "
+        r"lr 0.5\): the model diverged",
+    ):
         train_language_model(NanAfter(3), ids, ids, **kw)
     # evaluated after every update, the training loss after update 3 is caught first
-    with pytest.raises(ValueError, match=r"training loss is nan after 3 of 40 updates "
-                                         r"\(learning rate 0.15 at that update"):
+    with pytest.raises(
+        ValueError,
+        match=r"training loss is nan after 3 of 40 updates "
+        r"\(learning rate 0.15 at that update",
+    ):
         train_language_model(NanAfter(3), ids, ids, **{**kw, "eval_every": 1})
 
 
@@ -205,8 +254,18 @@ def test_absurd_learning_rates_are_refused_up_front(lr):
     model = DecoderOnlyModel(tiny_config())
     ids = np.arange(100) % 5
     with pytest.raises(ValueError, match="lr must be <= 10"):
-        train_language_model(model, ids, ids, steps=2, batch_size=2, block_size=8, lr=lr,
-                             eval_every=1, eval_batches=1, seed=0)
+        train_language_model(
+            model,
+            ids,
+            ids,
+            steps=2,
+            batch_size=2,
+            block_size=8,
+            lr=lr,
+            eval_every=1,
+            eval_batches=1,
+            seed=0,
+        )
     with pytest.raises(ValueError, match="lr must be <= 10"):
         lr_schedule(0, steps=3, lr=lr, warmup_steps=0)
 
@@ -266,8 +325,9 @@ def test_seeds_up_to_2_to_the_64_are_accepted_and_beyond_refused():
     with pytest.raises(ValueError, match="seed must be <="):
         run(2**64)
     with pytest.raises(ValueError, match="seed must be <="):
-        evaluate_loss(ConstantLogits(torch.zeros(5)), ids, block_size=4, batch_size=2,
-                      n_batches=1, seed=2**64)
+        evaluate_loss(
+            ConstantLogits(torch.zeros(5)), ids, block_size=4, batch_size=2, n_batches=1, seed=2**64
+        )
 
 
 class Raises(nn.Module):
@@ -278,6 +338,5 @@ class Raises(nn.Module):
 def test_evaluate_loss_restores_the_mode_after_an_exception():
     model = Raises().train()
     with pytest.raises(RuntimeError, match="boom"):
-        evaluate_loss(model, np.arange(20) % 5, block_size=4, batch_size=2, n_batches=1,
-                      seed=0)
+        evaluate_loss(model, np.arange(20) % 5, block_size=4, batch_size=2, n_batches=1, seed=0)
     assert model.training

@@ -60,22 +60,28 @@ def test_scaling_names_are_read_at_their_old_path():
     assert "scaling_figure" not in viz.__all__
 
 
-@pytest.mark.parametrize("call, exc, name", [
-    (lambda: viz.mask_figure("causal", scores=np.zeros((3, 3))), ValueError, "scores"),
-    (lambda: viz.mask_figure("diagonal"), ValueError, "mask_type"),
-    (lambda: viz.explorer_keep_mask("causal", 4, window=2.0), TypeError, "window"),
-    (lambda: viz.explorer_keep_mask("padding", 4, n_pad=5), ValueError, "n_pad"),
-    (lambda: viz.mask_scores(0), ValueError, "seq_len"),
-    (lambda: viz.mask_scores(4, seed=None), TypeError, "seed"),
-    # Were plotly's "Invalid value ... for the 'height' property" / NumPy's "could not convert
-    # string to float", naming neither argument.
-    (lambda: viz.mask_figure(height=-5), ValueError, "height"),
-    (lambda: viz.mask_figure(height="a"), TypeError, "height"),
-    (lambda: viz.mask_figure(scores=[["a"] * 8] * 8), TypeError, "scores"),
-    (lambda: viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="LEFT"), ValueError,
-     "pad_side"),
-    (lambda: viz.mask_figure(pad_side=None), ValueError, "pad_side"),
-])
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: viz.mask_figure("causal", scores=np.zeros((3, 3))), ValueError, "scores"),
+        (lambda: viz.mask_figure("diagonal"), ValueError, "mask_type"),
+        (lambda: viz.explorer_keep_mask("causal", 4, window=2.0), TypeError, "window"),
+        (lambda: viz.explorer_keep_mask("padding", 4, n_pad=5), ValueError, "n_pad"),
+        (lambda: viz.mask_scores(0), ValueError, "seq_len"),
+        (lambda: viz.mask_scores(4, seed=None), TypeError, "seed"),
+        # Were plotly's "Invalid value ... for the 'height' property" / NumPy's "could not convert
+        # string to float", naming neither argument.
+        (lambda: viz.mask_figure(height=-5), ValueError, "height"),
+        (lambda: viz.mask_figure(height="a"), TypeError, "height"),
+        (lambda: viz.mask_figure(scores=[["a"] * 8] * 8), TypeError, "scores"),
+        (
+            lambda: viz.explorer_keep_mask("padding", 4, n_pad=1, pad_side="LEFT"),
+            ValueError,
+            "pad_side",
+        ),
+        (lambda: viz.mask_figure(pad_side=None), ValueError, "pad_side"),
+    ],
+)
 def test_figure_builders_check_their_arguments(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
@@ -129,8 +135,9 @@ def test_mask_weight_numbers_are_readable_at_the_column_width():
     # drawn for it (draw_mask(width=COLUMN_PX); on a phone they shrink only if they must).
     from attnbook import fonts
 
-    fig = json.loads(viz.mask_figure("causal + padding", n_pad=2, pad_side="left",
-                                     width=viz.COLUMN_PX).to_json())
+    fig = json.loads(
+        viz.mask_figure("causal + padding", n_pad=2, pad_side="left", width=viz.COLUMN_PX).to_json()
+    )
     weights = next(t for t in fig["data"] if t["name"] == "weights")
     assert weights["texttemplate"] == "%{z:.2f}" and weights["textfont"]["size"] >= 14
     # Each cell is wide enough for "0.54" at that size in the figure font.
@@ -156,6 +163,7 @@ def test_static_figure_draws_once_the_fonts_its_text_needs_have_loaded():
 
 
 def test_legend_below_sits_in_container_coordinates():
-    assert viz.legend_below() == dict(orientation="h", x=0.5, xanchor="center",
-                                      yref="container", y=0.0, yanchor="bottom")
+    assert viz.legend_below() == dict(
+        orientation="h", x=0.5, xanchor="center", yref="container", y=0.0, yanchor="bottom"
+    )
     assert viz.legend_below(font=dict(size=11))["font"] == {"size": 11}

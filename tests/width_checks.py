@@ -33,16 +33,21 @@ def panels(fig) -> list[dict]:
         ya = lay.get(ykey, {})
         x0, x1 = xa.get("domain", [0, 1])
         y0, y1 = ya.get("domain", [0, 1])
-        out.append(dict(x=key, y=ykey, fx=(x0, x1), fy=(y0, y1), height=height,
-                        margins=(ml, mr, mt, mb)))
+        out.append(
+            dict(x=key, y=ykey, fx=(x0, x1), fy=(y0, y1), height=height, margins=(ml, mr, mt, mb))
+        )
     return out
 
 
 def _px(p: dict, width: float) -> tuple[float, float, float, float]:
     ml, mr, mt, mb = p["margins"]
     pw, ph = width - ml - mr, p["height"] - mt - mb
-    return (ml + p["fx"][0] * pw, ml + p["fx"][1] * pw,
-            mt + (1 - p["fy"][1]) * ph, mt + (1 - p["fy"][0]) * ph)
+    return (
+        ml + p["fx"][0] * pw,
+        ml + p["fx"][1] * pw,
+        mt + (1 - p["fy"][1]) * ph,
+        mt + (1 - p["fy"][0]) * ph,
+    )
 
 
 def check_layout(fig, width: int, n_panels: int, *, stacked: bool) -> dict:
@@ -60,7 +65,7 @@ def check_layout(fig, width: int, n_panels: int, *, stacked: bool) -> dict:
     assert len(ps) == n_panels, [p["x"] for p in ps]
     boxes = [_px(p, width) for p in ps]
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             apart = a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
             assert apart, f"panels overlap at {width} px: {a} and {b}"
     if n_panels > 1:

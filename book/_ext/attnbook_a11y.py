@@ -83,8 +83,9 @@ def name_toggles(soup: Any, language: str | None) -> Any:
     return str(tree) if isinstance(soup, str) else tree
 
 
-def wrap_toctree(app: Sphinx, pagename: str, templatename: str, context: dict,
-                 doctree: Any) -> None:
+def wrap_toctree(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """Wrap pydata-sphinx-theme's ``generate_toctree_html`` so the sidebar's toggles are named.
 
     Connected after the theme's own ``html-page-context`` handler, which defines the function
@@ -107,7 +108,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
     app.connect("config-inited", templates_first)
-    app.add_node(HideCodeCellNode, override=True,
-                 html=(visit_hide_cell_input, depart_HideCellInput))
+    app.add_node(
+        HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_HideCellInput)
+    )
     app.connect("html-page-context", wrap_toctree, priority=900)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -34,7 +34,8 @@ def _refuse_execution(app: Any, config: Any) -> None:
             f"MyST-NB was about to execute a notebook (in {cwd}) that is not in the execution "
             f"cache {config.nb_execution_cache_path!r} (relative to {os.getcwd()}): "
             "book/execute.py executes every chapter before Sphinx starts; run the build with "
-            "`make html` (book/editions.py) from the project's root")
+            "`make html` (book/editions.py) from the project's root"
+        )
 
     nb_cache.single_nb_execution = refuse
 
@@ -42,8 +43,11 @@ def _refuse_execution(app: Any, config: Any) -> None:
 def _outdated(app: Any, env: Any, added: set, changed: set, removed: set) -> list[str]:
     seen = getattr(env, "attnbook_executions", {})
     now = app.config.attnbook_executions or {}
-    return [doc for doc, when in now.items()
-            if doc in env.all_docs and doc not in changed and seen.get(doc) != when]
+    return [
+        doc
+        for doc, when in now.items()
+        if doc in env.all_docs and doc not in changed and seen.get(doc) != when
+    ]
 
 
 def _note_read(app: Any, docname: str, source: list[str]) -> None:

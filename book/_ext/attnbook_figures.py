@@ -58,9 +58,13 @@ class Pictures(SphinxPostTransform):
         for container in list(self.document.findall(_is_picture_container)):
             images = [c for c in container.children if isinstance(c, nodes.image)]
             if len(images) != 2 or len(container.children) != 2:
-                logger.warning("a figure's drawings for the column and a phone are not two "
-                               "images: %s", container.pformat()[:200], location=container,
-                               type="attnbook", subtype="picture")
+                logger.warning(
+                    "a figure's drawings for the column and a phone are not two images: %s",
+                    container.pformat()[:200],
+                    location=container,
+                    type="attnbook",
+                    subtype="picture",
+                )
                 continue
             container.replace_self(picture("", *images, media=container["media"]))
 
@@ -71,8 +75,9 @@ def _src_and_size(translator, image: nodes.image) -> tuple[str, tuple[int, int] 
     olduri = image["uri"]
     src = olduri
     if olduri in translator.builder.images:
-        src = posixpath.join(translator.builder.imgpath,
-                             urllib.parse.quote(translator.builder.images[olduri]))
+        src = posixpath.join(
+            translator.builder.imgpath, urllib.parse.quote(translator.builder.images[olduri])
+        )
     return src, get_image_size(os.path.join(translator.builder.srcdir, olduri))
 
 
@@ -86,12 +91,15 @@ def visit_picture_html(translator, node: picture) -> None:
     wide_src, wide_size = _src_and_size(translator, wide)
     translator.body.append(
         "<picture>"
-        + translator.emptytag({}, "source", "", media=node["media"], srcset=narrow_src,
-                              **_size_attrs(narrow_size))
+        + translator.emptytag(
+            {}, "source", "", media=node["media"], srcset=narrow_src, **_size_attrs(narrow_size)
+        )
         # As docutils writes an image (its ids, classes, and the alt text or else the URL).
-        + translator.emptytag(wide, "img", "", src=wide_src, alt=wide.get("alt", wide_src),
-                              **_size_attrs(wide_size))
-        + "</picture>\n")
+        + translator.emptytag(
+            wide, "img", "", src=wide_src, alt=wide.get("alt", wide_src), **_size_attrs(wide_size)
+        )
+        + "</picture>\n"
+    )
     raise nodes.SkipNode
 
 

@@ -131,9 +131,13 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
             continue
         new = i18n.lookup(text, language)
         if new is None:
-            logger.warning(f"glued phrase not translated to {language}: {text!r} (add it to "
-                           f"lib/attnbook/locale/{language}/)", location=node,
-                           type="attnbook", subtype="glue")
+            logger.warning(
+                f"glued phrase not translated to {language}: {text!r} (add it to "
+                f"lib/attnbook/locale/{language}/)",
+                location=node,
+                type="attnbook",
+                subtype="glue",
+            )
             continue
         node.children = []
         node += nodes.Text(new)
@@ -149,9 +153,10 @@ UI_TEXT = {
         "Run this chapter: how to run it as a notebook": "运行本章：如何以笔记本形式运行",
         # The reader notebooks (attnbook_reader_notebooks).
         "The numbers in this text are those of the book's own run (the same seeds); the code "
-        "cells compute them again when you run them.":
-            ("注：正文中的数字是构建本书时算出的，所用的随机种子与代码中的相同；"
-             "运行代码单元会重新计算这些数字。"),
+        "cells compute them again when you run them.": (
+            "注：正文中的数字是构建本书时算出的，所用的随机种子与代码中的相同；"
+            "运行代码单元会重新计算这些数字。"
+        ),
         "Solution": "解答",
         # The sidebar's expand toggles (attnbook_a11y); {title} is the entry's text.
         "Pages under {title}": "{title}下的页面",
@@ -331,14 +336,16 @@ class ModuleIndexEntries(SphinxTransform):
         word = str(_("module"))
         for node in self.document.findall(addnodes.index):
             node["entries"] = [
-                (kind, f"{word}; {value[len('module; '):]}", *rest)
-                if kind == "pair" and value.startswith("module; ") else (kind, value, *rest)
+                (kind, f"{word}; {value[len('module; ') :]}", *rest)
+                if kind == "pair" and value.startswith("module; ")
+                else (kind, value, *rest)
                 for kind, value, *rest in node["entries"]
             ]
 
 
-def _translate_theme_text(app: Any, pagename: str, templatename: str, context: dict,
-                          doctree: Any) -> None:
+def _translate_theme_text(
+    app: Any, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """``html-page-context``: the search field's text (the theme option ``search_bar_text``,
     which Jupyter Book sets to "Search this book...") in the page's language."""
     from sphinx.locale import get_translator

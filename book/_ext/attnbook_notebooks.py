@@ -113,8 +113,9 @@ def add_run_button(app: Sphinx, pagename: str, templatename: str, context: dict,
             "type": "link",
             "url": context["pathto"](RUN_PAGE),
             # Icon only, like the theme's other buttons (a label would wrap on a phone).
-            "tooltip": ui_text(app.config.language,
-                               "Run this chapter: how to run it as a notebook"),
+            "tooltip": ui_text(
+                app.config.language, "Run this chapter: how to run it as a notebook"
+            ),
             "icon": "fas fa-play",
             "label": "run-chapter-button",
         },
@@ -170,7 +171,10 @@ def archive_files(root: str | Path) -> list[str]:
             return not any(fnmatch.fnmatch(name, pattern) for pattern in excluded)
 
         dirs[:] = sorted(
-            d for d in dirs if keep(d, EXCLUDED_DIRS) and not Path(here, d).is_symlink()
+            d
+            for d in dirs
+            if keep(d, EXCLUDED_DIRS)
+            and not Path(here, d).is_symlink()
             and not (top and d in EXCLUDED_TOP)
         )
         for name in names:
@@ -211,8 +215,9 @@ def source_archive(root: str | Path, notebooks: dict[str, Path] | None = None) -
     return buffer.getvalue()
 
 
-def write_source_archive(root: str | Path, html_dirs: list[Path],
-                         notebooks: dict[str, Path]) -> bytes:
+def write_source_archive(
+    root: str | Path, html_dirs: list[Path], notebooks: dict[str, Path]
+) -> bytes:
     """Write :func:`source_archive` once into each of ``html_dirs`` (at ``ARCHIVE``).
 
     Called by ``book/editions.py`` after both editions are built, so the archive carries both

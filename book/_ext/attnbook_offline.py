@@ -75,8 +75,17 @@ _FETCHING_ATTRS = {
     ("video", "poster"),
 }
 #: ``<link rel=...>`` values that do not fetch anything when the page is opened.
-_NON_FETCHING_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help",
-                      "alternate"}
+_NON_FETCHING_RELS = {
+    "index",
+    "search",
+    "next",
+    "prev",
+    "canonical",
+    "author",
+    "license",
+    "help",
+    "alternate",
+}
 
 
 def plotly_js_source() -> Path:
@@ -115,8 +124,10 @@ def copy_plotly_js(app: Sphinx) -> None:
     static.mkdir(parents=True, exist_ok=True)
     src = plotly_js_source()
     dst = static / PLOTLY_JS
-    if not dst.is_file() or dst.stat().st_size != src.stat().st_size or (
-        dst.stat().st_mtime < src.stat().st_mtime
+    if (
+        not dst.is_file()
+        or dst.stat().st_size != src.stat().st_size
+        or (dst.stat().st_mtime < src.stat().st_mtime)
     ):
         shutil.copyfile(src, dst)
 

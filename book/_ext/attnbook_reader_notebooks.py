@@ -65,11 +65,15 @@ COLLAPSED_TAGS = ("remove-cell", "remove-input", "hide-input", "hide-cell")
 #: What a Chinese notebook runs first (attnbook.i18n draws figures in the reader's language).
 LANGUAGE_CELL = 'from attnbook import i18n; i18n.set_language("{language}")'
 #: Inline styles of a box: a border, no background (readable in light and dark themes).
-BOX_STYLE = ("border: 1px solid #8aa4c8; border-left: 4px solid #3d6fb4; border-radius: 4px; "
-             "padding: 0.2em 1em; margin: 0.8em 0")
+BOX_STYLE = (
+    "border: 1px solid #8aa4c8; border-left: 4px solid #3d6fb4; border-radius: 4px; "
+    "padding: 0.2em 1em; margin: 0.8em 0"
+)
 #: The note under a notebook's title (translated by attnbook_i18n.UI_TEXT).
-NOTE = ("The numbers in this text are those of the book's own run (the same seeds); the code "
-        "cells compute them again when you run them.")
+NOTE = (
+    "The numbers in this text are those of the book's own run (the same seeds); the code "
+    "cells compute them again when you run them."
+)
 _MARKER = re.compile("\x00cell:(\\d+)\x00")
 #: A listing's Markdown right after its cell's marker, between two ``\x02``.
 _LISTING = re.compile("\\s*\x02(.*?)\x02", re.DOTALL)
@@ -156,9 +160,12 @@ class CutAtCodeCells(SphinxPostTransform):
         code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         # Blocks directly under a section or the document, in document order: the code cells
         # MyST-NB rendered (known by their index) and the prose (known by its source line).
-        blocks = [n for n in self.document.findall(nodes.Element)
-                  if isinstance(n.parent, (nodes.section, nodes.document))
-                  and not isinstance(n, nodes.title)]
+        blocks = [
+            n
+            for n in self.document.findall(nodes.Element)
+            if isinstance(n.parent, (nodes.section, nodes.document))
+            and not isinstance(n, nodes.title)
+        ]
         rendered = {n["cell_index"]: n for n in blocks if _is_code(n)}
 
         def follows(block: nodes.Element, index: int) -> bool:
@@ -185,8 +192,11 @@ class CutAtCodeCells(SphinxPostTransform):
         if section is not None and section.children and isinstance(section[0], nodes.title):
             text = ui_text(self.config.language, NOTE)
             # Italic in English; Chinese fonts have no italic (a browser slants them), so plain.
-            inner = (nodes.Text(text) if self.config.language.startswith("zh")
-                     else nodes.emphasis(text, text))
+            inner = (
+                nodes.Text(text)
+                if self.config.language.startswith("zh")
+                else nodes.emphasis(text, text)
+            )
             section.insert(1, nodes.paragraph("", "", inner))
 
 
@@ -215,7 +225,7 @@ class _Emphasis(WrappedContext):
         if not stripped:
             return content
         lead = content[: len(content) - len(content.lstrip())]
-        trail = content[len(content.rstrip()):]
+        trail = content[len(content.rstrip()) :]
         if lead == "" and unicodedata.category(stripped[0])[0] in "PS":
             lead = " "
         return f"{lead}{self.prefix}{stripped}{self.suffix}{trail}"
@@ -314,13 +324,26 @@ class ReaderTranslator(MarkdownTranslator):
 
     def visit_image(self, node: nodes.image) -> None:
         """No page has an image of its own yet; one would need copying into the notebook tree."""
-        logger.warning("reader notebooks: image %r is not copied into the notebook tree",
-                       node["uri"], location=node)
+        logger.warning(
+            "reader notebooks: image %r is not copied into the notebook tree",
+            node["uri"],
+            location=node,
+        )
         raise nodes.SkipNode
 
 
-for _name in ("attention", "caution", "danger", "error", "hint", "important", "note", "seealso",
-              "tip", "warning"):
+for _name in (
+    "attention",
+    "caution",
+    "danger",
+    "error",
+    "hint",
+    "important",
+    "note",
+    "seealso",
+    "tip",
+    "warning",
+):
     setattr(ReaderTranslator, f"visit_{_name}", ReaderTranslator.visit_admonition)
     setattr(ReaderTranslator, f"depart_{_name}", ReaderTranslator.depart_admonition)
 
@@ -341,9 +364,12 @@ class ReaderNotebookBuilder(MarkdownBuilder):
 
     name = NAME
     format = "ipynb"
-    epilog = ("The reader notebooks are written (downloads in %(outdir)s/" + SOURCES
-              + "/chapters; the notebook tree beside it, which book/editions.py publishes to "
-              "_build/notebooks).")
+    epilog = (
+        "The reader notebooks are written (downloads in %(outdir)s/"
+        + SOURCES
+        + "/chapters; the notebook tree beside it, which book/editions.py publishes to "
+        "_build/notebooks)."
+    )
     default_translator_class = ReaderTranslator
     allow_parallel = False
 
@@ -376,8 +402,10 @@ class ReaderNotebookBuilder(MarkdownBuilder):
         super().prepare_writing(docnames)
         if self.tree.exists():
             if not (self.tree / TREE_MARKER).is_file():
-                raise SphinxError(f"{self.tree} exists and is not a notebook tree this builder "
-                                  f"wrote (no {TREE_MARKER}); move it away")
+                raise SphinxError(
+                    f"{self.tree} exists and is not a notebook tree this builder "
+                    f"wrote (no {TREE_MARKER}); move it away"
+                )
             shutil.rmtree(self.tree)
         self.tree.mkdir(parents=True)
         (self.tree / TREE_MARKER).write_text("written by the reader-notebooks builder\n")
@@ -392,10 +420,13 @@ class ReaderNotebookBuilder(MarkdownBuilder):
             return
         source = source_notebook(self.env, docname)
         language = self.config.language or "en"
-        for download, target in ((True, Path(self.outdir, notebook_path(docname))),
-                                 (False, self.tree / (docname + ".ipynb"))):
-            nb = reader_notebook(source, link_for(text, docname, download=download), language,
-                                 docname)
+        for download, target in (
+            (True, Path(self.outdir, notebook_path(docname))),
+            (False, self.tree / (docname + ".ipynb")),
+        ):
+            nb = reader_notebook(
+                source, link_for(text, docname, download=download), language, docname
+            )
             _write(target, nbformat.writes(nb) + "\n")
 
     def finish(self) -> None:
@@ -414,6 +445,7 @@ def link_for(text: str, docname: str, *, download: bool) -> str:
     page to its ``.md``; in a download beside the HTML (``_sources/chapters/``) a chapter links
     to its download, any other page to its HTML page.
     """
+
     def here(doc: str) -> str:
         if download:
             return notebook_path(doc) if is_chapter(doc) else doc + ".html"
@@ -428,8 +460,9 @@ def notebook_path(docname: str) -> str:
     return posixpath.join(SOURCES, docname + ".ipynb")
 
 
-def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
-                    docname: str) -> nbformat.NotebookNode:
+def reader_notebook(
+    source: nbformat.NotebookNode, markdown: str, language: str, docname: str
+) -> nbformat.NotebookNode:
     """The reader notebook: ``markdown`` (the translator's output, with cell markers) cut into
     Markdown cells between the code cells of ``source``.
 
@@ -443,15 +476,18 @@ def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
         found = _LISTING.match(texts[k + 1])
         if found:
             listings[index] = found.group(1).strip("\n")
-            texts[k + 1] = texts[k + 1][found.end():]
+            texts[k + 1] = texts[k + 1][found.end() :]
     code = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
     if order != code:
         raise ValueError(f"{docname}: code cells placed in the order {order}, not {code}")
     cells = []
     # The language cell runs before every other code cell, and stands under the title (the
     # first Markdown cell), where JupyterLab's table of contents and a reader's eye start.
-    language_cell = (None if language == "en" else
-                     nbformat.v4.new_code_cell(LANGUAGE_CELL.format(language=language)))
+    language_cell = (
+        None
+        if language == "en"
+        else nbformat.v4.new_code_cell(LANGUAGE_CELL.format(language=language))
+    )
     for text, index in zip(texts, [*order, None]):
         text = text.strip("\n")
         if text.strip():
@@ -464,19 +500,25 @@ def reader_notebook(source: nbformat.NotebookNode, markdown: str, language: str,
             metadata = nbformat.from_dict(dict(src.metadata))
             if set(metadata.get("tags", [])) & set(COLLAPSED_TAGS):
                 metadata["jupyter"] = {"source_hidden": True}
-            outputs = ([nbformat.v4.new_output("display_data",
-                                               data={"text/markdown": listings[index]})]
-                       if index in listings else [])
-            cells.append(nbformat.v4.new_code_cell(src.source, metadata=metadata,
-                                                   outputs=outputs))
+            outputs = (
+                [nbformat.v4.new_output("display_data", data={"text/markdown": listings[index]})]
+                if index in listings
+                else []
+            )
+            cells.append(nbformat.v4.new_code_cell(src.source, metadata=metadata, outputs=outputs))
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i:03d}"
     # The language_info ipykernel reports (this Python's version): JupyterLab, run from the same
     # environment (`make lab`), then finds nothing to change and opens the notebook unmodified.
     from ipykernel.ipkernel import IPythonKernel
 
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": dict(KERNELSPEC), "language_info": dict(IPythonKernel.language_info)})
+    nb = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": dict(KERNELSPEC),
+            "language_info": dict(IPythonKernel.language_info),
+        },
+    )
     nbformat.validate(nb)
     return nb
 

@@ -112,14 +112,15 @@ def glossary_terms(glossary: Path) -> list[str]:
     Raises:
         ValueError: if the page has no such table (the index would silently lose the terms).
     """
-    rows = [line for line in glossary.read_text(encoding="utf-8").splitlines()
-            if line.startswith("|")]
+    rows = [
+        line for line in glossary.read_text(encoding="utf-8").splitlines() if line.startswith("|")
+    ]
     try:
         start = next(i for i, row in enumerate(rows) if re.match(r"\|\s*English\s*\|\s*中文", row))
     except StopIteration:
         raise ValueError(f"{glossary} has no 'English | 中文' terms table") from None
     terms: list[str] = []
-    for row in rows[start + 2:]:
+    for row in rows[start + 2 :]:
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
         if len(cells) < 2:
             continue

@@ -263,8 +263,9 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         package, _, old = fullname.partition(".")
         if package != PACKAGE or old not in ALIASES:
             return None
-        return importlib.machinery.ModuleSpec(fullname, AliasLoader(),
-                                              origin="alias: attnbook._aliases")
+        return importlib.machinery.ModuleSpec(
+            fullname, AliasLoader(), origin="alias: attnbook._aliases"
+        )
 
 
 def install() -> None:

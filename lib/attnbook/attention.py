@@ -57,6 +57,7 @@ def compute_dtype(*arrays) -> np.dtype:
     return np.result_type(*arrays, np.float32)
 
 
+# fmt: off
 def softmax_core(x, axis=-1):
     """Softmax along ``axis``: subtract the row max, exponentiate, normalise.
 
@@ -67,6 +68,7 @@ def softmax_core(x, axis=-1):
     e = np.exp(x - m)
     total = np.sum(e, axis=axis, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+# fmt: on
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:
@@ -104,10 +106,12 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     return softmax_core(x.astype(compute_dtype(x)), axis).astype(x.dtype)
 
 
+# fmt: off
 def masked_softmax_core(scores, keep):
     """Softmax of scores (..., L, S) over the keys where ``keep`` is True."""
     hidden = np.where(keep, scores, -np.inf)  # replace, never add
     return softmax_core(hidden, axis=-1)  # (..., L, S)
+# fmt: on
 
 
 def masked_softmax(scores, mask) -> np.ndarray:
@@ -149,6 +153,7 @@ def masked_softmax(scores, mask) -> np.ndarray:
     return weights.astype(scores.dtype)
 
 
+# fmt: off
 def scaled_dot_product_attention_core(q, k, v, mask=None, scale=None):
     """``softmax(q k^T * scale + mask) v`` and the weights.
 
@@ -164,6 +169,7 @@ def scaled_dot_product_attention_core(q, k, v, mask=None, scale=None):
         scores = scores + mask  # additive mask
     weights = softmax_core(scores, axis=-1)  # (..., L, S)
     return weights @ v, weights  # (..., L, Dv), (..., L, S)
+# fmt: on
 
 
 def scaled_dot_product_attention(
@@ -264,6 +270,7 @@ def scaled_dot_product_attention(
     return out
 
 
+# fmt: off
 def attention_head_core(x, context, w_q, w_k, w_v, mask=None):
     """One attention head; self-attention when ``context`` is ``x``.
 
@@ -275,10 +282,12 @@ def attention_head_core(x, context, w_q, w_k, w_v, mask=None):
     k = context @ w_k  # (..., S, d_k): the keys come from the context
     v = context @ w_v  # (..., S, d_v): so do the values
     return scaled_dot_product_attention_core(q, k, v, mask)
+# fmt: on
 
 
-def attention_head(x, w_q, w_k, w_v, *, context=None, mask=None, causal: bool = False,
-                   return_weights: bool = False):
+def attention_head(
+    x, w_q, w_k, w_v, *, context=None, mask=None, causal: bool = False, return_weights: bool = False
+):
     """One attention head with its projections: self-attention, or cross-attention to ``context``.
 
     ``Q = x W_Q``, ``K = c W_K``, ``V = c W_V`` and ``softmax(Q K^T / sqrt(d_k)) V``, where
@@ -315,28 +324,38 @@ def attention_head(x, w_q, w_k, w_v, *, context=None, mask=None, causal: bool = 
     x = checks.as_float_array(x, "x")
     causal = checks.check_bool(causal, "causal")
     if context is not None and causal:
-        raise ValueError("causal=True needs self-attention (context=None): a cross-attention "
-                         "source is known in full, there is no later key to hide")
+        raise ValueError(
+            "causal=True needs self-attention (context=None): a cross-attention "
+            "source is known in full, there is no later key to hide"
+        )
     c = x if context is None else checks.as_float_array(context, "context")
     for name, arr in (("x", x), ("context", c)):
         checks.check_ndim(arr, name, "(..., seq, d_model)")
     if c.shape[-1] != x.shape[-1]:
-        raise ValueError(f"x has d_model {x.shape[-1]} but context has {c.shape[-1]} "
-                         f"(x.shape={x.shape}, context.shape={c.shape})")
+        raise ValueError(
+            f"x has d_model {x.shape[-1]} but context has {c.shape[-1]} "
+            f"(x.shape={x.shape}, context.shape={c.shape})"
+        )
     d_model = x.shape[-1]
-    w_q, w_k, w_v = (checks.as_float_array(w, n) for w, n in
-                     ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v")))
+    w_q, w_k, w_v = (
+        checks.as_float_array(w, n) for w, n in ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"))
+    )
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         if w.ndim != 2 or w.shape[0] != d_model:
-            raise ValueError(f"{name} must have shape (d_model, dim) = ({d_model}, dim); "
-                             f"got {w.shape}")
+            raise ValueError(
+                f"{name} must have shape (d_model, dim) = ({d_model}, dim); got {w.shape}"
+            )
     if w_q.shape[1] != w_k.shape[1]:
-        raise ValueError(f"w_q gives d_k {w_q.shape[1]} but w_k gives {w_k.shape[1]} "
-                         f"(w_q.shape={w_q.shape}, w_k.shape={w_k.shape})")
-    return scaled_dot_product_attention(x @ w_q, c @ w_k, c @ w_v, mask, causal=causal,
-                                        return_weights=return_weights)
+        raise ValueError(
+            f"w_q gives d_k {w_q.shape[1]} but w_k gives {w_k.shape[1]} "
+            f"(w_q.shape={w_q.shape}, w_k.shape={w_k.shape})"
+        )
+    return scaled_dot_product_attention(
+        x @ w_q, c @ w_k, c @ w_v, mask, causal=causal, return_weights=return_weights
+    )
 
 
+# fmt: off
 def softmax_jacobian_core(p):
     """Jacobian ``J = diag(p) - p p^T`` of the softmax at its output p.
 
@@ -345,6 +364,7 @@ def softmax_jacobian_core(p):
     eye = np.eye(p.shape[-1], dtype=p.dtype)  # (n, n)
     diag = p[..., :, None] * eye  # (..., n, n) diag(p)
     return diag - p[..., :, None] * p[..., None, :]  # (..., n, n)
+# fmt: on
 
 
 def softmax_jacobian(p) -> np.ndarray:
@@ -402,11 +422,13 @@ def entropy(p, axis: int = -1) -> np.ndarray:
         raise ValueError("p must have at least one axis; got a scalar")
     axis = checks.check_axis(axis, p.ndim, p.shape)
     if np.isnan(p).any() or (p < 0).any():
-        raise ValueError(f"p of shape {p.shape} holds negative or nan entries; it must hold "
-                         "probabilities")
+        raise ValueError(
+            f"p of shape {p.shape} holds negative or nan entries; it must hold probabilities"
+        )
     return entropy_core(p.astype(compute_dtype(p)), axis).astype(p.dtype)
 
 
+# fmt: off
 def additive_scores_core(q, k, W_q, W_k, v_a):
     """Additive (Bahdanau) scores ``v_a^T tanh(W_q q_i + W_k k_j)``.
 
@@ -418,8 +440,10 @@ def additive_scores_core(q, k, W_q, W_k, v_a):
     hidden = np.tanh(q_a[..., :, None, :]
                      + k_a[..., None, :, :])  # (..., L, S, d_a)
     return hidden @ v_a  # (..., L, S)
+# fmt: on
 
 
+# fmt: off
 def additive_attention_core(q, k, v, W_q, W_k, v_a, keep=None):
     """Additive attention: scores, masked softmax, weighted sum of values.
 
@@ -431,6 +455,7 @@ def additive_attention_core(q, k, v, W_q, W_k, v_a, keep=None):
         scores = np.where(keep, scores, -np.inf)  # hidden: weight 0
     weights = softmax_core(scores, axis=-1)  # (..., L, S)
     return weights @ v, weights  # (..., L, d_v), (..., L, S)
+# fmt: on
 
 
 _NO_V = object()  # additive_scores has no values
@@ -445,36 +470,50 @@ def _check_additive(q, k, W_q, W_k, v_a, v=_NO_V):
     if v is not _NO_V:
         named["v"] = v  # None included: as_float_array refuses it, naming v
     arrs = {name: checks.as_float_array(x, name) for name, x in named.items()}
-    for name, layout in (("q", "(..., seq, dim)"), ("k", "(..., seq, dim)"),
-                         ("v", "(..., seq, dim)"), ("W_q", "(d_a, d_q)"),
-                         ("W_k", "(d_a, d_k)"), ("v_a", "(d_a,)")):
+    for name, layout in (
+        ("q", "(..., seq, dim)"),
+        ("k", "(..., seq, dim)"),
+        ("v", "(..., seq, dim)"),
+        ("W_q", "(d_a, d_q)"),
+        ("W_k", "(d_a, d_k)"),
+        ("v_a", "(d_a,)"),
+    ):
         if name in arrs:
             checks.check_ndim(arrs[name], name, layout)
     for name, arr in arrs.items():
         checks.check_finite(arr, name)
     q, k, W_q, W_k, v_a = (arrs[n] for n in ("q", "k", "W_q", "W_k", "v_a"))
     if W_q.shape[1] != q.shape[-1]:
-        raise ValueError(f"W_q has shape {W_q.shape} (d_a, d_q) but q has d_q = {q.shape[-1]} "
-                         f"(q.shape={q.shape})")
+        raise ValueError(
+            f"W_q has shape {W_q.shape} (d_a, d_q) but q has d_q = {q.shape[-1]} "
+            f"(q.shape={q.shape})"
+        )
     if W_k.shape[1] != k.shape[-1]:
-        raise ValueError(f"W_k has shape {W_k.shape} (d_a, d_k) but k has d_k = {k.shape[-1]} "
-                         f"(k.shape={k.shape})")
+        raise ValueError(
+            f"W_k has shape {W_k.shape} (d_a, d_k) but k has d_k = {k.shape[-1]} "
+            f"(k.shape={k.shape})"
+        )
     if not W_q.shape[0] == W_k.shape[0] == v_a.shape[0]:
-        raise ValueError(f"W_q, W_k and v_a disagree on d_a: W_q.shape={W_q.shape}, "
-                         f"W_k.shape={W_k.shape}, v_a.shape={v_a.shape}")
+        raise ValueError(
+            f"W_q, W_k and v_a disagree on d_a: W_q.shape={W_q.shape}, "
+            f"W_k.shape={W_k.shape}, v_a.shape={v_a.shape}"
+        )
     leading = [q.shape[:-2], k.shape[:-2]]
     v = arrs.get("v")
     if v is not None:
         if k.shape[-2] != v.shape[-2]:
-            raise ValueError(f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-                             f"(k.shape={k.shape}, v.shape={v.shape})")
+            raise ValueError(
+                f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
+                f"(k.shape={k.shape}, v.shape={v.shape})"
+            )
         leading.append(v.shape[:-2])
     try:
         batch = np.broadcast_shapes(*leading)
     except ValueError:
         shapes = ", ".join(f"{n}.shape={arrs[n].shape}" for n in ("q", "k", "v") if n in arrs)
-        raise ValueError(f"the leading (batch/head) dimensions do not broadcast: {shapes}") \
-            from None
+        raise ValueError(
+            f"the leading (batch/head) dimensions do not broadcast: {shapes}"
+        ) from None
     return q, k, W_q, W_k, v_a, v, batch
 
 
@@ -484,7 +523,8 @@ def _additive_overflow(scores_shape, dtype, q, k, where):
         f"the additive scores v_a^T tanh(W_q q_i + W_k k_j) (shape {scores_shape}, computed "
         f"in {np.dtype(dtype).name}) overflow to inf or are undefined (inf - inf in "
         f"W_q q_i + W_k k_j){where} for q of shape {q.shape} and k of shape {k.shape}; "
-        "rescale q, k, W_q, W_k or v_a, or pass float64 inputs")
+        "rescale q, k, W_q, W_k or v_a, or pass float64 inputs"
+    )
 
 
 def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
@@ -539,7 +579,8 @@ def additive_scores(q, k, W_q, W_k, v_a) -> np.ndarray:
             f"the additive scores (shape {scores_shape}, computed in {np.dtype(dtype).name}) "
             f"reach |s| = {float(np.abs(scores).max()):.6g}, beyond the output dtype "
             f"{np.dtype(out_dtype).name} (max {float(np.finfo(out_dtype).max):.6g}), for q of "
-            f"shape {q.shape} and k of shape {k.shape}; scale v_a down or pass float32 inputs")
+            f"shape {q.shape} and k of shape {k.shape}; scale v_a down or pass float32 inputs"
+        )
     return out
 
 
@@ -593,8 +634,7 @@ def additive_attention(q, k, v, W_q, W_k, v_a, mask=None, *, return_weights: boo
         out, weights = additive_attention_core(qc, kc, vc, wq, wk, va, keep)
     # A visible score that is nan or +inf, or -inf at every visible key, leaves its row of
     # weights all 0 (softmax_core's empty row); finite scores give a row summing to 1.
-    visible = np.ones(scores_shape, bool) if keep is None else np.broadcast_to(keep,
-                                                                               scores_shape)
+    visible = np.ones(scores_shape, bool) if keep is None else np.broadcast_to(keep, scores_shape)
     lost = visible.any(axis=-1) & ~(np.broadcast_to(weights, scores_shape).sum(axis=-1) > 0)
     if lost.any():
         raise _additive_overflow(scores_shape, dtype, q, k, " at a visible position")

@@ -27,7 +27,12 @@ from .checks import check_choice, check_int
 from .layers import LayerNorm, MultiHeadAttention, RMSNorm, RotaryEmbedding
 
 __all__ = [
-    "FeedForward", "SwiGLU", "make_norm", "make_ffn", "TransformerBlock", "EncoderDecoderBlock",
+    "FeedForward",
+    "SwiGLU",
+    "make_norm",
+    "make_ffn",
+    "TransformerBlock",
+    "EncoderDecoderBlock",
 ]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -52,8 +57,14 @@ class FeedForward(nn.Module):
     Source: Vaswani et al. (2017), eq. 2.
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True,
-                 dropout: float = 0.0):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "relu",
+        bias: bool = True,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.activation = check_choice(activation, "activation", sorted(_ACTIVATIONS))
         d_model, d_ff = check_int(d_model, "d_model", 1), check_int(d_ff, "d_ff", 1)
@@ -62,10 +73,12 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
+    # fmt: off
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``act(x W1 + b1) W2 + b2`` at each position: (..., d_model)."""
         h = self.act(self.linear1(x))  # (..., d_ff)
         return self.linear2(self.dropout(h))  # (..., d_model)
+    # fmt: on
 
 
 class SwiGLU(nn.Module):
@@ -226,15 +239,23 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.norm_first = bool(norm_first)
         qkv_bias = bias if qkv_bias is None else qkv_bias
-        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim,
-                                            bias=qkv_bias, dropout=dropout, rope=rope,
-                                            out_bias=bias)
+        self.self_attn = MultiHeadAttention(
+            d_model,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            bias=qkv_bias,
+            dropout=dropout,
+            rope=rope,
+            out_bias=bias,
+        )
         self.ffn = make_ffn(ffn, d_model, d_ff, bias, dropout)
         self.norm1 = make_norm(norm, d_model, eps, bias)
         self.norm2 = make_norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
+    # fmt: off
     def forward(self, x, mask=None, *, causal=False, window=None,
                 positions=None, kv_cache=None):
         """One layer: ``(B, L, d_model) -> (B, L, d_model)``.
@@ -253,6 +274,7 @@ class TransformerBlock(nn.Module):
             x = self.norm1(x + self.dropout1(attn(x)))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x  # (B, L, d_model)
+    # fmt: on
 
 
 class EncoderDecoderBlock(nn.Module):
@@ -323,10 +345,12 @@ class EncoderDecoderBlock(nn.Module):
     ):
         super().__init__()
         self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim, bias=bias,
-                                            dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, head_dim, bias=bias,
-                                             dropout=dropout)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, n_kv_heads, head_dim, bias=bias, dropout=dropout
+        )
+        self.cross_attn = MultiHeadAttention(
+            d_model, n_heads, n_kv_heads, head_dim, bias=bias, dropout=dropout
+        )
         self.ffn = make_ffn(ffn, d_model, d_ff, bias, dropout)
         self.norm1 = make_norm(norm, d_model, eps, bias)
         self.norm2 = make_norm(norm, d_model, eps, bias)
@@ -335,6 +359,7 @@ class EncoderDecoderBlock(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
+    # fmt: off
     def forward(self, x, memory, *, self_mask=None, memory_mask=None,
                 causal=True, kv_cache=None):
         """Decode ``x`` (B, L, d_model) against the encoder output ``memory``.
@@ -358,3 +383,4 @@ class EncoderDecoderBlock(nn.Module):
             x = self.norm2(x + self.dropout2(cross_attn(x)))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
         return x  # (B, L, d_model)
+    # fmt: on

@@ -41,8 +41,18 @@ from .checks import check_int
 from .config import ModelConfig
 from .models import DecoderOnlyModel, build_model, count_parameters
 
-__all__ = ["DATA_DIR", "CHECKPOINT", "METADATA", "COMMAND", "MODEL", "TRAINING",
-           "char_gpt_config", "train_char_gpt", "load_char_gpt", "main"]
+__all__ = [
+    "DATA_DIR",
+    "CHECKPOINT",
+    "METADATA",
+    "COMMAND",
+    "MODEL",
+    "TRAINING",
+    "char_gpt_config",
+    "train_char_gpt",
+    "load_char_gpt",
+    "main",
+]
 
 #: Where the shipped checkpoint and its description live (package data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -56,14 +66,36 @@ COMMAND = "OMP_NUM_THREADS=1 python -m attnbook.char_gpt"
 
 #: Chapter 13's model (Pre-LN, RoPE, a sliding window as long as the training windows,
 #: dropout 0.1, a tied output layer, no sqrt(d_model) embedding scale).
-MODEL = dict(arch="decoder", d_model=64, n_heads=4, n_layers=4, d_ff=256, max_seq_len=64,
-             positional="rope", sliding_window=64, norm_first=True, dropout=0.1,
-             embed_scale=False, tie_embeddings=True, name="char-GPT")
+MODEL = dict(
+    arch="decoder",
+    d_model=64,
+    n_heads=4,
+    n_layers=4,
+    d_ff=256,
+    max_seq_len=64,
+    positional="rope",
+    sliding_window=64,
+    norm_first=True,
+    dropout=0.1,
+    embed_scale=False,
+    tie_embeddings=True,
+    name="char-GPT",
+)
 
 #: The training run, as the arguments of :func:`attnbook.training.train_language_model`.
-TRAINING = dict(steps=1200, batch_size=16, block_size=64, lr=3e-3, warmup_steps=100,
-                weight_decay=0.1, min_lr_ratio=0.1, grad_clip=1.0, eval_every=100,
-                eval_batches=8, seed=0)
+TRAINING = dict(
+    steps=1200,
+    batch_size=16,
+    block_size=64,
+    lr=3e-3,
+    warmup_steps=100,
+    weight_decay=0.1,
+    min_lr_ratio=0.1,
+    grad_clip=1.0,
+    eval_every=100,
+    eval_batches=8,
+    seed=0,
+)
 
 
 def char_gpt_config(vocab_size: int) -> ModelConfig:
@@ -82,8 +114,9 @@ def char_gpt_config(vocab_size: int) -> ModelConfig:
     return ModelConfig(vocab_size=check_int(vocab_size, "vocab_size", 1), **MODEL)
 
 
-def train_char_gpt(out_dir: str | Path = DATA_DIR, *, steps: int | None = None,
-                   progress: bool = False) -> dict:
+def train_char_gpt(
+    out_dir: str | Path = DATA_DIR, *, steps: int | None = None, progress: bool = False
+) -> dict:
     """Train the shipped model from scratch and write ``char_gpt.pt`` and ``char_gpt.json``.
 
     The corpus, tokenizer and split are chapter 13's (:func:`attnbook.text.load_corpus`,
@@ -116,8 +149,9 @@ def train_char_gpt(out_dir: str | Path = DATA_DIR, *, steps: int | None = None,
     config = char_gpt_config(tokenizer.vocab_size)
     torch.manual_seed(0)
     model = training.gpt2_init_(build_model(config))
-    run = training.train_language_model(model, train_ids, val_ids, progress=progress,
-                                        num_threads=1, **settings)
+    run = training.train_language_model(
+        model, train_ids, val_ids, progress=progress, num_threads=1, **settings
+    )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # float16 halves the file; a copy keeps the trained float32 model intact. The copy's tied
@@ -183,8 +217,10 @@ def load_char_gpt(directory: str | Path = DATA_DIR) -> tuple[DecoderOnlyModel, d
     data = ckpt.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != meta["checkpoint_sha256"]:
-        raise ValueError(f"{ckpt} has SHA-256 {digest}, but {meta_path} records "
-                         f"{meta['checkpoint_sha256']}: the files do not belong together")
+        raise ValueError(
+            f"{ckpt} has SHA-256 {digest}, but {meta_path} records "
+            f"{meta['checkpoint_sha256']}: the files do not belong together"
+        )
     model = build_model(ModelConfig(**meta["model"]))
     state = torch.load(ckpt, map_location="cpu", weights_only=True)
     model.load_state_dict({k: v.float() for k, v in state.items()})
@@ -199,9 +235,11 @@ def main(argv=None) -> dict:
     p.add_argument("--progress", action="store_true")
     a = p.parse_args(argv)
     meta = train_char_gpt(a.out, steps=a.steps, progress=a.progress)
-    print(f"{meta['seconds']:.0f} s; held-out loss {meta['val_loss'][-1]:.3f}; "
-          f"{meta['checkpoint_bytes']:,} bytes -> {Path(a.out) / CHECKPOINT.name}",
-          file=sys.stderr)
+    print(
+        f"{meta['seconds']:.0f} s; held-out loss {meta['val_loss'][-1]:.3f}; "
+        f"{meta['checkpoint_bytes']:,} bytes -> {Path(a.out) / CHECKPOINT.name}",
+        file=sys.stderr,
+    )
     return meta
 
 

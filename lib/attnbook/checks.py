@@ -131,8 +131,11 @@ def check_bool(value, name: str) -> bool:
     """
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype == np.bool_:
         value = value[()]
-    elif type(value).__module__ == "torch" and getattr(value, "ndim", None) == 0 \
-            and str(value.dtype) == "torch.bool":
+    elif (
+        type(value).__module__ == "torch"
+        and getattr(value, "ndim", None) == 0
+        and str(value.dtype) == "torch.bool"
+    ):
         value = value.item()
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {_describe(value)}")
@@ -152,8 +155,9 @@ def check_instance(value, cls: type, name: str, made_by: str):
         TypeError: ``value`` is not a ``cls``.
     """
     if not isinstance(value, cls):
-        raise TypeError(f"{name} must be a {cls.__name__} (from {made_by}), got "
-                        f"{type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a {cls.__name__} (from {made_by}), got {type(value).__name__}"
+        )
     return value
 
 
@@ -232,8 +236,9 @@ def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
         ValueError: ``dim`` is odd.
     """
     if dim % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions; {name} must be even, got "
-                         f"{dim}{detail}")
+        raise ValueError(
+            f"RoPE rotates pairs of dimensions; {name} must be even, got {dim}{detail}"
+        )
     return dim
 
 
@@ -254,8 +259,7 @@ def as_float_array(x, name: str) -> np.ndarray:
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__} ({exc})") \
-            from None
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__} ({exc})") from None
     if np.issubdtype(arr.dtype, np.floating):
         return arr
     if np.issubdtype(arr.dtype, np.complexfloating):
@@ -379,8 +383,9 @@ def check_masks_broadcast(masks, name: str = "masks") -> tuple:
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
-        raise ValueError(f"{name} do not broadcast together: shapes "
-                         + ", ".join(str(s) for s in shapes)) from None
+        raise ValueError(
+            f"{name} do not broadcast together: shapes " + ", ".join(str(s) for s in shapes)
+        ) from None
 
 
 def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarray:
@@ -397,15 +402,16 @@ def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarr
     if am.dtype != np.bool_ and not (
         np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
     ):
-        raise TypeError(f"{name} must hold 0 and 1 (integers or bools); got dtype {am.dtype} "
-                        f"(shape {am.shape})")
+        raise TypeError(
+            f"{name} must hold 0 and 1 (integers or bools); got dtype {am.dtype} (shape {am.shape})"
+        )
     if am.ndim != 2:
-        raise ValueError(f"{name} must have shape (B, S) with 1 = real token, 0 = pad; "
-                         f"got shape {am.shape}")
+        raise ValueError(
+            f"{name} must have shape (B, S) with 1 = real token, 0 = pad; got shape {am.shape}"
+        )
     if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
         bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
-        raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found "
-                         f"{bad.tolist()}")
+        raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}")
     return am
 
 
@@ -424,17 +430,19 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
         if arr.size == 0 and arr.dtype == np.float64:  # [] reads as float64
             arr = arr.astype(np.int64)
         else:
-            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
-                            f"(shape {arr.shape})")
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} (shape {arr.shape})")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if minimum is not None and arr.size and int(arr.min()) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got min {int(arr.min())} "
-                         f"(shape {arr.shape})")
+        raise ValueError(
+            f"{name} must be >= {minimum}, got min {int(arr.min())} (shape {arr.shape})"
+        )
     if arr.size and arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
         # uint64 beyond int64 would wrap negative where callers compute in int64
-        raise ValueError(f"{name} must be <= {np.iinfo(np.int64).max} (int64), got max "
-                         f"{int(arr.max())} (dtype {arr.dtype}, shape {arr.shape})")
+        raise ValueError(
+            f"{name} must be <= {np.iinfo(np.int64).max} (int64), got max "
+            f"{int(arr.max())} (dtype {arr.dtype}, shape {arr.shape})"
+        )
     return arr
 
 
@@ -451,9 +459,11 @@ def check_text(value, name: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"{name} holds a lone surrogate {value[exc.start]!r} at index "
-                         f"{exc.start} (of {len(value)} characters), which is not text "
-                         "UTF-8 can encode") from None
+        raise ValueError(
+            f"{name} holds a lone surrogate {value[exc.start]!r} at index "
+            f"{exc.start} (of {len(value)} characters), which is not text "
+            "UTF-8 can encode"
+        ) from None
     return value
 
 
@@ -491,14 +501,17 @@ def check_rng(value, name: str = "rng"):
     if value is not None:
         value = _unwrap_scalar(value)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be a numpy.random.Generator or an integer seed, got "
-                            f"{_describe(value)}")
+            raise TypeError(
+                f"{name} must be a numpy.random.Generator or an integer seed, got "
+                f"{_describe(value)}"
+            )
         value = check_int(value, f"{name} seed", 0)
     return np.random.default_rng(value)
 
 
-def check_increasing(values, name: str, *, minimum=None, maximum=None,
-                     integer: bool = True) -> tuple:
+def check_increasing(
+    values, name: str, *, minimum=None, maximum=None, integer: bool = True
+) -> tuple:
     """A non-empty, strictly increasing sequence of integers (or reals) within the bounds.
 
     E.g. the stops of an explorer's slider. Each entry is checked as :func:`check_int` (or
@@ -514,16 +527,19 @@ def check_increasing(values, name: str, *, minimum=None, maximum=None,
             strictly increase.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise TypeError(f"{name} must be a sequence of "
-                        f"{'integers' if integer else 'numbers'}, got {_describe(values)}")
+        raise TypeError(
+            f"{name} must be a sequence of "
+            f"{'integers' if integer else 'numbers'}, got {_describe(values)}"
+        )
     if len(values) == 0:
         raise ValueError(f"{name} must not be empty")
     if integer:
-        out = tuple(check_int(v, f"{name}[{i}]", minimum, maximum)
-                    for i, v in enumerate(values))
+        out = tuple(check_int(v, f"{name}[{i}]", minimum, maximum) for i, v in enumerate(values))
     else:
-        out = tuple(check_real(v, f"{name}[{i}]", minimum=minimum, maximum=maximum)
-                    for i, v in enumerate(values))
+        out = tuple(
+            check_real(v, f"{name}[{i}]", minimum=minimum, maximum=maximum)
+            for i, v in enumerate(values)
+        )
     if any(b <= a for a, b in zip(out, out[1:])):
         raise ValueError(f"{name} must be strictly increasing, got {out}")
     return out
@@ -534,8 +550,9 @@ def check_increasing(values, name: str, *, minimum=None, maximum=None,
 # ------------------------------------------------------------------------------------------
 
 
-def check_id_sequence(ids, name: str, minimum_len: int = 1, vocab_size: int | None = None,
-                      len_hint: str = "") -> np.ndarray:
+def check_id_sequence(
+    ids, name: str, minimum_len: int = 1, vocab_size: int | None = None, len_hint: str = ""
+) -> np.ndarray:
     """A 1-D sequence of token ids as int64: integers, none negative, at least ``minimum_len``.
 
     Args:
@@ -559,11 +576,14 @@ def check_id_sequence(ids, name: str, minimum_len: int = 1, vocab_size: int | No
         ids = ids.detach().cpu().numpy()
     arr = check_int_array(ids, name, 0, ndim=1)  # 1-D, integer, no negative id
     if arr.size < minimum_len:
-        raise ValueError(f"{name} must hold at least {minimum_len} ids{len_hint}; got shape "
-                         f"{arr.shape}")
+        raise ValueError(
+            f"{name} must hold at least {minimum_len} ids{len_hint}; got shape {arr.shape}"
+        )
     if vocab_size is not None and arr.size and int(arr.max()) >= vocab_size:
-        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got a maximum of "
-                         f"{int(arr.max())} (shape {arr.shape})")
+        raise ValueError(
+            f"{name} must lie in [0, vocab_size={vocab_size}); got a maximum of "
+            f"{int(arr.max())} (shape {arr.shape})"
+        )
     return arr.astype(np.int64, copy=False)
 
 
@@ -608,29 +628,35 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     import torch
 
     if isinstance(values, torch.Tensor) and values.dtype in (
-            getattr(torch, "uint16", None), getattr(torch, "uint32", None),
-            getattr(torch, "uint64", None)):
+        getattr(torch, "uint16", None),
+        getattr(torch, "uint32", None),
+        getattr(torch, "uint64", None),
+    ):
         values = values.cpu().numpy()  # torch has no min/max for these: check in NumPy
     if not isinstance(values, torch.Tensor):
         try:
             arr = np.asarray(values)
             tensor = None if arr.dtype.kind == "u" else torch.as_tensor(arr)
         except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"{name} must be an integer tensor, got {type(values).__name__}") \
-                from None
+            raise TypeError(
+                f"{name} must be an integer tensor, got {type(values).__name__}"
+            ) from None
         if tensor is None:  # unsigned: int64 holds them all (else a ValueError)
             tensor = torch.as_tensor(check_int_array(arr, name, None).astype(np.int64))
         values = tensor
     if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor, got dtype {values.dtype}")
     if minimum is not None and values.numel() and int(values.min()) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got min {int(values.min())} "
-                         f"(shape {tuple(values.shape)})")
+        raise ValueError(
+            f"{name} must be >= {minimum}, got min {int(values.min())} "
+            f"(shape {tuple(values.shape)})"
+        )
     return values
 
 
-def check_positions(positions, seq_len: int, x_shape, name: str = "positions", *,
-                    batch: bool = False):
+def check_positions(
+    positions, seq_len: int, x_shape, name: str = "positions", *, batch: bool = False
+):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
 
     Returns a torch tensor if ``positions`` is one, else a NumPy array.
@@ -657,13 +683,16 @@ def check_positions(positions, seq_len: int, x_shape, name: str = "positions", *
             f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
         )
     if batch and positions.ndim == 2 and positions.shape[0] != x_shape[0]:
-        raise ValueError(f"{name} of shape {tuple(positions.shape)} do not match batch "
-                         f"{x_shape[0]} of x (shape {tuple(x_shape)})")
+        raise ValueError(
+            f"{name} of shape {tuple(positions.shape)} do not match batch "
+            f"{x_shape[0]} of x (shape {tuple(x_shape)})"
+        )
     return positions
 
 
-def check_features(x, name: str, size: int, *, ndim: int | None = None,
-                   size_name: str = "features"):
+def check_features(
+    x, name: str, size: int, *, ndim: int | None = None, size_name: str = "features"
+):
     """A floating-point tensor with ``size`` entries in its last dimension (of rank ``ndim``).
 
     Args:
@@ -679,8 +708,10 @@ def check_features(x, name: str, size: int, *, ndim: int | None = None,
     """
     check_tensor(x, name, ndim=ndim)
     if x.dim() == 0 or x.shape[-1] != size:
-        raise ValueError(f"{name} must have {size_name}={size} entries in its last dimension; "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have {size_name}={size} entries in its last dimension; "
+            f"got shape {tuple(x.shape)}"
+        )
     return x
 
 
@@ -697,12 +728,16 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
     """
     ids = check_int_tensor(ids, name, None)
     if ids.ndim != 2:
-        raise ValueError(f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
-                         "(add a batch axis with ids[None])")
+        raise ValueError(
+            f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
+            "(add a batch axis with ids[None])"
+        )
     top = math.inf if vocab_size is None else vocab_size
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= top):
-        raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
-                         f"{int(ids.min())} to {int(ids.max())}")
+        raise ValueError(
+            f"{name} must lie in [0, vocab_size={vocab_size}); got values from "
+            f"{int(ids.min())} to {int(ids.max())}"
+        )
     return ids
 
 
@@ -787,14 +822,18 @@ def check_qkv_tensors(q, k, v, *, same_value_dim: bool = True, finite: bool = Tr
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, "
-                         f"{v.device}")
+        raise ValueError(
+            f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}"
+        )
     if same_value_dim and k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape (B, H_kv, S, D); got k "
-                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must have the same shape (B, H_kv, S, D); got k "
+            f"{tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     if k.shape[:3] != v.shape[:3]:
-        raise ValueError(f"k and v must agree on (B, H_kv, S); got k {tuple(k.shape)} and v "
-                         f"{tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must agree on (B, H_kv, S); got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     (B, H, _, D), (B_k, H_kv, _, D_k) = q.shape, k.shape
     shapes = f" (q {tuple(q.shape)}, k {tuple(k.shape)})"
     if B_k != B:
@@ -833,8 +872,9 @@ def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
     if type(mask).__module__ == "torch" or device is not None:
         import torch
 
-        mask = torch.as_tensor(np.asarray(mask) if isinstance(mask, (list, tuple)) else mask,
-                               device=device)
+        mask = torch.as_tensor(
+            np.asarray(mask) if isinstance(mask, (list, tuple)) else mask, device=device
+        )
         floating = mask.is_floating_point()
         bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
     else:
@@ -842,18 +882,30 @@ def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
         floating = np.issubdtype(mask.dtype, np.floating)
         bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
     if not floating and str(mask.dtype) not in ("bool", "torch.bool"):
-        raise TypeError(f"{name} must be a boolean keep-mask or an additive float mask; got "
-                        f"dtype {mask.dtype} (shape {tuple(mask.shape)})")
+        raise TypeError(
+            f"{name} must be a boolean keep-mask or an additive float mask; got "
+            f"dtype {mask.dtype} (shape {tuple(mask.shape)})"
+        )
     if bad:
-        raise ValueError(f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
-                         "(hide keys with -inf, finfo.min or a keep-mask)")
+        raise ValueError(
+            f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
+            "(hide keys with -inf, finfo.min or a keep-mask)"
+        )
     if target_shape is not None:
         check_broadcast(mask, name, target_shape)
     return mask
 
 
-def check_module_input(x, weight, d_model: int, name: str = "x", *, batch: int | None = None,
-                       seq: str = "L", detail: str = ""):
+def check_module_input(
+    x,
+    weight,
+    d_model: int,
+    name: str = "x",
+    *,
+    batch: int | None = None,
+    seq: str = "L",
+    detail: str = "",
+):
     """A torch module's ``(B, L, d_model)`` input: a floating tensor in its parameters' dtype.
 
     Args:
@@ -874,6 +926,7 @@ def check_module_input(x, weight, d_model: int, name: str = "x", *, batch: int |
     check_input_dtype(x, weight, name)
     if x.ndim != 3 or x.shape[-1] != d_model or (batch is not None and x.shape[0] != batch):
         b = "B" if batch is None else f"B={batch}"
-        raise ValueError(f"{name} must be ({b}, {seq}, d_model={d_model}); got shape "
-                         f"{tuple(x.shape)}{detail}")
+        raise ValueError(
+            f"{name} must be ({b}, {seq}, d_model={d_model}); got shape {tuple(x.shape)}{detail}"
+        )
     return x

@@ -134,14 +134,23 @@ class ModelConfig:
         for f in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len"):
             set_checked(f, 1)
         set_checked("n_encoder_layers", 0)
-        for f in ("n_kv_heads", "head_dim", "sliding_window", "kv_lora_rank", "q_lora_rank",
-                  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        for f in (
+            "n_kv_heads",
+            "head_dim",
+            "sliding_window",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ):
             if getattr(self, f) is not None:
                 set_checked(f, 1)
         for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
             object.__setattr__(self, f, check_real(getattr(self, f), f, minimum=lo, strict=True))
-        object.__setattr__(self, "dropout",
-                           check_real(self.dropout, "dropout", minimum=0.0, maximum=1.0))
+        object.__setattr__(
+            self, "dropout", check_real(self.dropout, "dropout", minimum=0.0, maximum=1.0)
+        )
         if self.dropout >= 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.embed_scale is not None:
@@ -238,14 +247,21 @@ class ModelConfig:
         """
         if not isinstance(hf, Mapping):
             raise TypeError(f"hf must be a dict (a parsed config.json), got {type(hf).__name__}")
-        required = ("hidden_size", "num_attention_heads", "num_hidden_layers",
-                    "intermediate_size", "vocab_size")
+        required = (
+            "hidden_size",
+            "num_attention_heads",
+            "num_hidden_layers",
+            "intermediate_size",
+            "vocab_size",
+        )
         missing = [k for k in required if k not in hf]
         if missing:
             hint = ""
             if isinstance(hf.get("text_config"), Mapping):
-                hint = ("; the model nests its language model under 'text_config': pass "
-                        "hf['text_config'] instead")
+                hint = (
+                    "; the model nests its language model under 'text_config': pass "
+                    "hf['text_config'] instead"
+                )
             raise ValueError(f"Hugging Face config lacks {missing}; got keys {sorted(hf)}{hint}")
 
         def get_int(key, default=None):
@@ -255,8 +271,7 @@ class ModelConfig:
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
             if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)):
-                raise ValueError(f"Hugging Face config field {key!r} must be an integer, got "
-                                 f"{v!r}")
+                raise ValueError(f"Hugging Face config field {key!r} must be an integer, got {v!r}")
             return int(v)
 
         if hf.get("rope_scaling") is not None:
@@ -277,8 +292,10 @@ class ModelConfig:
         elif act == "relu":
             gated, ffn = False, "relu"
         else:
-            raise ValueError(f"Hugging Face config hidden_act {act!r} is not supported; one of "
-                             "'silu'/'swish' (SwiGLU), 'gelu*' or 'relu'")
+            raise ValueError(
+                f"Hugging Face config hidden_act {act!r} is not supported; one of "
+                "'silu'/'swish' (SwiGLU), 'gelu*' or 'relu'"
+            )
         head_dim = get_int("head_dim")
         d_model, n_heads = get_int("hidden_size"), get_int("num_attention_heads")
         if head_dim is not None and n_heads and head_dim == d_model // n_heads:
@@ -319,12 +336,24 @@ class ModelConfig:
 #: WMT 2014 English-German (section 5.1) and dropout P_drop 0.1 (section 5.4). The paper reports
 #: about 65M parameters (table 3).
 BASE_TRANSFORMER = ModelConfig(
-    vocab_size=37000, d_model=512, n_heads=8, n_layers=6, n_encoder_layers=6, d_ff=2048,
-    arch="encoder-decoder", max_seq_len=512, norm="layernorm", norm_first=False, eps=1e-5,
-    ffn="relu", bias=True, positional="sinusoidal", tie_embeddings=True, dropout=0.1,
+    vocab_size=37000,
+    d_model=512,
+    n_heads=8,
+    n_layers=6,
+    n_encoder_layers=6,
+    d_ff=2048,
+    arch="encoder-decoder",
+    max_seq_len=512,
+    norm="layernorm",
+    norm_first=False,
+    eps=1e-5,
+    ffn="relu",
+    bias=True,
+    positional="sinusoidal",
+    tie_embeddings=True,
+    dropout=0.1,
     name="Transformer base",
-    source="Vaswani et al., 'Attention Is All You Need' (2017), table 3 and sections 3.4, "
-           "5.1, 5.4",
+    source="Vaswani et al., 'Attention Is All You Need' (2017), table 3 and sections 3.4, 5.1, 5.4",
 )
 
 
@@ -343,48 +372,92 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1
 HF_CONFIGS = {
     # Qwen/Qwen2-7B, config.json; Yang et al., "Qwen2 Technical Report" (2024), table 1.
     "Qwen2-7B": {
-        "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
-        "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28,
-        "vocab_size": 152064, "max_position_embeddings": 131072, "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
-        "sliding_window": 131072, "use_sliding_window": False,
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "vocab_size": 152064,
+        "max_position_embeddings": 131072,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-06,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "sliding_window": 131072,
+        "use_sliding_window": False,
     },
     # meta-llama/Llama-2-7b-hf, config.json; Touvron et al., "Llama 2" (2023).
     "Llama-2-7B": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
-        "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
-        "vocab_size": 32000, "max_position_embeddings": 4096, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "num_hidden_layers": 32,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-05,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
         "attention_bias": False,
     },
     # meta-llama/Meta-Llama-3-8B, config.json; Llama Team, "The Llama 3 Herd of Models" (2024),
     # table 3.
     "Llama-3-8B": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-        "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+        "rope_theta": 500000.0,
+        "rms_norm_eps": 1e-05,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
         "attention_bias": False,
     },
     # mistralai/Mistral-7B-v0.1, config.json; Jiang et al., "Mistral 7B" (2023), table 1
     # (window_size 4096).
     "Mistral-7B": {
-        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": False,
+        "model_type": "mistral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "vocab_size": 32000,
+        "max_position_embeddings": 32768,
+        "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-05,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
         "sliding_window": 4096,
     },
     # deepseek-ai/DeepSeek-V2, config.json; DeepSeek-AI, "DeepSeek-V2" (2024), section 3.1.2
     # (d_c = 512, d_h^R = 64, 128 heads of 128, 60 layers). Its MoE fields (160 routed experts,
     # moe_intermediate_size 1536) are not modelled by attnbook.
     "DeepSeek-V2": {
-        "model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288,
-        "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 60,
-        "vocab_size": 102400, "max_position_embeddings": 163840, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-06, "hidden_act": "silu", "tie_word_embeddings": False,
-        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64, "v_head_dim": 128,
+        "model_type": "deepseek_v2",
+        "hidden_size": 5120,
+        "intermediate_size": 12288,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "num_hidden_layers": 60,
+        "vocab_size": 102400,
+        "max_position_embeddings": 163840,
+        "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-06,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
     },
 }
 

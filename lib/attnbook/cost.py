@@ -63,8 +63,10 @@ def _sizes(seq_len):
 
 def _check_config(config) -> ModelConfig:
     if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be an attnbook.config.ModelConfig, got "
-                        f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)")
+        raise TypeError(
+            f"config must be an attnbook.config.ModelConfig, got "
+            f"{type(config).__name__} (use ModelConfig.from_hf_config for a dict)"
+        )
     return config
 
 
@@ -158,8 +160,7 @@ def attention_layer_flops(seq_len, d_model: int, *, batch: int = 1):
     return b * 8 * n * d * d + attention_flops(n, d, b)
 
 
-def additive_score_flops(seq_len, kv_len: int, d_q: int, d_k: int, d_a: int, *,
-                         batch: int = 1):
+def additive_score_flops(seq_len, kv_len: int, d_q: int, d_k: int, d_a: int, *, batch: int = 1):
     """Matrix-multiply FLOPs of additive (Bahdanau) scores: ``2 B d_a (L d_q + S d_k + L S)``.
 
     :func:`attnbook.attention.additive_scores_core` projects the ``L`` queries
@@ -249,12 +250,13 @@ def score_count(seq_len, n_heads: int = 1, batch: int = 1):
 def _check_int64(largest: int, what: str, seq_len) -> None:
     """Raise if ``largest`` (a Python int) would overflow the int64 result array."""
     if largest > np.iinfo(np.int64).max:
-        raise ValueError(f"{what} of seq_len up to {int(seq_len)} is {largest}, more than "
-                         f"int64 holds: pass seq_len as a Python int for an exact count")
+        raise ValueError(
+            f"{what} of seq_len up to {int(seq_len)} is {largest}, more than "
+            f"int64 holds: pass seq_len as a Python int for an exact count"
+        )
 
 
-def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
-                       dtype: str = "float32"):
+def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1, dtype: str = "float32"):
     """Bytes of the attention score matrices of one layer: ``B * H * n * n`` numbers.
 
     This is what a naive implementation materialises (once for the scores, and usually again
@@ -284,6 +286,7 @@ def score_matrix_bytes(seq_len, n_heads: int = 1, batch: int = 1,
     return int(total) if np.ndim(total) == 0 else total.astype(np.int64)
 
 
+# fmt: off
 def kv_cache_bytes_core(config, seq_len, batch, dtype):
     """Bytes of the KV cache of seq_len tokens in each of batch sequences.
 
@@ -297,10 +300,12 @@ def kv_cache_bytes_core(config, seq_len, batch, dtype):
         seq_len = min(seq_len, config.sliding_window)
     tokens = seq_len * batch
     return config.n_layers * per_token * tokens * DTYPE_BYTES[dtype]
+# fmt: on
 
 
-def kv_cache_bytes(config: ModelConfig, seq_len: int, batch: int = 1,
-                   dtype: str = "bfloat16") -> int:
+def kv_cache_bytes(
+    config: ModelConfig, seq_len: int, batch: int = 1, dtype: str = "bfloat16"
+) -> int:
     """Memory of the KV cache of a decoder after ``seq_len`` tokens, in bytes.
 
     Standard (MHA/GQA/MQA) attention caches a key and a value per layer, KV head and token:
@@ -364,8 +369,13 @@ def param_count(config: ModelConfig) -> int:
         raise ValueError(
             f"param_count does not model MLA/mixture-of-experts configs ({config.name or config})"
         )
-    d, H, Hkv, D, dff = (config.d_model, config.n_heads, config.kv_heads, config.head_size,
-                         config.d_ff)
+    d, H, Hkv, D, dff = (
+        config.d_model,
+        config.n_heads,
+        config.kv_heads,
+        config.head_size,
+        config.d_ff,
+    )
     qkv_bias = config.bias if config.qkv_bias is None else config.qkv_bias
     attn = d * H * D + 2 * d * Hkv * D + H * D * d
     attn += qkv_bias * (H * D + 2 * Hkv * D) + config.bias * d
@@ -385,8 +395,16 @@ def param_count(config: ModelConfig) -> int:
     if config.arch == "decoder":
         return emb + pos_table + config.n_layers * self_layer + final + head
     src_emb = 0 if config.tie_embeddings else emb  # untied: separate source embedding
-    return (emb + src_emb + 2 * pos_table + config.n_encoder_layers * self_layer + final
-            + config.n_layers * cross_layer + final + head)
+    return (
+        emb
+        + src_emb
+        + 2 * pos_table
+        + config.n_encoder_layers * self_layer
+        + final
+        + config.n_layers * cross_layer
+        + final
+        + head
+    )
 
 
 def weights_bytes(config: ModelConfig) -> int | None:
@@ -460,8 +478,13 @@ def kv_variants(config: ModelConfig) -> dict:
     DeepSeek-AI, "DeepSeek-V2" (2024), table 1.
     """
     config = _check_config(config)
-    no_mla = dict(kv_lora_rank=None, q_lora_rank=None, qk_nope_head_dim=None,
-                  qk_rope_head_dim=None, v_head_dim=None)
+    no_mla = dict(
+        kv_lora_rank=None,
+        q_lora_rank=None,
+        qk_nope_head_dim=None,
+        qk_rope_head_dim=None,
+        v_head_dim=None,
+    )
     if config.uses_mla:
         plain = config.replace(head_dim=config.v_head_dim, **no_mla)
     else:
@@ -498,7 +521,6 @@ def format_bytes(n) -> str:
                 return f"{int(v)} {unit}"
             return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,15 +561,19 @@ class GPUSpec:
 #: datasheet (2021), table "Specifications", column "A100 40GB SXM"
 #: (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf).
 A100_SXM4_40GB = GPUSpec(
-    name="NVIDIA A100 SXM4 40GB", peak_flops=312e12, hbm_bandwidth=1555e9, dtype="bfloat16",
+    name="NVIDIA A100 SXM4 40GB",
+    peak_flops=312e12,
+    hbm_bandwidth=1555e9,
+    dtype="bfloat16",
     source="NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB SXM: BF16 Tensor Core "
-           "312 TFLOPS (dense), GPU memory bandwidth 1,555 GB/s",
+    "312 TFLOPS (dense), GPU memory bandwidth 1,555 GB/s",
 )
 
 #: The element types :func:`attention_hbm_bytes` accepts (attention runs in these).
 _ATTENTION_DTYPES = ("float32", "float16", "bfloat16")
 
 
+# fmt: off
 def attention_hbm_bytes_core(seq_len, head_dim, size, block_q):
     """HBM bytes of one head's forward attention, plain and tiled.
 
@@ -562,10 +588,18 @@ def attention_hbm_bytes_core(seq_len, head_dim, size, block_q):
     # write one float32 log-sum-exp per query
     tiled = size * (2 * n * d + programs * 2 * n * d) + 4 * n
     return plain, tiled
+# fmt: on
 
 
-def attention_hbm_bytes(seq_len: int, head_dim: int, *, n_heads: int = 1, batch: int = 1,
-                        dtype: str = "bfloat16", block_q: int = 128) -> dict:
+def attention_hbm_bytes(
+    seq_len: int,
+    head_dim: int,
+    *,
+    n_heads: int = 1,
+    batch: int = 1,
+    dtype: str = "bfloat16",
+    block_q: int = 128,
+) -> dict:
     """Bytes one forward self-attention moves between HBM and the chip, plain and tiled.
 
     *Plain* is the standard implementation of Dao et al. (2022), Algorithm 0: it reads ``Q``

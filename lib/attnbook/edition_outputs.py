@@ -32,9 +32,11 @@ MIME = "application/vnd.attnbook.editions+json"
 #: Payload kinds drawn as text, each with MyST-NB's renderer method (block, inline) for it. An
 #: explorer's HTML, a code listing's Markdown (:mod:`attnbook.listing`) and printed text
 #: (:mod:`attnbook.printed`) are text; any other kind is an image.
-TEXT_KINDS = {"text/html": ("render_text_html", "render_text_html_inline"),
-              "text/markdown": ("render_markdown", "render_markdown_inline"),
-              "text/plain": ("render_text_plain", "render_text_plain_inline")}
+TEXT_KINDS = {
+    "text/html": ("render_text_html", "render_text_html_inline"),
+    "text/markdown": ("render_markdown", "render_markdown_inline"),
+    "text/plain": ("render_text_plain", "render_text_plain_inline"),
+}
 #: The media query under which the browser shows a figure's phone drawing (the payload's
 #: ``narrow`` PNG, 358 px wide): a window up to 600 px wide (a phone, held either way), where the
 #: column's 688 px drawing would be shrunk.
@@ -95,16 +97,22 @@ class EditionsMimeRenderer:
             renderer.logger.warning(
                 f"this output has no {language} rendering (only {sorted(renderings)}): was the "
                 f"book built with ATTNBOOK_EDITIONS naming {language}?",
-                subtype="attnbook_label", line=data.line)
+                subtype="attnbook_label",
+                line=data.line,
+            )
         for message in payload.get("missing_glyphs", []):
-            renderer.logger.warning(f"figure has a character no font can draw: {message}",
-                                    subtype="attnbook_glyph", line=data.line)
+            renderer.logger.warning(
+                f"figure has a character no font can draw: {message}",
+                subtype="attnbook_glyph",
+                line=data.line,
+            )
         if language != "en":
             for label in payload.get("untranslated", []):
                 renderer.logger.warning(
                     f"label not translated to {language}: {label!r} (add it to "
                     f"lib/attnbook/locale/{language}/)",
-                    subtype="attnbook_label", line=data.line,
+                    subtype="attnbook_label",
+                    line=data.line,
                 )
         kind = payload.get("kind", "text/html")
         inner = dataclasses.replace(data, mime_type=kind, content=renderings[chosen])
@@ -122,7 +130,7 @@ class EditionsMimeRenderer:
             return wide
         from docutils import nodes
 
-        narrow = renderer.render_image(dataclasses.replace(data, mime_type=kind,
-                                                           content=narrow_png))
-        return [nodes.container("", *wide, *narrow, classes=[PICTURE_CLASS],
-                                media=PHONE_MEDIA)]
+        narrow = renderer.render_image(
+            dataclasses.replace(data, mime_type=kind, content=narrow_png)
+        )
+        return [nodes.container("", *wide, *narrow, classes=[PICTURE_CLASS], media=PHONE_MEDIA)]

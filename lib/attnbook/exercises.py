@@ -176,8 +176,7 @@ def _attention_cases(rng) -> list[_Case]:
     cases = []
     for label, lead, L, S, D, Dv, size in specs:
         q, k, v = qkv(lead, L, S, D, Dv, size)
-        cases.append(_Case(label, (q, k, v),
-                           f"q {q.shape}, k {k.shape}, v {v.shape}", bool(lead)))
+        cases.append(_Case(label, (q, k, v), f"q {q.shape}, k {k.shape}, v {v.shape}", bool(lead)))
     return cases
 
 
@@ -204,61 +203,108 @@ def _no_keepdims_both(q, k, v):
     return e / e.sum(axis=-1) @ v
 
 
-_KEEPDIMS = ("A row max or row sum was taken without keepdims=True, so it broadcast along "
-             "the wrong axis. Use s.max(axis=-1, keepdims=True) and "
-             "e.sum(axis=-1, keepdims=True).")
+_KEEPDIMS = (
+    "A row max or row sum was taken without keepdims=True, so it broadcast along "
+    "the wrong axis. Use s.max(axis=-1, keepdims=True) and "
+    "e.sum(axis=-1, keepdims=True)."
+)
 
 _ATTENTION_MISTAKES = [
-    _Mistake("no_scale", lambda q, k, v: _softmax(q @ _kt(k)) @ v,
-             "The scores were not scaled: divide q k^T by sqrt(d_k), where d_k = q.shape[-1]."),
-    _Mistake("scale_by_d", lambda q, k, v: _softmax(q @ _kt(k) / q.shape[-1]) @ v,
-             "The scores were divided by d_k instead of sqrt(d_k)."),
-    _Mistake("scale_times", lambda q, k, v: _softmax(q @ _kt(k) * np.sqrt(q.shape[-1])) @ v,
-             "The scores were multiplied by sqrt(d_k) instead of divided by it."),
-    _Mistake("scale_dv", lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(v.shape[-1])) @ v,
-             "The scores were scaled by the values' width Dv = v.shape[-1]; d_k is the width "
-             "of q and k, q.shape[-1]."),
-    _Mistake("scale_by_s", lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(k.shape[-2])) @ v,
-             "The scores were scaled by sqrt(S), the number of keys; d_k is the last axis of "
-             "q and k."),
-    _Mistake("softmax_axis", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=-2) @ v,
-             "The softmax ran over the queries (axis -2): each query's weights must sum to 1 "
-             "over the keys, the last axis (axis=-1)."),
-    _Mistake("softmax_axis", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=0) @ v,
-             "The softmax ran over axis 0, which is the batch axis once q has leading axes; "
-             "use axis=-1 (the keys)."),
-    _Mistake("softmax_axis",
-             lambda q, k, v: (lambda e: e / e.sum() @ v)(
-                 np.exp(q @ _kt(k) * _scale(q) - (q @ _kt(k) * _scale(q)).max())),
-             "The softmax was normalised over the whole array; each query's row must sum to "
-             "1 on its own: e / e.sum(axis=-1, keepdims=True)."),
+    _Mistake(
+        "no_scale",
+        lambda q, k, v: _softmax(q @ _kt(k)) @ v,
+        "The scores were not scaled: divide q k^T by sqrt(d_k), where d_k = q.shape[-1].",
+    ),
+    _Mistake(
+        "scale_by_d",
+        lambda q, k, v: _softmax(q @ _kt(k) / q.shape[-1]) @ v,
+        "The scores were divided by d_k instead of sqrt(d_k).",
+    ),
+    _Mistake(
+        "scale_times",
+        lambda q, k, v: _softmax(q @ _kt(k) * np.sqrt(q.shape[-1])) @ v,
+        "The scores were multiplied by sqrt(d_k) instead of divided by it.",
+    ),
+    _Mistake(
+        "scale_dv",
+        lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(v.shape[-1])) @ v,
+        "The scores were scaled by the values' width Dv = v.shape[-1]; d_k is the width "
+        "of q and k, q.shape[-1].",
+    ),
+    _Mistake(
+        "scale_by_s",
+        lambda q, k, v: _softmax(q @ _kt(k) / np.sqrt(k.shape[-2])) @ v,
+        "The scores were scaled by sqrt(S), the number of keys; d_k is the last axis of q and k.",
+    ),
+    _Mistake(
+        "softmax_axis",
+        lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=-2) @ v,
+        "The softmax ran over the queries (axis -2): each query's weights must sum to 1 "
+        "over the keys, the last axis (axis=-1).",
+    ),
+    _Mistake(
+        "softmax_axis",
+        lambda q, k, v: _softmax(q @ _kt(k) * _scale(q), axis=0) @ v,
+        "The softmax ran over axis 0, which is the batch axis once q has leading axes; "
+        "use axis=-1 (the keys).",
+    ),
+    _Mistake(
+        "softmax_axis",
+        lambda q, k, v: (lambda e: e / e.sum() @ v)(
+            np.exp(q @ _kt(k) * _scale(q) - (q @ _kt(k) * _scale(q)).max())
+        ),
+        "The softmax was normalised over the whole array; each query's row must sum to "
+        "1 on its own: e / e.sum(axis=-1, keepdims=True).",
+    ),
     _Mistake("keepdims", _no_keepdims_max, _KEEPDIMS),
     _Mistake("keepdims", _no_keepdims_sum, _KEEPDIMS),
     _Mistake("keepdims", _no_keepdims_both, _KEEPDIMS),
-    _Mistake("no_softmax", lambda q, k, v: (q @ _kt(k) * _scale(q)) @ v,
-             "There is no softmax: the scaled scores multiply v directly. Turn each row of "
-             "scores into weights that sum to 1 first."),
-    _Mistake("k_not_transposed", lambda q, k, v: _softmax(q @ k * _scale(q)) @ v,
-             "k was not transposed: the scores are q @ k^T, with k's last two axes swapped "
-             "(np.swapaxes(k, -1, -2))."),
-    _Mistake("k_dot_T", lambda q, k, v: _softmax(q @ k.T * _scale(q)) @ v,
-             "k.T reverses every axis of k, the batch and head axes too; swap only the last "
-             "two: np.swapaxes(k, -1, -2) (or k.swapaxes(-1, -2))."),
-    _Mistake("returned_weights", lambda q, k, v: _softmax(q @ _kt(k) * _scale(q)),
-             "This is the weights matrix (..., L, S): multiply it by v to get the output."),
-    _Mistake("overflow", _no_max_subtracted,
-             "exp overflowed (np.exp of a score above about 709 is inf, and inf / inf is "
-             "nan). Subtract each row's maximum score before np.exp: the softmax does not "
-             "change, and the largest exponent becomes exp(0) = 1."),
-    _Mistake("v_at_weights", lambda q, k, v: v @ _softmax(q @ _kt(k) * _scale(q)),
-             "The product is the wrong way round: the output is weights @ v, (..., L, S) "
-             "times (..., S, Dv)."),
+    _Mistake(
+        "no_softmax",
+        lambda q, k, v: (q @ _kt(k) * _scale(q)) @ v,
+        "There is no softmax: the scaled scores multiply v directly. Turn each row of "
+        "scores into weights that sum to 1 first.",
+    ),
+    _Mistake(
+        "k_not_transposed",
+        lambda q, k, v: _softmax(q @ k * _scale(q)) @ v,
+        "k was not transposed: the scores are q @ k^T, with k's last two axes swapped "
+        "(np.swapaxes(k, -1, -2)).",
+    ),
+    _Mistake(
+        "k_dot_T",
+        lambda q, k, v: _softmax(q @ k.T * _scale(q)) @ v,
+        "k.T reverses every axis of k, the batch and head axes too; swap only the last "
+        "two: np.swapaxes(k, -1, -2) (or k.swapaxes(-1, -2)).",
+    ),
+    _Mistake(
+        "returned_weights",
+        lambda q, k, v: _softmax(q @ _kt(k) * _scale(q)),
+        "This is the weights matrix (..., L, S): multiply it by v to get the output.",
+    ),
+    _Mistake(
+        "overflow",
+        _no_max_subtracted,
+        "exp overflowed (np.exp of a score above about 709 is inf, and inf / inf is "
+        "nan). Subtract each row's maximum score before np.exp: the softmax does not "
+        "change, and the largest exponent becomes exp(0) = 1.",
+    ),
+    _Mistake(
+        "v_at_weights",
+        lambda q, k, v: v @ _softmax(q @ _kt(k) * _scale(q)),
+        "The product is the wrong way round: the output is weights @ v, (..., L, S) "
+        "times (..., S, Dv).",
+    ),
 ]
 
 
 def _mask_cases() -> list[_Case]:
-    specs = [("L = S", 4, 4), ("3 new tokens after 4 cached", 3, 7),
-             ("1 new token after 4 cached", 1, 5), ("L = S = 2", 2, 2)]
+    specs = [
+        ("L = S", 4, 4),
+        ("3 new tokens after 4 cached", 3, 7),
+        ("1 new token after 4 cached", 1, 5),
+        ("L = S = 2", 2, 2),
+    ]
     return [_Case(label, (L, S), f"L={L}, S={S}") for label, L, S in specs]
 
 
@@ -267,35 +313,55 @@ def _ij(L, S):
 
 
 _MASK_MISTAKES = [
-    _Mistake("inverted", lambda L, S: ~causal_mask(L, S),
-             "True marks the hidden keys here. The book's masks are keep-masks: True = may "
-             "attend (as in torch's scaled_dot_product_attention)."),
-    _Mistake("top_left", lambda L, S: _ij(L, S)[1] <= _ij(L, S)[0],
-             "The mask is aligned top-left (query i sees keys j <= i). With cached keys "
-             "(S > L) the last query is the newest token and must see every key: align "
-             "bottom-right, j <= i + (S - L) (np.tril(..., k=S - L))."),
-    _Mistake("inverted_top_left", lambda L, S: _ij(L, S)[1] > _ij(L, S)[0],
-             "Two things: True marks hidden keys (the book's masks are keep-masks, True = may "
-             "attend), and the mask is aligned top-left instead of bottom-right "
-             "(j <= i + (S - L))."),
-    _Mistake("diagonal_hidden", lambda L, S: _ij(L, S)[1] < _ij(L, S)[0] + (S - L),
-             "Each query must also see its own key: the condition is j <= i + (S - L), "
-             "with <= (np.tril keeps the diagonal; np.triu(..., k=1) is what is hidden)."),
-    _Mistake("diagonal_hidden_top_left", lambda L, S: _ij(L, S)[1] < _ij(L, S)[0],
-             "Each query must see its own key and, with cached keys (S > L), the mask must "
-             "be aligned bottom-right: j <= i + (S - L)."),
-    _Mistake("transposed", lambda L, S: causal_mask(L, S).T,
-             "The mask is transposed: it must have one row per query and one column per "
-             "key, shape (L, S), with mask[i, j] = j <= i + (S - L)."),
+    _Mistake(
+        "inverted",
+        lambda L, S: ~causal_mask(L, S),
+        "True marks the hidden keys here. The book's masks are keep-masks: True = may "
+        "attend (as in torch's scaled_dot_product_attention).",
+    ),
+    _Mistake(
+        "top_left",
+        lambda L, S: _ij(L, S)[1] <= _ij(L, S)[0],
+        "The mask is aligned top-left (query i sees keys j <= i). With cached keys "
+        "(S > L) the last query is the newest token and must see every key: align "
+        "bottom-right, j <= i + (S - L) (np.tril(..., k=S - L)).",
+    ),
+    _Mistake(
+        "inverted_top_left",
+        lambda L, S: _ij(L, S)[1] > _ij(L, S)[0],
+        "Two things: True marks hidden keys (the book's masks are keep-masks, True = may "
+        "attend), and the mask is aligned top-left instead of bottom-right "
+        "(j <= i + (S - L)).",
+    ),
+    _Mistake(
+        "diagonal_hidden",
+        lambda L, S: _ij(L, S)[1] < _ij(L, S)[0] + (S - L),
+        "Each query must also see its own key: the condition is j <= i + (S - L), "
+        "with <= (np.tril keeps the diagonal; np.triu(..., k=1) is what is hidden).",
+    ),
+    _Mistake(
+        "diagonal_hidden_top_left",
+        lambda L, S: _ij(L, S)[1] < _ij(L, S)[0],
+        "Each query must see its own key and, with cached keys (S > L), the mask must "
+        "be aligned bottom-right: j <= i + (S - L).",
+    ),
+    _Mistake(
+        "transposed",
+        lambda L, S: causal_mask(L, S).T,
+        "The mask is transposed: it must have one row per query and one column per "
+        "key, shape (L, S), with mask[i, j] = j <= i + (S - L).",
+    ),
 ]
 
 
 def _split_cases() -> list[_Case]:
-    specs = [("one sequence, 2 heads", 1, 4, 6, 2),
-             ("a batch, B, L, n_heads and head_dim all different", 2, 5, 12, 3),
-             ("L = n_heads, so a missing transpose keeps the shape", 2, 3, 6, 3),
-             ("one head", 3, 4, 8, 1),
-             ("4 heads of 2", 2, 6, 8, 4)]
+    specs = [
+        ("one sequence, 2 heads", 1, 4, 6, 2),
+        ("a batch, B, L, n_heads and head_dim all different", 2, 5, 12, 3),
+        ("L = n_heads, so a missing transpose keeps the shape", 2, 3, 6, 3),
+        ("one head", 3, 4, 8, 1),
+        ("4 heads of 2", 2, 6, 8, 4),
+    ]
     cases = []
     for label, B, L, F, H in specs:
         x = np.arange(B * L * F, dtype=np.float64).reshape(B, L, F)  # each entry its own index
@@ -309,29 +375,38 @@ def _bhld(x, H):
 
 
 _SPLIT_MISTAKES = [
-    _Mistake("no_transpose", lambda x, H: x.reshape(*_bhld(x, H)),
-             "x was reshaped straight to (B, n_heads, L, head_dim): that cuts the sequence, "
-             "not each token's features, into heads. Reshape to (B, L, n_heads, head_dim) "
-             "first, then swap axes 1 and 2."),
-    _Mistake("heads_after_l",
-             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H),
-             "The heads axis still comes after L, (B, L, n_heads, head_dim): swap axes 1 and "
-             "2 (np.swapaxes(x, 1, 2))."),
-    _Mistake("interleaved",
-             lambda x, H: x.reshape(x.shape[0], x.shape[1], x.shape[2] // H, H)
-             .transpose(0, 3, 1, 2),
-             "Head h took features h, h + n_heads, h + 2 n_heads, ...; in the book (and in "
-             "torch's nn.MultiheadAttention) head h holds the consecutive features "
-             "h*head_dim .. (h+1)*head_dim - 1: reshape to (B, L, n_heads, head_dim)."),
-    _Mistake("l_and_head_dim_swapped",
-             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H)
-             .transpose(0, 2, 3, 1),
-             "The last two axes are (head_dim, L); the layout is (B, n_heads, L, head_dim): "
-             "swap only axes 1 and 2 after the reshape."),
-    _Mistake("all_axes_reversed",
-             lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H).T,
-             ".T reverses every axis of a 4-D array; swap only axes 1 and 2 "
-             "(np.swapaxes(x, 1, 2) or x.transpose(0, 2, 1, 3))."),
+    _Mistake(
+        "no_transpose",
+        lambda x, H: x.reshape(*_bhld(x, H)),
+        "x was reshaped straight to (B, n_heads, L, head_dim): that cuts the sequence, "
+        "not each token's features, into heads. Reshape to (B, L, n_heads, head_dim) "
+        "first, then swap axes 1 and 2.",
+    ),
+    _Mistake(
+        "heads_after_l",
+        lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H),
+        "The heads axis still comes after L, (B, L, n_heads, head_dim): swap axes 1 and "
+        "2 (np.swapaxes(x, 1, 2)).",
+    ),
+    _Mistake(
+        "interleaved",
+        lambda x, H: x.reshape(x.shape[0], x.shape[1], x.shape[2] // H, H).transpose(0, 3, 1, 2),
+        "Head h took features h, h + n_heads, h + 2 n_heads, ...; in the book (and in "
+        "torch's nn.MultiheadAttention) head h holds the consecutive features "
+        "h*head_dim .. (h+1)*head_dim - 1: reshape to (B, L, n_heads, head_dim).",
+    ),
+    _Mistake(
+        "l_and_head_dim_swapped",
+        lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H).transpose(0, 2, 3, 1),
+        "The last two axes are (head_dim, L); the layout is (B, n_heads, L, head_dim): "
+        "swap only axes 1 and 2 after the reshape.",
+    ),
+    _Mistake(
+        "all_axes_reversed",
+        lambda x, H: x.reshape(x.shape[0], x.shape[1], H, x.shape[2] // H).T,
+        ".T reverses every axis of a 4-D array; swap only axes 1 and 2 "
+        "(np.swapaxes(x, 1, 2) or x.transpose(0, 2, 1, 3)).",
+    ),
 ]
 
 
@@ -343,8 +418,13 @@ _SPLIT_MISTAKES = [
 def _wrap(text: str, initial: str = "  ", subsequent: str = "  ") -> list[str]:
     """``text`` in lines of at most :data:`WIDTH` columns (:func:`attnbook.printed.wrap_lines`)."""
     if columns(text) == len(text):  # no wide characters: words break at spaces
-        return textwrap.wrap(text, WIDTH, initial_indent=initial,
-                             subsequent_indent=subsequent, break_on_hyphens=False) or [initial]
+        return textwrap.wrap(
+            text,
+            WIDTH,
+            initial_indent=initial,
+            subsequent_indent=subsequent,
+            break_on_hyphens=False,
+        ) or [initial]
     return wrap_lines(text, WIDTH, initial, subsequent)
 
 
@@ -381,9 +461,11 @@ class _Got:
     advice: Printed | None = None  # what to do about it
 
 
-_COMPLEX_ADVICE = ("The right result is real. Find the step that made complex numbers "
-                   "(1j, np.emath.sqrt of a negative, np.fft) and keep every step real; "
-                   "taking .real at the end would hide the bug.")
+_COMPLEX_ADVICE = (
+    "The right result is real. Find the step that made complex numbers "
+    "(1j, np.emath.sqrt of a negative, np.fft) and keep every step real; "
+    "taking .real at the end would hide the bug."
+)
 
 
 def _read_tensor(got):
@@ -404,15 +486,22 @@ def _read_result(got) -> _Got:
     eps, name = 0.0, ""
     if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
         if str(getattr(got, "device", "")) == "meta":
-            return _Got(None, problem=say("a torch tensor on the meta device (it holds no "
-                                          "values)"),
-                        advice=say("Return values computed on the CPU, not a tensor made "
-                                   "with device='meta'."))
+            return _Got(
+                None,
+                problem=say("a torch tensor on the meta device (it holds no values)"),
+                advice=say(
+                    "Return values computed on the CPU, not a tensor made with device='meta'."
+                ),
+            )
         try:
             got, eps, name = _read_tensor(got)
         except Exception:  # noqa: BLE001 - the reader's tensor, not the check, is at fault
-            return _Got(None, problem=say("a torch tensor of dtype {dtype} (NumPy cannot "
-                                          "read it)", dtype=got.dtype))
+            return _Got(
+                None,
+                problem=say(
+                    "a torch tensor of dtype {dtype} (NumPy cannot read it)", dtype=got.dtype
+                ),
+            )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -424,17 +513,26 @@ def _read_result(got) -> _Got:
         return _Got(None, problem=say("a {type} (not an array)", type=type(got).__name__))
     name = name or str(arr.dtype)
     if np.issubdtype(arr.dtype, np.complexfloating):
-        return _Got(None, problem=say("complex values (dtype {dtype})", dtype=name),
-                    advice=say(_COMPLEX_ADVICE))
+        return _Got(
+            None,
+            problem=say("complex values (dtype {dtype})", dtype=name),
+            advice=say(_COMPLEX_ADVICE),
+        )
     if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.number):
         if np.issubdtype(arr.dtype, np.floating):
             eps = max(eps, float(np.finfo(arr.dtype).eps))
         return _Got(arr, eps, name)
-    advice = (say("Return an array of floats. dtype object comes from np.array(..., "
-                  "dtype=object) or from a list of arrays of different shapes.")
-              if arr.dtype == object else say("Return an array of floats."))
-    return _Got(None, problem=say("an array of dtype {dtype} (not numbers)", dtype=name),
-                advice=advice)
+    advice = (
+        say(
+            "Return an array of floats. dtype object comes from np.array(..., "
+            "dtype=object) or from a list of arrays of different shapes."
+        )
+        if arr.dtype == object
+        else say("Return an array of floats.")
+    )
+    return _Got(
+        None, problem=say("an array of dtype {dtype} (not numbers)", dtype=name), advice=advice
+    )
 
 
 def _as_result_array(got):
@@ -484,8 +582,11 @@ class _Diagnosis:
 
     def __init__(self, fn, mistakes, cases, i, reference):
         self.fn, self.cases, self.i, self.reference = fn, cases, i, reference
-        self.live = [m for m in mistakes if all(
-            _agrees(_try(m.fn, c.args), (reference(*c.args), None)) for c in cases[:i])]
+        self.live = [
+            m
+            for m in mistakes
+            if all(_agrees(_try(m.fn, c.args), (reference(*c.args), None)) for c in cases[:i])
+        ]
 
     def of_result(self, got):
         """The mistake whose variant returns ``got`` on the failing case, or ``None``."""
@@ -503,8 +604,12 @@ class _Diagnosis:
         for m in self.live:
             out, exc = _try(m.fn, self.cases[self.i].args)
             out = None if exc is not None else _as_result_array(out)
-            if out is not None and out.shape == got.shape and np.array_equal(
-                    np.isfinite(out), np.isfinite(got)) and not np.isfinite(out).all():
+            if (
+                out is not None
+                and out.shape == got.shape
+                and np.array_equal(np.isfinite(out), np.isfinite(got))
+                and not np.isfinite(out).all()
+            ):
                 return m
         return None
 
@@ -515,7 +620,7 @@ class _Diagnosis:
 
     def _best(self, matches):
         if len(matches) > 1:
-            later = [(c, _try(self.fn, c.args)) for c in self.cases[self.i + 1:]]
+            later = [(c, _try(self.fn, c.args)) for c in self.cases[self.i + 1 :]]
             for m in matches:
                 if all(_agrees(theirs, _try(m.fn, c.args)) for c, theirs in later):
                     return m
@@ -526,11 +631,9 @@ def _agrees(a, b) -> bool:
     """Two ``(result, exception)`` pairs agree: equal results, or the same error and text."""
     (ra, ea), (rb, eb) = a, b
     if ea is not None or eb is not None:
-        return (ea is not None and eb is not None and type(ea) is type(eb)
-                and _text(ea) == _text(eb))
+        return ea is not None and eb is not None and type(ea) is type(eb) and _text(ea) == _text(eb)
     ga, gb = _read_result(ra), _read_result(rb)
-    return (ga.arr is not None and gb.arr is not None
-            and _same(ga.arr, gb.arr, max(ga.eps, gb.eps)))
+    return ga.arr is not None and gb.arr is not None and _same(ga.arr, gb.arr, max(ga.eps, gb.eps))
 
 
 def _inputs(case) -> Printed:
@@ -538,8 +641,13 @@ def _inputs(case) -> Printed:
 
 
 def _fails(name, i, n, case) -> Printed:
-    return say("✗ {name} differs from attnbook on case {i} of {n} ({case}).",
-               name=name, i=i + 1, n=n, case=say(case.label))
+    return say(
+        "✗ {name} differs from attnbook on case {i} of {n} ({case}).",
+        name=name,
+        i=i + 1,
+        n=n,
+        case=say(case.label),
+    )
 
 
 def _hint(text: Printed) -> Printed:
@@ -554,31 +662,58 @@ def _lines(parts, language: str) -> list[str]:
             lines.extend(_wrap(part.text(language), "" if k == 0 else "  "))
         else:  # preformatted lines (a mask drawn as 0s and 1s), indented as they are
             for line in part:
-                lines.extend([line] if isinstance(line, str) else
-                             ["  " + t for t in line.text(language).splitlines()])
+                lines.extend(
+                    [line]
+                    if isinstance(line, str)
+                    else ["  " + t for t in line.text(language).splitlines()]
+                )
     return lines
 
 
-def _result(fn, status, n, passed, headline: Printed, body=(), *, diagnosis=None,
-            **fields) -> CheckResult:
+def _result(
+    fn, status, n, passed, headline: Printed, body=(), *, diagnosis=None, **fields
+) -> CheckResult:
     parts = [headline, *body]
     texts = {lang: "\n".join(_lines(parts, lang)) for lang in i18n.LANGUAGES}
-    every = [p for part in parts for p in ([part] if isinstance(part, Printed) else part)
-             if isinstance(p, Printed)]
+    every = [
+        p
+        for part in parts
+        for p in ([part] if isinstance(part, Printed) else part)
+        if isinstance(p, Printed)
+    ]
     printed = Printed(texts, frozenset().union(*(p.untranslated for p in every)))
     if isinstance(diagnosis, Printed):
         diagnosis = diagnosis.text("en")
-    return CheckResult(name=_fn_name(fn), status=status, n_cases=n, n_passed=passed,
-                       message=texts["en"], printed=printed, diagnosis=diagnosis, **fields)
+    return CheckResult(
+        name=_fn_name(fn),
+        status=status,
+        n_cases=n,
+        n_passed=passed,
+        message=texts["en"],
+        printed=printed,
+        diagnosis=diagnosis,
+        **fields,
+    )
 
 
 def _not_written(fn, n, what: Printed, how: str):
     name = _fn_name(fn)
     return _result(
-        fn, "not written", n, 0, say("{name} is not written yet ({why}).", name=name, why=what),
-        [say("Replace the `raise NotImplementedError` line with your code and run the cell "
-             "again. The check then calls {name} on {n} cases ({cases}) and compares each "
-             "result with attnbook's.", name=name, n=n, cases=say(how))],
+        fn,
+        "not written",
+        n,
+        0,
+        say("{name} is not written yet ({why}).", name=name, why=what),
+        [
+            say(
+                "Replace the `raise NotImplementedError` line with your code and run the cell "
+                "again. The check then calls {name} on {n} cases ({cases}) and compares each "
+                "result with attnbook's.",
+                name=name,
+                n=n,
+                cases=say(how),
+            )
+        ],
     )
 
 
@@ -587,22 +722,30 @@ def _exception_hint(exc, fn_args) -> Printed | None:
     if isinstance(exc, TypeError) and "argument" in text:
         return say("The check calls your function as {call}.", call=fn_args)
     if "matmul" in text or "not aligned" in text:
-        return say("A matrix product got shapes that do not fit. The scores are q @ k^T with "
-                   "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
-                   "batch axes); the output is weights (..., L, S) @ v (..., S, Dv).")
+        return say(
+            "A matrix product got shapes that do not fit. The scores are q @ k^T with "
+            "k's last two axes swapped (np.swapaxes(k, -1, -2); k.T also reverses the "
+            "batch axes); the output is weights (..., L, S) @ v (..., S, Dv)."
+        )
     if "reshape" in text:
-        return say("A reshape must keep the number of entries: (B, L, d_model) has as many "
-                   "as (B, L, n_heads, d_model // n_heads).")
+        return say(
+            "A reshape must keep the number of entries: (B, L, d_model) has as many "
+            "as (B, L, n_heads, d_model // n_heads)."
+        )
     if "broadcast" in text:
-        return say("Two arrays did not broadcast. A row max or sum needs keepdims=True "
-                   "to broadcast back over its row.")
+        return say(
+            "Two arrays did not broadcast. A row max or sum needs keepdims=True "
+            "to broadcast back over its row."
+        )
     return None
 
 
-_BATCHED = ("It works for one sequence (the earlier cases) but not for batched input: the "
-            "arguments may have leading batch (and head) axes, (..., L, D). Write it with @ "
-            "and np.swapaxes(a, -1, -2), which act on the last two axes whatever comes "
-            "before them: no loop over rows, and no .T.")
+_BATCHED = (
+    "It works for one sequence (the earlier cases) but not for batched input: the "
+    "arguments may have leading batch (and head) axes, (..., L, D). Write it with @ "
+    "and np.swapaxes(a, -1, -2), which act on the last two axes whatever comes "
+    "before them: no loop over rows, and no .T."
+)
 
 
 def _batched_hint(m) -> Printed:
@@ -624,8 +767,10 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
     and the reported difference are one computation).
     """
     if not callable(fn):
-        raise TypeError(f"fn must be the function to check, called as fn{fn_args}; got "
-                        f"{fn!r} ({type(fn).__name__})")
+        raise TypeError(
+            f"fn must be the function to check, called as fn{fn_args}; got "
+            f"{fn!r} ({type(fn).__name__})"
+        )
     name, n = _fn_name(fn), len(cases)
     worst = 0.0
     for i, case in enumerate(cases):
@@ -637,56 +782,115 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
                 if i == 0:
                     return _not_written(fn, n, say("it raises NotImplementedError"), how)
                 m = None
-                hint = (say(_BATCHED) if _first_batched(cases, i) else
-                        say("It passed {i} cases, then raised NotImplementedError on this "
-                            "one: finish the code path this case takes.", i=i))
+                hint = (
+                    say(_BATCHED)
+                    if _first_batched(cases, i)
+                    else say(
+                        "It passed {i} cases, then raised NotImplementedError on this "
+                        "one: finish the code path this case takes.",
+                        i=i,
+                    )
+                )
             else:
                 m = diagnose().of_exception(exc)
-                hint = (_batched_hint(m) if _first_batched(cases, i) else
-                        say(m.text) if m else _exception_hint(exc, f"{name}{fn_args}"))
+                hint = (
+                    _batched_hint(m)
+                    if _first_batched(cases, i)
+                    else say(m.text)
+                    if m
+                    else _exception_hint(exc, f"{name}{fn_args}")
+                )
             text = _text(exc)
             msg = text if len(text) <= 300 else text[:300] + " ..."
-            body = [_inputs(case), verbatim(f"{type(exc).__name__}: {msg}" if msg
-                                             else type(exc).__name__)]
+            body = [
+                _inputs(case),
+                verbatim(f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__),
+            ]
             if hint:
                 body.append(_hint(hint))
-            return _result(fn, "error", n, i,
-                           say("✗ {name} raised {error} on case {i} of {n} ({case}).",
-                               name=name, error=type(exc).__name__, i=i + 1, n=n,
-                               case=say(case.label)),
-                           body, case=case.shapes, mistake=m.code if m else None,
-                           diagnosis=hint)
+            return _result(
+                fn,
+                "error",
+                n,
+                i,
+                say(
+                    "✗ {name} raised {error} on case {i} of {n} ({case}).",
+                    name=name,
+                    error=type(exc).__name__,
+                    i=i + 1,
+                    n=n,
+                    case=say(case.label),
+                ),
+                body,
+                case=case.shapes,
+                mistake=m.code if m else None,
+                diagnosis=hint,
+            )
         if got is None:
             if i == 0:
                 return _not_written(fn, n, say("it returns None"), how)
             hint = say(_BATCHED) if _first_batched(cases, i) else None
-            return _result(fn, "wrong", n, i,
-                           say("✗ {name} returned None on case {i} of {n} ({case}).",
-                               name=name, i=i + 1, n=n, case=say(case.label)),
-                           [_inputs(case), say("Is a `return` missing on some path?")]
-                           + ([_hint(hint)] if hint else []),
-                           case=case.shapes, diagnosis=hint)
+            return _result(
+                fn,
+                "wrong",
+                n,
+                i,
+                say(
+                    "✗ {name} returned None on case {i} of {n} ({case}).",
+                    name=name,
+                    i=i + 1,
+                    n=n,
+                    case=say(case.label),
+                ),
+                [_inputs(case), say("Is a `return` missing on some path?")]
+                + ([_hint(hint)] if hint else []),
+                case=case.shapes,
+                diagnosis=hint,
+            )
         expected = np.asarray(reference(*case.args))
         res = _read_result(got)
         if res.arr is None:
-            body = [_inputs(case), say("Expected a NumPy array of shape {shape}.",
-                                       shape=expected.shape)]
+            body = [
+                _inputs(case),
+                say("Expected a NumPy array of shape {shape}.", shape=expected.shape),
+            ]
             if res.advice:
                 body.append(res.advice)
             return _result(
-                fn, "wrong", n, i, say("✗ {name} returned {problem} on case {i} of {n} "
-                                       "({case}).", name=name, problem=res.problem, i=i + 1,
-                                       n=n, case=say(case.label)),
-                body, case=case.shapes, expected_shape=expected.shape)
+                fn,
+                "wrong",
+                n,
+                i,
+                say(
+                    "✗ {name} returned {problem} on case {i} of {n} ({case}).",
+                    name=name,
+                    problem=res.problem,
+                    i=i + 1,
+                    n=n,
+                    case=say(case.label),
+                ),
+                body,
+                case=case.shapes,
+                expected_shape=expected.shape,
+            )
         outcome = compare(fn, i, n, case, res, expected, diagnose)
         if isinstance(outcome, CheckResult):
             return outcome
         worst = max(worst, outcome)
-    close = (say("Largest |difference| {worst:.1e}, on:", worst=worst) if worst
-             else say("The inputs were:"))
-    return _result(fn, "passed", n, n,
-                   say("✓ {name} agrees with attnbook on all {n} cases.", name=name, n=n),
-                   [close, [f"    {c.shapes}" for c in cases]], max_abs_diff=worst)
+    close = (
+        say("Largest |difference| {worst:.1e}, on:", worst=worst)
+        if worst
+        else say("The inputs were:")
+    )
+    return _result(
+        fn,
+        "passed",
+        n,
+        n,
+        say("✓ {name} agrees with attnbook on all {n} cases.", name=name, n=n),
+        [close, [f"    {c.shapes}" for c in cases]],
+        max_abs_diff=worst,
+    )
 
 
 def _compare_arrays(fn, i, n, case, res, expected, diagnose):
@@ -697,8 +901,9 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
-                     got=got.shape)
+    shape_line = say(
+        "Expected shape {expected}, got {got}.", expected=expected.shape, got=got.shape
+    )
     if got.shape != expected.shape:
         d = diagnose()
         m = d.of_result(got)
@@ -706,61 +911,110 @@ def _compare_arrays(fn, i, n, case, res, expected, diagnose):
         body = [_inputs(case), shape_line]
         if hint:
             body.append(_hint(hint))
-        return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
-                       diagnosis=hint, **fields)
+        return _result(
+            fn, "wrong", n, i, head, body, mistake=m.code if m else None, diagnosis=hint, **fields
+        )
     got64 = got.astype(np.float64)
     bad_nonfinite = ~np.isfinite(got64) & np.isfinite(expected)
     if bad_nonfinite.any():
         where = tuple(int(t) for t in np.argwhere(bad_nonfinite)[0])
         m = diagnose().of_nonfinite(got64)
-        body = [_inputs(case), shape_line,
-                say("Your result holds {count} nan or inf entries, e.g. at index {where}; the "
-                    "right result is finite.", count=int(bad_nonfinite.sum()), where=where)]
+        body = [
+            _inputs(case),
+            shape_line,
+            say(
+                "Your result holds {count} nan or inf entries, e.g. at index {where}; the "
+                "right result is finite.",
+                count=int(bad_nonfinite.sum()),
+                where=where,
+            ),
+        ]
         if m:
             body.append(_hint(say(m.text)))
-        return _result(fn, "wrong", n, i, head, body, where=where,
-                       mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
+        return _result(
+            fn,
+            "wrong",
+            n,
+            i,
+            head,
+            body,
+            where=where,
+            mistake=m.code if m else None,
+            diagnosis=m.text if m else None,
+            **fields,
+        )
     with np.errstate(all="ignore"):
         diff = np.abs(got64 - expected)
         if np.all(diff <= _tolerance(expected, res.eps)):
             return float(np.max(diff, initial=0.0))
     where = tuple(int(t) for t in np.unravel_index(np.nanargmax(diff), diff.shape))
     m = diagnose().of_result(got)
-    body = [_inputs(case), shape_line,
-            say("Largest |difference| {diff:.3g} at index {where}: expected {expected:.4g}, "
-                "got {got:.4g}.", diff=diff[where], where=where, expected=expected[where],
-                got=got64[where])]
+    body = [
+        _inputs(case),
+        shape_line,
+        say(
+            "Largest |difference| {diff:.3g} at index {where}: expected {expected:.4g}, "
+            "got {got:.4g}.",
+            diff=diff[where],
+            where=where,
+            expected=expected[where],
+            got=got64[where],
+        ),
+    ]
     if m:
         body.append(_hint(say(m.text)))
     elif res.eps > RTOL:
         digits = max(1, round(-np.log10(res.eps)))
-        body.append(say(
-            "Hint: your result is {dtype}, which keeps about {digits} significant digit, and "
-            "the difference is more than the check allows for rounding. If each step is "
-            "right, compute in float64 (or float32) and convert only the result."
-            if digits == 1 else
-            "Hint: your result is {dtype}, which keeps about {digits} significant digits, and "
-            "the difference is more than the check allows for rounding. If each step is "
-            "right, compute in float64 (or float32) and convert only the result.",
-            dtype=res.dtype, digits=digits))
+        body.append(
+            say(
+                "Hint: your result is {dtype}, which keeps about {digits} significant digit, and "
+                "the difference is more than the check allows for rounding. If each step is "
+                "right, compute in float64 (or float32) and convert only the result."
+                if digits == 1
+                else "Hint: your result is {dtype}, which keeps about {digits} significant "
+                "digits, and the difference is more than the check allows for rounding. "
+                "If each step is right, compute in float64 (or float32) and convert only the "
+                "result.",
+                dtype=res.dtype,
+                digits=digits,
+            )
+        )
     elif (rel := float(diff[where] / max(np.max(np.abs(expected)), ATOL))) < SMALL_RELATIVE:
-        body.append(say("Hint: the difference is small next to the values ({rel:.1g} of the "
-                        "largest), as when a step is computed in low precision (float16, "
-                        "bfloat16) and converted back. Keep every step in float64 (or "
-                        "float32).", rel=rel))
+        body.append(
+            say(
+                "Hint: the difference is small next to the values ({rel:.1g} of the "
+                "largest), as when a step is computed in low precision (float16, "
+                "bfloat16) and converted back. Keep every step in float64 (or "
+                "float32).",
+                rel=rel,
+            )
+        )
     else:
         body.append(say("No typical mistake matches; compare each step with the equation."))
-    return _result(fn, "wrong", n, i, head, body, max_abs_diff=float(diff[where]), where=where,
-                   mistake=m.code if m else None, diagnosis=m.text if m else None, **fields)
+    return _result(
+        fn,
+        "wrong",
+        n,
+        i,
+        head,
+        body,
+        max_abs_diff=float(diff[where]),
+        where=where,
+        mistake=m.code if m else None,
+        diagnosis=m.text if m else None,
+        **fields,
+    )
 
 
 def _draw(mask) -> list[str]:
     return [" ".join("1" if x else "0" for x in row) for row in mask]
 
 
-_ADDITIVE = ("This is an additive mask (0 = keep, -inf = hidden), the kind added to the "
-             "scores before the softmax. The book's masks are boolean keep-masks, True = "
-             "may attend: return the comparison itself (or mask == 0).")
+_ADDITIVE = (
+    "This is an additive mask (0 = keep, -inf = hidden), the kind added to the "
+    "scores before the softmax. The book's masks are boolean keep-masks, True = "
+    "may attend: return the comparison itself (or mask == 0)."
+)
 
 
 def _is_additive(got) -> bool:
@@ -776,23 +1030,41 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
     got, name = res.arr, _fn_name(fn)
     head = _fails(name, i, n, case)
     fields = dict(case=case.shapes, expected_shape=expected.shape, got_shape=got.shape)
-    shape_line = say("Expected shape {expected}, got {got}.", expected=expected.shape,
-                     got=got.shape)
+    shape_line = say(
+        "Expected shape {expected}, got {got}.", expected=expected.shape, got=got.shape
+    )
     not_bool = got.dtype != np.bool_
     additive = _is_additive(got)
     pattern = (got == 0 if additive else got != 0) if not_bool else got
-    dtype_text = say(_ADDITIVE) if additive else say(
-        "The mask has dtype {dtype}; a keep-mask must be boolean. attnbook (like torch) adds "
-        "a float mask to the scores instead of hiding keys (0s and 1s would hide nothing) "
-        "and rejects an integer one. Build the mask with a comparison, or .astype(bool).",
-        dtype=got.dtype)
+    dtype_text = (
+        say(_ADDITIVE)
+        if additive
+        else say(
+            "The mask has dtype {dtype}; a keep-mask must be boolean. attnbook (like torch) adds "
+            "a float mask to the scores instead of hiding keys (0s and 1s would hide nothing) "
+            "and rejects an integer one. Build the mask with a comparison, or .astype(bool).",
+            dtype=got.dtype,
+        )
+    )
     if pattern.shape == expected.shape and np.array_equal(pattern, expected):
         if not not_bool:
             return 0.0
-        return _result(fn, "wrong", n, i, head, [_inputs(case), shape_line,
-                       say("The pattern is right, but: {problem}", problem=dtype_text)],
-                       mistake="additive" if additive else "not_boolean",
-                       diagnosis=dtype_text, max_abs_diff=0, **fields)
+        return _result(
+            fn,
+            "wrong",
+            n,
+            i,
+            head,
+            [
+                _inputs(case),
+                shape_line,
+                say("The pattern is right, but: {problem}", problem=dtype_text),
+            ],
+            mistake="additive" if additive else "not_boolean",
+            diagnosis=dtype_text,
+            max_abs_diff=0,
+            **fields,
+        )
     m = diagnose().of_result(pattern)
     body = [_inputs(case), shape_line]
     extra = {}
@@ -800,27 +1072,60 @@ def _compare_masks(fn, i, n, case, res, expected, diagnose):
         wrong = pattern != expected
         where = tuple(int(t) for t in np.argwhere(wrong)[0])
         word = {True: say("True (keep)"), False: say("False (hidden)")}
-        body.append(say("{count} of {size} entries differ; the first at query {query}, key "
-                        "{key}: expected {expected}, got {got}.", count=int(wrong.sum()),
-                        size=wrong.size, query=where[0], key=where[1],
-                        expected=word[bool(expected[where])], got=word[bool(pattern[where])]))
+        body.append(
+            say(
+                "{count} of {size} entries differ; the first at query {query}, key "
+                "{key}: expected {expected}, got {got}.",
+                count=int(wrong.sum()),
+                size=wrong.size,
+                query=where[0],
+                key=where[1],
+                expected=word[bool(expected[where])],
+                got=word[bool(pattern[where])],
+            )
+        )
         if expected.shape[1] <= 12:
-            body.append([table(["expected", "yours"],
-                               list(zip(_draw(expected), _draw(pattern))), align="<<")])
+            body.append(
+                [
+                    table(
+                        ["expected", "yours"],
+                        list(zip(_draw(expected), _draw(pattern))),
+                        align="<<",
+                    )
+                ]
+            )
         extra = dict(max_abs_diff=float(wrong.sum()), where=where)
     text = say(m.text) if m else None
     if not_bool:
-        text = say("{mistake} Also: {more}", mistake=text, more=dtype_text) if text else (
-            dtype_text)
+        text = (
+            say("{mistake} Also: {more}", mistake=text, more=dtype_text) if text else (dtype_text)
+        )
     L, S = case.args
     if not text and pattern.shape == (L, L) and L != S:
-        text = say("The mask is (L, L) = {got}: it needs one row per query and one column "
-                   "per key, shape (L, S) = {expected}, since a query may attend to the "
-                   "S - L cached keys too.", got=pattern.shape, expected=expected.shape)
-    body.append(_hint(text) if text else
-                say("No typical mistake matches; compare with mask[i, j] = j <= i + (S - L)."))
-    return _result(fn, "wrong", n, i, head, body, mistake=m.code if m else None,
-                   diagnosis=text, **fields, **extra)
+        text = say(
+            "The mask is (L, L) = {got}: it needs one row per query and one column "
+            "per key, shape (L, S) = {expected}, since a query may attend to the "
+            "S - L cached keys too.",
+            got=pattern.shape,
+            expected=expected.shape,
+        )
+    body.append(
+        _hint(text)
+        if text
+        else say("No typical mistake matches; compare with mask[i, j] = j <= i + (S - L).")
+    )
+    return _result(
+        fn,
+        "wrong",
+        n,
+        i,
+        head,
+        body,
+        mistake=m.code if m else None,
+        diagnosis=text,
+        **fields,
+        **extra,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -863,9 +1168,15 @@ def check_attention(fn) -> CheckResult:
     Source: Vaswani et al. (2017), eq. 1: ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``.
     """
     cases = _attention_cases(np.random.default_rng(0))
-    return _check(fn, "(q, k, v)", cases, scaled_dot_product_attention, _ATTENTION_MISTAKES,
-                  "square and L != S, batch and head axes, Dv != D, large scores",
-                  _compare_arrays)
+    return _check(
+        fn,
+        "(q, k, v)",
+        cases,
+        scaled_dot_product_attention,
+        _ATTENTION_MISTAKES,
+        "square and L != S, batch and head axes, Dv != D, large scores",
+        _compare_arrays,
+    )
 
 
 def check_causal_mask(fn) -> CheckResult:
@@ -897,8 +1208,15 @@ def check_causal_mask(fn) -> CheckResult:
     Source: the bottom-right alignment of torch's ``causal_lower_right`` and of KV-cache
     decoding; the keep-mask polarity of ``torch.nn.functional.scaled_dot_product_attention``.
     """
-    return _check(fn, "(L, S)", _mask_cases(), causal_mask, _MASK_MISTAKES,
-                  "L = S and L < S, as in decoding with a KV cache", _compare_masks)
+    return _check(
+        fn,
+        "(L, S)",
+        _mask_cases(),
+        causal_mask,
+        _MASK_MISTAKES,
+        "L = S and L < S, as in decoding with a KV cache",
+        _compare_masks,
+    )
 
 
 def check_split_heads(fn) -> CheckResult:
@@ -933,5 +1251,12 @@ def check_split_heads(fn) -> CheckResult:
     Source: Vaswani et al. (2017), section 3.2.2; the head layout of torch's
     ``nn.MultiheadAttention``.
     """
-    return _check(fn, "(x, n_heads)", _split_cases(), split_heads, _SPLIT_MISTAKES,
-                  "one and several heads, a batch, L = n_heads", _compare_arrays)
+    return _check(
+        fn,
+        "(x, n_heads)",
+        _split_cases(),
+        split_heads,
+        _SPLIT_MISTAKES,
+        "one and several heads, a batch, L = n_heads",
+        _compare_arrays,
+    )

@@ -144,9 +144,18 @@ def _warmup_lambda(warmup_steps: int):
     return factor
 
 
-def _train(model: nn.Module, batch_loss, *, steps: int, lr: float, warmup_steps: int = 0,
-           progress: bool = False, desc: str = "", after_backward=None,
-           after_step=None) -> np.ndarray:
+def _train(
+    model: nn.Module,
+    batch_loss,
+    *,
+    steps: int,
+    lr: float,
+    warmup_steps: int = 0,
+    progress: bool = False,
+    desc: str = "",
+    after_backward=None,
+    after_step=None,
+) -> np.ndarray:
     """Adam on ``batch_loss(step) -> scalar loss``; returns the float64 ``(steps,)`` loss curve.
 
     The loss recorded for step ``s`` is that of the batch the ``s``-th update is computed
@@ -263,8 +272,9 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
 # --------------------------------------------------------------------------------------------
 
 
-def kv_recall_batch(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
-                    generator: torch.Generator):
+def kv_recall_batch(
+    batch_size: int, n_pairs: int, n_keys: int, n_values: int, generator: torch.Generator
+):
     """Key-value retrieval problems: given ``n_pairs`` (key, value) pairs and a key, its value.
 
     Keys of one problem are distinct (drawn without replacement from ``n_keys``), values are
@@ -319,16 +329,25 @@ def copy_batch(batch_size: int, n: int, vocab: int, generator: torch.Generator):
         TypeError: if a size is not an integer.
         ValueError: if a size is < 1.
     """
-    B, n, vocab = (checks.check_int(batch_size, "batch_size", 1), checks.check_int(n, "n", 1),
-                   checks.check_int(vocab, "vocab", 1))
+    B, n, vocab = (
+        checks.check_int(batch_size, "batch_size", 1),
+        checks.check_int(n, "n", 1),
+        checks.check_int(vocab, "vocab", 1),
+    )
     x = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
     sep = torch.full((B, 1), vocab, dtype=torch.long)
     ids = torch.cat([x, sep, x], dim=1)  # (B, 2n + 1)
     return ids, x
 
 
-def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: int,
-                         generator: torch.Generator, k: torch.Tensor | None = None):
+def delayed_recall_batch(
+    batch_size: int,
+    max_k: int,
+    n_signal: int,
+    n_noise: int,
+    generator: torch.Generator,
+    k: torch.Tensor | None = None,
+):
     """Recall the token ``k`` positions back: one signal token, ``k - 1`` noise tokens, a query.
 
     Every sequence has length ``T = max_k + 1``. Position ``T - 1`` holds the query token, position
@@ -362,8 +381,10 @@ def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: in
     else:
         k = checks.check_int_tensor(k, "k").long()
         if k.shape != (B,) or int(k.min()) < 1 or int(k.max()) > K:
-            raise ValueError(f"k must be (batch_size={B},) with values in 1..{K}; got shape "
-                             f"{tuple(k.shape)}, range {int(k.min())}..{int(k.max())}")
+            raise ValueError(
+                f"k must be (batch_size={B},) with values in 1..{K}; got shape "
+                f"{tuple(k.shape)}, range {int(k.min())}..{int(k.max())}"
+            )
     ids = n_signal + torch.randint(n_noise, (B, T), generator=generator)  # (B, T) noise
     target = torch.randint(n_signal, (B,), generator=generator)  # (B,)
     rows = torch.arange(B)
@@ -372,8 +393,9 @@ def delayed_recall_batch(batch_size: int, max_k: int, n_signal: int, n_noise: in
     return ids, target, k
 
 
-def multi_source_batch(batch_size: int, seq_len: int, n_sources: int, content_dim: int,
-                       generator: torch.Generator):
+def multi_source_batch(
+    batch_size: int, seq_len: int, n_sources: int, content_dim: int, generator: torch.Generator
+):
     """Gather several tokens at once: the last token must output the contents of ``n_sources``.
 
     Each sequence has ``seq_len`` tokens. Token ``j`` carries a content vector ``c_j`` of
@@ -438,8 +460,11 @@ def reversal_batch(batch_size: int, n: int, vocab: int, generator: torch.Generat
         TypeError: if a size is not an integer.
         ValueError: if a size is < 1.
     """
-    B, n, vocab = (checks.check_int(batch_size, "batch_size", 1), checks.check_int(n, "n", 1),
-                   checks.check_int(vocab, "vocab", 1))
+    B, n, vocab = (
+        checks.check_int(batch_size, "batch_size", 1),
+        checks.check_int(n, "n", 1),
+        checks.check_int(vocab, "vocab", 1),
+    )
     src = torch.randint(vocab, (B, n), generator=generator)  # (B, n)
     tgt_out = src.flip(1)  # (B, n)
     bos = torch.full((B, 1), vocab, dtype=torch.long)
@@ -540,8 +565,7 @@ class ScalingResult:
     q_init_gain: float | None = None
 
 
-def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor,
-                   scale: float) -> torch.Tensor:
+def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor, scale: float) -> torch.Tensor:
     """The gradient with respect to raw dot products ``q k^T``, from the weights' gradient.
 
     ``weights = softmax(scale * q k^T)`` along the last axis, so by the chain rule through the
@@ -567,17 +591,32 @@ def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor,
     checks.check_tensor(grad_weights, "grad_weights")
     scale = checks.check_real(scale, "scale")
     if weights.shape != grad_weights.shape:
-        raise ValueError(f"weights and grad_weights must have the same shape, got "
-                         f"{tuple(weights.shape)} and {tuple(grad_weights.shape)}")
+        raise ValueError(
+            f"weights and grad_weights must have the same shape, got "
+            f"{tuple(weights.shape)} and {tuple(grad_weights.shape)}"
+        )
     inner = (weights * grad_weights).sum(dim=-1, keepdim=True)  # (..., 1) p . g
     return scale * weights * (grad_weights - inner)
 
 
-def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pairs: int = 8,
-                n_keys: int = 16, n_values: int = 16, steps: int = 400, batch_size: int = 64,
-                lr: float = 1e-3, eval_size: int = 1024, seed: int = 0, num_threads: int = 1,
-                saturation_threshold: float = 0.99, q_init_gain: float | None = None,
-                progress: bool = False) -> ScalingResult:
+def scaling_run(
+    *,
+    head_dim: int = 256,
+    d_model: int = 64,
+    d_ff: int = 128,
+    n_pairs: int = 8,
+    n_keys: int = 16,
+    n_values: int = 16,
+    steps: int = 400,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    eval_size: int = 1024,
+    seed: int = 0,
+    num_threads: int = 1,
+    saturation_threshold: float = 0.99,
+    q_init_gain: float | None = None,
+    progress: bool = False,
+) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
 
     Task (:func:`kv_recall_batch`): ``n_pairs`` key-value pairs and a query key; predict its
@@ -634,12 +673,19 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
-    for name, v in dict(head_dim=head_dim, d_model=d_model, d_ff=d_ff, steps=steps,
-                        batch_size=batch_size, eval_size=eval_size).items():
+    for name, v in dict(
+        head_dim=head_dim,
+        d_model=d_model,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+    ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
-    threshold = checks.check_real(saturation_threshold, "saturation_threshold", minimum=0.0,
-                                  maximum=1.0, strict=True)
+    threshold = checks.check_real(
+        saturation_threshold, "saturation_threshold", minimum=0.0, maximum=1.0, strict=True
+    )
     seed = checks.check_seed(seed)
     if q_init_gain is not None:
         q_init_gain = checks.check_real(q_init_gain, "q_init_gain", minimum=0, strict=True)
@@ -648,13 +694,24 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
     if q_init_gain is not None:
         scales["control"] = scales["scaled"]
-    out = {name: {} for name in ("loss", "entropy", "saturated", "saturated_grad_share",
-                                 "score_std_init", "eval_loss", "eval_accuracy")}
+    out = {
+        name: {}
+        for name in (
+            "loss",
+            "entropy",
+            "saturated",
+            "saturated_grad_share",
+            "score_std_init",
+            "eval_loss",
+            "eval_accuracy",
+        )
+    }
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
-            model = _RetrievalModel(n_keys, n_values, d_model, head_dim, d_ff,
-                                    None if arm != "unscaled" else scale)  # None: the default
+            model = _RetrievalModel(
+                n_keys, n_values, d_model, head_dim, d_ff, None if arm != "unscaled" else scale
+            )  # None: the default
             if arm == "control":  # the same weights, W_Q q_init_gain times larger
                 with torch.no_grad():
                     model.attn.q_proj.weight.mul_(q_init_gain)
@@ -666,8 +723,9 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
             held = {}  # this step's weights, kept for after_backward
 
             def batch_loss(step, model=model, gen=gen, ent=ent, held=held):
-                keys, values, query, target = kv_recall_batch(batch_size, n_pairs, n_keys,
-                                                              n_values, gen)
+                keys, values, query, target = kv_recall_batch(
+                    batch_size, n_pairs, n_keys, n_values, gen
+                )
                 logits, weights = model(keys, values, query)
                 weights.retain_grad()  # dloss/dweights, for the score gradient
                 held["weights"] = weights
@@ -687,10 +745,12 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
 
             with torch.no_grad():  # the scores' spread at initialisation, first batch
                 keys, values, query, _ = kv_recall_batch(
-                    batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed))
+                    batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed)
+                )
                 captured = {}
                 hook = model.attn.register_forward_pre_hook(
-                    lambda m, args, captured=captured: captured.__setitem__("x", args[0]))
+                    lambda m, args, captured=captured: captured.__setitem__("x", args[0])
+                )
                 model(keys, values, query)
                 hook.remove()
                 x = captured["x"]  # (B, L, d_model), the attention's input
@@ -699,8 +759,15 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                 scores = torch.einsum("bd,bld->bl", qv, kv) / math.sqrt(head_dim)  # (B, L)
                 out["score_std_init"][arm] = float(scores.double().std())
 
-            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
-                                      desc=f"scaling: {arm}", after_backward=after_backward)
+            out["loss"][arm] = _train(
+                model,
+                batch_loss,
+                steps=steps,
+                lr=lr,
+                progress=progress,
+                desc=f"scaling: {arm}",
+                after_backward=after_backward,
+            )
             out["entropy"][arm] = ent
             out["saturated"][arm] = sat
             out["saturated_grad_share"][arm] = share
@@ -709,12 +776,25 @@ def scaling_run(*, head_dim: int = 256, d_model: int = 64, d_ff: int = 128, n_pa
                 out["eval_loss"][arm] = float(F.cross_entropy(logits, eval_batch[3]))
                 out["eval_accuracy"][arm] = _accuracy(logits, eval_batch[3])
     return ScalingResult(
-        head_dim=head_dim, scales=scales, saturation_threshold=threshold,
+        head_dim=head_dim,
+        scales=scales,
+        saturation_threshold=threshold,
         max_entropy=math.log(n_pairs + 1),
-        chance_loss=math.log(n_values), steps=steps, lr=lr, batch_size=batch_size,
-        n_pairs=n_pairs, n_keys=n_keys, n_values=n_values, d_model=d_model, seed=seed,
-        n_params=n_params, wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"],
-        q_init_gain=q_init_gain, **out)
+        chance_loss=math.log(n_values),
+        steps=steps,
+        lr=lr,
+        batch_size=batch_size,
+        n_pairs=n_pairs,
+        n_keys=n_keys,
+        n_values=n_values,
+        d_model=d_model,
+        seed=seed,
+        n_params=n_params,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+        q_init_gain=q_init_gain,
+        **out,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -790,14 +870,15 @@ class NormPlacementResult:
 def _copy_loss(model, ids, x):
     n = x.shape[1]
     logits = model(ids)  # (B, 2n + 1, vocab + 1)
-    pred = logits[:, n:2 * n]  # (B, n, vocab + 1) positions SEP .. second-to-last
+    pred = logits[:, n : 2 * n]  # (B, n, vocab + 1) positions SEP .. second-to-last
     return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), x.reshape(-1)), pred
 
 
 def _grad_norm(layer: nn.Module) -> float:
     """L2 norm of the current gradient over all of ``layer``'s parameters (float64 sums)."""
-    return math.sqrt(sum(float(p.grad.double().pow(2).sum())
-                         for p in layer.parameters() if p.grad is not None))
+    return math.sqrt(
+        sum(float(p.grad.double().pow(2).sum()) for p in layer.parameters() if p.grad is not None)
+    )
 
 
 def _layer_grad_norms(model, ids, x) -> np.ndarray:
@@ -823,13 +904,18 @@ def _record_norm_inputs(model, into: dict) -> list:
     the model's final norm if it has one; overwritten at each forward pass. Returns the hook
     handles (call ``.remove()`` on each when done).
     """
+
     def hook(key):
         def record(module, args):
             into[key] = _centred_rms(args[0])
+
         return record
 
-    modules = {(l, k): norm for l, layer in enumerate(model.layers)
-             for k, norm in enumerate((layer.norm1, layer.norm2))}
+    modules = {
+        (l, k): norm
+        for l, layer in enumerate(model.layers)
+        for k, norm in enumerate((layer.norm1, layer.norm2))
+    }
     if model.norm is not None:
         modules["final"] = model.norm
     return [norm.register_forward_pre_hook(hook(key)) for key, norm in modules.items()]
@@ -838,23 +924,51 @@ def _record_norm_inputs(model, into: dict) -> list:
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
     """The run's ``DecoderOnlyModel`` for one placement, built after ``torch.manual_seed``."""
     config = ModelConfig(
-        vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
-        arch="decoder", max_seq_len=2 * n + 1, norm="layernorm", norm_first=norm_first,
-        ffn="relu", bias=True, positional="learned", tie_embeddings=False, name=name)
+        vocab_size=vocab + 1,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=n_layers,
+        d_ff=d_ff,
+        arch="decoder",
+        max_seq_len=2 * n + 1,
+        norm="layernorm",
+        norm_first=norm_first,
+        ffn="relu",
+        bias=True,
+        positional="learned",
+        tie_embeddings=False,
+        name=name,
+    )
     torch.manual_seed(seed)
     return DecoderOnlyModel(config)
 
 
 #: The arms of :func:`norm_placement_run`: name -> (``norm_first``, with warmup).
-NORM_PLACEMENT_ARMS = {"post_ln": (False, False), "pre_ln": (True, False),
-                       "post_ln_warmup": (False, True), "pre_ln_warmup": (True, True)}
+NORM_PLACEMENT_ARMS = {
+    "post_ln": (False, False),
+    "pre_ln": (True, False),
+    "post_ln_warmup": (False, True),
+    "pre_ln_warmup": (True, True),
+}
 
 
-def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 4,
-                       d_ff: int = 256, n: int = 8, vocab: int = 16, steps: int = 120,
-                       batch_size: int = 16, lr: float = 3e-3, warmup_steps: int | None = None,
-                       eval_size: int = 512, seed: int = 0, num_threads: int = 1,
-                       progress: bool = False) -> NormPlacementResult:
+def norm_placement_run(
+    *,
+    n_layers: int = 12,
+    d_model: int = 64,
+    n_heads: int = 4,
+    d_ff: int = 256,
+    n: int = 8,
+    vocab: int = 16,
+    steps: int = 120,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    warmup_steps: int | None = None,
+    eval_size: int = 512,
+    seed: int = 0,
+    num_threads: int = 1,
+    progress: bool = False,
+) -> NormPlacementResult:
     """A deep decoder, Post-LN vs Pre-LN, each without and with a learning-rate warmup.
 
     Model: :class:`attnbook.models.DecoderOnlyModel` (``n_layers`` of
@@ -903,9 +1017,17 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
     section 5.3 (warmup).
     """
-    for name, v in dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
-                        vocab=vocab, steps=steps, batch_size=batch_size,
-                        eval_size=eval_size).items():
+    for name, v in dict(
+        n_layers=n_layers,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        n=n,
+        vocab=vocab,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+    ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
@@ -913,11 +1035,23 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
         warmup_steps = steps // 5
     warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
     eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
-    sizes = dict(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
-                 n=n, seed=seed)
-    out = {name: {} for name in ("grad_norm_init", "loss", "grad_norm_first", "grad_norm_last",
-                                 "update_first", "ln_rms", "ln_rms_final", "eval_loss",
-                                 "eval_accuracy")}
+    sizes = dict(
+        vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, n=n, seed=seed
+    )
+    out = {
+        name: {}
+        for name in (
+            "grad_norm_init",
+            "loss",
+            "grad_norm_first",
+            "grad_norm_last",
+            "update_first",
+            "ln_rms",
+            "ln_rms_final",
+            "eval_loss",
+            "eval_accuracy",
+        )
+    }
     n_params = 0
     with _run_context(num_threads) as clock:
         for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
@@ -941,24 +1075,41 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
             seen = {}  # the norms' input RMS of the latest forward pass
             handles = _record_norm_inputs(model, seen)
 
-            def after_backward(step, first=first, last=last, g_first=g_first, g_last=g_last,
-                               held=held, rms=rms, rms_final=rms_final, seen=seen):
+            def after_backward(
+                step,
+                first=first,
+                last=last,
+                g_first=g_first,
+                g_last=g_last,
+                held=held,
+                rms=rms,
+                rms_final=rms_final,
+                seen=seen,
+            ):
                 g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
                 rms_final[step] = seen.pop("final", np.nan)
                 for (layer, k), value in seen.items():
                     rms[step, layer, k] = value
-                held["before"] = torch.cat([p.detach().flatten().double()
-                                            for p in first.parameters()])
+                held["before"] = torch.cat(
+                    [p.detach().flatten().double() for p in first.parameters()]
+                )
 
             def after_step(step, first=first, upd=upd, held=held):
                 before = held.pop("before")
                 after = torch.cat([p.detach().flatten().double() for p in first.parameters()])
                 upd[step] = float((after - before).norm() / before.norm())
 
-            out["loss"][arm] = _train(model, batch_loss, steps=steps, lr=lr,
-                                      warmup_steps=warmup_steps if warm else 0,
-                                      progress=progress, desc=f"layer norm: {arm}",
-                                      after_backward=after_backward, after_step=after_step)
+            out["loss"][arm] = _train(
+                model,
+                batch_loss,
+                steps=steps,
+                lr=lr,
+                warmup_steps=warmup_steps if warm else 0,
+                progress=progress,
+                desc=f"layer norm: {arm}",
+                after_backward=after_backward,
+                after_step=after_step,
+            )
             for handle in handles:
                 handle.remove()
             out["ln_rms"][arm], out["ln_rms_final"][arm] = rms, rms_final
@@ -969,10 +1120,23 @@ def norm_placement_run(*, n_layers: int = 12, d_model: int = 64, n_heads: int = 
                 out["eval_loss"][arm] = float(loss)
                 out["eval_accuracy"][arm] = _accuracy(pred, eval_x)
     return NormPlacementResult(
-        chance_loss=math.log(vocab), n_layers=n_layers, d_model=d_model, n_heads=n_heads,
-        d_ff=d_ff, n=n, vocab=vocab, steps=steps, lr=lr, warmup_steps=warmup_steps,
-        batch_size=batch_size, seed=seed, n_params=n_params,
-        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+        chance_loss=math.log(vocab),
+        n_layers=n_layers,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        n=n,
+        vocab=vocab,
+        steps=steps,
+        lr=lr,
+        warmup_steps=warmup_steps,
+        batch_size=batch_size,
+        seed=seed,
+        n_params=n_params,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+        **out,
+    )
 
 
 #: Depths (numbers of layers) :func:`gradient_norms_at_init` measures by default (chapter 9's
@@ -981,8 +1145,15 @@ NORM_PLACEMENT_DEPTHS = (2, 4, 6, 8, 12, 16, 24, 32, 48)
 
 
 def gradient_norms_at_init(
-    depth_values=NORM_PLACEMENT_DEPTHS, *, d_model: int = 64, n_heads: int = 4,
-    d_ff: int = 256, n: int = 8, vocab: int = 16, batch_size: int = 16, seed: int = 0,
+    depth_values=NORM_PLACEMENT_DEPTHS,
+    *,
+    d_model: int = 64,
+    n_heads: int = 4,
+    d_ff: int = 256,
+    n: int = 8,
+    vocab: int = 16,
+    batch_size: int = 16,
+    seed: int = 0,
 ) -> dict:
     """Per-layer gradient norms at initialisation of Post-LN and Pre-LN stacks of several depths.
 
@@ -1017,18 +1188,33 @@ def gradient_norms_at_init(
     theorem 1 and figure 3.
     """
     depths = checks.check_increasing(depth_values, "depth_values", minimum=1, maximum=96)
-    for name, v in dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n, vocab=vocab,
-                        batch_size=batch_size).items():
+    for name, v in dict(
+        d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n, vocab=vocab, batch_size=batch_size
+    ).items():
         checks.check_int(v, name, 1)
     seed = checks.check_seed(seed)
     ids, x = copy_batch(batch_size, n, vocab, torch.Generator().manual_seed(seed))
     out = {}
     with _run_context(1):
         for L in depths:
-            out[L] = {arm: _layer_grad_norms(_copy_model(
-                norm_first, vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=L,
-                d_ff=d_ff, n=n, name=arm, seed=seed), ids, x)
-                for arm, norm_first in (("post_ln", False), ("pre_ln", True))}
+            out[L] = {
+                arm: _layer_grad_norms(
+                    _copy_model(
+                        norm_first,
+                        vocab=vocab,
+                        d_model=d_model,
+                        n_heads=n_heads,
+                        n_layers=L,
+                        d_ff=d_ff,
+                        n=n,
+                        name=arm,
+                        seed=seed,
+                    ),
+                    ids,
+                    x,
+                )
+                for arm, norm_first in (("post_ln", False), ("pre_ln", True))
+            }
     return out
 
 
@@ -1047,8 +1233,7 @@ class _RecurrentClassifier(nn.Module):
     def __init__(self, cell: str, vocab_size: int, d_model: int, hidden_size: int):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.rnn = (VanillaRNN(d_model, hidden_size) if cell == "rnn"
-                    else LSTM(d_model, hidden_size))
+        self.rnn = VanillaRNN(d_model, hidden_size) if cell == "rnn" else LSTM(d_model, hidden_size)
         self.head = nn.Linear(hidden_size, vocab_size, bias=False)
 
     def forward(self, ids):
@@ -1163,13 +1348,15 @@ def relative_loss_change(curve, window: int) -> float:
     window = checks.check_int(window, "window", 1)
     if c.size < 2 * window:
         return math.nan
-    last, before = c[-window:].mean(), c[-2 * window:-window].mean()
+    last, before = c[-window:].mean(), c[-2 * window : -window].mean()
     if before == 0:
         if last == 0:
             return 0.0
-        raise ValueError(f"curve's earlier window (values {c.size - 2 * window}.."
-                         f"{c.size - window - 1}) averages 0 and its last {window} average "
-                         f"{last:.3g}: the relative change is undefined")
+        raise ValueError(
+            f"curve's earlier window (values {c.size - 2 * window}.."
+            f"{c.size - window - 1}) averages 0 and its last {window} average "
+            f"{last:.3g}: the relative change is undefined"
+        )
     return float(last / before - 1.0)
 
 
@@ -1205,14 +1392,27 @@ def _signal_gradient(model: nn.Module, read, ids, target, k, max_k: int) -> np.n
     return (sums / counts).numpy()  # (max_k,)
 
 
-def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 8,
-                          d_model: int = 32, n_heads: int = 2, d_ff: int = 64,
-                          steps: int = 1000, batch_size: int = 64, lr: float = 3e-3,
-                          clip_norm: float | None = 1.0, eval_every: int = 25,
-                          eval_per_k: int = 64, solve_accuracy: float = 0.95,
-                          window: int = 50, seed: int = 0, num_threads: int = 1,
-                          progress: bool = False,
-                          models=("rnn", "lstm", "attention")) -> LongRangeRecallResult:
+def long_range_recall_run(
+    *,
+    max_k: int = 16,
+    n_signal: int = 8,
+    n_noise: int = 8,
+    d_model: int = 32,
+    n_heads: int = 2,
+    d_ff: int = 64,
+    steps: int = 1000,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    clip_norm: float | None = 1.0,
+    eval_every: int = 25,
+    eval_per_k: int = 64,
+    solve_accuracy: float = 0.95,
+    window: int = 50,
+    seed: int = 0,
+    num_threads: int = 1,
+    progress: bool = False,
+    models=("rnn", "lstm", "attention"),
+) -> LongRangeRecallResult:
     """A vanilla RNN, an LSTM and one attention layer learn to recall the token ``k`` back.
 
     Task (:func:`delayed_recall_batch`): a signal token, then ``k - 1`` noise tokens, then a
@@ -1270,15 +1470,26 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
     (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013),
     whose clipping rule (section 3.2) every model gets.
     """
-    for name, v in dict(max_k=max_k, n_signal=n_signal, n_noise=n_noise, d_model=d_model,
-                        n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size,
-                        eval_every=eval_every, eval_per_k=eval_per_k, window=window).items():
+    for name, v in dict(
+        max_k=max_k,
+        n_signal=n_signal,
+        n_noise=n_noise,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        eval_every=eval_every,
+        eval_per_k=eval_per_k,
+        window=window,
+    ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     if clip_norm is not None:
         clip_norm = checks.check_real(clip_norm, "clip_norm", minimum=0, strict=True)
-    solve_accuracy = checks.check_real(solve_accuracy, "solve_accuracy", minimum=0,
-                                       maximum=1, strict=True)
+    solve_accuracy = checks.check_real(
+        solve_accuracy, "solve_accuracy", minimum=0, maximum=1, strict=True
+    )
     seed = checks.check_seed(seed)
     progress = checks.check_bool(progress, "progress")
     known = ("rnn", "lstm", "attention")
@@ -1289,15 +1500,41 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
     eval_ids, eval_target, _ = delayed_recall_batch(
-        len(k_eval), max_k, n_signal, n_noise, torch.Generator().manual_seed(seed + 1), k=k_eval)
-    out = {name: {} for name in ("accuracy", "eval_steps", "accuracy_history", "steps_to_solve",
-                                 "solved_step", "signal_gradient", "loss", "loss_change",
-                                 "eval_loss", "n_params", "hidden_size", "time_s")}
+        len(k_eval), max_k, n_signal, n_noise, torch.Generator().manual_seed(seed + 1), k=k_eval
+    )
+    out = {
+        name: {}
+        for name in (
+            "accuracy",
+            "eval_steps",
+            "accuracy_history",
+            "steps_to_solve",
+            "solved_step",
+            "signal_gradient",
+            "loss",
+            "loss_change",
+            "eval_loss",
+            "n_params",
+            "hidden_size",
+            "time_s",
+        )
+    }
     with _run_context(num_threads) as clock:
         config = ModelConfig(
-            vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
-            arch="decoder", max_seq_len=max_k + 1, norm="layernorm", norm_first=True,
-            ffn="relu", bias=True, positional="learned", tie_embeddings=False)
+            vocab_size=vocab_size,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=1,
+            d_ff=d_ff,
+            arch="decoder",
+            max_seq_len=max_k + 1,
+            norm="layernorm",
+            norm_first=True,
+            ffn="relu",
+            bias=True,
+            positional="learned",
+            tie_embeddings=False,
+        )
         torch.manual_seed(seed)
         attention = DecoderOnlyModel(config)
         target_params = count_parameters(attention)
@@ -1305,14 +1542,16 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
         for cell in ("rnn", "lstm"):
             H = _matching_hidden_size(cell, vocab_size, d_model, target_params)
             out["hidden_size"][cell] = H
-            builders[cell] = (lambda cell=cell, H=H:
-                              _RecurrentClassifier(cell, vocab_size, d_model, H))
+            builders[cell] = lambda cell=cell, H=H: _RecurrentClassifier(
+                cell, vocab_size, d_model, H
+            )
         for name in (m for m in known if m in chosen):
             torch.manual_seed(seed)
             model = builders[name]()
             out["n_params"][name] = count_parameters(model)
-            read = ((lambda m, ids: m(ids)[:, -1]) if name == "attention"
-                    else (lambda m, ids: m(ids)))
+            read = (
+                (lambda m, ids: m(ids)[:, -1]) if name == "attention" else (lambda m, ids: m(ids))
+            )
 
             def evaluate(model=model, read=read):
                 model.eval()
@@ -1324,8 +1563,9 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
                 return hit.mean(dim=1).numpy(), loss  # (max_k,), nats
 
             model.train()
-            out["signal_gradient"][name] = _signal_gradient(model, read, eval_ids, eval_target,
-                                                            k_eval, max_k)
+            out["signal_gradient"][name] = _signal_gradient(
+                model, read, eval_ids, eval_target, k_eval, max_k
+            )
             gen = torch.Generator().manual_seed(seed)
             opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
             losses, history, at = [], [], []
@@ -1368,11 +1608,26 @@ def long_range_recall_run(*, max_k: int = 16, n_signal: int = 8, n_noise: int = 
             out["loss"][name] = np.array(losses, dtype=np.float64)
             out["loss_change"][name] = relative_loss_change(out["loss"][name], window)
     return LongRangeRecallResult(
-        ks=ks, chance_loss=math.log(n_signal), chance_accuracy=1.0 / n_signal, max_k=max_k,
-        n_signal=n_signal, n_noise=n_noise, d_model=d_model, steps=steps,
-        batch_size=batch_size, lr=lr, clip_norm=clip_norm, eval_every=eval_every,
-        eval_per_k=eval_per_k, solve_accuracy=solve_accuracy, window=window, seed=seed,
-        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"], **out)
+        ks=ks,
+        chance_loss=math.log(n_signal),
+        chance_accuracy=1.0 / n_signal,
+        max_k=max_k,
+        n_signal=n_signal,
+        n_noise=n_noise,
+        d_model=d_model,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        clip_norm=clip_norm,
+        eval_every=eval_every,
+        eval_per_k=eval_per_k,
+        solve_accuracy=solve_accuracy,
+        window=window,
+        seed=seed,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+        **out,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1459,11 +1714,23 @@ def _int_tuple(values, name: str) -> tuple:
     return out
 
 
-def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
-                      d_model: int = 32, n_heads: int = 1, d_ff: int = 64, steps: int = 400,
-                      batch_size: int = 32, lr: float = 1e-2, clip_norm: float | None = 1.0,
-                      eval_size: int = 256, seed: int = 0, num_threads: int = 1,
-                      progress: bool = False) -> CopyCapacityResult:
+def copy_capacity_run(
+    *,
+    n_items=(4, 16),
+    hidden_sizes=(16, 64),
+    vocab: int = 4,
+    d_model: int = 32,
+    n_heads: int = 1,
+    d_ff: int = 64,
+    steps: int = 400,
+    batch_size: int = 32,
+    lr: float = 1e-2,
+    clip_norm: float | None = 1.0,
+    eval_size: int = 256,
+    seed: int = 0,
+    num_threads: int = 1,
+    progress: bool = False,
+) -> CopyCapacityResult:
     """LSTMs of several hidden sizes and one attention layer learn to copy ``n`` tokens.
 
     Task (:func:`copy_batch`): ``x_1 .. x_n SEP x_1 .. x_n`` with ``x_i`` uniform over
@@ -1513,8 +1780,14 @@ def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
     """
     ns = _int_tuple(n_items, "n_items")
     hs = _int_tuple(hidden_sizes, "hidden_sizes")
-    for name, v in dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, steps=steps,
-                        batch_size=batch_size, eval_size=eval_size).items():
+    for name, v in dict(
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+    ).items():
         checks.check_int(v, name, 1)
     vocab = checks.check_int(vocab, "vocab", 2)
     if d_model % n_heads:
@@ -1529,12 +1802,24 @@ def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
     params = np.empty((len(hs) + 1, len(ns)), dtype=np.int64)
     with _run_context(num_threads) as clock:
         for j, n in enumerate(ns):
-            eval_ids, eval_target = copy_batch(eval_size, n, vocab,
-                                               torch.Generator().manual_seed(seed + 1))
+            eval_ids, eval_target = copy_batch(
+                eval_size, n, vocab, torch.Generator().manual_seed(seed + 1)
+            )
             config = ModelConfig(
-                vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
-                arch="decoder", max_seq_len=2 * n + 1, norm="layernorm", norm_first=True,
-                ffn="relu", bias=True, positional="learned", tie_embeddings=False)
+                vocab_size=vocab + 1,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=1,
+                d_ff=d_ff,
+                arch="decoder",
+                max_seq_len=2 * n + 1,
+                norm="layernorm",
+                norm_first=True,
+                ffn="relu",
+                bias=True,
+                positional="learned",
+                tie_embeddings=False,
+            )
             builders = [lambda h=h: _RecurrentTagger(vocab + 1, d_model, h) for h in hs]
             builders.append(lambda config=config: DecoderOnlyModel(config))
             for i, build in enumerate(builders):
@@ -1547,7 +1832,7 @@ def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
                 model.train()
                 for _ in _steps(steps, progress, f"copy {n}: model {i + 1}/{len(builders)}"):
                     ids, target = copy_batch(batch_size, n, vocab, gen)  # (B, 2n+1), (B, n)
-                    logits = model(ids)[:, n:2 * n]  # (B, n, vocab + 1)
+                    logits = model(ids)[:, n : 2 * n]  # (B, n, vocab + 1)
                     loss = F.cross_entropy(logits.flatten(0, 1), target.flatten())
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
@@ -1556,18 +1841,34 @@ def copy_capacity_run(*, n_items=(4, 16), hidden_sizes=(16, 64), vocab: int = 4,
                     opt.step()
                 model.eval()
                 with torch.no_grad():
-                    logits = model(eval_ids)[:, n:2 * n]  # (eval_size, n, vocab + 1)
+                    logits = model(eval_ids)[:, n : 2 * n]  # (eval_size, n, vocab + 1)
                     acc[i, j] = _accuracy(logits, eval_target)
                 secs[i, j] = time.perf_counter() - t0
     n_arr, h_arr = np.asarray(ns, dtype=np.int64), np.asarray(hs, dtype=np.int64)
     return CopyCapacityResult(
-        n_items=n_arr, hidden_sizes=h_arr, lstm_accuracy=acc[:-1], attention_accuracy=acc[-1],
-        lstm_params=params[:-1, 0].copy(), attention_params=params[-1].copy(),
-        lstm_state_floats=2 * h_arr, attention_read_floats=2 * 2 * n_arr * d_model,
-        chance_accuracy=1.0 / vocab, time_s=secs, vocab=vocab, d_model=d_model,
-        n_heads=n_heads, d_ff=d_ff, steps=steps, batch_size=batch_size, lr=lr,
-        clip_norm=clip_norm, eval_size=eval_size, seed=seed,
-        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"])
+        n_items=n_arr,
+        hidden_sizes=h_arr,
+        lstm_accuracy=acc[:-1],
+        attention_accuracy=acc[-1],
+        lstm_params=params[:-1, 0].copy(),
+        attention_params=params[-1].copy(),
+        lstm_state_floats=2 * h_arr,
+        attention_read_floats=2 * 2 * n_arr * d_model,
+        chance_accuracy=1.0 / vocab,
+        time_s=secs,
+        vocab=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        clip_norm=clip_norm,
+        eval_size=eval_size,
+        seed=seed,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1642,8 +1943,11 @@ def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
     """
     inputs, hooks = {}, []
     for idx, layer in enumerate(model.decoder):
-        hooks.append(layer.cross_attn.register_forward_pre_hook(
-            lambda m, args, idx=idx: inputs.__setitem__(idx, args)))
+        hooks.append(
+            layer.cross_attn.register_forward_pre_hook(
+                lambda m, args, idx=idx: inputs.__setitem__(idx, args)
+            )
+        )
     try:
         logits = model(src, tgt_in)  # (B, T, vocab)
     finally:
@@ -1656,11 +1960,23 @@ def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
     return logits, torch.stack(weights, dim=1)  # (B, n_layers, H, T, S)
 
 
-def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_heads: int = 2,
-                        n_layers: int = 1, d_ff: int = 128, steps: int = 400,
-                        batch_size: int = 64, lr: float = 1e-3, eval_size: int = 512,
-                        seed: int = 0, num_threads: int = 1, snapshot_steps=None,
-                        progress: bool = False) -> CrossAttentionResult:
+def cross_attention_run(
+    *,
+    n: int = 8,
+    vocab: int = 16,
+    d_model: int = 64,
+    n_heads: int = 2,
+    n_layers: int = 1,
+    d_ff: int = 128,
+    steps: int = 400,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    eval_size: int = 512,
+    seed: int = 0,
+    num_threads: int = 1,
+    snapshot_steps=None,
+    progress: bool = False,
+) -> CrossAttentionResult:
     """Train a tiny encoder-decoder to reverse sequences; return its cross-attention map.
 
     Model: :class:`attnbook.models.EncoderDecoderModel` (``n_layers`` encoder and decoder layers
@@ -1704,17 +2020,27 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
 
     Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
     """
-    for name, v in dict(n=n, vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
-                        d_ff=d_ff, steps=steps, batch_size=batch_size,
-                        eval_size=eval_size).items():
+    for name, v in dict(
+        n=n,
+        vocab=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=n_layers,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+    ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     if snapshot_steps is not None:
-        snapshot_steps = checks.check_increasing(snapshot_steps, "snapshot_steps", minimum=0,
-                                                 maximum=steps)
-    src_e, tgt_in_e, tgt_out_e = reversal_batch(eval_size, n, vocab,
-                                                torch.Generator().manual_seed(seed + 1))
+        snapshot_steps = checks.check_increasing(
+            snapshot_steps, "snapshot_steps", minimum=0, maximum=steps
+        )
+    src_e, tgt_in_e, tgt_out_e = reversal_batch(
+        eval_size, n, vocab, torch.Generator().manual_seed(seed + 1)
+    )
     i = torch.arange(n)
 
     def held_out():
@@ -1725,8 +2051,11 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
             logits, weights = _cross_attention_weights(model, src_e, tgt_in_e)
         model.train(training)
         mirror = weights[..., i, n - 1 - i]  # (B, n_layers, H, n)
-        return (logits, weights[0].double().numpy(),
-                mirror.double().mean(dim=(0, 3)).numpy())  # (n_layers, H)
+        return (
+            logits,
+            weights[0].double().numpy(),
+            mirror.double().mean(dim=(0, 3)).numpy(),
+        )  # (n_layers, H)
 
     maps, masses = [], []
 
@@ -1738,10 +2067,21 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
 
     with _run_context(num_threads) as clock:
         config = ModelConfig(
-            vocab_size=vocab + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
-            n_encoder_layers=n_layers, d_ff=d_ff, arch="encoder-decoder", max_seq_len=n,
-            norm="layernorm", norm_first=True, ffn="relu", bias=True, positional="learned",
-            tie_embeddings=False)
+            vocab_size=vocab + 1,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            n_encoder_layers=n_layers,
+            d_ff=d_ff,
+            arch="encoder-decoder",
+            max_seq_len=n,
+            norm="layernorm",
+            norm_first=True,
+            ffn="relu",
+            bias=True,
+            positional="learned",
+            tie_embeddings=False,
+        )
         torch.manual_seed(seed)
         model = EncoderDecoderModel(config)
         gen = torch.Generator().manual_seed(seed)
@@ -1754,26 +2094,48 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
         recorded = snapshot_steps is not None
         if recorded:
             snapshot(-1)  # the untrained model: 0 updates
-        losses = _train(model, batch_loss, steps=steps, lr=lr, progress=progress,
-                        desc="cross-attention: reversal",
-                        after_step=snapshot if recorded else None)
+        losses = _train(
+            model,
+            batch_loss,
+            steps=steps,
+            lr=lr,
+            progress=progress,
+            desc="cross-attention: reversal",
+            after_step=snapshot if recorded else None,
+        )
         logits, cross, mirror_mass = held_out()
         with torch.no_grad():
-            eval_loss = float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                              tgt_out_e.reshape(-1)))
+            eval_loss = float(
+                F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out_e.reshape(-1))
+            )
             eval_acc = _accuracy(logits, tgt_out_e)
     return CrossAttentionResult(
-        source=src_e[0].numpy(), target=tgt_out_e[0].numpy(),
+        source=src_e[0].numpy(),
+        target=tgt_out_e[0].numpy(),
         prediction=logits[0].argmax(-1).numpy(),
-        cross_attention=cross, mirror_mass=mirror_mass, loss=losses,
-        eval_loss=eval_loss, eval_accuracy=eval_acc, chance_loss=math.log(vocab), n=n,
-        vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
-        steps=steps, batch_size=batch_size, lr=lr, seed=seed,
-        n_params=count_parameters(model), wall_time_s=clock["wall_time_s"],
+        cross_attention=cross,
+        mirror_mass=mirror_mass,
+        loss=losses,
+        eval_loss=eval_loss,
+        eval_accuracy=eval_acc,
+        chance_loss=math.log(vocab),
+        n=n,
+        vocab=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=n_layers,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        n_params=count_parameters(model),
+        wall_time_s=clock["wall_time_s"],
         cpu_time_s=clock["cpu_time_s"],
         snapshot_steps=np.array(snapshot_steps, dtype=np.int64) if recorded else None,
         snapshots=np.stack(maps) if recorded else None,
-        snapshot_mirror_mass=np.stack(masses) if recorded else None)
+        snapshot_mirror_mass=np.stack(masses) if recorded else None,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1781,8 +2143,9 @@ def cross_attention_run(*, n: int = 8, vocab: int = 16, d_model: int = 64, n_hea
 # --------------------------------------------------------------------------------------------
 
 
-def offset_copy_batch(batch_size: int, seq_len: int, offset: int, vocab: int,
-                      generator: torch.Generator):
+def offset_copy_batch(
+    batch_size: int, seq_len: int, offset: int, vocab: int, generator: torch.Generator
+):
     """Copy the token ``offset`` positions back: a task that needs positions and nothing else.
 
     Tokens are uniform over ``0 .. vocab-1``. At every position ``t >= offset`` a next-token
@@ -1886,7 +2249,8 @@ def _self_attention_weights(model: DecoderOnlyModel, ids, positions):
     """
     seen = {}
     hook = model.layers[0].self_attn.register_forward_pre_hook(
-        lambda m, args, kwargs: seen.update(args=args, kwargs=kwargs), with_kwargs=True)
+        lambda m, args, kwargs: seen.update(args=args, kwargs=kwargs), with_kwargs=True
+    )
     try:
         logits = model(ids, positions=positions)  # (B, T, vocab)
     finally:
@@ -1895,13 +2259,25 @@ def _self_attention_weights(model: DecoderOnlyModel, ids, positions):
     return logits, weights  # (B, T, vocab), (B, H, T, T)
 
 
-def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offset: int = 3,
-                               vocab: int = 16, d_model: int = 32, n_heads: int = 2,
-                               d_ff: int = 64, steps: int = 300, batch_size: int = 32,
-                               lr: float = 3e-3, eval_size: int = 256,
-                               kinds=POSITION_KINDS, embed_scale: bool = False, seed: int = 0,
-                               num_threads: int = 1,
-                               progress: bool = False) -> PositionExtrapolationResult:
+def position_extrapolation_run(
+    *,
+    train_len: int = 32,
+    eval_len: int = 64,
+    offset: int = 3,
+    vocab: int = 16,
+    d_model: int = 32,
+    n_heads: int = 2,
+    d_ff: int = 64,
+    steps: int = 300,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    eval_size: int = 256,
+    kinds=POSITION_KINDS,
+    embed_scale: bool = False,
+    seed: int = 0,
+    num_threads: int = 1,
+    progress: bool = False,
+) -> PositionExtrapolationResult:
     """Train on short sequences, test on later positions: learned, sinusoidal and RoPE.
 
     One model per kind of positions, each a one-layer Pre-LN decoder of
@@ -1949,9 +2325,18 @@ def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offse
     training"); Su et al. (2021) (RoPE); Press et al., "Train Short, Test Long" (2022), who
     measured extrapolation of these encodings in language models.
     """
-    for name, v in dict(train_len=train_len, eval_len=eval_len, offset=offset, vocab=vocab,
-                        d_model=d_model, n_heads=n_heads, d_ff=d_ff, steps=steps,
-                        batch_size=batch_size, eval_size=eval_size).items():
+    for name, v in dict(
+        train_len=train_len,
+        eval_len=eval_len,
+        offset=offset,
+        vocab=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+    ).items():
         checks.check_int(v, name, 1)
     if train_len <= offset:
         raise ValueError(f"train_len {train_len} must be > offset {offset}")
@@ -1966,22 +2351,36 @@ def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offse
     allowed = ("learned", "sinusoidal", "rope", "none")
     if not kinds or len(set(kinds)) != len(kinds) or not set(kinds) <= set(allowed):
         raise ValueError(f"kinds must be distinct names from {allowed}, got {kinds!r}")
-    ids_e, target_e = offset_copy_batch(eval_size, eval_len, offset, vocab,
-                                        torch.Generator().manual_seed(seed + 1))
+    ids_e, target_e = offset_copy_batch(
+        eval_size, eval_len, offset, vocab, torch.Generator().manual_seed(seed + 1)
+    )
     t = torch.arange(offset, eval_len)  # (eval_len - offset,) positions with an answer
     distance = torch.arange(eval_len)[:, None] - torch.arange(eval_len)  # (T, T): i - j
     unseen = distance >= train_len  # (T, T): keys at distances never seen in training
     shifted = torch.arange(eval_len - train_len, eval_len)  # (train_len,)
-    out = {name: {} for name in ("accuracy", "inside", "beyond", "shifted", "unseen", "loss",
-                                 "n_params")}
+    out = {
+        name: {}
+        for name in ("accuracy", "inside", "beyond", "shifted", "unseen", "loss", "n_params")
+    }
     rows_change = None
     with _run_context(num_threads) as clock:
         for kind in kinds:
             config = ModelConfig(
-                vocab_size=vocab, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=d_ff,
-                arch="decoder", max_seq_len=eval_len, norm="layernorm", norm_first=True,
-                ffn="relu", bias=True, positional=kind, tie_embeddings=False,
-                embed_scale=embed_scale)
+                vocab_size=vocab,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=1,
+                d_ff=d_ff,
+                arch="decoder",
+                max_seq_len=eval_len,
+                norm="layernorm",
+                norm_first=True,
+                ffn="relu",
+                bias=True,
+                positional=kind,
+                tie_embeddings=False,
+                embed_scale=embed_scale,
+            )
             torch.manual_seed(seed)
             model = DecoderOnlyModel(config)
             if kind == "learned":
@@ -1993,8 +2392,9 @@ def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offse
                 logits = model(ids)[:, offset:]  # (B, train_len - offset, vocab)
                 return F.cross_entropy(logits.reshape(-1, vocab), target.reshape(-1))
 
-            out["loss"][kind] = _train(model, batch_loss, steps=steps, lr=lr,
-                                       progress=progress, desc=f"positions: {kind}")
+            out["loss"][kind] = _train(
+                model, batch_loss, steps=steps, lr=lr, progress=progress, desc=f"positions: {kind}"
+            )
             out["n_params"][kind] = count_parameters(model)
             with torch.no_grad():
                 logits, w = _self_attention_weights(model, ids_e, torch.arange(eval_len))
@@ -2009,17 +2409,37 @@ def position_extrapolation_run(*, train_len: int = 32, eval_len: int = 64, offse
             out["beyond"][kind] = float(acc[~inside].mean())
             out["unseen"][kind] = mass[offset:].numpy()
             if kind == "learned":
-                rows_change = float((model.embed.positions.weight.detach() - table0)
-                                    [train_len:].abs().max())
+                rows_change = float(
+                    (model.embed.positions.weight.detach() - table0)[train_len:].abs().max()
+                )
     return PositionExtrapolationResult(
-        kinds=kinds, positions=t.numpy(), accuracy=out["accuracy"],
-        inside_accuracy=out["inside"], beyond_accuracy=out["beyond"],
-        shifted_accuracy=out["shifted"], unseen_weight=out["unseen"],
-        untrained_rows_change=rows_change, loss=out["loss"], n_params=out["n_params"],
-        chance_loss=math.log(vocab), chance_accuracy=1.0 / vocab, train_len=train_len,
-        eval_len=eval_len, offset=offset, vocab=vocab, d_model=d_model, n_heads=n_heads,
-        d_ff=d_ff, steps=steps, batch_size=batch_size, lr=lr, eval_size=eval_size, seed=seed,
-        wall_time_s=clock["wall_time_s"], cpu_time_s=clock["cpu_time_s"])
+        kinds=kinds,
+        positions=t.numpy(),
+        accuracy=out["accuracy"],
+        inside_accuracy=out["inside"],
+        beyond_accuracy=out["beyond"],
+        shifted_accuracy=out["shifted"],
+        unseen_weight=out["unseen"],
+        untrained_rows_change=rows_change,
+        loss=out["loss"],
+        n_params=out["n_params"],
+        chance_loss=math.log(vocab),
+        chance_accuracy=1.0 / vocab,
+        train_len=train_len,
+        eval_len=eval_len,
+        offset=offset,
+        vocab=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=d_ff,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        eval_size=eval_size,
+        seed=seed,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -2098,10 +2518,22 @@ def _unexplained(pred: torch.Tensor, target: torch.Tensor) -> float:
     return float(((pred - target) ** 2).sum() / ((target - target.mean(0)) ** 2).sum())
 
 
-def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources: int = 3,
-              content_dim: int = 4, d_model: int = 24, steps: int = 200, batch_size: int = 128,
-              lr: float = 1e-2, eval_size: int = 2048, n_examples: int = 6,
-              num_threads: int = 1, progress: bool = False) -> HeadsResult:
+def heads_run(
+    *,
+    n_heads=(1, 2, 3),
+    seeds=(0, 1, 2),
+    seq_len: int = 8,
+    n_sources: int = 3,
+    content_dim: int = 4,
+    d_model: int = 24,
+    steps: int = 200,
+    batch_size: int = 128,
+    lr: float = 1e-2,
+    eval_size: int = 2048,
+    n_examples: int = 6,
+    num_threads: int = 1,
+    progress: bool = False,
+) -> HeadsResult:
     """One attention layer with ``H`` heads of ``d_model / H`` learns to gather ``K`` tokens.
 
     Task: :func:`multi_source_batch` — the last token of each sequence must output the contents
@@ -2141,9 +2573,16 @@ def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources
     seeds = [checks.check_seed(s) for s in seeds]
     if not arms or not seeds:
         raise ValueError(f"n_heads and seeds need at least one value, got {n_heads}, {seeds}")
-    for name, v in dict(seq_len=seq_len, n_sources=n_sources, content_dim=content_dim,
-                        d_model=d_model, steps=steps, batch_size=batch_size,
-                        eval_size=eval_size, n_examples=n_examples).items():
+    for name, v in dict(
+        seq_len=seq_len,
+        n_sources=n_sources,
+        content_dim=content_dim,
+        d_model=d_model,
+        steps=steps,
+        batch_size=batch_size,
+        eval_size=eval_size,
+        n_examples=n_examples,
+    ).items():
         checks.check_int(v, name, 1)
     for h in arms:
         if d_model % h:
@@ -2162,8 +2601,9 @@ def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources
     weights, predictions = [], np.empty((A, n_examples, K, m))
     with _run_context(num_threads) as clock:
         for r, seed in enumerate(seeds):
-            x_e, y_e, types_e = multi_source_batch(eval_size, seq_len, K, m,
-                                                   torch.Generator().manual_seed(seed + 1))
+            x_e, y_e, types_e = multi_source_batch(
+                eval_size, seq_len, K, m, torch.Generator().manual_seed(seed + 1)
+            )
             for a, h in enumerate(arms):
                 torch.manual_seed(seed)
                 model = _GatherModel(m + K + 2, d_model, h, K * m)
@@ -2174,13 +2614,21 @@ def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources
                     x, y, _ = multi_source_batch(batch_size, seq_len, K, m, gen)
                     return F.mse_loss(model(x), y)
 
-                losses[a, r] = _train(model, batch_loss, steps=steps, lr=lr,
-                                      progress=progress, desc=f"{h} heads, seed {seed}")
+                losses[a, r] = _train(
+                    model,
+                    batch_loss,
+                    steps=steps,
+                    lr=lr,
+                    progress=progress,
+                    desc=f"{h} heads, seed {seed}",
+                )
                 with torch.no_grad():
                     pred, w = model(x_e, need_weights=True)  # (E, K m), (E, H, L)
                 unexplained[a, r] = _unexplained(pred, y_e)
-                by_source[a, r] = [_unexplained(pred[:, k * m:(k + 1) * m],
-                                                y_e[:, k * m:(k + 1) * m]) for k in range(K)]
+                by_source[a, r] = [
+                    _unexplained(pred[:, k * m : (k + 1) * m], y_e[:, k * m : (k + 1) * m])
+                    for k in range(K)
+                ]
                 if r == 0:
                     weights.append(w[:n_examples].double().numpy())
                     predictions[a] = pred[:n_examples].double().reshape(-1, K, m).numpy()
@@ -2189,9 +2637,24 @@ def heads_run(*, n_heads=(1, 2, 3), seeds=(0, 1, 2), seq_len: int = 8, n_sources
                 types = types_e[:n_examples].numpy()
     arms_np = np.array(arms)
     return HeadsResult(
-        n_heads=arms_np, seeds=np.array(seeds), unexplained=unexplained,
-        unexplained_by_source=by_source, bound=1 - np.minimum(arms_np, K) / K, loss=losses,
-        n_params=n_params, weights=weights, prediction=predictions, target=target,
-        types=types, seq_len=seq_len, n_sources=K, content_dim=m, d_model=d_model,
-        steps=steps, batch_size=batch_size, lr=lr, wall_time_s=clock["wall_time_s"],
-        cpu_time_s=clock["cpu_time_s"])
+        n_heads=arms_np,
+        seeds=np.array(seeds),
+        unexplained=unexplained,
+        unexplained_by_source=by_source,
+        bound=1 - np.minimum(arms_np, K) / K,
+        loss=losses,
+        n_params=n_params,
+        weights=weights,
+        prediction=predictions,
+        target=target,
+        types=types,
+        seq_len=seq_len,
+        n_sources=K,
+        content_dim=m,
+        d_model=d_model,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        wall_time_s=clock["wall_time_s"],
+        cpu_time_s=clock["cpu_time_s"],
+    )

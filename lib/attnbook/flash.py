@@ -117,6 +117,7 @@ class TileStep:
     out: np.ndarray
 
 
+# fmt: off
 def tiled_attention_core(q, k, v, scale, causal, bq, bk, on_step=None):
     """Attention in tiles of bq queries x bk keys: out and log-sum-exp lse.
 
@@ -147,6 +148,7 @@ def tiled_attention_core(q, k, v, scale, causal, bq, bk, on_step=None):
         out[..., i:i + bq, :] = acc / l_safe  # (..., bq, Dv)
         lse[..., i:i + bq] = (m + np.log(l_safe))[..., 0]  # -inf if no key
     return out, lse
+# fmt: on
 
 
 def tiled_attention(
@@ -221,16 +223,26 @@ def tiled_attention(
 
     record = None
     if on_step is not None:
-        def record(i, j, s, m_old, m_new, rescale, p, l, acc):  # noqa: E741
-            on_step(TileStep(
-                q_start=i, q_stop=i + s.shape[-2], k_start=j, k_stop=j + s.shape[-1],
-                scores=s.copy(), m_old=m_old[..., 0].copy(), m_new=m_new[..., 0].copy(),
-                rescale=rescale[..., 0].copy(), p=p.copy(), l=l[..., 0].copy(),
-                acc=acc.copy(), out=acc / np.where(l > 0, l, 1),
-            ))
 
-    out, lse = tiled_attention_core(q, k, v, scale, causal, block_q, block_k,
-                                    on_step=record)
+        def record(i, j, s, m_old, m_new, rescale, p, l, acc):  # noqa: E741
+            on_step(
+                TileStep(
+                    q_start=i,
+                    q_stop=i + s.shape[-2],
+                    k_start=j,
+                    k_stop=j + s.shape[-1],
+                    scores=s.copy(),
+                    m_old=m_old[..., 0].copy(),
+                    m_new=m_new[..., 0].copy(),
+                    rescale=rescale[..., 0].copy(),
+                    p=p.copy(),
+                    l=l[..., 0].copy(),
+                    acc=acc.copy(),
+                    out=acc / np.where(l > 0, l, 1),
+                )
+            )
+
+    out, lse = tiled_attention_core(q, k, v, scale, causal, block_q, block_k, on_step=record)
     out, lse = out.astype(dtype), lse.astype(dtype)
     if return_lse:
         return out, lse
@@ -318,6 +330,7 @@ def _tiled_forward_torch(q, k, v, causal: bool, scale: float, block_q: int, bloc
     return out, lse.reshape(B, H, L)  # (B, H, L)
 
 
+# fmt: off
 def tiled_attention_backward_core(q, k, v, out, lse, do, scale, causal,
                                   bq, bk):
     """FlashAttention-2 backward: dq, dk, dv, recomputing P tile by tile.
@@ -346,6 +359,7 @@ def tiled_attention_backward_core(q, k, v, out, lse, do, scale, causal,
             dq[..., i:i + bq, :] += ds @ kj * scale  # (..., bq, D)
             dk[..., j:j + bk, :] += ds.mT @ qi * scale  # (..., bk, D)
     return dq, dk, dv
+# fmt: on
 
 
 def _tiled_backward_torch(do, q, k, v, out, lse, causal, scale, block_q, block_k):
@@ -356,8 +370,9 @@ def _tiled_backward_torch(do, q, k, v, out, lse, causal, scale, block_q, block_k
     kx = k.to(cdt).repeat_interleave(G, dim=1)  # (B, H, S, D)
     vx = v.to(cdt).repeat_interleave(G, dim=1)  # (B, H, S, D)
     lse = lse.masked_fill(lse == -math.inf, math.inf)  # no key seen: P = 0
-    dq, dk, dv = tiled_attention_backward_core(qc, kx, vx, out, lse, do, scale,
-                                               causal, block_q, block_k)
+    dq, dk, dv = tiled_attention_backward_core(
+        qc, kx, vx, out, lse, do, scale, causal, block_q, block_k
+    )
     B, H_kv, S, D = k.shape
     dk = dk.reshape(B, H_kv, G, S, D).sum(dim=2)  # (B, H_kv, S, D)
     dv = dv.reshape(B, H_kv, G, S, D).sum(dim=2)  # (B, H_kv, S, D)
@@ -516,8 +531,9 @@ def select_backend(q, k, v, backend: str = "auto") -> str:
     return "triton"
 
 
-def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None,
-                    backend: str = "auto"):
+def flash_attention(
+    q, k, v, *, causal: bool = False, scale: float | None = None, backend: str = "auto"
+):
     """FlashAttention for ``(B, H, L, D)`` torch tensors, differentiable, with GQA.
 
     Computes ``softmax(q k^T * scale) v`` without materialising the ``L x S`` matrix.
@@ -562,4 +578,3 @@ def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None
 
         return flash_triton.flash_attention_triton(q, k, v, causal=bool(causal), scale=scale)
     return tiled_attention_torch(q, k, v, causal=causal, scale=scale)
-

@@ -74,35 +74,56 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
-def _load_kt(k_base, cols, offs_d, d_valid, S, stride_ks, stride_kd,
-             MASKED: tl.constexpr, UPCAST: tl.constexpr):
+def _load_kt(
+    k_base,
+    cols,
+    offs_d,
+    d_valid,
+    S,
+    stride_ks,
+    stride_kd,
+    MASKED: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
     """The keys ``cols`` as a transposed ``(BLOCK_D, BLOCK_N)`` tile; keys past S read as 0."""
     if MASKED:
         kt_mask = (cols < S)[None, :] & d_valid[:, None]
     else:
         kt_mask = d_valid[:, None]  # only the head_dim padding; broadcast over the keys
-    kt = tl.load(k_base + cols[None, :] * stride_ks + offs_d[:, None] * stride_kd,
-                 mask=kt_mask, other=0.0)  # (BLOCK_D, BLOCK_N)
+    kt = tl.load(
+        k_base + cols[None, :] * stride_ks + offs_d[:, None] * stride_kd, mask=kt_mask, other=0.0
+    )  # (BLOCK_D, BLOCK_N)
     if UPCAST:
         kt = kt.to(tl.float32)
     return kt
 
 
 @triton.jit
-def _load_v(v_base, cols, offs_d, d_valid, S, stride_vs, stride_vd,
-            MASKED: tl.constexpr, UPCAST: tl.constexpr):
+def _load_v(
+    v_base,
+    cols,
+    offs_d,
+    d_valid,
+    S,
+    stride_vs,
+    stride_vd,
+    MASKED: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
     """The values ``cols`` as a ``(BLOCK_N, BLOCK_D)`` tile; values past S read as 0."""
     if MASKED:
         v_mask = (cols < S)[:, None] & d_valid[None, :]
     else:
         v_mask = d_valid[None, :]
-    v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
-                mask=v_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
+    v = tl.load(
+        v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd, mask=v_mask, other=0.0
+    )  # (BLOCK_N, BLOCK_D)
     if UPCAST:
         v = v.to(tl.float32)
     return v
 
 
+# fmt: off
 @triton.jit
 def _attn_fwd_inner(
     acc, l_i, m_i, q, k_base, v_base, stride_ks, stride_kd, stride_vs, stride_vd,
@@ -146,16 +167,38 @@ def _attn_fwd_inner(
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new
     return acc, l_i, m_i
+# fmt: on
 
 
 @triton.jit
 def _attn_fwd(
-    Q, K, V, O, LSE,
-    stride_qb, stride_qh, stride_ql, stride_qd,
-    stride_kb, stride_kh, stride_ks, stride_kd,
-    stride_vb, stride_vh, stride_vs, stride_vd,
-    stride_ob, stride_oh, stride_ol, stride_od,
-    H, L, S, HEAD_DIM, GROUP, qk_scale_log2,
+    Q,
+    K,
+    V,
+    O,
+    LSE,
+    stride_qb,
+    stride_qh,
+    stride_ql,
+    stride_qd,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_kd,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    stride_vd,
+    stride_ob,
+    stride_oh,
+    stride_ol,
+    stride_od,
+    H,
+    L,
+    S,
+    HEAD_DIM,
+    GROUP,
+    qk_scale_log2,
     CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -176,8 +219,13 @@ def _attn_fwd(
     m_valid = offs_m < L
     d_valid = offs_d < HEAD_DIM
 
-    q_ptrs = (Q + off_b * stride_qb + off_h * stride_qh
-              + offs_m[:, None] * stride_ql + offs_d[None, :] * stride_qd)
+    q_ptrs = (
+        Q
+        + off_b * stride_qb
+        + off_h * stride_qh
+        + offs_m[:, None] * stride_ql
+        + offs_d[None, :] * stride_qd
+    )
     q = tl.load(q_ptrs, mask=m_valid[:, None] & d_valid[None, :], other=0.0)  # (BLOCK_M, BLOCK_D)
     if UPCAST:
         q = q.to(tl.float32)
@@ -201,23 +249,68 @@ def _attn_fwd(
         hi = S
         mid = (S // BLOCK_N) * BLOCK_N
     acc, l_i, m_i = _attn_fwd_inner(
-        acc, l_i, m_i, q, k_base, v_base, stride_ks, stride_kd, stride_vs, stride_vd,
-        offs_m, offs_n, offs_d, d_valid, L, S, qk_scale_log2, 0, mid,
-        MASKED=False, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N, UPCAST=UPCAST,
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_base,
+        v_base,
+        stride_ks,
+        stride_kd,
+        stride_vs,
+        stride_vd,
+        offs_m,
+        offs_n,
+        offs_d,
+        d_valid,
+        L,
+        S,
+        qk_scale_log2,
+        0,
+        mid,
+        MASKED=False,
+        CAUSAL=CAUSAL,
+        BLOCK_N=BLOCK_N,
+        UPCAST=UPCAST,
         DOT_PRECISION=DOT_PRECISION,
     )
     acc, l_i, m_i = _attn_fwd_inner(
-        acc, l_i, m_i, q, k_base, v_base, stride_ks, stride_kd, stride_vs, stride_vd,
-        offs_m, offs_n, offs_d, d_valid, L, S, qk_scale_log2, mid, hi,
-        MASKED=True, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N, UPCAST=UPCAST,
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_base,
+        v_base,
+        stride_ks,
+        stride_kd,
+        stride_vs,
+        stride_vd,
+        offs_m,
+        offs_n,
+        offs_d,
+        d_valid,
+        L,
+        S,
+        qk_scale_log2,
+        mid,
+        hi,
+        MASKED=True,
+        CAUSAL=CAUSAL,
+        BLOCK_N=BLOCK_N,
+        UPCAST=UPCAST,
         DOT_PRECISION=DOT_PRECISION,
     )
 
     seen = l_i > 0.0
     l_safe = tl.where(seen, l_i, 1.0)
     out = acc / l_safe[:, None]  # 0 for a row that saw no key (acc is 0 there)
-    o_ptrs = (O + off_b * stride_ob + off_h * stride_oh
-              + offs_m[:, None] * stride_ol + offs_d[None, :] * stride_od)
+    o_ptrs = (
+        O
+        + off_b * stride_ob
+        + off_h * stride_oh
+        + offs_m[:, None] * stride_ol
+        + offs_d[None, :] * stride_od
+    )
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
     lse = tl.where(seen, (m_i + tl.math.log2(l_safe)) * LN2, float("-inf"))
     tl.store(LSE + off_bh * L + offs_m, lse, mask=m_valid)  # natural-log log-sum-exp
@@ -225,14 +318,46 @@ def _attn_fwd(
 
 @triton.jit
 def _attn_bwd_dkdv(
-    Q, K, V, DO, LSE, DELTA, DK, DV,
-    stride_qb, stride_qh, stride_ql, stride_qd,
-    stride_kb, stride_kh, stride_ks, stride_kd,
-    stride_vb, stride_vh, stride_vs, stride_vd,
-    stride_dob, stride_doh, stride_dol, stride_dod,
-    stride_dkb, stride_dkh, stride_dks, stride_dkd,
-    stride_dvb, stride_dvh, stride_dvs, stride_dvd,
-    H, H_KV, L, S, HEAD_DIM, GROUP, scale, qk_scale_log2,
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DK,
+    DV,
+    stride_qb,
+    stride_qh,
+    stride_ql,
+    stride_qd,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_kd,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    stride_vd,
+    stride_dob,
+    stride_doh,
+    stride_dol,
+    stride_dod,
+    stride_dkb,
+    stride_dkh,
+    stride_dks,
+    stride_dkd,
+    stride_dvb,
+    stride_dvh,
+    stride_dvs,
+    stride_dvd,
+    H,
+    H_KV,
+    L,
+    S,
+    HEAD_DIM,
+    GROUP,
+    scale,
+    qk_scale_log2,
     CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -253,12 +378,24 @@ def _attn_bwd_dkdv(
     d_valid = offs_d < HEAD_DIM
     kv_mask = n_valid[:, None] & d_valid[None, :]
 
-    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh
-                + offs_n[:, None] * stride_ks + offs_d[None, :] * stride_kd,
-                mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
-    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh
-                + offs_n[:, None] * stride_vs + offs_d[None, :] * stride_vd,
-                mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
+    k = tl.load(
+        K
+        + off_b * stride_kb
+        + off_hkv * stride_kh
+        + offs_n[:, None] * stride_ks
+        + offs_d[None, :] * stride_kd,
+        mask=kv_mask,
+        other=0.0,
+    )  # (BLOCK_N, BLOCK_D)
+    v = tl.load(
+        V
+        + off_b * stride_vb
+        + off_hkv * stride_vh
+        + offs_n[:, None] * stride_vs
+        + offs_d[None, :] * stride_vd,
+        mask=kv_mask,
+        other=0.0,
+    )  # (BLOCK_N, BLOCK_D)
     if UPCAST:
         k = k.to(tl.float32)
         v = v.to(tl.float32)
@@ -278,10 +415,16 @@ def _attn_bwd_dkdv(
             rows = start_m + offs_m
             m_valid = rows < L
             q_mask = m_valid[:, None] & d_valid[None, :]
-            q = tl.load(q_base + rows[:, None] * stride_ql + offs_d[None, :] * stride_qd,
-                        mask=q_mask, other=0.0)  # (BLOCK_M, BLOCK_D)
-            do = tl.load(do_base + rows[:, None] * stride_dol + offs_d[None, :] * stride_dod,
-                         mask=q_mask, other=0.0)  # (BLOCK_M, BLOCK_D)
+            q = tl.load(
+                q_base + rows[:, None] * stride_ql + offs_d[None, :] * stride_qd,
+                mask=q_mask,
+                other=0.0,
+            )  # (BLOCK_M, BLOCK_D)
+            do = tl.load(
+                do_base + rows[:, None] * stride_dol + offs_d[None, :] * stride_dod,
+                mask=q_mask,
+                other=0.0,
+            )  # (BLOCK_M, BLOCK_D)
             if UPCAST:
                 q = q.to(tl.float32)
                 do = do.to(tl.float32)
@@ -300,23 +443,62 @@ def _attn_bwd_dkdv(
             dst = pt * (dpt - delta[None, :])  # dS^T = P^T * (dP^T - D)
             dk = tl.dot(dst.to(q.dtype), q, dk, input_precision=DOT_PRECISION)
     dk = dk * scale
-    tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh
-             + offs_n[:, None] * stride_dks + offs_d[None, :] * stride_dkd,
-             dk.to(DK.dtype.element_ty), mask=kv_mask)
-    tl.store(DV + off_b * stride_dvb + off_hkv * stride_dvh
-             + offs_n[:, None] * stride_dvs + offs_d[None, :] * stride_dvd,
-             dv.to(DV.dtype.element_ty), mask=kv_mask)
+    tl.store(
+        DK
+        + off_b * stride_dkb
+        + off_hkv * stride_dkh
+        + offs_n[:, None] * stride_dks
+        + offs_d[None, :] * stride_dkd,
+        dk.to(DK.dtype.element_ty),
+        mask=kv_mask,
+    )
+    tl.store(
+        DV
+        + off_b * stride_dvb
+        + off_hkv * stride_dvh
+        + offs_n[:, None] * stride_dvs
+        + offs_d[None, :] * stride_dvd,
+        dv.to(DV.dtype.element_ty),
+        mask=kv_mask,
+    )
 
 
 @triton.jit
 def _attn_bwd_dq(
-    Q, K, V, DO, LSE, DELTA, DQ,
-    stride_qb, stride_qh, stride_ql, stride_qd,
-    stride_kb, stride_kh, stride_ks, stride_kd,
-    stride_vb, stride_vh, stride_vs, stride_vd,
-    stride_dob, stride_doh, stride_dol, stride_dod,
-    stride_dqb, stride_dqh, stride_dql, stride_dqd,
-    H, L, S, HEAD_DIM, GROUP, scale, qk_scale_log2,
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DQ,
+    stride_qb,
+    stride_qh,
+    stride_ql,
+    stride_qd,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_kd,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    stride_vd,
+    stride_dob,
+    stride_doh,
+    stride_dol,
+    stride_dod,
+    stride_dqb,
+    stride_dqh,
+    stride_dql,
+    stride_dqd,
+    H,
+    L,
+    S,
+    HEAD_DIM,
+    GROUP,
+    scale,
+    qk_scale_log2,
     CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -338,12 +520,24 @@ def _attn_bwd_dq(
     d_valid = offs_d < HEAD_DIM
     q_mask = m_valid[:, None] & d_valid[None, :]
 
-    q = tl.load(Q + off_b * stride_qb + off_h * stride_qh
-                + offs_m[:, None] * stride_ql + offs_d[None, :] * stride_qd,
-                mask=q_mask, other=0.0)  # (BLOCK_M, BLOCK_D)
-    do = tl.load(DO + off_b * stride_dob + off_h * stride_doh
-                 + offs_m[:, None] * stride_dol + offs_d[None, :] * stride_dod,
-                 mask=q_mask, other=0.0)  # (BLOCK_M, BLOCK_D)
+    q = tl.load(
+        Q
+        + off_b * stride_qb
+        + off_h * stride_qh
+        + offs_m[:, None] * stride_ql
+        + offs_d[None, :] * stride_qd,
+        mask=q_mask,
+        other=0.0,
+    )  # (BLOCK_M, BLOCK_D)
+    do = tl.load(
+        DO
+        + off_b * stride_dob
+        + off_h * stride_doh
+        + offs_m[:, None] * stride_dol
+        + offs_d[None, :] * stride_dod,
+        mask=q_mask,
+        other=0.0,
+    )  # (BLOCK_M, BLOCK_D)
     if UPCAST:
         q = q.to(tl.float32)
         do = do.to(tl.float32)
@@ -361,10 +555,16 @@ def _attn_bwd_dq(
         cols = start_n + offs_n
         n_valid = cols < S
         kv_mask = n_valid[:, None] & d_valid[None, :]
-        k = tl.load(k_base + cols[:, None] * stride_ks + offs_d[None, :] * stride_kd,
-                    mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
-        v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
-                    mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
+        k = tl.load(
+            k_base + cols[:, None] * stride_ks + offs_d[None, :] * stride_kd,
+            mask=kv_mask,
+            other=0.0,
+        )  # (BLOCK_N, BLOCK_D)
+        v = tl.load(
+            v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
+            mask=kv_mask,
+            other=0.0,
+        )  # (BLOCK_N, BLOCK_D)
         if UPCAST:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
@@ -378,9 +578,15 @@ def _attn_bwd_dq(
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=DOT_PRECISION)
     dq = dq * scale
-    tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh
-             + offs_m[:, None] * stride_dql + offs_d[None, :] * stride_dqd,
-             dq.to(DQ.dtype.element_ty), mask=q_mask)
+    tl.store(
+        DQ
+        + off_b * stride_dqb
+        + off_h * stride_dqh
+        + offs_m[:, None] * stride_dql
+        + offs_d[None, :] * stride_dqd,
+        dq.to(DQ.dtype.element_ty),
+        mask=q_mask,
+    )
 
 
 # (`:meta hide-value:`: the value depends on the machine that builds the API reference.)
@@ -418,8 +624,9 @@ def unsupported_reason(q, k, v) -> str | None:
                 "attnbook.flash_triton is first imported"
             )
     else:
-        return (f"the kernel runs on CUDA tensors (or CPU ones under the interpreter), "
-                f"not {q.device}")
+        return (
+            f"the kernel runs on CUDA tensors (or CPU ones under the interpreter), not {q.device}"
+        )
     if q.dtype not in _DTYPES:
         return f"dtype {q.dtype} is not supported (float16, bfloat16 or float32)"
     D = q.shape[-1]
@@ -451,8 +658,12 @@ def kernel_config(head_dim: int, *, interpret: bool = INTERPRET, dtype=torch.flo
         blocks = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 1, "num_stages": 1}
         return {"BLOCK_D": block_d, "fwd": dict(blocks), "bwd": dict(blocks)}
     wide = block_d > 64 or dtype == torch.float32
-    fwd = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8 if wide else 4,
-           "num_stages": 2 if wide else 3}
+    fwd = {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "num_warps": 8 if wide else 4,
+        "num_stages": 2 if wide else 3,
+    }
     bwd = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 8 if wide else 4, "num_stages": 2}
     if dtype == torch.float32 and block_d > 64:
         fwd["BLOCK_M"] = 64
@@ -475,9 +686,17 @@ def _check(q, k, v):
         raise ValueError(f"the Triton kernel cannot run q {tuple(q.shape)} {q.dtype}: {why}")
 
 
-def attention_forward(q, k, v, *, causal: bool = False, scale: float | None = None,
-                      block_m: int | None = None, block_n: int | None = None,
-                      upcast: bool | None = None):
+def attention_forward(
+    q,
+    k,
+    v,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    upcast: bool | None = None,
+):
     """Run the forward kernel: ``out`` and the log-sum-exp of each query.
 
     Args:
@@ -519,20 +738,47 @@ def attention_forward(q, k, v, *, causal: bool = False, scale: float | None = No
         return out.zero_(), lse.fill_(-math.inf)
     grid = (triton.cdiv(L, fwd["BLOCK_M"]), B * H)
     _attn_fwd[grid](
-        q, k, v, out, lse,
-        *_strides(q), *_strides(k), *_strides(v), *_strides(out),
-        H, L, S, D, H // H_kv, scale * LOG2E.value,
-        CAUSAL=bool(causal), BLOCK_M=fwd["BLOCK_M"], BLOCK_N=fwd["BLOCK_N"],
-        BLOCK_D=cfg["BLOCK_D"], UPCAST=INTERPRET if upcast is None else bool(upcast),
+        q,
+        k,
+        v,
+        out,
+        lse,
+        *_strides(q),
+        *_strides(k),
+        *_strides(v),
+        *_strides(out),
+        H,
+        L,
+        S,
+        D,
+        H // H_kv,
+        scale * LOG2E.value,
+        CAUSAL=bool(causal),
+        BLOCK_M=fwd["BLOCK_M"],
+        BLOCK_N=fwd["BLOCK_N"],
+        BLOCK_D=cfg["BLOCK_D"],
+        UPCAST=INTERPRET if upcast is None else bool(upcast),
         DOT_PRECISION=_dot_precision(q.dtype),
-        num_warps=fwd["num_warps"], num_stages=fwd["num_stages"],
+        num_warps=fwd["num_warps"],
+        num_stages=fwd["num_stages"],
     )
     return out, lse
 
 
-def attention_backward(do, q, k, v, out, lse, *, causal: bool = False,
-                       scale: float | None = None, block_m: int | None = None,
-                       block_n: int | None = None, upcast: bool | None = None):
+def attention_backward(
+    do,
+    q,
+    k,
+    v,
+    out,
+    lse,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    upcast: bool | None = None,
+):
     """Run the backward kernels (FlashAttention-2, Algorithm 2): ``dq, dk, dv``.
 
     ``delta = rowsum(dO * O)`` is computed with one torch reduction; the dK/dV kernel walks
@@ -577,20 +823,61 @@ def attention_backward(do, q, k, v, out, lse, *, causal: bool = False,
     delta = (out.float() * do.float()).sum(dim=-1).contiguous()  # (B, H, L)  D_i
     lse = lse.contiguous()
     common = dict(
-        CAUSAL=bool(causal), BLOCK_M=bwd["BLOCK_M"], BLOCK_N=bwd["BLOCK_N"],
-        BLOCK_D=cfg["BLOCK_D"], UPCAST=INTERPRET if upcast is None else bool(upcast),
+        CAUSAL=bool(causal),
+        BLOCK_M=bwd["BLOCK_M"],
+        BLOCK_N=bwd["BLOCK_N"],
+        BLOCK_D=cfg["BLOCK_D"],
+        UPCAST=INTERPRET if upcast is None else bool(upcast),
         DOT_PRECISION=_dot_precision(q.dtype),
-        num_warps=bwd["num_warps"], num_stages=bwd["num_stages"],
+        num_warps=bwd["num_warps"],
+        num_stages=bwd["num_stages"],
     )
     _attn_bwd_dkdv[(triton.cdiv(S, bwd["BLOCK_N"]), B * H_kv)](
-        q, k, v, do, lse, delta, dk, dv,
-        *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dk), *_strides(dv),
-        H, H_kv, L, S, D, H // H_kv, scale, scale * LOG2E.value, **common,
+        q,
+        k,
+        v,
+        do,
+        lse,
+        delta,
+        dk,
+        dv,
+        *_strides(q),
+        *_strides(k),
+        *_strides(v),
+        *_strides(do),
+        *_strides(dk),
+        *_strides(dv),
+        H,
+        H_kv,
+        L,
+        S,
+        D,
+        H // H_kv,
+        scale,
+        scale * LOG2E.value,
+        **common,
     )
     _attn_bwd_dq[(triton.cdiv(L, bwd["BLOCK_M"]), B * H)](
-        q, k, v, do, lse, delta, dq,
-        *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq),
-        H, L, S, D, H // H_kv, scale, scale * LOG2E.value, **common,
+        q,
+        k,
+        v,
+        do,
+        lse,
+        delta,
+        dq,
+        *_strides(q),
+        *_strides(k),
+        *_strides(v),
+        *_strides(do),
+        *_strides(dq),
+        H,
+        L,
+        S,
+        D,
+        H // H_kv,
+        scale,
+        scale * LOG2E.value,
+        **common,
     )
     return dq, dk, dv
 
@@ -598,8 +885,9 @@ def attention_backward(do, q, k, v, out, lse, *, causal: bool = False,
 class _FlashTritonFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, block_m, block_n):
-        out, lse = attention_forward(q, k, v, causal=causal, scale=scale,
-                                     block_m=block_m, block_n=block_n)
+        out, lse = attention_forward(
+            q, k, v, causal=causal, scale=scale, block_m=block_m, block_n=block_n
+        )
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.causal, ctx.scale = causal, scale
         ctx.block_m, ctx.block_n = block_m, block_n
@@ -608,14 +896,31 @@ class _FlashTritonFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, do):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = attention_backward(do, q, k, v, out, lse, causal=ctx.causal,
-                                        scale=ctx.scale, block_m=ctx.block_m,
-                                        block_n=ctx.block_n)
+        dq, dk, dv = attention_backward(
+            do,
+            q,
+            k,
+            v,
+            out,
+            lse,
+            causal=ctx.causal,
+            scale=ctx.scale,
+            block_m=ctx.block_m,
+            block_n=ctx.block_n,
+        )
         return dq, dk, dv, None, None, None, None
 
 
-def flash_attention_triton(q, k, v, *, causal: bool = False, scale: float | None = None,
-                           block_m: int | None = None, block_n: int | None = None):
+def flash_attention_triton(
+    q,
+    k,
+    v,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+):
     """Differentiable FlashAttention through the Triton kernels.
 
     Prefer :func:`attnbook.flash.flash_attention` (it validates the shapes and picks the
@@ -694,10 +999,25 @@ def compile_for_gpu(arch: int, dtype, causal: bool, head_dim: int = 128) -> dict
     target = GPUTarget("cuda", arch, 32)
     pointers = {
         "_attn_fwd": {"Q": elem, "K": elem, "V": elem, "O": elem, "LSE": "fp32"},
-        "_attn_bwd_dkdv": {"Q": elem, "K": elem, "V": elem, "DO": elem, "LSE": "fp32",
-                           "DELTA": "fp32", "DK": elem, "DV": elem},
-        "_attn_bwd_dq": {"Q": elem, "K": elem, "V": elem, "DO": elem, "LSE": "fp32",
-                         "DELTA": "fp32", "DQ": elem},
+        "_attn_bwd_dkdv": {
+            "Q": elem,
+            "K": elem,
+            "V": elem,
+            "DO": elem,
+            "LSE": "fp32",
+            "DELTA": "fp32",
+            "DK": elem,
+            "DV": elem,
+        },
+        "_attn_bwd_dq": {
+            "Q": elem,
+            "K": elem,
+            "V": elem,
+            "DO": elem,
+            "LSE": "fp32",
+            "DELTA": "fp32",
+            "DQ": elem,
+        },
     }
     floats = {"qk_scale_log2", "scale"}
     results = {}
@@ -705,8 +1025,12 @@ def compile_for_gpu(arch: int, dtype, causal: bool, head_dim: int = 128) -> dict
         fn = globals()[name]
         launch = cfg["fwd"] if name == "_attn_fwd" else cfg["bwd"]
         constexprs = {
-            "CAUSAL": bool(causal), "BLOCK_M": launch["BLOCK_M"], "BLOCK_N": launch["BLOCK_N"],
-            "BLOCK_D": cfg["BLOCK_D"], "UPCAST": False, "DOT_PRECISION": _dot_precision(dtype),
+            "CAUSAL": bool(causal),
+            "BLOCK_M": launch["BLOCK_M"],
+            "BLOCK_N": launch["BLOCK_N"],
+            "BLOCK_D": cfg["BLOCK_D"],
+            "UPCAST": False,
+            "DOT_PRECISION": _dot_precision(dtype),
         }
         signature, attrs = {}, {}
         for i, arg in enumerate(fn.arg_names):
@@ -724,7 +1048,8 @@ def compile_for_gpu(arch: int, dtype, causal: bool, head_dim: int = 128) -> dict
                 signature[arg] = "i32"
         src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         kernel = triton.compile(
-            src, target=target,
+            src,
+            target=target,
             options={"num_warps": launch["num_warps"], "num_stages": launch["num_stages"]},
         )
         shared = int(kernel.metadata.shared)

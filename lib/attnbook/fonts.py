@@ -38,8 +38,18 @@ from pathlib import Path
 
 from .checks import check_real
 
-__all__ = ["FAMILY", "CSS_FAMILY", "BASE_CHARS", "NO_LINE_START", "NO_LINE_END", "font_paths",
-           "text_width", "wrap_html", "webfont_chars", "write_webfonts"]
+__all__ = [
+    "FAMILY",
+    "CSS_FAMILY",
+    "BASE_CHARS",
+    "NO_LINE_START",
+    "NO_LINE_END",
+    "font_paths",
+    "text_width",
+    "wrap_html",
+    "webfont_chars",
+    "write_webfonts",
+]
 
 #: The family name of the book's figure font (defined by the built book's ``@font-face``).
 FAMILY = "attnbook-sans"
@@ -66,10 +76,16 @@ def font_paths() -> tuple[Path, Path]:
     noto = Path(list(spec.submodule_search_locations)[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
     spec = importlib.util.find_spec("matplotlib")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the fallback figure font is matplotlib's DejaVu Sans: "
-                           "pip install matplotlib")
-    dejavu = (Path(list(spec.submodule_search_locations)[0]) / "mpl-data" / "fonts" / "ttf"
-              / "DejaVuSans.ttf")
+        raise RuntimeError(
+            "the fallback figure font is matplotlib's DejaVu Sans: pip install matplotlib"
+        )
+    dejavu = (
+        Path(list(spec.submodule_search_locations)[0])
+        / "mpl-data"
+        / "fonts"
+        / "ttf"
+        / "DejaVuSans.ttf"
+    )
     for path in (noto, dejavu):
         if not path.is_file():
             raise RuntimeError(f"figure font not found: {path}")
@@ -99,8 +115,9 @@ def _is_math_symbol(cp: int) -> bool:
     which spaces an English formula apart, so DejaVu Sans draws them.
     """
     ch = chr(cp)
-    return ((unicodedata.category(ch) == "Sm" or 0x2190 <= cp <= 0x21FF or ch == "‖")
-            and unicodedata.east_asian_width(ch) not in ("W", "F"))
+    return (
+        unicodedata.category(ch) == "Sm" or 0x2190 <= cp <= 0x21FF or ch == "‖"
+    ) and unicodedata.east_asian_width(ch) not in ("W", "F")
 
 
 def _font_index(cp: int) -> int | None:
@@ -269,11 +286,13 @@ def _words(units: list[tuple[str, str]]) -> list[tuple[str, str]]:
     joined: list[tuple[str, str]] = []
     keep = None  # what the previous unit holds on to: "any" next unit, or the next "word"
     for sep, u in out:
-        after_number = (sep == " " and bool(joined) and joined[-1][1][-1:].isdigit()
-                        and _is_wide(u[0]))
+        after_number = (
+            sep == " " and bool(joined) and joined[-1][1][-1:].isdigit() and _is_wide(u[0])
+        )
         counted = keep == "word" and (sep == "" or (u[0].isalpha() and not _is_wide(u[0])))
-        glued = bool(joined) and (keep == "any" or counted or after_number
-                                  or (sep == " " and u in _RELATIONS))
+        glued = bool(joined) and (
+            keep == "any" or counted or after_number or (sep == " " and u in _RELATIONS)
+        )
         if glued:
             joined[-1] = (joined[-1][0], joined[-1][1] + sep + u)
         else:
@@ -345,7 +364,8 @@ def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
 #:
 #: :meta hide-value:
 BASE_CHARS = (
-    "".join(chr(c) for c in range(0x20, 0x7F)) + "".join(chr(c) for c in range(0xA0, 0x100))
+    "".join(chr(c) for c in range(0x20, 0x7F))
+    + "".join(chr(c) for c in range(0xA0, 0x100))
     + "".join(chr(c) for c in range(0x391, 0x3CA))
     + "‖√∂∑∏∞≈≠≤≥±×÷·−–—…→←↑↓⇒∈∝∥⊙⊗′″‘’“”•°₀₁₂₃₄₅₆₇₈₉⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺ᵀℓ∇∫√%‰€"
 )
@@ -395,20 +415,26 @@ def write_webfonts(out_dir, chars: str) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = font_paths()
-    digest = hashlib.sha256(chars.encode("utf-8")
-                            + b"".join(str(p.stat().st_size).encode() for p in paths))
+    digest = hashlib.sha256(
+        chars.encode("utf-8") + b"".join(str(p.stat().st_size).encode() for p in paths)
+    )
     tag = digest.hexdigest()[:12]
     css_path = out_dir / "attnbook-fonts.css"
     names = [f"attnbook-sans-{tag}-{i}.woff" for i in range(len(paths))]
     written = {"attnbook-fonts.css": css_path} | {n: out_dir / n for n in names}
-    if css_path.is_file() and f"/* {tag} */" in css_path.read_text(encoding="utf-8") and all(
-            (out_dir / n).is_file() for n in names):
+    if (
+        css_path.is_file()
+        and f"/* {tag} */" in css_path.read_text(encoding="utf-8")
+        and all((out_dir / n).is_file() for n in names)
+    ):
         return written
     remaining = {ord(ch) for ch in chars}
-    rules = [f"/* {tag} */",
-             f"/* The figures' font ({FAMILY}): subsets of Noto Sans CJK SC (SIL Open Font "
-             "License 1.1) and DejaVu Sans (Bitstream Vera licence), written by "
-             "attnbook.fonts.write_webfonts. */"]
+    rules = [
+        f"/* {tag} */",
+        f"/* The figures' font ({FAMILY}): subsets of Noto Sans CJK SC (SIL Open Font "
+        "License 1.1) and DejaVu Sans (Bitstream Vera licence), written by "
+        "attnbook.fonts.write_webfonts. */",
+    ]
     for i, (path, name) in enumerate(zip(paths, names)):
         mine = {cp for cp in remaining if _font_index(cp) == i}
         remaining -= mine
@@ -430,7 +456,8 @@ def write_webfonts(out_dir, chars: str) -> dict[str, Path]:
         rules.append(
             f"@font-face {{ font-family: {FAMILY}; font-style: normal; font-weight: 400; "
             f"font-display: swap; src: url({name}) format('woff'); "
-            f"unicode-range: {_ranges(mine)}; }}")
+            f"unicode-range: {_ranges(mine)}; }}"
+        )
     for old in out_dir.glob("attnbook-sans-*.woff"):
         if old.name not in names:
             old.unlink()

@@ -47,11 +47,13 @@ __all__ = [
 ]
 
 
+# fmt: off
 def split_heads_core(x, n_heads):
     """Split the features into heads: ``(..., L, H*D) -> (..., H, L, D)``."""
     *lead, L, F = x.shape
     x = x.reshape(*lead, L, n_heads, F // n_heads)  # (..., L, H, D)
     return np.swapaxes(x, -2, -3)  # (..., H, L, D)
+# fmt: on
 
 
 def split_heads(x, n_heads: int) -> np.ndarray:
@@ -79,17 +81,18 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     checks.check_ndim(x, "x", "(..., L, features)")
     if x.shape[-1] % n_heads:
         raise ValueError(
-            f"n_heads {n_heads} must divide the feature size {x.shape[-1]} of x "
-            f"(shape {x.shape})"
+            f"n_heads {n_heads} must divide the feature size {x.shape[-1]} of x (shape {x.shape})"
         )
     return split_heads_core(x, n_heads)
 
 
+# fmt: off
 def merge_heads_core(x):
     """Concatenate the heads: ``(..., H, L, D) -> (..., L, H*D)``."""
     x = np.swapaxes(x, -2, -3)  # (..., L, H, D)
     *lead, L, H, D = x.shape
     return x.reshape(*lead, L, H * D)  # (..., L, H*D)
+# fmt: on
 
 
 def merge_heads(x) -> np.ndarray:
@@ -112,12 +115,14 @@ def merge_heads(x) -> np.ndarray:
     return merge_heads_core(x)
 
 
+# fmt: off
 def repeat_kv_core(x, n_rep):
     """Repeat each KV head n_rep times, interleaved: head h reads h // n_rep.
 
     ``(..., H_kv, S, D) -> (..., H_kv * n_rep, S, D)``.
     """
     return np.repeat(x, n_rep, axis=-3)  # (..., H_kv*n_rep, S, D)
+# fmt: on
 
 
 def repeat_kv(x, n_rep: int) -> np.ndarray:
@@ -149,6 +154,7 @@ def repeat_kv(x, n_rep: int) -> np.ndarray:
     return repeat_kv_core(x, n_rep)
 
 
+# fmt: off
 def grouped_query_attention_core(q, k, v, mask=None, scale=None):
     """Attention of H query heads over H_kv shared key/value heads.
 
@@ -159,10 +165,17 @@ def grouped_query_attention_core(q, k, v, mask=None, scale=None):
     k = repeat_kv_core(k, n_rep)  # (..., H, S, D)
     v = repeat_kv_core(v, n_rep)  # (..., H, S, Dv)
     return scaled_dot_product_attention_core(q, k, v, mask, scale)
+# fmt: on
 
 
 def grouped_query_attention(
-    q, k, v, mask=None, *, causal: bool = False, scale: float | None = None,
+    q,
+    k,
+    v,
+    mask=None,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
     return_weights: bool = False,
 ):
     """Attention of ``H`` query heads over ``H_kv`` key/value heads (GQA; MHA and MQA included).
@@ -201,8 +214,9 @@ def grouped_query_attention(
         checks.check_ndim(arr, name, "(..., heads, seq, dim)")
     H, H_kv = q.shape[-3], k.shape[-3]
     if v.shape[-3] != H_kv:
-        raise ValueError(f"k has {H_kv} heads but v has {v.shape[-3]} (k.shape={k.shape}, "
-                         f"v.shape={v.shape})")
+        raise ValueError(
+            f"k has {H_kv} heads but v has {v.shape[-3]} (k.shape={k.shape}, v.shape={v.shape})"
+        )
     checks.check_head_counts(H, H_kv, f" (q.shape={q.shape}, k.shape={k.shape})")
     k = repeat_kv_core(k, H // H_kv)  # (..., H, S, D)
     v = repeat_kv_core(v, H // H_kv)  # (..., H, S, Dv)
@@ -211,6 +225,7 @@ def grouped_query_attention(
     )
 
 
+# fmt: off
 def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o,
                               b_q, b_k, b_v, b_o, n_heads, n_kv_heads,
                               mask=None):
@@ -225,6 +240,7 @@ def multi_head_attention_core(x, context, w_q, w_k, w_v, w_o,
     out, attn = grouped_query_attention_core(q, k, v, mask)  # (..., H, L, Dv)
     out = merge_heads_core(out)  # (..., L, H*Dv)
     return out @ w_o + b_o, attn  # (..., L, d_model), (..., H, L, S)
+# fmt: on
 
 
 def multi_head_attention(
@@ -295,39 +311,54 @@ def multi_head_attention(
     src = x if context is None else checks.as_float_array(context, "context")
     d_model = x.shape[-1]
     if src.ndim < 2 or src.shape[-1] != d_model:
-        raise ValueError(f"context must have shape (..., S, d_model={d_model}) like x "
-                         f"(x.shape={x.shape}); got {src.shape}")
-    w = {n: checks.as_float_array(a, n)
-         for n, a in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))}
+        raise ValueError(
+            f"context must have shape (..., S, d_model={d_model}) like x "
+            f"(x.shape={x.shape}); got {src.shape}"
+        )
+    w = {
+        n: checks.as_float_array(a, n)
+        for n, a in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o))
+    }
     for name in ("w_q", "w_k", "w_v"):
         if w[name].ndim != 2 or w[name].shape[0] != d_model:
-            raise ValueError(f"{name} must have shape (d_in={d_model}, d_out) in the x @ W "
-                             f"layout; got {w[name].shape}")
+            raise ValueError(
+                f"{name} must have shape (d_in={d_model}, d_out) in the x @ W "
+                f"layout; got {w[name].shape}"
+            )
     for name, h in (("w_q", n_heads), ("w_k", n_kv_heads), ("w_v", n_kv_heads)):
         if w[name].shape[1] % h:
-            raise ValueError(f"{'n_heads' if name == 'w_q' else 'n_kv_heads'} {h} must "
-                             f"divide the output size {w[name].shape[1]} of {name}")
+            raise ValueError(
+                f"{'n_heads' if name == 'w_q' else 'n_kv_heads'} {h} must "
+                f"divide the output size {w[name].shape[1]} of {name}"
+            )
     D, D_k = w["w_q"].shape[1] // n_heads, w["w_k"].shape[1] // n_kv_heads
     if D != D_k:
-        raise ValueError(f"q has head_dim {D} but k has {D_k} (w_q.shape={w['w_q'].shape}, "
-                         f"w_k.shape={w['w_k'].shape})")
+        raise ValueError(
+            f"q has head_dim {D} but k has {D_k} (w_q.shape={w['w_q'].shape}, "
+            f"w_k.shape={w['w_k'].shape})"
+        )
     Dv = w["w_v"].shape[1] // n_kv_heads
     if w["w_o"].shape != (n_heads * Dv, d_model):
-        raise ValueError(f"w_o must have shape (n_heads * head_dim={n_heads * Dv}, "
-                         f"d_model={d_model}) to map back to x's width; got {w['w_o'].shape}")
+        raise ValueError(
+            f"w_o must have shape (n_heads * head_dim={n_heads * Dv}, "
+            f"d_model={d_model}) to map back to x's width; got {w['w_o'].shape}"
+        )
     b = {}
     for name, bias in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)):
         w_name = "w" + name[1:]
         d_out = w[w_name].shape[1]
-        b[name] = (np.zeros(d_out, w[w_name].dtype) if bias is None
-                   else checks.as_float_array(bias, name))
+        b[name] = (
+            np.zeros(d_out, w[w_name].dtype) if bias is None else checks.as_float_array(bias, name)
+        )
         if b[name].shape != (d_out,):
             raise ValueError(f"bias {name} must have shape ({d_out},); got {b[name].shape}")
     for name, arr in (("x", x), ("context", src), *w.items(), *b.items()):
         checks.check_finite(arr, name)
     out_dtype = np.result_type(x, src, *w.values(), *b.values())
-    c = {n: a.astype(compute_dtype(out_dtype), copy=False)
-         for n, a in (("x", x), ("context", src), *w.items(), *b.items())}
+    c = {
+        n: a.astype(compute_dtype(out_dtype), copy=False)
+        for n, a in (("x", x), ("context", src), *w.items(), *b.items())
+    }
     q = split_heads_core(c["x"] @ c["w_q"] + c["b_q"], n_heads)  # (..., H, L, D)
     k = split_heads_core(c["context"] @ c["w_k"] + c["b_k"], n_kv_heads)  # (..., H_kv, S, D)
     v = split_heads_core(c["context"] @ c["w_v"] + c["b_v"], n_kv_heads)  # (..., H_kv, S, Dv)

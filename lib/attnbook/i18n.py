@@ -145,8 +145,9 @@ def editions() -> tuple[str, ...]:
 PLURAL_FORMS = {"zh_CN": "nplurals=1; plural=0;"}
 _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[!:][^{}]*)?\}(?!\})")
 #: The msgids looked up and not found, per collector (:func:`collect_missing`).
-_MISSING: contextvars.ContextVar[tuple[set, ...]] = contextvars.ContextVar("attnbook_missing",
-                                                                         default=())
+_MISSING: contextvars.ContextVar[tuple[set, ...]] = contextvars.ContextVar(
+    "attnbook_missing", default=()
+)
 
 
 def _placeholders(text: str) -> set[str]:
@@ -161,8 +162,11 @@ def _fields(text: str) -> list[str] | None:
     import string
 
     try:
-        return sorted(f"{name}!{conv}:{spec}" for _, name, spec, conv
-                      in string.Formatter().parse(text) if name is not None)
+        return sorted(
+            f"{name}!{conv}:{spec}"
+            for _, name, spec, conv in string.Formatter().parse(text)
+            if name is not None
+        )
     except ValueError:
         return None
 
@@ -201,13 +205,18 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
     import polib
 
     merged = polib.POFile()
-    merged.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": language,
-                       "Plural-Forms": PLURAL_FORMS.get(language, "nplurals=2; plural=(n != 1);")}
+    merged.metadata = {
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Language": language,
+        "Plural-Forms": PLURAL_FORMS.get(language, "nplurals=2; plural=(n != 1);"),
+    }
     seen: dict[str, str] = {}
     # An explorer's own catalog (explorer-<module>.po) wins over the chapters' after-the-fact
     # label catalogs (ch*.po), which may carry an older entry for the same English word.
-    paths = sorted((locale_dir / language).glob("*.po"),
-                   key=lambda p: (not p.name.startswith("explorer-"), p.name))
+    paths = sorted(
+        (locale_dir / language).glob("*.po"),
+        key=lambda p: (not p.name.startswith("explorer-"), p.name),
+    )
     for path in paths:
         for e in polib.pofile(str(path)):
             if e.obsolete or "fuzzy" in e.flags or "{}" in e.msgid:
@@ -221,7 +230,8 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
                     raise ValueError(
                         f"label catalog {path.name}: msgid {e.msgid!r} has the placeholders "
                         f"{sorted(want)} but its translation {text!r} has "
-                        f"{sorted(_placeholders(text))}")
+                        f"{sorted(_placeholders(text))}"
+                    )
                 # The whole field is kept (its format spec and conversion), and a translation
                 # is a format string wherever its msgid is one. A plural form has the fields
                 # of either English form ("one head" / "{n} heads": a Chinese form has {n}).
@@ -234,12 +244,19 @@ def _compiled(language: str, locale_dir: Path) -> gettext_module.NullTranslation
                     raise ValueError(
                         f"label catalog {path.name}: msgid {e.msgid!r} has the fields "
                         f"{need} but its translation {text!r} has "
-                        f"{got if got is not None else 'none (it is no format string)'}")
+                        f"{got if got is not None else 'none (it is no format string)'}"
+                    )
             if e.msgid in seen:
                 continue  # the first file wins
             seen[e.msgid] = path.name
-            merged.append(polib.POEntry(msgid=e.msgid, msgid_plural=e.msgid_plural,
-                                        msgstr=e.msgstr, msgstr_plural=e.msgstr_plural))
+            merged.append(
+                polib.POEntry(
+                    msgid=e.msgid,
+                    msgid_plural=e.msgid_plural,
+                    msgstr=e.msgstr,
+                    msgstr_plural=e.msgstr_plural,
+                )
+            )
     out = gettext_module.GNUTranslations(io.BytesIO(merged.to_binary()))
     out.add_fallback(_Recorder())
     return out
@@ -254,8 +271,10 @@ def _format(message: str, text: str, values: dict) -> str:
     try:
         return text.format(**values)
     except KeyError as err:
-        raise KeyError(f"label {message!r} needs a value for its placeholder {{{err.args[0]}}}; "
-                       f"got values for {sorted(values)}") from None
+        raise KeyError(
+            f"label {message!r} needs a value for its placeholder {{{err.args[0]}}}; "
+            f"got values for {sorted(values)}"
+        ) from None
 
 
 class Labels:
@@ -288,8 +307,10 @@ class Labels:
         else:
             text = _translations(self.language).ngettext(singular, plural, n)
         if "n" in values:
-            raise TypeError(f"ngettext({singular!r}, ...): n is the count argument ({n!r}); "
-                            f"it cannot also be passed as a value (n={values['n']!r})")
+            raise TypeError(
+                f"ngettext({singular!r}, ...): n is the count argument ({n!r}); "
+                f"it cannot also be passed as a value (n={values['n']!r})"
+            )
         return _format(singular, text, {"n": n, **values})
 
     def __repr__(self) -> str:
@@ -315,8 +336,7 @@ def gettext(message: str, language: str | None = None, /, **values) -> str:
     return labels(language)(message, **values)
 
 
-def ngettext(singular: str, plural: str, n: int, language: str | None = None, /,
-             **values) -> str:
+def ngettext(singular: str, plural: str, n: int, language: str | None = None, /, **values) -> str:
     """The form of ``singular``/``plural`` for ``n`` in ``language``, placeholders filled in."""
     return labels(language).ngettext(singular, plural, n, **values)
 
@@ -343,13 +363,15 @@ def collect_missing(sink: set | None = None, *, isolated: bool = False):
 
 #: Latin words a Chinese label may keep, compared case-sensitively (names, abbreviations and
 #: units the Chinese edition writes as they are; the glossary appendix lists them).
-KEPT_WORDS = frozenset("""
+KEPT_WORDS = frozenset(
+    """
     KV MHA MQA GQA MLA LN Pre-LN Post-LN RMSNorm LayerNorm RoPE RNN LSTM GPU CPU SRAM HBM
     FlashAttention Triton PyTorch NumPy GPT GPT-2 BERT MiniLM Llama Qwen Qwen2 Mistral
     DeepSeek fp32 fp16 bf16 fp8 int8 float64 float32 float16 bfloat16 FLOPs FLOP TFLOP TFLOPs
     GiB MiB KiB TiB GB MB KB TB ms rad nats Adam SGD
     softmax logsumexp tanh token Transformer ReLU GELU SwiGLU
-""".split())
+""".split()
+)
 
 
 _ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);")
@@ -376,8 +398,11 @@ def untranslated(text: str, kept=frozenset()) -> list[str]:
     bare = _ENTITY.sub(" ", bare)  # &nbsp; &amp; &#8203;: a character, not a word
     bare = _CODE.sub(" ", bare)
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", bare)
-    return [w for w in words if len(re.sub(r"[^A-Za-z]", "", w)) >= 2
-            and w not in KEPT_WORDS and w not in kept]
+    return [
+        w
+        for w in words
+        if len(re.sub(r"[^A-Za-z]", "", w)) >= 2 and w not in KEPT_WORDS and w not in kept
+    ]
 
 
 def needs_translation(text: str) -> bool:
@@ -405,7 +430,8 @@ def _catalog(language: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]
             raise ValueError(
                 f"label catalog {entry.fpath if hasattr(entry, 'fpath') else language}: "
                 f"msgid {entry.msgid!r} has {entry.msgid.count('{}')} placeholders {{}} but "
-                f"msgstr {entry.msgstr!r} has {entry.msgstr.count('{}')}")
+                f"msgstr {entry.msgstr!r} has {entry.msgstr.count('{}')}"
+            )
         if "{}" in entry.msgid:
             parts = [re.escape(p) for p in entry.msgid.split("{}")]
             patterns.append((re.compile("^" + "(.+?)".join(parts) + "$", re.S), entry.msgstr))
@@ -435,8 +461,9 @@ def lookup(text: str, language: str) -> str | None:
         if m:
             parts = msgstr.split("{}")
             values = list(m.groups()) + [""] * len(parts)
-            return "".join(p + (values[i] if i < len(parts) - 1 else "")
-                           for i, p in enumerate(parts))
+            return "".join(
+                p + (values[i] if i < len(parts) - 1 else "") for i, p in enumerate(parts)
+            )
     return None
 
 

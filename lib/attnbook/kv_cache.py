@@ -138,11 +138,16 @@ class KVCache:
         """
         positions = _check_kv(k, v, positions, per_row=True).to(k.device)
         if self.k is not None:
-            if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or \
-                    v.shape[3] != self.v.shape[3]:
-                raise ValueError(f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not "
-                                 f"match the cache {tuple(self.k.shape)}, {tuple(self.v.shape)} "
-                                 "in (B, H_kv, ., D)")
+            if (
+                k.shape[:2] != self.k.shape[:2]
+                or k.shape[3] != self.k.shape[3]
+                or v.shape[3] != self.v.shape[3]
+            ):
+                raise ValueError(
+                    f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not "
+                    f"match the cache {tuple(self.k.shape)}, {tuple(self.v.shape)} "
+                    "in (B, H_kv, ., D)"
+                )
             _check_no_rewind(self.positions, positions)
         return positions
 
@@ -207,16 +212,18 @@ class SlidingWindowCache:
         if self.k is None:
             self.k = k.new_zeros(B, H_kv, self.window, D)
             self.v = v.new_zeros(B, H_kv, self.window, v.shape[3])
-            self.slot_positions = torch.full((self.window,), -1, dtype=torch.long,
-                                             device=k.device)
+            self.slot_positions = torch.full((self.window,), -1, dtype=torch.long, device=k.device)
         elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
-            raise ValueError(f"new k of shape {tuple(k.shape)} does not match the buffer "
-                             f"{tuple(self.k.shape)} in (B, H_kv, ., D)")
+            raise ValueError(
+                f"new k of shape {tuple(k.shape)} does not match the buffer "
+                f"{tuple(self.k.shape)} in (B, H_kv, ., D)"
+            )
         else:
             _check_no_rewind(self.slot_positions[self.slot_positions >= 0], positions)
         filled = self.slot_positions >= 0
-        order = torch.argsort(torch.where(filled, self.slot_positions,
-                                          self.slot_positions.max() + 1))[: int(filled.sum())]
+        order = torch.argsort(
+            torch.where(filled, self.slot_positions, self.slot_positions.max() + 1)
+        )[: int(filled.sum())]
         k_all = torch.cat((self.k[:, :, order], k), dim=2)  # (B, H_kv, n + L, D)
         v_all = torch.cat((self.v[:, :, order], v), dim=2)
         pos_all = torch.cat((self.slot_positions[order], positions))  # (n + L,)
@@ -278,19 +285,26 @@ class LatentCache:
             TypeError: if ``positions`` is not an integer tensor.
         """
         if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
-            raise ValueError(f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
-                             f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}")
+            raise ValueError(
+                f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
+                f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}"
+            )
         positions = check_int_tensor(positions, "positions").to(c_kv.device)
         L = c_kv.shape[1]
         if positions.ndim != 1 or positions.shape[0] != L:
-            raise ValueError(f"positions must be (L,) = ({L},) for c_kv of shape "
-                             f"{tuple(c_kv.shape)}; got shape {tuple(positions.shape)}")
+            raise ValueError(
+                f"positions must be (L,) = ({L},) for c_kv of shape "
+                f"{tuple(c_kv.shape)}; got shape {tuple(positions.shape)}"
+            )
         if self.c_kv is not None and (
-                c_kv.shape[0] != self.c_kv.shape[0] or c_kv.shape[2] != self.c_kv.shape[2]
-                or k_pe.shape[2] != self.k_pe.shape[2]):
+            c_kv.shape[0] != self.c_kv.shape[0]
+            or c_kv.shape[2] != self.c_kv.shape[2]
+            or k_pe.shape[2] != self.k_pe.shape[2]
+        ):
             raise ValueError(
                 f"new c_kv {tuple(c_kv.shape)} / k_pe {tuple(k_pe.shape)} do not match the cache "
-                f"{tuple(self.c_kv.shape)} / {tuple(self.k_pe.shape)} in (B, ., width)")
+                f"{tuple(self.c_kv.shape)} / {tuple(self.k_pe.shape)} in (B, ., width)"
+            )
         _check_no_rewind(self.positions, positions)
         if self.c_kv is None:
             self.c_kv, self.k_pe, self.positions = c_kv, k_pe, positions
@@ -305,10 +319,13 @@ class LatentCache:
         """Bytes held by the cached latents and RoPE keys (0 before the first update)."""
         if self.c_kv is None:
             return 0
-        return (self.c_kv.numel() * self.c_kv.element_size()
-                + self.k_pe.numel() * self.k_pe.element_size())
+        return (
+            self.c_kv.numel() * self.c_kv.element_size()
+            + self.k_pe.numel() * self.k_pe.element_size()
+        )
 
 
+# fmt: off
 @torch.no_grad()
 def greedy_generate_core(model, ids, max_new_tokens):
     """Greedy decoding with a KV cache: prefill, then one token a step.
@@ -323,11 +340,13 @@ def greedy_generate_core(model, ids, max_new_tokens):
         if step + 1 < max_new_tokens:  # decode: only the new token runs
             logits = model(nxt, kv_caches=caches)  # (B, 1, vocab)
     return ids
+# fmt: on
 
 
 @torch.no_grad()
-def greedy_generate(model, ids: torch.Tensor, max_new_tokens: int, *,
-                    use_cache: bool = True) -> torch.Tensor:
+def greedy_generate(
+    model, ids: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True
+) -> torch.Tensor:
     """Greedy decoding: append the most likely next token ``max_new_tokens`` times.
 
     Without the cache every step re-runs the model on the whole sequence; with it the prompt is

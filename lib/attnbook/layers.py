@@ -117,8 +117,9 @@ class _Norm(nn.Module):
             ValueError: if ``x`` is 0-d or its last axis is not ``d_model``.
             TypeError: if ``x`` is not a floating-point tensor.
         """
-        check_features(x, f"{type(self).__name__}({self.d_model}) input x", self.d_model,
-                       size_name="d_model")
+        check_features(
+            x, f"{type(self).__name__}({self.d_model}) input x", self.d_model, size_name="d_model"
+        )
         y = self.normalize(x.to(_compute_dtype(x.dtype)))  # (..., d_model)
         return y.to(x.dtype)
 
@@ -247,7 +248,8 @@ def apply_rope(
         pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
     try:
         ok = tuple(torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))) == tuple(
-            x.shape[:-1])
+            x.shape[:-1]
+        )
     except RuntimeError:
         ok = False
     if not ok:
@@ -356,6 +358,7 @@ class LearnedPositionalEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(self.max_seq_len, self.d_model))
         nn.init.normal_(self.weight)  # N(0, 1), the draws of nn.Embedding
 
+    # fmt: off
     def forward(self, positions) -> torch.Tensor:
         """Rows of the table for the given positions.
 
@@ -381,6 +384,7 @@ class LearnedPositionalEmbedding(nn.Module):
                 "embedding has no row for a later position")
         pos = pos.to(self.weight.device)
         return F.embedding(pos, self.weight)  # (..., d_model): row p for p
+    # fmt: on
 
     def extra_repr(self) -> str:
         """The table's size, shown in the module's ``repr``."""
@@ -442,8 +446,10 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """
     n_heads = check_int(n_heads, "n_heads", 1)
     if x.ndim != 3 or x.shape[-1] % n_heads:
-        raise ValueError(f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
-                         f"axis; got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
+            f"axis; got shape {tuple(x.shape)}"
+        )
     B, L, _ = x.shape
     return x.view(B, L, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
 
@@ -487,8 +493,10 @@ def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | Non
         ValueError: if the masks do not broadcast together.
     """
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float16), got "
-                        f"{dtype!r}; for NumPy use attnbook.masks.additive_mask")
+        raise TypeError(
+            f"dtype must be a floating torch.dtype (e.g. torch.float16), got "
+            f"{dtype!r}; for NumPy use attnbook.masks.additive_mask"
+        )
     keep = _combine_keep(*keep_masks)
     if keep is None:
         return None
@@ -517,8 +525,11 @@ def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 def _combine_keep(*masks) -> torch.Tensor | None:
-    keep = [check_keep_mask(torch.as_tensor(m), f"keep_masks[{idx}]")
-            for idx, m in enumerate(masks) if m is not None]
+    keep = [
+        check_keep_mask(torch.as_tensor(m), f"keep_masks[{idx}]")
+        for idx, m in enumerate(masks)
+        if m is not None
+    ]
     if not keep:
         return None
     check_masks_broadcast(keep, "keep_masks")
@@ -566,16 +577,20 @@ def position_keep_mask(
     for name, t in (("q_positions", q_positions), ("k_positions", k_positions)):
         if t.ndim not in (1, 2):
             raise ValueError(f"{name} must be (L,) or (B, L); got shape {tuple(t.shape)}")
-    if q_positions.ndim == 2 and k_positions.ndim == 2 and \
-            q_positions.shape[0] != k_positions.shape[0]:
+    if (
+        q_positions.ndim == 2
+        and k_positions.ndim == 2
+        and q_positions.shape[0] != k_positions.shape[0]
+    ):
         raise ValueError(
             f"q_positions of shape {tuple(q_positions.shape)} and k_positions of shape "
             f"{tuple(k_positions.shape)} disagree on the batch size"
         )
     qp = q_positions[..., :, None]  # (..., L, 1)
     kp = k_positions[..., None, :]  # (..., 1, S)
-    keep = torch.ones(torch.broadcast_shapes(qp.shape, kp.shape), dtype=torch.bool,
-                      device=qp.device)
+    keep = torch.ones(
+        torch.broadcast_shapes(qp.shape, kp.shape), dtype=torch.bool, device=qp.device
+    )
     if causal:
         keep = keep & (kp <= qp)
     if window is not None:
@@ -754,13 +769,13 @@ class MultiHeadAttention(nn.Module):
         if head_dim is not None:
             head_dim = check_int(head_dim, "head_dim", 1)
         dropout = check_dropout(dropout, "dropout")
-        check_head_counts(n_heads, n_kv_heads,
-                          " (each KV head serves n_heads // n_kv_heads query heads)")
+        check_head_counts(
+            n_heads, n_kv_heads, " (each KV head serves n_heads // n_kv_heads query heads)"
+        )
         if head_dim is None:
             if d_model % n_heads:
                 raise ValueError(
-                    f"n_heads {n_heads} must divide d_model {d_model} "
-                    f"(or pass head_dim explicitly)"
+                    f"n_heads {n_heads} must divide d_model {d_model} (or pass head_dim explicitly)"
                 )
             head_dim = d_model // n_heads  # >= 1: n_heads divides d_model >= 1
         if rope is not None and not isinstance(rope, RotaryEmbedding):
@@ -768,7 +783,11 @@ class MultiHeadAttention(nn.Module):
         if rope is not None:
             check_rope_dim(head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
-            int(d_model), int(n_heads), int(n_kv_heads), int(head_dim))
+            int(d_model),
+            int(n_heads),
+            int(n_kv_heads),
+            int(head_dim),
+        )
         self.dropout = float(dropout)
         self.rope = rope
         out_bias = bias if out_bias is None else out_bias
@@ -777,16 +796,24 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
 
-    def forward(self, x, context=None, mask=None, *, causal=False,
-                window=None, positions=None, kv_cache=None,
-                need_weights=False):
+    def forward(
+        self,
+        x,
+        context=None,
+        mask=None,
+        *,
+        causal=False,
+        window=None,
+        positions=None,
+        kv_cache=None,
+        need_weights=False,
+    ):
         """Attend from ``x`` (B, L, d_model) to itself, or to ``context``.
 
         Returns ``(B, L, d_model)`` (and the weights if ``need_weights``).
         Arguments: the class docstring; errors: :meth:`check_inputs`.
         """
-        positions, window = self.check_inputs(
-            x, context, mask, causal, window, positions, kv_cache)
+        positions, window = self.check_inputs(x, context, mask, causal, window, positions, kv_cache)
         src = x if context is None else context  # keys' and values' input
         q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, L, D)
         k = split_heads(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
@@ -799,7 +826,8 @@ class MultiHeadAttention(nn.Module):
         mask = self.attention_mask(mask, positions, k_positions, causal, window)
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout_p=p, return_weights=True)  # (B, H, L, D)
+            q, k, v, mask, dropout_p=p, return_weights=True
+        )  # (B, H, L, D)
         out = self.o_proj(merge_heads(out))  # (B, L, H*D) -> (B, L, d_model)
         return (out, weights) if need_weights else out
 
@@ -833,8 +861,15 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = x.shape
         causal = check_bool(causal, "causal")
         if context is not None:
-            check_module_input(context, self.k_proj.weight, self.d_model, "context", batch=B,
-                               seq="S", detail=f" with x of shape {tuple(x.shape)}")
+            check_module_input(
+                context,
+                self.k_proj.weight,
+                self.d_model,
+                "context",
+                batch=B,
+                seq="S",
+                detail=f" with x of shape {tuple(x.shape)}",
+            )
             if kv_cache is not None or self.rope is not None:
                 raise ValueError("kv_cache and rope apply to self-attention only (context given)")
             if causal or window is not None:
@@ -842,8 +877,9 @@ class MultiHeadAttention(nn.Module):
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
-        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape,
-                                    batch=True)
+        positions = check_positions(
+            check_int_tensor(positions, "positions"), L, x.shape, batch=True
+        )
         cache_window = None if kv_cache is None else getattr(kv_cache, "window", None)
         if cache_window is not None:
             if window is not None and window != cache_window:
@@ -874,8 +910,9 @@ class MultiHeadAttention(nn.Module):
         """
         keep = None
         if causal or window is not None:
-            keep = position_keep_mask(q_positions, k_positions.to(q_positions.device),
-                                      causal=causal, window=window)
+            keep = position_keep_mask(
+                q_positions, k_positions.to(q_positions.device), causal=causal, window=window
+            )
         if mask is None:
             return keep
         mask = check_mask(mask, "mask", device=q_positions.device)
@@ -1039,8 +1076,7 @@ class MultiHeadLatentAttention(nn.Module):
         if mask is not None:
             if isinstance(mask, (list, tuple)):
                 mask = np.asarray(mask)
-            mask = check_keep_mask(torch.as_tensor(mask, device=x.device), "mask",
-                                   (B, H, L, S))
+            mask = check_keep_mask(torch.as_tensor(mask, device=x.device), "mask", (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)
         out = out.transpose(1, 2).reshape(B, L, H * self.v_head_dim)  # (B, L, H*Dv)

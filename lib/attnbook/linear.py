@@ -63,6 +63,7 @@ def elu_feature_map(x):
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
+# fmt: off
 def linear_attention_core(q, k, v, feature_map=elu_feature_map):
     """phi(q) [phi(k)^T v] / phi(q) [phi(k)^T 1]: every query sees every key.
 
@@ -73,10 +74,10 @@ def linear_attention_core(q, k, v, feature_map=elu_feature_map):
     z = fk.sum(axis=-2)[..., None]  # (..., D, 1)  sum_j phi(k_j)
     num, den = fq @ kv, fq @ z  # (..., L, Dv), (..., L, 1)
     return num / den  # (..., L, Dv)
+# fmt: on
 
 
-def linear_attention_causal_core(q, k, v, chunk_size=64,
-                                 feature_map=elu_feature_map):
+def linear_attention_causal_core(q, k, v, chunk_size=64, feature_map=elu_feature_map):
     """Causal linear attention: query i sees keys j <= i (one length L).
 
     Chunk by chunk: similarities inside the chunk directly (a lower triangle),
@@ -100,8 +101,9 @@ def linear_attention_causal_core(q, k, v, chunk_size=64,
     return out
 
 
-def linear_attention(q, k, v, *, causal: bool = False, chunk_size: int = 64,
-                     feature_map=elu_feature_map):
+def linear_attention(
+    q, k, v, *, causal: bool = False, chunk_size: int = 64, feature_map=elu_feature_map
+):
     """Linear attention ``phi(Q) [phi(K)^T V] / phi(Q) [phi(K)^T 1]`` in O(L + S) time.
 
     Checks its arguments and calls :func:`linear_attention_core` (non-causal) or
@@ -151,11 +153,12 @@ def linear_attention(q, k, v, *, causal: bool = False, chunk_size: int = 64,
             pad = np.zeros((*batch, S - L, D), dtype)  # (..., S - L, D)
             q_all = np.concatenate([pad, q], axis=-2)  # (..., S, D)
             out = linear_attention_causal_core(q_all, k, v, chunk_size, feature_map)
-            out = out[..., S - L:, :]  # (..., L, Dv)
+            out = out[..., S - L :, :]  # (..., L, Dv)
         else:  # L > S: the first L - S queries see no key
             out = np.zeros((*batch, L, Dv), dtype)
-            out[..., L - S:, :] = linear_attention_causal_core(
-                q[..., L - S:, :], k, v, chunk_size, feature_map)
+            out[..., L - S :, :] = linear_attention_causal_core(
+                q[..., L - S :, :], k, v, chunk_size, feature_map
+            )
     out = np.where(np.isnan(out), 0, out)  # 0 / 0: a query that sees no key
     return out.astype(out_dtype, copy=False)
 

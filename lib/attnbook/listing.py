@@ -30,8 +30,16 @@ import textwrap
 from . import i18n
 from .printed import Printed, say
 
-__all__ = ["MAX_LINES", "MAX_COLUMNS", "FULL_CLASS", "FORMATTER_DIRECTIVES", "Listing",
-           "source_of", "lines_between", "show_code"]
+__all__ = [
+    "MAX_LINES",
+    "MAX_COLUMNS",
+    "FULL_CLASS",
+    "FORMATTER_DIRECTIVES",
+    "Listing",
+    "source_of",
+    "lines_between",
+    "show_code",
+]
 
 #: The longest listing a chapter may show, in lines (The Annotated Transformer's attention is
 #: 10 lines, nanoGPT's ``forward`` 25).
@@ -42,9 +50,9 @@ MAX_COLUMNS = 79
 FULL_CLASS = "attnbook-full-listing"
 
 
-#: Whole-line formatter directives: the shown cores are laid out by hand for the page and sit
-#: between ``# fmt: off`` and ``# fmt: on`` (CONTRIBUTING.md, "Formatting"); a listing leaves
-#: these lines out, as they say nothing about the algorithm.
+#: The whole-line formatter directives a listing leaves out. The shown cores are laid out by
+#: hand for the page and sit between ``# fmt: off`` and ``# fmt: on`` (CONTRIBUTING.md,
+#: "Formatting"); these lines say nothing about the algorithm.
 FORMATTER_DIRECTIVES = ("# fmt: off", "# fmt: on")
 
 
@@ -64,8 +72,7 @@ def source_of(obj) -> str:
             f"obj must be a function, method or class with Python source, got "
             f"{obj!r} ({type(obj).__name__}): {exc}"
         ) from None
-    lines = [line for line in src.splitlines()
-             if line.strip() not in FORMATTER_DIRECTIVES]
+    lines = [line for line in src.splitlines() if line.strip() not in FORMATTER_DIRECTIVES]
     return textwrap.dedent("\n".join(lines)).rstrip("\n")
 
 
@@ -85,7 +92,7 @@ def lines_between(src: str, first: str, last: str) -> str:
     ends = [i for i in range(starts[0], len(lines)) if lines[i].lstrip().startswith(last)]
     if not ends:
         raise ValueError(f"between: no line starts with {last!r} after {first!r}")
-    return textwrap.dedent("\n".join(lines[starts[0]:ends[0] + 1]))
+    return textwrap.dedent("\n".join(lines[starts[0] : ends[0] + 1]))
 
 
 def _fence(src: str) -> str:
@@ -123,8 +130,10 @@ class Listing:
             # The class lets the book's stylesheet wrap its long docstring lines (the full
             # function is read, not copied line by line; the core above never wraps).
             label = html.escape(self.summary.text(language), quote=False)
-            parts.append(f'<details class="{FULL_CLASS}"><summary>{label}</summary>\n\n'
-                         f"{_fence(self.full)}\n\n</details>")
+            parts.append(
+                f'<details class="{FULL_CLASS}"><summary>{label}</summary>\n\n'
+                f"{_fence(self.full)}\n\n</details>"
+            )
         return "\n\n".join(parts)
 
     def _repr_markdown_(self) -> str:
@@ -136,9 +145,11 @@ class Listing:
         if editions and self.full is not None:
             from .edition_outputs import MIME
 
-            bundle[MIME] = {"kind": "text/markdown",
-                            "editions": {lang: self.markdown(lang) for lang in editions},
-                            "untranslated": sorted(self.summary.untranslated)}
+            bundle[MIME] = {
+                "kind": "text/markdown",
+                "editions": {lang: self.markdown(lang) for lang in editions},
+                "untranslated": sorted(self.summary.untranslated),
+            }
         return bundle
 
     def __repr__(self) -> str:
@@ -148,8 +159,9 @@ class Listing:
         return text
 
 
-def show_code(core, full=None, *, summary: str | None = None,
-              between: tuple[str, str] | None = None) -> Listing:
+def show_code(
+    core, full=None, *, summary: str | None = None, between: tuple[str, str] | None = None
+) -> Listing:
     """The listing of ``core``, with ``full`` (the validated public function) collapsed.
 
     Args:
@@ -183,16 +195,21 @@ def show_code(core, full=None, *, summary: str | None = None,
     widest = max((len(line) for line in lines), default=0)
     if widest > MAX_COLUMNS:
         raise ValueError(
-            f"core {name} has a line of {widest} columns; a shown listing has at most "
-            f"{MAX_COLUMNS}"
+            f"core {name} has a line of {widest} columns; a shown listing has at most {MAX_COLUMNS}"
         )
     full_src = None
     if full is not None:
         full_src = source_of(full)
         if summary is None:
             if inspect.isclass(full):
-                return Listing(src, full_src, say("The full class: {name}",
-                                                  name=f"{full.__module__}.{full.__qualname__}"))
-            return Listing(src, full_src, say("The full public function: {name}",
-                                              name=getattr(full, "__qualname__", "")))
+                return Listing(
+                    src,
+                    full_src,
+                    say("The full class: {name}", name=f"{full.__module__}.{full.__qualname__}"),
+                )
+            return Listing(
+                src,
+                full_src,
+                say("The full public function: {name}", name=getattr(full, "__qualname__", "")),
+            )
     return Listing(src, full_src, summary or "")

@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 
+# fmt: off
 def causal_mask_core(L, S):
     """Causal keep-mask ``(L, S)``: query i sees keys ``j <= i + (S - L)``.
 
@@ -43,6 +44,7 @@ def causal_mask_core(L, S):
     i = np.arange(L)[:, None]  # (L, 1)
     j = np.arange(S)[None, :]  # (1, S)
     return j <= i + (S - L)  # (L, S)
+# fmt: on
 
 
 def causal_mask(L: int, S: int | None = None) -> np.ndarray:
@@ -66,6 +68,7 @@ def causal_mask(L: int, S: int | None = None) -> np.ndarray:
     return causal_mask_core(L, S)
 
 
+# fmt: off
 def sliding_window_mask_core(L, window, S):
     """Sliding-window keep-mask ``(L, S)``, aligned bottom-right.
 
@@ -74,6 +77,7 @@ def sliding_window_mask_core(L, window, S):
     p = np.arange(L)[:, None] + (S - L)  # (L, 1) position of each query
     j = np.arange(S)[None, :]  # (1, S)
     return (j <= p) & (j > p - window)  # (L, S)
+# fmt: on
 
 
 def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray:
@@ -103,10 +107,12 @@ def sliding_window_mask(L: int, window: int, S: int | None = None) -> np.ndarray
     return sliding_window_mask_core(L, window, S)
 
 
+# fmt: off
 def padding_mask_core(attention_mask):
     """Keep-mask (B, 1, 1, S) from a (B, S) mask of 1 (token) and 0 (pad)."""
     keep = attention_mask.astype(bool)  # (B, S)
     return keep[:, None, None, :]  # (B, 1, 1, S): for every head and query
+# fmt: on
 
 
 def padding_mask(attention_mask) -> np.ndarray:
@@ -127,6 +133,7 @@ def padding_mask(attention_mask) -> np.ndarray:
     return padding_mask_core(checks.check_padding_mask(attention_mask))
 
 
+# fmt: off
 def combine_masks_core(*masks):
     """Logical AND of boolean keep-masks, broadcast to their common shape."""
     shape = np.broadcast_shapes(*(m.shape for m in masks))
@@ -134,6 +141,7 @@ def combine_masks_core(*masks):
     for m in masks:
         keep &= m  # hidden as soon as one mask hides it
     return keep
+# fmt: on
 
 
 def combine_masks(*masks) -> np.ndarray | None:
@@ -153,8 +161,11 @@ def combine_masks(*masks) -> np.ndarray | None:
         TypeError: if a mask is not boolean.
         ValueError: if the masks do not broadcast together.
     """
-    arrays = [checks.check_keep_mask(np.asarray(m), f"masks[{idx}]")
-              for idx, m in enumerate(masks) if m is not None]
+    arrays = [
+        checks.check_keep_mask(np.asarray(m), f"masks[{idx}]")
+        for idx, m in enumerate(masks)
+        if m is not None
+    ]
     if not arrays:
         return None
     checks.check_masks_broadcast(arrays, "masks")
@@ -281,8 +292,9 @@ MASK_TYPES = ("none", "causal", "padding", "causal + padding", "sliding window")
 PAD_SIDES = ("right", "left")
 
 
-def keep_mask_by_name(mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0,
-                      pad_side: str = "right") -> np.ndarray:
+def keep_mask_by_name(
+    mask_type: str, seq_len: int, *, window: int = 3, n_pad: int = 0, pad_side: str = "right"
+) -> np.ndarray:
     """The ``(seq_len, seq_len)`` keep-mask of one sequence, by the name chapter 6 gives it.
 
     A batch of one sequence with ``n_pad`` padding keys: the last ones (``pad_side="right"``,

@@ -38,6 +38,7 @@ __all__ = [
     "build_model",
 ]
 
+
 def count_parameters(module: nn.Module) -> int:
     """Number of distinct parameters of ``module`` (shared tensors counted once).
 
@@ -75,13 +76,19 @@ class _Embedding(nn.Module):
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
-        positions = check_positions(check_int_tensor(positions, "positions"), ids.shape[1],
-                                    ids.shape)
+        positions = check_positions(
+            check_int_tensor(positions, "positions"), ids.shape[1], ids.shape
+        )
         if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
-            raise ValueError(f"positions of shape {tuple(positions.shape)} do not match the "
-                             f"batch of ids of shape {tuple(ids.shape)}")
-        if positions.numel() and int(positions.max()) >= self.config.max_seq_len and (
-                self.config.positional in ("learned", "sinusoidal")):
+            raise ValueError(
+                f"positions of shape {tuple(positions.shape)} do not match the "
+                f"batch of ids of shape {tuple(ids.shape)}"
+            )
+        if (
+            positions.numel()
+            and int(positions.max()) >= self.config.max_seq_len
+            and (self.config.positional in ("learned", "sinusoidal"))
+        ):
             raise ValueError(
                 f"position {int(positions.max())} exceeds max_seq_len {self.config.max_seq_len}"
             )
@@ -94,19 +101,36 @@ class _Embedding(nn.Module):
 
 
 def _block_kwargs(config: ModelConfig) -> dict:
-    return dict(n_kv_heads=config.n_kv_heads, ffn=config.ffn, norm_first=config.norm_first,
-                norm=config.norm, eps=config.eps, bias=config.bias, head_dim=config.head_dim,
-                dropout=config.dropout)
+    return dict(
+        n_kv_heads=config.n_kv_heads,
+        ffn=config.ffn,
+        norm_first=config.norm_first,
+        norm=config.norm,
+        eps=config.eps,
+        bias=config.bias,
+        head_dim=config.head_dim,
+        dropout=config.dropout,
+    )
 
 
 def _self_attention_stack(config: ModelConfig):
     """``config.n_layers`` self-attention blocks, and the final norm (Pre-LN only, else None)."""
     layers = nn.ModuleList(
-        TransformerBlock(config.d_model, config.n_heads, config.d_ff, rope=_rope(config),
-                         qkv_bias=config.qkv_bias, **_block_kwargs(config))
-        for _ in range(config.n_layers))
-    norm = (make_norm(config.norm, config.d_model, config.eps, config.bias)
-            if config.norm_first else None)
+        TransformerBlock(
+            config.d_model,
+            config.n_heads,
+            config.d_ff,
+            rope=_rope(config),
+            qkv_bias=config.qkv_bias,
+            **_block_kwargs(config),
+        )
+        for _ in range(config.n_layers)
+    )
+    norm = (
+        make_norm(config.norm, config.d_model, config.eps, config.bias)
+        if config.norm_first
+        else None
+    )
     return layers, norm
 
 
@@ -120,8 +144,9 @@ def _padding_keep(attention_mask, shape, device, name: str):
         m = m.float() if m.dtype == torch.bfloat16 else m  # NumPy has no bfloat16
     m = check_padding_mask(m, name)  # (B, S) of 0 and 1
     if tuple(m.shape) != tuple(shape):
-        raise ValueError(f"{name} must be (B, S) = {tuple(shape)} like the token ids; got "
-                         f"shape {tuple(m.shape)}")
+        raise ValueError(
+            f"{name} must be (B, S) = {tuple(shape)} like the token ids; got shape {tuple(m.shape)}"
+        )
     keep = torch.from_numpy(np.ascontiguousarray(m == 1))  # (B, S) bool
     return keep.to(device)[:, None, None, :]  # (B, 1, 1, S)
 
@@ -166,6 +191,7 @@ class EncoderOnlyModel(nn.Module):
         self.embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
         self.layers, self.norm = _self_attention_stack(config)
 
+    # fmt: off
     def forward(self, ids, attention_mask=None):
         """Hidden states ``(B, T, d_model)`` for the token ids ``(B, T)``.
 
@@ -179,6 +205,7 @@ class EncoderOnlyModel(nn.Module):
         for layer in self.layers:  # bidirectional: no causal mask
             x = layer(x, mask=keep, positions=positions)
         return x if self.norm is None else self.norm(x)
+    # fmt: on
 
 
 class DecoderOnlyModel(nn.Module):
@@ -218,8 +245,10 @@ class DecoderOnlyModel(nn.Module):
         if config.arch != "decoder":
             raise ValueError(f"DecoderOnlyModel needs arch='decoder', got {config.arch!r}")
         if config.uses_mla:
-            raise ValueError("DecoderOnlyModel does not build MLA layers; use "
-                             "attnbook.layers.MultiHeadLatentAttention directly")
+            raise ValueError(
+                "DecoderOnlyModel does not build MLA layers; use "
+                "attnbook.layers.MultiHeadLatentAttention directly"
+            )
         self.config = config
         self.embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
         self.layers, self.norm = _self_attention_stack(config)
@@ -241,6 +270,7 @@ class DecoderOnlyModel(nn.Module):
             return [SlidingWindowCache(self.config.sliding_window) for _ in self.layers]
         return [KVCache() for _ in self.layers]
 
+    # fmt: off
     def forward(self, ids, *, positions=None, kv_caches=None, mask=None):
         """Next-token logits ``(B, T, vocab_size)`` for the token ids ``(B, T)``.
 
@@ -256,6 +286,7 @@ class DecoderOnlyModel(nn.Module):
         if self.norm is not None:  # Pre-LN ends in a final norm
             x = self.norm(x)
         return self.lm_head(x)  # (B, T, vocab_size)
+    # fmt: on
 
     def check_inputs(self, ids, positions, kv_caches):
         """Check the arguments of :meth:`forward`; return its ids and positions.
@@ -304,8 +335,9 @@ class EncoderDecoderModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         if config.arch != "encoder-decoder":
-            raise ValueError(f"EncoderDecoderModel needs arch='encoder-decoder', got "
-                             f"{config.arch!r}")
+            raise ValueError(
+                f"EncoderDecoderModel needs arch='encoder-decoder', got {config.arch!r}"
+            )
         if config.positional == "rope":
             raise ValueError("EncoderDecoderModel uses absolute positions (sinusoidal/learned)")
         self.config = config
@@ -318,12 +350,15 @@ class EncoderDecoderModel(nn.Module):
             self.tgt_embed = _Embedding(config, nn.Embedding(config.vocab_size, config.d_model))
         kw = _block_kwargs(config)
         self.encoder = nn.ModuleList(
-            TransformerBlock(config.d_model, config.n_heads, config.d_ff,
-                             qkv_bias=config.qkv_bias, **kw)
-            for _ in range(config.n_encoder_layers))
+            TransformerBlock(
+                config.d_model, config.n_heads, config.d_ff, qkv_bias=config.qkv_bias, **kw
+            )
+            for _ in range(config.n_encoder_layers)
+        )
         self.decoder = nn.ModuleList(
             EncoderDecoderBlock(config.d_model, config.n_heads, config.d_ff, **kw)
-            for _ in range(config.n_layers))
+            for _ in range(config.n_layers)
+        )
         make = lambda: make_norm(config.norm, config.d_model, config.eps, config.bias)  # noqa: E731
         self.encoder_norm = make() if config.norm_first else None
         self.decoder_norm = make() if config.norm_first else None
@@ -377,15 +412,19 @@ class EncoderDecoderModel(nn.Module):
         """
         tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
         if kv_caches is not None and len(kv_caches) != len(self.decoder):
-            raise ValueError(f"need one cache per decoder layer: {len(self.decoder)}, got "
-                             f"{len(kv_caches)}")
+            raise ValueError(
+                f"need one cache per decoder layer: {len(self.decoder)}, got {len(kv_caches)}"
+            )
         if memory.ndim != 3 or memory.shape[0] != tgt.shape[0]:
-            raise ValueError(f"memory must be (B={tgt.shape[0]}, S, d_model); got shape "
-                             f"{tuple(memory.shape)}")
-        keep = _padding_keep(src_attention_mask, memory.shape[:2], memory.device,
-                             "src_attention_mask")
+            raise ValueError(
+                f"memory must be (B={tgt.shape[0]}, S, d_model); got shape {tuple(memory.shape)}"
+            )
+        keep = _padding_keep(
+            src_attention_mask, memory.shape[:2], memory.device, "src_attention_mask"
+        )
         return self.decode_core(tgt, memory, keep, kv_caches)
 
+    # fmt: off
     def decode_core(self, tgt, memory, keep, kv_caches=None):
         """The decoder stack: ids ``tgt (B, T)`` against ``memory (B, S, d)``.
 
@@ -400,6 +439,7 @@ class EncoderDecoderModel(nn.Module):
         if self.decoder_norm is not None:  # Pre-LN ends in a final norm
             x = self.decoder_norm(x)
         return self.lm_head(x)  # (B, T, vocab_size)
+    # fmt: on
 
     def forward(self, src, tgt, *, src_attention_mask=None):
         """Encode ``src`` and decode ``tgt`` against it (teacher forcing).
@@ -430,6 +470,9 @@ def build_model(config: ModelConfig) -> nn.Module:
     Raises:
         ValueError: as the chosen class (e.g. a decoder config with MLA).
     """
-    cls = {"encoder": EncoderOnlyModel, "decoder": DecoderOnlyModel,
-           "encoder-decoder": EncoderDecoderModel}[config.arch]
+    cls = {
+        "encoder": EncoderOnlyModel,
+        "decoder": DecoderOnlyModel,
+        "encoder-decoder": EncoderDecoderModel,
+    }[config.arch]
     return cls(config)

@@ -157,16 +157,21 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
     formatters = []
     try:
         if language != "en":
-            ticks = {id(label) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
-                     for tick in axis.get_major_ticks() + axis.get_minor_ticks()
-                     for label in (tick.label1, tick.label2)}
+            ticks = {
+                id(label)
+                for ax in fig.axes
+                for axis in (ax.xaxis, ax.yaxis)
+                for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                for label in (tick.label1, tick.label2)
+            }
             # Tick labels are rewritten by the axis' formatters whenever the figure is drawn:
             # wrap each formatter so that what it writes is translated.
             for ax in fig.axes:
                 for axis in (ax.xaxis, ax.yaxis):
                     major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
-                    formatters.append((axis, major, minor,
-                                       axis.isDefault_majfmt, axis.isDefault_minfmt))
+                    formatters.append(
+                        (axis, major, minor, axis.isDefault_majfmt, axis.isDefault_minfmt)
+                    )
                     axis.set_major_formatter(_TranslatingFormatter(major, language))
                     axis.set_minor_formatter(_TranslatingFormatter(minor, language))
             for artist in fig.findobj(Text):
@@ -315,8 +320,10 @@ def relaid_out(fig, width_px: int):
     texts = [(text, text.get_text()) for text, _ in titles + labels]
     if engine is None:
         # Its axes were placed by hand, for its own width: nothing can place them again.
-        raise LayoutCollapsed(f"the figure has no layout engine (its axes were placed by hand); "
-                              f"it cannot be laid out again at {width_px} px")
+        raise LayoutCollapsed(
+            f"the figure has no layout engine (its axes were placed by hand); "
+            f"it cannot be laid out again at {width_px} px"
+        )
     # Where the axes are now: constrained layout starts from there, so the column's next drawing
     # is the same (to the sub-pixel) only if they are put back.
     positions = [(ax, ax._originalPosition.frozen(), ax._position.frozen()) for ax in fig.axes]
@@ -345,14 +352,16 @@ def relaid_out(fig, width_px: int):
             if any(str(w.message).startswith(_COLLAPSED) for w in caught):
                 raise LayoutCollapsed(
                     f"the figure's panels do not fit {width_px} px with its text at its size "
-                    f"(constrained layout collapsed an axes to zero size)")
+                    f"(constrained layout collapsed an axes to zero size)"
+                )
             panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
             if min(_slot_widths(fig, panels), default=MIN_PANEL_PX) < MIN_PANEL_PX:
                 # Fewer columns did not help (or there was one): text drawn inside the axes
                 # (in data coordinates) leaves the panel no room.
                 raise LayoutCollapsed(
                     f"a panel of the figure is narrower than {MIN_PANEL_PX} px at {width_px} px, "
-                    f"in one column, with its text at its size")
+                    f"in one column, with its text at its size"
+                )
             yield fig
         finally:
             for text, original in texts:
@@ -395,10 +404,15 @@ def _regridded(fig, size):
 
     panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
     grids = {id(ax.get_subplotspec().get_gridspec()) for ax in panels}
-    narrow = _draw_layout(fig) or min(_slot_widths(fig, panels), default=MIN_PANEL_PX) \
-        < MIN_PANEL_PX
-    if (not narrow or len(grids) != 1 or fig.subfigs
-            or not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)):
+    narrow = (
+        _draw_layout(fig) or min(_slot_widths(fig, panels), default=MIN_PANEL_PX) < MIN_PANEL_PX
+    )
+    if (
+        not narrow
+        or len(grids) != 1
+        or fig.subfigs
+        or not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+    ):
         yield
         return
     grid = panels[0].get_subplotspec().get_gridspec()
@@ -408,8 +422,9 @@ def _regridded(fig, size):
     slots: dict[tuple, list] = {}
     for ax in panels:
         spec = specs[ax]
-        slots.setdefault((spec.rowspan.start, spec.colspan.start,
-                          spec.rowspan.stop, spec.colspan.stop), []).append(ax)
+        slots.setdefault(
+            (spec.rowspan.start, spec.colspan.start, spec.rowspan.stop, spec.colspan.stop), []
+        ).append(ax)
     if any(r1 - r0 > 1 and c1 - c0 < n_cols for r0, c0, r1, c1 in slots):
         yield
         return
@@ -428,7 +443,7 @@ def _regridded(fig, size):
             new = GridSpec(rows, cols, figure=fig)
             for axes, row, col, span in placed:
                 for ax in axes:
-                    ax.set_subplotspec(new[row, col:col + span])
+                    ax.set_subplotspec(new[row, col : col + span])
                     # A panel that shares its y axis had its tick labels hidden where it was
                     # not the row's first (plt.subplots(sharey=True)); first now, it shows them.
                     shown = col == 0 and len(ax.get_shared_y_axes().get_siblings(ax)) > 1
@@ -455,9 +470,14 @@ def _tick_labels(axis, side: str = "label1") -> list:
     lo, hi = sorted(axis.get_view_interval())
     tol = 1e-9 * (hi - lo)
     locs = axis.get_majorticklocs()
-    labels = sorted(((loc, getattr(tick, side))
-                     for loc, tick in zip(locs, axis.get_major_ticks(len(locs)))
-                     if lo - tol <= loc <= hi + tol), key=lambda pair: pair[0])
+    labels = sorted(
+        (
+            (loc, getattr(tick, side))
+            for loc, tick in zip(locs, axis.get_major_ticks(len(locs)))
+            if lo - tol <= loc <= hi + tol
+        ),
+        key=lambda pair: pair[0],
+    )
     return [label for _, label in labels if label.get_visible() and label.get_text()]
 
 
@@ -535,19 +555,28 @@ def _fitted_tick_labels(fig, renderer):
                     continue
                 labels = _tick_labels(axis)
                 names = any(_names_something(lab.get_text()) for lab in labels)
-                if axis.axis_name == "x" and (names or any(lab.get_rotation() % 180
-                                                           for lab in labels)):
+                if axis.axis_name == "x" and (
+                    names or any(lab.get_rotation() % 180 for lab in labels)
+                ):
                     ticks = axis.get_major_ticks()
                     for lab in [t.label1 for t in ticks] + [t.label2 for t in ticks]:
-                        turned.append((lab, lab.get_rotation(), lab.get_horizontalalignment(),
-                                       lab.get_rotation_mode(), lab.get_fontsize()))
-                        lab.set(rotation=90, horizontalalignment="center",
-                                rotation_mode="default")
+                        turned.append(
+                            (
+                                lab,
+                                lab.get_rotation(),
+                                lab.get_horizontalalignment(),
+                                lab.get_rotation_mode(),
+                                lab.get_fontsize(),
+                            )
+                        )
+                        lab.set(rotation=90, horizontalalignment="center", rotation_mode="default")
                     _draw_layout(fig)
                     # Every name (a token under a heatmap, a model) is data: smaller, to 80 %.
                     size = labels[0].get_fontsize()
-                    while (_labels_collide(axis, renderer)
-                           and labels[0].get_fontsize() > 0.8 * size + 0.25):
+                    while (
+                        _labels_collide(axis, renderer)
+                        and labels[0].get_fontsize() > 0.8 * size + 0.25
+                    ):
                         for lab in [t.label1 for t in ticks] + [t.label2 for t in ticks]:
                             lab.set_fontsize(lab.get_fontsize() - 0.5)
                         _draw_layout(fig)
@@ -556,7 +585,8 @@ def _fitted_tick_labels(fig, renderer):
                 if names:
                     raise LayoutCollapsed(
                         f"the tick labels {labels[0].get_text()!r} ... of a panel do not fit "
-                        f"next to each other at {fig.get_figwidth() * fig.dpi:.0f} px")
+                        f"next to each other at {fig.get_figwidth() * fig.dpi:.0f} px"
+                    )
                 inner = axis.get_major_formatter()
                 formatters.append((axis, inner, axis.isDefault_majfmt))
                 for n in range(2, max(len(labels), 2) + 1):
@@ -570,8 +600,7 @@ def _fitted_tick_labels(fig, renderer):
             axis.set_major_formatter(inner)
             axis.isDefault_majfmt = default
         for lab, rotation, ha, mode, size in reversed(turned):
-            lab.set(rotation=rotation, horizontalalignment=ha, rotation_mode=mode,
-                    fontsize=size)
+            lab.set(rotation=rotation, horizontalalignment=ha, rotation_mode=mode, fontsize=size)
 
 
 def _covered(legend, ax, renderer) -> int:
@@ -595,8 +624,7 @@ def _covered(legend, ax, renderer) -> int:
             n += bool(box.overlaps(patch.get_window_extent(renderer)))
     for coll in ax.collections:
         if coll.get_visible() and len(coll.get_offsets()):
-            n += int(box.count_contains(coll.get_offset_transform().transform(
-                coll.get_offsets())))
+            n += int(box.count_contains(coll.get_offset_transform().transform(coll.get_offsets())))
     return n
 
 
@@ -641,12 +669,15 @@ def _placed_legends(fig, renderer):
             drop = (max(below, 0.0) + 2 * _GAP_PX) / fig.dpi
             legend._loc = 9  # "upper center"
             legend.set_bbox_to_anchor(
-                (0.5, 0.0), transform=parent.transAxes
-                + ScaledTranslation(0, -drop, fig.dpi_scale_trans))
+                (0.5, 0.0),
+                transform=parent.transAxes + ScaledTranslation(0, -drop, fig.dpi_scale_trans),
+            )
             # The figure grows by the legend's height, so that the axes keep theirs.
-            fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() + drop
-                                + legend.get_window_extent(renderer).height / fig.dpi,
-                                forward=False)
+            fig.set_size_inches(
+                fig.get_figwidth(),
+                fig.get_figheight() + drop + legend.get_window_extent(renderer).height / fig.dpi,
+                forward=False,
+            )
             _draw_layout(fig)
         yield
     finally:
@@ -670,9 +701,11 @@ def _regroup_legend(legend, columns: int) -> None:
     box = legend._legend_handle_box
     first = box._children[0]
     entries = [entry for column in box._children for entry in column.get_children()]
-    box._children = [VPacker(pad=0, sep=first.sep, align=first.align, children=list(part))
-                     for part in np.array_split(np.array(entries, dtype=object), columns)
-                     if len(part)]
+    box._children = [
+        VPacker(pad=0, sep=first.sep, align=first.align, children=list(part))
+        for part in np.array_split(np.array(entries, dtype=object), columns)
+        if len(part)
+    ]
     legend.stale = True
 
 
@@ -738,8 +771,14 @@ def _wrapped(text, limit: float, renderer) -> str:
         text.set_text(original)
 
 
-def figure_png(fig, language: str | None = None, *, missing: set[str] | None = None,
-               glyphs: list[str] | None = None, width_px: int | None = None) -> str:
+def figure_png(
+    fig,
+    language: str | None = None,
+    *,
+    missing: set[str] | None = None,
+    glyphs: list[str] | None = None,
+    width_px: int | None = None,
+) -> str:
     """A matplotlib figure drawn with its labels in ``language``, as base64 PNG.
 
     Drawn as IPython's inline backend draws it (``bbox_inches="tight"``), with Noto Sans CJK SC
@@ -776,27 +815,31 @@ def figure_png(fig, language: str | None = None, *, missing: set[str] | None = N
     # matplotlib logs at every draw (into the chapter's output). Expected; not shown.
     fonts_log = logging.getLogger("matplotlib.font_manager")
     fonts_log.addFilter(_no_weight_fallback)
-    resize = (relaid_out(fig, width_px) if width_px is not None
-              else contextlib.nullcontext(fig))
+    resize = relaid_out(fig, width_px) if width_px is not None else contextlib.nullcontext(fig)
     try:
-        with translated_figure(fig, language, missing=missing), \
-                warnings.catch_warnings(record=True) as caught:
+        with (
+            translated_figure(fig, language, missing=missing),
+            warnings.catch_warnings(record=True) as caught,
+        ):
             warnings.simplefilter("always")
             # Inside: the warnings of relaid_out's layout pass are caught too (a glyph missing
             # there is missing in the drawing).
             with resize:
                 # At a given width the drawing is exactly that wide (constrained layout keeps
                 # the text inside); "tight" could make it wider than the phone's column.
-                fig.canvas.print_figure(buf, format="png",
-                                        bbox_inches="tight" if width_px is None else None)
+                fig.canvas.print_figure(
+                    buf, format="png", bbox_inches="tight" if width_px is None else None
+                )
     finally:
         logger.removeHandler(mathtext_log)
         fonts_log.removeFilter(_no_weight_fallback)
     if width_px is not None and any(str(w.message).startswith(_COLLAPSED) for w in caught):
         # The layout pass fitted, the drawing did not (its renderer measured the text wider).
         raise LayoutCollapsed(f"the figure's panels do not fit {width_px} px when drawn")
-    lost = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)}
-                  | set(mathtext_log.messages))
+    lost = sorted(
+        {str(w.message) for w in caught if "missing from font" in str(w.message)}
+        | set(mathtext_log.messages)
+    )
     if lost and glyphs is None:
         raise MissingGlyphError(f"figure drawn in {language}: {'; '.join(lost)}")
     if glyphs is not None:
@@ -852,9 +895,12 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if not isinstance(languages, (tuple, list)) or not all(
-            isinstance(lang, str) for lang in languages):
-        raise TypeError(f"languages must be a tuple of language codes such as ('en', 'zh_CN'), "
-                        f"got {languages!r}")
+        isinstance(lang, str) for lang in languages
+    ):
+        raise TypeError(
+            f"languages must be a tuple of language codes such as ('en', 'zh_CN'), "
+            f"got {languages!r}"
+        )
     for lang in languages:
         if lang not in i18n.LANGUAGES:
             raise ValueError(f"languages must be drawn from {i18n.LANGUAGES}, got {lang!r}")
@@ -872,14 +918,21 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     if fig.get_figwidth() * fig.dpi > PHONE_PX:
         try:
             for lang in languages:
-                narrow[lang] = figure_png(fig, lang, missing=missing, glyphs=glyphs,
-                                          width_px=PHONE_PX)
+                narrow[lang] = figure_png(
+                    fig, lang, missing=missing, glyphs=glyphs, width_px=PHONE_PX
+                )
         except LayoutCollapsed:
             # Too many panels or too much text for a phone's column: the phone shows the
             # column's drawing at its own size, in a box that scrolls sideways (every edition).
             narrow, too_wide = {}, True
-    return {"kind": "image/png", "editions": out, "narrow": narrow, "too_wide": too_wide,
-            "untranslated": sorted(missing), "missing_glyphs": list(dict.fromkeys(glyphs))}
+    return {
+        "kind": "image/png",
+        "editions": out,
+        "narrow": narrow,
+        "too_wide": too_wide,
+        "untranslated": sorted(missing),
+        "missing_glyphs": list(dict.fromkeys(glyphs)),
+    }
 
 
 def _book_png(fig) -> str:
@@ -930,6 +983,7 @@ def install_display() -> bool:
     langs = i18n.editions()
     if langs:
         if MIME not in formatters:
+
             class _EditionsFormatter(BaseFormatter):
                 format_type = Unicode(MIME)
                 _return_type = (dict,)

@@ -23,6 +23,7 @@ from .attention import compute_dtype
 __all__ = ["layer_norm_core", "layer_norm", "rms_norm_core", "rms_norm"]
 
 
+# fmt: off
 def layer_norm_core(x, weight=1.0, bias=0.0, eps=1e-5):
     """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * w + b.
 
@@ -32,6 +33,7 @@ def layer_norm_core(x, weight=1.0, bias=0.0, eps=1e-5):
     centred = x - mean  # (..., d_model)
     var = (centred * centred).mean(axis=-1, keepdims=True)  # (..., 1)
     return centred / np.sqrt(var + eps) * weight + bias  # (..., d_model)
+# fmt: on
 
 
 def _affine(param, name: str, x: np.ndarray, default: float, dtype) -> np.ndarray:
@@ -104,6 +106,7 @@ def layer_norm(x, weight=None, bias=None, *, eps: float = 1e-5) -> np.ndarray:
     return y.astype(x.dtype, copy=False)
 
 
+# fmt: off
 def rms_norm_core(x, weight=1.0, eps=1e-6):
     """RMSNorm over the last axis: ``x / sqrt(mean(x^2) + eps) * weight``.
 
@@ -111,6 +114,7 @@ def rms_norm_core(x, weight=1.0, eps=1e-6):
     """
     ms = (x * x).mean(axis=-1, keepdims=True)  # (..., 1) mean square
     return x / np.sqrt(ms + eps) * weight  # (..., d_model)
+# fmt: on
 
 
 def rms_norm(x, weight=None, *, eps: float = 1e-6) -> np.ndarray:

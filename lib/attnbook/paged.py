@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 
+# fmt: off
 def allocate_blocks_core(table, length, n_tokens, block_size, free):
     """Grow a sequence's block table by the blocks that n_tokens more need.
 
@@ -52,6 +53,7 @@ def allocate_blocks_core(table, length, n_tokens, block_size, free):
     new = [free.pop(0) for _ in range(blocks - len(table))]  # lowest ids first
     table.extend(new)
     return new
+# fmt: on
 
 
 class BlockAllocator:
@@ -267,8 +269,14 @@ class DecodingTrace:
     block_tables: dict
 
 
-def simulate_decoding(prompt_lens, output_lens, *, block_size: int = 16,
-                      max_seq_len: int = 2048, num_blocks: int | None = None) -> DecodingTrace:
+def simulate_decoding(
+    prompt_lens,
+    output_lens,
+    *,
+    block_size: int = 16,
+    max_seq_len: int = 2048,
+    num_blocks: int | None = None,
+) -> DecodingTrace:
     """Decode a batch of requests one token per step through a :class:`BlockAllocator`.
 
     Request ``r`` first stores its prompt (``prompt_lens[r]`` tokens), then one token per step
@@ -300,16 +308,18 @@ def simulate_decoding(prompt_lens, output_lens, *, block_size: int = 16,
     if prompts.size == 0:
         raise ValueError("prompt_lens must hold at least one request, got none")
     if prompts.shape != outputs.shape:
-        raise ValueError(f"prompt_lens has shape {prompts.shape} but output_lens has "
-                         f"{outputs.shape}")
+        raise ValueError(
+            f"prompt_lens has shape {prompts.shape} but output_lens has {outputs.shape}"
+        )
     if (prompts < 1).any():
         raise ValueError(f"every prompt needs >= 1 token, got prompt_lens={prompts.tolist()}")
     block_size = check_int(block_size, "block_size", 1)
     max_seq_len = check_int(max_seq_len, "max_seq_len", 1)
     total = prompts + outputs
     if (total > max_seq_len).any():
-        raise ValueError(f"prompt + output lengths {total.tolist()} exceed "
-                         f"max_seq_len={max_seq_len}")
+        raise ValueError(
+            f"prompt + output lengths {total.tolist()} exceed max_seq_len={max_seq_len}"
+        )
     if num_blocks is None:
         num_blocks = int(((total + block_size - 1) // block_size).sum())
     alloc = BlockAllocator(num_blocks, block_size)
@@ -334,7 +344,11 @@ def simulate_decoding(prompt_lens, output_lens, *, block_size: int = 16,
                 alloc.free(r)
         record()
     return DecodingTrace(
-        step=np.arange(n_steps + 1), used=np.array(used), paged=np.array(paged),
-        contiguous=np.array(contiguous), block_size=block_size, max_seq_len=max_seq_len,
+        step=np.arange(n_steps + 1),
+        used=np.array(used),
+        paged=np.array(paged),
+        contiguous=np.array(contiguous),
+        block_size=block_size,
+        max_seq_len=max_seq_len,
         block_tables=tables,
     )

@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 
+# fmt: off
 def sinusoidal_encoding_core(seq_len, d_model, base=10000.0):
     """PE[p, 2r] = sin(p / base^(2r/d_model)), PE[p, 2r+1] = the cosine.
 
@@ -60,6 +61,7 @@ def sinusoidal_encoding_core(seq_len, d_model, base=10000.0):
     pe[:, 0::2] = np.sin(angles)  # even dims 2r: sine
     pe[:, 1::2] = np.cos(angles[:, : d_model // 2])  # odd dims 2r+1: cosine
     return pe
+# fmt: on
 
 
 def sinusoidal_encoding(seq_len: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
@@ -135,6 +137,7 @@ def rope_angles(positions, head_dim: int, *, base: float = 10000.0):
     return np.cos(angles), np.sin(angles)
 
 
+# fmt: off
 def apply_rope_core(x, cos, sin, interleaved=False):
     """Rotate each pair (a, b) of x to (a cos - b sin, a sin + b cos).
 
@@ -151,6 +154,7 @@ def apply_rope_core(x, cos, sin, interleaved=False):
         out = np.stack([ra, rb], axis=-1)  # (..., L, D/2, 2)
         return out.reshape(*out.shape[:-2], 2 * ra.shape[-1])  # (..., L, D)
     return np.concatenate([ra, rb], axis=-1)  # (..., L, D)
+# fmt: on
 
 
 def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
@@ -212,8 +216,9 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
         )
     dtype = compute_dtype(x)
     cos, sin = rope_angles(pos, D, base=base)  # (..., L, D/2), float64
-    out = apply_rope_core(x.astype(dtype, copy=False), cos.astype(dtype), sin.astype(dtype),
-                          interleaved)  # (..., L, D)
+    out = apply_rope_core(
+        x.astype(dtype, copy=False), cos.astype(dtype), sin.astype(dtype), interleaved
+    )  # (..., L, D)
     return out.astype(x.dtype, copy=False)
 
 
@@ -248,7 +253,7 @@ def rope_pair_path(positions, pair: int, head_dim: int, *, base: float = 10000.0
     e = np.zeros((pos.shape[0], head_dim))
     e[:, 2 * pair] = 1.0  # (L, D): e_{2r} at every position
     rotated = apply_rope(e, pos, base=base, interleaved=True)  # (L, D)
-    return rotated[:, 2 * pair:2 * pair + 2]  # (L, 2)
+    return rotated[:, 2 * pair : 2 * pair + 2]  # (L, 2)
 
 
 def rope_offset_scores(offsets, head_dim: int, *, base: float = 10000.0) -> np.ndarray:
@@ -276,8 +281,10 @@ def rope_offset_scores(offsets, head_dim: int, *, base: float = 10000.0) -> np.n
     """
     rope_frequencies(head_dim, base=base)  # checks head_dim and base
     pos = checks.check_int_array(offsets, "offsets", 0, ndim=1)  # (P,)
-    q = apply_rope(np.ones((pos.shape[0], head_dim)), pos, base=base,
-                   interleaved=True)  # (P, D): the query at i = Δ
-    k = apply_rope(np.ones((1, head_dim)), np.zeros(1, dtype=np.int64), base=base,
-                   interleaved=True)[0]  # (D,): the key at j = 0
+    q = apply_rope(
+        np.ones((pos.shape[0], head_dim)), pos, base=base, interleaved=True
+    )  # (P, D): the query at i = Δ
+    k = apply_rope(
+        np.ones((1, head_dim)), np.zeros(1, dtype=np.int64), base=base, interleaved=True
+    )[0]  # (D,): the key at j = 0
     return q @ k / head_dim  # (P,)

@@ -158,8 +158,16 @@ def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[
             ``hidden_act`` is not the exact ``"gelu"``, or ``position_embedding_type`` is not
             ``"absolute"`` (the variants this module does not build).
     """
-    required = ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
-                "vocab_size", "max_position_embeddings", "layer_norm_eps", "type_vocab_size")
+    required = (
+        "hidden_size",
+        "num_attention_heads",
+        "num_hidden_layers",
+        "intermediate_size",
+        "vocab_size",
+        "max_position_embeddings",
+        "layer_norm_eps",
+        "type_vocab_size",
+    )
     missing = [k for k in required if k not in hf]
     if missing:
         raise ValueError(f"BERT config lacks {missing}; got keys {sorted(hf)}")
@@ -167,11 +175,13 @@ def bert_config_from_hf(hf: dict, *, name: str = "", source: str = "") -> tuple[
         raise ValueError(f"config model_type must be 'bert', got {hf.get('model_type')!r}")
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(
-            f"config hidden_act must be 'gelu' (exact erf GELU), got {hf.get('hidden_act')!r}")
+            f"config hidden_act must be 'gelu' (exact erf GELU), got {hf.get('hidden_act')!r}"
+        )
     if hf.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(
             "config position_embedding_type must be 'absolute', got "
-            f"{hf.get('position_embedding_type')!r}")
+            f"{hf.get('position_embedding_type')!r}"
+        )
     config = ModelConfig(
         vocab_size=int(hf["vocab_size"]),
         d_model=int(hf["hidden_size"]),
@@ -220,8 +230,7 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         self.max_seq_len = config.max_seq_len
         self.word_embeddings = nn.Embedding(config.vocab_size, config.d_model)
-        self.position_embeddings = LearnedPositionalEmbedding(config.max_seq_len,
-                                                              config.d_model)
+        self.position_embeddings = LearnedPositionalEmbedding(config.max_seq_len, config.d_model)
         self.token_type_embeddings = nn.Embedding(type_vocab_size, config.d_model)
         self.norm = LayerNorm(config.d_model, config.eps)
 
@@ -250,11 +259,16 @@ class BertEmbeddings(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(ids)
         elif token_type_ids.shape != ids.shape:
-            raise ValueError(f"token_type_ids of shape {tuple(token_type_ids.shape)} must match "
-                             f"ids of shape {tuple(ids.shape)}")
+            raise ValueError(
+                f"token_type_ids of shape {tuple(token_type_ids.shape)} must match "
+                f"ids of shape {tuple(ids.shape)}"
+            )
         positions = torch.arange(T, device=ids.device)  # (T,)
-        x = (self.word_embeddings(ids) + self.position_embeddings(positions)
-             + self.token_type_embeddings(token_type_ids))  # (B, T, d_model)
+        x = (
+            self.word_embeddings(ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )  # (B, T, d_model)
         return self.norm(x)
 
 
@@ -300,26 +314,43 @@ class BertEncoder(nn.Module):
             ``pad_token_id < 0``.
     """
 
-    def __init__(self, config: ModelConfig, type_vocab_size: int = 2, tokenizer=None, *,
-                 max_seq_length: int | None = None, pad_token_id: int = 0, source: str = ""):
+    def __init__(
+        self,
+        config: ModelConfig,
+        type_vocab_size: int = 2,
+        tokenizer=None,
+        *,
+        max_seq_length: int | None = None,
+        pad_token_id: int = 0,
+        source: str = "",
+    ):
         super().__init__()
         if config.arch != "encoder" or config.norm_first or config.positional != "learned":
             raise ValueError(
                 "BertEncoder needs arch='encoder', norm_first=False, positional='learned'; got "
                 f"arch={config.arch!r}, norm_first={config.norm_first}, "
-                f"positional={config.positional!r}")
+                f"positional={config.positional!r}"
+            )
         if max_seq_length is None:
             max_seq_length = config.max_seq_len
-        max_seq_length = checks.check_int(max_seq_length, "max_seq_length", 2,
-                                          config.max_seq_len)
+        max_seq_length = checks.check_int(max_seq_length, "max_seq_length", 2, config.max_seq_len)
         type_vocab_size = checks.check_int(type_vocab_size, "type_vocab_size", 1)
         pad_token_id = checks.check_int(pad_token_id, "pad_token_id")
         self.config = config
         self.embeddings = BertEmbeddings(config, type_vocab_size)
         self.layers = nn.ModuleList(
-            TransformerBlock(config.d_model, config.n_heads, config.d_ff, ffn=config.ffn,
-                             norm_first=False, norm=config.norm, eps=config.eps, bias=True)
-            for _ in range(config.n_layers))
+            TransformerBlock(
+                config.d_model,
+                config.n_heads,
+                config.d_ff,
+                ffn=config.ffn,
+                norm_first=False,
+                norm=config.norm,
+                eps=config.eps,
+                bias=True,
+            )
+            for _ in range(config.n_layers)
+        )
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.pad_token_id = pad_token_id
@@ -327,8 +358,14 @@ class BertEncoder(nn.Module):
 
     # -- the network -----------------------------------------------------------------------
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, *, need_weights: bool = False):
+    def forward(
+        self,
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        need_weights: bool = False,
+    ):
         """Hidden states of the last layer (and, if asked, every layer's attention weights).
 
         Args:
@@ -351,8 +388,10 @@ class BertEncoder(nn.Module):
         keep = None
         if attention_mask is not None:
             if attention_mask.shape != ids.shape:
-                raise ValueError(f"attention_mask of shape {tuple(attention_mask.shape)} must "
-                                 f"match ids of shape {tuple(ids.shape)}")
+                raise ValueError(
+                    f"attention_mask of shape {tuple(attention_mask.shape)} must "
+                    f"match ids of shape {tuple(ids.shape)}"
+                )
             keep = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) keep-mask
         all_weights = []
         for layer in self.layers:
@@ -388,8 +427,8 @@ class BertEncoder(nn.Module):
         ids = torch.full((len(encs), T), self.pad_token_id, dtype=torch.int64)  # (n, T)
         mask = torch.zeros((len(encs), T), dtype=torch.int64)  # (n, T)
         for i, e in enumerate(encs):
-            ids[i, :len(e.ids)] = torch.tensor(e.ids, dtype=torch.int64)
-            mask[i, :len(e.ids)] = 1
+            ids[i, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.int64)
+            mask[i, : len(e.ids)] = 1
         return ids, mask, [list(e.tokens) for e in encs]
 
     @torch.no_grad()
@@ -423,12 +462,12 @@ class BertEncoder(nn.Module):
             raise ValueError(_NO_TOKENIZER)
         out = np.zeros((len(sentences), self.config.d_model), dtype=np.float32)
         for start in range(0, len(sentences), batch_size):
-            ids, mask, _ = self.tokenize(sentences[start:start + batch_size])
+            ids, mask, _ = self.tokenize(sentences[start : start + batch_size])
             h = self(ids, mask)  # (b, T, d_model)
             m = mask[..., None].to(h.dtype)  # (b, T, 1)
             pooled = (h * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)  # (b, d_model)
             pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)  # (b, d_model)
-            out[start:start + len(ids)] = pooled.numpy()
+            out[start : start + len(ids)] = pooled.numpy()
         return out
 
     @torch.no_grad()
@@ -514,7 +553,7 @@ def _hf_to_ours(key: str) -> str | None:
         return f"{_EMBED_MAP[stem]}.{leaf}"
     prefix = "encoder.layer."
     if stem.startswith(prefix):
-        idx, _, rest = stem[len(prefix):].partition(".")
+        idx, _, rest = stem[len(prefix) :].partition(".")
         if rest in _LAYER_MAP and idx.isdigit():
             return f"layers.{idx}.{_LAYER_MAP[rest]}.{leaf}"
     return None
@@ -529,12 +568,16 @@ def _load_bert_weights(model: BertEncoder, state: dict) -> None:
             continue
         name = _hf_to_ours(key)
         if name is None or name not in ours:
-            raise ValueError(f"checkpoint tensor {key!r} (shape {tuple(tensor.shape)}) has no "
-                             "place in the attnbook encoder")
+            raise ValueError(
+                f"checkpoint tensor {key!r} (shape {tuple(tensor.shape)}) has no "
+                "place in the attnbook encoder"
+            )
         p = ours[name]
         if tuple(p.shape) != tuple(tensor.shape):
-            raise ValueError(f"checkpoint tensor {key!r} has shape {tuple(tensor.shape)} but "
-                             f"{name} has {tuple(p.shape)}")
+            raise ValueError(
+                f"checkpoint tensor {key!r} has shape {tuple(tensor.shape)} but "
+                f"{name} has {tuple(p.shape)}"
+            )
         with torch.no_grad():
             p.copy_(tensor.to(p.dtype))
         filled.add(name)
@@ -578,28 +621,44 @@ def load_minilm(model_dir: str | None = None) -> BertEncoder:
     from tokenizers import Tokenizer
 
     root = minilm_dir() if model_dir is None else Path(model_dir)
-    files = ("config.json", "model.safetensors", "tokenizer.json",
-             "sentence_bert_config.json", "1_Pooling/config.json")
+    files = (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    )
     for f in files:
         if not (root / f).is_file():
             raise FileNotFoundError(f"{root / f} not found (model_dir={str(root)!r})")
     hf = json.loads((root / "config.json").read_text())
-    config, type_vocab_size = bert_config_from_hf(hf, name="all-MiniLM-L6-v2",
-                                                  source=MINILM_SOURCE)
+    config, type_vocab_size = bert_config_from_hf(hf, name="all-MiniLM-L6-v2", source=MINILM_SOURCE)
     pooling = json.loads((root / "1_Pooling/config.json").read_text())
     if not pooling.get("pooling_mode_mean_tokens") or any(
-            pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
-                                     "pooling_mode_mean_sqrt_len_tokens")):
+        pooling.get(k)
+        for k in (
+            "pooling_mode_cls_token",
+            "pooling_mode_max_tokens",
+            "pooling_mode_mean_sqrt_len_tokens",
+        )
+    ):
         raise ValueError(f"1_Pooling/config.json must ask for mean pooling only, got {pooling}")
-    max_seq_length = int(json.loads((root / "sentence_bert_config.json").read_text())
-                         ["max_seq_length"])
+    max_seq_length = int(
+        json.loads((root / "sentence_bert_config.json").read_text())["max_seq_length"]
+    )
 
     tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=max_seq_length)
 
-    model = BertEncoder(config, type_vocab_size, tokenizer, max_seq_length=max_seq_length,
-                        pad_token_id=int(hf.get("pad_token_id", 0)), source=MINILM_SOURCE)
+    model = BertEncoder(
+        config,
+        type_vocab_size,
+        tokenizer,
+        max_seq_length=max_seq_length,
+        pad_token_id=int(hf.get("pad_token_id", 0)),
+        source=MINILM_SOURCE,
+    )
     _load_bert_weights(model, load_file(str(root / "model.safetensors")))
     model.eval()
     model.requires_grad_(False)
@@ -611,8 +670,10 @@ def _model_or_default(model) -> BertEncoder:
     if model is None:
         return load_minilm()
     if not isinstance(model, BertEncoder):
-        raise TypeError(f"model must be a BertEncoder (e.g. load_minilm()) or None, got "
-                        f"{model!r} ({type(model).__name__})")
+        raise TypeError(
+            f"model must be a BertEncoder (e.g. load_minilm()) or None, got "
+            f"{model!r} ({type(model).__name__})"
+        )
     return model
 
 
@@ -622,14 +683,20 @@ def _check_templates(templates) -> list:
     for i, t in enumerate(templates):
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(t) if f is not None]
-            bare = [f for _, f, spec, conv in string.Formatter().parse(t)
-                    if f == "" and not spec and conv is None]
+            bare = [
+                f
+                for _, f, spec, conv in string.Formatter().parse(t)
+                if f == "" and not spec and conv is None
+            ]
         except ValueError as exc:  # an unmatched brace
-            raise ValueError(f"templates[{i}] is not a format string with one '{{}}': {t!r} "
-                             f"({exc})") from None
+            raise ValueError(
+                f"templates[{i}] is not a format string with one '{{}}': {t!r} ({exc})"
+            ) from None
         if len(fields) != 1 or len(bare) != 1:
-            raise ValueError(f"templates[{i}] must hold exactly one '{{}}' and no other "
-                             f"replacement field, got {t!r}")
+            raise ValueError(
+                f"templates[{i}] must hold exactly one '{{}}' and no other "
+                f"replacement field, got {t!r}"
+            )
     return templates
 
 
@@ -638,8 +705,10 @@ def _find_token(tokens: list[str], token: str, occurrence: int) -> int:
     if not hits:
         raise ValueError(f"token {token!r} is not among the sentence's word pieces {tokens}")
     if not -len(hits) <= occurrence < len(hits):
-        raise ValueError(f"occurrence {occurrence} of token {token!r}: it appears {len(hits)} "
-                         f"time(s) in {tokens}")
+        raise ValueError(
+            f"occurrence {occurrence} of token {token!r}: it appears {len(hits)} "
+            f"time(s) in {tokens}"
+        )
     return hits[occurrence]
 
 
@@ -720,8 +789,9 @@ class ReferentAttention:
             ValueError: if there are fewer than two sentences or two candidates.
         """
         if self.weights.shape[0] < 2 or self.weights.shape[1] < 2:
-            raise ValueError(f"need two sentences and two candidates; weights have shape "
-                             f"{self.weights.shape}")
+            raise ValueError(
+                f"need two sentences and two candidates; weights have shape {self.weights.shape}"
+            )
         return self.preference[1] - self.preference[0]
 
     def flipped_heads(self, margin: float = 0.0) -> list[tuple[int, int, float, float]]:
@@ -743,19 +813,26 @@ class ReferentAttention:
                 ``margin`` is negative or not finite.
         """
         if self.weights.shape[0] < 2 or self.weights.shape[1] < 2:
-            raise ValueError(f"need two sentences and two candidates; weights have shape "
-                             f"{self.weights.shape}")
+            raise ValueError(
+                f"need two sentences and two candidates; weights have shape {self.weights.shape}"
+            )
         margin = checks.check_real(margin, "margin", minimum=0)
         p0, p1 = self.preference[0], self.preference[1]  # (layers, H)
         flip = ((p0 > margin) & (p1 < -margin)) | ((p0 < -margin) & (p1 > margin))
-        out = [(int(layer), int(head), float(p0[layer, head]), float(p1[layer, head]))
-               for layer, head in zip(*np.nonzero(flip))]
+        out = [
+            (int(layer), int(head), float(p0[layer, head]), float(p1[layer, head]))
+            for layer, head in zip(*np.nonzero(flip))
+        ]
         return sorted(out, key=lambda r: -abs(r[2] - r[3]))
 
 
-def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "it",
-                       candidates: Sequence[str] = ("animal", "street"), *,
-                       model: BertEncoder | None = None) -> ReferentAttention:
+def referent_attention(
+    sentences: Sequence[str] = (TIRED, WIDE),
+    query: str = "it",
+    candidates: Sequence[str] = ("animal", "street"),
+    *,
+    model: BertEncoder | None = None,
+) -> ReferentAttention:
     """The weight a query token gives to candidate referents, for every layer and head.
 
     With the defaults: how much "it" attends to "animal" and to "street" in "... because it
@@ -789,9 +866,13 @@ def referent_attention(sentences: Sequence[str] = (TIRED, WIDE), query: str = "i
         qi = _find_token(tokens, query, 0)
         rows.append(np.stack([w[:, :, qi, _find_token(tokens, c, 0)] for c in candidates]))
         all_tokens.append(tuple(tokens))
-    weights = (np.stack(rows) if rows else
-               np.zeros((0, len(candidates), model.config.n_layers, model.config.n_heads),
-                        dtype=np.float32))  # (n_sentences, n_candidates, layers, H)
+    weights = (
+        np.stack(rows)
+        if rows
+        else np.zeros(
+            (0, len(candidates), model.config.n_layers, model.config.n_heads), dtype=np.float32
+        )
+    )  # (n_sentences, n_candidates, layers, H)
     return ReferentAttention(tuple(sentences), query, candidates, tuple(all_tokens), weights)
 
 
@@ -828,29 +909,34 @@ def cosine_similarity(a, b) -> np.ndarray:
     a = checks.as_float_array(a, "a").astype(np.float64)
     b = checks.as_float_array(b, "b").astype(np.float64)
     if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"a and b must be vectors of the same length d in their last axis; got "
-                         f"shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            f"a and b must be vectors of the same length d in their last axis; got "
+            f"shapes {a.shape} and {b.shape}"
+        )
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
-        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") \
-            from None
+        raise ValueError(
+            f"a of shape {a.shape} and b of shape {b.shape} do not broadcast"
+        ) from None
     checks.check_finite(a, "a")
     checks.check_finite(b, "b")
     unit = []
     for name, x in (("a", a), ("b", b)):
         top = np.abs(x).max(axis=-1, keepdims=True)  # (..., 1)
         if (top == 0).any():
-            raise ValueError(f"{name} of shape {x.shape} holds a zero vector, which has no "
-                             "direction")
+            raise ValueError(
+                f"{name} of shape {x.shape} holds a zero vector, which has no direction"
+            )
         # Divide by the largest |entry| first (the direction is unchanged): the squares in
         # the norms then neither overflow (1e200) nor underflow (1e-160, 1e-200).
         unit.append(x / top)
     return np.clip(cosine_similarity_core(*unit), -1.0, 1.0)
 
 
-def word_vectors(sentence: str, word: str, *, occurrence: int = 0,
-                 model: BertEncoder | None = None) -> np.ndarray:
+def word_vectors(
+    sentence: str, word: str, *, occurrence: int = 0, model: BertEncoder | None = None
+) -> np.ndarray:
     """The contextual vector of one word piece of a sentence, after the embeddings and each layer.
 
     Args:
@@ -912,10 +998,14 @@ class SenseSimilarity:
         return self.similarity[:, 0] - self.similarity[:, 1]
 
 
-def sense_similarity(contexts: Sequence[str] = APPLE_CONTEXTS, word: str = "apple",
-                     senses: Sequence[str] = SENSES, *,
-                     templates: Sequence[str] = ANCHOR_TEMPLATES,
-                     model: BertEncoder | None = None) -> SenseSimilarity:
+def sense_similarity(
+    contexts: Sequence[str] = APPLE_CONTEXTS,
+    word: str = "apple",
+    senses: Sequence[str] = SENSES,
+    *,
+    templates: Sequence[str] = ANCHOR_TEMPLATES,
+    model: BertEncoder | None = None,
+) -> SenseSimilarity:
     """Layer by layer, how close a word's contextual vector is to each sense's anchor.
 
     For each sense word ``s`` (e.g. ``"fruit"``) the *anchor* at layer ``l`` is the mean, over
@@ -958,10 +1048,14 @@ def sense_similarity(contexts: Sequence[str] = APPLE_CONTEXTS, word: str = "appl
             raise ValueError(f"{name} must not be empty")
     model = _model_or_default(model)
     anchor_sentences = tuple(tuple(t.format(s) for t in templates) for s in senses)
-    anchors = np.stack([
-        np.mean([word_vectors(a, s, model=model) for a in sents], axis=0)
-        for s, sents in zip(senses, anchor_sentences)])  # (n_senses, layers + 1, d_model)
-    vectors = np.stack([word_vectors(c, word, model=model)
-                        for c in contexts])  # (n_contexts, layers + 1, d_model)
+    anchors = np.stack(
+        [
+            np.mean([word_vectors(a, s, model=model) for a in sents], axis=0)
+            for s, sents in zip(senses, anchor_sentences)
+        ]
+    )  # (n_senses, layers + 1, d_model)
+    vectors = np.stack(
+        [word_vectors(c, word, model=model) for c in contexts]
+    )  # (n_contexts, layers + 1, d_model)
     sim = cosine_similarity(vectors[:, None], anchors[None])  # (n_contexts, n_senses, layers + 1)
     return SenseSimilarity(tuple(contexts), word, tuple(senses), anchor_sentences, sim)

@@ -37,8 +37,16 @@ from . import i18n
 from .checks import check_int
 from .fonts import NO_LINE_START  # the one line-breaking rule; still importable from here
 
-__all__ = ["Printed", "say", "table", "verbatim", "columns", "wrap_lines", "TABLE_CLASS",
-           "PRE_CLASS"]
+__all__ = [
+    "Printed",
+    "say",
+    "table",
+    "verbatim",
+    "columns",
+    "wrap_lines",
+    "TABLE_CLASS",
+    "PRE_CLASS",
+]
 
 #: HTML class of a printed table (``book/_static/attnbook.css`` styles it).
 TABLE_CLASS = "attnbook-printed-table"
@@ -69,31 +77,43 @@ class Printed:
             :data:`attnbook.i18n.LANGUAGES` or has another one.
     """
 
-    def __init__(self, texts: dict[str, str], untranslated: Iterable[str] = (),
-                 html: dict[str, str] | None = None):
+    def __init__(
+        self,
+        texts: dict[str, str],
+        untranslated: Iterable[str] = (),
+        html: dict[str, str] | None = None,
+    ):
         if not isinstance(texts, dict) or not all(isinstance(t, str) for t in texts.values()):
             raise TypeError(f"texts must be a dict {{language: str}}, got {texts!r:.80}")
         missing = [lang for lang in i18n.LANGUAGES if lang not in texts]
         if missing:
-            raise ValueError(f"texts must have every language {i18n.LANGUAGES}; "
-                             f"got {sorted(texts)}, missing {missing}")
+            raise ValueError(
+                f"texts must have every language {i18n.LANGUAGES}; "
+                f"got {sorted(texts)}, missing {missing}"
+            )
         extra = sorted(lang for lang in texts if lang not in i18n.LANGUAGES)
         if extra:  # an operation of two texts would keep or drop it depending on the order
             raise ValueError(f"texts has languages not in {i18n.LANGUAGES}: {extra}")
         if isinstance(untranslated, str) or not isinstance(untranslated, Iterable):
-            raise TypeError(f"untranslated must be an iterable of messages, not the "
-                            f"{type(untranslated).__name__} {untranslated!r:.80}")
+            raise TypeError(
+                f"untranslated must be an iterable of messages, not the "
+                f"{type(untranslated).__name__} {untranslated!r:.80}"
+            )
         self.texts = dict(texts)
         self.untranslated = frozenset(untranslated)
         if not all(isinstance(m, str) for m in self.untranslated):
-            raise TypeError(f"untranslated must hold messages (str), got "
-                            f"{sorted(map(repr, self.untranslated))!s:.80}")
-        if html is not None and (not isinstance(html, dict)
-                                 or not all(isinstance(h, str) for h in html.values())):
+            raise TypeError(
+                f"untranslated must hold messages (str), got "
+                f"{sorted(map(repr, self.untranslated))!s:.80}"
+            )
+        if html is not None and (
+            not isinstance(html, dict) or not all(isinstance(h, str) for h in html.values())
+        ):
             raise TypeError(f"html must be a dict {{language: str}}, got {html!r:.80}")
         if html is not None and sorted(html) != sorted(i18n.LANGUAGES):
-            raise ValueError(f"html must have every language {i18n.LANGUAGES} and no other; "
-                             f"got {sorted(html)}")
+            raise ValueError(
+                f"html must have every language {i18n.LANGUAGES} and no other; got {sorted(html)}"
+            )
         self.html = dict(html) if html is not None else None
 
     def html_of(self, language: str) -> str:
@@ -133,8 +153,11 @@ class Printed:
         html = None
         if self.html is not None or other.html is not None:
             html = {lang: self.html_of(lang) + other.html_of(lang) for lang in self.texts}
-        return Printed({lang: f"{self.texts[lang]}\n{other.texts[lang]}" for lang in self.texts},
-                       self.untranslated | other.untranslated, html)
+        return Printed(
+            {lang: f"{self.texts[lang]}\n{other.texts[lang]}" for lang in self.texts},
+            self.untranslated | other.untranslated,
+            html,
+        )
 
     def wrap(self, width: int) -> Printed:
         """Each line broken to at most ``width`` columns, in every language (:func:`wrap_lines`).
@@ -144,10 +167,17 @@ class Printed:
         """
         if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
-        texts = {lang: "\n".join(wrap_lines(text, int(width)))  # each of its lines, wrapped
-                 for lang, text in self.texts.items()}
-        return Printed(texts, self.untranslated, None if self.html is None else
-                       {lang: Printed(texts, html=None).html_of(lang) for lang in texts})
+        texts = {
+            lang: "\n".join(wrap_lines(text, int(width)))  # each of its lines, wrapped
+            for lang, text in self.texts.items()
+        }
+        return Printed(
+            texts,
+            self.untranslated,
+            None
+            if self.html is None
+            else {lang: Printed(texts, html=None).html_of(lang) for lang in texts},
+        )
 
     @classmethod
     def lines(cls, parts: Iterable[Printed]) -> Printed:
@@ -160,8 +190,10 @@ class Printed:
         out = cls({lang: "" for lang in i18n.LANGUAGES})
         for k, part in enumerate(parts):
             if not isinstance(part, Printed):
-                raise TypeError(f"parts[{k}] must be a Printed (say(...), verbatim(...)), got "
-                                f"{type(part).__name__} {part!r:.60}")
+                raise TypeError(
+                    f"parts[{k}] must be a Printed (say(...), verbatim(...)), got "
+                    f"{type(part).__name__} {part!r:.60}"
+                )
             out = part if k == 0 else out + part
         return out
 
@@ -174,10 +206,14 @@ class Printed:
             from .edition_outputs import MIME
 
             kind = "text/plain" if self.html is None else "text/html"
-            bundle[MIME] = {"kind": kind,
-                            "editions": {lang: self.texts[lang] if self.html is None
-                                         else self.html_of(lang) for lang in editions},
-                            "untranslated": sorted(self.untranslated)}
+            bundle[MIME] = {
+                "kind": kind,
+                "editions": {
+                    lang: self.texts[lang] if self.html is None else self.html_of(lang)
+                    for lang in editions
+                },
+                "untranslated": sorted(self.untranslated),
+            }
         return bundle
 
 
@@ -238,13 +274,18 @@ def _fill(message: str, text: str, values: dict) -> str:
     try:
         return text.format(**values)
     except KeyError as err:
-        raise KeyError(f"message {message!r} needs a value for its placeholder "
-                       f"{{{err.args[0]}}}; got values for {sorted(values)}") from None
+        raise KeyError(
+            f"message {message!r} needs a value for its placeholder "
+            f"{{{err.args[0]}}}; got values for {sorted(values)}"
+        ) from None
     except (ValueError, TypeError, IndexError, AttributeError) as err:
         fields = [(f, spec) for _, f, spec, _ in string.Formatter().parse(text) if f]
         name = {f: _value_name(f) for f, _ in fields}
-        where = "; ".join(f"{{{f}:{spec}}} got {_describe(values.get(name[f]))}"
-                          for f, spec in fields if name[f] in values)
+        where = "; ".join(
+            f"{{{f}:{spec}}} got {_describe(values.get(name[f]))}"
+            for f, spec in fields
+            if name[f] in values
+        )
         raise ValueError(f"message {message!r} could not be formatted ({err}): {where}") from None
 
 
@@ -276,24 +317,30 @@ def say(message: str, /, **values) -> Printed:
     except ValueError as err:
         raise ValueError(f"message {message!r} is no format string: {err}") from None
     if any(f == "" or f.isdigit() for f in fields):
-        raise ValueError(f"message {message!r} has a positional field; name every "
-                         f"placeholder ({{loss:.3f}})")
+        raise ValueError(
+            f"message {message!r} has a positional field; name every placeholder ({{loss:.3f}})"
+        )
     nested = [v for v in values.values() if isinstance(v, Printed)]
     # The message's own text: its fields are values, not words to translate ("{{" is a brace).
-    lookup = i18n.needs_translation(" ".join(text for text, *_ in
-                                             string.Formatter().parse(message)))
+    lookup = i18n.needs_translation(
+        " ".join(text for text, *_ in string.Formatter().parse(message))
+    )
 
     def make(_) -> str:
-        here = {k: v.text(_.language) if isinstance(v, Printed) else v
-                for k, v in values.items()}
+        here = {k: v.text(_.language) if isinstance(v, Printed) else v for k, v in values.items()}
         return _fill(message, _(message) if lookup else message, here)
 
     out = _made(make)
     return Printed(out.texts, out.untranslated.union(*(v.untranslated for v in nested)))
 
 
-def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
-          formats: Sequence[str] | None = None, align: str | None = None) -> Printed:
+def table(
+    header: Sequence[str | Printed],
+    rows: Iterable[Sequence],
+    *,
+    formats: Sequence[str] | None = None,
+    align: str | None = None,
+) -> Printed:
     """A plain-text table whose headings and words are in the reader's language.
 
     The columns are padded to their widest cell in each language (:func:`columns`: a Chinese
@@ -333,14 +380,16 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         raise ValueError("header must have at least one heading, got none")
     for j, h in enumerate(header):
         if not isinstance(h, (str, Printed)) and not _is_number(h):
-            raise TypeError(f"header[{j}] must be a message (str), a Printed or a number, got "
-                            f"{type(h).__name__} {h!r:.60}")
+            raise TypeError(
+                f"header[{j}] must be a message (str), a Printed or a number, got "
+                f"{type(h).__name__} {h!r:.60}"
+            )
     if isinstance(formats, str):
-        raise TypeError(f"formats must be a sequence of format specs, one per column, not the "
-                        f"str {formats!r}")
+        raise TypeError(
+            f"formats must be a sequence of format specs, one per column, not the str {formats!r}"
+        )
     if formats is not None and not isinstance(formats, Sequence):
-        raise TypeError(f"formats must be a sequence of format specs, got "
-                        f"{type(formats).__name__}")
+        raise TypeError(f"formats must be a sequence of format specs, got {type(formats).__name__}")
     if align is not None and not isinstance(align, str):
         raise TypeError(f"align must be a str of '<' and '>', got {type(align).__name__}")
     for name, seq in (("formats", formats), ("align", align)):
@@ -360,48 +409,74 @@ def table(header: Sequence[str | Printed], rows: Iterable[Sequence], *,
         if isinstance(v, (Printed, str)):
             return v
         if fmts[j] and _is_bool(v):  # a bool is an int: True under ".2f" printed 1.00
-            raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
-                             f"format {fmts[j]!r}: a bool is no number")
+            raise ValueError(
+                f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
+                f"format {fmts[j]!r}: a bool is no number"
+            )
         try:
             return format(v, fmts[j])
         except (ValueError, TypeError) as err:
-            raise ValueError(f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
-                             f"format {fmts[j]!r}: {err}") from None
+            raise ValueError(
+                f"rows[{i}][{j}] ({_describe(v)}) does not fit the column's "
+                f"format {fmts[j]!r}: {err}"
+            ) from None
 
-    heads = [h if isinstance(h, Printed) else _heading(h, j) if isinstance(h, str)
-             else verbatim(format(h)) for j, h in enumerate(header)]
+    heads = [
+        h
+        if isinstance(h, Printed)
+        else _heading(h, j)
+        if isinstance(h, str)
+        else verbatim(format(h))
+        for j, h in enumerate(header)
+    ]
     cells = [[cell(v, i, j) for j, v in enumerate(row)] for i, row in enumerate(rows)]
     if align is None:
-        align = "".join(">" if rows and all(_is_number(r[j]) for r in rows) else "<"
-                        for j in range(n))
+        align = "".join(
+            ">" if rows and all(_is_number(r[j]) for r in rows) else "<" for j in range(n)
+        )
     texts, html = {}, {}
     for lang in i18n.LANGUAGES:
-        lines = [[c.text(lang) if isinstance(c, Printed) else c for c in line]
-                 for line in [heads, *cells]]
+        lines = [
+            [c.text(lang) if isinstance(c, Printed) else c for c in line]
+            for line in [heads, *cells]
+        ]
         for i, line in enumerate(lines):
             if any(_LINE_BREAK.search(c) for c in line):
-                raise ValueError(f"a table cell has a line break (row {i - 1}; -1 is the "
-                                 f"header): {line!r:.120}")
+                raise ValueError(
+                    f"a table cell has a line break (row {i - 1}; -1 is the header): {line!r:.120}"
+                )
         widths = [max(columns(line[j]) for line in lines) for j in range(n)]
         texts[lang] = "\n".join(
             "  ".join(_pad(c, widths[j], align[j]) for j, c in enumerate(line)).rstrip()
-            for line in lines)
+            for line in lines
+        )
         html[lang] = _html_table(lines, align)
-    untranslated = set().union(*(c.untranslated for line in [heads, *cells] for c in line
-                                 if isinstance(c, Printed)))
+    untranslated = set().union(
+        *(c.untranslated for line in [heads, *cells] for c in line if isinstance(c, Printed))
+    )
     return Printed(texts, untranslated, html)
 
 
 def _html_table(lines: list[list[str]], align: str) -> str:
     """The header line and the rows as an HTML table (numbers right-aligned, as in the text)."""
+
     def row(cells: list[str], tag: str) -> str:
         num = ' class="num"'
-        return "<tr>" + "".join(f"<{tag}{'' if how == '<' else num}>{escape(c)}</{tag}>"
-                                for c, how in zip(cells, align)) + "</tr>"
+        return (
+            "<tr>"
+            + "".join(
+                f"<{tag}{'' if how == '<' else num}>{escape(c)}</{tag}>"
+                for c, how in zip(cells, align)
+            )
+            + "</tr>"
+        )
 
     head, *body = lines
-    return (f'<table class="{TABLE_CLASS}"><thead>{row(head, "th")}</thead><tbody>'
-            + "".join(row(r, "td") for r in body) + "</tbody></table>")
+    return (
+        f'<table class="{TABLE_CLASS}"><thead>{row(head, "th")}</thead><tbody>'
+        + "".join(row(r, "td") for r in body)
+        + "</tbody></table>"
+    )
 
 
 def _heading(message: str, j: int) -> Printed:
@@ -409,26 +484,32 @@ def _heading(message: str, j: int) -> Printed:
     try:
         return say(message)
     except (KeyError, ValueError) as err:
-        raise ValueError(f"header[{j}] {message!r} is a message with a placeholder or a brace "
-                         f"({err.args[0]}); give data as verbatim({message!r})") from None
+        raise ValueError(
+            f"header[{j}] {message!r} is a message with a placeholder or a brace "
+            f"({err.args[0]}); give data as verbatim({message!r})"
+        ) from None
 
 
 def _cells(seq, name: str, what: str) -> list:
     """``seq`` (a row or the header) as a list, or a TypeError naming it."""
     if isinstance(seq, (str, bytes, Mapping, Set)) or not isinstance(seq, Iterable):
-        raise TypeError(f"{name} must be a sequence of {what}, not the {type(seq).__name__} "
-                        f"{seq!r:.60}")
+        raise TypeError(
+            f"{name} must be a sequence of {what}, not the {type(seq).__name__} {seq!r:.60}"
+        )
     try:
         return list(seq)
     except TypeError as err:  # a 0-d array
-        raise TypeError(f"{name} must be a sequence of {what}, got {_describe(seq)}: "
-                        f"{err}") from None
+        raise TypeError(
+            f"{name} must be a sequence of {what}, got {_describe(seq)}: {err}"
+        ) from None
 
 
 def _is_bool(value) -> bool:
     """A Python, NumPy or torch bool (a 0-d bool array too)."""
-    return isinstance(value, bool) or (getattr(value, "ndim", None) == 0 and str(
-        getattr(value, "dtype", "")) in ("bool", "torch.bool"))
+    return isinstance(value, bool) or (
+        getattr(value, "ndim", None) == 0
+        and str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
+    )
 
 
 def _is_number(value) -> bool:
@@ -450,8 +531,14 @@ def columns(text: str) -> int:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")
-               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return sum(
+        0
+        if unicodedata.category(ch) in ("Mn", "Me", "Cf")
+        else 2
+        if unicodedata.east_asian_width(ch) in "WF"
+        else 1
+        for ch in text
+    )
 
 
 def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
@@ -477,8 +564,7 @@ def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -
     for k, own in enumerate(_LINE_BREAK.split(text)):
         line, has_text = initial if k == 0 else subsequent, False
         for piece in _PIECE.findall(own):
-            if (has_text and columns(line + piece.rstrip()) > width
-                    and piece not in NO_LINE_START):
+            if has_text and columns(line + piece.rstrip()) > width and piece not in NO_LINE_START:
                 out.append(line.rstrip())
                 line, has_text = subsequent + piece.lstrip(), bool(piece.strip())
             else:

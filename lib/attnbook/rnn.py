@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 
+# fmt: off
 def rnn_step_core(x_t, h, w_ih, w_hh, b, act=torch.tanh):
     """One Elman RNN step: ``h_t = act(W_ih x_t + W_hh h_{t-1} + b)``.
 
@@ -55,6 +56,7 @@ def rnn_step_core(x_t, h, w_ih, w_hh, b, act=torch.tanh):
     """
     a = x_t @ w_ih.T + h @ w_hh.T + b  # (B, H) pre-activation
     return act(a)  # (B, H)
+# fmt: on
 
 
 def _identity(a):
@@ -82,8 +84,9 @@ class VanillaRNN(nn.Module):
     Source: Elman, "Finding Structure in Time" (1990).
     """
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity: str = "tanh",
-                 bias: bool = True):
+    def __init__(
+        self, input_size: int, hidden_size: int, nonlinearity: str = "tanh", bias: bool = True
+    ):
         super().__init__()
         input_size = checks.check_int(input_size, "input_size", 1)
         hidden_size = checks.check_int(hidden_size, "hidden_size", 1)
@@ -162,6 +165,7 @@ class VanillaRNN(nn.Module):
         return torch.stack(outs, dim=1), h  # (B, L, H), (B, H)
 
 
+# fmt: off
 def lstm_step_core(x_t, h, c, w_ih, w_hh, b):
     """One LSTM step, gate order i, f, g, o (as ``torch.nn.LSTM``).
 
@@ -173,6 +177,7 @@ def lstm_step_core(x_t, h, c, w_ih, w_hh, b):
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
     h = torch.sigmoid(o) * torch.tanh(c)  # (B, H)
     return h, c
+# fmt: on
 
 
 class LSTM(nn.Module):
@@ -271,6 +276,7 @@ class LSTM(nn.Module):
         return torch.stack(outs, dim=1), state
 
 
+# fmt: off
 def jacobian_norms_core(model, x, state):
     """Norms ||dh_L/dh_{L-Δ}||_2, Δ = 0 .. L-1, of one sequence x (1, L, d_in).
 
@@ -293,6 +299,7 @@ def jacobian_norms_core(model, x, state):
                 jac[t, i] = g[0]
     norms = torch.linalg.matrix_norm(jac, ord=2)  # (L,) indexed by step t
     return norms.flip(0)  # (L,) indexed by distance Δ = L - t
+# fmt: on
 
 
 def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
@@ -323,8 +330,9 @@ def jacobian_norms(model, x: torch.Tensor, state=None) -> np.ndarray:
     """
     checks.check_features(x, "x", model.weight_ih.shape[1], ndim=3, size_name="input_size")
     if x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"x needs at least one sequence and one time step; got shape "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"x needs at least one sequence and one time step; got shape {tuple(x.shape)}"
+        )
     x = x[:1]
     state = model.init_state(x) if state is None else state
     with torch.enable_grad():
@@ -380,8 +388,14 @@ class GradientDecay:
     seed: int
 
 
-def gradient_decay_data(gamma: float, *, max_distance: int = 100, hidden_size: int = 16,
-                        input_size: int = 4, seed: int = 0) -> GradientDecay:
+def gradient_decay_data(
+    gamma: float,
+    *,
+    max_distance: int = 100,
+    hidden_size: int = 16,
+    input_size: int = 4,
+    seed: int = 0,
+) -> GradientDecay:
     """Measure ``||dh_L/dh_{L-Δ}||_2`` for ``Δ = 0 .. max_distance``, ``||W_hh||_2 = gamma``.
 
     Two :class:`VanillaRNN` s in float64 (``nonlinearity="identity"`` and ``"tanh"``) share
@@ -423,11 +437,17 @@ def gradient_decay_data(gamma: float, *, max_distance: int = 100, hidden_size: i
     with torch.no_grad():
         tanh_rnn.weight_hh.copy_(gamma * q)
         linear_rnn.load_state_dict(tanh_rnn.state_dict())
-    x = torch.randn(1, K + 1, d_in, generator=torch.Generator().manual_seed(seed + 1),
-                    dtype=torch.float64)  # (1, K + 1, input_size)
+    x = torch.randn(
+        1, K + 1, d_in, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64
+    )  # (1, K + 1, input_size)
     distances = np.arange(K + 1)
     return GradientDecay(
-        gamma=gamma, distances=distances, bound=np.asarray(gamma_estimate(gamma, distances)),
-        linear=jacobian_norms(linear_rnn, x), tanh=jacobian_norms(tanh_rnn, x),
-        hidden_size=H, input_size=d_in, seed=seed,
+        gamma=gamma,
+        distances=distances,
+        bound=np.asarray(gamma_estimate(gamma, distances)),
+        linear=jacobian_norms(linear_rnn, x),
+        tanh=jacobian_norms(tanh_rnn, x),
+        hidden_size=H,
+        input_size=d_in,
+        seed=seed,
     )

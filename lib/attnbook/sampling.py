@@ -33,6 +33,7 @@ from .checks import (
 __all__ = ["sample_next_core", "sample_next", "generate_core", "generate", "attention_maps"]
 
 
+# fmt: off
 def sample_next_core(logits, temperature, top_k, generator):
     """Next token ids ``(B, 1)`` from the last position's logits ``(B, V)``.
 
@@ -48,6 +49,7 @@ def sample_next_core(logits, temperature, top_k, generator):
         logits = logits.masked_fill(logits < kth, -math.inf)  # drop the rest
     probs = torch.softmax(logits, dim=-1)  # (B, V)
     return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+# fmt: on
 
 
 def _check_sampling(temperature, top_k, vocab_size):
@@ -62,8 +64,7 @@ def _make_generator(seed, generator):
         raise ValueError("pass seed or generator, not both")
     if generator is not None:
         if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got "
-                            f"{type(generator).__name__}")
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         return generator
     gen = torch.Generator()
     if seed is not None:
@@ -77,16 +78,26 @@ def _check_logits(logits, name: str):
     """Refuse nan and +inf; -inf (a banned token) is allowed if a row keeps a finite logit."""
     bad = torch.isnan(logits) | (logits == math.inf)
     if bool(bad.any()):
-        raise ValueError(f"{name} of shape {tuple(logits.shape)} contain nan or +inf "
-                         f"(first at index {tuple(bad.nonzero()[0].tolist())})")
+        raise ValueError(
+            f"{name} of shape {tuple(logits.shape)} contain nan or +inf "
+            f"(first at index {tuple(bad.nonzero()[0].tolist())})"
+        )
     dead = ~torch.isfinite(logits).any(dim=-1)  # rows of -inf only
     if bool(dead.any()):
-        raise ValueError(f"{name} of shape {tuple(logits.shape)} has a row with no finite "
-                         f"logit (all -inf) at index {tuple(dead.nonzero()[0].tolist())}")
+        raise ValueError(
+            f"{name} of shape {tuple(logits.shape)} has a row with no finite "
+            f"logit (all -inf) at index {tuple(dead.nonzero()[0].tolist())}"
+        )
 
 
-def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
-                seed: int | None = None, generator: torch.Generator | None = None):
+def sample_next(
+    logits,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+):
     """Next token ids from logits: greedy at temperature 0, else temperature and top-k sampling.
 
     The logits are shifted so that each row's maximum is 0 before the division by the
@@ -127,6 +138,7 @@ def sample_next(logits, *, temperature: float = 1.0, top_k: int | None = None,
     return sample_next_core(logits, temperature, top_k, _make_generator(seed, generator))
 
 
+# fmt: off
 @torch.no_grad()
 def generate_core(model, ids, max_new_tokens, temperature, top_k, generator):
     """Sampling with a KV cache: prefill the prompt, then one token a step.
@@ -142,12 +154,21 @@ def generate_core(model, ids, max_new_tokens, temperature, top_k, generator):
         if step + 1 < max_new_tokens:  # decode: only the new token runs
             logits = model(nxt, kv_caches=caches)  # (B, 1, V)
     return ids
+# fmt: on
 
 
 @torch.no_grad()
-def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
-             top_k: int | None = None, use_cache: bool = True, seed: int | None = None,
-             generator: torch.Generator | None = None) -> torch.Tensor:
+def generate(
+    model,
+    ids,
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    use_cache: bool = True,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Append ``max_new_tokens`` sampled tokens to ``ids``, with or without the KV cache.
 
     The model is put in eval mode (no dropout) for the call and its mode restored afterwards.
@@ -182,11 +203,16 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
             ``make_caches()`` (an encoder-decoder model is refused), or an argument has the
             wrong type.
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "config") or not callable(
-            getattr(model, "make_caches", None)):
-        raise TypeError(f"model must be a decoder-only model (a torch.nn.Module with a config "
-                        f"and make_caches(), e.g. DecoderOnlyModel), got "
-                        f"{type(model).__name__}")
+    if (
+        not isinstance(model, nn.Module)
+        or not hasattr(model, "config")
+        or not callable(getattr(model, "make_caches", None))
+    ):
+        raise TypeError(
+            f"model must be a decoder-only model (a torch.nn.Module with a config "
+            f"and make_caches(), e.g. DecoderOnlyModel), got "
+            f"{type(model).__name__}"
+        )
     cfg = model.config
     ids = check_token_ids(ids, "ids", cfg.vocab_size).to(torch.int64)  # (B, T)
     if ids.shape[1] < 1:
@@ -199,7 +225,8 @@ def generate(model, ids, max_new_tokens: int, *, temperature: float = 1.0,
         raise ValueError(
             f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens "
             f"exceeds max_seq_len {cfg.max_seq_len} of {cfg.positional} positions (RoPE with "
-            "a sliding_window has no such limit)")
+            "a sliding_window has no such limit)"
+        )
     gen = _make_generator(seed, generator)
     if max_new_tokens == 0:
         return ids.clone()  # int64, never the caller's own tensor
@@ -246,27 +273,33 @@ def attention_maps(model, ids) -> np.ndarray:
             are not finite (a model with nan parameters).
     """
     layers = getattr(model, "layers", None)
-    if not isinstance(model, nn.Module) or layers is None or not hasattr(
-            model, "config") or not all(hasattr(layer, "self_attn") for layer in layers):
+    if (
+        not isinstance(model, nn.Module)
+        or layers is None
+        or not hasattr(model, "config")
+        or not all(hasattr(layer, "self_attn") for layer in layers)
+    ):
         raise TypeError(f"model must be a DecoderOnlyModel, got {type(model).__name__}")
     ids = check_int_tensor(ids, "ids", None)
     if ids.ndim == 1:
         ids = ids[None]
     ids = check_token_ids(ids, "ids", model.config.vocab_size).to(torch.int64)
     if ids.shape[0] != 1 or ids.shape[1] < 1:
-        raise ValueError(f"ids must be one sequence of T >= 1 ids, (T,) or (1, T); got shape "
-                         f"{tuple(ids.shape)}")
+        raise ValueError(
+            f"ids must be one sequence of T >= 1 ids, (T,) or (1, T); got shape {tuple(ids.shape)}"
+        )
     cfg = model.config
     if cfg.positional in ("learned", "sinusoidal") and ids.shape[1] > cfg.max_seq_len:
-        raise ValueError(f"ids of shape {tuple(ids.shape)} are longer than max_seq_len "
-                         f"{cfg.max_seq_len} of {cfg.positional} positions")
+        raise ValueError(
+            f"ids of shape {tuple(ids.shape)} are longer than max_seq_len "
+            f"{cfg.max_seq_len} of {cfg.positional} positions"
+        )
     calls = []
 
     def keep(module, args, kwargs):  # record the self-attention's input and keyword args
         calls.append((module, args, dict(kwargs)))
 
-    hooks = [layer.self_attn.register_forward_pre_hook(keep, with_kwargs=True)
-             for layer in layers]
+    hooks = [layer.self_attn.register_forward_pre_hook(keep, with_kwargs=True) for layer in layers]
     was_training = model.training
     model.eval()
     try:
@@ -284,6 +317,8 @@ def attention_maps(model, ids) -> np.ndarray:
         model.train(was_training)
     maps = np.stack(maps)  # (n_layers, H, T, T)
     if not np.isfinite(maps).all():
-        raise ValueError(f"the attention weights of shape {maps.shape} contain nan or inf: "
-                         "the model's parameters or activations are not finite")
+        raise ValueError(
+            f"the attention weights of shape {maps.shape} contain nan or inf: "
+            "the model's parameters or activations are not finite"
+        )
     return maps

@@ -54,6 +54,7 @@ __all__ = [
 _CHUNK_ELEMENTS = 2_000_000
 
 
+# fmt: off
 def score_samples_core(d_k, n_samples, scaled, rng):
     """Scores q . k of ``n_samples`` pairs of i.i.d. standard-normal vectors.
 
@@ -63,6 +64,7 @@ def score_samples_core(d_k, n_samples, scaled, rng):
     k = rng.standard_normal((n_samples, d_k))  # (n, d_k)
     scores = np.einsum("nd,nd->n", q, k)  # (n,) one dot product per pair
     return scores * (1 / np.sqrt(d_k)) if scaled else scores
+# fmt: on
 
 
 def score_samples(d_k: int, n_samples: int, *, scaled: bool = True, rng=0) -> np.ndarray:
@@ -94,8 +96,10 @@ def score_samples(d_k: int, n_samples: int, *, scaled: bool = True, rng=0) -> np
     scaled = checks.check_bool(scaled, "scaled")
     gen = checks.check_rng(rng)
     chunk = max(1, _CHUNK_ELEMENTS // d_k)  # draws per chunk: memory stays bounded
-    parts = [score_samples_core(d_k, min(chunk, n_samples - start), scaled, gen)
-             for start in range(0, n_samples, chunk)]
+    parts = [
+        score_samples_core(d_k, min(chunk, n_samples - start), scaled, gen)
+        for start in range(0, n_samples, chunk)
+    ]
     return np.concatenate(parts)
 
 
@@ -154,6 +158,7 @@ class SaturationStats:
     mean_jacobian_norm: float
 
 
+# fmt: off
 def saturation_stats_core(q, k, scale):
     """How peaked each query's softmax over its own keys is.
 
@@ -166,6 +171,7 @@ def saturation_stats_core(q, k, scale):
     jac_norm = np.sqrt((jac**2).sum(axis=(-2, -1)))  # (m,) Frobenius norm
     sorted_p = -np.sort(-p, axis=-1)  # (m, n) decreasing
     return p.max(axis=-1), entropy_core(p), sorted_p, jac_norm
+# fmt: on
 
 
 def saturation_stats(
@@ -259,6 +265,7 @@ class QueryGradientStats:
     saturated_grad_share: dict
 
 
+# fmt: off
 def query_gradient_core(q, k, v, scale):
     """Largest weight and ||dl/dq|| per draw for the loss l = sum_j p_j v_j.
 
@@ -271,6 +278,7 @@ def query_gradient_core(q, k, v, scale):
     grad_z = (jac @ v[..., None])[..., 0]  # (m, n) dl/dz = J dl/dp, dl/dp = v
     grad_q = scale * np.einsum("mn,mnd->md", grad_z, k)  # (m, d_k) dz/dq
     return p.max(axis=-1), np.sqrt((grad_q**2).sum(axis=-1))
+# fmt: on
 
 
 def query_gradient_stats(
@@ -323,8 +331,8 @@ def query_gradient_stats(
         m = min(chunk, n_draws - start)
         x = gen.standard_normal((m, block))  # (m, block), one row per draw
         q = x[:, :d_k]  # (m, d_k)
-        k = x[:, d_k:d_k + n_keys * d_k].reshape(m, n_keys, d_k)  # (m, n_keys, d_k)
-        v = x[:, d_k + n_keys * d_k:]  # (m, n_keys)
+        k = x[:, d_k : d_k + n_keys * d_k].reshape(m, n_keys, d_k)  # (m, n_keys, d_k)
+        v = x[:, d_k + n_keys * d_k :]  # (m, n_keys)
         for arm, scale in arms.items():
             w, g = query_gradient_core(q, k, v, scale)
             max_w[arm].append(w)
@@ -412,8 +420,14 @@ class ScalingData:
 
 
 def scaling_data(
-    d_k: int, n_keys: int = 16, *, scaled: bool = True, n_samples: int = 2000,
-    n_draws: int = 200, seed: int = 0, n_bins: int = 41,
+    d_k: int,
+    n_keys: int = 16,
+    *,
+    scaled: bool = True,
+    n_samples: int = 2000,
+    n_draws: int = 200,
+    seed: int = 0,
+    n_bins: int = 41,
 ) -> ScalingData:
     """Compute one setting of the √d_k explorer: the scores' histogram and the softmax's peak.
 
@@ -445,9 +459,18 @@ def scaling_data(
     x = np.linspace(-5 * np.sqrt(expected), 5 * np.sqrt(expected), 81)  # (81,)
     pdf = np.exp(-(x**2) / (2 * expected)) / np.sqrt(2 * np.pi * expected)  # (81,)
     return ScalingData(
-        d_k=int(d_k), scaled=bool(scaled), n_keys=int(n_keys), scores=scores,
-        variance=float(np.var(scores, ddof=1)), expected_variance=expected, stats=stats,
-        centres=centres, density=density, bin_width=width, expected_x=x, expected_density=pdf,
+        d_k=int(d_k),
+        scaled=bool(scaled),
+        n_keys=int(n_keys),
+        scores=scores,
+        variance=float(np.var(scores, ddof=1)),
+        expected_variance=expected,
+        stats=stats,
+        centres=centres,
+        density=density,
+        bin_width=width,
+        expected_x=x,
+        expected_density=pdf,
     )
 
 
@@ -551,7 +574,9 @@ def temperature_sweep(scores, temperatures) -> TemperatureSweep:
     jac = softmax_jacobian(weights)  # (n_T, S, S)
     jac_norm = np.linalg.norm(jac, axis=(-2, -1))  # (n_T,) Frobenius, per T
     return TemperatureSweep(
-        temperatures=t, weights=weights, entropy=entropy(weights),
+        temperatures=t,
+        weights=weights,
+        entropy=entropy(weights),
         jacobian_norm=jac_norm,
         score_jacobian_norm=jac_norm / t,  # d softmax(z / T) / dz = J / T (chain rule)
     )

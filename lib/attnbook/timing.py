@@ -72,8 +72,14 @@ class Timing:
         return float(min(self.times_s))
 
 
-def time_call(fn: Callable[[], object], *, repeat: int = 5, number: int = 1, warmup: int = 1,
-              clock: Callable[[], float] = time.perf_counter) -> Timing:
+def time_call(
+    fn: Callable[[], object],
+    *,
+    repeat: int = 5,
+    number: int = 1,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeat`` timed blocks of ``number`` calls.
 
     Args:
@@ -150,8 +156,15 @@ class RecurrenceVsAttentionTiming:
 
 
 def recurrence_vs_attention_timing(
-    seq_lens: Sequence[int] = (16, 64, 256, 1024), *, d_model: int = 64, n_heads: int = 1,
-    batch_size: int = 1, repeat: int = 5, warmup: int = 1, seed: int = 0, num_threads: int = 1,
+    seq_lens: Sequence[int] = (16, 64, 256, 1024),
+    *,
+    d_model: int = 64,
+    n_heads: int = 1,
+    batch_size: int = 1,
+    repeat: int = 5,
+    warmup: int = 1,
+    seed: int = 0,
+    num_threads: int = 1,
 ) -> RecurrenceVsAttentionTiming:
     """Time a recurrent layer over ``n`` steps and one self-attention layer over ``n`` tokens.
 
@@ -254,8 +267,12 @@ def recurrence_vs_attention_timing(
         torch_rnn_independent_s=np.asarray(out["torch_rnn_independent"], dtype=np.float64),
         attention_s=np.asarray(out["attention"], dtype=np.float64),
         rnn_flops=np.asarray(rnn_flops(n_arr, d_model, batch=batch_size)),
-        attention_flops=np.asarray(attention_layer_flops(n_arr, d_model,
-                                                         batch=batch_size)),
-        d_model=d_model, n_heads=n_heads, batch_size=batch_size, repeat=repeat,
-        num_threads=num_threads, seed=seed, wall_time_s=time.perf_counter() - t_start,
+        attention_flops=np.asarray(attention_layer_flops(n_arr, d_model, batch=batch_size)),
+        d_model=d_model,
+        n_heads=n_heads,
+        batch_size=batch_size,
+        repeat=repeat,
+        num_threads=num_threads,
+        seed=seed,
+        wall_time_s=time.perf_counter() - t_start,
     )

@@ -30,8 +30,15 @@ from torch import nn
 from .checks import check_bool, check_id_sequence, check_int, check_real, check_seed
 from .text import get_batch
 
-__all__ = ["TrainingRun", "MAX_LR", "gpt2_init_", "lr_schedule", "evaluate_loss",
-           "train_step_core", "train_language_model"]
+__all__ = [
+    "TrainingRun",
+    "MAX_LR",
+    "gpt2_init_",
+    "lr_schedule",
+    "evaluate_loss",
+    "train_step_core",
+    "train_language_model",
+]
 
 
 @dataclass
@@ -85,8 +92,9 @@ def gpt2_init_(model, *, std: float = 0.02):
     """
     model = _check_model(model)
     if not hasattr(model, "config"):
-        raise TypeError(f"model must have a config (a DecoderOnlyModel), got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"model must have a config (a DecoderOnlyModel), got {type(model).__name__}"
+        )
     std = check_real(std, "std", minimum=0.0, strict=True)
     residual_std = std / math.sqrt(2 * model.config.n_layers)
     for name, module in model.named_modules():
@@ -99,8 +107,9 @@ def gpt2_init_(model, *, std: float = 0.02):
     return model
 
 
-def lr_schedule(step: int, *, steps: int, lr: float, warmup_steps: int,
-                min_lr_ratio: float = 0.1) -> float:
+def lr_schedule(
+    step: int, *, steps: int, lr: float, warmup_steps: int, min_lr_ratio: float = 0.1
+) -> float:
     """Learning rate of update ``step`` (0-based): linear warm-up, then cosine decay.
 
     ``lr * (step + 1) / warmup_steps`` during the warm-up; afterwards
@@ -146,8 +155,10 @@ MAX_LR = 10.0
 def _check_lr(lr) -> float:
     lr = check_real(lr, "lr", minimum=0.0, strict=True)
     if lr > MAX_LR:
-        raise ValueError(f"lr must be <= {MAX_LR} (an AdamW update moves each weight by up to "
-                         f"about lr), got {lr}")
+        raise ValueError(
+            f"lr must be <= {MAX_LR} (an AdamW update moves each weight by up to "
+            f"about lr), got {lr}"
+        )
     return lr
 
 
@@ -163,18 +174,29 @@ def _check_windows(model, ids, name: str, block_size, batch_size):
     batch_size = check_int(batch_size, "batch_size", 1)
     cfg = getattr(model, "config", None)
     max_len = getattr(cfg, "max_seq_len", None)
-    if getattr(cfg, "positional", None) in ("learned", "sinusoidal") and max_len is not None \
-            and block_size > max_len:
-        raise ValueError(f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
-                         f"({cfg.positional} positions)")
-    check_id_sequence(ids, name, block_size + 1, getattr(cfg, "vocab_size", None),
-               len_hint=f" (block_size {block_size} + 1)")
+    if (
+        getattr(cfg, "positional", None) in ("learned", "sinusoidal")
+        and max_len is not None
+        and block_size > max_len
+    ):
+        raise ValueError(
+            f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
+            f"({cfg.positional} positions)"
+        )
+    check_id_sequence(
+        ids,
+        name,
+        block_size + 1,
+        getattr(cfg, "vocab_size", None),
+        len_hint=f" (block_size {block_size} + 1)",
+    )
     return block_size, batch_size
 
 
 @torch.no_grad()
-def evaluate_loss(model, ids, *, block_size: int, batch_size: int, n_batches: int,
-                  seed: int) -> float:
+def evaluate_loss(
+    model, ids, *, block_size: int, batch_size: int, n_batches: int, seed: int
+) -> float:
     """Mean next-token cross-entropy of ``model`` on random windows of ``ids``, in eval mode.
 
     The windows come from :func:`attnbook.text.get_batch` with a generator seeded with
@@ -216,6 +238,7 @@ def evaluate_loss(model, ids, *, block_size: int, batch_size: int, n_batches: in
     return total / n_batches
 
 
+# fmt: off
 def train_step_core(model, opt, x, y, lr, grad_clip):
     """One update: next-token cross-entropy, backward, clip, AdamW step.
 
@@ -230,14 +253,28 @@ def train_step_core(model, opt, x, y, lr, grad_clip):
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     opt.step()
     return loss.detach()
+# fmt: on
 
 
-def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: int,
-                         block_size: int, lr: float, warmup_steps: int = 0,
-                         weight_decay: float = 0.1, min_lr_ratio: float = 0.1,
-                         grad_clip: float = 1.0, eval_every: int, eval_batches: int,
-                         seed: int, progress: bool = False, num_threads: int | None = 1
-                         ) -> TrainingRun:
+def train_language_model(
+    model,
+    train_ids,
+    val_ids,
+    *,
+    steps: int,
+    batch_size: int,
+    block_size: int,
+    lr: float,
+    warmup_steps: int = 0,
+    weight_decay: float = 0.1,
+    min_lr_ratio: float = 0.1,
+    grad_clip: float = 1.0,
+    eval_every: int,
+    eval_batches: int,
+    seed: int,
+    progress: bool = False,
+    num_threads: int | None = 1,
+) -> TrainingRun:
     """Train ``model`` on next-token prediction over ``train_ids``; evaluate on ``val_ids``.
 
     Each update draws ``batch_size`` random windows of ``block_size`` tokens
@@ -298,13 +335,14 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
     progress = check_bool(progress, "progress")
     if num_threads is not None:
         num_threads = check_int(num_threads, "num_threads", 1)
-    block_size, batch_size = _check_windows(model, train_ids, "train_ids", block_size,
-                                            batch_size)
+    block_size, batch_size = _check_windows(model, train_ids, "train_ids", block_size, batch_size)
     _check_windows(model, val_ids, "val_ids", block_size, batch_size)
 
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+    ]
     opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), foreach=True)
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # dropout masks
@@ -313,9 +351,11 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
 
     def diverged(what, value, step):  # step: updates done; its last at lrs[step - 1]
         rate = f"learning rate {lrs[step - 1]:.3g} at that update" if step else "before training"
-        raise ValueError(f"the {what} is {value} after {step} of {steps} updates ({rate}; peak "
-                         f"lr {lr}): the model diverged (or its output is not finite); try a "
-                         "lower lr")
+        raise ValueError(
+            f"the {what} is {value} after {step} of {steps} updates ({rate}; peak "
+            f"lr {lr}): the model diverged (or its output is not finite); try a "
+            "lower lr"
+        )
 
     def record(step):
         at.append(step)
@@ -338,8 +378,9 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
             it = tqdm(it, desc="training", leave=False)
         model.train()
         for step in it:
-            lrs[step] = lr_schedule(step, steps=steps, lr=lr, warmup_steps=warmup_steps,
-                                    min_lr_ratio=min_lr_ratio)
+            lrs[step] = lr_schedule(
+                step, steps=steps, lr=lr, warmup_steps=warmup_steps, min_lr_ratio=min_lr_ratio
+            )
             x, y = get_batch(train_ids, block_size, batch_size, gen)  # (B, T) each
             loss = float(train_step_core(model, opt, x, y, lrs[step], grad_clip))
             if not math.isfinite(loss):  # this batch ran on the weights of `step` updates
@@ -350,8 +391,11 @@ def train_language_model(model, train_ids, val_ids, *, steps: int, batch_size: i
         model.eval()
     finally:
         torch.set_num_threads(previous_threads)
-    return TrainingRun(steps=np.asarray(at, dtype=np.int64),
-                       train_loss=np.asarray(tr, dtype=np.float64),
-                       val_loss=np.asarray(va, dtype=np.float64), lr=lrs,
-                       seconds=time.perf_counter() - t0,
-                       tokens_seen=steps * batch_size * block_size)
+    return TrainingRun(
+        steps=np.asarray(at, dtype=np.int64),
+        train_loss=np.asarray(tr, dtype=np.float64),
+        val_loss=np.asarray(va, dtype=np.float64),
+        lr=lrs,
+        seconds=time.perf_counter() - t0,
+        tokens_seen=steps * batch_size * block_size,
+    )

@@ -160,8 +160,13 @@ def axis_style(**kwargs) -> dict:
         A new ``dict`` of axis properties.
     """
     style = dict(
-        gridcolor="#e6e6e6", zerolinecolor="#b0b0b0", linecolor="#444444", showline=True,
-        ticks="outside", tickcolor="#444444", automargin=True,
+        gridcolor="#e6e6e6",
+        zerolinecolor="#b0b0b0",
+        linecolor="#444444",
+        showline=True,
+        ticks="outside",
+        tickcolor="#444444",
+        automargin=True,
     )
     style.update(kwargs)
     return style
@@ -182,8 +187,9 @@ def legend_below(**kwargs) -> dict:
     Returns:
         A new ``dict`` for plotly's ``layout.legend``.
     """
-    legend = dict(orientation="h", x=0.5, xanchor="center", yref="container", y=0.0,
-                  yanchor="bottom")
+    legend = dict(
+        orientation="h", x=0.5, xanchor="center", yref="container", y=0.0, yanchor="bottom"
+    )
     legend.update(kwargs)
     return legend
 
@@ -193,8 +199,9 @@ def legend_below(**kwargs) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def when_plotly_ready_js(body: str, *, target_id: str | None = None,
-                         font_text: str | None = None) -> str:
+def when_plotly_ready_js(
+    body: str, *, target_id: str | None = None, font_text: str | None = None
+) -> str:
     """Wrap JavaScript so that it runs once ``window.Plotly`` (and the figure font) is there.
 
     Pages may load plotly.js with ``defer`` (after inline scripts have run), so an inline
@@ -220,11 +227,16 @@ def when_plotly_ready_js(body: str, *, target_id: str | None = None,
         TypeError: if ``body``, ``target_id`` or ``font_text`` is not a string (or ``None``
             where allowed).
     """
-    for name, value, optional in (("body", body, False), ("target_id", target_id, True),
-                                  ("font_text", font_text, True)):
+    for name, value, optional in (
+        ("body", body, False),
+        ("target_id", target_id, True),
+        ("font_text", font_text, True),
+    ):
         if not (isinstance(value, str) or (optional and value is None)):
-            raise TypeError(f"{name} must be a string{' or None' if optional else ''}, got "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"{name} must be a string{' or None' if optional else ''}, got "
+                f"{type(value).__name__}"
+            )
     target = json.dumps(target_id).replace("<", "\\u003c")  # written into a <script>
     tries = int(PLOTLY_WAIT_SECONDS * 1000 / 50)
     if font_text is None:
@@ -238,12 +250,12 @@ def when_plotly_ready_js(body: str, *, target_id: str | None = None,
             "    if (!fonts || typeof fonts.load !== 'function') { go(); return; }\n"
             f"    setTimeout(go, {FONT_WAIT_MS});\n"
             f"    fonts.load({json.dumps(str(FONT['size']) + 'px ' + FONT['family'])}, "
-            + json.dumps(font_text).replace("<", "\\u003c") + ").then(go, go);\n"
+            + json.dumps(font_text).replace("<", "\\u003c")
+            + ").then(go, go);\n"
             "  }\n"
         )
     return (
-        "(function () {\n" + run +
-        "  if (window.Plotly) { run(); return; }\n"
+        "(function () {\n" + run + "  if (window.Plotly) { run(); return; }\n"
         "  var tries = 0;\n"
         "  var timer = setInterval(function () {\n"
         "    if (window.Plotly) { clearInterval(timer); run(); }\n"

@@ -44,8 +44,21 @@ MAX_COLUMNS = 79
 #: The figure the issue reported ("visible blocks longer than 40 lines").
 LONG_BLOCK = 40
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr"}
+VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 #: Text outputs of cells (``print``, ``text/plain``), not code.
 NOT_CODE_LANGUAGES = {"myst-ansi"}
 #: Languages of a library listing (``default`` is Sphinx's Python-first highlighter, which a
@@ -103,8 +116,11 @@ class CodeBlockParser(HTMLParser):
             or ("dropdown" in classes and ("admonition" in classes or "sd-dropdown" in classes))
             or "toggle" in classes
         )
-        cell_tags = frozenset(c.removeprefix("tag_") for c in classes
-                              if c in ("tag_hide-input", "tag_hide-output", "tag_hide-cell"))
+        cell_tags = frozenset(
+            c.removeprefix("tag_")
+            for c in classes
+            if c in ("tag_hide-input", "tag_hide-output", "tag_hide-cell")
+        )
         enclosing = next((e[3] for e in reversed(self._stack) if e[3]), frozenset())
         if "cell_input" in classes and enclosing & {"hide-input", "hide-cell"}:
             hides = True
@@ -131,10 +147,15 @@ class CodeBlockParser(HTMLParser):
             entry = self._stack.pop()
             if entry[0] == "pre" and self._text is not None:
                 language = next(e[4] for e in reversed(self._stack) if e[4])
-                self.blocks.append(CodeBlock(
-                    self.page, language, "".join(self._text),
-                    hidden=self._inside(1), in_input_cell=self._inside(2),
-                ))
+                self.blocks.append(
+                    CodeBlock(
+                        self.page,
+                        language,
+                        "".join(self._text),
+                        hidden=self._inside(1),
+                        in_input_cell=self._inside(2),
+                    )
+                )
                 self._text = None
             if entry[0] == tag:
                 break
@@ -163,8 +184,11 @@ def chapter_pages(html_dir: Path) -> list[Path]:
 
 def book_code_blocks(html_dir: Path) -> list[CodeBlock]:
     """Every code block of every built chapter page."""
-    return [block for path in chapter_pages(html_dir)
-            for block in code_blocks(path.read_text(encoding="utf-8"), path.stem)]
+    return [
+        block
+        for path in chapter_pages(html_dir)
+        for block in code_blocks(path.read_text(encoding="utf-8"), path.stem)
+    ]
 
 
 def limit_problems(blocks: list[CodeBlock]) -> list[str]:
@@ -177,12 +201,16 @@ def limit_problems(blocks: list[CodeBlock]) -> list[str]:
         kind = "listing" if block.is_listing else "input cell"
         limit = MAX_LINES if block.is_listing else MAX_CELL_LINES
         if len(block.lines) > limit:
-            problems.append(f"{block.page}: {kind} `{block.title}` has {len(block.lines)} lines "
-                            f"(at most {limit})")
+            problems.append(
+                f"{block.page}: {kind} `{block.title}` has {len(block.lines)} lines "
+                f"(at most {limit})"
+            )
         for number, line in enumerate(block.lines, 1):
             if len(line) > MAX_COLUMNS:
-                problems.append(f"{block.page}: {kind} `{block.title}`, line {number} has "
-                                f"{len(line)} columns (at most {MAX_COLUMNS}): {line.strip()[:60]}")
+                problems.append(
+                    f"{block.page}: {kind} `{block.title}`, line {number} has "
+                    f"{len(line)} columns (at most {MAX_COLUMNS}): {line.strip()[:60]}"
+                )
     return problems
 
 
@@ -198,9 +226,11 @@ def figures(blocks: list[CodeBlock]) -> dict:
         "longest listing (lines)": len(longest.lines) if longest else 0,
         "longest listing": f"{longest.page}: {longest.title}" if longest else "",
         f"visible blocks longer than {LONG_BLOCK} lines": sum(
-            len(b.lines) > LONG_BLOCK for b in visible),
+            len(b.lines) > LONG_BLOCK for b in visible
+        ),
         f"visible code lines wider than {MAX_COLUMNS} columns": sum(
-            len(line) > MAX_COLUMNS for b in visible for line in b.lines),
+            len(line) > MAX_COLUMNS for b in visible for line in b.lines
+        ),
         "visible input cells": sum(not b.is_listing for b in visible),
         "hidden code blocks": len(blocks) - len(visible),
     }
@@ -216,8 +246,10 @@ def main(argv: list[str]) -> int:
     for name, value in figures(blocks).items():
         print(f"{name}: {value}")
     problems = limit_problems(blocks)
-    print(f"over the limits ({MAX_LINES} lines a listing, {MAX_CELL_LINES} a cell, "
-          f"{MAX_COLUMNS} columns): {len(problems)}")
+    print(
+        f"over the limits ({MAX_LINES} lines a listing, {MAX_CELL_LINES} a cell, "
+        f"{MAX_COLUMNS} columns): {len(problems)}"
+    )
     for problem in problems:
         print("  " + problem)
     return 0

@@ -25,7 +25,7 @@ SIDEBAR = (
     '<i class="fa-solid fa-chevron-down"></i></span></summary>'
     '<ul><li class="toctree-l2"><a href="api/x.html">x</a></li></ul></details></li>'
     '<li class="toctree-l0"><details><summary><p class="caption">Chapters</p></summary>'
-    '</details></li></ul>'
+    "</details></li></ul>"
 )
 
 
@@ -34,16 +34,18 @@ def test_sidebar_toggles_are_named_in_the_page_language():
     zh = BeautifulSoup(SIDEBAR, "html.parser")
     assert attnbook_a11y.name_toggles(zh, "zh_CN") is zh  # the theme's soup, changed in place
     names = [[s.get("aria-label") for s in tree.select("summary")] for tree in (en, zh)]
-    assert names == [["Pages under B · API reference", None],
-                     ["B · API reference下的页面", None]]
+    assert names == [["Pages under B · API reference", None], ["B · API reference下的页面", None]]
 
 
 def test_code_toggle_is_named_by_its_visible_prompt():
     class Translator:
         body: list[str] = []
 
-    node = {"classes": ["above-input"], "prompt_show": "Show code cell source",
-            "prompt_hide": "Hide code cell <source>"}
+    node = {
+        "classes": ["above-input"],
+        "prompt_show": "Show code cell source",
+        "prompt_hide": "Hide code cell <source>",
+    }
     t = Translator()
     t.body = []
     attnbook_a11y.visit_hide_cell_input(t, node)
@@ -51,4 +53,6 @@ def test_code_toggle_is_named_by_its_visible_prompt():
     summary = BeautifulSoup(html, "html.parser").summary
     assert summary.attrs == {}, summary.attrs  # no aria-label hiding the prompt
     assert [p.get_text() for p in summary.find_all("p")] == [
-        "Show code cell source", "Hide code cell <source>"]
+        "Show code cell source",
+        "Hide code cell <source>",
+    ]

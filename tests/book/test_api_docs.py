@@ -51,8 +51,11 @@ NOTATION = ROOT / "appendix" / "notation.md"
 PACKAGE = read_package()
 #: Every public module and subpackage, without the ``attnbook.`` prefix (``masks``,
 #: ``explorers``, ``explorers.kv_cache``): no part of the name starts with ``_``.
-MODULES = sorted(name.removeprefix("attnbook.") for name in PACKAGE
-                 if "." in name and not any(p.startswith("_") for p in name.split(".")))
+MODULES = sorted(
+    name.removeprefix("attnbook.")
+    for name in PACKAGE
+    if "." in name and not any(p.startswith("_") for p in name.split("."))
+)
 
 
 def page_of(module: str) -> str:
@@ -108,8 +111,9 @@ def toc_files() -> list[str]:
     return toc_entries("file")
 
 
-def api_page_problems(module: str, toc: list[str], index_text: str,
-                      globs: list[str] = ()) -> list[str]:
+def api_page_problems(
+    module: str, toc: list[str], index_text: str, globs: list[str] = ()
+) -> list[str]:
     """Whether the page of ``attnbook.<module>`` is in the table of contents (a ``file:`` entry
     or matched by a ``glob:`` entry, as Sphinx matches it) and in the index's tables."""
     problems = []
@@ -141,8 +145,10 @@ def test_api_index_and_notation_are_in_the_toc_before_the_references():
 def test_api_page_check_can_fail():
     index = "```{eval-rst}\n.. autosummary::\n\n   attnbook.other\n   attnbook.masks_x\n```\n"
     problems = api_page_problems("masks", ["appendix/api/other"], index)
-    assert problems == ["_toc.yml does not list appendix/api/masks",
-                        "appendix/api/index.md: no autosummary row for attnbook.masks"]
+    assert problems == [
+        "_toc.yml does not list appendix/api/masks",
+        "appendix/api/index.md: no autosummary row for attnbook.masks",
+    ]
     good = index.replace("attnbook.other", "attnbook.masks")
     assert api_page_problems("masks", ["appendix/api/masks"], good) == []
     # A row outside an eval-rst fence is not an autosummary row.
@@ -150,7 +156,8 @@ def test_api_page_check_can_fail():
     # A glob matches within one folder, as in Sphinx: explorers/* is not a page of api/*.
     assert api_page_problems("masks", [], good, ["appendix/api/*"]) == []
     assert api_page_problems("explorers.masks", [], "", ["appendix/api/*"])[0] == (
-        "_toc.yml does not list appendix/api/explorers/masks")
+        "_toc.yml does not list appendix/api/explorers/masks"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -189,8 +196,13 @@ def reexport_page_problems(module: str, homes: dict[str, str], page_text: str) -
     excluded = {n.strip() for n in match.group(1).split(",")} if match else set()
     if set(homes) != excluded:
         problems.append(f"{page} excludes {sorted(excluded)}, not the re-exported {sorted(homes)}")
-    entries = dict(re.findall(r"^\.\. py:(?:data|function|class):: (\w+)[^\n]*\n((?:\n|   .*\n)*)",
-                              directives, flags=re.M))
+    entries = dict(
+        re.findall(
+            r"^\.\. py:(?:data|function|class):: (\w+)[^\n]*\n((?:\n|   .*\n)*)",
+            directives,
+            flags=re.M,
+        )
+    )
     for name, home in homes.items():
         if name not in entries:
             problems.append(f"{page} does not declare the re-exported {name}")
@@ -207,14 +219,18 @@ def test_reexported_names_are_documented_once(module):
 
 
 def test_reexport_check_can_fail():
-    source = ("from .config import PRESETS\nfrom . import masks\n"
-              "from .cost import format_bytes as fb\nimport numpy as np\n"
-              "__all__ = ['PRESETS', 'fb', 'masks', 'own']\nown = 1\n")
+    source = (
+        "from .config import PRESETS\nfrom . import masks\n"
+        "from .cost import format_bytes as fb\nimport numpy as np\n"
+        "__all__ = ['PRESETS', 'fb', 'masks', 'own']\nown = 1\n"
+    )
     homes = reexports(source, "kv_cache")
     assert homes == {"PRESETS": "attnbook.config.PRESETS", "fb": "attnbook.cost.format_bytes"}
-    page = ("```{eval-rst}\n.. automodule:: attnbook.kv_cache\n   :members:\n"
-            "   :exclude-members: PRESETS\n```\n\n```{eval-rst}\n"
-            ".. py:data:: PRESETS\n\n   Defined in :data:`attnbook.config.DTYPE_BYTES`.\n```\n")
+    page = (
+        "```{eval-rst}\n.. automodule:: attnbook.kv_cache\n   :members:\n"
+        "   :exclude-members: PRESETS\n```\n\n```{eval-rst}\n"
+        ".. py:data:: PRESETS\n\n   Defined in :data:`attnbook.config.DTYPE_BYTES`.\n```\n"
+    )
     problems = reexport_page_problems("kv_cache", homes, page)
     assert problems == [
         "appendix/api/kv_cache.md excludes ['PRESETS'], not the re-exported ['PRESETS', 'fb']",
@@ -222,8 +238,9 @@ def test_reexport_check_can_fail():
         "appendix/api/kv_cache.md does not declare the re-exported fb",
     ]
     fixed = page.replace(": PRESETS\n", ": PRESETS, fb\n").replace("DTYPE_BYTES", "PRESETS")
-    fixed += ("```{eval-rst}\n.. py:function:: fb\n\n"
-              "   See :func:`attnbook.cost.format_bytes`.\n```\n")
+    fixed += (
+        "```{eval-rst}\n.. py:function:: fb\n\n   See :func:`attnbook.cost.format_bytes`.\n```\n"
+    )
     assert reexport_page_problems("kv_cache", homes, fixed) == []
     own = fixed.replace(": PRESETS, fb\n", ": PRESETS, fb, own\n")
     assert "excludes ['PRESETS', 'fb', 'own']" in reexport_page_problems("kv_cache", homes, own)[0]
@@ -244,8 +261,11 @@ def test_generator_writes_a_page_per_module_and_only_those(tmp_path):
     for module in MODULES:
         text = (api / f"{page_of(module).removeprefix('appendix/api/')}.md").read_text("utf-8")
         assert text.startswith(f"# `attnbook.{module}`\n"), module
-        assert re.search(rf"^\.\. automodule:: attnbook\.{re.escape(module)}\n   :members:$",
-                         "\n".join(eval_rst_blocks(text)), flags=re.M), module
+        assert re.search(
+            rf"^\.\. automodule:: attnbook\.{re.escape(module)}\n   :members:$",
+            "\n".join(eval_rst_blocks(text)),
+            flags=re.M,
+        ), module
     assert api_pages.write(api) == [], "an unchanged page is written again"
     # A re-exported name is declared as what it is at home.
     kv_cache = (api / "kv_cache.md").read_text(encoding="utf-8")
@@ -316,8 +336,9 @@ def summary_line(obj) -> str | None:
     return doc.splitlines()[0] if doc else ""
 
 
-def built_page_problems(module: str, names: dict[str, str | None], html: str,
-                        homes: dict[str, str] | None = None) -> list[str]:
+def built_page_problems(
+    module: str, names: dict[str, str | None], html: str, homes: dict[str, str] | None = None
+) -> list[str]:
     """Names of ``attnbook.<module>`` missing from its built page, or shown without docstring.
 
     Args:
@@ -367,16 +388,20 @@ def test_built_api_page_documents_every_public_name(built_book, module):
     assert page.is_file(), f"{page} was not built"
     # A subpackage's __all__ names its modules, which have pages of their own.
     homes = reexports(inspect.getsource(mod), module)
-    names = {name: summary_line(getattr(mod, name)) for name in public_names(mod)
-             if f"attnbook.{module}.{name}" not in PACKAGE and name not in homes}
+    names = {
+        name: summary_line(getattr(mod, name))
+        for name in public_names(mod)
+        if f"attnbook.{module}.{name}" not in PACKAGE and name not in homes
+    }
     assert built_page_problems(module, names, page.read_text(encoding="utf-8"), homes) == []
 
 
 def test_built_api_index_links_every_module_page(built_book):
     html = (built_book / "appendix" / "api" / "index.html").read_text(encoding="utf-8")
     hrefs = set(re.findall(r'href="([^"#]+)(?:#[^"]*)?"', html))
-    missing = [m for m in MODULES
-               if page_of(m).removeprefix("appendix/api/") + ".html" not in hrefs]
+    missing = [
+        m for m in MODULES if page_of(m).removeprefix("appendix/api/") + ".html" not in hrefs
+    ]
     assert not missing, f"appendix/api/index.html does not link the pages of {missing}"
     notation = built_book / "appendix" / "notation.html"
     assert notation.is_file(), "the notation appendix was not built"
@@ -397,8 +422,12 @@ def test_built_page_check_can_fail():
     objects, _ = documented_objects(html)
     assert objects["attnbook.m.f"].startswith("Softmax of the scores.")
     assert "Inner." in objects["attnbook.m.f"] and objects["attnbook.m.C.g"] == "Inner."
-    names = {"f": "Softmax of the scores.", "empty": "Something.", "absent": None,
-             "C": "Attention weights per head."}
+    names = {
+        "f": "Softmax of the scores.",
+        "empty": "Something.",
+        "absent": None,
+        "C": "Attention weights per head.",
+    }
     problems = "\n".join(built_page_problems("m", names, html))
     assert "attnbook.m.absent is not documented" in problems
     assert "attnbook.m.empty is shown without a docstring" in problems
@@ -412,8 +441,10 @@ def test_built_page_check_can_fail():
     homes = {"f": "attnbook.home.f", "g": "attnbook.home.g"}
     linked = html + '<a class="reference internal" href="home.html#attnbook.home.g">g</a>'
     problems = built_page_problems("m", {}, linked, homes)
-    assert problems == ["attnbook.m.f: no link to its home attnbook.home.f",
-                        "attnbook.m.g (re-exported) is not declared on its page",]
+    assert problems == [
+        "attnbook.m.f: no link to its home attnbook.home.f",
+        "attnbook.m.g (re-exported) is not declared on its page",
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -458,14 +489,16 @@ def undocumented_data(module_name: str, source: str, namespace: dict) -> list[st
     commented = attribute_doc_comments(source)
     assigned = {
         target.id
-        for node in ast.parse(source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name)
     }
     return [
         f"{module_name}.{name}: data without a `#:` doc comment (autodoc omits it)"
         for name in namespace.get("__all__", [])
-        if name in assigned and name not in commented
+        if name in assigned
+        and name not in commented
         and not (callable(namespace.get(name)) or inspect.ismodule(namespace.get(name)))
     ]
 
@@ -540,8 +573,11 @@ def test_notation_causal_table_is_the_bottom_right_mask():
     rows = find_table("query (position)")
     table = mask_table(rows)
     L, S = table.shape
-    sentence = re.search(r"For \$L = (\d+)\$ queries after (\d+) cached tokens \(\$S = (\d+)\$\), "
-                         r"`causal_mask\((\d+), (\d+)\)`", notation_text())
+    sentence = re.search(
+        r"For \$L = (\d+)\$ queries after (\d+) cached tokens \(\$S = (\d+)\$\), "
+        r"`causal_mask\((\d+), (\d+)\)`",
+        notation_text(),
+    )
     assert sentence, "the sentence introducing the causal table changed"
     assert [int(g) for g in sentence.groups()] == [L, S - L, S, L, S]
     # Hand rule of the text, j <= i + (S - L), and the library's mask.
@@ -603,8 +639,13 @@ def test_notation_rope_pairs_and_rotation_match_apply_rope():
                 out = apply_rope(x, np.array([p]), base=base, interleaved=interleaved)[0]
                 expected = np.zeros(D)
                 expected[a], expected[b] = expected_a, expected_b
-                np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12,
-                                           err_msg=f"{row[0]}, pair {i} = ({a}, {b}), e_{unit}")
+                np.testing.assert_allclose(
+                    out,
+                    expected,
+                    rtol=0,
+                    atol=1e-12,
+                    err_msg=f"{row[0]}, pair {i} = ({a}, {b}), e_{unit}",
+                )
 
 
 def test_notation_sinusoidal_columns_match_sinusoidal_encoding():
@@ -639,8 +680,12 @@ def test_notation_norm_defaults_are_the_library_defaults():
     from attnbook import layers, norms
 
     text = notation_text()
-    stated = re.search(r"defaults are \$\\varepsilon = 10\^\{(-\d+)\}\$ for LayerNorm .*?"
-                       r"\$\\varepsilon = 10\^\{(-\d+)\}\$ for\s+RMSNorm", text, flags=re.S)
+    stated = re.search(
+        r"defaults are \$\\varepsilon = 10\^\{(-\d+)\}\$ for LayerNorm .*?"
+        r"\$\\varepsilon = 10\^\{(-\d+)\}\$ for\s+RMSNorm",
+        text,
+        flags=re.S,
+    )
     assert stated, "the sentence stating the norms' defaults changed"
     ln_eps, rms_eps = (10.0 ** int(g) for g in stated.groups())
     assert inspect.signature(norms.layer_norm).parameters["eps"].default == ln_eps

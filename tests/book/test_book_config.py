@@ -70,8 +70,10 @@ def config_escape_hatches(config: dict) -> list[str]:
     if not str(execute.get("cache", "")).startswith("_build/"):
         problems.append(f"execute.cache is {execute.get('cache')!r}, not a folder of _build/")
     if "nb_execution_mode" in sphinx_config or "nb_execution_cache_path" in sphinx_config:
-        problems.append("sphinx.config sets nb_execution_mode or nb_execution_cache_path "
-                        "(execute: is the one place)")
+        problems.append(
+            "sphinx.config sets nb_execution_mode or nb_execution_cache_path "
+            "(execute: is the one place)"
+        )
     if sphinx_config.get("nb_execution_raise_on_error") is not True:
         problems.append("sphinx.config.nb_execution_raise_on_error is not true")
     if execute.get("raise_on_error", True) is not True:
@@ -165,8 +167,13 @@ def test_config_offline_check_can_fail():
     config["sphinx"]["config"]["extensions"] = ["sphinx_thebe"]
     config["launch_buttons"] = {"thebe": True, "colab_url": "https://colab.research.google.com"}
     problems = "\n".join(config_offline_problems(config))
-    for expected in ("nb_ipywidgets_js", "sphinx-mathjax-offline is not loaded",
-                     "sphinx_thebe is loaded", "thebe is not false", "colab_url"):
+    for expected in (
+        "nb_ipywidgets_js",
+        "sphinx-mathjax-offline is not loaded",
+        "sphinx_thebe is loaded",
+        "thebe is not false",
+        "colab_url",
+    ):
         assert expected in problems, problems
 
 
@@ -194,8 +201,12 @@ def chapter_escape_hatches(nb) -> list[str]:
     """Cells or notebook metadata in a chapter that let a failing cell pass."""
     problems = []
     mystnb = nb.metadata.get("mystnb") or {}
-    for key in ("execution_mode", "execution_allow_errors", "execution_raise_on_error",
-                "execution_excludepatterns"):
+    for key in (
+        "execution_mode",
+        "execution_allow_errors",
+        "execution_raise_on_error",
+        "execution_excludepatterns",
+    ):
         if key in mystnb:
             problems.append(f"notebook metadata mystnb.{key} = {mystnb[key]!r}")
     for index, cell in enumerate(nb.cells):
@@ -216,13 +227,13 @@ def test_toc_lists_existing_chapters_then_references():
     assert not missing, f"_toc.yml lists chapters that do not exist: {missing}"
     front = list(FRONT_PAGES)
     assert chapters[: len(front)] == front, f"_toc.yml does not open with {front}: {chapters}"
-    chapters = chapters[len(front):]
+    chapters = chapters[len(front) :]
     numbered = [c for c in chapters[:-1] if c.startswith("chapters/")]
     numbers = [int(re.match(r"chapters/(\d+)-", c).group(1)) for c in numbered]
     assert numbers == sorted(numbers), f"chapters out of order: {chapters}"
     # The chapters come first, then the appendices (appendix/...), then the references.
     assert chapters[: len(numbered)] == numbered, f"a chapter follows an appendix: {chapters}"
-    others = [c for c in chapters[len(numbered):-1] if not c.startswith("appendix/")]
+    others = [c for c in chapters[len(numbered) : -1] if not c.startswith("appendix/")]
     assert not others, f"_toc.yml lists pages that are neither chapters nor appendices: {others}"
 
 
@@ -233,8 +244,11 @@ def test_chapter_has_no_escape_hatch_and_a_numbered_title(chapter):
     assert chapter_escape_hatches(nb) == []
     number = int(chapter.name.split("-", 1)[0])
     titles = [
-        line for cell in nb.cells if cell.cell_type == "markdown"
-        for line in cell.source.splitlines() if line.startswith("# ")
+        line
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("# ")
     ]
     assert titles, f"{chapter.name} has no H1"
     assert titles[0].startswith(f"# {number} · "), (
@@ -356,8 +370,11 @@ def makefile_problems(text: str) -> list[str]:
             problems.append(f"no `{target}` target")
     if problems:
         return problems
-    builds = [w for w in commands(rules["html"]["recipe"])
-              if w[0] == ".venv/bin/python" and w[1:2] == [BUILD_COMMAND[0]]]
+    builds = [
+        w
+        for w in commands(rules["html"]["recipe"])
+        if w[0] == ".venv/bin/python" and w[1:2] == [BUILD_COMMAND[0]]
+    ]
     if len(builds) != 1:
         problems.append(f"`html` does not run {BUILD_COMMAND[0]} once: {builds}")
     html_recipe = rules["html"]["recipe"]
@@ -367,7 +384,9 @@ def makefile_problems(text: str) -> list[str]:
         if not runs_make_target(rules, target, "html"):
             problems.append(f"`{target}` does not build the book")
         installs = [
-            words for prereq in rules[target]["prereqs"] if prereq in rules
+            words
+            for prereq in rules[target]["prereqs"]
+            if prereq in rules
             for words in commands(rules[prereq]["recipe"])
             if "pip" in words and "install" in words and requirements in words
         ]
@@ -387,8 +406,11 @@ def makefile_problems(text: str) -> list[str]:
         if target not in rules:
             problems.append(f"the Makefile has no `{target}`")
             continue
-        starts = [w for w in commands(rules[target]["recipe"])
-                  if w[0].endswith("jupyter") and w[1:2] == ["lab"]]
+        starts = [
+            w
+            for w in commands(rules[target]["recipe"])
+            if w[0].endswith("jupyter") and w[1:2] == ["lab"]
+        ]
         if not starts:
             problems.append(f"`{target}` does not start jupyter lab")
         elif not any(f"--LabApp.app_settings_dir=$(CURDIR)/{settings}" in w for w in starts):
@@ -409,7 +431,7 @@ UNIT_EXCLUDED = {"slow", "browser", "book"}
 def unit_and_lint_problems(rules: dict) -> list[str]:
     """`unit` runs pytest without the excluded markers and builds nothing; `lint` runs ruff."""
     problems = []
-    unit = [w[w.index("pytest") + 1:] for w in commands(rules["unit"]["recipe"]) if "pytest" in w]
+    unit = [w[w.index("pytest") + 1 :] for w in commands(rules["unit"]["recipe"]) if "pytest" in w]
     if len(unit) != 1 or "-m" not in unit[0][:-1]:
         problems.append(f"`unit` does not run one `pytest -m ...`: {unit}")
     else:
@@ -422,8 +444,8 @@ def unit_and_lint_problems(rules: dict) -> list[str]:
     if runs_make_target(rules, "unit", "html"):
         problems.append("`unit` builds the book")
     lint = [w for w in commands(rules["lint"]["recipe"]) if w[0].endswith("ruff")]
-    if lint != [[lint[0][0], "check", "."]] if lint else True:
-        problems.append(f"`lint` does not run `ruff check .`: {lint}")
+    if not lint or lint != [[lint[0][0], "check", "."], [lint[0][0], "format", "--check", "."]]:
+        problems.append(f"`lint` does not run `ruff check .` and `ruff format --check .`: {lint}")
     return problems
 
 
@@ -440,12 +462,17 @@ def test_makefile_check_can_fail():
     no_pytest = text.replace("$(VPY) -m pytest", "true")
     assert "`test` does not run pytest" in makefile_problems(no_pytest)
     assert "no `lab` target" in makefile_problems(text.replace("\nlab:", "\nnolab:"))
-    lax_unit = text.replace("UNIT_MARKERS := not slow and not browser and not book",
-                            "UNIT_MARKERS := not slow and not browser")
+    lax_unit = text.replace(
+        "UNIT_MARKERS := not slow and not browser and not book",
+        "UNIT_MARKERS := not slow and not browser",
+    )
     assert lax_unit != text, "the Makefile no longer defines UNIT_MARKERS as this test expects"
     assert "`unit` selects 'not slow and not browser'" in "\n".join(makefile_problems(lax_unit))
     no_lint = text.replace("$(VENV)/bin/ruff check .", "$(VENV)/bin/ruff format --check .")
     assert "`lint` does not run `ruff check .`" in "\n".join(makefile_problems(no_lint))
+    no_format = text.replace("\t$(VENV)/bin/ruff format --check .\n", "")
+    assert no_format != text, "the Makefile's lint recipe no longer reads as this test expects"
+    assert "`lint` does not run `ruff check .`" in "\n".join(makefile_problems(no_format))
     building = text.replace("unit: $(TEST_STAMP)\n", "unit: $(TEST_STAMP) html\n")
     assert "`unit` builds the book" in makefile_problems(building)
 
@@ -592,8 +619,6 @@ def test_slow_test_list_names_existing_tests(tmp_path):
     assert stale_slow_tests(tmp_path, entries) == ["test_x.py::test_b", "test_y.py::test_a"]
 
 
-
-
 @pytest.mark.parametrize("chapter", sorted((ROOT / "chapters").glob("*.md")), ids=lambda p: p.name)
 def test_chapter_header_is_the_one_jupyterlab_keeps(chapter):
     text = chapter.read_text(encoding="utf-8")
@@ -628,16 +653,20 @@ def test_editions_build_is_strict_and_shares_one_execution():
     assert editions_problems(editions.STRICT, editions.OVERRIDES, BUILD_COMMAND) == []
     lax = dict(editions.STRICT, warningiserror=False)
     assert "warningiserror=True" in "\n".join(
-        editions_problems(lax, editions.OVERRIDES, BUILD_COMMAND))
+        editions_problems(lax, editions.OVERRIDES, BUILD_COMMAND)
+    )
     no_nitpick = dict(editions.OVERRIDES, nitpicky=False)
     assert "nitpicky=True" in "\n".join(
-        editions_problems(editions.STRICT, no_nitpick, BUILD_COMMAND))
+        editions_problems(editions.STRICT, no_nitpick, BUILD_COMMAND)
+    )
     executes = dict(editions.OVERRIDES, attnbook_no_execution=False)
     assert "attnbook_no_execution" in "\n".join(
-        editions_problems(editions.STRICT, executes, BUILD_COMMAND))
+        editions_problems(editions.STRICT, executes, BUILD_COMMAND)
+    )
     forced = dict(editions.OVERRIDES, nb_execution_mode="force")
     assert "override _config.yml" in "\n".join(
-        editions_problems(editions.STRICT, forced, BUILD_COMMAND))
+        editions_problems(editions.STRICT, forced, BUILD_COMMAND)
+    )
 
 
 def test_the_execution_reads_its_settings_from_config_yml():

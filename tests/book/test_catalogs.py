@@ -38,8 +38,9 @@ def test_catalog_is_complete_and_not_fuzzy(po):
 
 @pytest.mark.parametrize("po", catalogs.catalogs(), ids=catalogs.page_of)
 def test_translations_keep_every_markup_token(po):
-    problems = [(e.msgid[:50], p)
-                for e in polib.pofile(str(po)) for p in catalogs.markup_problems(e)]
+    problems = [
+        (e.msgid[:50], p) for e in polib.pofile(str(po)) for p in catalogs.markup_problems(e)
+    ]
     assert problems == []
 
 
@@ -52,8 +53,9 @@ def test_markup_check_can_fail():
     assert "missing 'math $d_k = 64$'" in problems
     assert "missing 'role glue:text var64:.2f'" in problems
     assert "added 'role glue:text var64:.3f'" in problems
-    ok = polib.POEntry(msgid="see {doc}`chapter 3 <03-x>` and `f(x)`",
-                       msgstr="见 {doc}`第 3 章 <03-x>` 与 `f(x)`")
+    ok = polib.POEntry(
+        msgid="see {doc}`chapter 3 <03-x>` and `f(x)`", msgstr="见 {doc}`第 3 章 <03-x>` 与 `f(x)`"
+    )
     assert catalogs.markup_problems(ok) == []
 
 
@@ -117,11 +119,11 @@ def test_label_catalog_entries_are_complete_and_keep_placeholders_and_math():
                 bad.append((e.msgid, "untranslated or fuzzy"))
             elif e.msgid.count("{}") != text.count("{}"):
                 bad.append((e.msgid, "placeholders differ"))
-            elif set(named.findall(e.msgid + (e.msgid_plural or ""))) != set(
-                    named.findall(text)):
+            elif set(named.findall(e.msgid + (e.msgid_plural or ""))) != set(named.findall(text)):
                 bad.append((e.msgid, "named placeholders differ"))
-            elif sorted(re.findall(r"\$[^$]*\$", e.msgid)) != \
-                    sorted(re.findall(r"\$[^$]*\$", text)):
+            elif sorted(re.findall(r"\$[^$]*\$", e.msgid)) != sorted(
+                re.findall(r"\$[^$]*\$", text)
+            ):
                 bad.append((e.msgid, "mathtext differs"))
     assert bad == []
 
@@ -134,8 +136,13 @@ def test_every_label_translation_draws_without_a_missing_glyph():
 
     from attnbook import mpl_figures
 
-    texts = [t for path in LABELS for e in polib.pofile(str(path))
-             for t in ([e.msgstr] + list(e.msgstr_plural.values())) if t]
+    texts = [
+        t
+        for path in LABELS
+        for e in polib.pofile(str(path))
+        for t in ([e.msgstr] + list(e.msgstr_plural.values()))
+        if t
+    ]
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.set_title("\n".join(t.replace("{}", "1") for t in texts if "$" not in t)[:20000])
     for i, t in enumerate(t for t in texts if "$" in t):
@@ -154,13 +161,15 @@ def test_markup_check_covers_hyphenated_roles_and_display_math():
     assert catalogs.markup_problems(role) == ["missing 'role attnbook-source the code'"]
     math = polib.POEntry(msgid="\ns_{ij} = q_i k_j\n", msgstr="\ns_{ji} = q_i k_j\n")
     assert catalogs.markup_problems(math) == [
-        "a display-math block must be copied unchanged but for the words inside its \\text{...}"]
+        "a display-math block must be copied unchanged but for the words inside its \\text{...}"
+    ]
 
 
 def test_display_math_words_inside_text_are_translated_and_nothing_else():
     msgid = "\n\\text{scores } c\\,QK^\\top : 2 L^2 d_k \\text{ FLOPs}\n"
-    words = polib.POEntry(msgid=msgid,
-                          msgstr="\n\\text{分数 } c\\,QK^\\top : 2 L^2 d_k \\text{ 次浮点运算}\n")
+    words = polib.POEntry(
+        msgid=msgid, msgstr="\n\\text{分数 } c\\,QK^\\top : 2 L^2 d_k \\text{ 次浮点运算}\n"
+    )
     assert catalogs.markup_problems(words) == []
     # The formula around the words is kept: a changed exponent, or a \text moved, is named.
     exponent = polib.POEntry(msgid=msgid, msgstr=words.msgstr.replace("L^2", "L^3"))
@@ -170,7 +179,8 @@ def test_display_math_words_inside_text_are_translated_and_nothing_else():
     for entry in (exponent, moved, smuggled):
         assert catalogs.markup_problems(entry) != []
     assert catalogs.markup_problems(smuggled) == [
-        "math inside a translated \\text{...}: '\\\\text{分数 $i>j$ }'"]
+        "math inside a translated \\text{...}: '\\\\text{分数 $i>j$ }'"
+    ]
 
 
 def test_math_inside_text_is_checked_not_forbidden():
@@ -182,8 +192,11 @@ def test_math_inside_text_is_checked_not_forbidden():
     escaped = polib.POEntry(msgid="\n\\text{costs \\$5} x\n", msgstr="\n\\text{花费 \\$5} x\n")
     assert catalogs.markup_problems(escaped) == []  # \$ is a dollar sign, not math
     # Math changed, moved to another \text, or written \(...\) is named.
-    for msgstr in ("\n\\text{其中 $y$ 为} + \\text{乙}\n", "\n\\text{其中为} + \\text{乙 $x$}\n",
-                   "\n\\text{其中 $x$ 为} + \\text{乙 \\(i>j\\)}\n"):
+    for msgstr in (
+        "\n\\text{其中 $y$ 为} + \\text{乙}\n",
+        "\n\\text{其中为} + \\text{乙 $x$}\n",
+        "\n\\text{其中 $x$ 为} + \\text{乙 \\(i>j\\)}\n",
+    ):
         problems = catalogs.markup_problems(polib.POEntry(msgid=msgid, msgstr=msgstr))
         assert problems and problems[0].startswith("math inside a translated"), msgstr
 
@@ -196,7 +209,8 @@ def test_an_amsmath_environment_is_display_math():
     assert catalogs.markup_problems(ok) == []
     changed = polib.POEntry(msgid=msgid, msgstr=ok.msgstr.replace("w =", "v ="))
     assert catalogs.markup_problems(changed) == [
-        "a display-math block must be copied unchanged but for the words inside its \\text{...}"]
+        "a display-math block must be copied unchanged but for the words inside its \\text{...}"
+    ]
 
 
 def test_catalog_tool_names_a_missing_argument(capsys):

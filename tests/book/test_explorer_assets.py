@@ -46,11 +46,19 @@ def toy_explorer():
     from attnbook.explorers.base import Control, Explorer
 
     def render(n, bars):
-        return go.Figure(go.Bar(y=[n * (i + 1) for i in range(bars)]),
-                         layout=dict(height=300, title=dict(text=f"n = {n}")))
+        return go.Figure(
+            go.Bar(y=[n * (i + 1) for i in range(bars)]),
+            layout=dict(height=300, title=dict(text=f"n = {n}")),
+        )
 
-    return Explorer([Control("n", "n", "slider", (1, 2, 3, 4), 2),
-                     Control("bars", "bars", "select", (2, 3), 2)], render, title="toy explorer")
+    return Explorer(
+        [
+            Control("n", "n", "slider", (1, 2, 3, 4), 2),
+            Control("bars", "bars", "select", (2, 3), 2),
+        ],
+        render,
+        title="toy explorer",
+    )
 
 
 def indent(html: str) -> str:
@@ -63,9 +71,11 @@ def site(tmp_path_factory) -> Path:
     src = tmp_path_factory.mktemp("toy-site")
     (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR)), encoding="utf-8")
     explorers = "\n\n".join(
-        f".. raw:: html\n\n{indent(toy_explorer().static_html(assets=False))}\n" for _ in range(2))
+        f".. raw:: html\n\n{indent(toy_explorer().static_html(assets=False))}\n" for _ in range(2)
+    )
     (src / "index.rst").write_text(
-        "Explorers\n=========\n\n" + explorers + "\n.. toctree::\n\n   other\n", encoding="utf-8")
+        "Explorers\n=========\n\n" + explorers + "\n.. toctree::\n\n   other\n", encoding="utf-8"
+    )
     (src / "other.rst").write_text("Other\n=====\n\nNo explorer here.\n", encoding="utf-8")
     out = build_html(src)
     return out
@@ -116,7 +126,9 @@ def test_explorers_draw_from_the_one_script_and_redraw_from_the_keyboard(site):
             for uid in uids:
                 page.wait_for_function(
                     "id => { const gd = document.getElementById(id + '-plot');"
-                    " return gd._fullData && gd._fullData.length === 1; }", arg=uid)
+                    " return gd._fullData && gd._fullData.length === 1; }",
+                    arg=uid,
+                )
             slider = page.locator(f"#{uids[1]}-n")
             before = page.get_attribute(f"#{uids[1]}-plot", "data-grid-index")
             page.keyboard.press("Tab")  # into the page: focus the first control by keyboard
@@ -124,12 +136,15 @@ def test_explorers_draw_from_the_one_script_and_redraw_from_the_keyboard(site):
             page.keyboard.press("ArrowRight")
             page.wait_for_function(
                 "([id, b]) => document.getElementById(id + '-plot')"
-                ".getAttribute('data-grid-index') !== b", arg=[uids[1], before])
+                ".getAttribute('data-grid-index') !== b",
+                arg=[uids[1], before],
+            )
             assert page.text_content(f"#{uids[1]}-n-value") == "3"  # from 2
             assert page.get_attribute(f"#{uids[0]}-plot", "data-grid-index") == before
             outline = page.eval_on_selector(
-                f"#{uids[1]}-n", "el => getComputedStyle(el).outlineStyle + ' ' + "
-                "getComputedStyle(el).outlineWidth")
+                f"#{uids[1]}-n",
+                "el => getComputedStyle(el).outlineStyle + ' ' + getComputedStyle(el).outlineWidth",
+            )
             assert outline == "solid 2px", outline
             assert not errors, errors
         finally:

@@ -20,8 +20,16 @@ import pytest
 from attnbook import i18n
 
 _PAYLOAD = re.compile(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', re.S)
-_LABEL_KEYS = {"name", "text", "title", "hovertemplate", "hovertext", "ticktext", "texttemplate",
-               "customdata"}
+_LABEL_KEYS = {
+    "name",
+    "text",
+    "title",
+    "hovertemplate",
+    "hovertext",
+    "ticktext",
+    "texttemplate",
+    "customdata",
+}
 
 
 def visible_strings(spec: dict) -> set[str]:
@@ -72,24 +80,30 @@ def test_chinese_explorers_show_no_english(built_editions):
                 bad.setdefault(page, set()).add(text)
     assert seen >= 13, f"only {seen} explorers found in the Chinese edition"
     assert not bad, "explorer strings left in English in the Chinese edition: " + "; ".join(
-        f"{page} ({len(texts)}): {sorted(texts)[:4]}" for page, texts in bad.items())
+        f"{page} ({len(texts)}): {sorted(texts)[:4]}" for page, texts in bad.items()
+    )
 
 
 def test_english_explorers_show_no_chinese(built_editions):
-    bad = {page: sorted(t for t in visible_strings(spec) if has_cjk(t))[:4]
-           for page, spec in explorers(built_editions["en"])}
+    bad = {
+        page: sorted(t for t in visible_strings(spec) if has_cjk(t))[:4]
+        for page, spec in explorers(built_editions["en"])
+    }
     bad = {page: texts for page, texts in bad.items() if texts}
     assert not bad, f"Chinese in the English edition's explorers: {bad}"
 
 
-@pytest.mark.parametrize("text, kept, words", [
-    ("查询 0，键 1：可关注", (), []),
-    ("query 0, key 1: may attend", (), ["query", "key", "may", "attend"]),
-    ("%{x} 个 token：%{y:.3g} GiB<extra>MHA（28 个 KV 头）</extra>", (), []),
-    ("%{x} 个 tokens：%{y:.3g} GiB", (), ["tokens"]),  # token is kept; Chinese has no plural
-    ("权重 = masked_softmax(scores, mask)", (), []),
-    ("“The king”", ("The", "king"), []),
-])
+@pytest.mark.parametrize(
+    "text, kept, words",
+    [
+        ("查询 0，键 1：可关注", (), []),
+        ("query 0, key 1: may attend", (), ["query", "key", "may", "attend"]),
+        ("%{x} 个 token：%{y:.3g} GiB<extra>MHA（28 个 KV 头）</extra>", (), []),
+        ("%{x} 个 tokens：%{y:.3g} GiB", (), ["tokens"]),  # token is kept; Chinese has no plural
+        ("权重 = masked_softmax(scores, mask)", (), []),
+        ("“The king”", ("The", "king"), []),
+    ],
+)
 def test_the_scan_catches_english(text, kept, words):
     """The scan itself: it must flag English words and let math, code and kept words pass."""
     assert i18n.untranslated(text, frozenset(kept)) == words

@@ -58,22 +58,44 @@ def site(tmp_path_factory):
     # gridded (relaid_out re-grids panels, so many panels alone would fit): no phone drawing.
     fig, ax = plt.subplots(figsize=(6.88, 2.5), dpi=100, layout="constrained")
     ax.plot([0, 1000, 2000], [0, 1, 2])
-    ax.set_yticks([0, 2], ["the attention weight of the key at the first position",
-                           "the attention weight of the key at the last position"])
+    ax.set_yticks(
+        [0, 2],
+        [
+            "the attention weight of the key at the first position",
+            "the attention weight of the key at the last position",
+        ],
+    )
     too_wide = mpl_figures.figure_bundle(fig, ("en",))
     plt.close(fig)
     assert too_wide["too_wide"] and too_wide["narrow"] == {} and not payload["too_wide"]
     src = tmp_path_factory.mktemp("toy-figures")
     (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR)), encoding="utf-8")
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Figures"),
-        nbformat.v4.new_code_cell("fig", outputs=[nbformat.v4.new_output(
-            "display_data", {"image/png": payload["editions"]["en"], MIME: payload})]),
-        nbformat.v4.new_code_cell("fig2", outputs=[nbformat.v4.new_output(
-            "display_data", {"image/png": too_wide["editions"]["en"], MIME: too_wide})]),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Figures"),
+            nbformat.v4.new_code_cell(
+                "fig",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data", {"image/png": payload["editions"]["en"], MIME: payload}
+                    )
+                ],
+            ),
+            nbformat.v4.new_code_cell(
+                "fig2",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data", {"image/png": too_wide["editions"]["en"], MIME: too_wide}
+                    )
+                ],
+            ),
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, src / "index.ipynb")
     out = build_html(src)
     return out, payload
@@ -88,7 +110,9 @@ def test_the_figure_is_one_picture_with_both_drawings_and_their_sizes(site):
         r'<picture><source height="(\d+)" media="\(max-width: 600px\)" '
         r'srcset="(_images/\w+\.png)" width="(\d+)" />'
         r'<img alt="([^"]*)" height="(\d+)" src="(_images/\w+\.png)" width="(\d+)" />'
-        r"</picture>", pictures[0])
+        r"</picture>",
+        pictures[0],
+    )
     assert source, pictures[0]
     n_height, n_src, n_width, alt, w_height, w_src, w_width = source.groups()
     narrow, wide = (out / n_src).read_bytes(), (out / w_src).read_bytes()
@@ -129,6 +153,9 @@ def test_a_figure_too_wide_for_a_phone_scrolls_in_its_own_box(site):
     assert box, html
     assert "<picture>" not in box.group(0)
     css = (ROOT / "book" / "_static" / "attnbook.css").read_text(encoding="utf-8")
-    rule = re.search(r"@media \(max-width: 600px\) \{\s*\.bd-article \.cell_output "
-                     rf"\.{WIDE_FIGURE_CLASS} \{{\s*overflow-x: auto;", css)
+    rule = re.search(
+        r"@media \(max-width: 600px\) \{\s*\.bd-article \.cell_output "
+        rf"\.{WIDE_FIGURE_CLASS} \{{\s*overflow-x: auto;",
+        css,
+    )
     assert rule, "the stylesheet does not let the box scroll on a phone"

@@ -38,8 +38,10 @@ def pre(lines: list[str]) -> str:
 
 
 def code(language: str, lines: list[str], extra: str = "") -> str:
-    return (f'<div class="highlight-{language} notranslate{extra}"><div class="highlight">'
-            f"{pre(lines)}</div></div>")
+    return (
+        f'<div class="highlight-{language} notranslate{extra}"><div class="highlight">'
+        f"{pre(lines)}</div></div>"
+    )
 
 
 WIDE = "x = " + "1 + " * 20 + "1"  # 85 columns
@@ -112,8 +114,9 @@ def test_code_block_parser_reads_each_structure():
 
 def test_listing_check_can_fail():
     problems = limit_problems(code_blocks(page(), "07-x"))
-    assert problems[0] == "07-x: input cell `y = 1`, line 2 has 85 columns (at most 79): " + (
-        WIDE.strip()[:60]
+    assert (
+        problems[0]
+        == "07-x: input cell `y = 1`, line 2 has 85 columns (at most 79): " + (WIDE.strip()[:60])
     )
     assert "07-x: listing `def f(q, k):` has 41 lines (at most 30)" in problems
     assert "07-x: listing `open_details = 1`, line 2 has 85 columns" in "\n".join(problems)
@@ -123,13 +126,17 @@ def test_listing_check_can_fail():
 
 def test_input_cell_limit_can_fail():
     """A chapter's own visible cell may have 40 lines (a listing 30); a hidden one any number."""
+
     def cell(n: int, tag: str = "") -> str:
-        return (f'<div class="cell {tag} docutils container"><div class="cell_input docutils '
-                f'container">{code("ipython3", ["x = 1"] * n)}</div></div>')
+        return (
+            f'<div class="cell {tag} docutils container"><div class="cell_input docutils '
+            f'container">{code("ipython3", ["x = 1"] * n)}</div></div>'
+        )
 
     html = f"<html><body>{cell(MAX_CELL_LINES)}{cell(41)}{cell(99, 'tag_hide-input')}</body></html>"
     assert limit_problems(code_blocks(html, "07-x")) == [
-        "07-x: input cell `x = 1` has 41 lines (at most 40)"]
+        "07-x: input cell `x = 1` has 41 lines (at most 40)"
+    ]
 
 
 def test_figures_count_only_visible_listings():

@@ -63,7 +63,7 @@ def code_cells(text: str) -> list[str]:
             i += 1
         i += 1
         if body and body[0] == "---":
-            body = body[body.index("---", 1) + 1:]
+            body = body[body.index("---", 1) + 1 :]
         else:
             while body and re.match(r"^:[A-Za-z][\w-]*:", body[0]):
                 body = body[1:]
@@ -222,7 +222,7 @@ def test_source_archive_keeps_the_sources_and_leaves_out_the_rest(tree):
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         for rel in kept:
             assert zf.read(f"attnbook-source/{rel}") == (tree / rel).read_bytes()
-    modes = {name[len("attnbook-source/"):]: i.external_attr >> 16 for name, i in info.items()}
+    modes = {name[len("attnbook-source/") :]: i.external_attr >> 16 for name, i in info.items()}
     assert modes[".ci/run"] == 0o100755  # unzip keeps the script executable
     assert modes["lib/attnbook/__init__.py"] == 0o100644
     assert modes["README.md"] == 0o100644
@@ -274,11 +274,19 @@ def test_source_archive_leaves_out_a_readers_notebooks_and_compiled_catalogs(tre
 def test_source_archive_of_the_repository():
     files = ext.archive_files(ROOT)
     for rel in (
-        "lib/attnbook/__init__.py", "pyproject.toml", "requirements.txt",
-        "requirements-test.txt", "Makefile", "jupytext.toml", "jupyter/source/overrides.json",
+        "lib/attnbook/__init__.py",
+        "pyproject.toml",
+        "requirements.txt",
+        "requirements-test.txt",
+        "Makefile",
+        "jupytext.toml",
+        "jupyter/source/overrides.json",
         "jupyter/reader/overrides.json",
-        "jupyter/jupyter_server_config.py", "README.md", "CONTRIBUTING.md",
-        "benchmarks/results/cpu_flash.csv", "book/_ext/attnbook_notebooks.py",
+        "jupyter/jupyter_server_config.py",
+        "README.md",
+        "CONTRIBUTING.md",
+        "benchmarks/results/cpu_flash.csv",
+        "book/_ext/attnbook_notebooks.py",
     ):
         assert rel in files
     assert {f"chapters/{c.name}" for c in CHAPTERS} <= set(files)
@@ -309,15 +317,20 @@ def test_built_book_carries_its_source(built_book):
     # and no other notebook.
     data = archive.read_bytes()
     notebooks = sorted(n for n in info if n.endswith(".ipynb"))
-    expected = sorted(f"attnbook-source/notebooks/{code}/chapters/{c.stem}.ipynb"
-                      for code in ("en", "zh") for c in CHAPTERS)
+    expected = sorted(
+        f"attnbook-source/notebooks/{code}/chapters/{c.stem}.ipynb"
+        for code in ("en", "zh")
+        for c in CHAPTERS
+    )
     assert notebooks == expected
     tree = ROOT / "_build" / "notebooks"
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         for code in ("en", "zh"):
             for rel in ("chapters/03-scaling-variance.ipynb", "references.md"):
-                assert zf.read(f"attnbook-source/notebooks/{code}/{rel}") == (
-                    tree / code / rel).read_bytes(), f"{code}/{rel} differs from the build's"
+                assert (
+                    zf.read(f"attnbook-source/notebooks/{code}/{rel}")
+                    == (tree / code / rel).read_bytes()
+                ), f"{code}/{rel} differs from the build's"
     other = built_book.parent / "zh" / ext.ARCHIVE
     assert other.read_bytes() == data, "the two editions offer different archives"
     page = built_book / "run.html"

@@ -42,10 +42,10 @@ LANGUAGE_CELL = 'from attnbook import i18n; i18n.set_language("{}")'
 #: What JupyterLab would show raw: MyST roles, directive fences and options, colon fences.
 RAW_MYST = re.compile(
     r"\{(?:glue|cite|py|ref|doc|numref|eq|term|attnbook)[:\w-]*\}`"  # roles
-    r"|^\s*(?:`{3,}|~{3,}|:{3,})\s*\{[\w:-]+\}"                    # ```{directive} / :::{div}
-    r"|^\s*:{4,}\s*$"                                               # a closing ::::
-    r"|^\s*:(?:class|tags|name|label|width|align):(?:[ \t]|$)"      # directive options
-    r"|^\(\S+\)=\s*$",                                              # (label)= targets
+    r"|^\s*(?:`{3,}|~{3,}|:{3,})\s*\{[\w:-]+\}"  # ```{directive} / :::{div}
+    r"|^\s*:{4,}\s*$"  # a closing ::::
+    r"|^\s*:(?:class|tags|name|label|width|align):(?:[ \t]|$)"  # directive options
+    r"|^\(\S+\)=\s*$",  # (label)= targets
     re.M,
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -75,14 +75,20 @@ def raw_myst(text: str) -> list[str]:
 def markdown(nb) -> str:
     """What a reader sees before running anything, in order: the Markdown cells and the
     listings stored as their cells' outputs."""
-    return "\n\n".join(c.source if c.cell_type == "markdown" else listing_of(c)
-                       for c in nb.cells if c.cell_type == "markdown" or listing_of(c))
+    return "\n\n".join(
+        c.source if c.cell_type == "markdown" else listing_of(c)
+        for c in nb.cells
+        if c.cell_type == "markdown" or listing_of(c)
+    )
 
 
 def listing_of(cell) -> str:
     """The Markdown a code cell's stored outputs show (a listing), else ``""``."""
-    return "\n\n".join(o["data"]["text/markdown"] for o in cell.get("outputs", [])
-                       if "text/markdown" in o.get("data", {}))
+    return "\n\n".join(
+        o["data"]["text/markdown"]
+        for o in cell.get("outputs", [])
+        if "text/markdown" in o.get("data", {})
+    )
 
 
 def outputs_are_listings_only(cells) -> bool:
@@ -161,7 +167,9 @@ chapters:
   - file: references
   - file: api
 """
-TOY_CHAPTER = CHAPTER_HEADER + r"""
+TOY_CHAPTER = (
+    CHAPTER_HEADER
+    + r"""
 # 1 · A toy chapter
 
 ```{admonition} What you will learn
@@ -236,6 +244,7 @@ A plain note.
 z = 1
 ```
 """
+)
 TOY_PO = r"""msgid ""
 msgstr ""
 "Content-Type: text/plain; charset=UTF-8\n"
@@ -309,8 +318,13 @@ def toy(tmp_path_factory) -> dict:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     out = {"root": root}
-    run = subprocess.run([sys.executable, "build.py", str(root), "en", "zh_CN"], cwd=root,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "build.py", str(root), "en", "zh_CN"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     for language in ("en", "zh_CN"):
         html = root / "_build" / language / "html"
@@ -346,8 +360,14 @@ def test_toy_hidden_cells_are_kept_collapsed(toy):
     code = [c for c in toy["en"].cells if c.cell_type == "code"]
     hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in code]
     tags = [c.metadata.get("tags", []) for c in code]
-    assert tags == [["remove-cell"], ["remove-input"], [], ["remove-cell"], ["hide-input"],
-                    ["remove-cell"]]
+    assert tags == [
+        ["remove-cell"],
+        ["remove-input"],
+        [],
+        ["remove-cell"],
+        ["hide-input"],
+        ["remove-cell"],
+    ]
     assert hidden == [True, True, False, True, True, True]
 
 
@@ -394,9 +414,11 @@ def test_toy_markdown_is_the_resolved_page(toy):
     tree = html.parent / "notebooks"
     in_tree = nbformat.read(tree / "chapters/01-toy.ipynb", as_version=4)
     assert [c.source for c in in_tree.cells if c.cell_type == "code"] == [
-        c.source for c in toy["en"].cells if c.cell_type == "code"]
-    tree_links = re.findall(r"\]\(([^)]+)\)", "\n".join(
-        c.source for c in in_tree.cells if c.cell_type == "markdown"))
+        c.source for c in toy["en"].cells if c.cell_type == "code"
+    ]
+    tree_links = re.findall(
+        r"\]\(([^)]+)\)", "\n".join(c.source for c in in_tree.cells if c.cell_type == "markdown")
+    )
     assert len(tree_links) == len(links)
     for href in tree_links:
         assert (tree / "chapters" / href.split("#")[0]).resolve().is_file(), href
@@ -436,20 +458,37 @@ def test_old_conversion_fails_the_myst_check(toy):
 
     old = jupytext.read(toy["root"] / "chapters/01-toy.md", fmt="md:myst")
     found = raw_myst(markdown(old))
-    assert {"{cite}`", "{py:func}`", "{glue:text}`", ":class:", "```{admonition}",
-            "::::{div}", "::::"} <= set(found), found
+    assert {
+        "{cite}`",
+        "{py:func}`",
+        "{glue:text}`",
+        ":class:",
+        "```{admonition}",
+        "::::{div}",
+        "::::",
+    } <= set(found), found
 
 
 def test_raw_myst_detector():
     assert raw_myst("a {glue:text}`x:.2f` b {cite}`k` {py:func}`f`") == [
-        "{glue:text}`", "{cite}`", "{py:func}`"]
+        "{glue:text}`",
+        "{cite}`",
+        "{py:func}`",
+    ]
     assert raw_myst("```{admonition} T\n:class: tip\n```\n::::{div} m\n::::\n(lab)=\n") == [
-        "```{admonition}", ":class:", "::::{div}", "::::", "(lab)="]
+        "```{admonition}",
+        ":class:",
+        "::::{div}",
+        "::::",
+        "(lab)=",
+    ]
     assert raw_myst("```python\nx = {'a': 1}\n```\n$\\{x\\}$ and {glue} `x` prose") == []
     # Code is code: a docstring's role inside a listing is not MyST a reader sees.
     assert raw_myst('```python\n"""Returns:\n    :class:`Stats`."""\n```\n') == []
     assert raw_myst("````{admonition} S\n:class: dropdown\n```python\nx\n```\n````\n") == [
-        "````{admonition}", ":class:"]
+        "````{admonition}",
+        ":class:",
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -470,8 +509,11 @@ def measure(edition: Path, chapter: Path) -> dict:
     decimals = _DECIMAL.findall("".join(page.prose))
     words = prose(text)
     here = edition / "_sources" / "chapters"
-    links = [href for href in re.findall(r"\]\(([^)\s]+)\)", without_code(text))
-             if not re.match(r"[a-z]+:", href) and href.split("#")[0]]
+    links = [
+        href
+        for href in re.findall(r"\]\(([^)\s]+)\)", without_code(text))
+        if not re.match(r"[a-z]+:", href) and href.split("#")[0]
+    ]
     return {
         "links": len(links),
         "dead_links": [h for h in links if not (here / unquote(h.split("#")[0])).is_file()],
@@ -514,20 +556,27 @@ def main() -> None:
     book = ROOT / "_build" / "html"
     for code in sorted(EDITIONS):
         rows = [(c.stem[:2], measure(book / code, c)) for c in CHAPTERS]
-        total = {key: sum(m[key] for _c, m in rows)
-                 for key in ("decimals", "bytes", "cjk", "latin")}
+        total = {
+            key: sum(m[key] for _c, m in rows) for key in ("decimals", "bytes", "cjk", "latin")
+        }
         found = total["decimals"] - sum(len(m["decimals_missing"]) for _c, m in rows)
         share = total["cjk"] / max(1, total["cjk"] + total["latin"])
-        print(f"{code}: raw MyST {sum(len(m['raw_myst']) for _c, m in rows)}; prose decimals "
-              f"{found} of {total['decimals']} in the notebooks; {total['bytes']} bytes in all, "
-              f"{min(m['bytes'] for _c, m in rows)}-{max(m['bytes'] for _c, m in rows)} each; "
-              f"CJK characters / (CJK + Latin letters) of the prose {share:.2f}")
-        print(f"  links {sum(m['links'] for _c, m in rows)}, dead "
-              f"{sum(len(m['dead_links']) for _c, m in rows)}")
+        print(
+            f"{code}: raw MyST {sum(len(m['raw_myst']) for _c, m in rows)}; prose decimals "
+            f"{found} of {total['decimals']} in the notebooks; {total['bytes']} bytes in all, "
+            f"{min(m['bytes'] for _c, m in rows)}-{max(m['bytes'] for _c, m in rows)} each; "
+            f"CJK characters / (CJK + Latin letters) of the prose {share:.2f}"
+        )
+        print(
+            f"  links {sum(m['links'] for _c, m in rows)}, dead "
+            f"{sum(len(m['dead_links']) for _c, m in rows)}"
+        )
         for stem, m in rows:
-            print(f"  {stem}: decimals {m['decimals'] - len(m['decimals_missing'])}/"
-                  f"{m['decimals']}, {m['bytes']} B, CJK {m['cjk']}, Latin {m['latin']}, "
-                  f"missing {m['decimals_missing'][:5]}")
+            print(
+                f"  {stem}: decimals {m['decimals'] - len(m['decimals_missing'])}/"
+                f"{m['decimals']}, {m['bytes']} B, CJK {m['cjk']}, Latin {m['latin']}, "
+                f"missing {m['decimals_missing'][:5]}"
+            )
 
 
 if __name__ == "__main__":
@@ -537,8 +586,11 @@ if __name__ == "__main__":
 def heading_problems(markdown: str) -> list[str]:
     """Headings of a Markdown page that swallowed what follows them: a line break or a field
     list inside, or over 1,000 characters (a long signature is allowed; the start of each)."""
-    return [line[:80] for line in markdown.splitlines() if line.startswith("#") and (
-        "<br" in line or "**Parameters:**" in line or len(line) > 1000)]
+    return [
+        line[:80]
+        for line in markdown.splitlines()
+        if line.startswith("#") and ("<br" in line or "**Parameters:**" in line or len(line) > 1000)
+    ]
 
 
 def test_built_markdown_pages_have_plain_headings(notebook_trees):
@@ -547,8 +599,9 @@ def test_built_markdown_pages_have_plain_headings(notebook_trees):
     for code, tree in notebook_trees.items():
         pages = sorted(tree.rglob("*.md"))
         assert len(pages) > 40, f"{code}: only {len(pages)} Markdown pages in {tree}"
-        bad = {p.relative_to(tree).as_posix(): heading_problems(p.read_text("utf-8"))
-               for p in pages}
+        bad = {
+            p.relative_to(tree).as_posix(): heading_problems(p.read_text("utf-8")) for p in pages
+        }
         bad = {k: v for k, v in bad.items() if v}
         assert not bad, f"{code}: headings that swallowed their entries: {bad}"
 
@@ -582,8 +635,14 @@ def test_chinese_notebooks_execute_headless(notebook_trees, tmp_path):
 
     def run(path: Path) -> tuple[Path, int, str]:
         proc = subprocess.run(
-            [exe, "--inplace", f"--timeout={EXECUTE_TIMEOUT_S}", path.name], cwd=path.parent,
-            env=env, capture_output=True, text=True, timeout=EXECUTE_TIMEOUT_S, check=False)
+            [exe, "--inplace", f"--timeout={EXECUTE_TIMEOUT_S}", path.name],
+            cwd=path.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXECUTE_TIMEOUT_S,
+            check=False,
+        )
         return path, proc.returncode, proc.stderr[-3000:]
 
     # Two at a time (two cores), longest first.
@@ -603,7 +662,8 @@ def test_chinese_notebooks_execute_headless(notebook_trees, tmp_path):
         if differ:
             problems.append(f"{path.stem}: {differ}")
     assert not problems, "prose numbers a headless run computed differently:\n" + "\n".join(
-        problems)
+        problems
+    )
 
 
 def test_timing_allow_list_names_glued_values():
@@ -624,14 +684,24 @@ def test_toy_builder_replaces_only_a_tree_it_wrote(toy):
     tree = root / "_build" / "en" / "notebooks"
     assert (tree / ".attnbook-notebook-tree").is_file()
     (tree / "stale.md").write_text("a page since removed")
-    run = subprocess.run([sys.executable, "build.py", str(root), "en"], cwd=root,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "build.py", str(root), "en"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not (tree / "stale.md").exists() and (tree / "chapters/01-toy.ipynb").is_file()
     (tree / ".attnbook-notebook-tree").unlink()
     (tree / "precious.txt").write_text("not the builder's")
-    run = subprocess.run([sys.executable, "build.py", str(root), "en"], cwd=root,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "build.py", str(root), "en"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode != 0 and "is not a notebook tree" in run.stdout + run.stderr
     assert (tree / "precious.txt").read_text() == "not the builder's"
     # Put the toy back as the other tests expect it.

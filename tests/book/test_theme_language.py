@@ -77,8 +77,15 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _TEXT_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-title")
 #: What is the book's content, not its interface: the article, page titles listed in the
 #: navigation, the page's headings in its contents, the neighbour pages' titles, search results.
-_CONTENT = ("article.bd-article", "nav.bd-docs-nav a", "#pst-page-toc-nav a", "#jb-print-toc a",
-            "#jb-print-docs-body h1", ".prev-next-title", "#search-results")
+_CONTENT = (
+    "article.bd-article",
+    "nav.bd-docs-nav a",
+    "#pst-page-toc-nav a",
+    "#jb-print-toc a",
+    "#jb-print-docs-body h1",
+    ".prev-next-title",
+    "#search-results",
+)
 
 
 def english_interface(html: str) -> list[str]:
@@ -99,8 +106,9 @@ def english_interface(html: str) -> list[str]:
             node.decompose()
     texts += list(body.stripped_strings)
     texts += [el[a] for el in body.find_all(True) for a in _TEXT_ATTRIBUTES if el.get(a)]
-    return sorted({t for t in texts
-                   if any(w not in KEPT_WORDS for w in _WORD.findall(_CODE.sub("", t)))})
+    return sorted(
+        {t for t in texts if any(w not in KEPT_WORDS for w in _WORD.findall(_CODE.sub("", t)))}
+    )
 
 
 def switch_targets(html: str) -> list[tuple[str, str]]:
@@ -150,8 +158,9 @@ INDEX = textwrap.dedent("""\
 OTHER = "Other page\n==========\n\nText.\n\nA section\n---------\n\nMore.\n"
 
 
-def build_toy(root: Path, *, language: str = "zh_CN", extensions: bool = True,
-              author: str = "attnbook 编写组") -> Path:
+def build_toy(
+    root: Path, *, language: str = "zh_CN", extensions: bool = True, author: str = "attnbook 编写组"
+) -> Path:
     """Build the toy strictly (``-W``) into ``root/html`` in a fresh interpreter (Sphinx's
     translators are global to a process); return the HTML folder."""
     src = root / "src"
@@ -160,17 +169,26 @@ def build_toy(root: Path, *, language: str = "zh_CN", extensions: bool = True,
     # is registered before the book's is put ahead of it.
     exts = ["sphinx_book_theme"] + (["attnbook_i18n", "attnbook_a11y"] if extensions else [])
     title = "Attention" if language == "en" else "注意力与 Transformer"
-    (src / "conf.py").write_text(CONF.format(ext=str(EXT_DIR), title=title, author=author,
-                                             language=language, extensions=exts),
-                                 encoding="utf-8")
+    (src / "conf.py").write_text(
+        CONF.format(
+            ext=str(EXT_DIR), title=title, author=author, language=language, extensions=exts
+        ),
+        encoding="utf-8",
+    )
     (src / "index.rst").write_text(INDEX, encoding="utf-8")
     (src / "other.rst").write_text(OTHER, encoding="utf-8")
     out = root / "html"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", "-E",
-                           str(src), str(out)], capture_output=True, text=True, timeout=300,
-                          env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", "-E", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -227,11 +245,17 @@ def test_toy_without_the_extensions_speaks_english(toy_zh_plain):
 
 def test_toy_english_edition_keeps_the_themes_english(tmp_path):
     """Built in English with the extensions, the marked texts read as the themes wrote them."""
-    html = _read(build_toy(tmp_path, language="en", author="The attnbook authors"),
-                 "index.html")
-    for text in ('placeholder="Search this book..."', 'title="Toggle primary sidebar"',
-                 'aria-label="Main"', 'aria-label="Page"', "By The attnbook authors",
-                 "© Copyright 2026.", 'aria-label="Language"', 'href="../zh/index.html"'):
+    html = _read(build_toy(tmp_path, language="en", author="The attnbook authors"), "index.html")
+    for text in (
+        'placeholder="Search this book..."',
+        'title="Toggle primary sidebar"',
+        'aria-label="Main"',
+        'aria-label="Page"',
+        "By The attnbook authors",
+        "© Copyright 2026.",
+        'aria-label="Language"',
+        'href="../zh/index.html"',
+    ):
         assert text in html, text
     switch = '<nav class="attnbook-lang-switch"'
     before, after = html.split(switch)
@@ -239,6 +263,7 @@ def test_toy_english_edition_keeps_the_themes_english(tmp_path):
 
 
 # --- The catalogs against the themes' messages -----------------------------------------------
+
 
 def _template_messages(folder: Path, keywords: tuple[str, ...]) -> set[str]:
     """The messages the Jinja templates under ``folder`` pass to the functions ``keywords``
@@ -249,7 +274,8 @@ def _template_messages(folder: Path, keywords: tuple[str, ...]) -> set[str]:
     for path in folder.rglob("*.html"):
         with path.open("rb") as f:
             for _line, _func, message, _comments in babel_extract(
-                    f, keywords, [], {"extensions": "jinja2.ext.i18n"}):
+                f, keywords, [], {"extensions": "jinja2.ext.i18n"}
+            ):
                 messages = message if isinstance(message, tuple) else (message,)
                 found |= {m for m in messages if isinstance(m, str) and m}
     return found
@@ -258,8 +284,7 @@ def _template_messages(folder: Path, keywords: tuple[str, ...]) -> set[str]:
 def _catalog(domain: str) -> dict[str, str]:
     import polib
 
-    return {e.msgid: e.msgstr for e in polib.pofile(str(LOCALE / f"{domain}.po"))
-            if e.translated()}
+    return {e.msgid: e.msgstr for e in polib.pofile(str(LOCALE / f"{domain}.po")) if e.translated()}
 
 
 def test_catalogs_translate_every_message_of_the_themes():
@@ -271,8 +296,11 @@ def test_catalogs_translate_every_message_of_the_themes():
     sbt = Path(sphinx_book_theme.__file__).parent
     # "sphinx": pydata-sphinx-theme's template (its own docs' messages left out), its templates,
     # and the components the book overrides.
-    wanted = {e.msgid for e in polib.pofile(str(pst / "locale" / "sphinx.pot"))
-              if any(not path.startswith("docs/") for path, _ in e.occurrences)}
+    wanted = {
+        e.msgid
+        for e in polib.pofile(str(pst / "locale" / "sphinx.pot"))
+        if any(not path.startswith("docs/") for path, _ in e.occurrences)
+    }
     sphinx_calls = ("_", "gettext", "ngettext")
     wanted |= _template_messages(pst / "theme", sphinx_calls)
     wanted |= _template_messages(TEMPLATES, sphinx_calls)
@@ -291,12 +319,14 @@ def test_catalogs_keep_placeholders_and_mainland_wording():
     for domain in ("sphinx", "booktheme"):
         for msgid, msgstr in _catalog(domain).items():
             assert sorted(re.findall(r"%\(\w+\)s", msgid)) == sorted(
-                re.findall(r"%\(\w+\)s", msgstr)), msgid
+                re.findall(r"%\(\w+\)s", msgstr)
+            ), msgid
             # Traditional or Taiwanese wording the themes' catalogs carried.
             assert not re.search("列印|檔案|設定|搜尋|視窗|資料", msgstr), msgid
 
 
 # --- The built book --------------------------------------------------------------------------
+
 
 def _pages(folder: Path) -> list[Path]:
     skip = {"_static", "_images", "_sources", "_downloads", "_sphinx_design_static"}

@@ -22,8 +22,17 @@ def build_html(src: Path) -> Path:
 
     out = src / "_build"
     _clean_up_global_state()
-    app = Sphinx(str(src), str(src), str(out), str(out / ".doctrees"), "html",
-                 status=None, warning=sys.stderr, freshenv=True, warningiserror=True)
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(out),
+        str(out / ".doctrees"),
+        "html",
+        status=None,
+        warning=sys.stderr,
+        freshenv=True,
+        warningiserror=True,
+    )
     try:
         app.build()
     finally:

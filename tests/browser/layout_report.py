@@ -50,9 +50,6 @@ COLUMNS = (
 )
 
 
-
-
-
 def all_pages(html_dir: Path) -> list[str]:
     """Every built page (asset folders and the index.html redirect excluded)."""
     pages = []
@@ -133,9 +130,11 @@ async def _measure(base, path, pages, widths, step_sliders, progress):
             if step_sliders and await page.evaluate(layout.STEP_SLIDERS_JS, layout.TIMEOUT_MS):
                 after = await page.evaluate(layout.MEASURE_JS, args)
                 seen = {(f["sub"], f["what"]) for f in found}
-                found += [{**f, "what": "after a slider step: " + f["what"]}
-                          for f in after
-                          if f["kind"] == "labels" and (f["sub"], f["what"]) not in seen]
+                found += [
+                    {**f, "what": "after a slider step: " + f["what"]}
+                    for f in after
+                    if f["kind"] == "labels" and (f["sub"], f["what"]) not in seen
+                ]
             found = [{"page": name, "width": width, **f} for f in found]
             findings[width].extend(found)
             if progress:
@@ -186,8 +185,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="write every finding to this file")
     ap.add_argument("--widths", default=",".join(map(str, layout.WIDTHS)))
     ap.add_argument("--details", action="store_true", help="print every finding")
-    ap.add_argument("--step-sliders", action="store_true",
-                    help="also measure explorer labels after moving one slider step")
+    ap.add_argument(
+        "--step-sliders",
+        action="store_true",
+        help="also measure explorer labels after moving one slider step",
+    )
     args = ap.parse_intermixed_args(argv)
     html_dir = args.html_dir.resolve()
     if not (html_dir / "intro.html").is_file() and not list(html_dir.glob("*.html")):
@@ -199,8 +201,11 @@ def main(argv=None) -> int:
     widths = tuple(int(w) for w in args.widths.split(","))
 
     def progress(name, width, found, secs):
-        print(f"  measured {name} @ {width} px: {len(found)} findings ({secs:.1f} s)",
-              file=sys.stderr, flush=True)
+        print(
+            f"  measured {name} @ {width} px: {len(found)} findings ({secs:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     findings, problems = measure_book(
         html_dir, pages, widths, step_sliders=args.step_sliders, progress=progress
@@ -214,8 +219,16 @@ def main(argv=None) -> int:
         print("problem:", p)
     if args.json:
         args.json.write_text(
-            json.dumps({"html_dir": str(html_dir), "pages": pages, "widths": list(widths),
-                        "findings": findings, "problems": problems}, indent=1),
+            json.dumps(
+                {
+                    "html_dir": str(html_dir),
+                    "pages": pages,
+                    "widths": list(widths),
+                    "findings": findings,
+                    "problems": problems,
+                },
+                indent=1,
+            ),
             encoding="utf-8",
         )
         print(f"wrote {args.json}")

@@ -89,12 +89,15 @@ def audit(page, url: str) -> list[dict]:
     # The explorers draw after load (plotly): audit the page the reader sees.
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.attnbook-explorer-plot'))"
-        ".every(gd => gd._fullData)", timeout=TIMEOUT_MS)
+        ".every(gd => gd._fullData)",
+        timeout=TIMEOUT_MS,
+    )
     page.add_script_tag(path=str(AXE))
     result = page.evaluate(
         "async () => { const r = await axe.run(document, {resultTypes: ['violations']});"
         " return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
-        " nodes: v.nodes.map(n => ({target: n.target.join(' '), impact: n.impact}))})); }")
+        " nodes: v.nodes.map(n => ({target: n.target.join(' '), impact: n.impact}))})); }"
+    )
     return result
 
 
@@ -155,14 +158,20 @@ def test_axe_finds_no_serious_or_critical_violation(code, name, built_book, audi
 def test_failing_keeps_serious_and_critical_nodes_only():
     # The filter the audit relies on, against a hand-made result (a node's own impact wins).
     violations = [
-        {"id": "a", "impact": "serious", "help": "h", "nodes": [
-            {"target": "#x", "impact": "serious"}, {"target": "#y", "impact": "minor"}]},
+        {
+            "id": "a",
+            "impact": "serious",
+            "help": "h",
+            "nodes": [{"target": "#x", "impact": "serious"}, {"target": "#y", "impact": "minor"}],
+        },
         {"id": "b", "impact": "moderate", "help": "h", "nodes": [{"target": "#z", "impact": None}]},
         {"id": "c", "impact": "critical", "help": "h", "nodes": [{"target": "#w", "impact": None}]},
     ]
     got = failing(violations)
     assert [(v["id"], [n["target"] for n in v["nodes"]]) for v in got] == [
-        ("a", ["#x"]), ("c", ["#w"])]
+        ("a", ["#x"]),
+        ("c", ["#w"]),
+    ]
     text = describe(got)
     assert "a (serious, 1 nodes)" in text and "#x" in text and "#w" in text and "#y" not in text
 
@@ -170,9 +179,11 @@ def test_failing_keeps_serious_and_critical_nodes_only():
 def test_audit_reports_a_mismatched_name(tmp_path, audit_page):
     # Negative control: a page with a button named "Close" that reads "Search" fails the audit.
     page = tmp_path / "bad.html"
-    page.write_text('<!doctype html><html lang="en"><head><title>t</title></head><body><main>'
-                    '<button aria-label="Close">Search</button></main></body></html>',
-                    encoding="utf-8")
+    page.write_text(
+        '<!doctype html><html lang="en"><head><title>t</title></head><body><main>'
+        '<button aria-label="Close">Search</button></main></body></html>',
+        encoding="utf-8",
+    )
     bad = failing(audit(audit_page, page.as_uri()))
     assert [v["id"] for v in bad] == ["label-content-name-mismatch"], describe(bad)
     assert "button" in describe(bad)
@@ -185,8 +196,11 @@ def test_audit_reports_a_mismatched_name(tmp_path, audit_page):
 def chapters_with_explorers() -> list[str]:
     """The chapters whose source displays an explorer (a call to ``*_explorer(``), as
     tests/browser/test_browser_every_explorer.py finds them."""
-    return [c for c in CHAPTERS
-            if re.search(r"\w+_explorer\(", (ROOT / f"{c}.md").read_text(encoding="utf-8"))]
+    return [
+        c
+        for c in CHAPTERS
+        if re.search(r"\w+_explorer\(", (ROOT / f"{c}.md").read_text(encoding="utf-8"))
+    ]
 
 
 def test_most_chapters_have_an_explorer():
@@ -205,7 +219,8 @@ def focus_shown(page) -> dict:
                      style: outline ? `outline ${cs.outlineStyle} ${cs.outlineWidth} `
                                       + cs.outlineColor
                             : (cs.boxShadow !== 'none' ? `box-shadow ${cs.boxShadow}` : null)};
-           }""")
+           }"""
+    )
 
 
 def grid_index(page, uid: str, spec: dict) -> int:
@@ -224,8 +239,11 @@ def operate_by_keyboard(page, uid: str, control: dict) -> str:
     if control["kind"] == "toggle":
         key = "Space"
     else:
-        last = int(el.get_attribute("max")) if control["kind"] == "slider" else len(
-            control["options"]) - 1
+        last = (
+            int(el.get_attribute("max"))
+            if control["kind"] == "slider"
+            else len(control["options"]) - 1
+        )
         key = "ArrowLeft" if int(el.input_value()) >= last else "ArrowRight"
         if el.evaluate("e => e.tagName") == "SELECT":
             key = "ArrowUp" if key == "ArrowLeft" else "ArrowDown"
@@ -237,7 +255,8 @@ def enabled_controls(page, uid: str) -> list[str]:
     """Ids of the explorer's enabled controls, in document order."""
     return page.eval_on_selector_all(
         f"#{uid} .attnbook-controls input, #{uid} .attnbook-controls select",
-        "els => els.filter(e => !e.disabled).map(e => e.id)")
+        "els => els.filter(e => !e.disabled).map(e => e.id)",
+    )
 
 
 @pytest.mark.browser
@@ -253,34 +272,44 @@ def test_every_explorer_works_from_the_keyboard(code, chapter, built_book, lab_b
         pytest.fail(f"{code}/{chapter}.html shows no explorer, though its source makes one")
     page = lab_browser.new_page(viewport={"width": 1280, "height": 900})
     try:
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
-            ("file://", "data:")) else r.abort())
+        page.route(
+            "**/*",
+            lambda r: (
+                r.continue_() if r.request.url.startswith(("file://", "data:")) else r.abort()
+            ),
+        )
         page.goto(path.as_uri())
         uids = page.eval_on_selector_all(".attnbook-explorer", "els => els.map(e => e.id)")
         assert uids
         for uid in uids:
             spec = json.loads(page.locator(f"#{uid}-data").text_content())
             page.wait_for_function(
-                "id => document.getElementById(id + '-plot')._fullData", arg=uid,
-                timeout=TIMEOUT_MS)
+                "id => document.getElementById(id + '-plot')._fullData", arg=uid, timeout=TIMEOUT_MS
+            )
             # Start sequential navigation at the explorer itself, as a reader's click there does.
-            page.evaluate("id => { const r = document.getElementById(id);"
-                          " r.tabIndex = -1; r.focus(); }", uid)
+            page.evaluate(
+                "id => { const r = document.getElementById(id); r.tabIndex = -1; r.focus(); }", uid
+            )
             by_id = {f"{uid}-{c['name']}": c for c in spec["controls"]}
             reached = []
             while True:
                 enabled = enabled_controls(page, uid)
-                after = [i for i in enabled if not reached or
-                         list(by_id).index(i) > list(by_id).index(reached[-1])]
+                after = [
+                    i
+                    for i in enabled
+                    if not reached or list(by_id).index(i) > list(by_id).index(reached[-1])
+                ]
                 if not after:
                     break
                 page.keyboard.press("Tab")
                 shown = focus_shown(page)
                 where = f"{code}/{chapter} explorer {uid}"
                 assert shown["id"] == after[0], (
-                    f"{where}: Tab went to {shown['id']!r}, not the next control {after[0]!r}")
+                    f"{where}: Tab went to {shown['id']!r}, not the next control {after[0]!r}"
+                )
                 assert shown["visible"] and shown["style"], (
-                    f"{where}: {shown['id']} has no visible focus indicator: {shown}")
+                    f"{where}: {shown['id']} has no visible focus indicator: {shown}"
+                )
                 reached.append(shown["id"])
                 control = by_id[shown["id"]]
                 before = page.get_attribute(f"#{uid}-plot", "data-grid-index")
@@ -291,7 +320,9 @@ def test_every_explorer_works_from_the_keyboard(code, chapter, built_book, lab_b
                     """([id, flat]) => { const gd = document.getElementById(id + '-plot');
                          return gd.getAttribute('data-grid-index') === String(flat)
                                 && gd._fullData && gd._fullData.length > 0; }""",
-                    arg=[uid, want], timeout=TIMEOUT_MS)
+                    arg=[uid, want],
+                    timeout=TIMEOUT_MS,
+                )
                 assert focus_shown(page)["id"] == shown["id"], f"{where}: {key} moved focus"
             assert reached, f"{code}/{chapter}: explorer {uid} has no control Tab reaches"
     finally:
@@ -302,11 +333,13 @@ def test_focus_check_fails_without_an_indicator(tmp_path, lab_browser):
     # Negative control of focus_shown: a range input whose outline is removed shows none.
     require_chromium()
     html = tmp_path / "focus.html"
-    html.write_text('<!doctype html><html lang="en"><body><input type="range" id="a">'
-                    '<input type="range" id="b" style="outline:none">'
-                    '<input type="checkbox" id="c" style="outline-color:transparent">'
-                    '</body></html>',
-                    encoding="utf-8")
+    html.write_text(
+        '<!doctype html><html lang="en"><body><input type="range" id="a">'
+        '<input type="range" id="b" style="outline:none">'
+        '<input type="checkbox" id="c" style="outline-color:transparent">'
+        "</body></html>",
+        encoding="utf-8",
+    )
     page = lab_browser.new_page()
     try:
         page.goto(html.as_uri())
@@ -333,8 +366,12 @@ def main() -> None:
     with sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
-            ("file://", "data:")) else r.abort())
+        page.route(
+            "**/*",
+            lambda r: (
+                r.continue_() if r.request.url.startswith(("file://", "data:")) else r.abort()
+            ),
+        )
         for code in EDITION_CODES:
             totals[code] = Counter()
             for name in PAGES:
@@ -344,8 +381,16 @@ def main() -> None:
                 if "-v" in sys.argv and bad:
                     print(f"--- {code}/{name}\n{describe(bad)}")
         browser.close()
-    print(json.dumps({code: {f"{k[0]} ({k[1]})": n for k, n in sorted(c.items())}
-                      for code, c in totals.items()}, indent=1, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                code: {f"{k[0]} ({k[1]})": n for k, n in sorted(c.items())}
+                for code, c in totals.items()
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+    )
     for code, c in totals.items():
         print(f"{code}: {sum(c.values())} serious or critical nodes on {len(PAGES)} pages")
 

@@ -38,12 +38,29 @@ WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 #: Folders of the build that hold assets, not pages.
 ASSET_DIRS = {"_static", "_images", "_sources", "_downloads"}
 #: Tags/attributes that make the browser fetch something when the page loads.
-FETCHING = {("script", "src"), ("img", "src"), ("iframe", "src"), ("source", "src"),
-            ("video", "src"), ("video", "poster"), ("audio", "src"), ("embed", "src"),
-            ("link", "href")}
+FETCHING = {
+    ("script", "src"),
+    ("img", "src"),
+    ("iframe", "src"),
+    ("source", "src"),
+    ("video", "src"),
+    ("video", "poster"),
+    ("audio", "src"),
+    ("embed", "src"),
+    ("link", "href"),
+}
 #: <link rel=...> values that are plain navigation hints (nothing is fetched).
-NAVIGATION_RELS = {"index", "search", "next", "prev", "canonical", "author", "license", "help",
-                   "alternate"}
+NAVIGATION_RELS = {
+    "index",
+    "search",
+    "next",
+    "prev",
+    "canonical",
+    "author",
+    "license",
+    "help",
+    "alternate",
+}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -197,9 +214,10 @@ def test_plotly_js_comes_once_from_static_and_is_never_inlined(edition_book):
     bundled = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     served = edition_book / "_static" / "plotly.min.js"
     assert served.is_file(), "_static/plotly.min.js was not copied into the build"
-    assert hashlib.sha256(served.read_bytes()).digest() == hashlib.sha256(
-        bundled.read_bytes()
-    ).digest(), "_static/plotly.min.js differs from the installed plotly's plotly.min.js"
+    assert (
+        hashlib.sha256(served.read_bytes()).digest()
+        == hashlib.sha256(bundled.read_bytes()).digest()
+    ), "_static/plotly.min.js differs from the installed plotly's plotly.min.js"
 
     problems, pages_with_figures = [], 0
     for page in built_pages(edition_book):
@@ -276,9 +294,6 @@ def test_page_weight_counts_images():
 # the browser test
 
 
-
-
-
 @pytest.fixture(scope="module")
 def book_url(edition_book):
     """The built book served on localhost for the duration of the module."""
@@ -349,10 +364,13 @@ def check_page(
     page.route("**/*", route)
     page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: r.url.startswith(origin)
-            and problems.append(f"request failed: {r.url} ({r.failure})"))
-    page.on("response", lambda r: r.status >= 400
-            and problems.append(f"HTTP {r.status}: {r.url}"))
+    page.on(
+        "requestfailed",
+        lambda r: (
+            r.url.startswith(origin) and problems.append(f"request failed: {r.url} ({r.failure})")
+        ),
+    )
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
 
     page.goto(url, wait_until="load")
     if expect_url is not None:
@@ -409,9 +427,13 @@ def test_every_page_is_offline_clean_in_chromium(edition_book, book_url):
                 expect = None
                 if refresh:  # index.html is a redirect to the root page
                     target = refresh.split("url=", 1)[1].strip()
-                    expect = book_url + (path.parent / target).resolve().relative_to(
-                        edition_book.resolve()
-                    ).as_posix()
+                    expect = (
+                        book_url
+                        + (path.parent / target)
+                        .resolve()
+                        .relative_to(edition_book.resolve())
+                        .as_posix()
+                    )
                 context = browser.new_context()
                 page = context.new_page()
                 try:

@@ -37,8 +37,12 @@ def chapters_with_explorers() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     parts = toc.get("parts") or [{"chapters": toc["chapters"]}]
     files = [e["file"] for part in parts for e in part["chapters"]]
-    return [f for f in files if f.startswith("chapters/")
-            and re.search(r"\w+_explorer\(", (ROOT / f"{f}.md").read_text(encoding="utf-8"))]
+    return [
+        f
+        for f in files
+        if f.startswith("chapters/")
+        and re.search(r"\w+_explorer\(", (ROOT / f"{f}.md").read_text(encoding="utf-8"))
+    ]
 
 
 def test_most_chapters_have_an_explorer():
@@ -127,11 +131,17 @@ def explorer_label_findings(page, *, name: str, width: int) -> list[dict]:
     import layout
 
     titles = page.eval_on_selector_all(
-        ".attnbook-explorer .attnbook-explorer-plot", "els => els.map(e => e.getAttribute("
-        "'aria-label'))")
+        ".attnbook-explorer .attnbook-explorer-plot",
+        "els => els.map(e => e.getAttribute('aria-label'))",
+    )
     found = layout.measure(page, name=name, width=width)
-    return [f for f in found if f["kind"] == "labels" and f["sub"] != "data-overlap"
-            and any(f["what"].startswith(t[:50]) for t in titles)]
+    return [
+        f
+        for f in found
+        if f["kind"] == "labels"
+        and f["sub"] != "data-overlap"
+        and any(f["what"].startswith(t[:50]) for t in titles)
+    ]
 
 
 @pytest.mark.slow
@@ -160,14 +170,16 @@ def test_explorer_text_fits_at_1280_and_on_a_phone(chapter, width, built_book):
             guard = Guard(page)
             layout.load(page, path.as_uri())
             want = "narrow" if width < 520 else "wide"
-            modes = page.eval_on_selector_all(".attnbook-explorer-plot",
-                                              "els => els.map(e => e.dataset.layout)")
+            modes = page.eval_on_selector_all(
+                ".attnbook-explorer-plot", "els => els.map(e => e.dataset.layout)"
+            )
             assert modes and set(modes) == {want}, modes
             before = explorer_label_findings(page, name=chapter, width=width)
             assert not before, "\n".join(layout.format_finding(f) for f in before)
             assert layout.step_sliders(page) >= 1
-            modes = page.eval_on_selector_all(".attnbook-explorer-plot",
-                                              "els => els.map(e => e.dataset.layout)")
+            modes = page.eval_on_selector_all(
+                ".attnbook-explorer-plot", "els => els.map(e => e.dataset.layout)"
+            )
             assert set(modes) == {want}, f"a redraw changed the layout: {modes}"
             after = explorer_label_findings(page, name=chapter, width=width)
             assert not after, "\n".join(layout.format_finding(f) for f in after)
@@ -195,20 +207,19 @@ def test_explorer_switches_layout_when_the_window_is_resized(edition_book):
             page.goto(path.as_uri())
             uid = page.eval_on_selector(".attnbook-explorer", "e => e.id")
             plot = page.locator(f"#{uid}-plot")
-            page.wait_for_function("id => document.getElementById(id + '-plot')._fullData",
-                                   arg=uid)
+            page.wait_for_function("id => document.getElementById(id + '-plot')._fullData", arg=uid)
             assert plot.get_attribute("data-layout") == "wide"
             wide_h = plot.bounding_box()["height"]
             page.set_viewport_size({"width": 390, "height": 900})
             page.wait_for_function(
-                "id => document.getElementById(id + '-plot').dataset.layout === 'narrow'",
-                arg=uid)
+                "id => document.getElementById(id + '-plot').dataset.layout === 'narrow'", arg=uid
+            )
             page.wait_for_timeout(300)
             assert plot.bounding_box()["height"] > wide_h  # stacked panels are taller
             page.set_viewport_size({"width": 1280, "height": 900})
             page.wait_for_function(
-                "id => document.getElementById(id + '-plot').dataset.layout === 'wide'",
-                arg=uid)
+                "id => document.getElementById(id + '-plot').dataset.layout === 'wide'", arg=uid
+            )
             guard.check()
         finally:
             browser.close()

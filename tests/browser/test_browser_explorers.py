@@ -123,8 +123,12 @@ def assert_drawn_matches(drawn: dict, frame: dict) -> None:
     for got, want in zip(drawn["data"], frame["data"]):
         for key in ("y", "z"):
             if key in want:
-                assert_close(np.array(got[key], dtype=float), np.array(want[key], dtype=float),
-                             atol=0, rtol=0)
+                assert_close(
+                    np.array(got[key], dtype=float),
+                    np.array(want[key], dtype=float),
+                    atol=0,
+                    rtol=0,
+                )
 
 
 def drag_range(page, selector: str, to_fraction: float) -> None:
@@ -186,11 +190,17 @@ def check_scaling_trace(drawn: dict, values: dict, library: dict | None) -> None
     assert meta["expected_variance"] == (1 if values["scaled"] else values["d_k"])
     if library is None:
         return
-    ref = saturation_stats(values["d_k"], values["n_keys"], library["n_draws"],
-                           scaled=values["scaled"], rng=library["seed"] + 1)
+    ref = saturation_stats(
+        values["d_k"],
+        values["n_keys"],
+        library["n_draws"],
+        scaled=values["scaled"],
+        rng=library["seed"] + 1,
+    )
     assert_close(drawn["data"][2]["y"], ref.mean_sorted_weights, atol=1e-12, rtol=1e-3)
-    s = score_samples(values["d_k"], library["n_samples"], scaled=values["scaled"],
-                      rng=library["seed"])
+    s = score_samples(
+        values["d_k"], library["n_samples"], scaled=values["scaled"], rng=library["seed"]
+    )
     assert_close(meta["variance"], np.var(s, ddof=1), atol=0, rtol=1e-3)
 
 
@@ -244,7 +254,7 @@ def exercise_masks(page, uid: str, *, scores: np.ndarray | None) -> None:
     if values.get("pad_side", "right") == "left":
         pad_keys = keep[:, :n_pad]
     else:
-        pad_keys = keep[:, keep.shape[1] - n_pad:]
+        pad_keys = keep[:, keep.shape[1] - n_pad :]
     assert pad_keys.shape[1] == n_pad and (pad_keys == 0).all(), "a pad key is visible"
     assert page.locator(f"#{uid}-window").is_disabled()
 
@@ -294,8 +304,10 @@ def test_standalone_page_explorers(tmp_path):
             scores = np.random.default_rng(0).standard_normal((8, 8))  # mask_explorer's scores
             exercise_masks(page, explorer_uid(page, "mask_type"), scores=scores)
             if os.environ.get("ATTNBOOK_SCREENSHOTS"):
-                page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
-                                                  "static_explorers.png"), full_page=True)
+                page.screenshot(
+                    path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"], "static_explorers.png"),
+                    full_page=True,
+                )
             guard.check()
         finally:
             browser.close()
@@ -337,8 +349,10 @@ def exercise_book_page(request, which: str, control: str, exercise) -> None:
             page, guard = open_page(browser, path.as_uri())
             exercise(page, explorer_uid(page, control))
             if os.environ.get("ATTNBOOK_SCREENSHOTS"):
-                page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
-                                                  f"{which}_explorer.png"), full_page=True)
+                page.screenshot(
+                    path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"], f"{which}_explorer.png"),
+                    full_page=True,
+                )
             guard.check()
         finally:
             browser.close()
@@ -347,15 +361,17 @@ def exercise_book_page(request, which: str, control: str, exercise) -> None:
 @pytest.mark.slow
 @pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_scaling_explorer(request):
-    exercise_book_page(request, "scaling", "d_k",
-                       lambda page, uid: exercise_scaling(page, uid, library=None))
+    exercise_book_page(
+        request, "scaling", "d_k", lambda page, uid: exercise_scaling(page, uid, library=None)
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.book  # the built page, through request.getfixturevalue
 def test_book_mask_explorer(request):
-    exercise_book_page(request, "masks", "mask_type",
-                       lambda page, uid: exercise_masks(page, uid, scores=None))
+    exercise_book_page(
+        request, "masks", "mask_type", lambda page, uid: exercise_masks(page, uid, scores=None)
+    )
 
 
 def exercise_referent(page, uid: str, rows) -> None:
@@ -409,5 +425,6 @@ def test_book_referent_explorer(request):
     from attnbook import pretrained
 
     rows = [pretrained.attention_of_token(s, "it")[1] for s in (pretrained.TIRED, pretrained.WIDE)]
-    exercise_book_page(request, "referent", "layer",
-                       lambda page, uid: exercise_referent(page, uid, rows))
+    exercise_book_page(
+        request, "referent", "layer", lambda page, uid: exercise_referent(page, uid, rows)
+    )

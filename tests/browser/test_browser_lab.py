@@ -47,7 +47,7 @@ CHAPTER = ROOT / "chapters" / "03-scaling-variance.md"
 UNMODIFIED_CHAPTER = ROOT / "chapters" / "01-rnn-bottleneck.md"
 SERVER_START_S = 120
 NOTEBOOK_OPEN_MS = 120_000
-RUN_ALL_MS = int(os.environ.get('ATTNBOOK_LAB_RUN_MS', 300_000))
+RUN_ALL_MS = int(os.environ.get("ATTNBOOK_LAB_RUN_MS", 300_000))
 REDRAW_MS = 120_000
 
 #: The options of `scaling_explorer()` (its documented defaults).
@@ -107,8 +107,13 @@ def write_settings(settings_dir: pathlib.Path, jupytext: bool = True) -> None:
 class LabServer:
     """``jupyter lab`` in its own process group, stopped by :meth:`stop` (idempotent)."""
 
-    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_args: tuple[str, ...] = (),
-                 jupytext: bool = True):
+    def __init__(
+        self,
+        root: pathlib.Path,
+        work: pathlib.Path,
+        extra_args: tuple[str, ...] = (),
+        jupytext: bool = True,
+    ):
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.log_path = work / "jupyter-lab.log"
@@ -126,10 +131,14 @@ class LabServer:
         write_settings(work / "settings", jupytext=jupytext)
         exe = pathlib.Path(sys.executable).parent / "jupyter-lab"
         cmd = [
-            str(exe), "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+            str(exe),
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             *extra_args,
         ]
@@ -137,7 +146,11 @@ class LabServer:
             cmd.append("--allow-root")
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            cmd, cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
@@ -258,8 +271,7 @@ def run_in_lab(browser, server, name, library, tmp_path):
     output = page.locator(".jp-OutputArea-output", has=slider).first
     plot = output.locator(".js-plotly-plot").first
     plot.wait_for(timeout=RUN_ALL_MS)
-    wait_until(plot, "(gd) => !!(gd.data && gd.data.length >= 3 && gd._fullData)", None,
-               RUN_ALL_MS)
+    wait_until(plot, "(gd) => !!(gd.data && gd.data.length >= 3 && gd._fullData)", None, RUN_ALL_MS)
     readout = slider.locator(".widget-readout")
     before_dk = int(readout.text_content().strip())
     before = drawn(plot)
@@ -288,14 +300,17 @@ def run_in_lab(browser, server, name, library, tmp_path):
         plot,
         "(gd, t) => !!(gd.layout.annotations"
         " && gd.layout.annotations.some(a => a.text.includes(t)))",
-        f"d<sub>k</sub> = {new_dk}", REDRAW_MS,
+        f"d<sub>k</sub> = {new_dk}",
+        REDRAW_MS,
     )
     after = drawn(plot)
     assert after["hist_y"] != before["hist_y"], "the histogram did not change"
     scaled = output.locator(".widget-checkbox input[type=checkbox]").first.is_checked()
     n_keys = int(
         output.locator(".widget-slider", has=page.locator(".widget-label", has_text="keys S"))
-        .first.locator(".widget-readout").text_content().strip()
+        .first.locator(".widget-readout")
+        .text_content()
+        .strip()
     )
     # Expected variance: 1 with scaling, d_k without (Vaswani et al., 2017, footnote 4).
     assert after["meta"]["expected_variance"] == (1 if scaled else new_dk)
@@ -306,8 +321,9 @@ def run_in_lab(browser, server, name, library, tmp_path):
         from attnbook.scaling import saturation_stats, score_samples
         from attnbook.testing import assert_close
 
-        ref = saturation_stats(new_dk, n_keys, library["n_draws"], scaled=scaled,
-                               rng=library["seed"] + 1)
+        ref = saturation_stats(
+            new_dk, n_keys, library["n_draws"], scaled=scaled, rng=library["seed"] + 1
+        )
         assert_close(np.array(after["weights_y"]), ref.mean_sorted_weights, atol=1e-12, rtol=1e-9)
         s = score_samples(new_dk, library["n_samples"], scaled=scaled, rng=library["seed"])
         assert_close(after["meta"]["variance"], np.var(s, ddof=1), atol=0, rtol=1e-9)
@@ -405,8 +421,10 @@ def test_lab_chapter_opens_unmodified(tmp_path):
                 saved = (root / name).read_bytes()
                 assert saved == original, "saving from JupyterLab rewrote the chapter:\n" + "".join(
                     difflib.unified_diff(
-                        original.decode().splitlines(True), saved.decode().splitlines(True),
-                        "before", "after saving",
+                        original.decode().splitlines(True),
+                        saved.decode().splitlines(True),
+                        "before",
+                        "after saving",
                     )
                 )
             finally:

@@ -55,7 +55,8 @@ DRAW_MS = 30_000
 SETTLE_MS = 5_000
 
 # Emulates a busy machine on the loads that set the flag in sessionStorage (kept by a reload).
-SLOW_COMPILE_JS = """(() => {
+SLOW_COMPILE_JS = (
+    """(() => {
   if (sessionStorage.getItem('attnbook-slow-compile') !== '1') { return; }
   const create = URL.createObjectURL.bind(URL);
   URL.createObjectURL = (blob) => {
@@ -65,7 +66,9 @@ SLOW_COMPILE_JS = """(() => {
     }
     return create(blob);
   };
-})()""" % SLOW_COMPILE_MS
+})()"""
+    % SLOW_COMPILE_MS
+)
 
 # What the plot draws: per trace the key labels and the values (decoded typed arrays too).
 DRAWN_JS = """(gd) => (gd.data || []).map((t) => ({
@@ -83,8 +86,9 @@ def expected_figures() -> dict[int, list[dict]]:
     out = {}
     for _, n_pad in ex.controls["n_pad"].options:  # (label, value) pairs
         ex.controls["n_pad"].value = n_pad
-        out[n_pad] = [{"x": [str(v) for v in t.x], "z": np.asarray(t.z, float)}
-                      for t in ex.figure.data]
+        out[n_pad] = [
+            {"x": [str(v) for v in t.x], "z": np.asarray(t.z, float)} for t in ex.figure.data
+        ]
     return out
 
 
@@ -104,7 +108,8 @@ def test_lab_mask_explorer_draws_on_every_reload(lab, lab_browser):
     original = path.read_bytes()
     cells = json.loads(original)["cells"]
     assert any(EXPLORER_CALL in "".join(c["source"]) for c in cells), (
-        f"{READER_NOTEBOOK} lacks the explorer")
+        f"{READER_NOTEBOOK} lacks the explorer"
+    )
     t_start = time.monotonic()
     try:
         outcomes, errors = reload_many(lab_browser, lab, path, expected)
@@ -112,8 +117,11 @@ def test_lab_mask_explorer_draws_on_every_reload(lab, lab_browser):
         path.write_bytes(original)  # the shared tree as it was, for any later test
     print(f"the first run and {RELOADS} reloads in {time.monotonic() - t_start:.0f} s")
     # Load 0 is the first run; the loads on a (emulated) busy machine are marked.
-    failed = {f"{i}{' (busy)' if i % SLOW_EVERY == 0 else ''}": o
-              for i, o in enumerate(outcomes) if o != "ok"}
+    failed = {
+        f"{i}{' (busy)' if i % SLOW_EVERY == 0 else ''}": o
+        for i, o in enumerate(outcomes)
+        if o != "ok"
+    }
     counts = {k: sum(k in o for o in failed.values()) for k in ("blank", "stale", "dead")}
     assert not failed, (
         f"the mask explorer failed on {len(failed)} of {len(outcomes)} loads (the first run and "
@@ -158,8 +166,9 @@ def reload_many(browser, server, path: pathlib.Path, expected) -> tuple[list[str
 
     for i in range(1, RELOADS + 1):
         slow = i % SLOW_EVERY == 0
-        page.evaluate("(s) => sessionStorage.setItem('attnbook-slow-compile', s)",
-                      "1" if slow else "0")
+        page.evaluate(
+            "(s) => sessionStorage.setItem('attnbook-slow-compile', s)", "1" if slow else "0"
+        )
         page.reload()
         outcomes.append(check_load(page, slider, plot, expected, timeout_ms=DRAW_MS))
     page.close()

@@ -71,7 +71,8 @@ def measured(layout_html):
 
 def select(findings, *, kind, width=None, subs=None, keep=None):
     return [
-        f for f in findings
+        f
+        for f in findings
         if f["kind"] == kind
         and (width is None or f["width"] == width)
         and (subs is None or f["sub"] in subs)
@@ -95,16 +96,23 @@ def test_every_page_settled_and_stayed_offline(measured):
 @pytest.mark.book
 def test_no_display_equation_is_wider_than_its_column_at_1280(measured):
     found = select(measured[1], kind="equation", width=1280)
-    assert not found, report(found, "display equations wider than their box at 1280 px "
-                                    "(break them into aligned lines)")
+    assert not found, report(
+        found, "display equations wider than their box at 1280 px (break them into aligned lines)"
+    )
 
 
 @pytest.mark.book
 def test_display_equations_scroll_visibly_inside_their_box_at_390(measured):
-    found = select(measured[1], kind="equation", width=390,
-                   keep=lambda f: f["sub"] == "overflows" or not f["numbers"]["cue"])
-    assert not found, report(found, "display equations at 390 px that stick out of the page, "
-                                    "or scroll with no visible cue")
+    found = select(
+        measured[1],
+        kind="equation",
+        width=390,
+        keep=lambda f: f["sub"] == "overflows" or not f["numbers"]["cue"],
+    )
+    assert not found, report(
+        found,
+        "display equations at 390 px that stick out of the page, or scroll with no visible cue",
+    )
 
 
 @pytest.mark.book
@@ -115,10 +123,18 @@ def test_no_code_or_output_block_scrolls_sideways_at_1280(measured):
 
 @pytest.mark.book
 def test_figures_are_shown_at_the_size_they_were_drawn_at_1280(measured):
-    found = select(measured[1], kind="shrunk", width=1280, subs={"below70", "below95"},
-                   keep=lambda f: f["numbers"]["ratio"] < MIN_SHOWN_RATIO)
-    assert not found, report(found, f"figures shown below {MIN_SHOWN_RATIO:.0%} of their drawn "
-                                    "width at 1280 px (draw them with viz.figsize)")
+    found = select(
+        measured[1],
+        kind="shrunk",
+        width=1280,
+        subs={"below70", "below95"},
+        keep=lambda f: f["numbers"]["ratio"] < MIN_SHOWN_RATIO,
+    )
+    assert not found, report(
+        found,
+        f"figures shown below {MIN_SHOWN_RATIO:.0%} of their drawn "
+        "width at 1280 px (draw them with viz.figsize)",
+    )
 
 
 @pytest.mark.book
@@ -130,8 +146,11 @@ def test_no_image_is_wider_than_its_box(measured):
 @pytest.mark.book
 def test_explorer_labels_neither_overlap_nor_stick_out(measured):
     found = select(measured[1], kind="labels")
-    assert not found, report(found, "overlapping or clipped labels in plotly figures/explorers "
-                                    "(both widths, as loaded and after one slider step)")
+    assert not found, report(
+        found,
+        "overlapping or clipped labels in plotly figures/explorers "
+        "(both widths, as loaded and after one slider step)",
+    )
 
 
 @pytest.mark.book
@@ -157,13 +176,22 @@ def test_every_chapter_page_links_its_notebook(measured):
 
 def png(width: int, height: int) -> bytes:
     """A white RGB PNG of the given size (no imaging library needed)."""
+
     def chunk(tag, data):
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+        return (
+            struct.pack(">I", len(data))
+            + tag
+            + data
+            + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+        )
+
     raw = b"".join(b"\x00" + b"\xff" * (3 * width) for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2,
-                                                               0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 FAULTY = """<!DOCTYPE html><html><head><meta charset="utf-8">
@@ -245,8 +273,9 @@ def test_the_measurements_catch_each_fault(tmp_path):
     assert shrunk["numbers"]["natural"] == 1000 and abs(shrunk["numbers"]["ratio"] - 0.6) < 0.01
     assert got[("faulty.html", 1280, "shrunk", "wider")] == 1, text
     overlaps = select(faulty, kind="labels", subs={"overlap"})
-    assert any("first long label" in f["what"] and "second long label" in f["what"]
-               for f in overlaps), text
+    assert any(
+        "first long label" in f["what"] and "second long label" in f["what"] for f in overlaps
+    ), text
     clipped = select(faulty, kind="labels", subs={"clipped"})
     assert any("sticks out" in f["what"] for f in clipped), text
     assert got[("faulty.html", 1280, "ipynb", "missing")] == 1, text

@@ -77,8 +77,10 @@ def faults(rows: list[dict], width: int) -> list[str]:
         elif width <= PHONE and r["phone"] and r["current"] != r["phone"]:
             out.append(f"{where}: the column's drawing, not the phone's")
         elif width <= PHONE and r["shown"] < MIN_PHONE_RATIO * r["natural"]:
-            out.append(f"{where}: shown at {r['shown']:.0f} of {r['natural']} px "
-                       f"({r['shown'] / r['natural']:.0%})")
+            out.append(
+                f"{where}: shown at {r['shown']:.0f} of {r['natural']} px "
+                f"({r['shown'] / r['natural']:.0%})"
+            )
         elif width >= DESKTOP and r["current"] != r["src"]:
             out.append(f"{where}: the phone's drawing at {width} px, not the column's")
     return out
@@ -111,8 +113,7 @@ def test_chapter_figures_are_legible_on_a_phone(measured):
     # Every figure wider than a phone's column has a phone drawing, or (its panels do not fit
     # there) keeps its size in a box that scrolls sideways.
     wide = [r for r in rows if r["natural"] > 358 and not r["phone"]]
-    assert all(r["box"] for r in wide), [r["src"].rsplit("/", 1)[-1] for r in wide
-                                         if not r["box"]]
+    assert all(r["box"] for r in wide), [r["src"].rsplit("/", 1)[-1] for r in wide if not r["box"]]
     found = faults(rows, PHONE)
     assert not found, f"{len(found)} of {len(rows)} figures:\n  " + "\n  ".join(found)
 
@@ -131,14 +132,18 @@ body {margin: 0} article {width: 688px; padding: 0 16px}
 @media (max-width: 600px) {article {width: 358px}}
 .cell_output img {max-width: 100%%; height: auto}</style></head><body><article>%s</article>
 </body></html>"""
-GOOD = ('<div class="cell_output"><picture><source media="(max-width: 600px)" '
-        'srcset="phone.png" width="358" height="40"><img src="column.png" alt="a figure" '
-        'width="688" height="40"></picture></div>')
+GOOD = (
+    '<div class="cell_output"><picture><source media="(max-width: 600px)" '
+    'srcset="phone.png" width="358" height="40"><img src="column.png" alt="a figure" '
+    'width="688" height="40"></picture></div>'
+)
 #: At 390 px: a plain column drawing (shown at 52 %); at 1280: a phone drawing whose media
 #: query also holds on a wide screen.
-BAD = ('<div class="cell_output"><img src="column.png" alt="only the column"></div>'
-       '<div class="cell_output"><picture><source media="(max-width: 2000px)" '
-       'srcset="phone.png"><img src="column.png" alt="always the phone"></picture></div>')
+BAD = (
+    '<div class="cell_output"><img src="column.png" alt="only the column"></div>'
+    '<div class="cell_output"><picture><source media="(max-width: 2000px)" '
+    'srcset="phone.png"><img src="column.png" alt="always the phone"></picture></div>'
+)
 
 
 def test_the_checks_catch_each_fault(tmp_path):
@@ -153,8 +158,9 @@ def test_the_checks_catch_each_fault(tmp_path):
     with serve(tmp_path) as base, sync_playwright() as pw:
         browser = launch(pw)
         try:
-            got = {w: figures(browser, base, ["good.html", "bad.html"], w)
-                   for w in (PHONE, DESKTOP)}
+            got = {
+                w: figures(browser, base, ["good.html", "bad.html"], w) for w in (PHONE, DESKTOP)
+            }
         finally:
             browser.close()
     assert faults([r for r in got[PHONE] if r["page"] == "good.html"], PHONE) == []

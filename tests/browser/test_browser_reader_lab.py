@@ -45,9 +45,11 @@ import execute  # noqa: E402 - book/execute.py: the book's own run (the executio
 #: (edition, chapter) opened in JupyterLab.
 CASES = [("en", "03-scaling-variance"), ("zh", "06-masks")]
 #: What MyST looks like when a front end shows it raw.
-MYST = re.compile(r"\{glue(:\w+)?\}|\{cite(:\w+)?\}|\{(py:)?(func|class|mod|meth)\}|\{doc\}|"
-                  r"\{ref\}|\{numref\}|\{math\}|:class:|:::|```\{|\{code-cell\}|\{admonition\}|"
-                  r"\{dropdown\}|\{note\}|\{tip\}")
+MYST = re.compile(
+    r"\{glue(:\w+)?\}|\{cite(:\w+)?\}|\{(py:)?(func|class|mod|meth)\}|\{doc\}|"
+    r"\{ref\}|\{numref\}|\{math\}|:class:|:::|```\{|\{code-cell\}|\{admonition\}|"
+    r"\{dropdown\}|\{note\}|\{tip\}"
+)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -61,8 +63,11 @@ def listing_heads(nb) -> list[str]:
     heads = []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            found = re.search(r"^```python\n((?:def|class) \w+[(:])",
-                              out.get("data", {}).get("text/markdown", ""), re.M)
+            found = re.search(
+                r"^```python\n((?:def|class) \w+[(:])",
+                out.get("data", {}).get("text/markdown", ""),
+                re.M,
+            )
             if found:
                 heads.append(found.group(1))
     return heads
@@ -92,8 +97,7 @@ def open_notebook(browser, lab, path: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(lab.base)
-               else r.abort())
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(lab.base) else r.abort())
     # ?reset: a fresh workspace, with only this notebook open (not the last test's).
     page.goto(f"{lab.base}/lab/tree/{path}?reset&token={lab.token}")
     page.locator(".jp-NotebookPanel").first.wait_for(timeout=NOTEBOOK_OPEN_MS)
@@ -135,7 +139,9 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown")
     page.wait_for_function(
         "(n) => document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown').length >= n",
-        arg=sum(c.cell_type == "markdown" for c in source.cells), timeout=NOTEBOOK_OPEN_MS)
+        arg=sum(c.cell_type == "markdown" for c in source.cells),
+        timeout=NOTEBOOK_OPEN_MS,
+    )
     rendered = "\n".join(markdown.all_inner_texts())
     assert myst_in(rendered) == [], f"raw MyST in {path}: {myst_in(rendered)[:10]}"
     assert "$$" not in rendered and "\\frac" not in rendered, "math shown as LaTeX source"
@@ -147,7 +153,8 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     # Solutions: closed until their summary is clicked.
     word = "解答" if code == "zh" else "Solution"
     details = notebook.locator(".jp-RenderedMarkdown details").filter(
-        has=page.locator("summary", has_text=word))
+        has=page.locator("summary", has_text=word)
+    )
     n_details = details.count()
     assert n_details >= 3, f"{n_details} solutions"
     assert page.evaluate(
@@ -163,8 +170,10 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     assert len(opened) > len(summary) + 20, f"the opened solution shows {opened[:200]!r}"
 
     # The glue bookkeeping and hidden inputs: collapsed, as the HTML hides them.
-    hidden = sum(c.cell_type == "code" and bool(c.metadata.get("jupyter", {}).get("source_hidden"))
-                 for c in source.cells)
+    hidden = sum(
+        c.cell_type == "code" and bool(c.metadata.get("jupyter", {}).get("source_hidden"))
+        for c in source.cells
+    )
     shown = notebook.locator(".jp-CodeCell .jp-InputPlaceholder").count()
     assert hidden > 0 and shown == hidden, f"{shown} collapsed inputs on screen, {hidden} in file"
 
@@ -187,7 +196,9 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
                    const cells = [...w.content.widgets].filter(c => c.model.type === 'code');
                    return w.sessionContext.session.kernel.status === 'idle'
                      && cells.every(c => c.model.executionCount !== null); }""",
-        timeout=RUN_ALL_MS, polling=500)
+        timeout=RUN_ALL_MS,
+        polling=500,
+    )
     ran_s = time.monotonic() - start
     assert set(shown_listings().values()) == {1}, f"listings after Run All: {shown_listings()}"
     if code == "zh":  # the live explorer draws its figure in the reader's language
@@ -197,8 +208,9 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
                                   (gd.layout.xaxis || {}).title, (gd.layout.yaxis || {}).title])""")
         assert CJK.search(labels), f"the explorer's labels are not Chinese: {labels[:300]}"
     if os.environ.get("ATTNBOOK_SCREENSHOTS"):  # for a reviewer: the run notebook, as shown
-        page.screenshot(path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"],
-                                          f"lab-{code}-{chapter}.png"))
+        page.screenshot(
+            path=os.path.join(os.environ["ATTNBOOK_SCREENSHOTS"], f"lab-{code}-{chapter}.png")
+        )
     page.evaluate("() => window.jupyterapp.shell.currentWidget.context.save()")
     ran = nbformat.read(lab.root / path, as_version=4)
     failed = [o for c in ran.cells for o in c.get("outputs", []) if o.output_type == "error"]
@@ -216,7 +228,9 @@ def check_reader_notebook(page, errors, lab, path, source, code, chapter):
     assert not missing, f"numbers of the book's run not in {path}'s prose: {missing[:8]}"
     assert len(book) >= 10, f"only {len(book)} glued numbers found in {chapter}"
     assert not errors, f"page errors: {errors}"
-    print(f"{path}: ran all cells in {ran_s:.0f} s; {sum(book.values())} prose numbers match; "
-          f"{n_details} solutions collapsed; {hidden} inputs collapsed")
+    print(
+        f"{path}: ran all cells in {ran_s:.0f} s; {sum(book.values())} prose numbers match; "
+        f"{n_details} solutions collapsed; {hidden} inputs collapsed"
+    )
     # Leave the copy as it was for any later test.
     nbformat.write(source, lab.root / path)

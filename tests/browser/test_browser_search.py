@@ -61,6 +61,7 @@ def search(page, base_url: str, query: str) -> set[str]:
 def chromium():
     executable = require_chromium()
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield browser
@@ -84,39 +85,52 @@ def build_toy(root: Path, *, our_search: bool) -> Path:
     (src / GLOSSARY.parent).mkdir(parents=True)
     (src / GLOSSARY).write_text(
         "| English | 中文 |\n| --- | --- |\n| multi-head attention | 多头注意力 |\n"
-        "| KV cache | 键值缓存（KV Cache） |\n| teacher forcing | 教师强制 |\n", encoding="utf-8")
+        "| KV cache | 键值缓存（KV Cache） |\n| teacher forcing | 教师强制 |\n",
+        encoding="utf-8",
+    )
     extensions = ["attnbook_search"] if our_search else []
     (src / "conf.py").write_text(
         f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
         f"extensions = {extensions!r}\nlanguage = 'zh_CN'\nhtml_theme = 'basic'\n"
-        "exclude_patterns = ['appendix']\n", encoding="utf-8")
-    (src / "index.rst").write_text("首页\n====\n\n.. toctree::\n\n   a\n   b\n   c\n",
-                                   encoding="utf-8")
+        "exclude_patterns = ['appendix']\n",
+        encoding="utf-8",
+    )
+    (src / "index.rst").write_text(
+        "首页\n====\n\n.. toctree::\n\n   a\n   b\n   c\n", encoding="utf-8"
+    )
     for name, text in TOY_PAGES.items():
         (src / f"{name}.rst").write_text(f"{name.upper()} 页\n====\n\n{text}\n", encoding="utf-8")
     out = root / "html"
-    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def toy_books(tmp_path_factory):
     root = tmp_path_factory.mktemp("search-toy")
-    return {ours: build_toy(root / ("ours" if ours else "stock"), our_search=ours)
-            for ours in (True, False)}
+    return {
+        ours: build_toy(root / ("ours" if ours else "stock"), our_search=ours)
+        for ours in (True, False)
+    }
 
 
-@pytest.mark.parametrize("query, pages", [
-    ("多头注意力", {"a"}),
-    ("教师强制", {"a"}),
-    ("键值缓存", {"b"}),
-    ("缓存", {"b"}),
-    ("RoPE旋转", {"b"}),
-    ("RoPE 旋转", {"b"}),
-    ("的多头注意力", {"a"}),  # 的 is no indexed word: dropped, as the index drops it
-    ("循环神经网络", {"c"}),
-])
+@pytest.mark.parametrize(
+    "query, pages",
+    [
+        ("多头注意力", {"a"}),
+        ("教师强制", {"a"}),
+        ("键值缓存", {"b"}),
+        ("缓存", {"b"}),
+        ("RoPE旋转", {"b"}),
+        ("RoPE 旋转", {"b"}),
+        ("的多头注意力", {"a"}),  # 的 is no indexed word: dropped, as the index drops it
+        ("循环神经网络", {"c"}),
+    ],
+)
 def test_toy_search_finds_terms_typed_without_spaces(chromium, toy_books, query, pages):
     page = chromium.new_page()
     try:
@@ -139,10 +153,13 @@ def test_toy_stock_search_misses_them(chromium, toy_books):
 
 def test_glossary_terms_are_read_from_the_table(tmp_path):
     glossary = tmp_path / "glossary.md"
-    glossary.write_text("| a | b |\n| --- | --- |\n| x | 无关 |\n\n| English | 中文 |\n"
-                        "| --- | --- |\n| mask, keep-mask | 掩码、保留掩码 |\n"
-                        "| KV cache | 键值缓存（KV Cache） |\n| block | Transformer 块 |\n"
-                        "| softmax | softmax |\n", encoding="utf-8")
+    glossary.write_text(
+        "| a | b |\n| --- | --- |\n| x | 无关 |\n\n| English | 中文 |\n"
+        "| --- | --- |\n| mask, keep-mask | 掩码、保留掩码 |\n"
+        "| KV cache | 键值缓存（KV Cache） |\n| block | Transformer 块 |\n"
+        "| softmax | softmax |\n",
+        encoding="utf-8",
+    )
     assert glossary_terms(glossary) == ["掩码", "保留掩码", "键值缓存"]
     glossary.write_text("| English | Deutsch |\n| --- | --- |\n", encoding="utf-8")
     with pytest.raises(ValueError, match="terms table"):
@@ -154,7 +171,9 @@ def test_glossary_terms_are_read_from_the_table(tmp_path):
 
 _SKIP_BLOCKS = re.compile(
     r"<(script|style|pre|code|mjx-container|math)\b.*?</\1>|<div class=\"(?:math|highlight)[^\"]*\""
-    r"[^>]*>.*?</div>", re.S)
+    r"[^>]*>.*?</div>",
+    re.S,
+)
 
 
 def page_text(path: Path) -> str:
@@ -166,18 +185,21 @@ def page_text(path: Path) -> str:
     body = _SKIP_BLOCKS.sub(" ", body)
     # A block or a table cell ends a run of text (头 in one cell, 维度 in the next are no
     # word); inline markup (a glued number's span) does not.
-    body = re.sub(r"</?(?:p|div|li|td|th|tr|h[1-6]|br|dt|dd|caption|figcaption|section)\b[^>]*>",
-                  "\n", body)
+    body = re.sub(
+        r"</?(?:p|div|li|td|th|tr|h[1-6]|br|dt|dd|caption|figcaption|section)\b[^>]*>", "\n", body
+    )
     return html.unescape(re.sub(r"<[^>]+>", "", body))
 
 
 def book_pages(html_dir: Path) -> dict[str, str]:
     """``{page path without .html: its text}`` for every content page of an edition."""
     skip = {"search", "genindex", "py-modindex", "index"}
-    return {str(p.relative_to(html_dir).with_suffix("")): page_text(p)
-            for p in sorted(html_dir.rglob("*.html"))
-            if not any(part.startswith("_") for part in p.relative_to(html_dir).parts)
-            and str(p.relative_to(html_dir).with_suffix("")) not in skip}
+    return {
+        str(p.relative_to(html_dir).with_suffix("")): page_text(p)
+        for p in sorted(html_dir.rglob("*.html"))
+        if not any(part.startswith("_") for part in p.relative_to(html_dir).parts)
+        and str(p.relative_to(html_dir).with_suffix("")) not in skip
+    }
 
 
 def term_report(html_dir: Path, page, url: str) -> dict[str, tuple[set[str], set[str]]]:
@@ -199,20 +221,26 @@ def test_chinese_search_finds_every_page_with_a_glossary_term(chromium, built_ed
     finally:
         page.close()
     assert len(report) >= 20
-    missed = {term: sorted(expected - found) for term, (found, expected) in report.items()
-              if expected - found}
+    missed = {
+        term: sorted(expected - found)
+        for term, (found, expected) in report.items()
+        if expected - found
+    }
     assert not missed, f"pages containing the term that its search does not list: {missed}"
     empty = [term for term, (found, expected) in report.items() if expected and not found]
     assert not empty
 
 
-@pytest.mark.parametrize("query, must_find", [
-    ("KV Cache", "chapters/11-quadratic-cost-kv-cache"),
-    ("GQA", "chapters/07-multi-head-gqa"),
-    ("RoPE 旋转", "chapters/08-positional-encoding"),
-    ("RoPE旋转", "chapters/08-positional-encoding"),
-    ("因果掩码", "chapters/06-masks"),
-])
+@pytest.mark.parametrize(
+    "query, must_find",
+    [
+        ("KV Cache", "chapters/11-quadratic-cost-kv-cache"),
+        ("GQA", "chapters/07-multi-head-gqa"),
+        ("RoPE 旋转", "chapters/08-positional-encoding"),
+        ("RoPE旋转", "chapters/08-positional-encoding"),
+        ("因果掩码", "chapters/06-masks"),
+    ],
+)
 def test_chinese_search_mixed_queries(chromium, built_editions, query, must_find):
     page = chromium.new_page()
     try:
@@ -242,6 +270,8 @@ if __name__ == "__main__":  # pragma: no cover
         tab = browser.new_page()
         with serve(zh) as base:
             for term, (found, expected) in term_report(zh, tab, base).items():
-                print(f"{term}: found {len(found)}, expected {len(expected)}; "
-                      f"missed {sorted(expected - found)}")
+                print(
+                    f"{term}: found {len(found)}, expected {len(expected)}; "
+                    f"missed {sorted(expected - found)}"
+                )
         browser.close()

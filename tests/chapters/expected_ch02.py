@@ -24,8 +24,13 @@ from matchers import Near
 #: Tolerance for glued cosines of float32 hidden states recomputed here.
 COS_ATOL = 1e-5
 
-CONTEXTS = ("I ate an apple.", "She peeled the apple.", "Apple released a new chip.",
-            "Apple's stock fell.", "I saw an apple.")
+CONTEXTS = (
+    "I ate an apple.",
+    "She peeled the apple.",
+    "Apple released a new chip.",
+    "Apple's stock fell.",
+    "I saw an apple.",
+)
 TEMPLATES = ("Tell me about the {}.", "This is the {}.", "We talked about the {}.")
 
 
@@ -47,15 +52,24 @@ def toy() -> dict:
     w_hi = E / (2 * E + 2)
     chip = np.array([E, 5 * E + E1])
     return {
-        "ts_dot_hi": 2.0, "ts_dot_lo": 0.0, "ts_score_hi": s, "ts_exp_hi": E,
-        "ts_w_hi": w_hi, "ts_w_lo": 1 / (2 * E + 2),
-        "ts_o_fruit": 3 * w_hi, "ts_o_company": w_hi,
-        "ts_cos_start": 1 / s, "ts_cos_fruit": 3 / math.sqrt(10),
+        "ts_dot_hi": 2.0,
+        "ts_dot_lo": 0.0,
+        "ts_score_hi": s,
+        "ts_exp_hi": E,
+        "ts_w_hi": w_hi,
+        "ts_w_lo": 1 / (2 * E + 2),
+        "ts_o_fruit": 3 * w_hi,
+        "ts_o_company": w_hi,
+        "ts_cos_start": 1 / s,
+        "ts_cos_fruit": 3 / math.sqrt(10),
         "ts_cos_company": 1 / math.sqrt(10),
         "ts_stock_cos_company": 3 / math.sqrt(10),
         "ts_chip_cos_company": chip[1] / math.hypot(*chip),
-        "ts_saw_o": E / (E + 3), "ts_saw_cos": 1 / s,
-        "ts_alone_cos_fruit": 1.0, "ts_saw_alone_w": 1 / 3, "ts_saw_alone_norm": 0.0,
+        "ts_saw_o": E / (E + 3),
+        "ts_saw_cos": 1 / s,
+        "ts_alone_cos_fruit": 1.0,
+        "ts_saw_alone_w": 1 / 3,
+        "ts_saw_alone_norm": 0.0,
     }
 
 
@@ -71,12 +85,12 @@ def real_model() -> dict:
         tokens, h = model.hidden_states(sentence)  # (7, T, d)
         return h[:, tokens.index(word)].astype(np.float64)  # (7, d)
 
-    anchors = {s: np.mean([vec(t.format(s), s) for t in TEMPLATES], axis=0)
-               for s in ("fruit", "company")}  # each (7, d)
+    anchors = {
+        s: np.mean([vec(t.format(s), s) for t in TEMPLATES], axis=0) for s in ("fruit", "company")
+    }  # each (7, d)
 
     def cos(a, b):
-        return np.einsum("ld,ld->l", a, b) / (np.linalg.norm(a, axis=1)
-                                              * np.linalg.norm(b, axis=1))
+        return np.einsum("ld,ld->l", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
     sim = {c: {s: cos(vec(c, "apple"), a) for s, a in anchors.items()} for c in CONTEXTS}
     marg = {c: sim[c]["fruit"] - sim[c]["company"] for c in CONTEXTS}  # (7,) each
@@ -96,25 +110,37 @@ def real_model() -> dict:
         "sn_last_chip": near(marg["Apple released a new chip."][-1]),
         "sn_last_stock": near(marg["Apple's stock fell."][-1]),
         "sn_last_saw": near(marg["I saw an apple."][-1]),
-        "sn_last_min": near(min(last)), "sn_last_max": near(max(last)),
+        "sn_last_min": near(min(last)),
+        "sn_last_max": near(max(last)),
         "sn_chip_company_l0": near(chip[0]),
         "sn_chip_company_best_layer": best,
         "sn_chip_company_best": near(chip[best]),
         "sn_saw_company_l0": near(sim["I saw an apple."]["company"][0]),
         "sn_saw_company_at_best": near(sim["I saw an apple."]["company"][best]),
-        "sn_rise": (f"in all {n_rise_all} (sentence, anchor) pairs" if n_rise == n_rise_all
-                    else f"in {n_rise} of the {n_rise_all} (sentence, anchor) pairs"),
+        "sn_rise": (
+            f"in all {n_rise_all} (sentence, anchor) pairs"
+            if n_rise == n_rise_all
+            else f"in {n_rise} of the {n_rise_all} (sentence, anchor) pairs"
+        ),
         "sn_chip_marg_at_best": near(marg["Apple released a new chip."][best]),
         "sn_saw_marg_at_best": near(marg["I saw an apple."][best]),
         "sn_ate_marg_at_best": near(marg["I ate an apple."][best]),
-        "sn_chip_vs_saw_at_best": near(marg["I saw an apple."][best]
-                                       - marg["Apple released a new chip."][best]),
-        "sn_ate_vs_saw_at_best": near(marg["I ate an apple."][best]
-                                      - marg["I saw an apple."][best]),
-        "sn_closer_fruit": (f"in all {n_all} (sentence, layer) pairs" if n_pos == n_all
-                            else f"in {n_pos} of the {n_all} (sentence, layer) pairs"),
-        "sn_flip_verdict": ("never flips it: by this measure the model does not pin apple to "
-                            "company" if n_pos == n_all else "flips it in some layers"),
+        "sn_chip_vs_saw_at_best": near(
+            marg["I saw an apple."][best] - marg["Apple released a new chip."][best]
+        ),
+        "sn_ate_vs_saw_at_best": near(
+            marg["I ate an apple."][best] - marg["I saw an apple."][best]
+        ),
+        "sn_closer_fruit": (
+            f"in all {n_all} (sentence, layer) pairs"
+            if n_pos == n_all
+            else f"in {n_pos} of the {n_all} (sentence, layer) pairs"
+        ),
+        "sn_flip_verdict": (
+            "never flips it: by this measure the model does not pin apple to company"
+            if n_pos == n_all
+            else "flips it in some layers"
+        ),
     }
 
 

@@ -28,7 +28,7 @@ def first_below(curve, threshold: float, window: int = WINDOW) -> int | None:
     """The first step ``s`` with ``mean(curve[s - window + 1 : s + 1]) < threshold``, by a loop."""
     curve = [float(x) for x in curve]
     for s in range(window - 1, len(curve)):
-        if sum(curve[s - window + 1:s + 1]) / window < threshold:
+        if sum(curve[s - window + 1 : s + 1]) / window < threshold:
             return s
     return None
 
@@ -36,8 +36,7 @@ def first_below(curve, threshold: float, window: int = WINDOW) -> int | None:
 def steps_to_half(saved: dict) -> list[dict]:
     """Per saved seed, each arm's step to half the chance loss ``log(n_values) / 2``."""
     half = math.log(saved["settings"]["n_values"]) / 2
-    return [{arm: first_below(seed["loss"][arm], half) for arm in ARMS}
-            for seed in saved["seeds"]]
+    return [{arm: first_below(seed["loss"][arm], half) for arm in ARMS} for seed in saved["seeds"]]
 
 
 def expected(saved: dict) -> dict:
@@ -49,17 +48,29 @@ def expected(saved: dict) -> dict:
     vs_unscaled = n["control"] / n["unscaled"]
 
     def early(arm, key):  # per seed: mean of steps 0..(that seed's scaled step)
-        return np.array([np.mean(seed[key][arm][:h["scaled"] + 1])
-                         for seed, h in zip(seeds, halves)])
+        return np.array(
+            [np.mean(seed[key][arm][: h["scaled"] + 1]) for seed, h in zip(seeds, halves)]
+        )
 
     med = {arm: float(np.median(n[arm])) for arm in ARMS}
-    near = {arm: max(med["control"], med[arm]) / min(med["control"], med[arm]) < NEAR
-            for arm in ("scaled", "unscaled")}
-    like = ("unscaled" if near["unscaled"] and not near["scaled"] else
-            "scaled" if near["scaled"] and not near["unscaled"] else "between")
-    place = ("is the seed with the largest slow-down" if slowdown[0] == slowdown.max() else
-             "is the seed with the smallest slow-down" if slowdown[0] == slowdown.min() else
-             "lies inside this range")
+    near = {
+        arm: max(med["control"], med[arm]) / min(med["control"], med[arm]) < NEAR
+        for arm in ("scaled", "unscaled")
+    }
+    like = (
+        "unscaled"
+        if near["unscaled"] and not near["scaled"]
+        else "scaled"
+        if near["scaled"] and not near["unscaled"]
+        else "between"
+    )
+    place = (
+        "is the seed with the largest slow-down"
+        if slowdown[0] == slowdown.max()
+        else "is the seed with the smallest slow-down"
+        if slowdown[0] == slowdown.min()
+        else "lies inside this range"
+    )
     out = {
         "run_n_seeds": len(seeds),
         "run_slowdown_min": float(slowdown.min()),
@@ -71,27 +82,27 @@ def expected(saved: dict) -> dict:
         "run_sat_scaled_early_max": float(early("scaled", "saturated").max()),
         "run_sat_unscaled_early_min": float(early("unscaled", "saturated").min()),
         "run_sat_unscaled_early_max": float(early("unscaled", "saturated").max()),
-        "run_satshare_unscaled_early_max":
-            float(early("unscaled", "saturated_grad_share").max()),
+        "run_satshare_unscaled_early_max": float(early("unscaled", "saturated_grad_share").max()),
         "run_sat_control_early_min": float(early("control", "saturated").min()),
         "run_sat_control_early_max": float(early("control", "saturated").max()),
-        "run_satshare_control_early_max":
-            float(early("control", "saturated_grad_share").max()),
+        "run_satshare_control_early_max": float(early("control", "saturated_grad_share").max()),
         "run_seed0_place": f"Seed 0, drawn above, {place}",
         "run_control_verdict": {
             "unscaled": "It learned as slowly as the unscaled arm: the saturation at the start, "
-                        "not the larger step, is what slowed the unscaled arm down",
+            "not the larger step, is what slowed the unscaled arm down",
             "scaled": "It learned as fast as the scaled arm: the larger step, not the "
-                      "saturation, is what slowed the unscaled arm down",
+            "saturation, is what slowed the unscaled arm down",
             "between": "It fell between the two arms: neither effect alone explains the slower "
-                       "unscaled arm"}[like],
+            "unscaled arm",
+        }[like],
         "run_control_summary": {
             "unscaled": "learned about as slowly: the saturation, not the step size, made the "
-                        "difference",
+            "difference",
             "scaled": "learned as fast as the scaled head: the step size, not the saturation, "
-                      "made the difference",
+            "made the difference",
             "between": "fell between the two: neither the saturation nor the step size alone "
-                       "made the difference"}[like],
+            "made the difference",
+        }[like],
     }
     for arm in ARMS:
         out[f"run_steps_{arm}_min"] = int(n[arm].min())

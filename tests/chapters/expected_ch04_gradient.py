@@ -26,12 +26,12 @@ def _arm(d_k: int, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     block = (1 + N_KEYS) * d_k + N_KEYS
     max_w, grad = [], []
     for _ in range(N_DRAWS // 500):
-        x = torch.from_numpy(gen.standard_normal((500, block)))       # (500, block) float64
-        q = x[:, :d_k].clone().requires_grad_(True)                     # (500, d_k)
-        k = x[:, d_k:(1 + N_KEYS) * d_k].reshape(500, N_KEYS, d_k)      # (500, S, d_k)
-        v = x[:, (1 + N_KEYS) * d_k:]                                   # (500, S)
+        x = torch.from_numpy(gen.standard_normal((500, block)))  # (500, block) float64
+        q = x[:, :d_k].clone().requires_grad_(True)  # (500, d_k)
+        k = x[:, d_k : (1 + N_KEYS) * d_k].reshape(500, N_KEYS, d_k)  # (500, S, d_k)
+        v = x[:, (1 + N_KEYS) * d_k :]  # (500, S)
         p = torch.softmax(scale * (k @ q[:, :, None])[..., 0], dim=-1)  # (500, S)
-        (p * v).sum().backward()       # draws are independent: one backward gives each draw's
+        (p * v).sum().backward()  # draws are independent: one backward gives each draw's
         max_w.append(p.max(dim=-1).values.detach().numpy())
         grad.append(q.grad.norm(dim=-1).numpy())
     return np.concatenate(max_w), np.concatenate(grad)
@@ -40,8 +40,11 @@ def _arm(d_k: int, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=None)
 def draws() -> dict:
     """{(d_k, arm): (largest weight, ||dl/dq||)} for the chapter's two head dimensions."""
-    return {(d, arm): _arm(d, 1 / math.sqrt(d) if arm == "scaled" else 1.0, d)
-            for d in (64, 512) for arm in ("scaled", "unscaled")}
+    return {
+        (d, arm): _arm(d, 1 / math.sqrt(d) if arm == "scaled" else 1.0, d)
+        for d in (64, 512)
+        for arm in ("scaled", "unscaled")
+    }
 
 
 def expected() -> dict:

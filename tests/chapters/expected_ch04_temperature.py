@@ -16,11 +16,11 @@ import numpy as np
 
 
 def expected() -> dict:
-    z = np.random.default_rng(0).standard_normal(16)             # (S,)
-    temps = np.geomspace(1 / 16, 32, 121)                        # (n_T,)
-    x = z[None, :] / temps[:, None]                              # (n_T, S)
+    z = np.random.default_rng(0).standard_normal(16)  # (S,)
+    temps = np.geomspace(1 / 16, 32, 121)  # (n_T,)
+    x = z[None, :] / temps[:, None]  # (n_T, S)
     e = np.exp(x - x.max(axis=1, keepdims=True))
-    p = e / e.sum(axis=1, keepdims=True)                         # (n_T, S)
+    p = e / e.sum(axis=1, keepdims=True)  # (n_T, S)
     eye = np.eye(16)
     jac = np.sqrt(((p[:, :, None] * (eye[None] - p[:, None, :])) ** 2).sum(axis=(1, 2)))
     peak = int(np.argmax(jac))
@@ -36,4 +36,3 @@ def expected() -> dict:
         "tx_peak_jac_z": float(jac[peak] / temps[peak]),
         "tx_hot_jac_z": float(jac[-1] / 32),
     }
-

@@ -41,18 +41,21 @@ def decoder_only() -> dict:
     softmax over the prompt keys only), with the largest entry of the latter for scale.
     """
     rng = np.random.default_rng(0)
-    rng.standard_normal((3, 8)), rng.standard_normal((5, 8))          # Y, Z
+    rng.standard_normal((3, 8)), rng.standard_normal((5, 8))  # Y, Z
     w_q, w_k, w_v = (rng.standard_normal((8, 4)) / math.sqrt(8) for _ in range(3))
-    x = np.random.default_rng(1).standard_normal((8, 8))              # [prompt | answer]
+    x = np.random.default_rng(1).standard_normal((8, 8))  # [prompt | answer]
     q, k, v = x @ w_q, x @ w_k, x @ w_v
-    scores = q @ k.T / 2.0                                            # sqrt(d_k) = 2
+    scores = q @ k.T / 2.0  # sqrt(d_k) = 2
     weights = _softmax_rows(scores, np.tril(np.ones((8, 8), dtype=bool)))
     out = weights @ v
     cross_w = _softmax_rows(scores[5:, :5], np.ones((3, 5), dtype=bool))
     cross = cross_w @ v[:5]
     share = weights[5:, :5].sum(axis=-1)
-    return {"share": share, "cross_diff": float(np.abs(out[5:] - cross).max()),
-            "cross_scale": float(np.abs(cross).max())}
+    return {
+        "share": share,
+        "cross_diff": float(np.abs(out[5:] - cross).max()),
+        "cross_scale": float(np.abs(cross).max()),
+    }
 
 
 def additive_example() -> dict:
@@ -67,14 +70,16 @@ def additive_example() -> dict:
     rng = np.random.default_rng(0)
     y, z = rng.standard_normal((3, 8)), rng.standard_normal((5, 8))
     _, _, w_v = (rng.standard_normal((8, 4)) / math.sqrt(8) for _ in range(3))
-    rng.standard_normal((7, 8)), rng.permutation(5)                   # Z7, perm
+    rng.standard_normal((7, 8)), rng.permutation(5)  # Z7, perm
     w_q, w_k = (rng.standard_normal((6, 8)) / math.sqrt(8) for _ in range(2))
     v_a = rng.standard_normal(6)
     values = z @ w_v
     weights = np.zeros((3, 5))
     for i in range(3):
-        s = [sum(v_a[a] * math.tanh(w_q[a] @ y[i] + w_k[a] @ z[j]) for a in range(6))
-             for j in range(5)]
+        s = [
+            sum(v_a[a] * math.tanh(w_q[a] @ y[i] + w_k[a] @ z[j]) for a in range(6))
+            for j in range(5)
+        ]
         e = [math.exp(x - max(s)) for x in s]
         weights[i] = [x / sum(e) for x in e]
     return {"weights": weights, "out": weights @ values, "mean_value": values.mean(axis=0)}
@@ -84,8 +89,7 @@ def timing_ratios(actual, glued) -> bool:
     """The measured time ratios: floats, additive slower than the dot product (the prose says
     so), the smaller one first."""
     lo, hi = glued.get("add_ratio_min"), glued.get("add_ratio_max")
-    return (isinstance(lo, float) and isinstance(hi, float) and 1.0 < lo <= hi
-            and actual in (lo, hi))
+    return isinstance(lo, float) and isinstance(hi, float) and 1.0 < lo <= hi and actual in (lo, hi)
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,36 +98,52 @@ def expected() -> dict:
 
     e: dict = {}
     # Shapes (L = 3 queries, S = 5 or 7 source tokens, d_v = 4) by hand.
-    e |= {"sh_self_weights": (3, 3), "sh_cross_weights": (3, 5), "sh_self_out": (3, 4),
-          "sh_cross_out": (3, 4), "sh_m7_weights": (3, 7), "sh_m7_out": (3, 4),
-          # rows of a softmax sum to 1; a sum does not depend on the order of its terms;
-          # each query's row depends only on that query.
-          "sh_row_sum_dev": Tiny(1e-12), "sh_perm_diff": Tiny(1e-12), "sh_q2_diff": Tiny(1e-12)}
+    e |= {
+        "sh_self_weights": (3, 3),
+        "sh_cross_weights": (3, 5),
+        "sh_self_out": (3, 4),
+        "sh_cross_out": (3, 4),
+        "sh_m7_weights": (3, 7),
+        "sh_m7_out": (3, 4),
+        # rows of a softmax sum to 1; a sum does not depend on the order of its terms;
+        # each query's row depends only on that query.
+        "sh_row_sum_dev": Tiny(1e-12),
+        "sh_perm_diff": Tiny(1e-12),
+        "sh_q2_diff": Tiny(1e-12),
+    }
     # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
     e |= {"mha_self_w": (1, 1, 3, 3), "mha_cross_w": (1, 1, 3, 5), "mha_cross_out": (1, 3, 16)}
     # The reversal run (seeded, one thread: deterministic), recomputed with the chapter's
     # snapshots (they do not change the training: tests/test_experiments.py).
     snapshot_steps = (0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 100, 200, 300, 400)
-    run = experiments.cross_attention_run(n=8, vocab=16, steps=400, seed=0,
-                                          snapshot_steps=snapshot_steps)
-    cross = run.cross_attention[0]                      # (H, n, n)
+    run = experiments.cross_attention_run(
+        n=8, vocab=16, steps=400, seed=0, snapshot_steps=snapshot_steps
+    )
+    cross = run.cross_attention[0]  # (H, n, n)
     mirror = 8 - 1 - np.arange(8)
-    hits = cross.argmax(axis=-1) == mirror              # (H, L)
+    hits = cross.argmax(axis=-1) == mirror  # (H, L)
     n_hits = int(hits.sum())
     phrase = "in every row" if n_hits == 16 else f"in {n_hits} of the 16 rows"
-    e |= {"ca_n": 8, "ca_vocab": 16, "ca_steps": 400, "ca_params": run.n_params,
-          "ca_accuracy": run.eval_accuracy, "ca_eval_loss": run.eval_loss,
-          "ca_chance_loss": math.log(16), "ca_uniform": 1 / 8,
-          "ca_mirror_h1": float(run.mirror_mass[0, 0]),
-          "ca_mirror_h2": float(run.mirror_mass[0, 1]),
-          "ca_argmax_phrase": phrase,
-          "ca_min_mirror_example": float(cross[:, np.arange(8), mirror].min()),
-          "ca_steps_half": experiments.first_step_below(run.loss, math.log(16) / 2, window=10)}
+    e |= {
+        "ca_n": 8,
+        "ca_vocab": 16,
+        "ca_steps": 400,
+        "ca_params": run.n_params,
+        "ca_accuracy": run.eval_accuracy,
+        "ca_eval_loss": run.eval_loss,
+        "ca_chance_loss": math.log(16),
+        "ca_uniform": 1 / 8,
+        "ca_mirror_h1": float(run.mirror_mass[0, 0]),
+        "ca_mirror_h2": float(run.mirror_mass[0, 1]),
+        "ca_argmax_phrase": phrase,
+        "ca_min_mirror_example": float(cross[:, np.arange(8), mirror].min()),
+        "ca_steps_half": experiments.first_step_below(run.loss, math.log(16) / 2, window=10),
+    }
     # The explorer's snapshots: the held-out mirror mass of the two heads (layer 0) at each
     # recorded step; their mean before training and after the last update, and the first
     # recorded step at which each head's share exceeds 1/2 and 0.9 (a loop over the steps).
     assert list(run.snapshot_steps) == list(snapshot_steps)
-    mass = run.snapshot_mirror_mass                      # (17, 1, 2)
+    mass = run.snapshot_mirror_mass  # (17, 1, 2)
     assert mass.shape == (17, 1, 2) and np.array_equal(mass[-1], run.mirror_mass)
 
     def first_step_over(level):
@@ -132,9 +152,12 @@ def expected() -> dict:
                 return step
         raise AssertionError(f"no recorded step with both heads above {level}")
 
-    e |= {"ca_snap_first": (mass[0, 0, 0] + mass[0, 0, 1]) / 2,
-          "ca_snap_last": (run.mirror_mass[0, 0] + run.mirror_mass[0, 1]) / 2,
-          "ca_snap_half_step": first_step_over(0.5), "ca_snap_90_step": first_step_over(0.9)}
+    e |= {
+        "ca_snap_first": (mass[0, 0, 0] + mass[0, 0, 1]) / 2,
+        "ca_snap_last": (run.mirror_mass[0, 0] + run.mirror_mass[0, 1]) / 2,
+        "ca_snap_half_step": first_step_over(0.5),
+        "ca_snap_90_step": first_step_over(0.9),
+    }
     # The prose: rows "close to flat" before training (no weight of the example's map above
     # twice uniform, 2/8), the mirror mass near uniform; "the first quarter" of 400 updates.
     assert run.snapshots[0].max() < 2 / 8 and abs(e["ca_snap_first"] - 1 / 8) < 0.05
@@ -143,9 +166,15 @@ def expected() -> dict:
     # the prompt's share and the distance from cross-attention from the float64 formulas above.
     do = decoder_only()
     assert (do["share"] < 1).all() and do["cross_diff"] > 0.01  # not cross-attention
-    e |= {"do_S": 5, "do_L": 3, "do_mix_diff": Tiny(1e-12),
-          "do_share_min": float(do["share"].min()), "do_share_max": float(do["share"].max()),
-          "do_cross_diff": do["cross_diff"], "do_cross_scale": do["cross_scale"]}
+    e |= {
+        "do_S": 5,
+        "do_L": 3,
+        "do_mix_diff": Tiny(1e-12),
+        "do_share_min": float(do["share"].min()),
+        "do_share_max": float(do["share"].max()),
+        "do_cross_diff": do["cross_diff"],
+        "do_cross_scale": do["cross_scale"],
+    }
     # The trained decoder (chapter 13's shipped checkpoint) on Genesis 1:3, recomputed with the
     # library's attention_maps (tested in tests/test_sampling.py against a NumPy recomputation); the
     # prompt is the 33 characters up to the colon, the answer the 21 after it (counted here).
@@ -158,17 +187,26 @@ def expected() -> dict:
     gpt, _ = load_char_gpt()
     maps = attention_maps(gpt, text.CharTokenizer(text.load_corpus()).encode(verse))
     np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-6)  # so each lambda is in [0, 1]
-    lam = maps[:, :, 33:, :33].sum(-1)                    # (layers, heads, 21)
+    lam = maps[:, :, 33:, :33].sum(-1)  # (layers, heads, 21)
     lam_head = lam.mean(-1)
     hi = np.unravel_index(lam_head.argmax(), lam_head.shape)
-    e |= {"gpt_n_heads": 16, "gpt_n_answer": 21, "gpt_lam_lo": float(lam_head.min()),
-          "gpt_lam_hi": float(lam_head.max()), "gpt_lam_hi_layer": int(hi[0] + 1),
-          "gpt_lam_hi_head": int(hi[1] + 1), "gpt_lam_min": float(lam.min()),
-          "gpt_lam_max": float(lam.max())}
+    e |= {
+        "gpt_n_heads": 16,
+        "gpt_n_answer": 21,
+        "gpt_lam_lo": float(lam_head.min()),
+        "gpt_lam_hi": float(lam_head.max()),
+        "gpt_lam_hi_layer": int(hi[0] + 1),
+        "gpt_lam_hi_head": int(hi[1] + 1),
+        "gpt_lam_min": float(lam.min()),
+        "gpt_lam_max": float(lam.max()),
+    }
     # Uniform attention over the visible keys gives answer row t (0-based) 33 / (33 + t + 1).
     uniform = np.mean([33 / (34 + t) for t in range(21)])
-    e |= {"gpt_uniform": float(uniform), "gpt_hi_first": float(lam[hi][:10].mean()),
-          "gpt_hi_last": float(lam[hi][10:].mean())}             # halves: 10 and 11 chars
+    e |= {
+        "gpt_uniform": float(uniform),
+        "gpt_hi_first": float(lam[hi][:10].mean()),
+        "gpt_hi_last": float(lam[hi][10:].mean()),
+    }  # halves: 10 and 11 chars
     # "Every head gives the prompt less than uniform", "mostly by nearness": first half >> second.
     assert lam_head.max() < uniform and e["gpt_hi_first"] > 2 * e["gpt_hi_last"]
     # The prose: the heads differ ("between lo and hi") and single characters span almost all.
@@ -178,17 +216,27 @@ def expected() -> dict:
     # the mean of the values, both exact up to rounding (checked against the loop above).
     add = additive_example()
     assert np.allclose(add["weights"].sum(axis=1), 1.0)
-    e |= {"add_weights_shape": (3, 5), "add_out_shape": (3, 4), "add_d_a": 6,
-          "add_w_max": float(add["weights"].max()),
-          "add_row_sum_dev": Tiny(1e-12), "add_flat_diff": Tiny(1e-12)}
+    e |= {
+        "add_weights_shape": (3, 5),
+        "add_out_shape": (3, 4),
+        "add_d_a": 6,
+        "add_w_max": float(add["weights"].max()),
+        "add_row_sum_dev": Tiny(1e-12),
+        "add_flat_diff": Tiny(1e-12),
+    }
     # Its cost: matmul FLOPs 2 d (L d + S d + L S) for both by hand; d = 64, L = S = 64 ... 256;
     # the (256, 256, 64) float32 array is 16 MiB, the 256 x 256 scores 256 KiB; the time ratios
     # are measured, so only checked for consistency.
-    e |= {"add_t_d": 64, "add_t_n_min": 64, "add_t_n_max": 256, "add_flops_equal": "equal",
-          "add_big_bytes": "16 MiB", "add_score_bytes": "256 KiB",
-          "add_ratio_min": Check(timing_ratios, "a measured ratio > 1, min <= max"),
-          "add_ratio_max": Check(timing_ratios, "a measured ratio > 1, min <= max")}
+    e |= {
+        "add_t_d": 64,
+        "add_t_n_min": 64,
+        "add_t_n_max": 256,
+        "add_flops_equal": "equal",
+        "add_big_bytes": "16 MiB",
+        "add_score_bytes": "256 KiB",
+        "add_ratio_min": Check(timing_ratios, "a measured ratio > 1, min <= max"),
+        "add_ratio_max": Check(timing_ratios, "a measured ratio > 1, min <= max"),
+    }
     # Exercises: (B, H, L, S) and (B, L, d_model); the prefix mask adds S (S - 1) / 2 pairs.
-    e |= {"ex1_w_shape": (1, 1, 7, 12), "ex1_out_shape": (1, 7, 512),
-          "ex4_added": 5 * 4 // 2}
+    e |= {"ex1_w_shape": (1, 1, 7, 12), "ex1_out_shape": (1, 7, 512), "ex4_added": 5 * 4 // 2}
     return e

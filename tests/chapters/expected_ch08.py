@@ -74,8 +74,12 @@ def expected() -> dict:
     a, b = enc(["dog", "bites", "man"]), enc(["man", "bites", "dog"])
     for diff in (a[0] - b[2], a[1] - b[1], a.mean(0) - b.mean(0)):
         assert np.abs(diff).max() <= 1e-12
-    e |= {"perm_dog_diff": Tiny(1e-12), "perm_bites_diff": Tiny(1e-12),
-          "perm_mean_diff": Tiny(1e-12), "perm_equiv_diff": Tiny(1e-12)}
+    e |= {
+        "perm_dog_diff": Tiny(1e-12),
+        "perm_bites_diff": Tiny(1e-12),
+        "perm_mean_diff": Tiny(1e-12),
+        "perm_equiv_diff": Tiny(1e-12),
+    }
     x6 = rng.standard_normal((6, d_model))
     perm = rng.permutation(6)
     out = heads.multi_head_attention(x6, *w, n_heads=2)
@@ -88,8 +92,12 @@ def expected() -> dict:
     # --- the offset map M_k of the sinusoidal encoding (k = 7, d = 16, 2048 positions) --------
     table = positional.sinusoidal_encoding(2048, 16)
     np.testing.assert_allclose(table[:50], _sinusoid(50, 16), rtol=0, atol=1e-12)
-    e |= {"pe_offset": 7, "pe_n_checked": 2048 - 7, "pe_shift_err": Tiny(1e-11),
-          "pe_orth_err": Tiny(1e-14)}
+    e |= {
+        "pe_offset": 7,
+        "pe_n_checked": 2048 - 7,
+        "pe_shift_err": Tiny(1e-11),
+        "pe_orth_err": Tiny(1e-14),
+    }
     # --- RoPE: scores depend on m - n only ----------------------------------------------------
     D = 16
     q, k = rng.standard_normal(D), rng.standard_normal(D)
@@ -98,8 +106,12 @@ def expected() -> dict:
     K = positional.apply_rope(np.tile(k, (32, 1)), pos)
     np.testing.assert_allclose(Q[5], _rope_half(q, 5), rtol=0, atol=1e-14)
     scores = Q @ K.T
-    e |= {"rope_diag_spread": Tiny(1e-12), "rope_all_spread": float(np.ptp(scores)),
-          "rope_shift_diff": Tiny(1e-11), "rope_norm_diff": Tiny(1e-12)}
+    e |= {
+        "rope_diag_spread": Tiny(1e-12),
+        "rope_all_spread": float(np.ptp(scores)),
+        "rope_shift_diff": Tiny(1e-11),
+        "rope_norm_diff": Tiny(1e-12),
+    }
     # --- the two pairings --------------------------------------------------------------------
     x = rng.standard_normal((1, D))
     inter = positional.apply_rope(x, np.array([7]), interleaved=True)
@@ -109,24 +121,35 @@ def expected() -> dict:
     assert np.array_equal(positional.apply_rope(x[:, p], np.array([7])), inter[:, p])
     Qi = positional.apply_rope(np.tile(q, (32, 1)), pos, interleaved=True)
     Ki = positional.apply_rope(np.tile(k, (32, 1)), pos, interleaved=True)
-    e |= {"pair_out_diff": float(np.abs(inter - half).max()), "pair_perm_diff": 0.0,
-          "pair_score_diff": float(np.abs(Q @ K.T - Qi @ Ki.T).max())}
+    e |= {
+        "pair_out_diff": float(np.abs(inter - half).max()),
+        "pair_perm_diff": 0.0,
+        "pair_score_diff": float(np.abs(Q @ K.T - Qi @ Ki.T).max()),
+    }
     # --- wavelengths: 2 pi base^(2i/D), Llama-2 (10000) and Llama-3 (500000), D = 128 ---------
     th2 = kv_cache.HF_CONFIGS["Llama-2-7B"]["rope_theta"]
     th3 = kv_cache.HF_CONFIGS["Llama-3-8B"]["rope_theta"]
-    e |= {"wl_shortest": 2 * math.pi, "wl_llama2_longest": 2 * math.pi * th2 ** (126 / 128),
-          "wl_llama3_longest": 2 * math.pi * th3 ** (126 / 128), "llama2_theta": th2,
-          "llama3_theta": th3,
-          "llama2_ctx": kv_cache.HF_CONFIGS["Llama-2-7B"]["max_position_embeddings"],
-          "llama3_ctx": kv_cache.HF_CONFIGS["Llama-3-8B"]["max_position_embeddings"]}
+    e |= {
+        "wl_shortest": 2 * math.pi,
+        "wl_llama2_longest": 2 * math.pi * th2 ** (126 / 128),
+        "wl_llama3_longest": 2 * math.pi * th3 ** (126 / 128),
+        "llama2_theta": th2,
+        "llama3_theta": th3,
+        "llama2_ctx": kv_cache.HF_CONFIGS["Llama-2-7B"]["max_position_embeddings"],
+        "llama3_ctx": kv_cache.HF_CONFIGS["Llama-3-8B"]["max_position_embeddings"],
+    }
     # degrees the slowest Llama-2 pair turns over its context: 360 * context / wavelength
     e["slow_turn2_deg"] = 360 * e["llama2_ctx"] / e["wl_llama2_longest"]
     e["mis_same_pos_diff"] = Tiny(1e-12)  # R_m q . R_m k = q . k
     # --- exercises ---------------------------------------------------------------------------
     w16 = 10000.0 ** (-np.arange(0, 16, 2) / 16)
-    e |= {"ex2_dot": float(np.cos(3 * w16).sum()), "ex2_formula": float(np.cos(3 * w16).sum()),
-          "ex2_spread": Tiny(1e-12), "ex2_n_pos": 497,
-          "ex3_partners": [4, 5, 6, 7, 0, 1, 2, 3]}
+    e |= {
+        "ex2_dot": float(np.cos(3 * w16).sum()),
+        "ex2_formula": float(np.cos(3 * w16).sum()),
+        "ex2_spread": Tiny(1e-12),
+        "ex2_n_pos": 497,
+        "ex3_partners": [4, 5, 6, 7, 0, 1, 2, 3],
+    }
     e |= _learned_positions()
     e |= _beyond_the_trained_length()
     return e
@@ -140,9 +163,11 @@ def _learned_positions() -> dict:
     assert table.shape == (hf["max_position_embeddings"], hf["hidden_size"])
     e |= {"lpe_rows": hf["max_position_embeddings"], "lpe_d": hf["hidden_size"]}
     for key, k in (("lpe_cos1", 1), ("lpe_cos64", 64)):
-        cos = [float(table[p] @ table[p + k])
-               / math.sqrt(float(table[p] @ table[p]) * float(table[p + k] @ table[p + k]))
-               for p in range(len(table) - k)]
+        cos = [
+            float(table[p] @ table[p + k])
+            / math.sqrt(float(table[p] @ table[p]) * float(table[p + k] @ table[p + k]))
+            for p in range(len(table) - k)
+        ]
         e[key] = Near(sum(cos) / len(cos), 1e-12)
     assert e["lpe_cos1"].value > 2 * e["lpe_cos64"].value  # "neighbours alike"
     d = hf["hidden_size"]
@@ -153,16 +178,26 @@ def _learned_positions() -> dict:
 
 
 def _beyond_the_trained_length() -> dict:
-    run = experiments.position_extrapolation_run(train_len=32, eval_len=64, offset=3,
-                                                 steps=300, seed=0)
-    e: dict = {"ext_train_len": 32, "ext_eval_len": 64, "ext_offset": 3, "ext_steps": 300,
-               "ext_chance": 1 / 16, "ext_rows_change": 0.0, "ext_moved_first": 32,
-               "ext_eval_last": 63, "ext_solved": 0.99, "ext_tail": 8}
+    run = experiments.position_extrapolation_run(
+        train_len=32, eval_len=64, offset=3, steps=300, seed=0
+    )
+    e: dict = {
+        "ext_train_len": 32,
+        "ext_eval_len": 64,
+        "ext_offset": 3,
+        "ext_steps": 300,
+        "ext_chance": 1 / 16,
+        "ext_rows_change": 0.0,
+        "ext_moved_first": 32,
+        "ext_eval_last": 63,
+        "ext_solved": 0.99,
+        "ext_tail": 8,
+    }
     assert list(run.positions) == list(range(3, 64))
     for kind, short in (("learned", "lrn"), ("sinusoidal", "sin"), ("rope", "rope")):
         acc = run.accuracy[kind]  # positions 3 .. 63
         e[f"ext_in_{short}"] = Near(np.mean(acc[: 32 - 3]), 1e-12)  # positions 3 .. 31
-        e[f"ext_out_{short}"] = Near(np.mean(acc[32 - 3:]), 1e-12)  # positions 32 .. 63
+        e[f"ext_out_{short}"] = Near(np.mean(acc[32 - 3 :]), 1e-12)  # positions 32 .. 63
         e[f"ext_moved_{short}"] = run.shifted_accuracy[kind]
         assert e[f"ext_in_{short}"].value > 0.99  # "every model learned the task"
     rope = run.accuracy["rope"]
@@ -171,7 +206,7 @@ def _beyond_the_trained_length() -> dict:
     e["ext_rope_tail_acc"] = Near(np.mean(rope[-8:]), 1e-12)
     unseen = run.unseen_weight["rope"]
     e["ext_rope_tail_unseen"] = Near(np.mean(unseen[-8:]), 1e-12)
-    e["ext_rope_ok_unseen"] = Near(np.max(unseen[: first_below]), 1e-12)
+    e["ext_rope_ok_unseen"] = Near(np.max(unseen[:first_below]), 1e-12)
     # the prose's claims
     assert e["ext_out_lrn"].value < 2 / 16  # learned: chance level beyond the trained length
     assert e["ext_out_lrn"].value < e["ext_out_sin"].value < e["ext_out_rope"].value

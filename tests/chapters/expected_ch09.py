@@ -44,15 +44,17 @@ def _block_vs_torch() -> dict:
     out = {}
     for norm_first in (False, True):
         ours = blocks.TransformerBlock(16, 4, 64, norm_first=norm_first).double().eval()
-        ref = torch.nn.TransformerEncoderLayer(16, 4, 64, dropout=0.0, batch_first=True,
-                                               norm_first=norm_first,
-                                               dtype=torch.float64).eval()
+        ref = torch.nn.TransformerEncoderLayer(
+            16, 4, 64, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=torch.float64
+        ).eval()
         a = ours.self_attn
         with torch.no_grad():
-            ref.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight,
-                                                          a.v_proj.weight]))
-            ref.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias,
-                                                        a.v_proj.bias]))
+            ref.self_attn.in_proj_weight.copy_(
+                torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
+            )
+            ref.self_attn.in_proj_bias.copy_(
+                torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias])
+            )
             ref.self_attn.out_proj.load_state_dict(a.o_proj.state_dict())
             ref.linear1.load_state_dict(ours.ffn.linear1.state_dict())
             ref.linear2.load_state_dict(ours.ffn.linear2.state_dict())
@@ -67,10 +69,13 @@ def _block_vs_torch() -> dict:
     with torch.no_grad():
         ffn_moved = (blk.ffn(x_changed) - blk.ffn(x))[0].abs().amax(-1)
         attn_moved = (blk.self_attn(x_changed) - blk.self_attn(x))[0].abs().amax(-1)
-    return {"torch_diff_post": out[False], "torch_diff_pre": out[True],
-            "ffn_positions_moved": int((ffn_moved > 0).sum()),
-            "attn_positions_moved": int((attn_moved > 0).sum()),
-            "ffn_other_max": float(torch.cat([ffn_moved[:2], ffn_moved[3:]]).max())}
+    return {
+        "torch_diff_post": out[False],
+        "torch_diff_pre": out[True],
+        "ffn_positions_moved": int((ffn_moved > 0).sum()),
+        "attn_positions_moved": int((attn_moved > 0).sum()),
+        "ffn_other_max": float(torch.cat([ffn_moved[:2], ffn_moved[3:]]).max()),
+    }
 
 
 def _norms() -> dict:
@@ -94,15 +99,23 @@ def _norms() -> dict:
     batch = np.random.default_rng(0).standard_normal((2, 3, 8))
     other = batch.copy()
     other[1] = 100.0 * np.random.default_rng(1).standard_normal((3, 8))
-    return {"ln_mu": 3.0, "ln_sigma2": 3.5, "rms_in_ms": 12.5,
-            "ln_out": np.round(ln, 3).tolist(), "rms_out": np.round(rms, 3).tolist(),
-            "ln_var": float(ln.var()), "rms_ms": float((rms ** 2).mean()),
-            "rms_mean": float(rms.mean()), "norm_torch_diff": torch_diff,
-            "ln_shift_diff": shift_diff,
-            "rms_shift_out": np.round(norms.rms_norm(v + 10, eps=0.0), 3).tolist(),
-            "ex3_centred": [-2.0, -1.0, 0.0, 3.0], "ex3_diff": ex3,
-            # Per-token normalisation: sequence 0's outputs do not depend on sequence 1.
-            "ln_other_token_diff": 0.0}
+    return {
+        "ln_mu": 3.0,
+        "ln_sigma2": 3.5,
+        "rms_in_ms": 12.5,
+        "ln_out": np.round(ln, 3).tolist(),
+        "rms_out": np.round(rms, 3).tolist(),
+        "ln_var": float(ln.var()),
+        "rms_ms": float((rms**2).mean()),
+        "rms_mean": float(rms.mean()),
+        "norm_torch_diff": torch_diff,
+        "ln_shift_diff": shift_diff,
+        "rms_shift_out": np.round(norms.rms_norm(v + 10, eps=0.0), 3).tolist(),
+        "ex3_centred": [-2.0, -1.0, 0.0, 3.0],
+        "ex3_diff": ex3,
+        # Per-token normalisation: sequence 0's outputs do not depend on sequence 1.
+        "ln_other_token_diff": 0.0,
+    }
 
 
 def _norm_input_rms(model, ids) -> list:
@@ -112,6 +125,7 @@ def _norm_input_rms(model, ids) -> list:
     ``x + F(x)``, Pre-LN reads ``norm(x)``; a Pre-LN model ends in a final norm. Returns
     ``[layer 0 norm1, layer 0 norm2, ..., (final)]``.
     """
+
     def rms(h):
         h = h.detach().double()
         return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
@@ -150,46 +164,75 @@ def _training() -> dict:
     np.testing.assert_allclose(one.grad_norm_init["pre_ln"], g_pre, rtol=1e-6)
     # The chapter asserts (no longer glues) that every loss stays finite; so does this file.
     assert all(np.isfinite(c).all() for c in run.loss.values()), "a training loss is not finite"
-    e = {"np_layers": 12, "np_d_model": 64, "np_heads": 4, "np_d_ff": 256,
-         "g_post_first": float(g_post[0]), "g_post_last": float(g_post[-1]),
-         "g_pre_first": float(g_pre[0]), "g_pre_last": float(g_pre[-1]),
-         "g_post_ratio": float(g_post[-1] / g_post[0]),
-         "g_pre_ratio": float(g_pre[-1] / g_pre[0]),
-         "g_post_increasing_steps": int((np.diff(g_post) > 0).sum()), "g_n_steps": 11,
-         "np_steps": 120, "np_lr": 3e-3, "np_warmup": 24, "np_batch": 16,
-         "np_chance": math.log(16), "np_half": math.log(16) / 2, "np_seeds": 3}
+    e = {
+        "np_layers": 12,
+        "np_d_model": 64,
+        "np_heads": 4,
+        "np_d_ff": 256,
+        "g_post_first": float(g_post[0]),
+        "g_post_last": float(g_post[-1]),
+        "g_pre_first": float(g_pre[0]),
+        "g_pre_last": float(g_pre[-1]),
+        "g_post_ratio": float(g_post[-1] / g_post[0]),
+        "g_pre_ratio": float(g_pre[-1] / g_pre[0]),
+        "g_post_increasing_steps": int((np.diff(g_post) > 0).sum()),
+        "g_n_steps": 11,
+        "np_steps": 120,
+        "np_lr": 3e-3,
+        "np_warmup": 24,
+        "np_batch": 16,
+        "np_chance": math.log(16),
+        "np_half": math.log(16) / 2,
+        "np_seeds": 3,
+    }
     # Seeds 0, 1, 2: the held-out losses per arm, and "learned" = below half the chance loss.
     runs = [run] + [experiments.norm_placement_run(seed=s) for s in (1, 2)]
     arms = ("post_ln", "pre_ln", "post_ln_warmup", "pre_ln_warmup")
     for r in runs:
         assert all(np.isfinite(r.loss[a]).all() for a in arms), "a training loss is not finite"
     held = {a: sorted(r.eval_loss[a] for r in runs) for a in arms}
-    e |= {"lo_post_ln": held["post_ln"][0], "hi_post_ln": held["post_ln"][2],
-          **{f"med_{a}": held[a][1] for a in arms[1:]},
-          **{f"learned_{a}": sum(v < math.log(16) / 2 for v in held[a]) for a in arms}}
+    e |= {
+        "lo_post_ln": held["post_ln"][0],
+        "hi_post_ln": held["post_ln"][2],
+        **{f"med_{a}": held[a][1] for a in arms[1:]},
+        **{f"learned_{a}": sum(v < math.log(16) / 2 for v in held[a]) for a in arms},
+    }
     # The chapter's bold sentence: plain Post-LN never learns, every other arm always does.
     assert e["learned_post_ln"] == 0 and held["post_ln"][0] > 0.95 * math.log(16)
     assert all(e[f"learned_{a}"] == 3 for a in arms[1:])
-    e |= {"acc_min_others": min(r.eval_accuracy[a] for r in runs for a in arms[1:]),
-          "acc_max_post": max(r.eval_accuracy["post_ln"] for r in runs), "acc_chance": 1 / 16}
+    e |= {
+        "acc_min_others": min(r.eval_accuracy[a] for r in runs for a in arms[1:]),
+        "acc_max_post": max(r.eval_accuracy["post_ln"] for r in runs),
+        "acc_chance": 1 / 16,
+    }
     # "Why plain Post-LN learns nothing": seed 0's per-step records over steps 10-29. Step 0's
     # first-layer gradient is the one measured at initialisation (a separate computation).
     early = slice(10, 30)
     assert math.isclose(run.grad_norm_first["post_ln"][0], g_post[0], rel_tol=1e-9)
-    e |= {"fz_early_from": 10, "fz_early_to": 29, "fz_g0_post": float(g_post[0]),
-          **{f"fz_g_{a}": float(np.mean(run.grad_norm_first[a][early]))
-             for a in ("post_ln", "pre_ln", "post_ln_warmup")},
-          "fz_g_last_post": float(np.mean(run.grad_norm_last["post_ln"][early])),
-          "fz_upd0_post": float(run.update_first["post_ln"][0]),
-          "fz_upd0_warm": float(run.update_first["post_ln_warmup"][0]),
-          "fz_upd_end_post": float(np.mean(run.update_first["post_ln"][-10:]))}
+    e |= {
+        "fz_early_from": 10,
+        "fz_early_to": 29,
+        "fz_g0_post": float(g_post[0]),
+        **{
+            f"fz_g_{a}": float(np.mean(run.grad_norm_first[a][early]))
+            for a in ("post_ln", "pre_ln", "post_ln_warmup")
+        },
+        "fz_g_last_post": float(np.mean(run.grad_norm_last["post_ln"][early])),
+        "fz_upd0_post": float(run.update_first["post_ln"][0]),
+        "fz_upd0_warm": float(run.update_first["post_ln_warmup"][0]),
+        "fz_upd_end_post": float(np.mean(run.update_first["post_ln"][-10:])),
+    }
     # Adam's first step moves each weight with a gradient by lr: the relative update is at
     # most lr * sqrt(n) / ||theta|| for the layer's n weights (warmup: lr / 24 of it).
-    first = experiments._copy_model(False, vocab=16, d_model=64, n_heads=4, n_layers=12,
-                                    d_ff=256, n=8, name="post_ln", seed=0).layers[0]
+    first = experiments._copy_model(
+        False, vocab=16, d_model=64, n_heads=4, n_layers=12, d_ff=256, n=8, name="post_ln", seed=0
+    ).layers[0]
     params = list(first.parameters())
-    bound = 3e-3 * math.sqrt(sum(p.numel() for p in params)) / math.sqrt(
-        sum(float(p.detach().double().pow(2).sum()) for p in params))
+    bound = (
+        3e-3
+        * math.sqrt(sum(p.numel() for p in params))
+        / math.sqrt(sum(float(p.detach().double().pow(2).sum()) for p in params))
+    )
     assert 0.9 * bound < e["fz_upd0_post"] <= bound * (1 + 1e-5)
     assert math.isclose(e["fz_upd0_warm"], e["fz_upd0_post"] / 24, rel_tol=1e-4)
     # The prose: a collapse by far more than a hundredfold, the last layer still fed.
@@ -199,8 +242,17 @@ def _training() -> dict:
     # pass by hand of the step-0 model (Post-LN: every block norm; Pre-LN: the final norm).
     ids, x = experiments.copy_batch(16, 8, 16, torch.Generator().manual_seed(0))
     for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
-        model = experiments._copy_model(norm_first, vocab=16, d_model=64, n_heads=4,
-                                        n_layers=12, d_ff=256, n=8, name=arm, seed=0)
+        model = experiments._copy_model(
+            norm_first,
+            vocab=16,
+            d_model=64,
+            n_heads=4,
+            n_layers=12,
+            d_ff=256,
+            n=8,
+            name=arm,
+            seed=0,
+        )
         model.train()  # as in training (no dropout in this model; same forward)
         by_hand = _norm_input_rms(model, ids)
         if norm_first:
@@ -213,27 +265,40 @@ def _training() -> dict:
         """Log of the measured fall and of the norms' predicted fall (steps 0 -> 10-29)."""
         g = r.grad_norm_first[arm]
         rms = r.ln_rms[arm]
-        path = (np.column_stack([rms[:, 0], r.ln_rms_final[arm]]) if "pre" in arm
-                else rms.reshape(len(rms), -1))
+        path = (
+            np.column_stack([rms[:, 0], r.ln_rms_final[arm]])
+            if "pre" in arm
+            else rms.reshape(len(rms), -1)
+        )
         log_pred = np.log(path / path[0]).sum(axis=1)  # (steps,)
-        return (math.log(g[0] / g[early].mean()),
-                math.log(g[0] / (g[0] * np.exp(-log_pred[early])).mean()))
+        return (
+            math.log(g[0] / g[early].mean()),
+            math.log(g[0] / (g[0] * np.exp(-log_pred[early])).mean()),
+        )
 
     fall = {a: [logs(r, a) for r in runs] for a in ("post_ln", "post_ln_warmup", "pre_ln")}
     ratio = {a: [math.exp(p - m) for m, p in v] for a, v in fall.items()}
-    grow = {a: (run.ln_rms[a][early].mean(0) / run.ln_rms[a][0]).ravel()
-            for a in ("post_ln", "post_ln_warmup")}
-    e |= {"nr_n_post": 24, "nr_pre_top": float(run.ln_rms["pre_ln"][early].mean(0).max()),
-          "nr_post_grow_lo": float(grow["post_ln"].min()),
-          "nr_post_grow_hi": float(grow["post_ln"].max()),
-          "nr_warm_grow_lo": float(grow["post_ln_warmup"].min()),
-          "nr_warm_grow_hi": float(grow["post_ln_warmup"].max()),
-          **{f"nr_{k}_{key}": math.exp(fall[a][0][i])
-             for key, a in (("post", "post_ln"), ("warm", "post_ln_warmup"), ("pre", "pre_ln"))
-             for i, k in enumerate(("fall", "pred"))},
-          "nr_over_lo": min(ratio["post_ln"] + ratio["post_ln_warmup"]),
-          "nr_over_hi": max(ratio["post_ln"] + ratio["post_ln_warmup"]),
-          "nr_pre_lo": min(ratio["pre_ln"]), "nr_pre_hi": max(ratio["pre_ln"])}
+    grow = {
+        a: (run.ln_rms[a][early].mean(0) / run.ln_rms[a][0]).ravel()
+        for a in ("post_ln", "post_ln_warmup")
+    }
+    e |= {
+        "nr_n_post": 24,
+        "nr_pre_top": float(run.ln_rms["pre_ln"][early].mean(0).max()),
+        "nr_post_grow_lo": float(grow["post_ln"].min()),
+        "nr_post_grow_hi": float(grow["post_ln"].max()),
+        "nr_warm_grow_lo": float(grow["post_ln_warmup"].min()),
+        "nr_warm_grow_hi": float(grow["post_ln_warmup"].max()),
+        **{
+            f"nr_{k}_{key}": math.exp(fall[a][0][i])
+            for key, a in (("post", "post_ln"), ("warm", "post_ln_warmup"), ("pre", "pre_ln"))
+            for i, k in enumerate(("fall", "pred"))
+        },
+        "nr_over_lo": min(ratio["post_ln"] + ratio["post_ln_warmup"]),
+        "nr_over_hi": max(ratio["post_ln"] + ratio["post_ln_warmup"]),
+        "nr_pre_lo": min(ratio["pre_ln"]),
+        "nr_pre_hi": max(ratio["pre_ln"]),
+    }
     # The measured fall is the one the section already glued; the prose's claims per seed:
     # the norms over-predict both Post-LN falls by 2-20 times, Pre-LN's final norm is within 2
     # times of its fall, the top of Pre-LN's stream grows more than any Post-LN norm input.
@@ -247,22 +312,40 @@ def _training() -> dict:
     gap = held["post_ln"][0] - held["post_ln_warmup"][2]
     pa, pb = held["pre_ln"], held["pre_ln_warmup"]
     overlap = not (pa[2] < pb[0] or pb[2] < pa[0])
-    e |= {"ex5_spread_post": sp["post_ln"], "ex5_spread_warm": sp["post_ln_warmup"],
-          "ex5_gap": gap, "ex5_gap_over_spread": gap / max(sp["post_ln"], sp["post_ln_warmup"]),
-          "ex5_pre_gap": abs(pa[1] - pb[1]), "ex5_spread_pre": sp["pre_ln"],
-          "ex5_spread_prew": sp["pre_ln_warmup"],
-          "ex5_pre_overlap": "overlap" if overlap else "do not overlap",
-          "ex5_pre_verdict": ("no evidence that warmup changes Pre-LN here" if overlap
-                              else "an order these seeds cannot yet call a result")}
+    e |= {
+        "ex5_spread_post": sp["post_ln"],
+        "ex5_spread_warm": sp["post_ln_warmup"],
+        "ex5_gap": gap,
+        "ex5_gap_over_spread": gap / max(sp["post_ln"], sp["post_ln_warmup"]),
+        "ex5_pre_gap": abs(pa[1] - pb[1]),
+        "ex5_spread_pre": sp["pre_ln"],
+        "ex5_spread_prew": sp["pre_ln_warmup"],
+        "ex5_pre_overlap": "overlap" if overlap else "do not overlap",
+        "ex5_pre_verdict": (
+            "no evidence that warmup changes Pre-LN here"
+            if overlap
+            else "an order these seeds cannot yet call a result"
+        ),
+    }
     # The Pre-LN residual stream at initialisation (same model and first batch as the run).
     ids, _ = experiments.copy_batch(16, 8, 16, torch.Generator().manual_seed(0))
     rms = {}
     for norm_first in (False, True):
         torch.manual_seed(0)
-        model = DecoderOnlyModel(ModelConfig(
-            vocab_size=17, d_model=64, n_heads=4, n_layers=12, d_ff=256, arch="decoder",
-            max_seq_len=17, norm_first=norm_first, positional="learned",
-            tie_embeddings=False))
+        model = DecoderOnlyModel(
+            ModelConfig(
+                vocab_size=17,
+                d_model=64,
+                n_heads=4,
+                n_layers=12,
+                d_ff=256,
+                arch="decoder",
+                max_seq_len=17,
+                norm_first=norm_first,
+                positional="learned",
+                tie_embeddings=False,
+            )
+        )
         x = model.embed(ids, torch.arange(17))
         sizes = []
         with torch.no_grad():
@@ -273,7 +356,7 @@ def _training() -> dict:
     dev = float(np.abs(rms[False] - 1).max())
     # One significant digit times a power of ten, by hand: 2.3e-07 -> "2 × 10⁻⁷" (no-break spaces).
     power = math.floor(math.log10(dev))
-    digit = round(dev / 10.0 ** power)
+    digit = round(dev / 10.0**power)
     if digit == 10:
         digit, power = 1, power + 1
     sup = dict(zip("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
@@ -295,13 +378,21 @@ def _parameters() -> dict:
     total = param_count(llama)
     bert = 4 * 768 * 768 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768
     assert count_parameters(blocks.TransformerBlock(768, 12, 3072)) == bert
-    return {"ffn_ratio": 4, "base_block_total": attn + ffn + nrm, "base_attn": attn,
-            "base_ffn": ffn, "base_ffn_share": ffn / (attn + ffn + nrm),
-            "llama_ffn_share": l_ffn / (l_attn + l_ffn + l_nrm), "llama_d_ff": 11008,
-            "llama_d_model": 4096, "llama_total_b": total / 1e9,
-            "llama_ffn_all_share": 32 * l_ffn / total,
-            "ex1_bert_layer": bert,
-            "ex2_equal_width": 8 * 4096 / 3, "ex2_llama_over": 3 * 11008 / (8 * 4096)}
+    return {
+        "ffn_ratio": 4,
+        "base_block_total": attn + ffn + nrm,
+        "base_attn": attn,
+        "base_ffn": ffn,
+        "base_ffn_share": ffn / (attn + ffn + nrm),
+        "llama_ffn_share": l_ffn / (l_attn + l_ffn + l_nrm),
+        "llama_d_ff": 11008,
+        "llama_d_model": 4096,
+        "llama_total_b": total / 1e9,
+        "llama_ffn_all_share": 32 * l_ffn / total,
+        "ex1_bert_layer": bert,
+        "ex2_equal_width": 8 * 4096 / 3,
+        "ex2_llama_over": 3 * 11008 / (8 * 4096),
+    }
 
 
 def _explorer() -> dict:
@@ -322,8 +413,11 @@ def _explorer() -> dict:
 
     def steady(values, against, along):
         k = sum(int(b < a) for a, b in zip(values[:-1], values[1:]))
-        return (f"it {along} at every step" if k == 0 else
-                f"it {against} at {k} of the 8 steps between neighbouring depths")
+        return (
+            f"it {along} at every step"
+            if k == 0
+            else f"it {against} at {k} of the 8 steps between neighbouring depths"
+        )
 
     post_flat = max(post_last) / min(post_last) <= 1.1
     if pre_fall >= 0.8 * sqrt_fall and pre_fall <= 1.25 * sqrt_fall:
@@ -336,25 +430,40 @@ def _explorer() -> dict:
         pre = "faster than"
     # For the default seed: Post-LN roughly doubles, Pre-LN falls far less than sqrt(24) = 4.9.
     assert not post_flat and pre_fall < 0.5 * sqrt_fall
-    return {"ex_gap_min": gap[0], "ex_gap_max": gap[-1],
-            "ex_post_factor": float(post_last[-1] / post_last[0]), "ex_pre_fall": float(pre_fall),
-            "ex_sqrt_fall": sqrt_fall,
-            "ex_post_steady": steady(post_last, "falls", "grows"),
-            "ex_gap_steady": steady(gap, "narrows", "widens"),
-            "ex_post_dep": ("varies by less than 10% over the grid" if post_flat
-                            else "is not independent of the depth"),
-            "ex_pre_rate": pre,
-            "ex_agree": ("in direction and roughly in form" if post_flat and pre == "about like"
-                         else "only in the direction of the gap"),
-            "ex_depth_min": 2, "ex_depth_max": 48,
-            "ex_post_last_min": float(post_last[0]), "ex_post_last_max": float(post_last[-1]),
-            "ex_pre_last_min": float(pre_last[0]), "ex_pre_last_max": float(pre_last[-1]),
-            "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0]),
-            "ex_post_rises": sum(int(b > a) for a, b in zip(grads[48]["post_ln"][:-1],
-                                                            grads[48]["post_ln"][1:])),
-            "ex_pre_rises": sum(int(b > a) for a, b in zip(grads[48]["pre_ln"][:-1],
-                                                           grads[48]["pre_ln"][1:])),
-            "ex_deep_steps": 47}
+    return {
+        "ex_gap_min": gap[0],
+        "ex_gap_max": gap[-1],
+        "ex_post_factor": float(post_last[-1] / post_last[0]),
+        "ex_pre_fall": float(pre_fall),
+        "ex_sqrt_fall": sqrt_fall,
+        "ex_post_steady": steady(post_last, "falls", "grows"),
+        "ex_gap_steady": steady(gap, "narrows", "widens"),
+        "ex_post_dep": (
+            "varies by less than 10% over the grid"
+            if post_flat
+            else "is not independent of the depth"
+        ),
+        "ex_pre_rate": pre,
+        "ex_agree": (
+            "in direction and roughly in form"
+            if post_flat and pre == "about like"
+            else "only in the direction of the gap"
+        ),
+        "ex_depth_min": 2,
+        "ex_depth_max": 48,
+        "ex_post_last_min": float(post_last[0]),
+        "ex_post_last_max": float(post_last[-1]),
+        "ex_pre_last_min": float(pre_last[0]),
+        "ex_pre_last_max": float(pre_last[-1]),
+        "ex_pre_ratio_max": float(grads[48]["pre_ln"][-1] / grads[48]["pre_ln"][0]),
+        "ex_post_rises": sum(
+            int(b > a) for a, b in zip(grads[48]["post_ln"][:-1], grads[48]["post_ln"][1:])
+        ),
+        "ex_pre_rises": sum(
+            int(b > a) for a, b in zip(grads[48]["pre_ln"][:-1], grads[48]["pre_ln"][1:])
+        ),
+        "ex_deep_steps": 47,
+    }
 
 
 @functools.lru_cache(maxsize=None)

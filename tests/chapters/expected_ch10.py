@@ -50,8 +50,16 @@ SENTENCES = [
 
 
 def _small_models() -> dict:
-    small = ModelConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, n_encoder_layers=2,
-                        d_ff=128, max_seq_len=16, positional="learned")
+    small = ModelConfig(
+        vocab_size=50,
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        n_encoder_layers=2,
+        d_ff=128,
+        max_seq_len=16,
+        positional="learned",
+    )
     models = {}
     for arch in ("encoder", "decoder", "encoder-decoder"):
         torch.manual_seed(0)
@@ -59,8 +67,10 @@ def _small_models() -> dict:
     enc, dec, ed = models["encoder"], models["decoder"], models["encoder-decoder"]
     d = 32
     # A cross-attention sublayer (4 projections with biases) and a third LayerNorm, by hand.
-    assert (count_parameters(ed.decoder[0]) - count_parameters(enc.layers[0])
-            == 4 * d * d + 4 * d + 2 * d)
+    assert (
+        count_parameters(ed.decoder[0]) - count_parameters(enc.layers[0])
+        == 4 * d * d + 4 * d + 2 * d
+    )
     ids = torch.randint(0, 50, (1, 8), generator=torch.Generator().manual_seed(1))
     src = torch.randint(0, 50, (1, 8), generator=torch.Generator().manual_seed(2))
 
@@ -77,8 +87,10 @@ def _small_models() -> dict:
         c_dec = moved(dec(changed(ids, 5)), dec(ids))
         c_tgt = moved(ed(src, changed(ids, 5)), ed(src, ids))
         c_src = [moved(ed(changed(src, p), ids), ed(src, ids)) for p in range(8)]
-        dec_rule = [np.array_equal(moved(dec(changed(ids, p)), dec(ids)), np.arange(8) >= p)
-                    for p in range(8)]
+        dec_rule = [
+            np.array_equal(moved(dec(changed(ids, p)), dec(ids)), np.arange(8) >= p)
+            for p in range(8)
+        ]
         longer = torch.cat([ids, torch.tensor([[7]])], dim=1)
         enc_shift = (enc(longer)[:, :8] - enc(ids)).abs().max().item()
         dec_shift = (dec(longer)[:, :8] - dec(ids)).abs().max().item()
@@ -89,11 +101,20 @@ def _small_models() -> dict:
     assert not c_dec[:5].any() and not c_tgt[:5].any() and dec_shift == 0.0
     assert c_enc.all() and all(c.all() for c in c_src) and enc_shift > 0
     assert all(dec_rule)
-    return {"cross_layer_extra": 4 * d * d + 4 * d + 2 * d,
-            "inf_L": 8, "inf_p": 5, "enc_moved": 8, "dec_moved": 8 - 5, "dec_before_max": 0.0,
-            "ed_tgt_moved": 8 - 5, "ed_src_moved_min": 8, "dec_rule_n": 8,
-            "append_enc": enc_shift, "append_dec": 0.0,
-            "mis_enc_out_shape": enc_shape}
+    return {
+        "cross_layer_extra": 4 * d * d + 4 * d + 2 * d,
+        "inf_L": 8,
+        "inf_p": 5,
+        "enc_moved": 8,
+        "dec_moved": 8 - 5,
+        "dec_before_max": 0.0,
+        "ed_tgt_moved": 8 - 5,
+        "ed_src_moved_min": 8,
+        "dec_rule_n": 8,
+        "append_enc": enc_shift,
+        "append_dec": 0.0,
+        "mis_enc_out_shape": enc_shape,
+    }
 
 
 def _base_model() -> dict:
@@ -107,12 +128,18 @@ def _base_model() -> dict:
     with torch.device("meta"):
         built = count_parameters(build_model(BASE_TRANSFORMER))
     assert param_count(BASE_TRANSFORMER) == built == total
-    return {"base_formula": total, "base_built": total,
-            "base_millions": total / 1e6, "base_emb_share": emb / total,
-            "base_enc": 6 * enc_layer, "base_dec": 6 * dec_layer,
-            "base_gap_share": (65e6 - total) / 65e6,
-            "base_gap_rows": int(round((65e6 - total) / d)),
-            "ex2_cross": attn + ln, "ex2_cross_share": 6 * (attn + ln) / (6 * dec_layer)}
+    return {
+        "base_formula": total,
+        "base_built": total,
+        "base_millions": total / 1e6,
+        "base_emb_share": emb / total,
+        "base_enc": 6 * enc_layer,
+        "base_dec": 6 * dec_layer,
+        "base_gap_share": (65e6 - total) / 65e6,
+        "base_gap_rows": int(round((65e6 - total) / d)),
+        "ex2_cross": attn + ln,
+        "ex2_cross_share": 6 * (attn + ln) / (6 * dec_layer),
+    }
 
 
 def _density() -> dict:
@@ -132,15 +159,22 @@ def _density() -> dict:
     # The padding keep-mask of an MLM encoder keeps every real key (chapter 6's mask); the
     # chapter asserts this instead of gluing it.
     assert bool(masks.padding_mask(real.astype(int))[:, 0, 0][real].all())
-    return {"dens_batch": 7, "dens_T": int(lengths.max()), "dens_real": n_real,
-            "dens_pad": int(ids.size - n_real), "dens_causal": n_causal,
-            "dens_causal_frac": n_causal / n_real, "dens_candidates": n_candidates,
-            "dens_expected_mlm": 0.15 * n_candidates, "dens_mlm": int(chosen.sum()),
-            "dens_mlm_frac": int(chosen.sum()) / n_real,
-            "dens_ratio": n_causal / int(chosen.sum()),
-            "dens_n_mask_token": int((chosen & (how < 0.8)).sum()),
-            "dens_n_swap": int((chosen & (how >= 0.8) & (how < 0.9)).sum()),
-            "dens_n_same": int((chosen & (how >= 0.9)).sum())}
+    return {
+        "dens_batch": 7,
+        "dens_T": int(lengths.max()),
+        "dens_real": n_real,
+        "dens_pad": int(ids.size - n_real),
+        "dens_causal": n_causal,
+        "dens_causal_frac": n_causal / n_real,
+        "dens_candidates": n_candidates,
+        "dens_expected_mlm": 0.15 * n_candidates,
+        "dens_mlm": int(chosen.sum()),
+        "dens_mlm_frac": int(chosen.sum()) / n_real,
+        "dens_ratio": n_causal / int(chosen.sum()),
+        "dens_n_mask_token": int((chosen & (how < 0.8)).sum()),
+        "dens_n_swap": int((chosen & (how >= 0.8) & (how < 0.9)).sum()),
+        "dens_n_same": int((chosen & (how >= 0.9)).sum()),
+    }
 
 
 @functools.lru_cache(maxsize=None)

@@ -83,10 +83,14 @@ def expected() -> dict:
     # notebook's kernel and this process: the recomputed peaks agree to ~1e-7 relative, so the
     # memory values are compared within 1e-4.
     mem_ratio, mem_in_nxn = peak_4k / peak_2k, peak_4k / (4096 * 4096 * 4)
-    e["meas_mem_ratio"] = Check(lambda a, g: close(a, mem_ratio, 1e-4),
-                                f"peak(4096) / peak(2048) = {mem_ratio:.6g} recomputed")
-    e["meas_mem_in_nxn"] = Check(lambda a, g: close(a, mem_in_nxn, 1e-4),
-                                 f"peak(4096) / 4096^2 float32 = {mem_in_nxn:.6g} recomputed")
+    e["meas_mem_ratio"] = Check(
+        lambda a, g: close(a, mem_ratio, 1e-4),
+        f"peak(4096) / peak(2048) = {mem_ratio:.6g} recomputed",
+    )
+    e["meas_mem_in_nxn"] = Check(
+        lambda a, g: close(a, mem_in_nxn, 1e-4),
+        f"peak(4096) / 4096^2 float32 = {mem_in_nxn:.6g} recomputed",
+    )
     assert 3.9 < mem_ratio < 4.1  # n^2: doubling n quadruples the memory
     # scores, weights and one temporary, plus boolean input checks (n*n bytes each)
     assert 2.9 < mem_in_nxn < 3.6
@@ -113,8 +117,17 @@ def expected() -> dict:
     # --- KV-cache decoding: rerun the chapter's generation (deterministic, ~2 s) ------------
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    small = ModelConfig(vocab_size=512, d_model=128, n_heads=4, n_layers=4, d_ff=512,
-                        max_seq_len=1024, positional="rope", norm="rmsnorm", ffn="swiglu")
+    small = ModelConfig(
+        vocab_size=512,
+        d_model=128,
+        n_heads=4,
+        n_layers=4,
+        d_ff=512,
+        max_seq_len=1024,
+        positional="rope",
+        norm="rmsnorm",
+        ffn="swiglu",
+    )
     model = build_model(small).eval()
     prompt = torch.randint(0, small.vocab_size, (1, 256))
     a = greedy_generate(model, prompt, 64, use_cache=False)
@@ -124,21 +137,35 @@ def expected() -> dict:
     e["kv_positions_full"] = sum(256 + s for s in range(64))
     e["kv_positions_cache"] = 256 + 63
     e["kv_positions_ratio"] = e["kv_positions_full"] / e["kv_positions_cache"]
-    e["kv_t_full"] = Check(lambda x, g: x > g["kv_t_cache"] > 0,
-                           "recomputation is slower than cached decoding")
+    e["kv_t_full"] = Check(
+        lambda x, g: x > g["kv_t_cache"] > 0, "recomputation is slower than cached decoding"
+    )
     e["kv_t_cache"] = Check(lambda x, g: x > 0, "a positive time")
-    e["kv_speedup"] = Check(lambda x, g: close(x, g["kv_t_full"] / g["kv_t_cache"]) and x > 1,
-                            "speed-up = glued t_full / t_cache, above 1")
+    e["kv_speedup"] = Check(
+        lambda x, g: close(x, g["kv_t_full"] / g["kv_t_cache"]) and x > 1,
+        "speed-up = glued t_full / t_cache, above 1",
+    )
     e["kv_speedup_phrase"] = Check(
         lambda x, g: ("smaller" in x) == (g["kv_speedup"] < g["kv_positions_ratio"]),
-        "says 'smaller' exactly when the speed-up is below the ratio of positions")
+        "says 'smaller' exactly when the speed-up is below the ratio of positions",
+    )
     # --- cache sizes of real configs --------------------------------------------------------
     qwen = PRESETS["Qwen2-7B"]
     assert kv_cache_bytes(qwen, 1) == _hand_kv_per_token("Qwen2-7B") == 57344
-    e |= {"qwen_layers": 28, "qwen_kv_heads": 4, "qwen_heads": 28, "qwen_head_dim": 128,
-          "qwen_ctx": 131072}
+    e |= {
+        "qwen_layers": 28,
+        "qwen_kv_heads": 4,
+        "qwen_heads": 28,
+        "qwen_head_dim": 128,
+        "qwen_ctx": 131072,
+    }
     assert (qwen.n_layers, qwen.kv_heads, qwen.n_heads, qwen.head_size, qwen.max_seq_len) == (
-        28, 4, 28, 128, 131072)
+        28,
+        4,
+        28,
+        128,
+        131072,
+    )
     e["qwen_kib_per_token"] = 57344 / 1024  # 56
     e["qwen_gib_full"] = 57344 * 131072 / 2**30  # 7.0
     e["llama2_kib_per_token"] = _hand_kv_per_token("Llama-2-7B") / 1024  # 512
@@ -207,9 +234,12 @@ def expected() -> dict:
     e["ex1_llama3_kib"] = _hand_kv_per_token("Llama-3-8B") / 1024  # 128
     e["ex1_llama3_gib"] = _hand_kv_per_token("Llama-3-8B") * 8192 * 4 / 2**30  # 4.0
     e["ex2_factor"] = float((32768 / 4096) ** 2)
-    e["ex2_time_s"] = Check(lambda x, g: close(x, g["meas_ms_max"] / 1e3 * g["ex2_factor"]),
-                            "glued n = 4096 time x (32768 / 4096)^2")
+    e["ex2_time_s"] = Check(
+        lambda x, g: close(x, g["meas_ms_max"] / 1e3 * g["ex2_factor"]),
+        "glued n = 4096 time x (32768 / 4096)^2",
+    )
     ex2_mem = peak_4k * 64 / 2**30
-    e["ex2_mem_gib"] = Check(lambda a, g: close(a, ex2_mem, 1e-4),
-                             f"peak(4096) x 64 = {ex2_mem:.6g} GiB recomputed")
+    e["ex2_mem_gib"] = Check(
+        lambda a, g: close(a, ex2_mem, 1e-4), f"peak(4096) x 64 = {ex2_mem:.6g} GiB recomputed"
+    )
     return e

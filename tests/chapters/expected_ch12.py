@@ -52,10 +52,15 @@ def expected() -> dict:
     v = np.arange(8.0) * 10
     p = np.exp(s - s.max())
     out_hand = float(p @ v / p.sum())  # softmax(s) . v in float64
-    _, steps = flash.tiled_attention_steps(np.array([[1.0]]), s[:, None], v[:, None], scale=1.0,
-                                           block_q=1, block_k=2)
-    assert np.allclose([st.rescale[0] for st in steps[1:]],
-                       [e["os_rescale_2"], e["os_rescale_3"], 1.0], rtol=1e-15, atol=0)
+    _, steps = flash.tiled_attention_steps(
+        np.array([[1.0]]), s[:, None], v[:, None], scale=1.0, block_q=1, block_k=2
+    )
+    assert np.allclose(
+        [st.rescale[0] for st in steps[1:]],
+        [e["os_rescale_2"], e["os_rescale_3"], 1.0],
+        rtol=1e-15,
+        atol=0,
+    )
     e["os_out_tiled"] = float(steps[-1].out[0, 0])
     assert math.isclose(e["os_out_tiled"], out_hand, rel_tol=1e-14)
     e["os_diff"] = Tiny(1e-12)
@@ -75,8 +80,13 @@ def expected() -> dict:
     e["fa_n_settings"] = 3 * 3 * 2
     e["fa_max_diff"] = Tiny(1e-12)
     # --- CPU benchmark, read with NumPy's CSV reader ----------------------------------------
-    data = np.genfromtxt(ROOT / "benchmarks" / "results" / "cpu_flash.csv", delimiter=",",
-                         names=True, dtype=None, encoding="utf-8")
+    data = np.genfromtxt(
+        ROOT / "benchmarks" / "results" / "cpu_flash.csv",
+        delimiter=",",
+        names=True,
+        dtype=None,
+        encoding="utf-8",
+    )
     n_max = int(data["n"].max())
 
     def row(method):
@@ -118,8 +128,9 @@ def expected() -> dict:
     sc = qt.double() @ kr.transpose(-1, -2) / math.sqrt(32)
     sc = sc.masked_fill(~torch.ones(80, 80, dtype=torch.bool).tril(), -math.inf)
     hand64 = torch.softmax(sc, dim=-1) @ vr
-    ref64 = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True,
-                                           enable_gqa=True)  # the chapter's reference
+    ref64 = F.scaled_dot_product_attention(
+        qt.double(), kt.double(), vt.double(), is_causal=True, enable_gqa=True
+    )  # the chapter's reference
     assert (hand64 - ref64).abs().max().item() <= 1e-12
     plain32 = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=True)
     e["tr_n"] = 80
@@ -128,8 +139,9 @@ def expected() -> dict:
     assert e["tr_err_kernel"] <= 2 * e["tr_err_plain"] + 1e-6  # the low-precision rule
     e["tr_seconds"] = Check(lambda x, g: x > 0, "a positive time")
     ratio = e["tr_err_kernel"] / e["tr_err_plain"]
-    e["tr_err_phrase"] = ("the same rounding level as" if ratio <= 2
-                          else f"{ratio:.0f} times the error of")
+    e["tr_err_phrase"] = (
+        "the same rounding level as" if ratio <= 2 else f"{ratio:.0f} times the error of"
+    )
     gpu_csv = ROOT / "benchmarks" / "results" / "gpu_flash.csv"
     e["gpu_phrase"] = "has" if gpu_csv.exists() else "has no"
     # --- roofline model: A100 SXM4 40GB datasheet, 16 heads of 64, bfloat16, forward -------

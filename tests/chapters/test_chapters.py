@@ -161,8 +161,16 @@ def glue_refs(name: str) -> list[tuple[str, str, str | None]]:
 
 def is_constant_expression(node: ast.expr) -> bool:
     """True if the expression uses no variable, call, attribute or subscript: a typed value."""
-    computed = (ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.ListComp,
-                ast.GeneratorExp, ast.DictComp, ast.SetComp)
+    computed = (
+        ast.Name,
+        ast.Call,
+        ast.Attribute,
+        ast.Subscript,
+        ast.ListComp,
+        ast.GeneratorExp,
+        ast.DictComp,
+        ast.SetComp,
+    )
     return not any(isinstance(n, computed) for n in ast.walk(node))
 
 
@@ -174,13 +182,14 @@ def section(text: str, heading_prefix: str) -> str:
     """The markdown from the ``## heading`` that starts with ``heading_prefix`` to the next H2."""
     m = re.search(rf"^## {re.escape(heading_prefix)}.*$", text, re.MULTILINE)
     assert m, f"no '## {heading_prefix}...' heading"
-    nxt = re.search(r"^## ", text[m.end():], re.MULTILINE)
-    return text[m.end(): m.end() + nxt.start()] if nxt else text[m.end():]
+    nxt = re.search(r"^## ", text[m.end() :], re.MULTILINE)
+    return text[m.end() : m.end() + nxt.start()] if nxt else text[m.end() :]
 
 
 # ---------------------------------------------------------------------------------------------
 # Static tests
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_jupytext_header_and_numbered_title(name):
@@ -241,8 +250,14 @@ def test_glue_references_match_glue_calls(name):
 
 def exercise_start(nb_cells) -> int:
     """Index of the first cell of the ``## Exercises`` section (``len(nb_cells)`` if none)."""
-    return next((i for i, c in enumerate(nb_cells) if c.cell_type == "markdown"
-                 and re.search(r"^## Exercises", c.source, re.MULTILINE)), len(nb_cells))
+    return next(
+        (
+            i
+            for i, c in enumerate(nb_cells)
+            if c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.MULTILINE)
+        ),
+        len(nb_cells),
+    )
 
 
 #: A reader's own function in a "write it yourself" exercise (``my_attention``), checked by
@@ -263,8 +278,11 @@ def forbidden_definitions(nb_cells) -> list[str]:
             continue
         for node in ast.walk(parse_code(cell)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                exercise = (idx > start and not isinstance(node, ast.ClassDef)
-                            and READER_FUNCTION.fullmatch(node.name))
+                exercise = (
+                    idx > start
+                    and not isinstance(node, ast.ClassDef)
+                    and READER_FUNCTION.fullmatch(node.name)
+                )
                 if FORBIDDEN_NAME.search(node.name) and not exercise:
                     problems.append(f"defines {node.name!r}; import it from attnbook instead")
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
@@ -272,8 +290,9 @@ def forbidden_definitions(nb_cells) -> list[str]:
                 for t in targets:
                     for n in ast.walk(t):
                         if isinstance(n, ast.Name) and FORBIDDEN_NAME.search(n.id):
-                            problems.append(f"defines {n.id!r} as a lambda; import it from "
-                                            "attnbook")
+                            problems.append(
+                                f"defines {n.id!r} as a lambda; import it from attnbook"
+                            )
     return problems
 
 
@@ -301,12 +320,16 @@ def test_definition_detector_can_fail():
     assert not FORBIDDEN_NAME.search("plot_weights")
     # The exercise exception is narrow: a `def my_...` after the Exercises heading only.
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    chapter = [md("## The library code"), code("def my_attention(q, k, v): pass"),
-               md("## Exercises\n\n**Exercise 1.**"),
-               code("def my_attention(q, k, v):\n    raise NotImplementedError"),
-               code("def my_causal_mask(L, S): pass\ncheck(my_causal_mask)"),
-               code("def masked_scores(s): pass"), code("class MyAttention: pass"),
-               code("my_softmax = lambda x: x")]
+    chapter = [
+        md("## The library code"),
+        code("def my_attention(q, k, v): pass"),
+        md("## Exercises\n\n**Exercise 1.**"),
+        code("def my_attention(q, k, v):\n    raise NotImplementedError"),
+        code("def my_causal_mask(L, S): pass\ncheck(my_causal_mask)"),
+        code("def masked_scores(s): pass"),
+        code("class MyAttention: pass"),
+        code("my_softmax = lambda x: x"),
+    ]
     assert forbidden_definitions(chapter) == [
         "defines 'my_attention'; import it from attnbook instead",
         "defines 'masked_scores'; import it from attnbook instead",
@@ -355,8 +378,11 @@ def shown_code(code: str) -> list[tuple[str, object]]:
         return []
     found = []
     for node in ast.walk(ast.parse(code)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "show_code"):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "show_code"
+        ):
             continue
         for arg in [*node.args, *(k.value for k in node.keywords if k.arg == "full")]:
             text = ast.unparse(arg)
@@ -394,8 +420,14 @@ def test_chapter_follows_the_rhythm(name):
     assert re.search(r"```\{admonition\} What you will learn", text[:first_h2]), (
         f"{name}: the learning goals must open the chapter"
     )
-    order = ["The idea", "The equation", "The library code", "Common misconceptions", "Summary",
-             "Exercises"]
+    order = [
+        "The idea",
+        "The equation",
+        "The library code",
+        "Common misconceptions",
+        "Summary",
+        "Exercises",
+    ]
     positions = []
     for prefix in order:
         idx = [i for i, h in enumerate(headings) if h.startswith(prefix)]
@@ -436,19 +468,26 @@ def test_exercises_have_hidden_solutions_and_a_runnable_check(name):
     )
     # At least one exercise is checked by running a visible code cell placed among the exercises.
     nb_cells = notebook(name).cells
-    start = next(i for i, c in enumerate(nb_cells)
-                 if c.cell_type == "markdown"
-                 and re.search(r"^## Exercises", c.source, re.MULTILINE))
-    runnable = [c for c in nb_cells[start:] if c.cell_type == "code"
-                and not {"remove-cell", "remove-input"} & set(tags(c))]
+    start = next(
+        i
+        for i, c in enumerate(nb_cells)
+        if c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.MULTILINE)
+    )
+    runnable = [
+        c
+        for c in nb_cells[start:]
+        if c.cell_type == "code" and not {"remove-cell", "remove-input"} & set(tags(c))
+    ]
     assert runnable, f"{name}: no exercise is checked by running a visible cell"
 
 
 def test_exercise_section_parser_can_fail():
     """A chapter with two exercises, one solution not in a dropdown, is rejected."""
-    bad = ("## Exercises\n\n**Exercise 1.** a\n\n"
-           "```{admonition} Solution\n:class: dropdown\n\nx\n```"
-           "\n\n**Exercise 2.** b\n\n```{admonition} Solution\n\ny\n```\n")
+    bad = (
+        "## Exercises\n\n**Exercise 1.** a\n\n"
+        "```{admonition} Solution\n:class: dropdown\n\nx\n```"
+        "\n\n**Exercise 2.** b\n\n```{admonition} Solution\n\ny\n```\n"
+    )
     ex = section(bad, "Exercises")
     assert len(re.findall(r"^\*\*Exercise \d+", ex, re.MULTILINE)) == 2
     assert len(re.findall(r"```\{admonition\} Solution\n:class: dropdown\n", ex)) == 1
@@ -462,20 +501,30 @@ WRITE_IT_YOURSELF = {
 }
 
 SOLUTION_BLOCK = re.compile(
-    r"^(`{4,})\{admonition\} Solution\n:class: dropdown\n(?P<body>.*?)^\1$", re.S | re.M)
+    r"^(`{4,})\{admonition\} Solution\n:class: dropdown\n(?P<body>.*?)^\1$", re.S | re.M
+)
 PYTHON_BLOCK = re.compile(r"^```python\n(?P<code>.*?)^```$", re.S | re.M)
 
 
 def exercise_stub_and_solution(name: str, fn_name: str, check: str) -> tuple[str, str]:
     """The visible cell that defines the reader's stub, and the code of its dropdown solution."""
     nb_cells = notebook(name).cells
-    stubs = [c.source for c in nb_cells[exercise_start(nb_cells):] if c.cell_type == "code"
-             and f"def {fn_name}(" in c.source and f"{check}({fn_name})" in c.source
-             and not {"remove-cell", "remove-input"} & set(tags(c))]
+    stubs = [
+        c.source
+        for c in nb_cells[exercise_start(nb_cells) :]
+        if c.cell_type == "code"
+        and f"def {fn_name}(" in c.source
+        and f"{check}({fn_name})" in c.source
+        and not {"remove-cell", "remove-input"} & set(tags(c))
+    ]
     assert len(stubs) == 1, f"{name}: {len(stubs)} visible cells define {fn_name} and check it"
     blocks = SOLUTION_BLOCK.finditer(section(prose(name), "Exercises"))
-    solutions = [m.group("code") for b in blocks for m in PYTHON_BLOCK.finditer(b.group("body"))
-                 if f"def {fn_name}(" in m.group("code")]
+    solutions = [
+        m.group("code")
+        for b in blocks
+        for m in PYTHON_BLOCK.finditer(b.group("body"))
+        if f"def {fn_name}(" in m.group("code")
+    ]
     assert len(solutions) == 1, f"{name}: {len(solutions)} dropdown solutions define {fn_name}"
     return stubs[0], solutions[0]
 
@@ -501,11 +550,16 @@ def test_write_it_yourself_solution_passes_and_the_stub_does_not(name):
 
 def test_write_it_yourself_extraction_can_fail():
     """A solution outside a dropdown, or a check of another function, is not found."""
-    text = ("## Exercises\n\n````{admonition} Solution\n:class: dropdown\n\n```python\n"
-            "def my_f(x):\n    return x\n```\n````\n\n```{admonition} Solution\n\n"
-            "```python\ndef my_g(x):\n    return x\n```\n")
-    found = [m.group("code") for b in SOLUTION_BLOCK.finditer(section(text, "Exercises"))
-             for m in PYTHON_BLOCK.finditer(b.group("body"))]
+    text = (
+        "## Exercises\n\n````{admonition} Solution\n:class: dropdown\n\n```python\n"
+        "def my_f(x):\n    return x\n```\n````\n\n```{admonition} Solution\n\n"
+        "```python\ndef my_g(x):\n    return x\n```\n"
+    )
+    found = [
+        m.group("code")
+        for b in SOLUTION_BLOCK.finditer(section(text, "Exercises"))
+        for m in PYTHON_BLOCK.finditer(b.group("body"))
+    ]
     assert found == ["def my_f(x):\n    return x\n"]
     with pytest.raises(AssertionError, match="0 visible cells"):
         exercise_stub_and_solution("03-scaling-variance", "my_attention", "check_causal_mask")
@@ -514,42 +568,189 @@ def test_write_it_yourself_extraction_can_fail():
 #: Values the issue asks each chapter to *compute*; typed into the prose (to any number of further
 #: digits) they would bypass the glue. Inputs (scores, vectors given in the problem) are allowed.
 TYPED_FORBIDDEN = {
-    "02-queries-keys-values": ["0.53", "0.17", "0.30", "0.29", "5.9", "0.045", "0.907", "0.91",
-                               "0.027", "0.020", "1.5", "0.67", "0.33", "0.73", "0.27", "1.46",
-                               "1.34", "0.99", "0.74", "1.62", "3.17",
-                               # the real model (all-MiniLM-L6-v2) section
-                               "0.62", "0.63", "0.68", "0.28", "0.12", "0.46", "0.47", "0.16",
-                               "0.017", "0.14", "0.072", "0.046", "0.060", "0.051", "0.43",
-                               "0.44"],
+    "02-queries-keys-values": [
+        "0.53",
+        "0.17",
+        "0.30",
+        "0.29",
+        "5.9",
+        "0.045",
+        "0.907",
+        "0.91",
+        "0.027",
+        "0.020",
+        "1.5",
+        "0.67",
+        "0.33",
+        "0.73",
+        "0.27",
+        "1.46",
+        "1.34",
+        "0.99",
+        "0.74",
+        "1.62",
+        "3.17",
+        # the real model (all-MiniLM-L6-v2) section
+        "0.62",
+        "0.63",
+        "0.68",
+        "0.28",
+        "0.12",
+        "0.46",
+        "0.47",
+        "0.16",
+        "0.017",
+        "0.14",
+        "0.072",
+        "0.046",
+        "0.060",
+        "0.051",
+        "0.43",
+        "0.44",
+    ],
     "03-scaling-variance": ["63.", "1.00", "0.99", "0.0156", "1.41", "32.", "1020", "1030"],
-    "04-softmax-saturation": ["0.84", "0.85", "0.94", "0.95", "0.25", "0.24", "0.0625", "0.30",
-                              "2.77", "0.17", "0.07", "0.71", "4.2",
-                              # the query's gradient (issue 21)
-                              "0.013", "1.31", "1.16", "0.286", "0.284", "0.269", "0.266",
-                              "0.0074", "0.446", "4.6", "67.8", "68%", "29.1", "29%", "1.5%",
-                              "0.6%", "1/36",
-                              # the training run (scaling_run)
-                              "4.8", "2.15", "2.16", "0.59", "2.19", "2.20", "1.38", "1.39",
-                              "10.", "49", "101", "2.6", "2.7"],
+    "04-softmax-saturation": [
+        "0.84",
+        "0.85",
+        "0.94",
+        "0.95",
+        "0.25",
+        "0.24",
+        "0.0625",
+        "0.30",
+        "2.77",
+        "0.17",
+        "0.07",
+        "0.71",
+        "4.2",
+        # the query's gradient (issue 21)
+        "0.013",
+        "1.31",
+        "1.16",
+        "0.286",
+        "0.284",
+        "0.269",
+        "0.266",
+        "0.0074",
+        "0.446",
+        "4.6",
+        "67.8",
+        "68%",
+        "29.1",
+        "29%",
+        "1.5%",
+        "0.6%",
+        "1/36",
+        # the training run (scaling_run)
+        "4.8",
+        "2.15",
+        "2.16",
+        "0.59",
+        "2.19",
+        "2.20",
+        "1.38",
+        "1.39",
+        "10.",
+        "49",
+        "101",
+        "2.6",
+        "2.7",
+    ],
     "01-rnn-bottleneck": ["0.52", "0.0051", "117", "1.13", "233", "86"],
     "05-self-cross-attention": ["0.97", "0.974", "0.977", "0.0032"],
     "07-multi-head-gqa": ["134", "56.", "49.", "0.143", "0.14", "1.83", "2.72", "67.5", "56.9"],
-    "08-positional-encoding": ["0.83", "6.96", "2.10", "8.46", "54410", "54,410", "2,559",
-                               "6.28",
-                               # learned positions and the run beyond the trained length
-                               "0.85", "0.14", "0.97", "0.48", "0.07", "0.27", "0.69",
-                               "0.10", "0.47", "0.42", "0.60", "0.05", "0.06"],
-    "09-transformer-block": ["0.52", "0.72", "0.37", "0.34", "1.39", "0.92", "66.", "64.2",
-                             "6.74", "3,152,384", "2,099,712", "1,050,624", "7,087,872", "10922",
-                             "1.069", "0.283", "0.849", "1.81", "1.46", "1.0078"],
-    "10-architectures": ["63,082,496", "63.08", "63.1", "6.2", "25.0", "3,745", "2.9", "96.1",
-                         "15.5", "0.209", "1,051,648"],
+    "08-positional-encoding": [
+        "0.83",
+        "6.96",
+        "2.10",
+        "8.46",
+        "54410",
+        "54,410",
+        "2,559",
+        "6.28",
+        # learned positions and the run beyond the trained length
+        "0.85",
+        "0.14",
+        "0.97",
+        "0.48",
+        "0.07",
+        "0.27",
+        "0.69",
+        "0.10",
+        "0.47",
+        "0.42",
+        "0.60",
+        "0.05",
+        "0.06",
+    ],
+    "09-transformer-block": [
+        "0.52",
+        "0.72",
+        "0.37",
+        "0.34",
+        "1.39",
+        "0.92",
+        "66.",
+        "64.2",
+        "6.74",
+        "3,152,384",
+        "2,099,712",
+        "1,050,624",
+        "7,087,872",
+        "10922",
+        "1.069",
+        "0.283",
+        "0.849",
+        "1.81",
+        "1.46",
+        "1.0078",
+    ],
+    "10-architectures": [
+        "63,082,496",
+        "63.08",
+        "63.1",
+        "6.2",
+        "25.0",
+        "3,745",
+        "2.9",
+        "96.1",
+        "15.5",
+        "0.209",
+        "1,051,648",
+    ],
     "11-quadratic-cost-kv-cache": ["57344", "56 KiB", "7.0 GiB", "128 GiB", "4.0 GiB", "64 GiB"],
     "12-flashattention": ["0.1353", "0.2231", "43.7", "0.287", "0.022", "16512"],
-    "13-train-and-sample": ["4,137,450", "4137450", "204,224", "204224", "2.32", "3.02",
-                            "4.17", "10.2", "53.7", "1.83", "1.60", "1.61", "422"],
-    "06-masks": ["0.401", "0.40", "0.599", "0.60", "0.126", "0.154", "0.208", "0.512", "0.51",
-                 "2.5", "1.5", "3.5", "0.006", "0.92"],
+    "13-train-and-sample": [
+        "4,137,450",
+        "4137450",
+        "204,224",
+        "204224",
+        "2.32",
+        "3.02",
+        "4.17",
+        "10.2",
+        "53.7",
+        "1.83",
+        "1.60",
+        "1.61",
+        "422",
+    ],
+    "06-masks": [
+        "0.401",
+        "0.40",
+        "0.599",
+        "0.60",
+        "0.126",
+        "0.154",
+        "0.208",
+        "0.512",
+        "0.51",
+        "2.5",
+        "1.5",
+        "3.5",
+        "0.006",
+        "0.92",
+    ],
 }
 
 
@@ -590,50 +791,95 @@ def test_typed_number_finder_can_fail():
 def expected_02() -> dict:
     e: dict = {}
     # Where Q, K, V come from: L = 4 tokens, d_model = 8, d_k = 3, d_v = 5 (shapes by hand).
-    e |= {"proj_X_shape": (4, 8), "proj_Q_shape": (4, 3), "proj_V_shape": (4, 5),
-          "proj_weights_shape": (4, 4), "proj_out_shape": (4, 5)}
+    e |= {
+        "proj_X_shape": (4, 8),
+        "proj_Q_shape": (4, 3),
+        "proj_V_shape": (4, 5),
+        "proj_weights_shape": (4, 4),
+        "proj_out_shape": (4, 5),
+    }
     # Worked example 1.
     q = np.array([[1.0, 0.0, 1.0]])
     k = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     v = np.array([[10.0], [0.0], [2.0]])
     out, w = attention.scaled_dot_product_attention(q, k, v, return_weights=True)
-    e |= {"ex1_dot1": 2.0, "ex1_dot2": 0.0, "ex1_dot3": 1.0, "ex1_scale": 1 / math.sqrt(3),
-          "ex1_w1": w[0, 0], "ex1_w2": w[0, 1], "ex1_w3": w[0, 2], "ex1_out": out[0, 0],
-          "ex1_mean_v": 4.0}
+    e |= {
+        "ex1_dot1": 2.0,
+        "ex1_dot2": 0.0,
+        "ex1_dot3": 1.0,
+        "ex1_scale": 1 / math.sqrt(3),
+        "ex1_w1": w[0, 0],
+        "ex1_w2": w[0, 1],
+        "ex1_w3": w[0, 2],
+        "ex1_out": out[0, 0],
+        "ex1_mean_v": 4.0,
+    }
     factors = np.linspace(0.0, 8.0, 161)
     out0 = attention.scaled_dot_product_attention(q, k, v, scale=0.0)
-    out8, w8 = attention.scaled_dot_product_attention(q, k, v, scale=float(factors[-1]),
-                                                      return_weights=True)
-    e |= {"ex1_out_c0": out0[0, 0], "ex1_c_max": 8.0, "ex1_out_cmax": out8[0, 0],
-          "ex1_w1_cmax": w8[0, 0]}
+    out8, w8 = attention.scaled_dot_product_attention(
+        q, k, v, scale=float(factors[-1]), return_weights=True
+    )
+    e |= {
+        "ex1_out_c0": out0[0, 0],
+        "ex1_c_max": 8.0,
+        "ex1_out_cmax": out8[0, 0],
+        "ex1_w1_cmax": w8[0, 0],
+    }
     # Worked example 2.
     Q = np.array([[1.0, 0.0], [1.0, 1.0]])
     K = np.array([[1.0, 0.0], [0.0, 1.0]])
     V = np.array([[2.0, 0.0], [0.0, 3.0]])
     o, a = attention.scaled_dot_product_attention(Q, K, V, return_weights=True)
     o1, a1 = attention.scaled_dot_product_attention(Q, K, V, scale=1.0, return_weights=True)
-    e |= {"ex2_tok2_w1": a[1, 0], "ex2_tok2_w2": a[1, 1], "ex2_tok2_out1": o[1, 0],
-          "ex2_tok2_out2": o[1, 1], "ex2_tok2_raw_out1": o1[1, 0], "ex2_tok2_raw_out2": o1[1, 1],
-          "ex2_tok1_w1": a[0, 0], "ex2_tok1_w2": a[0, 1], "ex2_tok1_out1": o[0, 0],
-          "ex2_tok1_out2": o[0, 1], "ex2_tok1_raw_w1": a1[0, 0], "ex2_tok1_raw_out1": o1[0, 0],
-          "ex2_tok1_raw_out2": o1[0, 1]}
+    e |= {
+        "ex2_tok2_w1": a[1, 0],
+        "ex2_tok2_w2": a[1, 1],
+        "ex2_tok2_out1": o[1, 0],
+        "ex2_tok2_out2": o[1, 1],
+        "ex2_tok2_raw_out1": o1[1, 0],
+        "ex2_tok2_raw_out2": o1[1, 1],
+        "ex2_tok1_w1": a[0, 0],
+        "ex2_tok1_w2": a[0, 1],
+        "ex2_tok1_out1": o[0, 0],
+        "ex2_tok1_out2": o[0, 1],
+        "ex2_tok1_raw_w1": a1[0, 0],
+        "ex2_tok1_raw_out1": o1[0, 0],
+        "ex2_tok1_raw_out2": o1[0, 1],
+    }
     # Worked example 3.
     z = np.array([1.0, 4.0, 0.5, 0.2])
     p = attention.softmax(z)
     circ = np.array([0.04, 0.86, 0.02, 0.08])
-    e |= {"ex3_p1": p[0], "ex3_p2": p[1], "ex3_p3": p[2], "ex3_p4": p[3],
-          "ex3_circulating": "[0.04, 0.86, 0.02, 0.08]", "ex3_circulating_sum": 1.0,
-          "ex3_ratio_exact": math.exp(0.2 - 0.5), "ex3_ratio_lib": p[3] / p[2],
-          "ex3_ratio_circ": 4.0, "ex3_spread_lib": Tiny(1e-12),   # log p - z = -logsumexp
-          "ex3_spread_circ": np.ptp(np.log(circ) - z)}
+    e |= {
+        "ex3_p1": p[0],
+        "ex3_p2": p[1],
+        "ex3_p3": p[2],
+        "ex3_p4": p[3],
+        "ex3_circulating": "[0.04, 0.86, 0.02, 0.08]",
+        "ex3_circulating_sum": 1.0,
+        "ex3_ratio_exact": math.exp(0.2 - 0.5),
+        "ex3_ratio_lib": p[3] / p[2],
+        "ex3_ratio_circ": 4.0,
+        "ex3_spread_lib": Tiny(1e-12),  # log p - z = -logsumexp
+        "ex3_spread_circ": np.ptp(np.log(circ) - z),
+    }
     # Exercises.
-    oq, wq = attention.scaled_dot_product_attention(np.array([[0.0, 1.0, 0.0]]), k, v,
-                                                    return_weights=True)
-    e |= {"exq_w1": wq[0, 0], "exq_w2": wq[0, 1], "exq_w3": wq[0, 2], "exq_out": oq[0, 0],
-          "exs_shift_diff": Tiny(1e-12),   # shift invariance: softmax(z + c) = softmax(z)
-          "exs_naive_n_nan": 4,            # e^(1000 + z_i) > float64 max for all four
-          "exsh_WQ": (512, 64), "exsh_Q": (10, 64), "exsh_scores": (10, 10), "exsh_out": (10, 64),
-          "exc_implied_z4": 4.0 + math.log(0.08 / 0.86)}
+    oq, wq = attention.scaled_dot_product_attention(
+        np.array([[0.0, 1.0, 0.0]]), k, v, return_weights=True
+    )
+    e |= {
+        "exq_w1": wq[0, 0],
+        "exq_w2": wq[0, 1],
+        "exq_w3": wq[0, 2],
+        "exq_out": oq[0, 0],
+        "exs_shift_diff": Tiny(1e-12),  # shift invariance: softmax(z + c) = softmax(z)
+        "exs_naive_n_nan": 4,  # e^(1000 + z_i) > float64 max for all four
+        "exsh_WQ": (512, 64),
+        "exsh_Q": (10, 64),
+        "exsh_scores": (10, 10),
+        "exsh_out": (10, 64),
+        "exc_implied_z4": 4.0 + math.log(0.08 / 0.86),
+    }
     e |= expected_02_real_model()
     e |= importlib.import_module("expected_ch02").expected()  # three steps, "apple"
     return e
@@ -641,8 +887,24 @@ def expected_02() -> dict:
 
 #: The word pieces of the "tired" sentence, written out by hand (BERT's uncased word pieces split
 #: "didn't" into "didn", "'", "t"); the "wide" sentence differs only at position 13.
-TIRED_TOKENS = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because",
-                "it", "was", "too", "tired", ".", "[SEP]"]
+TIRED_TOKENS = [
+    "[CLS]",
+    "the",
+    "animal",
+    "didn",
+    "'",
+    "t",
+    "cross",
+    "the",
+    "street",
+    "because",
+    "it",
+    "was",
+    "too",
+    "tired",
+    ".",
+    "[SEP]",
+]
 #: Tolerance for glued float32 attention weights recomputed in this process.
 WEIGHT_ATOL = 1e-5
 
@@ -678,27 +940,39 @@ def expected_02_real_model() -> dict:
     bl, bh = np.unravel_index(np.argmin(shift), shift.shape)
     special = [t1.index(x) for x in ("[CLS]", "[SEP]", ".")]
     return {
-        "rw_n_layers": cfg["num_hidden_layers"], "rw_n_heads": cfg["num_attention_heads"],
+        "rw_n_layers": cfg["num_hidden_layers"],
+        "rw_n_heads": cfg["num_attention_heads"],
         "rw_d_model": cfg["hidden_size"],
         "rw_head_dim": cfg["hidden_size"] // cfg["num_attention_heads"],
         "rw_n_tokens": len(TIRED_TOKENS),
         "rw_total_heads": cfg["num_hidden_layers"] * cfg["num_attention_heads"],
         "rw_n_animal_tired": int((pref[0] > 0).sum()),
         "rw_n_animal_wide": int((pref[1] > 0).sum()),
-        "rw_mean_animal_tired": near(wa[0].mean()), "rw_mean_street_tired": near(ws[0].mean()),
-        "rw_mean_animal_wide": near(wa[1].mean()), "rw_mean_street_wide": near(ws[1].mean()),
+        "rw_mean_animal_tired": near(wa[0].mean()),
+        "rw_mean_street_tired": near(ws[0].mean()),
+        "rw_mean_animal_wide": near(wa[1].mean()),
+        "rw_mean_street_wide": near(ws[1].mean()),
         "rw_n_sign_flips": sign_changes,
         "rw_n_flips_to_street": int(((pref[0] > 0) & (pref[1] < 0)).sum()),
         "rw_n_flips_to_animal": int(((pref[0] < 0) & (pref[1] > 0)).sum()),
         "rw_margin": margin,
-        "rw_n_flips_margin": int((((pref[0] > margin) & (pref[1] < -margin))
-                                  | ((pref[0] < -margin) & (pref[1] > margin))).sum()),
-        "rw_best_layer": int(cl) + 1, "rw_best_head": int(ch) + 1,
-        "rw_best_pref_tired": near(pref[0][cl, ch]), "rw_best_street_wide": near(-pref[1][cl, ch]),
-        "rw_big_layer": int(bl) + 1, "rw_big_head": int(bh) + 1,
+        "rw_n_flips_margin": int(
+            (
+                ((pref[0] > margin) & (pref[1] < -margin))
+                | ((pref[0] < -margin) & (pref[1] > margin))
+            ).sum()
+        ),
+        "rw_best_layer": int(cl) + 1,
+        "rw_best_head": int(ch) + 1,
+        "rw_best_pref_tired": near(pref[0][cl, ch]),
+        "rw_best_street_wide": near(-pref[1][cl, ch]),
+        "rw_big_layer": int(bl) + 1,
+        "rw_big_head": int(bh) + 1,
         "rw_big_shift": near(shift[bl, bh]),
-        "rw_big_animal_tired": near(wa[0][bl, bh]), "rw_big_street_tired": near(ws[0][bl, bh]),
-        "rw_big_animal_wide": near(wa[1][bl, bh]), "rw_big_street_wide": near(ws[1][bl, bh]),
+        "rw_big_animal_tired": near(wa[0][bl, bh]),
+        "rw_big_street_tired": near(ws[0][bl, bh]),
+        "rw_big_animal_wide": near(wa[1][bl, bh]),
+        "rw_big_street_wide": near(ws[1][bl, bh]),
         "rw_special_mass": near(w1[:, :, special].sum(axis=-1).mean()),
     }
 
@@ -711,26 +985,38 @@ def expected_03() -> dict:
     vu = np.array([scaling.score_variance(int(d), n, scaled=False, rng=int(d)) for d in d_ks])
     vs = np.array([scaling.score_variance(int(d), n, scaled=True, rng=5000 + int(d)) for d in d_ks])
     rel_se = np.sqrt((2 + 6 / d_ks) / n)
-    e |= {"var_n_samples": n, "var_d64_unscaled": vu[6], "var_d64_scaled": vs[6],
-          "var_d1024_unscaled": vu[10], "var_d1024_scaled": vs[10],
-          "var_rel_se_large": math.sqrt(2 / n), "var_rel_se_d1": math.sqrt(8 / n),
-          "var_max_rel_dev_unscaled": np.max(np.abs(vu / d_ks - 1)),
-          "var_max_dev_scaled": np.max(np.abs(vs - 1)),
-          "var_max_z": max(np.max(np.abs(vu / d_ks - 1) / rel_se), np.max(np.abs(vs - 1) / rel_se))}
+    e |= {
+        "var_n_samples": n,
+        "var_d64_unscaled": vu[6],
+        "var_d64_scaled": vs[6],
+        "var_d1024_unscaled": vu[10],
+        "var_d1024_scaled": vs[10],
+        "var_rel_se_large": math.sqrt(2 / n),
+        "var_rel_se_d1": math.sqrt(8 / n),
+        "var_max_rel_dev_unscaled": np.max(np.abs(vu / d_ks - 1)),
+        "var_max_dev_scaled": np.max(np.abs(vs - 1)),
+        "var_max_z": max(np.max(np.abs(vu / d_ks - 1) / rel_se), np.max(np.abs(vs - 1) / rel_se)),
+    }
     rng = np.random.default_rng(64)
     qc, kc = rng.standard_normal((n, 64)), rng.standard_normal((n, 64))
     cos = np.sum(qc * kc, axis=-1) / (np.linalg.norm(qc, axis=-1) * np.linalg.norm(kc, axis=-1))
-    e |= {"mis_var_cosine": np.var(cos, ddof=1), "mis_inv_dk": 1 / 64,
-          "mis_mean_norm": np.linalg.norm(qc, axis=-1).mean()}
+    e |= {
+        "mis_var_cosine": np.var(cos, ddof=1),
+        "mis_inv_dk": 1 / 64,
+        "mis_mean_norm": np.linalg.norm(qc, axis=-1).mean(),
+    }
     rng = np.random.default_rng(1)
     q1, k1 = 2.0 * rng.standard_normal((n, 64)), 0.5 * rng.standard_normal((n, 64))
     e |= {"ex1_predicted": 64.0, "ex1_measured": np.var(np.sum(q1 * k1, axis=-1), ddof=1)}
     rng = np.random.default_rng(2)
     qg, k1g, k2g = (rng.standard_normal((5_000, 512)) for _ in range(3))
     gap = np.sum(qg * k1g, axis=-1) - np.sum(qg * k2g, axis=-1)
-    e |= {"ex2_theory": 1024, "ex2_measured": np.var(gap, ddof=1),
-          "ex2_rms_gap": np.sqrt(np.mean(gap**2)),
-          "ex2_measured_scaled": np.var(gap / np.sqrt(512), ddof=1)}
+    e |= {
+        "ex2_theory": 1024,
+        "ex2_measured": np.var(gap, ddof=1),
+        "ex2_rms_gap": np.sqrt(np.mean(gap**2)),
+        "ex2_measured_scaled": np.var(gap / np.sqrt(512), ddof=1),
+    }
     over = scaling.score_samples(1024, n, scaled=False, rng=3) / 1024.0
     e |= {"ex3_var_over": np.var(over, ddof=1), "ex3_inv_d": 1 / 1024}
     return e
@@ -741,26 +1027,36 @@ def expected_04() -> dict:
     e: dict = {}
     # A central difference with step 1e-6 of entries of size <= 1: error far below 1e-8.
     e |= {"fd_max_err": Tiny(1e-8)}
-    st = {(d, s): scaling.saturation_stats(d, 16, 10_000, scaled=s, rng=d)
-          for d in (64, 512) for s in (False, True)}
-    e |= {"sat_n_draws": 10_000, "sat_uniform_weight": 1 / 16, "sat_max_entropy": math.log(16),
-          "sat_uniform_jac": math.sqrt(15) / 16,
-          "sat_max_unscaled_64": st[64, False].mean_max_weight,
-          "sat_max_scaled_64": st[64, True].mean_max_weight,
-          "sat_max_unscaled_512": st[512, False].mean_max_weight,
-          "sat_max_scaled_512": st[512, True].mean_max_weight,
-          "sat_ent_unscaled_512": st[512, False].mean_entropy,
-          "sat_ent_scaled_512": st[512, True].mean_entropy,
-          "sat_jac_unscaled_64": st[64, False].mean_jacobian_norm,
-          "sat_jac_unscaled_512": st[512, False].mean_jacobian_norm,
-          "sat_jac_scaled_512": st[512, True].mean_jacobian_norm,
-          # d softmax(z / sqrt(d)) / dz = J / sqrt(d) by the chain rule: the norm w.r.t. q.k.
-          "sat_jac_scaled_raw_512": st[512, True].mean_jacobian_norm / math.sqrt(512)}
+    st = {
+        (d, s): scaling.saturation_stats(d, 16, 10_000, scaled=s, rng=d)
+        for d in (64, 512)
+        for s in (False, True)
+    }
+    e |= {
+        "sat_n_draws": 10_000,
+        "sat_uniform_weight": 1 / 16,
+        "sat_max_entropy": math.log(16),
+        "sat_uniform_jac": math.sqrt(15) / 16,
+        "sat_max_unscaled_64": st[64, False].mean_max_weight,
+        "sat_max_scaled_64": st[64, True].mean_max_weight,
+        "sat_max_unscaled_512": st[512, False].mean_max_weight,
+        "sat_max_scaled_512": st[512, True].mean_max_weight,
+        "sat_ent_unscaled_512": st[512, False].mean_entropy,
+        "sat_ent_scaled_512": st[512, True].mean_entropy,
+        "sat_jac_unscaled_64": st[64, False].mean_jacobian_norm,
+        "sat_jac_unscaled_512": st[512, False].mean_jacobian_norm,
+        "sat_jac_scaled_512": st[512, True].mean_jacobian_norm,
+        # d softmax(z / sqrt(d)) / dz = J / sqrt(d) by the chain rule: the norm w.r.t. q.k.
+        "sat_jac_scaled_raw_512": st[512, True].mean_jacobian_norm / math.sqrt(512),
+    }
     zt = np.array([1.0, 4.0, 0.5, 0.2])
-    e |= {"temp_low": 0.25, "temp_high": 16.0,
-          "temp_pmax_low": attention.softmax(zt / 0.25).max(),
-          "temp_pmax_one": attention.softmax(zt).max(),
-          "temp_pmax_high": attention.softmax(zt / 16.0).max()}
+    e |= {
+        "temp_low": 0.25,
+        "temp_high": 16.0,
+        "temp_pmax_low": attention.softmax(zt / 0.25).max(),
+        "temp_pmax_one": attention.softmax(zt).max(),
+        "temp_pmax_high": attention.softmax(zt / 16.0).max(),
+    }
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((1, 64)), rng.standard_normal((16, 64))
     v = rng.standard_normal((16, 1))
@@ -772,8 +1068,9 @@ def expected_04() -> dict:
     e |= {"mis_half_jac": 0.5}
     # Columns of diag(p) - p p^T sum to p_j - p_j = 0.
     e |= {"ex1_onehot_abs_sum": 0.0, "ex2_colsum": Tiny(1e-15)}
-    mw = [scaling.saturation_stats(64, n, 2000, scaled=True, rng=n).mean_max_weight
-          for n in (4, 256)]
+    mw = [
+        scaling.saturation_stats(64, n, 2000, scaled=True, rng=n).mean_max_weight for n in (4, 256)
+    ]
     e |= {"ex3_max_w_first": mw[0], "ex3_max_w_last": mw[1], "ex3_ratio_last": mw[1] * 256}
     return e
 
@@ -781,16 +1078,30 @@ def expected_04() -> dict:
 @functools.lru_cache(maxsize=None)
 def expected_06() -> dict:
     e: dict = {}
-    scores = np.array([[0.9, 0.8, 0.1, 0.2], [0.7, 1.1, 0.4, 0.3],
-                       [0.2, 0.5, 1.3, 0.9], [0.1, 0.3, 0.6, 1.5]])
+    scores = np.array(
+        [[0.9, 0.8, 0.1, 0.2], [0.7, 1.1, 0.4, 0.3], [0.2, 0.5, 1.3, 0.9], [0.1, 0.3, 0.6, 1.5]]
+    )
     w = attention.masked_softmax(scores, masks.causal_mask(4))
-    e |= {"c4_w00": w[0, 0], "c4_w10": w[1, 0], "c4_w11": w[1, 1], "c4_w30": w[3, 0],
-          "c4_w31": w[3, 1], "c4_w32": w[3, 2], "c4_w33": w[3, 3], "c4_hidden_max": 0.0,
-          "c4_n_visible_last": 4}
+    e |= {
+        "c4_w00": w[0, 0],
+        "c4_w10": w[1, 0],
+        "c4_w11": w[1, 1],
+        "c4_w30": w[3, 0],
+        "c4_w31": w[3, 1],
+        "c4_w32": w[3, 2],
+        "c4_w33": w[3, 3],
+        "c4_hidden_max": 0.0,
+        "c4_n_visible_last": 4,
+    }
     # Causal: one pass equals prefix by prefix (rounding only); the future cannot leak (exact 0).
     e |= {"tf_prefix_diff": Tiny(1e-12), "tf_future_diff": 0.0}
-    e |= {"pad_shape": (2, 1, 1, 5), "pad_alone_diff": Tiny(1e-12),
-          "pad_weight_on_pad": 0.0, "comb_shape": (2, 1, 5, 5), "comb_min_visible": 1}
+    e |= {
+        "pad_shape": (2, 1, 1, 5),
+        "pad_alone_diff": Tiny(1e-12),
+        "pad_weight_on_pad": 0.0,
+        "comb_shape": (2, 1, 5, 5),
+        "comb_min_visible": 1,
+    }
     left_keep = masks.combine_masks(
         masks.causal_mask(5), masks.padding_mask(np.array([[0, 0, 1, 1, 1]]))
     )
@@ -798,15 +1109,23 @@ def expected_06() -> dict:
     ql, kl, vl = (rng.standard_normal((1, 1, 5, 4)) for _ in range(3))
     additive = np.where(left_keep, 0.0, -1e9)
     _, w_add = attention.scaled_dot_product_attention(ql, kl, vl, additive, return_weights=True)
-    e |= {"empty_out_abs_max": 0.0, "empty_w_abs_max": 0.0,
-          "empty_torch_n_nan": 5,
-          "add_row0_min": w_add[0, 0, 0].min(), "add_row0_max": w_add[0, 0, 0].max()}
-    e |= {"br_out": 2.5, "tl_out": 1.0, "br_decode_diff": Tiny(1e-12),
-          "br_chunk_0": 1.5, "br_chunk_1": 2.0}
+    e |= {
+        "empty_out_abs_max": 0.0,
+        "empty_w_abs_max": 0.0,
+        "empty_torch_n_nan": 5,
+        "add_row0_min": w_add[0, 0, 0].min(),
+        "add_row0_max": w_add[0, 0, 0].max(),
+    }
+    e |= {
+        "br_out": 2.5,
+        "tl_out": 1.0,
+        "br_decode_diff": Tiny(1e-12),
+        "br_chunk_0": 1.5,
+        "br_chunk_1": 2.0,
+    }
     e |= {"sw_window": 3, "sw_max_visible": 3, "sw_first_visible": 1}
     e |= {"pol_lib": 1.5, "pol_sdpa": 1.5, "pol_mha": 3.5, "torch_is_causal": 1.0}
-    e |= {"ex1_visible": [1, 2, 3, 4, 4, 4], "ex2_visible": [5, 6, 7],
-          "ex3_empty_rows": [0, 1]}
+    e |= {"ex1_visible": [1, 2, 3, 4, 4, 4], "ex2_visible": [5, 6, 7], "ex3_empty_rows": [0, 1]}
     return e
 
 
@@ -854,10 +1173,15 @@ def test_worked_examples_match_formulas_and_the_issue():
     np.testing.assert_allclose([e6[f"c4_w3{j}"] for j in range(4)], last, rtol=1e-12)
     # Bottom-right causal with q = k = 0 (hand derivation: the mean of the visible values).
     v = np.array([[1.0], [2.0], [3.0], [4.0]])
-    assert attention.scaled_dot_product_attention(np.zeros((1, 2)), np.zeros((4, 2)), v,
-                                                  causal=True).item() == 2.5
-    chunk = attention.scaled_dot_product_attention(np.zeros((2, 2)), np.zeros((5, 2)),
-                                                   np.arange(5.0)[:, None], causal=True)
+    assert (
+        attention.scaled_dot_product_attention(
+            np.zeros((1, 2)), np.zeros((4, 2)), v, causal=True
+        ).item()
+        == 2.5
+    )
+    chunk = attention.scaled_dot_product_attention(
+        np.zeros((2, 2)), np.zeros((5, 2)), np.arange(5.0)[:, None], causal=True
+    )
     assert chunk.ravel().tolist() == [1.5, 2.0]
 
 
@@ -878,9 +1202,9 @@ def test_saturation_and_variance_match_theory_and_the_issue():
     # ... but with respect to the raw score q.k the scaled arm's Jacobian is the smaller one.
     assert e4["sat_jac_scaled_raw_512"] < e4["sat_jac_unscaled_512"]
     uniform = np.full(16, 1 / 16)
-    assert math.isclose(np.linalg.norm(attention.softmax_jacobian(uniform)), e4["sat_uniform_jac"],
-                        rel_tol=1e-12)
-
+    assert math.isclose(
+        np.linalg.norm(attention.softmax_jacobian(uniform)), e4["sat_uniform_jac"], rel_tol=1e-12
+    )
 
 
 @pytest.mark.slow  # autograd over 2 x 10^4 draws (~5 s)
@@ -901,6 +1225,7 @@ def test_chapter_04_query_gradient_claims_hold():
     assert e["qg_sat_unscaled_64"] < e["qg_sat_unscaled_512"]
     # "spent almost entirely on the unsaturated draws"; no weight or gradient overflowed
     assert e["qg_satshare_unscaled_512"] < 0.05 and e["mis_n_nonfinite"] == 0
+
 
 # ---------------------------------------------------------------------------------------------
 # Built book: glued values against the library, and in the HTML
@@ -1000,8 +1325,11 @@ def write_it_yourself_outputs(execute_dir: Path, name: str) -> list[str]:
     """The text outputs of the executed cell that checks the reader's stub."""
     fn_name, check = WRITE_IT_YOURSELF[name]
     nb = json.loads((execute_dir / "chapters" / f"{name}.ipynb").read_text(encoding="utf-8"))
-    found = [c for c in nb["cells"] if c["cell_type"] == "code"
-             and f"{check}({fn_name})" in "".join(c["source"])]
+    found = [
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and f"{check}({fn_name})" in "".join(c["source"])
+    ]
     assert len(found) == 1, f"{name}: {len(found)} executed cells call {check}({fn_name})"
     texts = []
     for out in found[0].get("outputs", []):
@@ -1035,9 +1363,7 @@ def test_glued_values_equal_the_library(name, execute_dir):
         f"checked here but not glued: {sorted(set(expected) - set(glued))}"
     )
     wrong = {
-        k: (glued[k], expected[k])
-        for k in expected
-        if not same_value(glued[k], expected[k], glued)
+        k: (glued[k], expected[k]) for k in expected if not same_value(glued[k], expected[k], glued)
     }
     assert not wrong, f"{name}: glued value != library value: {wrong}"
 
@@ -1079,9 +1405,12 @@ def saved_scaling_run(execute_dir: Path) -> dict:
     ipynb = execute_dir / "chapters" / "04-softmax-saturation.ipynb"
     assert ipynb.is_file(), f"the build left no executed notebook {ipynb}"
     nb = json.loads(ipynb.read_text(encoding="utf-8"))
-    found = [out["data"]["application/json"] for cell in nb["cells"]
-             for out in cell.get("outputs", [])
-             if out.get("metadata") == SAVED_RUN_TAG and "application/json" in out.get("data", {})]
+    found = [
+        out["data"]["application/json"]
+        for cell in nb["cells"]
+        for out in cell.get("outputs", [])
+        if out.get("metadata") == SAVED_RUN_TAG and "application/json" in out.get("data", {})
+    ]
     assert len(found) == 1, f"expected one saved scaling_run output, found {len(found)}"
     return found[0]
 
@@ -1100,24 +1429,29 @@ def expected_04_run(saved: dict) -> dict:
     half = chance / 2
     loss = {arm: np.asarray(v, dtype=np.float64) for arm, v in saved["loss"].items()}
     ent = {arm: np.asarray(v, dtype=np.float64) for arm, v in saved["entropy"].items()}
-    steps_half = {arm: experiments.first_step_below(loss[arm], half, window=window)
-                  for arm in loss}
+    steps_half = {arm: experiments.first_step_below(loss[arm], half, window=window) for arm in loss}
     at = steps_half["scaled"]
     return {
-        "run_head_dim": st["head_dim"], "run_steps": st["steps"], "run_n_values": st["n_values"],
-        "run_chance_loss": chance, "run_half_chance": half, "run_window": window,
+        "run_head_dim": st["head_dim"],
+        "run_steps": st["steps"],
+        "run_n_values": st["n_values"],
+        "run_chance_loss": chance,
+        "run_half_chance": half,
+        "run_window": window,
         "run_steps_half_scaled": steps_half["scaled"],
         "run_steps_half_unscaled": steps_half["unscaled"],
-        "run_max_entropy": math.log(st["n_pairs"] + 1), "run_n_slots": st["n_pairs"] + 1,
-        "run_ent_init_scaled": ent["scaled"][0], "run_ent_init_unscaled": ent["unscaled"][0],
+        "run_max_entropy": math.log(st["n_pairs"] + 1),
+        "run_n_slots": st["n_pairs"] + 1,
+        "run_ent_init_scaled": ent["scaled"][0],
+        "run_ent_init_unscaled": ent["unscaled"][0],
         "run_std_init_scaled": saved["score_std_init"]["scaled"],
         "run_std_init_unscaled": saved["score_std_init"]["unscaled"],
         "run_acc_scaled": saved["eval_accuracy"]["scaled"],
         "run_acc_unscaled": saved["eval_accuracy"]["unscaled"],
         # Issue 21: the chapter runs several seeds; the time is that of all of them.
         "run_wall_time": sum(seed["wall_time_s"] for seed in saved["seeds"]),
-        "run_unscaled_loss_then": float(np.mean(loss["unscaled"][at - window + 1:at + 1])),
-        "run_unscaled_ent_then": float(np.mean(ent["unscaled"][at - window + 1:at + 1])),
+        "run_unscaled_loss_then": float(np.mean(loss["unscaled"][at - window + 1 : at + 1])),
+        "run_unscaled_ent_then": float(np.mean(ent["unscaled"][at - window + 1 : at + 1])),
         "run_sat_threshold": saved["saturation_threshold"],
     }
 
@@ -1151,21 +1485,39 @@ def test_saved_scaling_run_is_the_library_run(execute_dir):
     for arm in arms:
         assert len(saved["loss"][arm]) == len(saved["entropy"][arm]) == st["steps"]
     short = experiments.scaling_run(
-        head_dim=st["head_dim"], d_model=st["d_model"], n_pairs=st["n_pairs"],
-        n_keys=st["n_keys"], n_values=st["n_values"], steps=RERUN_STEPS,
-        batch_size=st["batch_size"], lr=st["lr"], seed=st["seed"], eval_size=8,
-        q_init_gain=st["q_init_gain"])
+        head_dim=st["head_dim"],
+        d_model=st["d_model"],
+        n_pairs=st["n_pairs"],
+        n_keys=st["n_keys"],
+        n_values=st["n_values"],
+        steps=RERUN_STEPS,
+        batch_size=st["batch_size"],
+        lr=st["lr"],
+        seed=st["seed"],
+        eval_size=8,
+        q_init_gain=st["q_init_gain"],
+    )
     for arm in arms:
-        assert_close(np.array(saved["loss"][arm][:RERUN_STEPS]), short.loss[arm],
-                     atol=1e-6, rtol=1e-6)
-        assert_close(np.array(saved["entropy"][arm][:RERUN_STEPS]), short.entropy[arm],
-                     atol=1e-6, rtol=1e-6)
+        assert_close(
+            np.array(saved["loss"][arm][:RERUN_STEPS]), short.loss[arm], atol=1e-6, rtol=1e-6
+        )
+        assert_close(
+            np.array(saved["entropy"][arm][:RERUN_STEPS]), short.entropy[arm], atol=1e-6, rtol=1e-6
+        )
         assert_close(saved["score_std_init"][arm], short.score_std_init[arm], atol=0, rtol=1e-6)
         # One query's largest weight may land on the other side of the threshold in a rerun.
-        assert_close(np.array(saved["saturated"][arm][:RERUN_STEPS]), short.saturated[arm],
-                     atol=1.01 / st["batch_size"], rtol=0)
-        assert_close(np.array(saved["saturated_grad_share"][arm][:RERUN_STEPS]),
-                     short.saturated_grad_share[arm], atol=1e-9, rtol=1e-6)
+        assert_close(
+            np.array(saved["saturated"][arm][:RERUN_STEPS]),
+            short.saturated[arm],
+            atol=1.01 / st["batch_size"],
+            rtol=0,
+        )
+        assert_close(
+            np.array(saved["saturated_grad_share"][arm][:RERUN_STEPS]),
+            short.saturated_grad_share[arm],
+            atol=1e-9,
+            rtol=1e-6,
+        )
     assert saved["saturation_threshold"] == short.saturation_threshold
     # Formulas: chance loss log(n_values) (uniform guess), uniform attention over n_pairs + 1 slots.
     assert math.isclose(saved["chance_loss"], math.log(st["n_values"]), rel_tol=1e-12)
@@ -1178,23 +1530,40 @@ def test_saved_scaling_run_is_the_library_run(execute_dir):
     seeds = saved["seeds"]
     assert [seed["seed"] for seed in seeds] == list(range(len(seeds))) and len(seeds) >= 3
     assert {k: seeds[0][k] for k in ("loss", "saturated", "saturated_grad_share")} == {
-        k: saved[k] for k in ("loss", "saturated", "saturated_grad_share")}
+        k: saved[k] for k in ("loss", "saturated", "saturated_grad_share")
+    }
     for seed in seeds[1:]:
         short = experiments.scaling_run(
-            head_dim=st["head_dim"], d_model=st["d_model"], n_pairs=st["n_pairs"],
-            n_keys=st["n_keys"], n_values=st["n_values"], steps=RERUN_STEPS,
-            batch_size=st["batch_size"], lr=st["lr"], seed=seed["seed"], eval_size=8,
-            q_init_gain=st["q_init_gain"])
+            head_dim=st["head_dim"],
+            d_model=st["d_model"],
+            n_pairs=st["n_pairs"],
+            n_keys=st["n_keys"],
+            n_values=st["n_values"],
+            steps=RERUN_STEPS,
+            batch_size=st["batch_size"],
+            lr=st["lr"],
+            seed=seed["seed"],
+            eval_size=8,
+            q_init_gain=st["q_init_gain"],
+        )
         for arm in arms:
             assert len(seed["loss"][arm]) == st["steps"]
-            assert_close(np.array(seed["loss"][arm][:RERUN_STEPS]), short.loss[arm],
-                         atol=1e-6, rtol=1e-6)
-            assert_close(seed["score_std_init"][arm], short.score_std_init[arm], atol=0,
-                         rtol=1e-6)
-            assert_close(np.array(seed["saturated"][arm][:RERUN_STEPS]), short.saturated[arm],
-                         atol=1.01 / st["batch_size"], rtol=0)
-            assert_close(np.array(seed["saturated_grad_share"][arm][:RERUN_STEPS]),
-                         short.saturated_grad_share[arm], atol=1e-9, rtol=1e-6)
+            assert_close(
+                np.array(seed["loss"][arm][:RERUN_STEPS]), short.loss[arm], atol=1e-6, rtol=1e-6
+            )
+            assert_close(seed["score_std_init"][arm], short.score_std_init[arm], atol=0, rtol=1e-6)
+            assert_close(
+                np.array(seed["saturated"][arm][:RERUN_STEPS]),
+                short.saturated[arm],
+                atol=1.01 / st["batch_size"],
+                rtol=0,
+            )
+            assert_close(
+                np.array(seed["saturated_grad_share"][arm][:RERUN_STEPS]),
+                short.saturated_grad_share[arm],
+                atol=1e-9,
+                rtol=1e-6,
+            )
         assert seed["wall_time_s"] > 0
 
 
@@ -1205,15 +1574,18 @@ def test_expected_04_run_on_a_hand_made_curve():
     # 10-step window means: at step s, (15 - (s - 9)) / 10 of chance, first < 1/2 at s = 20.
     scaled = np.where(np.arange(n) < 15, chance, 0.0)
     unscaled = np.where(np.arange(n) < 25, chance, 0.0)  # ... and at s = 30
-    saved = {"settings": {"head_dim": 4, "steps": n, "n_values": 16, "n_pairs": 3},
-             "loss": {"scaled": scaled.tolist(), "unscaled": unscaled.tolist()},
-             "entropy": {"scaled": [1.0] * n, "unscaled": [0.5] * n},
-             "score_std_init": {"scaled": 1.0, "unscaled": 2.0},
-             "saturated": {"scaled": [0.0] * n, "unscaled": [1.0] * 15 + [0.0] * (n - 15)},
-             "saturated_grad_share": {"scaled": [0.0] * n, "unscaled": [0.5] * n},
-             "saturation_threshold": 0.99,
-             "eval_accuracy": {"scaled": 1.0, "unscaled": 1.0}, "wall_time_s": 1.0,
-             "seeds": [{"wall_time_s": 1.0}, {"wall_time_s": 2.5}]}
+    saved = {
+        "settings": {"head_dim": 4, "steps": n, "n_values": 16, "n_pairs": 3},
+        "loss": {"scaled": scaled.tolist(), "unscaled": unscaled.tolist()},
+        "entropy": {"scaled": [1.0] * n, "unscaled": [0.5] * n},
+        "score_std_init": {"scaled": 1.0, "unscaled": 2.0},
+        "saturated": {"scaled": [0.0] * n, "unscaled": [1.0] * 15 + [0.0] * (n - 15)},
+        "saturated_grad_share": {"scaled": [0.0] * n, "unscaled": [0.5] * n},
+        "saturation_threshold": 0.99,
+        "eval_accuracy": {"scaled": 1.0, "unscaled": 1.0},
+        "wall_time_s": 1.0,
+        "seeds": [{"wall_time_s": 1.0}, {"wall_time_s": 2.5}],
+    }
     e = expected_04_run(saved)
     assert (e["run_steps_half_scaled"], e["run_steps_half_unscaled"]) == (20, 30)
     # At step 20 the unscaled curve's last 10 values (steps 11..20) are all at chance.
@@ -1231,25 +1603,36 @@ def test_expected_ch04_seeds_on_hand_made_curves():
         return np.where(np.arange(n) < at, chance, 0.0).tolist()
 
     def seed(s, scaled, unscaled, control):
-        return {"seed": s, "wall_time_s": 1.0,
-                "score_std_init": {"scaled": 0.3, "unscaled": 4.8, "control": 4.8},
-                "loss": {"scaled": drop(scaled), "unscaled": drop(unscaled),
-                         "control": drop(control)},
-                "saturated": {"scaled": [0.0] * n, "unscaled": [1.0] * 10 + [0.0] * (n - 10),
-                              "control": [0.5] * n},
-                "saturated_grad_share": {"scaled": [0.0] * n, "unscaled": [0.02] * n,
-                                         "control": [0.01] * n}}
+        return {
+            "seed": s,
+            "wall_time_s": 1.0,
+            "score_std_init": {"scaled": 0.3, "unscaled": 4.8, "control": 4.8},
+            "loss": {"scaled": drop(scaled), "unscaled": drop(unscaled), "control": drop(control)},
+            "saturated": {
+                "scaled": [0.0] * n,
+                "unscaled": [1.0] * 10 + [0.0] * (n - 10),
+                "control": [0.5] * n,
+            },
+            "saturated_grad_share": {
+                "scaled": [0.0] * n,
+                "unscaled": [0.02] * n,
+                "control": [0.01] * n,
+            },
+        }
 
     # Step counts (+5): scaled 17, 22, 27; unscaled 37, 32, 53; control 35, 31, 51.
-    saved = {"settings": {"n_values": 16},
-             "seeds": [seed(0, 12, 32, 30), seed(1, 17, 27, 26), seed(2, 22, 48, 46)]}
+    saved = {
+        "settings": {"n_values": 16},
+        "seeds": [seed(0, 12, 32, 30), seed(1, 17, 27, 26), seed(2, 22, 48, 46)],
+    }
     assert e04.first_below(drop(12), chance / 2) == 17
     e = e04.expected(saved)
     assert (e["run_steps_scaled_min"], e["run_steps_scaled_max"]) == (17, 27)
     assert (e["run_steps_unscaled_min"], e["run_steps_unscaled_max"]) == (32, 53)
     assert e["run_steps_control_median"] == 35.0 and e["run_n_seeds"] == 3
     assert math.isclose(e["run_slowdown_max"], 37 / 17) and math.isclose(
-        e["run_slowdown_min"], 32 / 22)
+        e["run_slowdown_min"], 32 / 22
+    )
     assert e["run_seed0_place"] == "Seed 0, drawn above, is the seed with the largest slow-down"
     assert e["run_control_verdict"].startswith("It learned as slowly as the unscaled arm")
     # Seed 0's window is steps 0..17: 10 of 18 saturated; seed 2's 0..27: 10 of 28.
@@ -1287,8 +1670,10 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     saved = saved_scaling_run(execute_dir)
     halves = importlib.import_module("expected_ch04").steps_to_half(saved)
     for seed, h in zip(saved["seeds"], halves):
-        early = {arm: np.mean(seed["saturated"][arm][:h["scaled"] + 1])
-                 for arm in ("control", "unscaled")}
+        early = {
+            arm: np.mean(seed["saturated"][arm][: h["scaled"] + 1])
+            for arm in ("control", "unscaled")
+        }
         assert early["control"] < early["unscaled"], (seed["seed"], early)
     # "Both arms solve the task" and "both end with attention concentrated".
     assert e["run_acc_scaled"] >= 0.95 and e["run_acc_unscaled"] >= 0.95
@@ -1351,8 +1736,11 @@ def expected_04_temperature_wording() -> dict:
     v = rng.standard_normal((16, 1))
     _, w = attention.scaled_dot_product_attention(q, k, v, return_weights=True)
     diff = float(np.abs(w - attention.softmax(q @ k.T / 8.0)).max())
-    return {"temp_equiv_phrase": "are the same floating-point numbers" if diff == 0.0
-            else f"agree to {diff:.1e}"}
+    return {
+        "temp_equiv_phrase": "are the same floating-point numbers"
+        if diff == 0.0
+        else f"agree to {diff:.1e}"
+    }
 
 
 def expected_04_run_wording(saved: dict) -> dict:
@@ -1361,20 +1749,27 @@ def expected_04_run_wording(saved: dict) -> dict:
     ent = {arm: np.asarray(v, dtype=np.float64) for arm, v in saved["entropy"].items()}
     acc = saved["eval_accuracy"]
     half = math.log(saved["settings"]["n_values"]) / 2
-    steps = {arm: experiments.first_step_below(np.asarray(v, dtype=np.float64), half,
-                                               window=window)
-             for arm, v in saved["loss"].items()}
+    steps = {
+        arm: experiments.first_step_below(np.asarray(v, dtype=np.float64), half, window=window)
+        for arm, v in saved["loss"].items()
+    }
     both = acc["scaled"] >= 0.99 and acc["unscaled"] >= 0.99
-    slower = (steps["scaled"] is not None and steps["unscaled"] is not None
-              and steps["unscaled"] > steps["scaled"])
+    slower = (
+        steps["scaled"] is not None
+        and steps["unscaled"] is not None
+        and steps["unscaled"] > steps["scaled"]
+    )
     return {
         "run_ent_end_scaled": ent["scaled"][-window:].mean(),
         "run_ent_end_unscaled": ent["unscaled"][-window:].mean(),
         # The saved run of seed 0 solves the task in both arms, the unscaled one more slowly;
         # another outcome would need other wording, which this test then reports.
         "run_end_verdict": "Both arms solve the task" if both else "(other wording)",
-        "run_speed_verdict": ("Saturation did not stop the unscaled model from learning this "
-                              "task; it made it slower") if slower else "(other wording)",
+        "run_speed_verdict": (
+            "Saturation did not stop the unscaled model from learning this task; it made it slower"
+        )
+        if slower
+        else "(other wording)",
     }
 
 
@@ -1386,17 +1781,22 @@ _expected_04_run_before_issue10 = SAVED_RUN_EXPECTED["04-softmax-saturation"]
 _SAID_IN_WORDS_02 = {"exs_naive_n_nan", "rw_n_flips_margin"}
 EXPECTED["02-queries-keys-values"] = lambda: {
     **{k: v for k, v in _expected_02_before_issue10().items() if k not in _SAID_IN_WORDS_02},
-    **EXPECTED_02_WORDING}
+    **EXPECTED_02_WORDING,
+}
 # Issue 11: chapter 04's temperature explorer section (tests/chapters/expected_ch04_temperature.py).
 # Issue 21: the gradient the query receives (tests/chapters/expected_ch04_gradient.py).
 EXPECTED["04-softmax-saturation"] = lambda: {
-    **_expected_04_before_issue10(), **expected_04_temperature_wording(),
+    **_expected_04_before_issue10(),
+    **expected_04_temperature_wording(),
     **importlib.import_module("expected_ch04_temperature").expected(),
-    **importlib.import_module("expected_ch04_gradient").expected()}
+    **importlib.import_module("expected_ch04_gradient").expected(),
+}
 # Issue 21: the run over several seeds, with the control arm (tests/chapters/expected_ch04.py).
 SAVED_RUN_EXPECTED["04-softmax-saturation"] = lambda saved: {
-    **_expected_04_run_before_issue10(saved), **expected_04_run_wording(saved),
-    **importlib.import_module("expected_ch04").expected(saved)}
+    **_expected_04_run_before_issue10(saved),
+    **expected_04_run_wording(saved),
+    **importlib.import_module("expected_ch04").expected(saved),
+}
 
 
 # --- Visible code runs as shown (issue 10) -----------------------------------------------------

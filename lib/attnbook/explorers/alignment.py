@@ -22,8 +22,13 @@ from ..viz import COLUMN_PX
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["SNAPSHOT_STEPS", "AlignmentData", "alignment_data", "draw_alignment",
-           "alignment_explorer"]
+__all__ = [
+    "SNAPSHOT_STEPS",
+    "AlignmentData",
+    "alignment_data",
+    "draw_alignment",
+    "alignment_explorer",
+]
 
 #: The numbers of updates at which the explorer's default run records the map: every 5 updates
 #: up to 60, where the chapter's run (seed 0) learns its alignment, then every 100 up to 400.
@@ -78,20 +83,30 @@ def alignment_data(result, step_index: int, head: int, *, layer: int = 0) -> Ali
 
     check_instance(result, CrossAttentionResult, "result", "cross_attention_run")
     if result.snapshots is None or result.snapshot_steps is None:
-        raise ValueError("result has no snapshots: run cross_attention_run with "
-                         "snapshot_steps=... (e.g. range(0, 401, 25)) to record the map "
-                         "during training")
+        raise ValueError(
+            "result has no snapshots: run cross_attention_run with "
+            "snapshot_steps=... (e.g. range(0, 401, 25)) to record the map "
+            "during training"
+        )
     step_index = check_int(step_index, "step_index", 0, len(result.snapshot_steps) - 1)
     head = check_int(head, "head", 0, result.n_heads - 1)
     layer = check_int(layer, "layer", 0, result.n_layers - 1)
     return AlignmentData(
-        int(result.snapshot_steps[step_index]), int(result.steps), layer, head,
-        result.snapshots[step_index, layer, head], result.source, result.target,
-        float(result.snapshot_mirror_mass[step_index, layer, head]), 1.0 / result.n)
+        int(result.snapshot_steps[step_index]),
+        int(result.steps),
+        layer,
+        head,
+        result.snapshots[step_index, layer, head],
+        result.source,
+        result.target,
+        float(result.snapshot_mirror_mass[step_index, layer, head]),
+        1.0 / result.n,
+    )
 
 
-def draw_alignment(data: AlignmentData, *, language: str | None = None, height: int = 480,
-                   width: int = COLUMN_PX):
+def draw_alignment(
+    data: AlignmentData, *, language: str | None = None, height: int = 480, width: int = COLUMN_PX
+):
     """Draw one step and head of the alignment explorer for ``width`` px, labels in ``language``.
 
     A heatmap of the head's cross-attention on the example: one row per target position
@@ -131,9 +146,20 @@ def draw_alignment(data: AlignmentData, *, language: str | None = None, height: 
     cols = [f"{j}<br>{t}" for j, t in enumerate(data.source)]  # position over token
     rows = [f"{i}: {t}" for i, t in enumerate(data.target)]
     mirror = n - 1 - np.arange(n)
-    hover = [[_("output {i} ({out}), source {j} ({src}): weight {weight}", i=i, out=data.target[i],
-                j=j, src=data.source[j], weight=f"{data.weights[i, j]:.2f}")
-              for j in range(n)] for i in range(n)]
+    hover = [
+        [
+            _(
+                "output {i} ({out}), source {j} ({src}): weight {weight}",
+                i=i,
+                out=data.target[i],
+                j=j,
+                src=data.source[j],
+                weight=f"{data.weights[i, j]:.2f}",
+            )
+            for j in range(n)
+        ]
+        for i in range(n)
+    ]
 
     grid = panel_grid(width, [""], height=height, left=70, right=20, bottom=40, axis_px=80)
     fig, (cell,) = grid.figure, grid.cells
@@ -143,34 +169,77 @@ def draw_alignment(data: AlignmentData, *, language: str | None = None, height: 
     fig.update_layout(height=plot_h + margin.t + margin.b)
     cell_px = plot_h / n  # about: square cells, automargin takes a little more
     size = next((s for s in (11, 9) if fonts.text_width("0.00", s) + 6 <= cell_px), None)
-    fig.add_trace(go.Heatmap(
-        z=data.weights, x=cols, y=rows, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-        showscale=False, text=hover, hovertemplate="%{text}<extra></extra>",
-        texttemplate="%{z:.2f}" if size else "", textfont=dict(size=size or 9),
-        name=_("weights")), **cell)
-    fig.add_trace(go.Scatter(
-        x=[cols[j] for j in mirror], y=rows, mode="markers",
-        name=_("mirrored source position S − 1 − i"),
-        marker=dict(symbol="circle-open", size=max(8, min(26, int(cell_px * 0.8))),
-                    color=viz.ORANGE, line=dict(width=2)),
-        hoverinfo="skip", showlegend=True), **cell)
+    fig.add_trace(
+        go.Heatmap(
+            z=data.weights,
+            x=cols,
+            y=rows,
+            zmin=0,
+            zmax=1,
+            colorscale="Blues",
+            xgap=1,
+            ygap=1,
+            showscale=False,
+            text=hover,
+            hovertemplate="%{text}<extra></extra>",
+            texttemplate="%{z:.2f}" if size else "",
+            textfont=dict(size=size or 9),
+            name=_("weights"),
+        ),
+        **cell,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[cols[j] for j in mirror],
+            y=rows,
+            mode="markers",
+            name=_("mirrored source position S − 1 − i"),
+            marker=dict(
+                symbol="circle-open",
+                size=max(8, min(26, int(cell_px * 0.8))),
+                color=viz.ORANGE,
+                line=dict(width=2),
+            ),
+            hoverinfo="skip",
+            showlegend=True,
+        ),
+        **cell,
+    )
     # Square cells: the y axis keeps the x axis' scale, and both shrink their domain (not their
     # range) to fit, so that the axis lines end where the matrix ends.
-    fig.update_xaxes(title_text=_("source position (token below)"), tickangle=0,
-                     showgrid=False, constrain="domain", **cell)
-    fig.update_yaxes(title_text=_("output position: token"), autorange="reversed",
-                     scaleanchor="x", scaleratio=1, constrain="domain", showgrid=False, **cell)
+    fig.update_xaxes(
+        title_text=_("source position (token below)"),
+        tickangle=0,
+        showgrid=False,
+        constrain="domain",
+        **cell,
+    )
+    fig.update_yaxes(
+        title_text=_("output position: token"),
+        autorange="reversed",
+        scaleanchor="x",
+        scaleratio=1,
+        constrain="domain",
+        showgrid=False,
+        **cell,
+    )
     fig.update_layout(showlegend=True)
-    title = _("Step {step} of {steps}, head {h}: {mass} of its weight on the mirrored source "
-              "position (held-out mean; uniform attention gives {uniform})",
-              step=data.step, steps=data.steps, h=data.head + 1,
-              mass=f"{data.mirror_mass:.3f}", uniform=f"{data.uniform:.3f}")
+    title = _(
+        "Step {step} of {steps}, head {h}: {mass} of its weight on the mirrored source "
+        "position (held-out mean; uniform attention gives {uniform})",
+        step=data.step,
+        steps=data.steps,
+        h=data.head + 1,
+        mass=f"{data.mirror_mass:.3f}",
+        uniform=f"{data.uniform:.3f}",
+    )
     caption_title(fig, title)
     return fig
 
 
-def alignment_explorer(result=None, step_index: int = 0, head: int = 0, *,
-                       layer: int = 0) -> Explorer:
+def alignment_explorer(
+    result=None, step_index: int = 0, head: int = 0, *, layer: int = 0
+) -> Explorer:
     """The alignment explorer (chapter 5): a cross-attention map at each recorded step.
 
     Controls: ``step_index`` (a slider over the recorded steps, labelled with the number of
@@ -196,8 +265,9 @@ def alignment_explorer(result=None, step_index: int = 0, head: int = 0, *,
     from ..experiments import cross_attention_run
 
     if result is None:
-        result = cross_attention_run(n=8, vocab=16, steps=400, seed=0,
-                                     snapshot_steps=SNAPSHOT_STEPS)
+        result = cross_attention_run(
+            n=8, vocab=16, steps=400, seed=0, snapshot_steps=SNAPSHOT_STEPS
+        )
     alignment_data(result, step_index, head, layer=layer)  # checks the arguments
     steps = tuple(int(s) for s in result.snapshot_steps)
     heads = tuple(range(result.n_heads))
@@ -206,9 +276,21 @@ def alignment_explorer(result=None, step_index: int = 0, head: int = 0, *,
         return alignment_data(result, step_index, head, layer=layer)
 
     controls = [
-        Control("step_index", "training step", "slider", tuple(range(len(steps))), step_index,
-                labels=tuple(str(s) for s in steps)),
-        Control("head", "head", "select", heads, head,
-                labels=lambda _: [_("head {h}", h=h + 1) for h in heads]),
+        Control(
+            "step_index",
+            "training step",
+            "slider",
+            tuple(range(len(steps))),
+            step_index,
+            labels=tuple(str(s) for s in steps),
+        ),
+        Control(
+            "head",
+            "head",
+            "select",
+            heads,
+            head,
+            labels=lambda _: [_("head {h}", h=h + 1) for h in heads],
+        ),
     ]
     return Explorer(controls, title="alignment explorer", compute=compute, draw=draw_alignment)

@@ -55,8 +55,19 @@ from ..checks import check_choice, check_int
 from ..printed import columns
 from . import layout as _layout
 
-__all__ = ["Control", "Explorer", "take_title", "plotly_text_html", "MAX_GRID", "MIN_TRACK_PX",
-           "SLIDER_MAX_PX", "LABEL_CHAR_PX", "make_patch", "apply_patch", "page_assets"]
+__all__ = [
+    "Control",
+    "Explorer",
+    "take_title",
+    "plotly_text_html",
+    "MAX_GRID",
+    "MIN_TRACK_PX",
+    "SLIDER_MAX_PX",
+    "LABEL_CHAR_PX",
+    "make_patch",
+    "apply_patch",
+    "page_assets",
+]
 
 #: Largest number of grid combinations an explorer precomputes for its static HTML.
 MAX_GRID = 2000
@@ -100,8 +111,9 @@ class Control:
     def __post_init__(self):
         check_choice(self.kind, f"kind of control {self.name!r}", _KINDS)
         self.options = tuple(self.options)
-        if self.kind == "toggle" and (self.options != (False, True)
-                                      or not all(isinstance(o, bool) for o in self.options)):
+        if self.kind == "toggle" and (
+            self.options != (False, True) or not all(isinstance(o, bool) for o in self.options)
+        ):
             raise ValueError(f"a toggle's options must be (False, True), got {self.options}")
         if not self.options:
             raise ValueError(f"control {self.name!r} has no options")
@@ -140,13 +152,18 @@ class Control:
             with i18n.collect_missing(sink):
                 labels = tuple(self._make_labels(i18n.labels(language)))
             if len(labels) != len(self.options):
-                raise ValueError(f"control {self.name!r}: its labels function gave "
-                                 f"{len(labels)} labels for {len(self.options)} options")
+                raise ValueError(
+                    f"control {self.name!r}: its labels function gave "
+                    f"{len(labels)} labels for {len(self.options)} options"
+                )
         else:
             labels = tuple(_label(t, language, sink) for t in self.labels)
-        out = dataclasses.replace(self, label=_label(self.label, language, sink),
-                                  plain_label=_label(self.plain_label, language, sink),
-                                  labels=labels)
+        out = dataclasses.replace(
+            self,
+            label=_label(self.label, language, sink),
+            plain_label=_label(self.plain_label, language, sink),
+            labels=labels,
+        )
         out._make_labels = None
         return out
 
@@ -180,18 +197,31 @@ class Control:
             # auto-width controls the label and the value take most of a 220 px slider and
             # leave a track of a few px.
             return w.SelectionSlider(
-                options=pairs, value=self.default, description=self.plain_label,
-                continuous_update=False, style=style,
-                layout=w.Layout(width="100%", max_width=f"{SLIDER_MAX_PX}px",
-                                min_width=f"{self.slider_min_px()}px", margin="2px 0"),
+                options=pairs,
+                value=self.default,
+                description=self.plain_label,
+                continuous_update=False,
+                style=style,
+                layout=w.Layout(
+                    width="100%",
+                    max_width=f"{SLIDER_MAX_PX}px",
+                    min_width=f"{self.slider_min_px()}px",
+                    margin="2px 0",
+                ),
             )
         if self.kind == "toggle":
             return w.Checkbox(
-                value=bool(self.default), description=self.plain_label, indent=False,
-                style=style, layout=layout,
+                value=bool(self.default),
+                description=self.plain_label,
+                indent=False,
+                style=style,
+                layout=layout,
             )
         return w.Dropdown(
-            options=pairs, value=self.default, description=self.plain_label, style=style,
+            options=pairs,
+            value=self.default,
+            description=self.plain_label,
+            style=style,
             layout=layout,
         )
 
@@ -211,7 +241,7 @@ def plotly_text_html(text: str) -> str:
     """
     out, pos, opened = [], 0, []
     for m in _PLOTLY_TAG.finditer(text):
-        out.append(_html.escape(_html.unescape(text[pos:m.start()]), quote=False))
+        out.append(_html.escape(_html.unescape(text[pos : m.start()]), quote=False))
         pos = m.end()
         close, tag, attrs = m.group(1), m.group(2).lower(), m.group(3)
         if tag == "br":
@@ -257,7 +287,8 @@ def take_title(fig: dict) -> tuple[dict, str]:
         return {**fig, "layout": layout}, ""
     font = (title.get("font") or {}) if isinstance(title, dict) else {}
     size = float(font.get("size") or (layout.get("font") or {}).get("size") or 13) * (
-        1 if font.get("size") else 1.4)
+        1 if font.get("size") else 1.4
+    )
     margin = dict(layout.get("margin") or {})
     top = float(margin.get("t", 100))
     margin["t"] = max(20, round(top - _layout.title_room(text, size)))
@@ -284,8 +315,18 @@ def _label(text: str, language: str, missing: set) -> str:
 
 #: Keys of a plotly figure's JSON whose strings a reader sees (titles, annotations, legend
 #: entries, tick labels, hover text and the data a hover template shows).
-_LABEL_KEYS = frozenset({"name", "text", "title", "hovertemplate", "hovertext", "ticktext",
-                         "texttemplate", "customdata"})
+_LABEL_KEYS = frozenset(
+    {
+        "name",
+        "text",
+        "title",
+        "hovertemplate",
+        "hovertext",
+        "ticktext",
+        "texttemplate",
+        "customdata",
+    }
+)
 
 
 def _label_strings(node, key=None, inside=False):
@@ -411,8 +452,13 @@ def make_patch(base, new):
                 out[k] = {_DEL: 1}
         return out
     if isinstance(base, list) and isinstance(new, list) and len(base) == len(new):
-        return {_LIST: {str(i): make_patch(b, n) for i, (b, n) in enumerate(zip(base, new))
-                        if not _same(b, n)}}
+        return {
+            _LIST: {
+                str(i): make_patch(b, n)
+                for i, (b, n) in enumerate(zip(base, new))
+                if not _same(b, n)
+            }
+        }
     return {_SET: new} if isinstance(new, (dict, list)) else new
 
 
@@ -581,17 +627,26 @@ class Explorer:
     """
 
     def __init__(
-        self, controls: Sequence[Control], render: Callable[..., Any] | None = None, *,
-        title: str, compute: Callable[..., Any] | None = None,
-        draw: Callable[..., Any] | None = None, active: Callable[[dict], set] | None = None,
-        values: dict | None = None, kept_words: Sequence[str] = (),
+        self,
+        controls: Sequence[Control],
+        render: Callable[..., Any] | None = None,
+        *,
+        title: str,
+        compute: Callable[..., Any] | None = None,
+        draw: Callable[..., Any] | None = None,
+        active: Callable[[dict], set] | None = None,
+        values: dict | None = None,
+        kept_words: Sequence[str] = (),
     ):
         import ipywidgets as w
 
         if (render is None) == (compute is None or draw is None) or (compute is None) != (
-                draw is None):
-            raise ValueError("an explorer takes either render, or compute and draw "
-                             f"(got render={render!r}, compute={compute!r}, draw={draw!r})")
+            draw is None
+        ):
+            raise ValueError(
+                "an explorer takes either render, or compute and draw "
+                f"(got render={render!r}, compute={compute!r}, draw={draw!r})"
+            )
         self._specs = list(controls)
         names = [c.name for c in self._specs]
         if len(set(names)) != len(names):
@@ -601,7 +656,8 @@ class Explorer:
             sizes = " x ".join(f"{c.name} {len(c.options)}" for c in self._specs)
             raise ValueError(
                 f"the controls span {n_grid} combinations ({sizes}); at most {MAX_GRID} can "
-                "be precomputed")
+                "be precomputed"
+            )
         for name, value in (values or {}).items():
             spec = self._spec(name)
             if value not in spec.options:
@@ -623,8 +679,7 @@ class Explorer:
         self.language = i18n.get_language()
         self._static_html: dict[str, str] = {}
         self._raw_renders: dict[str, dict] = {}
-        self.controls = {c.name: c.translated(self.language).make_widget()
-                         for c in self._specs}
+        self.controls = {c.name: c.translated(self.language).make_widget() for c in self._specs}
         self.figure = _figure_widget_class()(self._live_figure())
         for ctl in self.controls.values():
             ctl.observe(self._on_change, names="value")
@@ -634,8 +689,9 @@ class Explorer:
             layout=w.Layout(flex_flow="row wrap", align_items="center"),
         )
         #: The figure's title, as HTML above the plot (the browser wraps it in any language).
-        self.caption = w.HTML(value=self._caption_html(),
-                              layout=w.Layout(width="100%", margin="4px 0 0 0"))
+        self.caption = w.HTML(
+            value=self._caption_html(), layout=w.Layout(width="100%", margin="4px 0 0 0")
+        )
         self.widget = w.VBox([box, self.caption, self.figure])
 
     def _spec(self, name: str) -> Control:
@@ -665,8 +721,14 @@ class Explorer:
         for name, ctl in self.controls.items():
             ctl.disabled = name not in keep
 
-    def figure_json(self, values: dict, language: str = "en", *,
-                    missing: set | None = None, width: int | None = None) -> dict:
+    def figure_json(
+        self,
+        values: dict,
+        language: str = "en",
+        *,
+        missing: set | None = None,
+        width: int | None = None,
+    ) -> dict:
         """The figure of a setting in ``language``, as plotly JSON (typed arrays as lists).
 
         The setting's data is computed once (``compute``, cached per canonical setting) and drawn
@@ -688,8 +750,9 @@ class Explorer:
                 of its control's options.
         """
         if not isinstance(values, dict):
-            raise TypeError(f"values must be a dict {{control name: value}}, got "
-                            f"{type(values).__name__}")
+            raise TypeError(
+                f"values must be a dict {{control name: value}}, got {type(values).__name__}"
+            )
         for name, value in values.items():
             spec = self._spec(name)  # an unknown name: ValueError naming the controls
             if value not in spec.options:
@@ -702,16 +765,16 @@ class Explorer:
             if key not in self._raw_renders:
                 self._raw_renders[key] = _plain_json(self._render(**canon).to_plotly_json())
             fig = self._raw_renders[key]
-            return fig if language == "en" else i18n.translate_plotly(fig, language,
-                                                                     missing=sink)
+            return fig if language == "en" else i18n.translate_plotly(fig, language, missing=sink)
         if key not in self._data:
             self._data[key] = self._compute(**canon)
         if width is not None:
             width = check_int(width, "width", 1)
         kwargs = {"width": width or viz.COLUMN_PX} if self.draws_for_width else {}
         with i18n.collect_missing() as lost:
-            fig = _plain_json(self._draw(self._data[key], language=language,
-                                         **kwargs).to_plotly_json())
+            fig = _plain_json(
+                self._draw(self._data[key], language=language, **kwargs).to_plotly_json()
+            )
         if language != "en":
             sink |= lost
             if not lost:  # (a message the catalogs lack shows up in English again below)
@@ -733,8 +796,10 @@ class Explorer:
         self.redraw()
 
     def _caption_html(self) -> str:
-        return (f'<div class="attnbook-explorer-caption" style="text-align:center;'
-                f'font-weight:600">{self._caption}</div>')
+        return (
+            f'<div class="attnbook-explorer-caption" style="text-align:center;'
+            f'font-weight:600">{self._caption}</div>'
+        )
 
     def redraw(self) -> None:
         """Recompute the figure for the current values and update :attr:`figure` in place."""
@@ -794,7 +859,7 @@ class Explorer:
         """
         specs = self._specs
         sizes = [len(c.options) for c in specs]
-        strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+        strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
         rendered: dict[str, int] = {}  # canonical values -> frame index
         frames: list[dict] = []
         frame_keys: dict[str, int] = {}
@@ -819,19 +884,22 @@ class Explorer:
                 raw, caption = take_title(self.figure_json(canon, language, missing=missing))
                 if self.draws_for_width:  # laid out by draw itself, for each width
                     wide = raw
-                    narrow, _ = take_title(self.figure_json(canon, language, missing=missing,
-                                                            width=viz.PHONE_PX))
+                    narrow, _ = take_title(
+                        self.figure_json(canon, language, missing=missing, width=viz.PHONE_PX)
+                    )
                     kinds = [[t.get("type"), t.get("name")] for t in raw["data"]]
                     n_kinds = [[t.get("type"), t.get("name")] for t in narrow["data"]]
                     if kinds != n_kinds:
                         raise ValueError(
                             f"draw must return the same traces at every width; for {canon} "
                             f"it drew {kinds} at {viz.COLUMN_PX} px and {n_kinds} at "
-                            f"{viz.PHONE_PX} px")
+                            f"{viz.PHONE_PX} px"
+                        )
                 else:  # drawn for no width: the same figure at every width
                     wide = narrow = raw
-                wide_data = [_round_json({k: v for k, v in t.items() if k != "uid"})
-                             for t in wide["data"]]
+                wide_data = [
+                    _round_json({k: v for k, v in t.items() if k != "uid"}) for t in wide["data"]
+                ]
                 data = []
                 for t in wide_data:
                     s = _json_dumps(t)
@@ -846,9 +914,12 @@ class Explorer:
                 if caption not in caption_index:
                     caption_index[caption] = len(captions)
                     captions.append(caption)
-                frame = {"data": data, "layout": make_patch(base_layout, layout) or {},
-                         "narrow_layout": make_patch(narrow_layout, n_layout) or {},
-                         "caption": caption_index[caption]}
+                frame = {
+                    "data": data,
+                    "layout": make_patch(base_layout, layout) or {},
+                    "narrow_layout": make_patch(narrow_layout, n_layout) or {},
+                    "caption": caption_index[caption],
+                }
                 # A narrow trace is stored as a patch of its wide trace (usually a few keys).
                 n_data = []
                 for i, t in zip(data, narrow["data"]):
@@ -900,8 +971,9 @@ class Explorer:
             "toggle_text": [i18n.translate("off", language), i18n.translate("on", language)],
         }
 
-    def static_html(self, language: str = "en", *, missing: set | None = None,
-                    assets: bool = True) -> str:
+    def static_html(
+        self, language: str = "en", *, missing: set | None = None, assets: bool = True
+    ) -> str:
         """The static explorer (computed once per language, then cached).
 
         Args:
@@ -953,22 +1025,35 @@ class Explorer:
         first = sum(c["default"] * stride for c, stride in zip(spec["controls"], spec["strides"]))
         controls = [
             # A control's label may hold HTML (Control.label), written by the library.
-            {"id": f"{uid}-{c.name}", "kind": c.kind, "label": Markup(c.label),
-             "labels": c.labels, "index": c.options.index(c.default), "checked": bool(c.default)}
+            {
+                "id": f"{uid}-{c.name}",
+                "kind": c.kind,
+                "label": Markup(c.label),
+                "labels": c.labels,
+                "index": c.options.index(c.default),
+                "checked": bool(c.default),
+            }
             for c in (c.translated(language, missing) for c in self._specs)
         ]
         return _template().render(
             uid=uid,
             title=i18n.translate_checked(self.title, language, missing),
             controls=controls,
-            caption=Markup(spec["captions"][spec["frames"][spec["frame_of"][first]]["caption"]]
-                           if spec["captions"] else ""),
+            caption=Markup(
+                spec["captions"][spec["frames"][spec["frame_of"][first]]["caption"]]
+                if spec["captions"]
+                else ""
+            ),
             height=int((spec["layout"] or {}).get("height", 450)),
             # Every "<" escaped: no "</script>", "<!--" or "<script" inside the JSON.
             payload=Markup(_json_dumps(spec).replace("<", "\\u003c")),
             wait_ms=int(viz.PLOTLY_WAIT_SECONDS * 1000),
-            text={"controls": tr("controls"), "on": tr("on"), "off": tr("off"),
-                  "noscript": tr("This explorer needs JavaScript.")},
+            text={
+                "controls": tr("controls"),
+                "on": tr("on"),
+                "off": tr("off"),
+                "noscript": tr("This explorer needs JavaScript."),
+            },
             missing={"plotly": tr(_NO_PLOTLY), "script": tr(_NO_SCRIPT)},
         )
 
@@ -983,8 +1068,8 @@ class Explorer:
         langs = i18n.editions()
         if langs:  # the built book: one static explorer per edition (attnbook.edition_outputs)
             bundle[edition_outputs.MIME] = edition_outputs.editions_html_bundle(
-                lambda lang, missing: self.static_html(lang, missing=missing, assets=False),
-                langs)
+                lambda lang, missing: self.static_html(lang, missing=missing, assets=False), langs
+            )
         if include:
             bundle = {k: v for k, v in bundle.items() if k in include}
         if exclude:
@@ -1023,8 +1108,11 @@ def _template():
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_STATIC_DIR), autoescape=True, trim_blocks=True,
-        lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader(_STATIC_DIR),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
     )
     return env.get_template("explorer.html.j2")
 
@@ -1039,8 +1127,11 @@ def _inline_assets() -> str:
     """
     files = page_assets()
     css, js = (
-        "\n".join(line for line in files[f"attnbook-explorer.{ext}"].read_text("utf-8")
-                  .splitlines() if line.strip())
+        "\n".join(
+            line
+            for line in files[f"attnbook-explorer.{ext}"].read_text("utf-8").splitlines()
+            if line.strip()
+        )
         for ext in ("css", "js")
     )
     for text in (css, js):

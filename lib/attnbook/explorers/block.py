@@ -94,8 +94,10 @@ def _check_grads(grads) -> tuple:
         for _, key in ARMS:
             g = np.asarray(grads[L].get(key) if isinstance(grads[L], dict) else None)
             if g.shape != (L,) or not np.isfinite(g).all():
-                raise ValueError(f"grads[{L}][{key!r}] must be a finite array of shape ({L},), "
-                                 f"got shape {g.shape}")
+                raise ValueError(
+                    f"grads[{L}][{key!r}] must be a finite array of shape ({L},), "
+                    f"got shape {g.shape}"
+                )
     return depths
 
 
@@ -120,14 +122,20 @@ def norm_placement_data(depth: int, placement: str, grads: dict) -> NormPlacemen
     check_choice(placement, "placement", PLACEMENTS)
     check_choice(depth, "depth", depths)
     per_layer = {key: np.asarray(grads[depth][key], dtype=np.float64) for _, key in ARMS}
-    last = {key: np.array([grads[L][key][-1] for L in depths], dtype=np.float64)
-            for _, key in ARMS}  # (n_depths,)
+    last = {
+        key: np.array([grads[L][key][-1] for L in depths], dtype=np.float64) for _, key in ARMS
+    }  # (n_depths,)
     ymax = 1.08 * max(float(np.max(grads[L][key])) for L in depths for _, key in ARMS)
     return NormPlacementData(int(depth), placement, np.array(depths), per_layer, last, ymax)
 
 
-def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
-                        height: int = 440, width: int = COLUMN_PX):
+def draw_norm_placement(
+    data: NormPlacementData,
+    *,
+    language: str | None = None,
+    height: int = 440,
+    width: int = COLUMN_PX,
+):
     """Draw one setting of the norm-placement explorer for ``width`` px, labels in ``language``.
 
     Left panel: the gradient norm of every layer (1 = next to the embedding, ``depth`` = next to
@@ -175,51 +183,102 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
         last = data.last[key]  # (n_depths,)
         ratio = data.ratio(key)
         color = _COLORS[label]
-        per_layer.append(go.Scatter(
-            x=np.arange(1, depth + 1), y=g, mode="lines+markers", name=label,
-            line=dict(color=color, width=2.5), marker=dict(size=7, color=color),
-            visible=shown[label], legendgroup=label,
-            meta=dict(depth=depth, placement=label, ratio_last_first=ratio),
-            text=[_("{arm}, layer {layer} of {depth}: gradient norm {norm}", arm=label,
-                    layer=i + 1, depth=depth, norm=f"{x:.3f}") for i, x in enumerate(g)],
-            hovertemplate="%{text}<extra></extra>",
-        ))
-        vs_depth.append(go.Scatter(
-            x=np.array(depths), y=last, mode="lines+markers",
-            name=_("{arm}, last layer", arm=label),
-            line=dict(color=color, width=2, dash="dot"), marker=dict(size=6, color=color),
-            visible=shown[label], legendgroup=label, showlegend=False,
-            text=[_.ngettext("{arm}, {n} layer: last layer's gradient norm {norm}",
-                             "{arm}, {n} layers: last layer's gradient norm {norm}", L,
-                             arm=label, norm=f"{x:.3f}") for L, x in zip(depths, last)],
-            hovertemplate="%{text}<extra></extra>",
-        ))
-        current.append(go.Scatter(
-            x=[depth], y=[g[-1]], mode="markers",
-            name=_.ngettext("{arm}, {n} layer", "{arm}, {n} layers", depth, arm=label),
-            marker=dict(size=14, color=color, symbol="circle-open", line=dict(width=3)),
-            visible=shown[label], legendgroup=label, showlegend=False,
-            hoverinfo="skip",
-        ))
+        per_layer.append(
+            go.Scatter(
+                x=np.arange(1, depth + 1),
+                y=g,
+                mode="lines+markers",
+                name=label,
+                line=dict(color=color, width=2.5),
+                marker=dict(size=7, color=color),
+                visible=shown[label],
+                legendgroup=label,
+                meta=dict(depth=depth, placement=label, ratio_last_first=ratio),
+                text=[
+                    _(
+                        "{arm}, layer {layer} of {depth}: gradient norm {norm}",
+                        arm=label,
+                        layer=i + 1,
+                        depth=depth,
+                        norm=f"{x:.3f}",
+                    )
+                    for i, x in enumerate(g)
+                ],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+        vs_depth.append(
+            go.Scatter(
+                x=np.array(depths),
+                y=last,
+                mode="lines+markers",
+                name=_("{arm}, last layer", arm=label),
+                line=dict(color=color, width=2, dash="dot"),
+                marker=dict(size=6, color=color),
+                visible=shown[label],
+                legendgroup=label,
+                showlegend=False,
+                text=[
+                    _.ngettext(
+                        "{arm}, {n} layer: last layer's gradient norm {norm}",
+                        "{arm}, {n} layers: last layer's gradient norm {norm}",
+                        L,
+                        arm=label,
+                        norm=f"{x:.3f}",
+                    )
+                    for L, x in zip(depths, last)
+                ],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+        current.append(
+            go.Scatter(
+                x=[depth],
+                y=[g[-1]],
+                mode="markers",
+                name=_.ngettext("{arm}, {n} layer", "{arm}, {n} layers", depth, arm=label),
+                marker=dict(size=14, color=color, symbol="circle-open", line=dict(width=3)),
+                visible=shown[label],
+                legendgroup=label,
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
         if shown[label]:
-            notes.append(_("{arm}: last / first layer = {ratio}", arm=label,
-                           ratio=f"{ratio:.2f}"))
+            notes.append(_("{arm}: last / first layer = {ratio}", arm=label, ratio=f"{ratio:.2f}"))
     grid = panel_grid(
-        width, [_.ngettext("Gradient norm of each layer, {n} layer",
-                           "Gradient norm of each layer, {n} layers", depth),
-                _("Last layer's gradient norm against depth")],
-        height=height, spacing_px=70, bottom=50)
+        width,
+        [
+            _.ngettext(
+                "Gradient norm of each layer, {n} layer",
+                "Gradient norm of each layer, {n} layers",
+                depth,
+            ),
+            _("Last layer's gradient norm against depth"),
+        ],
+        height=height,
+        spacing_px=70,
+        bottom=50,
+    )
     fig, (left, right) = grid.figure, grid.cells
     for trace in per_layer:
         fig.add_trace(trace, **left)
     for trace in vs_depth + current:
         fig.add_trace(trace, **right)
-    fig.update_xaxes(title_text=_("layer (1 = next to the embedding)"), range=[0.5, depth + 0.5],
-                     dtick=max(1, int(math.ceil(depth / (12 if not grid.stacked else 8)))),
-                     **left)
+    fig.update_xaxes(
+        title_text=_("layer (1 = next to the embedding)"),
+        range=[0.5, depth + 0.5],
+        dtick=max(1, int(math.ceil(depth / (12 if not grid.stacked else 8)))),
+        **left,
+    )
     fig.update_yaxes(title_text=_("gradient norm of the layer"), range=[0, data.ymax], **left)
-    fig.update_xaxes(title_text=_("number of layers"), type="log", tickvals=depths,
-                     ticktext=[str(L) for L in depths], **right)
+    fig.update_xaxes(
+        title_text=_("number of layers"),
+        type="log",
+        tickvals=depths,
+        ticktext=[str(L) for L in depths],
+        **right,
+    )
     fig.update_yaxes(range=[0, data.ymax], **right)
     # The ratios are prose: the caption's second line, in the notes' grey.
     title = _("Gradients at initialisation: Post-LN vs Pre-LN")
@@ -229,8 +288,15 @@ def draw_norm_placement(data: NormPlacementData, *, language: str | None = None,
     return fig
 
 
-def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: int = 440,
-                          language: str | None = None, width: int = COLUMN_PX):
+def norm_placement_figure(
+    depth: int,
+    placement: str,
+    grads: dict,
+    *,
+    height: int = 440,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """The norm-placement figure of one setting: :func:`draw_norm_placement` of its data.
 
     The data is :func:`norm_placement_data` ``(depth, placement, grads)``.
@@ -249,14 +315,24 @@ def norm_placement_figure(depth: int, placement: str, grads: dict, *, height: in
     Raises:
         TypeError, ValueError: as :func:`norm_placement_data` and :func:`draw_norm_placement`.
     """
-    return draw_norm_placement(norm_placement_data(depth, placement, grads), language=language,
-                               height=height, width=width)
+    return draw_norm_placement(
+        norm_placement_data(depth, placement, grads), language=language, height=height, width=width
+    )
 
 
 def norm_placement_explorer(
-    depth: int = 12, placement: str = "both", *, depth_values: Sequence[int] = DEPTH_VALUES,
-    d_model: int = 64, n_heads: int = 4, d_ff: int = 256, n: int = 8, vocab: int = 16,
-    batch_size: int = 16, seed: int = 0, grads: dict | None = None,
+    depth: int = 12,
+    placement: str = "both",
+    *,
+    depth_values: Sequence[int] = DEPTH_VALUES,
+    d_model: int = 64,
+    n_heads: int = 4,
+    d_ff: int = 256,
+    n: int = 8,
+    vocab: int = 16,
+    batch_size: int = 16,
+    seed: int = 0,
+    grads: dict | None = None,
 ) -> Explorer:
     """The depth and norm-placement explorer (chapter 9).
 
@@ -295,15 +371,23 @@ def norm_placement_explorer(
     check_choice(placement, "placement", PLACEMENTS)
     check_choice(depth, "depth", depths)
     if grads is None:
-        grads = gradient_norms_at_init(depths, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n=n,
-                                       vocab=vocab, batch_size=batch_size, seed=seed)
+        grads = gradient_norms_at_init(
+            depths,
+            d_model=d_model,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            n=n,
+            vocab=vocab,
+            batch_size=batch_size,
+            seed=seed,
+        )
     elif not isinstance(grads, dict):
         raise TypeError(
             f"grads must be a dict (depth -> norms, as gradient_norms_at_init returns) or "
-            f"None, got {type(grads).__name__}")
+            f"None, got {type(grads).__name__}"
+        )
     elif tuple(sorted(grads)) != depths:
-        raise ValueError(
-            f"grads covers depths {tuple(sorted(grads))} but depth_values is {depths}")
+        raise ValueError(f"grads covers depths {tuple(sorted(grads))} but depth_values is {depths}")
     _check_grads(grads)
 
     def compute(depth, placement):
@@ -311,8 +395,15 @@ def norm_placement_explorer(
 
     controls = [
         Control("depth", "layers", "slider", depths, int(depth), plain_label="layers"),
-        Control("placement", "norm placement", "select", PLACEMENTS, placement,
-                plain_label="norm placement"),
+        Control(
+            "placement",
+            "norm placement",
+            "select",
+            PLACEMENTS,
+            placement,
+            plain_label="norm placement",
+        ),
     ]
-    return Explorer(controls, title="norm placement explorer", compute=compute,
-                    draw=draw_norm_placement)
+    return Explorer(
+        controls, title="norm placement explorer", compute=compute, draw=draw_norm_placement
+    )

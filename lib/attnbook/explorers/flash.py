@@ -67,9 +67,15 @@ PROGRESS_VALUES = tuple(range(1, MAX_STEPS + 1))
 _PROGRESS_LABELS = tuple(f"{int(100 * p / MAX_STEPS + 0.5)}%" for p in PROGRESS_VALUES)
 #: The columns of the state panel, in order (trace 1's ``x``).
 STATE_COLUMNS = ("m_old", "m_new", "rescale", "l_old", "l_new", "a_old", "a_new")
-_STATE_TICKS = ("m<sub>i</sub><br>before", "m<sub>i</sub><br>after", "r<sub>i</sub>",
-                "ℓ<sub>i</sub><br>before", "ℓ<sub>i</sub><br>after", "a<sub>i</sub><br>before",
-                "a<sub>i</sub><br>after")
+_STATE_TICKS = (
+    "m<sub>i</sub><br>before",
+    "m<sub>i</sub><br>after",
+    "r<sub>i</sub>",
+    "ℓ<sub>i</sub><br>before",
+    "ℓ<sub>i</sub><br>after",
+    "a<sub>i</sub><br>before",
+    "a<sub>i</sub><br>after",
+)
 # Status of a score cell (trace 0's z) and its colour.
 _NOT_YET, _DONE, _CURRENT, _HIDDEN, _NEW_MAX = 0, 1, 2, 3, 4
 _STATUS_COLORS = ("#ffffff", "#e2e2e2", "#fde2c4", "#b5b5b5", "#f0a35e")
@@ -213,8 +219,9 @@ class FlashStepData:
     meta: dict
 
 
-def flash_step_data(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
-                    *, seed: int = 0) -> FlashStepData:
+def flash_step_data(
+    block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1, *, seed: int = 0
+) -> FlashStepData:
     """Compute one step of the tiled loop on :func:`flash_example`.
 
     Runs :func:`attnbook.flash.tiled_attention_steps` (``block_q``, ``block_k``, ``causal``,
@@ -260,16 +267,15 @@ def _step_data(steps, plain, step, causal) -> FlashStepData:
     a_new = st.acc[:, 0]  # (bq,)
     rose = [i for i, (a, b) in zip(rows, zip(m_old, m_new)) if b > a and not first_of_row]
     last_of_row = st.k_stop == S
-    max_diff = (float(np.abs(st.out - plain[st.q_start:st.q_stop]).max())
-                if last_of_row else None)
+    max_diff = float(np.abs(st.out - plain[st.q_start : st.q_stop]).max()) if last_of_row else None
 
     # Score matrix: what has been computed so far.
     status = np.full((L, S), _NOT_YET, dtype=np.int8)  # (L, S)
     scores = np.full((L, S), np.nan)  # (L, S)
     for s in steps[:k_ix]:
         here = s is st
-        scores[s.q_start:s.q_stop, s.k_start:s.k_stop] = s.scores  # (bq, bk)
-        tile = status[s.q_start:s.q_stop, s.k_start:s.k_stop]  # (bq, bk) view
+        scores[s.q_start : s.q_stop, s.k_start : s.k_stop] = s.scores  # (bq, bk)
+        tile = status[s.q_start : s.q_stop, s.k_start : s.k_stop]  # (bq, bk) view
         tile[...] = np.where(s.scores == -np.inf, _HIDDEN, _CURRENT if here else _DONE)
     for a, i in enumerate(rows):
         if i in rose:  # the score of this tile that is the row's new maximum
@@ -277,27 +283,57 @@ def _step_data(steps, plain, step, causal) -> FlashStepData:
             status[i, st.k_start + b] = _NEW_MAX
 
     # State of the rows of this block: before, after, and the rescale.
-    cols = {"m_old": m_old, "m_new": m_new, "rescale": r, "l_old": l_old, "l_new": st.l,
-            "a_old": a_old, "a_new": a_new}
+    cols = {
+        "m_old": m_old,
+        "m_new": m_new,
+        "rescale": r,
+        "l_old": l_old,
+        "l_new": st.l,
+        "a_old": a_old,
+        "a_new": a_new,
+    }
     state = np.full((L, len(STATE_COLUMNS)), np.nan)  # (L, 7)
     state_z = np.full((L, len(STATE_COLUMNS)), _EMPTY, dtype=np.int8)  # (L, 7)
     for a, i in enumerate(rows):
         for c, name in enumerate(STATE_COLUMNS):
             state[i, c] = float(cols[name][a])
             state_z[i, c] = _ROSE if (i in rose and name in ("m_new", "rescale")) else _PLAIN
-    meta = {"step": k_ix, "n_steps": n, "q_start": st.q_start, "q_stop": st.q_stop,
-            "k_start": st.k_start, "k_stop": st.k_stop, "rose": rose, "max_diff": max_diff}
+    meta = {
+        "step": k_ix,
+        "n_steps": n,
+        "q_start": st.q_start,
+        "q_stop": st.q_stop,
+        "k_start": st.k_start,
+        "k_stop": st.k_stop,
+        "rose": rose,
+        "max_diff": max_diff,
+    }
     for name in STATE_COLUMNS:
         meta[name] = [None if x == -np.inf else float(x) for x in cols[name]]
     return FlashStepData(
-        step=k_ix, n_steps=n, asked=step, causal=causal, q_start=st.q_start, q_stop=st.q_stop,
-        k_start=st.k_start, k_stop=st.k_stop, status=status, scores=scores, state=state,
-        state_z=state_z, rose=rose, max_diff=max_diff, first_of_row=first_of_row,
-        hidden_tile=bool(np.all(st.scores == -np.inf)), meta=meta)
+        step=k_ix,
+        n_steps=n,
+        asked=step,
+        causal=causal,
+        q_start=st.q_start,
+        q_stop=st.q_stop,
+        k_start=st.k_start,
+        k_stop=st.k_stop,
+        status=status,
+        scores=scores,
+        state=state,
+        state_z=state_z,
+        rose=rose,
+        max_diff=max_diff,
+        first_of_row=first_of_row,
+        hidden_tile=bool(np.all(st.scores == -np.inf)),
+        meta=meta,
+    )
 
 
-def draw_flash_step(data: FlashStepData, *, language: str | None = None, height: int = 420,
-                    width: int = COLUMN_PX):
+def draw_flash_step(
+    data: FlashStepData, *, language: str | None = None, height: int = 420, width: int = COLUMN_PX
+):
     """Draw one step of the tiled loop for ``width`` px, every label in ``language``.
 
     Trace 0 (left, the score matrix ``(L, S)``): ``z`` is :attr:`FlashStepData.status`;
@@ -344,104 +380,194 @@ def draw_flash_step(data: FlashStepData, *, language: str | None = None, height:
 
     # One column of cells per key (left) and per state column (right): equal cells.
     grid = panel_grid(
-        width, [_("scores s<sub>ij</sub> computed so far"),
-                _("running state of this block's rows")],
-        column_widths=[S, len(STATE_COLUMNS)], height=height, title_size=13, left=60,
-        right=12, spacing_px=50, bottom=10)
+        width,
+        [_("scores s<sub>ij</sub> computed so far"), _("running state of this block's rows")],
+        column_widths=[S, len(STATE_COLUMNS)],
+        height=height,
+        title_size=13,
+        left=60,
+        right=12,
+        spacing_px=50,
+        bottom=10,
+    )
     fig, (left, right) = grid.figure, grid.cells
     lay = fig.layout
     plot_w = width - lay.margin.l - lay.margin.r
-    cell_px = min((lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / S,
-                  (lay.xaxis2.domain[1] - lay.xaxis2.domain[0]) * plot_w / len(STATE_COLUMNS))
+    cell_px = min(
+        (lay.xaxis.domain[1] - lay.xaxis.domain[0]) * plot_w / S,
+        (lay.xaxis2.domain[1] - lay.xaxis2.domain[0]) * plot_w / len(STATE_COLUMNS),
+    )
     widest = max(fonts.text_width(t, 1) for row in text + t_state for t in row)
     cell_font = max(MIN_FONT_PX, min(CELL_FONT_PX, int((cell_px - 4) / widest)))
     tick_widest = max(fonts.text_width(line, 1) for t in state_ticks for line in t.split("<br>"))
     tick_font = max(MIN_FONT_PX, min(CELL_FONT_PX, int((cell_px - 4) / tick_widest)))
-    fig.add_trace(go.Heatmap(
-        z=data.status, x=keys, y=queries, zmin=-0.5, zmax=len(_STATUS_COLORS) - 0.5,
-        colorscale=_steps_colorscale(_STATUS_COLORS), showscale=False, xgap=1, ygap=1,
-        text=text, texttemplate="%{text}", textfont=dict(size=cell_font), name=_("scores"),
-        hovertemplate=_("query i = %{y}, key j = %{x}: s = %{text}<extra></extra>")), **left)
-    fig.add_trace(go.Heatmap(
-        z=data.state_z, x=list(STATE_COLUMNS), y=queries, zmin=-0.5,
-        zmax=len(_STATE_COLORS) - 0.5, colorscale=_steps_colorscale(_STATE_COLORS),
-        showscale=False, xgap=1, ygap=1, text=t_state, texttemplate="%{text}",
-        textfont=dict(size=cell_font), name=_("running state"), meta=data.meta,
-        hovertemplate=_("row i = %{y}: %{text}<extra></extra>")), **right)
+    fig.add_trace(
+        go.Heatmap(
+            z=data.status,
+            x=keys,
+            y=queries,
+            zmin=-0.5,
+            zmax=len(_STATUS_COLORS) - 0.5,
+            colorscale=_steps_colorscale(_STATUS_COLORS),
+            showscale=False,
+            xgap=1,
+            ygap=1,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=cell_font),
+            name=_("scores"),
+            hovertemplate=_("query i = %{y}, key j = %{x}: s = %{text}<extra></extra>"),
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=data.state_z,
+            x=list(STATE_COLUMNS),
+            y=queries,
+            zmin=-0.5,
+            zmax=len(_STATE_COLORS) - 0.5,
+            colorscale=_steps_colorscale(_STATE_COLORS),
+            showscale=False,
+            xgap=1,
+            ygap=1,
+            text=t_state,
+            texttemplate="%{text}",
+            textfont=dict(size=cell_font),
+            name=_("running state"),
+            meta=data.meta,
+            hovertemplate=_("row i = %{y}: %{text}<extra></extra>"),
+        ),
+        **right,
+    )
 
     # Tile grid and the outline of this step's tile (data coordinates of the category axes).
     bq, bk = data.q_stop - data.q_start, data.k_stop - data.k_start
     line = dict(color="#555555", width=1)
-    shapes = [dict(type="line", xref="x", yref="y", x0=j - 0.5, x1=j - 0.5, y0=-0.5,
-                   y1=L - 0.5, line=line) for j in range(bk, S, bk)]
-    shapes += [dict(type="line", xref="x", yref="y", x0=-0.5, x1=S - 0.5, y0=i - 0.5,
-                    y1=i - 0.5, line=line) for i in range(bq, L, bq)]
-    shapes.append(dict(type="rect", xref="x", yref="y", x0=data.k_start - 0.5,
-                       x1=data.k_stop - 0.5, y0=data.q_start - 0.5, y1=data.q_stop - 0.5,
-                       line=dict(color=ORANGE, width=3)))
+    shapes = [
+        dict(
+            type="line", xref="x", yref="y", x0=j - 0.5, x1=j - 0.5, y0=-0.5, y1=L - 0.5, line=line
+        )
+        for j in range(bk, S, bk)
+    ]
+    shapes += [
+        dict(
+            type="line", xref="x", yref="y", x0=-0.5, x1=S - 0.5, y0=i - 0.5, y1=i - 0.5, line=line
+        )
+        for i in range(bq, L, bq)
+    ]
+    shapes.append(
+        dict(
+            type="rect",
+            xref="x",
+            yref="y",
+            x0=data.k_start - 0.5,
+            x1=data.k_stop - 0.5,
+            y0=data.q_start - 0.5,
+            y1=data.q_stop - 0.5,
+            line=dict(color=ORANGE, width=3),
+        )
+    )
 
     # Title: which step, what it did; each line a whole sentence.
     rows_text = _rows(data.q_start, data.q_stop)
     keys_text = _rows(data.k_start, data.k_stop)
     k_ix, n = data.step, data.n_steps
     if data.asked > n:  # only a direct call: the explorer's progress stops are all real steps
-        head = _("Step {k} of {n} (asked {asked}, past the end)<br>rows i = {rows}, "
-                 "keys j = {keys}", k=k_ix, n=n, asked=data.asked, rows=rows_text,
-                 keys=keys_text)
+        head = _(
+            "Step {k} of {n} (asked {asked}, past the end)<br>rows i = {rows}, keys j = {keys}",
+            k=k_ix,
+            n=n,
+            asked=data.asked,
+            rows=rows_text,
+            keys=keys_text,
+        )
     else:
-        head = _("Step {k} of {n}: rows i = {rows}, keys j = {keys}", k=k_ix, n=n,
-                 rows=rows_text, keys=keys_text)
+        head = _(
+            "Step {k} of {n}: rows i = {rows}, keys j = {keys}",
+            k=k_ix,
+            n=n,
+            rows=rows_text,
+            keys=keys_text,
+        )
     if data.first_of_row:
-        what = _("first key block of these rows: m<sub>i</sub> starts at −∞, so "
-                 "r<sub>i</sub> = 0 (nothing to rescale)")
+        what = _(
+            "first key block of these rows: m<sub>i</sub> starts at −∞, so "
+            "r<sub>i</sub> = 0 (nothing to rescale)"
+        )
     elif data.hidden_tile:
-        what = _("all keys of this tile are hidden: nothing changes, r<sub>i</sub> = 1 "
-                 "(a kernel skips it)")
+        what = _(
+            "all keys of this tile are hidden: nothing changes, r<sub>i</sub> = 1 "
+            "(a kernel skips it)"
+        )
     elif data.rose:
         what = _.ngettext(
             "m<sub>i</sub> rose in row {rows}: the old ℓ<sub>i</sub> and a<sub>i</sub> are "
             "multiplied by r<sub>i</sub> < 1",
             "m<sub>i</sub> rose in rows {rows}: the old ℓ<sub>i</sub> and a<sub>i</sub> are "
             "multiplied by r<sub>i</sub> < 1",
-            len(data.rose), rows=", ".join(str(i) for i in data.rose))
+            len(data.rose),
+            rows=", ".join(str(i) for i in data.rose),
+        )
     else:
-        what = _("no row's maximum rose: r<sub>i</sub> = 1, ℓ<sub>i</sub> and a<sub>i</sub> "
-                 "only add this tile's terms")
+        what = _(
+            "no row's maximum rose: r<sub>i</sub> = 1, ℓ<sub>i</sub> and a<sub>i</sub> "
+            "only add this tile's terms"
+        )
     title = f"{head}<br>{what}"
     if data.max_diff is not None:
-        diff = ("0" if data.max_diff == 0
-                else f"{data.max_diff:.1e}".replace("-", _MINUS))
+        diff = "0" if data.max_diff == 0 else f"{data.max_diff:.1e}".replace("-", _MINUS)
         title += "<br>" + _.ngettext(
             "row {rows} done: a<sub>i</sub> / ℓ<sub>i</sub> equals plain softmax attention, "
             "max |difference| = {diff}",
             "rows {rows} done: a<sub>i</sub> / ℓ<sub>i</sub> equals plain softmax attention, "
-            "max |difference| = {diff}", bq, rows=rows_text, diff=diff)
+            "max |difference| = {diff}",
+            bq,
+            rows=rows_text,
+            diff=diff,
+        )
     if data.causal:
-        key = _("orange outline: this step's tile · grey: computed in earlier steps · "
-                "blank: not computed yet · dark orange: a new row maximum · dark grey: "
-                "hidden (causal)")
+        key = _(
+            "orange outline: this step's tile · grey: computed in earlier steps · "
+            "blank: not computed yet · dark orange: a new row maximum · dark grey: "
+            "hidden (causal)"
+        )
     else:
-        key = _("orange outline: this step's tile · grey: computed in earlier steps · "
-                "blank: not computed yet · dark orange: a new row maximum")
+        key = _(
+            "orange outline: this step's tile · grey: computed in earlier steps · "
+            "blank: not computed yet · dark orange: a new row maximum"
+        )
     # What the colours mean is prose too: the caption's last line, in grey.
     title += f"<br><span style='color:{GREY}'>{key}</span>"
     # The title becomes the caption above the plot (base.take_title).
     caption_title(fig, title, size=TITLE_PX)
     fig.update_layout(shapes=shapes, showlegend=False)
     fig.update_xaxes(type="category", showgrid=False, tickangle=0)
-    fig.update_yaxes(type="category", autorange="reversed", showgrid=False,
-                     title_text=_("query i"))
+    fig.update_yaxes(type="category", autorange="reversed", showgrid=False, title_text=_("query i"))
     fig.update_xaxes(title_text=_("key j"), **left)
-    fig.update_xaxes(tickmode="array", tickvals=list(STATE_COLUMNS), ticktext=state_ticks,
-                     tickfont=dict(size=tick_font), **right)
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(STATE_COLUMNS),
+        ticktext=state_ticks,
+        tickfont=dict(size=tick_font),
+        **right,
+    )
     if not grid.stacked:  # side by side, the rows are the left panel's
         fig.update_yaxes(title_text=None, **right)
     return fig
 
 
-def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 1,
-                      *, seed: int = 0, height: int = 420, language: str | None = None,
-                      width: int = COLUMN_PX):
+def flash_step_figure(
+    block_q: int = 2,
+    block_k: int = 2,
+    causal: bool = False,
+    step: int = 1,
+    *,
+    seed: int = 0,
+    height: int = 420,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """Figure of the FlashAttention explorer: one step of the tiled loop on :func:`flash_example`.
 
     :func:`draw_flash_step` of :func:`flash_step_data`: step ``k = min(step, n)`` of the ``n``
@@ -475,8 +601,9 @@ def flash_step_figure(block_q: int = 2, block_k: int = 2, causal: bool = False, 
     return draw_flash_step(data, language=language, height=height, width=width)
 
 
-def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2,
-                   *, seed: int = 0) -> Explorer:
+def flash_explorer(
+    block_q: int = 2, block_k: int = 2, causal: bool = False, step: int = 2, *, seed: int = 0
+) -> Explorer:
     """Step through FlashAttention (chapter 12): the online softmax of the tiled loop, tile by tile.
 
     Controls: ``block_q`` and ``block_k`` (sliders over :data:`BLOCK_SIZES`), ``causal`` (a
@@ -513,8 +640,9 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
     def compute(block_q, block_k, causal, progress):
         key = (block_q, block_k, causal)
         if key not in runs:  # one run of the tiled loop per setting
-            _, steps = tiled_attention_steps(q, k, v, causal=causal, block_q=block_q,
-                                             block_k=block_k)
+            _, steps = tiled_attention_steps(
+                q, k, v, causal=causal, block_q=block_q, block_k=block_k
+            )
             runs[key] = steps, scaled_dot_product_attention(q, k, v, causal=causal)
         steps, plain = runs[key]
         step = progress_step(progress, len(steps))
@@ -529,8 +657,10 @@ def flash_explorer(block_q: int = 2, block_k: int = 2, causal: bool = False, ste
         Control("block_q", "query block (rows)", "slider", BLOCK_SIZES, block_q),
         Control("block_k", "key block (columns)", "slider", BLOCK_SIZES, block_k),
         Control("causal", "causal mask", "toggle", (False, True), causal),
-        Control("progress", "progress", "slider", PROGRESS_VALUES, progress0,
-                labels=_PROGRESS_LABELS),
+        Control(
+            "progress", "progress", "slider", PROGRESS_VALUES, progress0, labels=_PROGRESS_LABELS
+        ),
     ]
-    return Explorer(controls, title="FlashAttention, step by step", compute=compute,
-                    draw=draw_flash_step)
+    return Explorer(
+        controls, title="FlashAttention, step by step", compute=compute, draw=draw_flash_step
+    )

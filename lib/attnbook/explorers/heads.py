@@ -72,18 +72,26 @@ def heads_data(result, n_heads: int, example: int = 0) -> HeadsData:
     check_choice(n_heads, "n_heads", arms)
     example = check_int(example, "example", 0, len(result.types) - 1)
     a = arms.index(n_heads)
-    return HeadsData(int(n_heads), result.d_model // int(n_heads), example,
-                     result.weights[a][example], result.types[example],
-                     result.prediction[a, example], result.target[example],
-                     float(result.unexplained[a, 0]), float(result.bound[a]))
+    return HeadsData(
+        int(n_heads),
+        result.d_model // int(n_heads),
+        example,
+        result.weights[a][example],
+        result.types[example],
+        result.prediction[a, example],
+        result.target[example],
+        float(result.unexplained[a, 0]),
+        float(result.bound[a]),
+    )
 
 
 def _source_name(k: int) -> str:
     return chr(ord("A") + k)
 
 
-def draw_heads(data: HeadsData, *, language: str | None = None, height: int = 400,
-               width: int = COLUMN_PX):
+def draw_heads(
+    data: HeadsData, *, language: str | None = None, height: int = 400, width: int = COLUMN_PX
+):
     """Draw one arm and sequence of the heads explorer for ``width`` px, labels in ``language``.
 
     Left (top on a phone): a heatmap of each head's attention weights from the last token (the
@@ -124,45 +132,95 @@ def draw_heads(data: HeadsData, *, language: str | None = None, height: int = 40
     names = ["·", _("Q")] + [_source_name(k) for k in range(K)]
     ticks = [f"{names[t]}<br>{j}" for j, t in enumerate(data.types)]  # type over position
     heads = [_("head {h}", h=h + 1) for h in range(H)]
-    hover = [[_("head {h}, token {j} ({name}): weight {weight}", h=h + 1, j=j,
-                name=names[t], weight=f"{data.weights[h, j]:.2f}")
-              for j, t in enumerate(data.types)] for h in range(H)]
+    hover = [
+        [
+            _(
+                "head {h}, token {j} ({name}): weight {weight}",
+                h=h + 1,
+                j=j,
+                name=names[t],
+                weight=f"{data.weights[h, j]:.2f}",
+            )
+            for j, t in enumerate(data.types)
+        ]
+        for h in range(H)
+    ]
     numbers = [f"{_source_name(k)}{i + 1}" for k in range(K) for i in range(m)]
 
     grid = panel_grid(
-        width, [_("Each head's weights from the query Q"),
-                _("Output (bars) and target (◆)")],
-        column_widths=[1.0, 1.0], height=height, spacing_px=90, left=70,
-        right=20, bottom=40, axis_px=90)
+        width,
+        [_("Each head's weights from the query Q"), _("Output (bars) and target (◆)")],
+        column_widths=[1.0, 1.0],
+        height=height,
+        spacing_px=90,
+        left=70,
+        right=20,
+        bottom=40,
+        axis_px=90,
+    )
     fig, (left, right), stacked = grid.figure, grid.cells, grid.stacked
     plot_w = width - fig.layout.margin.l - fig.layout.margin.r
     cell_px = plot_w / (1 if stacked else 2) / L  # about: the panels share the plot width
-    fig.add_trace(go.Heatmap(
-        z=data.weights, x=ticks, y=heads, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-        showscale=False, text=hover, hovertemplate="%{text}<extra></extra>",
-        texttemplate="%{z:.2f}" if cell_px >= 34 else "",
-        textfont=dict(size=11), name=_("weights")), **left)
+    fig.add_trace(
+        go.Heatmap(
+            z=data.weights,
+            x=ticks,
+            y=heads,
+            zmin=0,
+            zmax=1,
+            colorscale="Blues",
+            xgap=1,
+            ygap=1,
+            showscale=False,
+            text=hover,
+            hovertemplate="%{text}<extra></extra>",
+            texttemplate="%{z:.2f}" if cell_px >= 34 else "",
+            textfont=dict(size=11),
+            name=_("weights"),
+        ),
+        **left,
+    )
     fig.update_yaxes(autorange="reversed", **left)
     fig.update_xaxes(title_text=_("token (type, position)"), tickangle=0, **left)
     palette = (viz.BLUE, viz.ORANGE, viz.GREEN)
     colors = [palette[k % len(palette)] for k in range(K) for _i in range(m)]
-    fig.add_trace(go.Bar(
-        x=numbers, y=data.prediction.reshape(-1), marker_color=colors, name=_("output"),
-        hovertemplate="%{x}: " + _("output") + " %{y:.2f}<extra></extra>",
-        showlegend=False), **right)
-    fig.add_trace(go.Scatter(
-        x=numbers, y=data.target.reshape(-1), mode="markers", name=_("target"),
-        marker=dict(symbol="diamond", size=9, color="black"),
-        hovertemplate="%{x}: " + _("target") + " %{y:.2f}<extra></extra>",
-        showlegend=False), **right)
-    fig.update_xaxes(title_text=_("the sources' numbers"), tickangle=0,
-                     tickfont=dict(size=10 if plot_w / (1 if stacked else 2) / (K * m) >= 18
-                                   else 8), **right)
+    fig.add_trace(
+        go.Bar(
+            x=numbers,
+            y=data.prediction.reshape(-1),
+            marker_color=colors,
+            name=_("output"),
+            hovertemplate="%{x}: " + _("output") + " %{y:.2f}<extra></extra>",
+            showlegend=False,
+        ),
+        **right,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=numbers,
+            y=data.target.reshape(-1),
+            mode="markers",
+            name=_("target"),
+            marker=dict(symbol="diamond", size=9, color="black"),
+            hovertemplate="%{x}: " + _("target") + " %{y:.2f}<extra></extra>",
+            showlegend=False,
+        ),
+        **right,
+    )
+    fig.update_xaxes(
+        title_text=_("the sources' numbers"),
+        tickangle=0,
+        tickfont=dict(size=10 if plot_w / (1 if stacked else 2) / (K * m) >= 18 else 8),
+        **right,
+    )
     fig.update_yaxes(title_text=_("value"), **right)
     title = _.ngettext(
         "{n} head of {d}: the output misses {pct} % of the targets' variance",
         "{n} heads of {d}: the output misses {pct} % of the targets' variance",
-        H, d=data.head_dim, pct=f"{100 * data.unexplained:.0f}")
+        H,
+        d=data.head_dim,
+        pct=f"{100 * data.unexplained:.0f}",
+    )
     caption_title(fig, title)
     return fig
 
@@ -200,10 +258,24 @@ def heads_explorer(result=None, n_heads: int | None = None, example: int = 0) ->
         return heads_data(result, n_heads, example)
 
     controls = [
-        Control("n_heads", "heads", "select", arms, n_heads,
-                labels=lambda _: [_.ngettext("{n} head of {d}", "{n} heads of {d}", h,
-                                             d=result.d_model // h) for h in arms]),
-        Control("example", "sequence", "slider", tuple(range(n_examples)), example,
-                labels=tuple(str(e + 1) for e in range(n_examples))),
+        Control(
+            "n_heads",
+            "heads",
+            "select",
+            arms,
+            n_heads,
+            labels=lambda _: [
+                _.ngettext("{n} head of {d}", "{n} heads of {d}", h, d=result.d_model // h)
+                for h in arms
+            ],
+        ),
+        Control(
+            "example",
+            "sequence",
+            "slider",
+            tuple(range(n_examples)),
+            example,
+            labels=tuple(str(e + 1) for e in range(n_examples)),
+        ),
     ]
     return Explorer(controls, title="heads explorer", compute=compute, draw=draw_heads)

@@ -26,37 +26,60 @@ from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["CASES", "InfluenceData", "output_change", "influence_data", "draw_influence",
-           "influence_explorer"]
+__all__ = [
+    "CASES",
+    "InfluenceData",
+    "output_change",
+    "influence_data",
+    "draw_influence",
+    "influence_explorer",
+]
 
 #: The settings of the explorer's menu, the model and, for the encoder-decoder, which input
 #: holds the changed token.
-CASES = ("encoder-only", "decoder-only", "encoder-decoder, target token",
-         "encoder-decoder, source token")
+CASES = (
+    "encoder-only",
+    "decoder-only",
+    "encoder-decoder, target token",
+    "encoder-decoder, source token",
+)
 #: The model of :data:`CASES` each case runs (a key of the explorer's ``models``).
-_ARCH = {"encoder-only": "encoder", "decoder-only": "decoder",
-         "encoder-decoder, target token": "encoder-decoder",
-         "encoder-decoder, source token": "encoder-decoder"}
+_ARCH = {
+    "encoder-only": "encoder",
+    "decoder-only": "decoder",
+    "encoder-decoder, target token": "encoder-decoder",
+    "encoder-decoder, source token": "encoder-decoder",
+}
 
 
 def _model_classes():
     from ..models import DecoderOnlyModel, EncoderDecoderModel, EncoderOnlyModel
 
-    return {"encoder": EncoderOnlyModel, "decoder": DecoderOnlyModel,
-            "encoder-decoder": EncoderDecoderModel}
+    return {
+        "encoder": EncoderOnlyModel,
+        "decoder": DecoderOnlyModel,
+        "encoder-decoder": EncoderDecoderModel,
+    }
 
 
 def _check_ids(ids, name: str, vocab: int):
     import torch
 
-    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.ndim != 2 \
-            or ids.shape[0] != 1:
-        raise TypeError(f"{name} must be a torch.long tensor of shape (1, seq_len), got "
-                        f"{type(ids).__name__} {getattr(ids, 'dtype', '')} "
-                        f"{tuple(getattr(ids, 'shape', ()))}")
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dtype != torch.long
+        or ids.ndim != 2
+        or ids.shape[0] != 1
+    ):
+        raise TypeError(
+            f"{name} must be a torch.long tensor of shape (1, seq_len), got "
+            f"{type(ids).__name__} {getattr(ids, 'dtype', '')} "
+            f"{tuple(getattr(ids, 'shape', ()))}"
+        )
     if ids.shape[1] < 1 or int(ids.min()) < 0 or int(ids.max()) >= vocab:
-        raise ValueError(f"{name} must hold at least one token id in [0, {vocab}), got "
-                         f"shape {tuple(ids.shape)}")
+        raise ValueError(
+            f"{name} must hold at least one token id in [0, {vocab}), got shape {tuple(ids.shape)}"
+        )
     return ids
 
 
@@ -93,13 +116,17 @@ def output_change(model, ids, position: int, *, src=None, in_source: bool = Fals
 
     classes = _model_classes()
     if not isinstance(model, tuple(classes.values())):
-        raise TypeError(f"model must be an EncoderOnlyModel, DecoderOnlyModel or "
-                        f"EncoderDecoderModel, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be an EncoderOnlyModel, DecoderOnlyModel or "
+            f"EncoderDecoderModel, got {type(model).__name__}"
+        )
     two_inputs = isinstance(model, classes["encoder-decoder"])
     if two_inputs != (src is not None):
-        raise ValueError(f"src must be given for an EncoderDecoderModel and only for it; got "
-                         f"src={'None' if src is None else tuple(src.shape)} for "
-                         f"{type(model).__name__}")
+        raise ValueError(
+            f"src must be given for an EncoderDecoderModel and only for it; got "
+            f"src={'None' if src is None else tuple(src.shape)} for "
+            f"{type(model).__name__}"
+        )
     if in_source and src is None:
         raise ValueError("in_source=True needs src (an encoder-decoder's source)")
     vocab = model.config.vocab_size
@@ -164,26 +191,37 @@ def influence_data(models: dict, ids, src) -> dict:
     """
     classes = _model_classes()
     if not isinstance(models, dict):
-        raise TypeError(f"models must be a dict {tuple(classes)} -> model, got "
-                        f"{type(models).__name__}")
+        raise TypeError(
+            f"models must be a dict {tuple(classes)} -> model, got {type(models).__name__}"
+        )
     for key, cls in classes.items():
         if key not in models:
             raise ValueError(f"models lacks {key!r}; it must have the keys {tuple(classes)}")
         if not isinstance(models[key], cls):
-            raise TypeError(f"models[{key!r}] must be a {cls.__name__}, got "
-                            f"{type(models[key]).__name__}")
-    if getattr(src, "shape", None) is None or getattr(ids, "shape", None) is None or \
-            tuple(src.shape) != tuple(ids.shape):
-        raise ValueError(f"src and ids must have the same shape (1, L), got "
-                         f"{tuple(getattr(src, 'shape', ()))} and "
-                         f"{tuple(getattr(ids, 'shape', ()))}")
+            raise TypeError(
+                f"models[{key!r}] must be a {cls.__name__}, got {type(models[key]).__name__}"
+            )
+    if (
+        getattr(src, "shape", None) is None
+        or getattr(ids, "shape", None) is None
+        or tuple(src.shape) != tuple(ids.shape)
+    ):
+        raise ValueError(
+            f"src and ids must have the same shape (1, L), got "
+            f"{tuple(getattr(src, 'shape', ()))} and "
+            f"{tuple(getattr(ids, 'shape', ()))}"
+        )
     n = ids.shape[1]
     table = {}
     for case in CASES:
         model = models[_ARCH[case]]
         two = _ARCH[case] == "encoder-decoder"
-        rows = [output_change(model, ids, p, src=src if two else None,
-                              in_source=case.endswith("source token")) for p in range(n)]
+        rows = [
+            output_change(
+                model, ids, p, src=src if two else None, in_source=case.endswith("source token")
+            )
+            for p in range(n)
+        ]
         both = np.concatenate(rows)
         positive = both[both > 0]
         top = float(positive.max()) if positive.size else 1.0
@@ -194,8 +232,9 @@ def influence_data(models: dict, ids, src) -> dict:
     return table
 
 
-def draw_influence(data: InfluenceData, *, language: str | None = None, height: int = 380,
-                   width: int = COLUMN_PX):
+def draw_influence(
+    data: InfluenceData, *, language: str | None = None, height: int = 380, width: int = COLUMN_PX
+):
     """Draw one setting: a bar per output position, its height the size of the change.
 
     Trace order: 0 the bars of the outputs that moved (the changed position orange when the
@@ -230,21 +269,39 @@ def draw_influence(data: InfluenceData, *, language: str | None = None, height: 
     grid = panel_grid(width, [""], height=height, left=70, right=20, bottom=10)
     fig, (cell,) = grid.figure, grid.cells
     colors = [ORANGE if (i == p and not in_source) else BLUE for i in range(L)]
-    fig.add_trace(go.Bar(
-        x=[xs[i] for i in range(L) if moved[i]], y=change[moved],
-        marker_color=[colors[i] for i in range(L) if moved[i]], name=_("moved"),
-        text=[_("output {i}: moved by {size}", i=i, size=f"{change[i]:.3g}")
-              for i in range(L) if moved[i]],
-        hovertemplate="%{text}<extra></extra>", textposition="none"), **cell)
+    fig.add_trace(
+        go.Bar(
+            x=[xs[i] for i in range(L) if moved[i]],
+            y=change[moved],
+            marker_color=[colors[i] for i in range(L) if moved[i]],
+            name=_("moved"),
+            text=[
+                _("output {i}: moved by {size}", i=i, size=f"{change[i]:.3g}")
+                for i in range(L)
+                if moved[i]
+            ],
+            hovertemplate="%{text}<extra></extra>",
+            textposition="none",
+        ),
+        **cell,
+    )
     still = [i for i in range(L) if not moved[i]]
     bottom = data.yrange[0] * 1.15  # the marker's line just above the axis
-    fig.add_trace(go.Scatter(
-        x=[xs[i] for i in still], y=[bottom] * len(still), mode="markers+text",
-        marker=dict(color=GREY, size=9, symbol="line-ew-open", line=dict(width=3)),
-        text=["0"] * len(still), textposition="top center", textfont=dict(color=GREY),
-        name=_("unchanged"), customdata=[_("output {i}: unchanged (exactly 0)", i=i)
-                                         for i in still],
-        hovertemplate="%{customdata}<extra></extra>"), **cell)
+    fig.add_trace(
+        go.Scatter(
+            x=[xs[i] for i in still],
+            y=[bottom] * len(still),
+            mode="markers+text",
+            marker=dict(color=GREY, size=9, symbol="line-ew-open", line=dict(width=3)),
+            text=["0"] * len(still),
+            textposition="top center",
+            textfont=dict(color=GREY),
+            name=_("unchanged"),
+            customdata=[_("output {i}: unchanged (exactly 0)", i=i) for i in still],
+            hovertemplate="%{customdata}<extra></extra>",
+        ),
+        **cell,
+    )
     where = {
         "encoder-only": _("encoder-only: token {p} changed", p=p),
         "decoder-only": _("decoder-only: token {p} changed", p=p),
@@ -252,31 +309,49 @@ def draw_influence(data: InfluenceData, *, language: str | None = None, height: 
         "encoder-decoder, source token": _("encoder-decoder: source token {p} changed", p=p),
     }[data.case]
     n_moved = int(moved.sum())
-    count = _.ngettext("{n} of {total} output moves", "{n} of {total} outputs move", n_moved,
-                       total=L)
+    count = _.ngettext(
+        "{n} of {total} output moves", "{n} of {total} outputs move", n_moved, total=L
+    )
     why = {
         "encoder-only": _("bidirectional self-attention: every output sees every token"),
-        "decoder-only": _("causal self-attention: an output sees only the tokens up to its "
-                          "own position"),
-        "encoder-decoder, target token": _("the decoder's causal self-attention: an output "
-                                           "sees only the target tokens up to its own position"),
-        "encoder-decoder, source token": _("cross-attention: every target position reads the "
-                                           "whole source"),
+        "decoder-only": _(
+            "causal self-attention: an output sees only the tokens up to its own position"
+        ),
+        "encoder-decoder, target token": _(
+            "the decoder's causal self-attention: an output "
+            "sees only the target tokens up to its own position"
+        ),
+        "encoder-decoder, source token": _(
+            "cross-attention: every target position reads the whole source"
+        ),
     }[data.case]
-    title = (f"{_html.escape(where)} — {_html.escape(count)}"
-             f"<br><span style='color:{GREY}'>{_html.escape(why)}</span>")
+    title = (
+        f"{_html.escape(where)} — {_html.escape(count)}"
+        f"<br><span style='color:{GREY}'>{_html.escape(why)}</span>"
+    )
     caption_title(fig, title, size=15)
     fig.update_layout(showlegend=False, bargap=0.25)
-    fig.update_xaxes(title_text=_("output position i"), type="category", categoryorder="array",
-                     categoryarray=xs, range=[-0.5, L - 0.5], **cell)
-    fig.update_yaxes(title_text=_("size of the output's change (log scale)"), type="log",
-                     dtick=1,
-                     range=[np.log10(data.yrange[0]), np.log10(data.yrange[1])], **cell)
+    fig.update_xaxes(
+        title_text=_("output position i"),
+        type="category",
+        categoryorder="array",
+        categoryarray=xs,
+        range=[-0.5, L - 0.5],
+        **cell,
+    )
+    fig.update_yaxes(
+        title_text=_("size of the output's change (log scale)"),
+        type="log",
+        dtick=1,
+        range=[np.log10(data.yrange[0]), np.log10(data.yrange[1])],
+        **cell,
+    )
     return fig
 
 
-def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
-                       position: int | None = None) -> Explorer:
+def influence_explorer(
+    models: dict, ids, src, *, case: str = "decoder-only", position: int | None = None
+) -> Explorer:
     """The influence explorer (chapter 10): change one token, see which outputs move.
 
     Controls: ``case`` (one of :data:`CASES`) and ``position`` (a slider over the token
@@ -301,8 +376,9 @@ def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
     check_choice(case, "case", CASES)
     n = getattr(ids, "shape", (0, 0))[-1] if getattr(ids, "ndim", 0) == 2 else 0
     if not 2 <= n <= 32:
-        raise ValueError(f"ids must have shape (1, L) with L in 2..32, got "
-                         f"{tuple(getattr(ids, 'shape', ()))}")
+        raise ValueError(
+            f"ids must have shape (1, L) with L in 2..32, got {tuple(getattr(ids, 'shape', ()))}"
+        )
     position = n // 2 if position is None else check_int(position, "position", 0, n - 1)
     table = influence_data(models, ids, src)
 
@@ -311,8 +387,13 @@ def influence_explorer(models: dict, ids, src, *, case: str = "decoder-only",
 
     controls = [
         Control("case", "model", "select", CASES, case, plain_label="model"),
-        Control("position", "token changed", "slider", tuple(range(n)), position,
-                plain_label="token changed"),
+        Control(
+            "position",
+            "token changed",
+            "slider",
+            tuple(range(n)),
+            position,
+            plain_label="token changed",
+        ),
     ]
-    return Explorer(controls, title="influence explorer", compute=compute,
-                    draw=draw_influence)
+    return Explorer(controls, title="influence explorer", compute=compute, draw=draw_influence)

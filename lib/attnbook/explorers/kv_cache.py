@@ -96,8 +96,9 @@ class KVCacheData:
         return int(self.at_context[0]) / pub if pub else float("nan")
 
 
-def kv_cache_data(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                  dtype: str = "bfloat16") -> KVCacheData:
+def kv_cache_data(
+    model: str = "Qwen2-7B", context: int = 32768, batch: int = 1, dtype: str = "bfloat16"
+) -> KVCacheData:
     """Compute one setting of the KV-cache calculator.
 
     Every size is :func:`attnbook.cost.kv_cache_bytes` ``(variant, tokens, batch, dtype)`` of
@@ -125,14 +126,22 @@ def kv_cache_data(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
     variants = [kv_variants(config)[k] for k in VARIANTS]
     tokens = sorted(set(_CURVE_CONTEXTS) | {context})
     return KVCacheData(
-        model=model, context=context, batch=batch, dtype=dtype, config=config,
-        kind=attention_kind(config), tokens=np.array(tokens),
-        curves=np.array([[kv_cache_bytes(c, t, batch, dtype) for t in tokens]
-                         for c in variants], dtype=np.int64),  # (3, N)
-        at_context=np.array([kv_cache_bytes(c, context, batch, dtype) for c in variants],
-                            dtype=np.int64),  # (3,)
-        per_token=np.array([kv_cache_bytes(c, 1, 1, dtype) for c in variants],
-                           dtype=np.int64),  # (3,)
+        model=model,
+        context=context,
+        batch=batch,
+        dtype=dtype,
+        config=config,
+        kind=attention_kind(config),
+        tokens=np.array(tokens),
+        curves=np.array(
+            [[kv_cache_bytes(c, t, batch, dtype) for t in tokens] for c in variants], dtype=np.int64
+        ),  # (3, N)
+        at_context=np.array(
+            [kv_cache_bytes(c, context, batch, dtype) for c in variants], dtype=np.int64
+        ),  # (3,)
+        per_token=np.array(
+            [kv_cache_bytes(c, 1, 1, dtype) for c in variants], dtype=np.int64
+        ),  # (3,)
         weights=weights_bytes(config),
     )
 
@@ -141,17 +150,28 @@ def _attention_text(data: KVCacheData, _) -> str:
     """What the published model caches per layer and token, in the language of ``_``."""
     c = data.config
     if data.kind == "MLA":
-        return _("MLA: latent {rank} + RoPE key {rope} ({heads} heads)", rank=c.kv_lora_rank,
-                 rope=c.qk_rope_head_dim, heads=c.n_heads)
-    values = dict(kind=data.kind, heads=c.n_heads, kv=c.kv_heads, dim=c.head_size,
-                  window=c.sliding_window)
+        return _(
+            "MLA: latent {rank} + RoPE key {rope} ({heads} heads)",
+            rank=c.kv_lora_rank,
+            rope=c.qk_rope_head_dim,
+            heads=c.n_heads,
+        )
+    values = dict(
+        kind=data.kind, heads=c.n_heads, kv=c.kv_heads, dim=c.head_size, window=c.sliding_window
+    )
     if c.sliding_window is None:
-        return _.ngettext("{kind}: {heads} query heads, {kv} KV head of {dim}",
-                          "{kind}: {heads} query heads, {kv} KV heads of {dim}", c.kv_heads,
-                          **values)
-    return _.ngettext("{kind}: {heads} query heads, {kv} KV head of {dim}, window {window}",
-                      "{kind}: {heads} query heads, {kv} KV heads of {dim}, window {window}",
-                      c.kv_heads, **values)
+        return _.ngettext(
+            "{kind}: {heads} query heads, {kv} KV head of {dim}",
+            "{kind}: {heads} query heads, {kv} KV heads of {dim}",
+            c.kv_heads,
+            **values,
+        )
+    return _.ngettext(
+        "{kind}: {heads} query heads, {kv} KV head of {dim}, window {window}",
+        "{kind}: {heads} query heads, {kv} KV heads of {dim}, window {window}",
+        c.kv_heads,
+        **values,
+    )
 
 
 def _summary_text(data: KVCacheData, _) -> str:
@@ -159,33 +179,49 @@ def _summary_text(data: KVCacheData, _) -> str:
     ratio = data.mha_ratio
     shows_ratio = math.isfinite(ratio) and ratio != 1
     window = data.config.sliding_window
-    values = dict(per_token=format_bytes(int(data.per_token[1])), dtype=data.dtype,
-                  context=data.context, batch=data.batch,
-                  total=format_bytes(int(data.at_context[1])), ratio=f"{ratio:.3g}",
-                  window=window)
+    values = dict(
+        per_token=format_bytes(int(data.per_token[1])),
+        dtype=data.dtype,
+        context=data.context,
+        batch=data.batch,
+        total=format_bytes(int(data.at_context[1])),
+        ratio=f"{ratio:.3g}",
+        window=window,
+    )
     n = data.context
     if shows_ratio and window:
         return _.ngettext(
             "{per_token} per token in {dtype}; {context} token × batch {batch} = {total} (MHA "
             "would need {ratio}×); window {window}: the cache stops growing",
             "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total} (MHA "
-            "would need {ratio}×); window {window}: the cache stops growing", n, **values)
+            "would need {ratio}×); window {window}: the cache stops growing",
+            n,
+            **values,
+        )
     if shows_ratio:
         return _.ngettext(
             "{per_token} per token in {dtype}; {context} token × batch {batch} = {total} (MHA "
             "would need {ratio}×)",
             "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total} (MHA "
-            "would need {ratio}×)", n, **values)
+            "would need {ratio}×)",
+            n,
+            **values,
+        )
     if window:
         return _.ngettext(
             "{per_token} per token in {dtype}; {context} token × batch {batch} = {total}; "
             "window {window}: the cache stops growing",
             "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total}; "
-            "window {window}: the cache stops growing", n, **values)
+            "window {window}: the cache stops growing",
+            n,
+            **values,
+        )
     return _.ngettext(
         "{per_token} per token in {dtype}; {context} token × batch {batch} = {total}",
-        "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total}", n,
-        **values)
+        "{per_token} per token in {dtype}; {context} tokens × batch {batch} = {total}",
+        n,
+        **values,
+    )
 
 
 #: Font size in px of the bar panel's variant names (its y tick labels).
@@ -195,8 +231,9 @@ _TICK_PX = 12
 _NAME_PX = (118, 84)
 
 
-def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int = 460,
-                  width: int = COLUMN_PX):
+def draw_kv_cache(
+    data: KVCacheData, *, language: str | None = None, height: int = 460, width: int = COLUMN_PX
+):
     """Draw one setting of the KV-cache calculator for ``width`` px, every label in ``language``.
 
     Left panel: the KV cache in GiB (log-log) against the context length, 512 to 131072
@@ -249,40 +286,82 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
     name_px = max(fonts.text_width(line, _TICK_PX) for t in ticktext for line in t.split("<br>"))
     grid = panel_grid(
         width,
-        [_("KV cache against the context length"),
-         _.ngettext("At {context} token", "At {context} tokens", data.context,
-                    context=data.context)],
-        column_widths=[0.56, 0.44], height=height, spacing_px=round(name_px) + 40, bottom=60)
+        [
+            _("KV cache against the context length"),
+            _.ngettext(
+                "At {context} token", "At {context} tokens", data.context, context=data.context
+            ),
+        ],
+        column_widths=[0.56, 0.44],
+        height=height,
+        spacing_px=round(name_px) + 40,
+        bottom=60,
+    )
     fig, (left, right) = grid.figure, grid.cells
     tokens = [int(t) for t in data.tokens]
     for i, (name, color) in enumerate(zip(names, _VARIANT_COLORS)):
         published = VARIANTS[i] == "published"
-        fig.add_trace(go.Scatter(
-            x=tokens, y=(data.curves[i] / _GIB).tolist(), mode="lines", name=name,
-            line=dict(color=color, width=3 if published else 2,
-                      dash="solid" if published else "dot"),
-            hovertemplate=_("{tokens} tokens: {size} GiB", tokens="%{x}", size="%{y:.3g}")
-            + "<extra>" + _html.escape(name) + "</extra>"), **left)
+        fig.add_trace(
+            go.Scatter(
+                x=tokens,
+                y=(data.curves[i] / _GIB).tolist(),
+                mode="lines",
+                name=name,
+                line=dict(
+                    color=color, width=3 if published else 2, dash="solid" if published else "dot"
+                ),
+                hovertemplate=_("{tokens} tokens: {size} GiB", tokens="%{x}", size="%{y:.3g}")
+                + "<extra>"
+                + _html.escape(name)
+                + "</extra>",
+            ),
+            **left,
+        )
     at_context = [int(b) for b in data.at_context]
-    fig.add_trace(go.Scatter(
-        x=[data.context] * 3, y=[b / _GIB for b in at_context], mode="markers",
-        marker=dict(color=list(_VARIANT_COLORS), size=10, line=dict(color="white", width=1)),
-        showlegend=False, hoverinfo="skip", name=_("at context")), **left)
+    fig.add_trace(
+        go.Scatter(
+            x=[data.context] * 3,
+            y=[b / _GIB for b in at_context],
+            mode="markers",
+            marker=dict(color=list(_VARIANT_COLORS), size=10, line=dict(color="white", width=1)),
+            showlegend=False,
+            hoverinfo="skip",
+            name=_("at context"),
+        ),
+        **left,
+    )
     text = [format_bytes(b) for b in at_context]
-    fig.add_trace(go.Bar(
-        y=names, x=[b / _GIB for b in at_context], orientation="h",
-        marker=dict(color=list(_VARIANT_COLORS)), showlegend=False, text=text,
-        textposition="outside", cliponaxis=False, name=_("at context"),
-        meta={"bytes": at_context, "per_token": [int(b) for b in data.per_token]},
-        hovertemplate=_("{variant}: {size}", variant="%{y}", size="%{text}")
-        + "<extra></extra>"), **right)
+    fig.add_trace(
+        go.Bar(
+            y=names,
+            x=[b / _GIB for b in at_context],
+            orientation="h",
+            marker=dict(color=list(_VARIANT_COLORS)),
+            showlegend=False,
+            text=text,
+            textposition="outside",
+            cliponaxis=False,
+            name=_("at context"),
+            meta={"bytes": at_context, "per_token": [int(b) for b in data.per_token]},
+            hovertemplate=_("{variant}: {size}", variant="%{y}", size="%{text}")
+            + "<extra></extra>",
+        ),
+        **right,
+    )
     weights = data.weights
     ends = [tokens[0], tokens[-1]]
-    fig.add_trace(go.Scatter(
-        x=ends if weights else [], y=[weights / _GIB] * 2 if weights else [], mode="lines",
-        name=_("weights (bfloat16)"), line=dict(color=GREY, dash="dash", width=2),
-        meta={"weights_bytes": weights},
-        hovertemplate=_("weights: {size} GiB", size="%{y:.3g}") + "<extra></extra>"), **left)
+    fig.add_trace(
+        go.Scatter(
+            x=ends if weights else [],
+            y=[weights / _GIB] * 2 if weights else [],
+            mode="lines",
+            name=_("weights (bfloat16)"),
+            line=dict(color=GREY, dash="dash", width=2),
+            meta={"weights_bytes": weights},
+            hovertemplate=_("weights: {size} GiB", size="%{y:.3g}") + "<extra></extra>",
+        ),
+        **left,
+    )
     fig.update_xaxes(type="log", title_text=_("context (tokens)"), dtick=1, **left)
     fig.update_yaxes(type="log", title_text="GiB", exponentformat="power", dtick=1, **left)
     # The bars' labels stand right of the bars: the axis reaches far enough to hold the
@@ -294,21 +373,39 @@ def draw_kv_cache(data: KVCacheData, *, language: str | None = None, height: int
     top = max(at_context) / _GIB or 1.0
     reach = top / max(1 - text_px / max(panel_px, 2 * text_px), 0.5)
     fig.update_xaxes(title_text="GiB", range=[0, reach], **right)
-    fig.update_yaxes(autorange="reversed", showgrid=False, tickvals=names, ticktext=ticktext,
-                     tickfont=dict(size=_TICK_PX), **right)
+    fig.update_yaxes(
+        autorange="reversed",
+        showgrid=False,
+        tickvals=names,
+        ticktext=ticktext,
+        tickfont=dict(size=_TICK_PX),
+        **right,
+    )
     fig.update_layout(bargap=0.35)
-    heading = _.ngettext("{model} — {layers} layer, {attention}",
-                         "{model} — {layers} layers, {attention}", config.n_layers,
-                         model=data.model, layers=config.n_layers,
-                         attention=_attention_text(data, _))
-    caption_title(fig, _html.escape(heading) + "<br><sub>"
-                  + _html.escape(_summary_text(data, _)) + "</sub>")
+    heading = _.ngettext(
+        "{model} — {layers} layer, {attention}",
+        "{model} — {layers} layers, {attention}",
+        config.n_layers,
+        model=data.model,
+        layers=config.n_layers,
+        attention=_attention_text(data, _),
+    )
+    caption_title(
+        fig, _html.escape(heading) + "<br><sub>" + _html.escape(_summary_text(data, _)) + "</sub>"
+    )
     return fig
 
 
-def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                    dtype: str = "bfloat16", *, height: int = 460,
-                    language: str | None = None, width: int = COLUMN_PX):
+def kv_cache_figure(
+    model: str = "Qwen2-7B",
+    context: int = 32768,
+    batch: int = 1,
+    dtype: str = "bfloat16",
+    *,
+    height: int = 460,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """Figure of the KV-cache calculator: cache size against context, and at one context.
 
     :func:`draw_kv_cache` of :func:`kv_cache_data` (trace order and ``meta`` as there).
@@ -328,12 +425,14 @@ def kv_cache_figure(model: str = "Qwen2-7B", context: int = 32768, batch: int = 
     Raises:
         TypeError, ValueError: as :func:`kv_cache_data` and :func:`draw_kv_cache`.
     """
-    return draw_kv_cache(kv_cache_data(model, context, batch, dtype), language=language,
-                         height=height, width=width)
+    return draw_kv_cache(
+        kv_cache_data(model, context, batch, dtype), language=language, height=height, width=width
+    )
 
 
-def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int = 1,
-                      dtype: str = "bfloat16") -> Explorer:
+def kv_cache_explorer(
+    model: str = "Qwen2-7B", context: int = 32768, batch: int = 1, dtype: str = "bfloat16"
+) -> Explorer:
     """The KV-cache calculator (chapter 11): published configs, context, batch, dtype.
 
     Controls: ``model`` (a drop-down over :data:`attnbook.config.PRESETS`), ``context`` (a
@@ -363,13 +462,24 @@ def kv_cache_explorer(model: str = "Qwen2-7B", context: int = 32768, batch: int 
     controls = [
         # Model and dtype names are the same in every language.
         Control("model", "model", "select", models, model, labels=lambda _: models),
-        Control("context", "context (tokens)", "slider", CONTEXT_VALUES, int(context),
-                labels=lambda _: [f"{c // 1024}K" for c in CONTEXT_VALUES]),
+        Control(
+            "context",
+            "context (tokens)",
+            "slider",
+            CONTEXT_VALUES,
+            int(context),
+            labels=lambda _: [f"{c // 1024}K" for c in CONTEXT_VALUES],
+        ),
         Control("batch", "batch", "slider", BATCH_VALUES, int(batch)),
         Control("dtype", "dtype", "select", KV_DTYPES, dtype, labels=lambda _: KV_DTYPES),
     ]
     # Written as they are in both editions: the published models' names, the dtypes' names and
     # the unit TiB (attnbook.i18n.KEPT_WORDS has GiB but not TiB).
     kept = models + KV_DTYPES + ("TiB",)
-    return Explorer(controls, title="KV-cache calculator", compute=kv_cache_data,
-                    draw=draw_kv_cache, kept_words=kept)
+    return Explorer(
+        controls,
+        title="KV-cache calculator",
+        compute=kv_cache_data,
+        draw=draw_kv_cache,
+        kept_words=kept,
+    )

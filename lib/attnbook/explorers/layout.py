@@ -26,8 +26,15 @@ import numpy as np
 from .. import fonts, viz
 from ..checks import check_bool, check_int, check_real
 
-__all__ = ["STACK_BELOW_PX", "PANEL_PX", "AXIS_PX", "PanelGrid", "panel_grid", "caption_title",
-           "title_room"]
+__all__ = [
+    "STACK_BELOW_PX",
+    "PANEL_PX",
+    "AXIS_PX",
+    "PanelGrid",
+    "panel_grid",
+    "caption_title",
+    "title_room",
+]
 
 #: A figure drawn narrower than this many px has its panels one under the other (the static
 #: explorer switches to its phone drawing below this plot width, too).
@@ -63,10 +70,20 @@ def _lines(text: str) -> int:
     return len(_BR.split(text)) if text else 0
 
 
-def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[float] | None = None,
-               height: int = 440, title_size: int = 14, left: int = 70, right: int = 20,
-               bottom: int = 50, spacing_px: int = 80, axis_px: int = AXIS_PX,
-               stacked: bool | None = None) -> PanelGrid:
+def panel_grid(
+    width: int,
+    titles: Sequence[str],
+    *,
+    column_widths: Sequence[float] | None = None,
+    height: int = 440,
+    title_size: int = 14,
+    left: int = 70,
+    right: int = 20,
+    bottom: int = 50,
+    spacing_px: int = 80,
+    axis_px: int = AXIS_PX,
+    stacked: bool | None = None,
+) -> PanelGrid:
     """Panels side by side (``width >=`` :data:`STACK_BELOW_PX`) or stacked, with titles.
 
     Side by side, the figure is ``height`` px tall and the panels share the plot width in the
@@ -114,8 +131,11 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     left, right = check_int(left, "left", 0), check_int(right, "right", 0)
     bottom, spacing_px = check_int(bottom, "bottom", 0), check_int(spacing_px, "spacing_px", 0)
     axis_px = check_int(axis_px, "axis_px", 0)
-    if isinstance(titles, str) or not isinstance(titles, (Sequence, np.ndarray)) or not all(
-            isinstance(t, str) for t in titles):
+    if (
+        isinstance(titles, str)
+        or not isinstance(titles, (Sequence, np.ndarray))
+        or not all(isinstance(t, str) for t in titles)
+    ):
         raise TypeError(f"titles must be a sequence of strings (one per panel), got {titles!r}")
     titles = list(titles)
     n = len(titles)
@@ -124,31 +144,60 @@ def panel_grid(width: int, titles: Sequence[str], *, column_widths: Sequence[flo
     if column_widths is None:
         column_widths = [1.0] * n
     if isinstance(column_widths, str) or not isinstance(column_widths, (Sequence, np.ndarray)):
-        raise TypeError(f"column_widths must be a sequence of {n} positive numbers (one per "
-                        f"title), got {column_widths!r}")
-    column_widths = [check_real(c, f"column_widths[{i}]", minimum=0, strict=True)
-                     for i, c in enumerate(column_widths)]
+        raise TypeError(
+            f"column_widths must be a sequence of {n} positive numbers (one per "
+            f"title), got {column_widths!r}"
+        )
+    column_widths = [
+        check_real(c, f"column_widths[{i}]", minimum=0, strict=True)
+        for i, c in enumerate(column_widths)
+    ]
     if len(column_widths) != n:
-        raise ValueError(f"column_widths must be {n} positive numbers (one per title), got "
-                         f"{column_widths}")
+        raise ValueError(
+            f"column_widths must be {n} positive numbers (one per title), got {column_widths}"
+        )
     if stacked is not None:
         stacked = check_bool(stacked, "stacked")
     stack = (width < STACK_BELOW_PX if stacked is None else stacked) and n > 1
     side = (min(left, 62) + min(right, 14)) if stack else left + right + (n - 1) * spacing_px
     if width - side < 20 * (1 if stack else n):
-        raise ValueError(f"width={width} px leaves no room for {n} panel(s) after the margins "
-                         f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})")
+        raise ValueError(
+            f"width={width} px leaves no room for {n} panel(s) after the margins "
+            f"(left={left}, right={right}) and the gaps (spacing_px={spacing_px})"
+        )
     # The grid of these arguments is made once (make_subplots and its styling take most of an
     # explorer's drawing time: every setting of every explorer asks for one of a few grids),
     # and each call gets its own copy to add traces to.
-    fig, cells = _grid(width, tuple(titles), tuple(column_widths), height, title_size, left,
-                       right, bottom, spacing_px, axis_px, stack)
+    fig, cells = _grid(
+        width,
+        tuple(titles),
+        tuple(column_widths),
+        height,
+        title_size,
+        left,
+        right,
+        bottom,
+        spacing_px,
+        axis_px,
+        stack,
+    )
     return PanelGrid(go.Figure(fig), [dict(c) for c in cells], stack, width)
 
 
 @functools.lru_cache(maxsize=64)
-def _grid(width, titles, column_widths, height, title_size, left, right, bottom, spacing_px,
-          axis_px, stack):
+def _grid(
+    width,
+    titles,
+    column_widths,
+    height,
+    title_size,
+    left,
+    right,
+    bottom,
+    spacing_px,
+    axis_px,
+    stack,
+):
     """The figure and cells of :func:`panel_grid` (arguments already checked); not to change."""
     from plotly.subplots import make_subplots
 
@@ -160,16 +209,19 @@ def _grid(width, titles, column_widths, height, title_size, left, right, bottom,
         # a line may take twice the distance from that centre to the nearer edge.
         l_px, r_px = min(left, 62), min(right, 14)
         centre = l_px + (width - l_px - r_px) / 2
-        wrapped = [fonts.wrap_html(t, 2 * min(centre, width - centre) - 8, title_size)
-                   for t in titles]
+        wrapped = [
+            fonts.wrap_html(t, 2 * min(centre, width - centre) - 8, title_size) for t in titles
+        ]
         # make_subplots spaces the rows evenly: each gap as tall as the tallest one needs.
         gap = max(axis_px + _lines(t) * line_px + 6 for t in wrapped[1:])
         plot_h = n * PANEL_PX + (n - 1) * gap
         fig = make_subplots(rows=n, cols=1, subplot_titles=wrapped, vertical_spacing=gap / plot_h)
         cells = [{"row": i + 1, "col": 1} for i in range(n)]
         top = _lines(wrapped[0]) * line_px + 10
-        fig.update_layout(height=round(top + plot_h + margin_b),
-                          margin=dict(l=l_px, r=r_px, t=round(top), b=margin_b))
+        fig.update_layout(
+            height=round(top + plot_h + margin_b),
+            margin=dict(l=l_px, r=r_px, t=round(top), b=margin_b),
+        )
     else:
         plot_w = width - left - right
         spacing = spacing_px / plot_w if n > 1 else 0.0
@@ -178,9 +230,11 @@ def _grid(width, titles, column_widths, height, title_size, left, right, bottom,
         free = plot_w - spacing_px * (n - 1)
         for i, s_i in enumerate(share):
             if not free * s_i >= 20:  # also a share of 0 where the sum overflows to inf
-                raise ValueError(f"column_widths[{i}] = {column_widths[i]:g} of "
-                                 f"{column_widths} leaves panel {i} {free * s_i:.1f} px wide "
-                                 f"at width={width} px (at least 20 px)")
+                raise ValueError(
+                    f"column_widths[{i}] = {column_widths[i]:g} of "
+                    f"{column_widths} leaves panel {i} {free * s_i:.1f} px wide "
+                    f"at width={width} px (at least 20 px)"
+                )
         room, x0 = [], 0.0
         for s_i in share:  # a title may reach into the gaps beside its panel, not off the figure
             panel = plot_w * (1 - spacing * (n - 1)) * s_i
@@ -188,18 +242,26 @@ def _grid(width, titles, column_widths, height, title_size, left, right, bottom,
             room.append(min(panel + spacing_px * 0.9, 2 * min(centre, width - centre) - 8))
             x0 += panel / plot_w + spacing
         wrapped = [fonts.wrap_html(t, r, title_size) for t, r in zip(titles, room)]
-        fig = make_subplots(rows=1, cols=n, subplot_titles=wrapped, column_widths=share,
-                            horizontal_spacing=spacing)
+        fig = make_subplots(
+            rows=1, cols=n, subplot_titles=wrapped, column_widths=share, horizontal_spacing=spacing
+        )
         cells = [{"row": 1, "col": i + 1} for i in range(n)]
         top = max(_lines(t) for t in wrapped) * line_px + 10
         if height - top - margin_b < 20:
-            raise ValueError(f"height={height} px leaves no room for the panels under their "
-                             f"titles ({top:.0f} px) and above their axes and legend "
-                             f"({margin_b} px)")
+            raise ValueError(
+                f"height={height} px leaves no room for the panels under their "
+                f"titles ({top:.0f} px) and above their axes and legend "
+                f"({margin_b} px)"
+            )
         fig.update_layout(height=height, margin=dict(l=left, r=right, t=round(top), b=margin_b))
     fig.update_annotations(font=dict(size=title_size))  # the titles: make_subplots' annotations
-    fig.update_layout(template=viz.EMPTY_TEMPLATE, font=viz.FONT, paper_bgcolor="white",
-                      plot_bgcolor="white", legend=viz.legend_below())
+    fig.update_layout(
+        template=viz.EMPTY_TEMPLATE,
+        font=viz.FONT,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        legend=viz.legend_below(),
+    )
     fig.update_xaxes(**viz.axis_style())
     fig.update_yaxes(**viz.axis_style())
     return fig, cells
@@ -241,10 +303,15 @@ def caption_title(fig, text: str, *, size: int = 14):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     size = check_int(size, "size", 1)
     if fig.layout.margin.t is None or fig.layout.height is None:
-        raise ValueError(f"fig must have a top margin and a height in px (a figure laid out by "
-                         f"panel_grid), got margin.t={fig.layout.margin.t}, "
-                         f"height={fig.layout.height}")
+        raise ValueError(
+            f"fig must have a top margin and a height in px (a figure laid out by "
+            f"panel_grid), got margin.t={fig.layout.margin.t}, "
+            f"height={fig.layout.height}"
+        )
     room = title_room(text, size)  # what take_title gives back
-    fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
-                      margin_t=fig.layout.margin.t + room, height=fig.layout.height + room)
+    fig.update_layout(
+        title=dict(text=text, x=0.5, xanchor="center", font=dict(size=size)),
+        margin_t=fig.layout.margin.t + room,
+        height=fig.layout.height + room,
+    )
     return fig

@@ -24,9 +24,19 @@ from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
 
-__all__ = ["MAX_SENTENCE_CHARS", "MIN_TICK_PX", "MAX_TICK_PX", "MIN_ROW_PX", "MAX_ROW_PX",
-           "show_char", "LMAttentionData", "lm_attention_data",
-           "draw_lm_attention", "lm_attention_figure", "lm_attention_explorer"]
+__all__ = [
+    "MAX_SENTENCE_CHARS",
+    "MIN_TICK_PX",
+    "MAX_TICK_PX",
+    "MIN_ROW_PX",
+    "MAX_ROW_PX",
+    "show_char",
+    "LMAttentionData",
+    "lm_attention_data",
+    "draw_lm_attention",
+    "lm_attention_figure",
+    "lm_attention_explorer",
+]
 
 #: Longest sentence the explorer draws, in tokens (characters). At 390 px a phone's plot gives
 #: each of 48 columns about 6 px, and longer sentences would make the static page heavy.
@@ -94,8 +104,9 @@ class LMAttentionData:
     argmax: np.ndarray
 
 
-def lm_attention_data(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
-                      title: str | None = None) -> LMAttentionData:
+def lm_attention_data(
+    tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *, title: str | None = None
+) -> LMAttentionData:
     """One head's causal attention map of a sentence, out of every layer's and head's.
 
     Layers and heads are **0-based** here, as in the array.
@@ -123,8 +134,7 @@ def lm_attention_data(tokens: Sequence[str], maps, layer: int = 0, head: int = 0
     T = len(tokens)
     if maps.ndim != 4 or maps.shape[2:] != (T, T):
         raise ValueError(
-            f"maps must have shape (n_layers, n_heads, T, T) with T = {T} tokens, "
-            f"got {maps.shape}"
+            f"maps must have shape (n_layers, n_heads, T, T) with T = {T} tokens, got {maps.shape}"
         )
     if not np.isfinite(maps).all():
         raise ValueError("maps holds non-finite values")
@@ -135,15 +145,23 @@ def lm_attention_data(tokens: Sequence[str], maps, layer: int = 0, head: int = 0
     visible = np.tril(np.ones((T, T), dtype=bool))  # the causal keep-mask, j <= i
     shown = np.where(visible, w, -np.inf)  # (T, T), hidden keys never the argmax
     return LMAttentionData(
-        tokens=tuple(tokens), weights=w, layer=layer, head=head,
+        tokens=tuple(tokens),
+        weights=w,
+        layer=layer,
+        head=head,
         title=None if title is None else str(title),
         row_sums=np.where(visible, w, 0.0).sum(axis=-1),  # (T,)
         argmax=np.argmax(shown, axis=-1),  # (T,)
     )
 
 
-def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
-                      height: int | None = None, width: int = COLUMN_PX):
+def draw_lm_attention(
+    data: LMAttentionData,
+    *,
+    language: str | None = None,
+    height: int | None = None,
+    width: int = COLUMN_PX,
+):
     """Draw one setting of the attention-map explorer for ``width`` px, labels in ``language``.
 
     A heatmap of the ``(T, T)`` weights: row ``i`` (the query, top to bottom) holds the weights
@@ -191,16 +209,14 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
     ticks = [_html.escape(s) for s in shown]
     z = [[float(w[i, j]) if j <= i else None for j in range(T)] for i in range(T)]
     first = f"“{''.join(shown)}”" if data.title is None else data.title
-    hover = _("query {i}, key {key}: weight {weight}", i="%{y}", key="%{x}",
-              weight="%{z:.3f}")
+    hover = _("query {i}, key {key}: weight {weight}", i="%{y}", key="%{x}", weight="%{z:.3f}")
     bar_title = _("weight")
     narrow = width < STACK_BELOW_PX
     # The colour bar takes the right margin in the column and the bottom one on a phone.
     left, right, bottom = (60, 14, BAR_PX) if narrow else (60, 80, 10)
     plot_w = width - left - right
     if plot_w < 20:
-        raise ValueError(f"width={width} px leaves no room for the map (margins "
-                         f"{left + right} px)")
+        raise ValueError(f"width={width} px leaves no room for the map (margins {left + right} px)")
     col_px = plot_w / T
     row_px = min(MAX_ROW_PX, max(MIN_ROW_PX, col_px))
     if height is None:
@@ -223,41 +239,97 @@ def draw_lm_attention(data: LMAttentionData, *, language: str | None = None,
     while y_step < T and y_size * _LINE > y_step * plot_h / T:
         y_step += 1
     if narrow:  # horizontal, under the keys' axis title, its title on its right
-        bar = dict(orientation="h", x=0, xanchor="left", y=0, yref="container",
-                   yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
-                   len=1 - (fonts.text_width(bar_title, 13) + 16) / plot_w)
+        bar = dict(
+            orientation="h",
+            x=0,
+            xanchor="left",
+            y=0,
+            yref="container",
+            yanchor="bottom",
+            ypad=8,
+            thickness=12,
+            title=dict(text=bar_title),
+            len=1 - (fonts.text_width(bar_title, 13) + 16) / plot_w,
+        )
     else:  # beside the map, as tall as it
-        bar = dict(x=1 + 12 / plot_w, xanchor="left", y=0.5, yanchor="middle",
-                   len=min(1.0, 300 / plot_h), thickness=12,
-                   title=dict(text=bar_title, side="right"))
+        bar = dict(
+            x=1 + 12 / plot_w,
+            xanchor="left",
+            y=0.5,
+            yanchor="middle",
+            len=min(1.0, 300 / plot_h),
+            thickness=12,
+            title=dict(text=bar_title, side="right"),
+        )
     # Beside the map the title stands at the bar's middle: no tick there (plotly placed it over
     # the 0.5 once the page's font had loaded).
     bar.update(tickvals=[0, 0.5, 1] if narrow else [0, 1])
-    fig.add_trace(go.Heatmap(
-        z=z, x=list(range(T)), y=list(range(T)), zmin=0.0, zmax=1.0, colorscale=_SCALE,
-        hovertemplate=hover + "<extra></extra>", hoverongaps=False, colorbar=bar,
-        meta=dict(layer=data.layer + 1, head=data.head + 1,
-                  row_sums=[float(x) for x in data.row_sums],
-                  argmax=[int(j) for j in data.argmax])), **cell)
-    title = _("{title}<br>layer {layer}, head {head}", title=_html.escape(first),
-              layer=data.layer + 1, head=data.head + 1)
+    fig.add_trace(
+        go.Heatmap(
+            z=z,
+            x=list(range(T)),
+            y=list(range(T)),
+            zmin=0.0,
+            zmax=1.0,
+            colorscale=_SCALE,
+            hovertemplate=hover + "<extra></extra>",
+            hoverongaps=False,
+            colorbar=bar,
+            meta=dict(
+                layer=data.layer + 1,
+                head=data.head + 1,
+                row_sums=[float(x) for x in data.row_sums],
+                argmax=[int(j) for j in data.argmax],
+            ),
+        ),
+        **cell,
+    )
+    title = _(
+        "{title}<br>layer {layer}, head {head}",
+        title=_html.escape(first),
+        layer=data.layer + 1,
+        head=data.head + 1,
+    )
     # The title becomes the caption above the plot (base.take_title).
     caption_title(fig, title, size=TITLE_PX)
     fig.update_layout(showlegend=False)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(T)),
-                     ticktext=[t if j % k == 0 else "" for j, t in enumerate(ticks)],
-                     tickangle=0, tickfont=dict(size=size), showgrid=False, zeroline=False,
-                     title_text=_("key j (read)"), range=[-0.5, T - 0.5], **cell)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(T)),
-                     ticktext=[t if i % y_step == 0 else "" for i, t in enumerate(ticks)],
-                     tickfont=dict(size=y_size), showgrid=False, zeroline=False,
-                     autorange="reversed", title_text=_("query i (reading)"), **cell)
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(range(T)),
+        ticktext=[t if j % k == 0 else "" for j, t in enumerate(ticks)],
+        tickangle=0,
+        tickfont=dict(size=size),
+        showgrid=False,
+        zeroline=False,
+        title_text=_("key j (read)"),
+        range=[-0.5, T - 0.5],
+        **cell,
+    )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=list(range(T)),
+        ticktext=[t if i % y_step == 0 else "" for i, t in enumerate(ticks)],
+        tickfont=dict(size=y_size),
+        showgrid=False,
+        zeroline=False,
+        autorange="reversed",
+        title_text=_("query i (reading)"),
+        **cell,
+    )
     return fig
 
 
-def lm_attention_figure(tokens: Sequence[str], maps, layer: int = 0, head: int = 0, *,
-                        title: str | None = None, height: int | None = None,
-                        language: str | None = None, width: int = COLUMN_PX):
+def lm_attention_figure(
+    tokens: Sequence[str],
+    maps,
+    layer: int = 0,
+    head: int = 0,
+    *,
+    title: str | None = None,
+    height: int | None = None,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """The attention-map explorer's figure: :func:`draw_lm_attention` of :func:`lm_attention_data`.
 
     Layers and heads are **0-based** here, as in the array; the title shows them 1-based, as
@@ -290,8 +362,9 @@ def _default_attention_maps(model, ids):
     return attention_maps(model, ids)
 
 
-def lm_attention_explorer(model, tokenizer, sentences: Sequence[str], *, sentence: int = 0,
-                          layer: int = 1, head: int = 1) -> Explorer:
+def lm_attention_explorer(
+    model, tokenizer, sentences: Sequence[str], *, sentence: int = 0, layer: int = 1, head: int = 1
+) -> Explorer:
     """The attention-map explorer (chapter 13): a trained language model's heads on a sentence.
 
     Controls: ``sentence`` (a drop-down over ``sentences``), ``layer`` (a slider over
@@ -358,10 +431,21 @@ def lm_attention_explorer(model, tokenizer, sentences: Sequence[str], *, sentenc
     read = [tok for t in tokens for tok in t] + list(sentences) + short
     kept = {w for text in read for w in i18n.untranslated(text)}
     controls = [
-        Control("sentence", "sentence", "select", tuple(range(len(sentences))), sentence,
-                labels=lambda _: short),
+        Control(
+            "sentence",
+            "sentence",
+            "select",
+            tuple(range(len(sentences))),
+            sentence,
+            labels=lambda _: short,
+        ),
         Control("layer", "layer", "slider", tuple(range(1, n_layers + 1)), layer),
         Control("head", "head", "slider", tuple(range(1, n_heads + 1)), head),
     ]
-    return Explorer(controls, title="attention-map explorer", compute=compute,
-                    draw=draw_lm_attention, kept_words=sorted(kept))
+    return Explorer(
+        controls,
+        title="attention-map explorer",
+        compute=compute,
+        draw=draw_lm_attention,
+        kept_words=sorted(kept),
+    )

@@ -68,9 +68,16 @@ class MaskData:
         return ~self.keep.any(axis=-1)
 
 
-def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
-              pad_side: str = "right", seq_len: int = 8, seed: int = 0,
-              scores=None) -> MaskData:
+def mask_data(
+    mask_type: str = "causal",
+    window: int = 3,
+    n_pad: int = 2,
+    *,
+    pad_side: str = "right",
+    seq_len: int = 8,
+    seed: int = 0,
+    scores=None,
+) -> MaskData:
     """Compute one setting of the mask explorer.
 
     Args:
@@ -92,25 +99,35 @@ def mask_data(mask_type: str = "causal", window: int = 3, n_pad: int = 2, *,
         ValueError: for an unknown ``mask_type`` or ``pad_side``, an argument out of range, or
             ``scores`` of the wrong shape.
     """
-    keep = keep_mask_by_name(mask_type, seq_len, window=window, n_pad=n_pad,
-                             pad_side=pad_side)  # (L, S)
+    keep = keep_mask_by_name(
+        mask_type, seq_len, window=window, n_pad=n_pad, pad_side=pad_side
+    )  # (L, S)
     L = keep.shape[0]
     scores = mask_scores(L, seed) if scores is None else as_float_array(scores, "scores")
     if scores.shape != (L, L):
         raise ValueError(
-            f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}")
+            f"scores must have shape (seq_len, seq_len) = {(L, L)}, got {scores.shape}"
+        )
     uses_pad = mask_type in ("padding", "causal + padding")
     j = np.arange(L)
     is_pad = uses_pad & ((j >= L - n_pad) if pad_side == "right" else (j < n_pad))  # (S,)
-    return MaskData(mask_type, int(window), int(n_pad), pad_side, keep,
-                    masked_softmax(scores.astype(np.float64), keep), is_pad)
+    return MaskData(
+        mask_type,
+        int(window),
+        int(n_pad),
+        pad_side,
+        keep,
+        masked_softmax(scores.astype(np.float64), keep),
+        is_pad,
+    )
 
 
 #: Font size in px of the weights written in their cells, at most (smaller when cells are).
 #: The longest sequence :func:`mask_explorer` can precompute: its controls span every mask type,
 #: window (1..L), pad count (0..L) and pad side, at most ``MAX_GRID`` settings in all.
-MAX_SEQ_LEN = max(n for n in range(2, 64)
-                  if len(MASK_TYPES) * len(PAD_SIDES) * n * (n + 1) <= MAX_GRID)
+MAX_SEQ_LEN = max(
+    n for n in range(2, 64) if len(MASK_TYPES) * len(PAD_SIDES) * n * (n + 1) <= MAX_GRID
+)
 CELL_FONT_PX = 14
 #: Font size in px of the figure's title (shown as the caption above the plot).
 TITLE_PX = 16
@@ -130,8 +147,9 @@ def _tick_step(labels, room_px: float, size: int) -> int:
     return k
 
 
-def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
-              width: int = COLUMN_PX):
+def draw_mask(
+    data: MaskData, *, language: str | None = None, height: int = 430, width: int = COLUMN_PX
+):
     """Draw one setting of the mask explorer for ``width`` px, every label in ``language``.
 
     Left (top on a phone): the keep-mask (1 = may attend). Right (below): the weights, with a
@@ -171,25 +189,50 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
     keys = [_("{j} pad", j=j) if is_pad[j] else str(j) for j in range(L)]
     key_ticks = [_("{j}<br>pad", j=j) if is_pad[j] else str(j) for j in range(L)]
     queries = [str(i) for i in range(L)]
-    mask_text = [[_("query {i}, key {key}: may attend", i=i, key=keys[j]) if keep[i, j]
-                  else _("query {i}, key {key}: hidden", i=i, key=keys[j])
-                  for j in range(L)] for i in range(L)]
-    weight_text = [[
-        _("query {i} sees no key: all its weights are 0", i=i) if empty[i]
-        else _("query {i}, key {key}: weight {weight}", i=i, key=keys[j],
-               weight=f"{weights[i, j]:.3f}") if keep[i, j]
-        else _("query {i}, key {key}: weight {weight} (hidden)", i=i, key=keys[j],
-               weight=f"{weights[i, j]:.3f}")
-        for j in range(L)] for i in range(L)]
+    mask_text = [
+        [
+            _("query {i}, key {key}: may attend", i=i, key=keys[j])
+            if keep[i, j]
+            else _("query {i}, key {key}: hidden", i=i, key=keys[j])
+            for j in range(L)
+        ]
+        for i in range(L)
+    ]
+    weight_text = [
+        [
+            _("query {i} sees no key: all its weights are 0", i=i)
+            if empty[i]
+            else _(
+                "query {i}, key {key}: weight {weight}",
+                i=i,
+                key=keys[j],
+                weight=f"{weights[i, j]:.3f}",
+            )
+            if keep[i, j]
+            else _(
+                "query {i}, key {key}: weight {weight} (hidden)",
+                i=i,
+                key=keys[j],
+                weight=f"{weights[i, j]:.3f}",
+            )
+            for j in range(L)
+        ]
+        for i in range(L)
+    ]
 
     # Side by side the colour bar takes the right margin; stacked it lies under the weights.
     # The weights panel is the wider: its cells hold numbers (issue 10: 14 px, legible).
     grid = panel_grid(
-        width, [_("Keep-mask (1 = may attend)"), _("Weights = masked_softmax(scores, mask)")],
-        column_widths=[0.8, 1.0], height=height, spacing_px=50, left=70,
+        width,
+        [_("Keep-mask (1 = may attend)"), _("Weights = masked_softmax(scores, mask)")],
+        column_widths=[0.8, 1.0],
+        height=height,
+        spacing_px=50,
+        left=70,
         right=20 if width < STACK_BELOW_PX else 76,
         bottom=0 if width < STACK_BELOW_PX else 20,
-        axis_px=AXIS_PX + (20 if is_pad.any() else 0))  # "6<br>pad": two lines of ticks
+        axis_px=AXIS_PX + (20 if is_pad.any() else 0),
+    )  # "6<br>pad": two lines of ticks
     fig, (left, right), stacked = grid.figure, grid.cells, grid.stacked
     lay = fig.layout
     plot_w = width - lay.margin.l - lay.margin.r
@@ -212,59 +255,123 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
     if stacked:  # horizontal, under the weights panel's axis title, its title on its right
         bar_px = (wx1 - wx0) * plot_w - (fonts.text_width(bar_title, 13) + 16)
         if bar_px < 20:  # plotly refuses a colour bar of length <= 0
-            raise ValueError(f"width={width} px leaves the colour bar {bar_px:.0f} px beside "
-                             f"its title under the weights panel (at least 20 px)")
-        bar = dict(orientation="h", x=wx0, xanchor="left", y=0, yref="container",
-                   yanchor="bottom", ypad=8, thickness=12, title=dict(text=bar_title),
-                   len=wx1 - wx0 - (fonts.text_width(bar_title, 13) + 16) / plot_w)
+            raise ValueError(
+                f"width={width} px leaves the colour bar {bar_px:.0f} px beside "
+                f"its title under the weights panel (at least 20 px)"
+            )
+        bar = dict(
+            orientation="h",
+            x=wx0,
+            xanchor="left",
+            y=0,
+            yref="container",
+            yanchor="bottom",
+            ypad=8,
+            thickness=12,
+            title=dict(text=bar_title),
+            len=wx1 - wx0 - (fonts.text_width(bar_title, 13) + 16) / plot_w,
+        )
     else:  # beside the weights panel, as tall as it
-        bar = dict(x=wx1 + 12 / plot_w, xanchor="left", y=(wy0 + wy1) / 2, yanchor="middle",
-                   len=wy1 - wy0, thickness=14, title=dict(text=bar_title, side="right"))
-    fig.add_trace(go.Heatmap(
-        z=keep.astype(np.int8), x=keys, y=queries, zmin=0, zmax=1, showscale=False, xgap=1,
-        ygap=1, colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, viz.BLUE], [1, viz.BLUE]],
-        text=mask_text, texttemplate="%{z}" if mask_font >= MIN_FONT_PX else "",
-        textfont=dict(size=mask_font), hovertemplate="%{text}<extra></extra>",
-        name=_("keep-mask")), **left)
-    fig.add_trace(go.Heatmap(
-        z=weights, x=keys, y=queries, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-        colorbar=bar, text=weight_text,
-        texttemplate="%{z:.2f}" if cell_font >= MIN_FONT_PX else "",
-        textfont=dict(size=cell_font), hovertemplate="%{text}<extra></extra>",
-        name=_("weights")), **right)
+        bar = dict(
+            x=wx1 + 12 / plot_w,
+            xanchor="left",
+            y=(wy0 + wy1) / 2,
+            yanchor="middle",
+            len=wy1 - wy0,
+            thickness=14,
+            title=dict(text=bar_title, side="right"),
+        )
+    fig.add_trace(
+        go.Heatmap(
+            z=keep.astype(np.int8),
+            x=keys,
+            y=queries,
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=1,
+            ygap=1,
+            colorscale=[[0, "#e6e6e6"], [0.5, "#e6e6e6"], [0.5, viz.BLUE], [1, viz.BLUE]],
+            text=mask_text,
+            texttemplate="%{z}" if mask_font >= MIN_FONT_PX else "",
+            textfont=dict(size=mask_font),
+            hovertemplate="%{text}<extra></extra>",
+            name=_("keep-mask"),
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=weights,
+            x=keys,
+            y=queries,
+            zmin=0,
+            zmax=1,
+            colorscale="Blues",
+            xgap=1,
+            ygap=1,
+            colorbar=bar,
+            text=weight_text,
+            texttemplate="%{z:.2f}" if cell_font >= MIN_FONT_PX else "",
+            textfont=dict(size=cell_font),
+            hovertemplate="%{text}<extra></extra>",
+            name=_("weights"),
+        ),
+        **right,
+    )
     if stacked:  # room under the lowest axis title for the colour bar and its tick labels
         fig.update_layout(height=lay.height + BAR_PX, margin=dict(b=lay.margin.b + BAR_PX))
 
     n = data.n_pad
-    pad_text = (_.ngettext("{n} pad token at the end", "{n} pad tokens at the end", n)
-                if data.pad_side == "right"
-                else _.ngettext("{n} pad token at the start", "{n} pad tokens at the start", n))
+    pad_text = (
+        _.ngettext("{n} pad token at the end", "{n} pad tokens at the end", n)
+        if data.pad_side == "right"
+        else _.ngettext("{n} pad token at the start", "{n} pad tokens at the start", n)
+    )
     detail = {
         "none": _("no mask"),
         "causal": _("causal"),
         "padding": _("padding ({pad})", pad=pad_text),
         "causal + padding": _("causal + padding ({pad})", pad=pad_text),
-        "sliding window": _("sliding window of {window} (the query itself included)",
-                            window=data.window),
+        "sliding window": _(
+            "sliding window of {window} (the query itself included)", window=data.window
+        ),
     }[data.mask_type]
-    title = _.ngettext("Mask: {detail}, {n} token", "Mask: {detail}, {n} tokens", L,
-                       detail=_html.escape(detail))
+    title = _.ngettext(
+        "Mask: {detail}, {n} token", "Mask: {detail}, {n} tokens", L, detail=_html.escape(detail)
+    )
     if empty.any():  # prose: a second line of the caption, not text in the plot
         rows = np.flatnonzero(empty)
-        note = _.ngettext("query {rows} sees no key: its weights are all 0",
-                          "queries {rows} see no key: their weights are all 0", len(rows),
-                          rows=", ".join(str(i) for i in rows))
+        note = _.ngettext(
+            "query {rows} sees no key: its weights are all 0",
+            "queries {rows} see no key: their weights are all 0",
+            len(rows),
+            rows=", ".join(str(i) for i in rows),
+        )
         title += f"<br><span style='color:{viz.ORANGE_TEXT}'>{_html.escape(note)}</span>"
     # The title becomes the caption above the plot (base.take_title).
     caption_title(fig, title, size=TITLE_PX)
     fig.update_layout(showlegend=False)
     shown = [t if j % step == 0 else "" for j, t in enumerate(key_ticks)]
     for cell in (left, right):
-        fig.update_xaxes(title_text=_("key position j"), type="category", showgrid=False,
-                         tickmode="array", tickvals=keys, ticktext=shown, tickangle=0,
-                         tickfont=dict(size=tick_size), **cell)
-        fig.update_yaxes(type="category", autorange="reversed", showgrid=False,
-                         tickfont=dict(size=y_tick_size), **cell)
+        fig.update_xaxes(
+            title_text=_("key position j"),
+            type="category",
+            showgrid=False,
+            tickmode="array",
+            tickvals=keys,
+            ticktext=shown,
+            tickangle=0,
+            tickfont=dict(size=tick_size),
+            **cell,
+        )
+        fig.update_yaxes(
+            type="category",
+            autorange="reversed",
+            showgrid=False,
+            tickfont=dict(size=y_tick_size),
+            **cell,
+        )
     fig.update_yaxes(title_text=_("query position i"), **left)
     if stacked:  # one under the other, both panels show the queries
         fig.update_yaxes(title_text=_("query position i"), **right)
@@ -272,9 +379,17 @@ def draw_mask(data: MaskData, *, language: str | None = None, height: int = 430,
 
 
 def mask_figure(
-    mask_type: str = "causal", window: int = 3, n_pad: int = 2, *, seq_len: int = 8,
-    seed: int = 0, scores=None, height: int = 430, pad_side: str = "right",
-    language: str | None = None, width: int = COLUMN_PX,
+    mask_type: str = "causal",
+    window: int = 3,
+    n_pad: int = 2,
+    *,
+    seq_len: int = 8,
+    seed: int = 0,
+    scores=None,
+    height: int = 430,
+    pad_side: str = "right",
+    language: str | None = None,
+    width: int = COLUMN_PX,
 ):
     """The mask explorer's figure of one setting: :func:`draw_mask` of :func:`mask_data`.
 
@@ -296,14 +411,20 @@ def mask_figure(
     Raises:
         TypeError, ValueError: as :func:`mask_data` and :func:`draw_mask`.
     """
-    data = mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, seed=seed,
-                     scores=scores)
+    data = mask_data(
+        mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, seed=seed, scores=scores
+    )
     return draw_mask(data, language=language, height=height, width=width)
 
 
 def mask_explorer(
-    mask_type: str = "causal + padding", window: int = 3, n_pad: int = 2, *,
-    seq_len: int = 8, seed: int = 0, pad_side: str = "right",
+    mask_type: str = "causal + padding",
+    window: int = 3,
+    n_pad: int = 2,
+    *,
+    seq_len: int = 8,
+    seed: int = 0,
+    pad_side: str = "right",
 ) -> Explorer:
     """The mask explorer (chapter 6): a keep-mask and the attention weights it produces.
 
@@ -345,8 +466,9 @@ def mask_explorer(
     scores = mask_scores(seq_len, seed)  # (L, S), fixed for every setting
 
     def compute(mask_type, window, n_pad, pad_side):
-        return mask_data(mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len,
-                         scores=scores)
+        return mask_data(
+            mask_type, window, n_pad, pad_side=pad_side, seq_len=seq_len, scores=scores
+        )
 
     def active(values):
         names = {"mask_type"}
@@ -360,8 +482,13 @@ def mask_explorer(
         Control("mask_type", "mask", "select", MASK_TYPES, mask_type, plain_label="mask"),
         Control("window", "window", "slider", tuple(range(1, seq_len + 1)), window),
         Control("n_pad", "pad tokens", "slider", tuple(range(0, seq_len + 1)), n_pad),
-        Control("pad_side", "padding at", "select", PAD_SIDES, pad_side,
-                labels=("the end (right)", "the start (left)")),
+        Control(
+            "pad_side",
+            "padding at",
+            "select",
+            PAD_SIDES,
+            pad_side,
+            labels=("the end (right)", "the start (left)"),
+        ),
     ]
-    return Explorer(controls, title="mask explorer", compute=compute, draw=draw_mask,
-                    active=active)
+    return Explorer(controls, title="mask explorer", compute=compute, draw=draw_mask, active=active)

@@ -30,8 +30,15 @@ from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["POSITION_VALUES", "BASE_VALUES", "PositionData", "position_data", "draw_position",
-           "position_figure", "position_explorer"]
+__all__ = [
+    "POSITION_VALUES",
+    "BASE_VALUES",
+    "PositionData",
+    "position_data",
+    "draw_position",
+    "position_figure",
+    "position_explorer",
+]
 
 #: Stops of the position slider of the position explorer.
 POSITION_VALUES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 32)
@@ -78,8 +85,14 @@ class PositionData:
     scores: np.ndarray
 
 
-def position_data(position: int = 8, pair: int = 1, base: float = 10000.0, *,
-                  head_dim: int = 16, max_position: int = 64) -> PositionData:
+def position_data(
+    position: int = 8,
+    pair: int = 1,
+    base: float = 10000.0,
+    *,
+    head_dim: int = 16,
+    max_position: int = 64,
+) -> PositionData:
     """Compute one setting of the position explorer.
 
     Args:
@@ -115,16 +128,24 @@ def position_data(position: int = 8, pair: int = 1, base: float = 10000.0, *,
     pos = np.arange(max_position + 1)  # (P,)
     pe = sinusoidal_encoding(max_position + 1, head_dim, base=base)  # (P, D)
     return PositionData(
-        position=m, pair=pair, base=base, head_dim=head_dim, theta=theta,
-        angle=m * theta, wavelength=2 * math.pi / theta,
+        position=m,
+        pair=pair,
+        base=base,
+        head_dim=head_dim,
+        theta=theta,
+        angle=m * theta,
+        wavelength=2 * math.pi / theta,
         path=rope_pair_path(np.arange(m + 1), pair, head_dim, base=base),  # (i + 1, 2)
-        positions=pos, sine=pe[:, 2 * pair], cosine=pe[:, 2 * pair + 1],
+        positions=pos,
+        sine=pe[:, 2 * pair],
+        cosine=pe[:, 2 * pair + 1],
         scores=rope_offset_scores(pos, head_dim, base=base),  # (P,)
     )
 
 
-def draw_position(data: PositionData, *, language: str | None = None, height: int = 450,
-                  width: int = COLUMN_PX):
+def draw_position(
+    data: PositionData, *, language: str | None = None, height: int = 450, width: int = COLUMN_PX
+):
     """Draw one setting of the position explorer for ``width`` px, every label in ``language``.
 
     Left: RoPE rotates the coordinate pair ``r`` (interleaved layout, dimensions ``2r, 2r+1``)
@@ -169,59 +190,142 @@ def draw_position(data: PositionData, *, language: str | None = None, height: in
     m, pos, path = data.position, data.positions, data.path
     circle = np.linspace(0, 2 * np.pi, 121)
     grid = panel_grid(
-        width, [_("RoPE rotates pair r by i·θ<sub>r</sub>"),
-                _("sinusoidal encoding, same θ<sub>r</sub>"),
-                _("RoPE score q·k vs offset")],
-        column_widths=[1.0, 1.15, 1.15], height=height, left=60, spacing_px=60, bottom=50)
+        width,
+        [
+            _("RoPE rotates pair r by i·θ<sub>r</sub>"),
+            _("sinusoidal encoding, same θ<sub>r</sub>"),
+            _("RoPE score q·k vs offset"),
+        ],
+        column_widths=[1.0, 1.15, 1.15],
+        height=height,
+        left=60,
+        spacing_px=60,
+        bottom=50,
+    )
     fig, (rot, sin, score) = grid.figure, grid.cells
-    fig.add_trace(go.Scatter(
-        x=np.cos(circle), y=np.sin(circle), mode="lines", line=dict(color="#c8c8c8", width=1),
-        hoverinfo="skip", showlegend=False, name=_("unit circle")), **rot)
-    fig.add_trace(go.Scatter(
-        x=path[:, 0], y=path[:, 1], mode="lines+markers", showlegend=False,
-        name=_("rotated pair"), line=dict(color=BLUE, width=1),
-        marker=dict(size=[6] * m + [13], color=BLUE),
-        hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
-        meta={"theta": data.theta, "angle": data.angle, "wavelength": data.wavelength}), **rot)
-    fig.add_trace(go.Scatter(
-        x=pos, y=data.sine, mode="lines", name=_("dim 2r: sin(p·θ<sub>r</sub>)"),
-        line=dict(color=BLUE, width=2)), **sin)
-    fig.add_trace(go.Scatter(
-        x=pos, y=data.cosine, mode="lines", name=_("dim 2r+1: cos(p·θ<sub>r</sub>)"),
-        line=dict(color=ORANGE, width=2)), **sin)
-    fig.add_trace(go.Scatter(
-        x=[m, m], y=[data.sine[m], data.cosine[m]], mode="markers", showlegend=False,
-        name=_("at p = i"), marker=dict(size=10, color=[BLUE, ORANGE])), **sin)
-    fig.add_trace(go.Scatter(
-        x=pos, y=data.scores, mode="lines", showlegend=False, name=_("score"),
-        line=dict(color=GREY, width=2),
-        hovertemplate=_("Δ = {offset}: score {score}", offset="%{x}", score="%{y:.3f}")
-        + "<extra></extra>"), **score)
-    fig.add_trace(go.Scatter(
-        x=[m], y=[data.scores[m]], mode="markers", showlegend=False, name=_("at Δ = i"),
-        marker=dict(size=10, color=GREY)), **score)
+    fig.add_trace(
+        go.Scatter(
+            x=np.cos(circle),
+            y=np.sin(circle),
+            mode="lines",
+            line=dict(color="#c8c8c8", width=1),
+            hoverinfo="skip",
+            showlegend=False,
+            name=_("unit circle"),
+        ),
+        **rot,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=path[:, 0],
+            y=path[:, 1],
+            mode="lines+markers",
+            showlegend=False,
+            name=_("rotated pair"),
+            line=dict(color=BLUE, width=1),
+            marker=dict(size=[6] * m + [13], color=BLUE),
+            hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
+            meta={"theta": data.theta, "angle": data.angle, "wavelength": data.wavelength},
+        ),
+        **rot,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=pos,
+            y=data.sine,
+            mode="lines",
+            name=_("dim 2r: sin(p·θ<sub>r</sub>)"),
+            line=dict(color=BLUE, width=2),
+        ),
+        **sin,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=pos,
+            y=data.cosine,
+            mode="lines",
+            name=_("dim 2r+1: cos(p·θ<sub>r</sub>)"),
+            line=dict(color=ORANGE, width=2),
+        ),
+        **sin,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[m, m],
+            y=[data.sine[m], data.cosine[m]],
+            mode="markers",
+            showlegend=False,
+            name=_("at p = i"),
+            marker=dict(size=10, color=[BLUE, ORANGE]),
+        ),
+        **sin,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=pos,
+            y=data.scores,
+            mode="lines",
+            showlegend=False,
+            name=_("score"),
+            line=dict(color=GREY, width=2),
+            hovertemplate=_("Δ = {offset}: score {score}", offset="%{x}", score="%{y:.3f}")
+            + "<extra></extra>",
+        ),
+        **score,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[m],
+            y=[data.scores[m]],
+            mode="markers",
+            showlegend=False,
+            name=_("at Δ = i"),
+            marker=dict(size=10, color=GREY),
+        ),
+        **score,
+    )
     # The circle stays round: one unit is as long on both axes (plotly widens the range of the
     # longer side of the panel).
     fig.update_xaxes(range=[-1.2, 1.2], title_text=_("dim 2r"), zeroline=True, **rot)
-    fig.update_yaxes(range=[-1.2, 1.2], title_text=_("dim 2r+1"), zeroline=True,
-                     scaleanchor="x", scaleratio=1, **rot)
+    fig.update_yaxes(
+        range=[-1.2, 1.2],
+        title_text=_("dim 2r+1"),
+        zeroline=True,
+        scaleanchor="x",
+        scaleratio=1,
+        **rot,
+    )
     fig.update_xaxes(title_text=_("position p"), **sin)
     fig.update_yaxes(range=[-1.1, 1.1], **sin)
     fig.update_xaxes(title_text=_("offset Δ = i − j"), **score)
     fig.update_yaxes(range=[-0.45, 1.05], **score)
     # Only the title changes with the controls (small static frames); the panels are fixed.
-    title = _("i = {i}, r = {r}, base {base}: θ<sub>r</sub> = {theta} rad/token, angle "
-              "i·θ<sub>r</sub> = {angle} rad, wavelength 2π/θ<sub>r</sub> = {wavelength} "
-              "tokens", i=m, r=data.pair, base=_base_text(data.base),
-              theta=f"{data.theta:.3g}", angle=f"{data.angle:.3g}",
-              wavelength=f"{data.wavelength:.3g}")
+    title = _(
+        "i = {i}, r = {r}, base {base}: θ<sub>r</sub> = {theta} rad/token, angle "
+        "i·θ<sub>r</sub> = {angle} rad, wavelength 2π/θ<sub>r</sub> = {wavelength} "
+        "tokens",
+        i=m,
+        r=data.pair,
+        base=_base_text(data.base),
+        theta=f"{data.theta:.3g}",
+        angle=f"{data.angle:.3g}",
+        wavelength=f"{data.wavelength:.3g}",
+    )
     caption_title(fig, title)
     return fig
 
 
-def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
-                    head_dim: int = 16, max_position: int = 64, height: int = 450,
-                    language: str | None = None, width: int = COLUMN_PX):
+def position_figure(
+    position: int = 8,
+    pair: int = 1,
+    base: float = 10000.0,
+    *,
+    head_dim: int = 16,
+    max_position: int = 64,
+    height: int = 450,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """The position explorer's figure of one setting, drawn from its computed data.
 
     :func:`draw_position` of :func:`position_data`.
@@ -248,8 +352,9 @@ def position_figure(position: int = 8, pair: int = 1, base: float = 10000.0, *,
     return draw_position(data, language=language, height=height, width=width)
 
 
-def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *,
-                      head_dim: int = 16) -> Explorer:
+def position_explorer(
+    position: int = 8, pair: int = 1, base: float = 10000.0, *, head_dim: int = 16
+) -> Explorer:
     """The position explorer (chapter 8): positions and frequencies of RoPE and sinusoids.
 
     Controls: ``position`` ``i`` (a slider over :data:`POSITION_VALUES`), ``pair`` ``r`` (a
@@ -285,7 +390,13 @@ def position_explorer(position: int = 8, pair: int = 1, base: float = 10000.0, *
     controls = [
         Control("position", "position i", "slider", POSITION_VALUES, int(position)),
         Control("pair", "pair r", "slider", pairs, int(pair)),
-        Control("base", "base", "select", BASE_VALUES, float(base),
-                labels=lambda _: [_base_text(b) for b in BASE_VALUES]),
+        Control(
+            "base",
+            "base",
+            "select",
+            BASE_VALUES,
+            float(base),
+            labels=lambda _: [_base_text(b) for b in BASE_VALUES],
+        ),
     ]
     return Explorer(controls, title="position explorer", compute=compute, draw=draw_position)

@@ -22,8 +22,14 @@ from ..checks import check_int, check_strings
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["HIGHLIGHT_COLORS", "TokenAttentionData", "token_attention_data",
-           "draw_token_attention", "token_attention_figure", "referent_explorer"]
+__all__ = [
+    "HIGHLIGHT_COLORS",
+    "TokenAttentionData",
+    "token_attention_data",
+    "draw_token_attention",
+    "token_attention_figure",
+    "referent_explorer",
+]
 
 #: Bar colours of the highlighted tokens of :func:`draw_token_attention`, in order (the first
 #: highlighted token orange, the second green, ...); every other token is drawn in light blue.
@@ -71,8 +77,14 @@ class TokenAttentionData:
 
 
 def token_attention_data(
-    tokens, weights, layer: int = 0, head: int = 0, *, query: str = "it",
-    highlight=("animal", "street"), titles=None,
+    tokens,
+    weights,
+    layer: int = 0,
+    head: int = 0,
+    *,
+    query: str = "it",
+    highlight=("animal", "street"),
+    titles=None,
 ) -> TokenAttentionData:
     """One layer and head of the referent explorer: the query's attention row per sentence.
 
@@ -129,8 +141,7 @@ def token_attention_data(
     highlight = tuple(map(str, highlight))
     if len(highlight) > len(HIGHLIGHT_COLORS):
         raise ValueError(
-            f"highlight names {len(highlight)} tokens; at most {len(HIGHLIGHT_COLORS)} have "
-            "colours"
+            f"highlight names {len(highlight)} tokens; at most {len(HIGHLIGHT_COLORS)} have colours"
         )
     if titles is not None:
         titles = tuple(str(x) for x in titles)
@@ -140,17 +151,26 @@ def token_attention_data(
     return TokenAttentionData(
         tokens=tuple(tuple(t) for t in tokens),
         rows=tuple(w[layer, head].copy() for w in weights),  # (T_i,) each
-        layer=layer, head=head, query=query,
+        layer=layer,
+        head=head,
+        query=query,
         query_index=tuple(_first_index(t, query, "query", i) for i, t in enumerate(tokens)),
         highlight=highlight,
-        highlight_index=tuple(tuple(_first_index(t, tok, "highlight token", i)
-                                    for tok in highlight) for i, t in enumerate(tokens)),
+        highlight_index=tuple(
+            tuple(_first_index(t, tok, "highlight token", i) for tok in highlight)
+            for i, t in enumerate(tokens)
+        ),
         titles=titles,
     )
 
 
-def draw_token_attention(data: TokenAttentionData, *, language: str | None = None,
-                         height: int | None = None, width: int = viz.COLUMN_PX):
+def draw_token_attention(
+    data: TokenAttentionData,
+    *,
+    language: str | None = None,
+    height: int | None = None,
+    width: int = viz.COLUMN_PX,
+):
     """Draw one setting of the referent explorer for ``width`` px, every label in ``language``.
 
     One bar chart per sentence, one under the other at every width (a bar per word piece
@@ -212,18 +232,33 @@ def draw_token_attention(data: TokenAttentionData, *, language: str | None = Non
         tick_axes.append((t, ticks))
         # Word pieces and numbers only: the same in every language. Each part is kept on one
         # line (no-break spaces) where the title is wrapped to the width.
-        parts = [f"<span style='color:{c}'>{_html.escape(tok)}</span>\u00a0{row[j]:.3f}"
-                 for (tok, j), c in zip(hi.items(), HIGHLIGHT_COLORS)]
+        parts = [
+            f"<span style='color:{c}'>{_html.escape(tok)}</span>\u00a0{row[j]:.3f}"
+            for (tok, j), c in zip(hi.items(), HIGHLIGHT_COLORS)
+        ]
         if len(hi) >= 2:
             (t0, j0), (t1, j1) = list(hi.items())[:2]
-            parts.append(f"{_html.escape(t0)}\u00a0−\u00a0{_html.escape(t1)}\u00a0"
-                         f"{row[j0] - row[j1]:+.3f}")
+            parts.append(
+                f"{_html.escape(t0)}\u00a0−\u00a0{_html.escape(t1)}\u00a0{row[j0] - row[j1]:+.3f}"
+            )
         panel_titles.append(_html.escape(names[i]) + ("<br>" + " · ".join(parts) if parts else ""))
-        traces.append(go.Bar(
-            x=list(range(len(t))), y=row, marker=dict(color=colors, line=dict(width=0)),
-            customdata=list(t), name=names[i], hovertemplate=hover + "<extra></extra>",
-            meta=dict(layer=data.layer + 1, head=data.head + 1, sentence=i, query_index=qi,
-                      highlight={tok: float(row[j]) for tok, j in hi.items()})))
+        traces.append(
+            go.Bar(
+                x=list(range(len(t))),
+                y=row,
+                marker=dict(color=colors, line=dict(width=0)),
+                customdata=list(t),
+                name=names[i],
+                hovertemplate=hover + "<extra></extra>",
+                meta=dict(
+                    layer=data.layer + 1,
+                    head=data.head + 1,
+                    sentence=i,
+                    query_index=qi,
+                    highlight={tok: float(row[j]) for tok, j in hi.items()},
+                ),
+            )
+        )
     grid = panel_grid(width, panel_titles, stacked=True, left=70, right=20, bottom=20)
     fig, cells = grid.figure, grid.cells
     lay = fig.layout
@@ -234,24 +269,45 @@ def draw_token_attention(data: TokenAttentionData, *, language: str | None = Non
         # A slanted label needs its bar to be a line height apart from the next across the
         # slant (sin 40°); else it stands upright, a line height wide.
         slot = plot_w / len(t)
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(t))), ticktext=ticks,
-                         tickangle=-40 if slot * math.sin(math.radians(40)) >= 1.2 * size
-                         else -90, range=[-0.6, len(t) - 0.4], showgrid=False, zeroline=False,
-                         tickfont=dict(size=size), **cell)
-        fig.update_yaxes(range=[0, 1.0], title_text=_("weight of “{query}”", query=query),
-                         **cell)
+        fig.update_xaxes(
+            tickmode="array",
+            tickvals=list(range(len(t))),
+            ticktext=ticks,
+            tickangle=-40 if slot * math.sin(math.radians(40)) >= 1.2 * size else -90,
+            range=[-0.6, len(t) - 0.4],
+            showgrid=False,
+            zeroline=False,
+            tickfont=dict(size=size),
+            **cell,
+        )
+        fig.update_yaxes(range=[0, 1.0], title_text=_("weight of “{query}”", query=query), **cell)
     if height is not None:
         fig.update_layout(height=height)
     fig.update_layout(showlegend=False, bargap=0.15)
-    return caption_title(fig, _("Attention of “{query}”: layer {layer}, head {head}",
-                                query=query, layer=data.layer + 1, head=data.head + 1),
-                         size=14)
+    return caption_title(
+        fig,
+        _(
+            "Attention of “{query}”: layer {layer}, head {head}",
+            query=query,
+            layer=data.layer + 1,
+            head=data.head + 1,
+        ),
+        size=14,
+    )
 
 
 def token_attention_figure(
-    tokens, weights, layer: int = 0, head: int = 0, *, query: str = "it",
-    highlight=("animal", "street"), titles=None, height: int | None = None,
-    language: str | None = None, width: int = viz.COLUMN_PX,
+    tokens,
+    weights,
+    layer: int = 0,
+    head: int = 0,
+    *,
+    query: str = "it",
+    highlight=("animal", "street"),
+    titles=None,
+    height: int | None = None,
+    language: str | None = None,
+    width: int = viz.COLUMN_PX,
 ):
     """The referent explorer's figure: :func:`draw_token_attention` of :func:`token_attention_data`.
 
@@ -277,14 +333,20 @@ def token_attention_figure(
     Raises:
         TypeError, ValueError: as :func:`token_attention_data` and :func:`draw_token_attention`.
     """
-    data = token_attention_data(tokens, weights, layer, head, query=query,
-                                highlight=highlight, titles=titles)
+    data = token_attention_data(
+        tokens, weights, layer, head, query=query, highlight=highlight, titles=titles
+    )
     return draw_token_attention(data, language=language, height=height, width=width)
 
 
 def referent_explorer(
-    layer: int = 1, head: int = 1, *, sentences: Sequence[str] | None = None,
-    query: str = "it", candidates: Sequence[str] = ("animal", "street"), model=None,
+    layer: int = 1,
+    head: int = 1,
+    *,
+    sentences: Sequence[str] | None = None,
+    query: str = "it",
+    candidates: Sequence[str] = ("animal", "street"),
+    model=None,
 ) -> Explorer:
     """The referent explorer (chapter 2): where "it" looks, in every layer and head of a real model.
 
@@ -360,12 +422,18 @@ def referent_explorer(
     kept = {w for text in read for w in i18n.untranslated(text)}
 
     def compute(layer, head):
-        return token_attention_data(tokens, weights, layer - 1, head - 1, query=query,
-                                    highlight=candidates, titles=titles)
+        return token_attention_data(
+            tokens, weights, layer - 1, head - 1, query=query, highlight=candidates, titles=titles
+        )
 
     controls = [
         Control("layer", "layer", "slider", tuple(range(1, n_layers + 1)), layer),
         Control("head", "head", "slider", tuple(range(1, n_heads + 1)), head),
     ]
-    return Explorer(controls, title="referent explorer", compute=compute,
-                    draw=draw_token_attention, kept_words=sorted(kept))
+    return Explorer(
+        controls,
+        title="referent explorer",
+        compute=compute,
+        draw=draw_token_attention,
+        kept_words=sorted(kept),
+    )

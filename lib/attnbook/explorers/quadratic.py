@@ -21,9 +21,16 @@ from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["SEQ_LEN_VALUES", "N_HEADS_VALUES", "SCORE_DTYPES", "QuadraticData",
-           "quadratic_data", "draw_quadratic", "quadratic_cost_figure",
-           "quadratic_cost_explorer"]
+__all__ = [
+    "SEQ_LEN_VALUES",
+    "N_HEADS_VALUES",
+    "SCORE_DTYPES",
+    "QuadraticData",
+    "quadratic_data",
+    "draw_quadratic",
+    "quadratic_cost_figure",
+    "quadratic_cost_explorer",
+]
 
 #: The slider stops of the sequence length ``L`` in the O(L²) meter, 512 to 131072 tokens.
 SEQ_LEN_VALUES = tuple(2**i for i in range(9, 18))
@@ -65,9 +72,15 @@ class QuadraticData:
     linear: np.ndarray
 
 
-def quadratic_data(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
-                   head_dim: int = 128, ref_len: int = 2048,
-                   seq_lens: Sequence[int] = SEQ_LEN_VALUES) -> QuadraticData:
+def quadratic_data(
+    seq_len: int = 32768,
+    n_heads: int = 32,
+    dtype: str = "float32",
+    *,
+    head_dim: int = 128,
+    ref_len: int = 2048,
+    seq_lens: Sequence[int] = SEQ_LEN_VALUES,
+) -> QuadraticData:
     """Compute one setting of the O(L²) meter.
 
     Args:
@@ -98,12 +111,18 @@ def quadratic_data(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float3
     head_dim = check_int(head_dim, "head_dim", 1)
     lens = np.array(seq_lens, dtype=np.int64)  # (N,)
     return QuadraticData(
-        seq_len=seq_len, n_heads=n_heads, dtype=dtype, head_dim=head_dim, ref_len=ref_len,
-        seq_lens=lens, score_bytes=score_matrix_bytes(lens, n_heads, 1, dtype),  # (N,)
+        seq_len=seq_len,
+        n_heads=n_heads,
+        dtype=dtype,
+        head_dim=head_dim,
+        ref_len=ref_len,
+        seq_lens=lens,
+        score_bytes=score_matrix_bytes(lens, n_heads, 1, dtype),  # (N,)
         chosen_bytes=score_matrix_bytes(seq_len, n_heads, 1, dtype),
         flops=attention_flops(seq_len, n_heads * head_dim),
         factor=(seq_len / ref_len) ** 2,
-        quadratic=(lens / ref_len) ** 2, linear=lens / ref_len,  # (N,) each
+        quadratic=(lens / ref_len) ** 2,
+        linear=lens / ref_len,  # (N,) each
     )
 
 
@@ -112,8 +131,9 @@ def _length_text(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
-def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: int = 430,
-                   width: int = COLUMN_PX):
+def draw_quadratic(
+    data: QuadraticData, *, language: str | None = None, height: int = 430, width: int = COLUMN_PX
+):
     """Draw one setting of the O(L²) meter for ``width`` px, every label in ``language``.
 
     Left panel: the score matrices' memory in GiB on log-log axes, with the chosen ``L``
@@ -156,57 +176,126 @@ def draw_quadratic(data: QuadraticData, *, language: str | None = None, height: 
     colors = [ORANGE if n == seq_len else "#9bb8dc" for n in seq_lens]
     size_hover = _("L = {L}: {size} GiB", L="%{x}", size="%{y:.3g}") + "<extra></extra>"
     grid = panel_grid(
-        width, [_("Memory of the score matrices"),
-                _("Growth relative to L₀ = {ref_len}", ref_len=f"{ref_len:,}")],
-        height=height, spacing_px=90, bottom=50)
+        width,
+        [
+            _("Memory of the score matrices"),
+            _("Growth relative to L₀ = {ref_len}", ref_len=f"{ref_len:,}"),
+        ],
+        height=height,
+        spacing_px=90,
+        bottom=50,
+    )
     fig, (left, right) = grid.figure, grid.cells
-    fig.add_trace(go.Scatter(
-        x=seq_lens, y=data.score_bytes / _GIB, mode="lines+markers", name=_("score matrices"),
-        line=dict(color=BLUE), hovertemplate=size_hover), **left)
-    fig.add_trace(go.Scatter(
-        x=[seq_len], y=[data.chosen_bytes / _GIB], mode="markers", name=_("chosen L"),
-        marker=dict(size=14, color=ORANGE),
-        meta=dict(bytes=data.chosen_bytes, flops=data.flops, factor=data.factor),
-        hovertemplate=size_hover), **left)
-    fig.add_trace(go.Bar(
-        x=labels, y=data.quadratic, marker=dict(color=colors), name="(L / L₀)²",
-        hovertemplate=_("L = {L}: {factor}× the cost at L₀", L="%{x}", factor="%{y:.4g}")
-        + "<extra></extra>"), **right)
-    fig.add_trace(go.Scatter(
-        x=labels, y=data.linear, mode="lines+markers", name=_("L / L₀ (linear)"),
-        line=dict(color=GREY, dash="dash"),
-        hovertemplate=_("linear: {factor}×", factor="%{y:.4g}") + "<extra></extra>"), **right)
+    fig.add_trace(
+        go.Scatter(
+            x=seq_lens,
+            y=data.score_bytes / _GIB,
+            mode="lines+markers",
+            name=_("score matrices"),
+            line=dict(color=BLUE),
+            hovertemplate=size_hover,
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[seq_len],
+            y=[data.chosen_bytes / _GIB],
+            mode="markers",
+            name=_("chosen L"),
+            marker=dict(size=14, color=ORANGE),
+            meta=dict(bytes=data.chosen_bytes, flops=data.flops, factor=data.factor),
+            hovertemplate=size_hover,
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=data.quadratic,
+            marker=dict(color=colors),
+            name="(L / L₀)²",
+            hovertemplate=_("L = {L}: {factor}× the cost at L₀", L="%{x}", factor="%{y:.4g}")
+            + "<extra></extra>",
+        ),
+        **right,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=labels,
+            y=data.linear,
+            mode="lines+markers",
+            name=_("L / L₀ (linear)"),
+            line=dict(color=GREY, dash="dash"),
+            hovertemplate=_("linear: {factor}×", factor="%{y:.4g}") + "<extra></extra>",
+        ),
+        **right,
+    )
     # One tick label per bar where they fit side by side in the panel, else every other one
     # (the panel's width in px read from the grid's domain).
     lay = fig.layout
     d0, d1 = lay.xaxis2.domain
     slot = (d1 - d0) * (width - lay.margin.l - lay.margin.r) / len(labels)
     step = 1 if max(fonts.text_width(t, _TICK_PX) for t in labels) + 6 <= slot else 2
-    fig.update_xaxes(type="log", title_text=_("sequence length L"), tickvals=seq_lens[::2],
-                     ticktext=labels[::2], **left)
-    fig.update_yaxes(type="log", title_text=_("GiB of L × L scores (one layer)"), dtick=1,
-                     exponentformat="power", **left)
-    fig.update_xaxes(type="category", title_text=_("sequence length L"), tickangle=0,
-                     tickvals=labels[::step], ticktext=labels[::step],
-                     tickfont=dict(size=_TICK_PX), **right)
-    fig.update_yaxes(type="log", title_text=_("cost relative to L₀ = {ref_len}",
-                                               ref_len=f"{ref_len:,}"),
-                     dtick=1, exponentformat="power", **right)
+    fig.update_xaxes(
+        type="log",
+        title_text=_("sequence length L"),
+        tickvals=seq_lens[::2],
+        ticktext=labels[::2],
+        **left,
+    )
+    fig.update_yaxes(
+        type="log",
+        title_text=_("GiB of L × L scores (one layer)"),
+        dtick=1,
+        exponentformat="power",
+        **left,
+    )
+    fig.update_xaxes(
+        type="category",
+        title_text=_("sequence length L"),
+        tickangle=0,
+        tickvals=labels[::step],
+        ticktext=labels[::step],
+        tickfont=dict(size=_TICK_PX),
+        **right,
+    )
+    fig.update_yaxes(
+        type="log",
+        title_text=_("cost relative to L₀ = {ref_len}", ref_len=f"{ref_len:,}"),
+        dtick=1,
+        exponentformat="power",
+        **right,
+    )
     title = _.ngettext(
         "L = {L}: {size} of scores per layer ({n} head, {dtype})<br>{tflop} TFLOP per layer, "
         "{factor}× the cost at L₀ = {ref_len}",
         "L = {L}: {size} of scores per layer ({n} heads, {dtype})<br>{tflop} TFLOP per layer, "
         "{factor}× the cost at L₀ = {ref_len}",
-        data.n_heads, L=f"{seq_len:,}", size=format_bytes(data.chosen_bytes), dtype=data.dtype,
-        tflop=f"{data.flops / 1e12:.3g}", factor=f"{data.factor:.4g}", ref_len=f"{ref_len:,}")
+        data.n_heads,
+        L=f"{seq_len:,}",
+        size=format_bytes(data.chosen_bytes),
+        dtype=data.dtype,
+        tflop=f"{data.flops / 1e12:.3g}",
+        factor=f"{data.factor:.4g}",
+        ref_len=f"{ref_len:,}",
+    )
     caption_title(fig, title)
     return fig
 
 
-def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32", *,
-                          head_dim: int = 128, ref_len: int = 2048,
-                          seq_lens: Sequence[int] = SEQ_LEN_VALUES, height: int = 430,
-                          language: str | None = None, width: int = COLUMN_PX):
+def quadratic_cost_figure(
+    seq_len: int = 32768,
+    n_heads: int = 32,
+    dtype: str = "float32",
+    *,
+    head_dim: int = 128,
+    ref_len: int = 2048,
+    seq_lens: Sequence[int] = SEQ_LEN_VALUES,
+    height: int = 430,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """Figure of the O(L²) meter: score-matrix memory and attention FLOPs against ``L``.
 
     :func:`draw_quadratic` of :func:`quadratic_data` (trace order and ``meta`` as there).
@@ -228,13 +317,20 @@ def quadratic_cost_figure(seq_len: int = 32768, n_heads: int = 32, dtype: str = 
     Raises:
         TypeError, ValueError: as :func:`quadratic_data` and :func:`draw_quadratic`.
     """
-    data = quadratic_data(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len,
-                          seq_lens=seq_lens)
+    data = quadratic_data(
+        seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len, seq_lens=seq_lens
+    )
     return draw_quadratic(data, language=language, height=height, width=width)
 
 
-def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str = "float32",
-                            *, head_dim: int = 128, ref_len: int = 2048) -> Explorer:
+def quadratic_cost_explorer(
+    seq_len: int = 32768,
+    n_heads: int = 32,
+    dtype: str = "float32",
+    *,
+    head_dim: int = 128,
+    ref_len: int = 2048,
+) -> Explorer:
     """The O(L²) meter (chapter 11): drag ``L`` and watch the score matrix grow as ``L²``.
 
     Controls: ``seq_len`` (a slider over :data:`SEQ_LEN_VALUES`), ``n_heads``
@@ -266,13 +362,25 @@ def quadratic_cost_explorer(seq_len: int = 32768, n_heads: int = 32, dtype: str 
         return quadratic_data(seq_len, n_heads, dtype, head_dim=head_dim, ref_len=ref_len)
 
     controls = [
-        Control("seq_len", "sequence length L", "slider", SEQ_LEN_VALUES, int(seq_len),
-                labels=lambda _: [f"{n:,}" for n in SEQ_LEN_VALUES]),
+        Control(
+            "seq_len",
+            "sequence length L",
+            "slider",
+            SEQ_LEN_VALUES,
+            int(seq_len),
+            labels=lambda _: [f"{n:,}" for n in SEQ_LEN_VALUES],
+        ),
         Control("n_heads", "heads", "select", N_HEADS_VALUES, int(n_heads)),
-        Control("dtype", "score dtype", "select", SCORE_DTYPES, dtype,
-                labels=lambda _: SCORE_DTYPES),  # names, the same in every language
+        Control(
+            "dtype", "score dtype", "select", SCORE_DTYPES, dtype, labels=lambda _: SCORE_DTYPES
+        ),  # names, the same in every language
     ]
     # Written as they are in both editions: the dtypes' names and the units TFLOP and TiB
     # (attnbook.i18n.KEPT_WORDS has FLOP and GiB but not these).
-    return Explorer(controls, title="O(L²) meter", compute=compute, draw=draw_quadratic,
-                    kept_words=SCORE_DTYPES + ("TFLOP", "TiB"))
+    return Explorer(
+        controls,
+        title="O(L²) meter",
+        compute=compute,
+        draw=draw_quadratic,
+        kept_words=SCORE_DTYPES + ("TFLOP", "TiB"),
+    )

@@ -57,6 +57,7 @@ DISTANCE_VALUES = (1, 2, 5, 10, 20, 30, 50, 75, 100)
 #: The y axis of the norm panel (log scale), fixed so that settings can be compared.
 Y_RANGE = (1e-10, 1e5)
 
+
 def _gamma(value, name: str = "gamma") -> float:
     """``value`` as a spectral norm in ``(0, 2]`` (a real number; TypeError otherwise)."""
     value = check_real(value, name, minimum=0.0, strict=True)
@@ -92,9 +93,13 @@ class DecaySetting:
     at: dict
 
 
-def gradient_decay_setting(gamma: float = 0.9, distance: int = 50, *,
-                           data: GradientDecay | None = None,
-                           gamma_range: tuple = (0.5, 1.1)) -> DecaySetting:
+def gradient_decay_setting(
+    gamma: float = 0.9,
+    distance: int = 50,
+    *,
+    data: GradientDecay | None = None,
+    gamma_range: tuple = (0.5, 1.1),
+) -> DecaySetting:
     """Compute one setting of the γ-and-distance explorer.
 
     Args:
@@ -117,8 +122,10 @@ def gradient_decay_setting(gamma: float = 0.9, distance: int = 50, *,
     gamma = _gamma(gamma)
     data = gradient_decay_data(gamma) if data is None else data
     if not isinstance(data, GradientDecay):
-        raise TypeError(f"data must be a GradientDecay (from gradient_decay_data) or None, got "
-                        f"{type(data).__name__}")
+        raise TypeError(
+            f"data must be a GradientDecay (from gradient_decay_data) or None, got "
+            f"{type(data).__name__}"
+        )
     if not math.isclose(data.gamma, gamma, rel_tol=1e-12):
         raise ValueError(f"data was measured for gamma={data.gamma}, not gamma={gamma}")
     K = int(data.distances[-1])
@@ -127,15 +134,19 @@ def gradient_decay_setting(gamma: float = 0.9, distance: int = 50, *,
     if len(bounds) != 2 or bounds[0] <= 0:
         raise ValueError(f"gamma_range must be (low, high) with 0 < low < high, got {gamma_range}")
     lo, hi = bounds
-    at = dict(bound=float(data.bound[distance]), linear=float(data.linear[distance]),
-              tanh=float(data.tanh[distance]))
+    at = dict(
+        bound=float(data.bound[distance]),
+        linear=float(data.linear[distance]),
+        tanh=float(data.tanh[distance]),
+    )
     g_grid = np.linspace(lo, hi, 121)
     g_curve = np.array([gamma_estimate(float(g), distance) for g in g_grid])  # (121,) gamma^Δ
     return DecaySetting(data, distance, (lo, hi), g_grid, g_curve, at)
 
 
-def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
-                        height: int = 440, width: int = COLUMN_PX):
+def draw_gradient_decay(
+    setting: DecaySetting, *, language: str | None = None, height: int = 440, width: int = COLUMN_PX
+):
     """Draw one setting of the γ-and-distance explorer for ``width`` px, labels in ``language``.
 
     Left panel (log y): the bound ``gamma^Δ`` against ``Δ``, the measured norms of the linear
@@ -183,42 +194,103 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
 
     grid = panel_grid(
         width,
-        [_("‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma}",
-           gamma=f"{gamma:g}"),
-         _("The bound at Δ = {distance} against γ", distance=distance)],
-        column_widths=[0.6, 0.4], height=height, spacing_px=100, bottom=50, left=80)
+        [
+            _(
+                "‖∂h<sub>L</sub>/∂h<sub>L−Δ</sub>‖ with ‖W<sub>hh</sub>‖ = γ = {gamma}",
+                gamma=f"{gamma:g}",
+            ),
+            _("The bound at Δ = {distance} against γ", distance=distance),
+        ],
+        column_widths=[0.6, 0.4],
+        height=height,
+        spacing_px=100,
+        bottom=50,
+        left=80,
+    )
     fig, (left, right) = grid.figure, grid.cells
     norm_hover = "Δ = %{x}<br>‖∂h<sub>L</sub>/∂h<sub>t</sub>‖ = %{y:.3g}"
-    fig.add_trace(go.Scatter(
-        x=k, y=clip(data.bound), mode="lines", name=_("bound γ<sup>Δ</sup>"),
-        line=dict(color=GREY, dash="dash", width=2),
-        hovertemplate="Δ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **left)
-    fig.add_trace(go.Scatter(
-        x=k[::5], y=clip(data.linear[::5]), mode="markers", name=_("linear RNN, measured"),
-        marker=dict(color=BLUE, size=7),
-        hovertemplate=f"{norm_hover}<extra>{_('linear RNN')}</extra>"), **left)
-    fig.add_trace(go.Scatter(
-        x=k, y=clip(data.tanh), mode="lines", name=_("tanh RNN, measured"),
-        line=dict(color=ORANGE, width=2.5),
-        hovertemplate=f"{norm_hover}<extra>{_('tanh RNN')}</extra>"), **left)
-    fig.add_trace(go.Scatter(
-        x=[distance] * 3, y=clip([at["bound"], at["linear"], at["tanh"]]), mode="markers",
-        name=_("at Δ = {distance}", distance=distance),
-        marker=dict(color=[GREY, BLUE, ORANGE], size=12, symbol="circle-open",
-                    line=dict(width=3)),
-        meta=at, showlegend=False, hovertemplate="Δ = %{x}: %{y:.3g}<extra></extra>"), **left)
-    fig.add_trace(go.Scatter(
-        x=setting.gamma_grid, y=clip(setting.gamma_curve), mode="lines",
-        name=_("γ<sup>{distance}</sup> against γ", distance=distance),
-        line=dict(color=GREEN, width=2.5),
-        hovertemplate="γ = %{x:.3f}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **right)
-    fig.add_trace(go.Scatter(
-        x=[gamma], y=clip([at["bound"]]), mode="markers", name=_("chosen γ"),
-        marker=dict(color=GREEN, size=12), showlegend=False,
-        hovertemplate="γ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>"), **right)
-    fig.add_trace(go.Scatter(
-        x=[lo, hi], y=[1.0, 1.0], mode="lines", name=_("1 (no change)"),
-        line=dict(color=GREY, dash="dot", width=1.5), hoverinfo="skip"), **right)
+    fig.add_trace(
+        go.Scatter(
+            x=k,
+            y=clip(data.bound),
+            mode="lines",
+            name=_("bound γ<sup>Δ</sup>"),
+            line=dict(color=GREY, dash="dash", width=2),
+            hovertemplate="Δ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>",
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=k[::5],
+            y=clip(data.linear[::5]),
+            mode="markers",
+            name=_("linear RNN, measured"),
+            marker=dict(color=BLUE, size=7),
+            hovertemplate=f"{norm_hover}<extra>{_('linear RNN')}</extra>",
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=k,
+            y=clip(data.tanh),
+            mode="lines",
+            name=_("tanh RNN, measured"),
+            line=dict(color=ORANGE, width=2.5),
+            hovertemplate=f"{norm_hover}<extra>{_('tanh RNN')}</extra>",
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[distance] * 3,
+            y=clip([at["bound"], at["linear"], at["tanh"]]),
+            mode="markers",
+            name=_("at Δ = {distance}", distance=distance),
+            marker=dict(
+                color=[GREY, BLUE, ORANGE], size=12, symbol="circle-open", line=dict(width=3)
+            ),
+            meta=at,
+            showlegend=False,
+            hovertemplate="Δ = %{x}: %{y:.3g}<extra></extra>",
+        ),
+        **left,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=setting.gamma_grid,
+            y=clip(setting.gamma_curve),
+            mode="lines",
+            name=_("γ<sup>{distance}</sup> against γ", distance=distance),
+            line=dict(color=GREEN, width=2.5),
+            hovertemplate="γ = %{x:.3f}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>",
+        ),
+        **right,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[gamma],
+            y=clip([at["bound"]]),
+            mode="markers",
+            name=_("chosen γ"),
+            marker=dict(color=GREEN, size=12),
+            showlegend=False,
+            hovertemplate="γ = %{x}<br>γ<sup>Δ</sup> = %{y:.3g}<extra></extra>",
+        ),
+        **right,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[1.0, 1.0],
+            mode="lines",
+            name=_("1 (no change)"),
+            line=dict(color=GREY, dash="dot", width=1.5),
+            hoverinfo="skip",
+        ),
+        **right,
+    )
     log_range = [math.log10(Y_RANGE[0]), math.log10(Y_RANGE[1])]
     fig.update_yaxes(type="log", range=log_range, exponentformat="power")
     fig.update_xaxes(title_text=_("distance Δ = L − t (steps)"), range=[0, K], **left)
@@ -228,20 +300,46 @@ def draw_gradient_decay(setting: DecaySetting, *, language: str | None = None,
     # The values at the chosen distance, in the left panel's lower left corner (its own
     # coordinates: wherever plotly puts the panel).
     fig.add_annotation(
-        text=_("Δ = {distance}:<br>γ<sup>Δ</sup> = {bound}<br>linear RNN {linear}"
-               "<br>tanh RNN {tanh}", distance=distance, bound=_fmt_norm(at["bound"]),
-               linear=_fmt_norm(at["linear"]), tanh=_fmt_norm(at["tanh"])),
-        xref="x domain", yref="y domain", x=0.01, y=0.03, xanchor="left", yanchor="bottom",
-        showarrow=False, align="left", bgcolor="rgba(255,255,255,0.85)")
-    fig.add_shape(type="line", x0=distance, x1=distance, y0=0, y1=1, xref="x",
-                  yref="y domain", line=dict(color="#999999", width=1, dash="dot"))
+        text=_(
+            "Δ = {distance}:<br>γ<sup>Δ</sup> = {bound}<br>linear RNN {linear}<br>tanh RNN {tanh}",
+            distance=distance,
+            bound=_fmt_norm(at["bound"]),
+            linear=_fmt_norm(at["linear"]),
+            tanh=_fmt_norm(at["tanh"]),
+        ),
+        xref="x domain",
+        yref="y domain",
+        x=0.01,
+        y=0.03,
+        xanchor="left",
+        yanchor="bottom",
+        showarrow=False,
+        align="left",
+        bgcolor="rgba(255,255,255,0.85)",
+    )
+    fig.add_shape(
+        type="line",
+        x0=distance,
+        x1=distance,
+        y0=0,
+        y1=1,
+        xref="x",
+        yref="y domain",
+        line=dict(color="#999999", width=1, dash="dot"),
+    )
     return fig
 
 
-def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
-                          data: GradientDecay | None = None,
-                          gamma_range: tuple = (0.5, 1.1), height: int = 440,
-                          language: str | None = None, width: int = COLUMN_PX):
+def gradient_decay_figure(
+    gamma: float = 0.9,
+    distance: int = 50,
+    *,
+    data: GradientDecay | None = None,
+    gamma_range: tuple = (0.5, 1.1),
+    height: int = 440,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """The γ-and-distance figure of one setting: :func:`draw_gradient_decay` of its data.
 
     The data is :func:`gradient_decay_setting` ``(gamma, distance, data, gamma_range)``.
@@ -268,8 +366,13 @@ def gradient_decay_figure(gamma: float = 0.9, distance: int = 50, *,
 
 
 def gradient_decay_explorer(
-    gamma: float = 0.9, distance: int = 50, *, gamma_values: Sequence[float] = GAMMA_VALUES,
-    distance_values: Sequence[int] = DISTANCE_VALUES, hidden_size: int = 16, seed: int = 0,
+    gamma: float = 0.9,
+    distance: int = 50,
+    *,
+    gamma_values: Sequence[float] = GAMMA_VALUES,
+    distance_values: Sequence[int] = DISTANCE_VALUES,
+    hidden_size: int = 16,
+    seed: int = 0,
 ) -> Explorer:
     """The γ-and-distance explorer (chapter 1).
 
@@ -308,16 +411,25 @@ def gradient_decay_explorer(
 
     def compute(gamma, distance):
         if gamma not in cache:
-            cache[gamma] = gradient_decay_data(gamma, max_distance=K, hidden_size=hidden_size,
-                                               seed=seed)
+            cache[gamma] = gradient_decay_data(
+                gamma, max_distance=K, hidden_size=hidden_size, seed=seed
+            )
         return gradient_decay_setting(gamma, distance, data=cache[gamma], gamma_range=g_range)
 
     controls = [
         # The figure's axis spells γ out (‖W_hh‖₂); the slider is named by the letter alone.
-        Control("gamma", "γ = ‖W<sub>hh</sub>‖₂", "slider", g_stops, float(gamma),
-                labels=[f"{g:g}" for g in g_stops]),
-        Control("distance", "distance Δ", "slider", d_stops, int(distance),
-                plain_label="distance Δ"),
+        Control(
+            "gamma",
+            "γ = ‖W<sub>hh</sub>‖₂",
+            "slider",
+            g_stops,
+            float(gamma),
+            labels=[f"{g:g}" for g in g_stops],
+        ),
+        Control(
+            "distance", "distance Δ", "slider", d_stops, int(distance), plain_label="distance Δ"
+        ),
     ]
-    return Explorer(controls, title="γ-and-distance explorer", compute=compute,
-                    draw=draw_gradient_decay)
+    return Explorer(
+        controls, title="γ-and-distance explorer", compute=compute, draw=draw_gradient_decay
+    )

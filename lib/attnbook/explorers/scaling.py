@@ -19,8 +19,14 @@ from ..scaling import ScalingData, scaling_data
 from .base import Control, Explorer
 from .layout import panel_grid
 
-__all__ = ["D_K_VALUES", "N_KEYS_VALUES", "SCALED_X_RANGE", "draw_scaling", "scaling_figure",
-           "scaling_explorer"]
+__all__ = [
+    "D_K_VALUES",
+    "N_KEYS_VALUES",
+    "SCALED_X_RANGE",
+    "draw_scaling",
+    "scaling_figure",
+    "scaling_explorer",
+]
 
 #: Slider stops of ``d_k`` in the scaling explorer: the powers of two from 1 to 1024.
 D_K_VALUES = tuple(2**i for i in range(11))
@@ -34,8 +40,14 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def draw_scaling(data: ScalingData, *, language: str | None = None,
-                 x_range: float | None = None, height: int = 460, width: int = viz.COLUMN_PX):
+def draw_scaling(
+    data: ScalingData,
+    *,
+    language: str | None = None,
+    x_range: float | None = None,
+    height: int = 460,
+    width: int = viz.COLUMN_PX,
+):
     """Draw one setting of the √d_k explorer for ``width`` px, every label in ``language``.
 
     Left panel: the density histogram of the scores ``q . k`` (or ``q . k / sqrt(d_k)``) with
@@ -84,49 +96,81 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
     ranks = np.arange(1, n_keys + 1)
     traces = [
         go.Bar(
-            x=data.centres, y=data.density, width=data.bin_width, name=_("measured scores"),
-            marker=dict(color=viz.BLUE, line=dict(width=0)), opacity=0.75,
+            x=data.centres,
+            y=data.density,
+            width=data.bin_width,
+            name=_("measured scores"),
+            marker=dict(color=viz.BLUE, line=dict(width=0)),
+            opacity=0.75,
             meta=dict(variance=data.variance, expected_variance=data.expected_variance),
             hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>measured</extra>"),
         ),
         go.Scatter(
-            x=data.expected_x, y=data.expected_density, mode="lines",
-            name=_("expected N(0, 1)") if data.scaled
+            x=data.expected_x,
+            y=data.expected_density,
+            mode="lines",
+            name=_("expected N(0, 1)")
+            if data.scaled
             else _("expected N(0, d<sub>k</sub> = {d_k})", d_k=d_k),
             line=dict(color=viz.ORANGE, dash="dash", width=2),
             hovertemplate=_("score %{x:.3g}<br>density %{y:.3g}<extra>expected</extra>"),
         ),
         go.Bar(
-            x=ranks, y=stats.mean_sorted_weights, name=_("mean weight (sorted)"),
+            x=ranks,
+            y=stats.mean_sorted_weights,
+            name=_("mean weight (sorted)"),
             marker=dict(color=viz.BLUE),
             meta=dict(mean_max_weight=stats.mean_max_weight, mean_entropy=stats.mean_entropy),
             hovertemplate=_("rank %{x}<br>mean weight %{y:.3f}<extra></extra>"),
         ),
         go.Scatter(
-            x=[0.5, n_keys + 0.5], y=[1 / n_keys] * 2, mode="lines",
+            x=[0.5, n_keys + 0.5],
+            y=[1 / n_keys] * 2,
+            mode="lines",
             name=_("uniform 1/S = {value}", value=_fmt(1 / n_keys)),
             line=dict(color=viz.GREY, dash="dot", width=2),
             hoverinfo="skip",
         ),
     ]
-    score_title = (_("Scores q·k/√d<sub>k</sub>, d<sub>k</sub> = {d_k}", d_k=d_k) if data.scaled
-                   else _("Scores q·k (unscaled), d<sub>k</sub> = {d_k}", d_k=d_k))
+    score_title = (
+        _("Scores q·k/√d<sub>k</sub>, d<sub>k</sub> = {d_k}", d_k=d_k)
+        if data.scaled
+        else _("Scores q·k (unscaled), d<sub>k</sub> = {d_k}", d_k=d_k)
+    )
     samples_box = _.ngettext(
         "variance {variance}<br>expected {expected}<br>({n} sample)",
-        "variance {variance}<br>expected {expected}<br>({n} samples)", len(data.scores),
-        variance=_fmt(data.variance), expected=_fmt(data.expected_variance))
+        "variance {variance}<br>expected {expected}<br>({n} samples)",
+        len(data.scores),
+        variance=_fmt(data.variance),
+        expected=_fmt(data.expected_variance),
+    )
     draws_box = _.ngettext(
         "mean max weight {max_weight}<br>mean entropy {entropy} nats<br>"
         "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draw",
         "mean max weight {max_weight}<br>mean entropy {entropy} nats<br>"
-        "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draws", stats.n_draws,
-        max_weight=_fmt(stats.mean_max_weight), entropy=_fmt(stats.mean_entropy),
-        n_keys=n_keys, uniform=_fmt(math.log(n_keys)))
+        "(uniform: ln {n_keys} = {uniform})<br>mean of {n} draws",
+        stats.n_draws,
+        max_weight=_fmt(stats.mean_max_weight),
+        entropy=_fmt(stats.mean_entropy),
+        n_keys=n_keys,
+        uniform=_fmt(math.log(n_keys)),
+    )
     grid = panel_grid(
         width,
-        [score_title, _.ngettext("Softmax weights of one query over S = {n} key",
-                                 "Softmax weights of one query over S = {n} keys", n_keys)],
-        height=height, spacing_px=70, left=60, right=20, bottom=50)
+        [
+            score_title,
+            _.ngettext(
+                "Softmax weights of one query over S = {n} key",
+                "Softmax weights of one query over S = {n} keys",
+                n_keys,
+            ),
+        ],
+        height=height,
+        spacing_px=70,
+        left=60,
+        right=20,
+        bottom=50,
+    )
     fig, cells = grid.figure, grid.cells
     for trace, cell in zip(traces, (cells[0], cells[0], cells[1], cells[1])):
         fig.add_trace(trace, **cell)
@@ -138,10 +182,16 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
         x0, x1 = lay[f"xaxis{axis}"].domain
         fig.add_annotation(
             text=fonts.wrap_html(box, 0.62 * (x1 - x0) * plot_w, viz.FONT["size"]),
-            xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.01 if corner == "left" else 0.99,
+            xref=f"x{axis} domain",
+            yref=f"y{axis} domain",
+            x=0.01 if corner == "left" else 0.99,
             y=0.97,
-            xanchor=corner, yanchor="top", showarrow=False, align=corner,
-            bgcolor="rgba(255,255,255,0.8)")
+            xanchor=corner,
+            yanchor="top",
+            showarrow=False,
+            align=corner,
+            bgcolor="rgba(255,255,255,0.8)",
+        )
     # Head room over the tallest bar or curve: the statistics box (top left) stays clear of it.
     y_top = 1.5 * max(float(np.max(data.density)), float(np.max(data.expected_density)))
     x_axis = dict(title_text=_("score"), zeroline=True)
@@ -151,17 +201,26 @@ def draw_scaling(data: ScalingData, *, language: str | None = None,
         x_axis["autorange"] = True
     fig.update_xaxes(**x_axis, **cells[0])
     fig.update_yaxes(title_text=_("probability density"), range=[0, y_top], **cells[0])
-    fig.update_xaxes(title_text=_("rank of the weight (1 = largest)"), range=[0.5, n_keys + 0.5],
-                     **cells[1])
+    fig.update_xaxes(
+        title_text=_("rank of the weight (1 = largest)"), range=[0.5, n_keys + 0.5], **cells[1]
+    )
     fig.update_yaxes(title_text=_("mean attention weight"), range=[0, 1.05], **cells[1])
     fig.update_layout(bargap=0.05)
     return fig
 
 
 def scaling_figure(
-    d_k: int = 64, scaled: bool = True, n_keys: int = 16, *, n_samples: int = 2000,
-    n_draws: int = 200, seed: int = 0, x_range: float | None = None, height: int = 460,
-    language: str | None = None, width: int = viz.COLUMN_PX,
+    d_k: int = 64,
+    scaled: bool = True,
+    n_keys: int = 16,
+    *,
+    n_samples: int = 2000,
+    n_draws: int = 200,
+    seed: int = 0,
+    x_range: float | None = None,
+    height: int = 460,
+    language: str | None = None,
+    width: int = viz.COLUMN_PX,
 ):
     """The √d_k explorer's figure of one setting: :func:`draw_scaling` of its data.
 
@@ -186,16 +245,20 @@ def scaling_figure(
         TypeError, ValueError: as :func:`attnbook.scaling.scaling_data` and
             :func:`draw_scaling`.
     """
-    data = scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
-                        seed=seed)
-    return draw_scaling(data, language=language, x_range=x_range, height=height,
-                        width=width)
+    data = scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws, seed=seed)
+    return draw_scaling(data, language=language, x_range=x_range, height=height, width=width)
 
 
 def scaling_explorer(
-    d_k: int = 64, scaled: bool = True, n_keys: int = 16, *,
-    d_k_values: Sequence[int] = D_K_VALUES, n_keys_values: Sequence[int] = N_KEYS_VALUES,
-    n_samples: int = 2000, n_draws: int = 200, seed: int = 0,
+    d_k: int = 64,
+    scaled: bool = True,
+    n_keys: int = 16,
+    *,
+    d_k_values: Sequence[int] = D_K_VALUES,
+    n_keys_values: Sequence[int] = N_KEYS_VALUES,
+    n_samples: int = 2000,
+    n_draws: int = 200,
+    seed: int = 0,
 ) -> Explorer:
     """The √d_k explorer (chapter 3): score variance and softmax saturation against d_k.
 
@@ -245,17 +308,26 @@ def scaling_explorer(
     unscaled_range = 4 * math.sqrt(max(d_k_values))
 
     def compute(d_k, scaled, n_keys):
-        return scaling_data(d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws,
-                            seed=seed)
+        return scaling_data(
+            d_k, n_keys, scaled=scaled, n_samples=n_samples, n_draws=n_draws, seed=seed
+        )
 
     def draw(data, *, language, width):
-        return draw_scaling(data, language=language, width=width,
-                            x_range=SCALED_X_RANGE if data.scaled else unscaled_range)
+        return draw_scaling(
+            data,
+            language=language,
+            width=width,
+            x_range=SCALED_X_RANGE if data.scaled else unscaled_range,
+        )
 
     controls = [
         Control("d_k", "d<sub>k</sub>", "slider", d_k_values, int(d_k), plain_label="d_k"),
         Control(
-            "scaled", "divide scores by √d<sub>k</sub>", "toggle", (False, True), scaled,
+            "scaled",
+            "divide scores by √d<sub>k</sub>",
+            "toggle",
+            (False, True),
+            scaled,
             plain_label="divide scores by √d_k",
         ),
         Control("n_keys", "keys S", "slider", n_keys_values, int(n_keys), plain_label="keys S"),

@@ -29,8 +29,15 @@ from ..scaling import temperature_scores as temperature_scores
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["T_VALUES", "SCORE_SETS", "TemperatureData", "temperature_data", "draw_temperature",
-           "temperature_figure", "temperature_explorer"]
+__all__ = [
+    "T_VALUES",
+    "SCORE_SETS",
+    "TemperatureData",
+    "temperature_data",
+    "draw_temperature",
+    "temperature_figure",
+    "temperature_explorer",
+]
 
 #: Slider stops of the temperature ``T``, quarter octaves from 1/16 to 32 (37 stops, T = 1 and
 #: T = 8 = sqrt(64) among them).
@@ -39,11 +46,16 @@ T_VALUES = tuple(2.0 ** (k / 4) for k in range(-16, 21))
 #: each name with its menu label, short enough for a phone's column: chapter 2's four scores,
 #: and 16 standard-normal scores (seed 0) as they come out of a scaled head (``N(0, 1)``) and,
 #: the same draws times 8, out of an unscaled head of ``d_k = 64`` (``N(0, 64)``, chapter 3).
-SCORE_SETS = dict(zip(TEMPERATURE_SCORE_SETS, (
-    "[1, 4, 0.5, 0.2]",
-    "16 scaled, N(0, 1)",
-    "same × 8, N(0, 64)",
-)))
+SCORE_SETS = dict(
+    zip(
+        TEMPERATURE_SCORE_SETS,
+        (
+            "[1, 4, 0.5, 0.2]",
+            "16 scaled, N(0, 1)",
+            "same × 8, N(0, 64)",
+        ),
+    )
+)
 #: Points of the entropy and Jacobian curves (log-spaced over the slider's range).
 _CURVE_POINTS = 121
 
@@ -70,8 +82,12 @@ class TemperatureData:
     at: TemperatureSweep
 
 
-def temperature_data(T: float = 1.0, score_set: str = "chapter 2", *,
-                     t_range: Sequence[float] = (T_VALUES[0], T_VALUES[-1])) -> TemperatureData:
+def temperature_data(
+    T: float = 1.0,
+    score_set: str = "chapter 2",
+    *,
+    t_range: Sequence[float] = (T_VALUES[0], T_VALUES[-1]),
+) -> TemperatureData:
     """Compute one setting of the temperature explorer (:func:`attnbook.scaling.temperature_sweep`).
 
     Args:
@@ -96,16 +112,27 @@ def temperature_data(T: float = 1.0, score_set: str = "chapter 2", *,
     if not lo < hi:
         raise ValueError(f"t_range must be increasing, got {tuple(t_range)}")
     grid = np.geomspace(lo, hi, _CURVE_POINTS)  # (n_T,) log-spaced
-    return TemperatureData(T=T, score_set=score_set, scores=z, t_range=(float(lo), float(hi)),
-                           curve=temperature_sweep(z, grid), at=temperature_sweep(z, [T]))
+    return TemperatureData(
+        T=T,
+        score_set=score_set,
+        scores=z,
+        t_range=(float(lo), float(hi)),
+        curve=temperature_sweep(z, grid),
+        at=temperature_sweep(z, [T]),
+    )
 
 
 def _fmt_t(t: float) -> str:
     return f"{t:.3g}"
 
 
-def draw_temperature(data: TemperatureData, *, language: str | None = None,
-                     height: int = 430, width: int = viz.COLUMN_PX):
+def draw_temperature(
+    data: TemperatureData,
+    *,
+    language: str | None = None,
+    height: int = 430,
+    width: int = viz.COLUMN_PX,
+):
     """Draw one setting of the temperature explorer for ``width`` px, labels in ``language``.
 
     Left: the weights ``softmax(z / T)`` of the fixed scores, one bar per key, with the uniform
@@ -154,59 +181,131 @@ def draw_temperature(data: TemperatureData, *, language: str | None = None,
     entropy_hover = _("T = %{x:.3g}: %{y:.3f} nats<extra></extra>")
     jacobian_hover = _("T = %{x:.3g}: %{y:.3f}<extra></extra>")
     traces = [
-        go.Bar(x=keys, y=p, name=_("weights"), marker=dict(color=viz.BLUE),
-               meta=dict(T=T, entropy=h, jacobian_norm=jn), customdata=z,
-               hovertemplate=_("key %{x}: score %{customdata:.3g}, weight %{y:.3f}"
-                               "<extra></extra>")),
-        go.Scatter(x=[0.5, S + 0.5], y=[1 / S] * 2, mode="lines",
-                   name=_("uniform weights (1/S)"),
-                   line=dict(color=viz.GREY, dash="dot", width=2), hoverinfo="skip"),
-        go.Scatter(x=curve.temperatures, y=curve.entropy, mode="lines", name=_("entropy"),
-                   line=dict(color=viz.BLUE, width=2), showlegend=False,
-                   hovertemplate=entropy_hover),
-        go.Scatter(x=[T], y=[h], mode="markers", name=_("chosen T"),
-                   marker=dict(size=12, color=viz.ORANGE), hovertemplate=entropy_hover),
-        go.Scatter(x=x_ends, y=[ln_s] * 2, mode="lines", name=_("largest entropy, ln S"),
-                   line=dict(color=viz.GREY, dash="dash", width=2), hoverinfo="skip"),
-        go.Scatter(x=curve.temperatures, y=curve.jacobian_norm, mode="lines",
-                   name=_("‖J‖<sub>F</sub>"), line=dict(color=viz.BLUE, width=2),
-                   showlegend=False, hovertemplate=jacobian_hover),
-        go.Scatter(x=[T], y=[jn], mode="markers", name=_("chosen T"), showlegend=False,
-                   marker=dict(size=12, color=viz.ORANGE), hovertemplate=jacobian_hover),
-        go.Scatter(x=x_ends, y=[j_uniform] * 2, mode="lines", name=_("‖J‖ at uniform weights"),
-                   line=dict(color=viz.GREY, dash="dashdot", width=2), hoverinfo="skip"),
+        go.Bar(
+            x=keys,
+            y=p,
+            name=_("weights"),
+            marker=dict(color=viz.BLUE),
+            meta=dict(T=T, entropy=h, jacobian_norm=jn),
+            customdata=z,
+            hovertemplate=_("key %{x}: score %{customdata:.3g}, weight %{y:.3f}<extra></extra>"),
+        ),
+        go.Scatter(
+            x=[0.5, S + 0.5],
+            y=[1 / S] * 2,
+            mode="lines",
+            name=_("uniform weights (1/S)"),
+            line=dict(color=viz.GREY, dash="dot", width=2),
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=curve.temperatures,
+            y=curve.entropy,
+            mode="lines",
+            name=_("entropy"),
+            line=dict(color=viz.BLUE, width=2),
+            showlegend=False,
+            hovertemplate=entropy_hover,
+        ),
+        go.Scatter(
+            x=[T],
+            y=[h],
+            mode="markers",
+            name=_("chosen T"),
+            marker=dict(size=12, color=viz.ORANGE),
+            hovertemplate=entropy_hover,
+        ),
+        go.Scatter(
+            x=x_ends,
+            y=[ln_s] * 2,
+            mode="lines",
+            name=_("largest entropy, ln S"),
+            line=dict(color=viz.GREY, dash="dash", width=2),
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=curve.temperatures,
+            y=curve.jacobian_norm,
+            mode="lines",
+            name=_("‖J‖<sub>F</sub>"),
+            line=dict(color=viz.BLUE, width=2),
+            showlegend=False,
+            hovertemplate=jacobian_hover,
+        ),
+        go.Scatter(
+            x=[T],
+            y=[jn],
+            mode="markers",
+            name=_("chosen T"),
+            showlegend=False,
+            marker=dict(size=12, color=viz.ORANGE),
+            hovertemplate=jacobian_hover,
+        ),
+        go.Scatter(
+            x=x_ends,
+            y=[j_uniform] * 2,
+            mode="lines",
+            name=_("‖J‖ at uniform weights"),
+            line=dict(color=viz.GREY, dash="dashdot", width=2),
+            hoverinfo="skip",
+        ),
     ]
     grid = panel_grid(
         width,
-        [_("softmax(z / T), S = {S}", S=S), _("entropy (nats)"),
-         _("‖J‖<sub>F</sub>, J = diag(p) − p p<sup>T</sup>")],
-        height=height, left=60, right=20, bottom=50, spacing_px=60)
+        [
+            _("softmax(z / T), S = {S}", S=S),
+            _("entropy (nats)"),
+            _("‖J‖<sub>F</sub>, J = diag(p) − p p<sup>T</sup>"),
+        ],
+        height=height,
+        left=60,
+        right=20,
+        bottom=50,
+        spacing_px=60,
+    )
     fig, cells = grid.figure, grid.cells
     for trace, panel in zip(traces, (0, 0, 1, 1, 1, 2, 2, 2)):
         fig.add_trace(trace, **cells[panel])
     j_top = 1.15 * max(float(curve.jacobian_norm.max()), j_uniform, jn)
     log_ticks = [t for t in (0.1, 1, 10) if lo <= t <= hi]
-    t_axis = dict(type="log", title_text=_("temperature T"), tickvals=log_ticks,
-                  ticktext=[f"{t:g}" for t in log_ticks])
-    fig.update_xaxes(title_text=_("key j"), range=[0.5, S + 0.5], dtick=1 if S <= 8 else 5,
-                     **cells[0])
+    t_axis = dict(
+        type="log",
+        title_text=_("temperature T"),
+        tickvals=log_ticks,
+        ticktext=[f"{t:g}" for t in log_ticks],
+    )
+    fig.update_xaxes(
+        title_text=_("key j"), range=[0.5, S + 0.5], dtick=1 if S <= 8 else 5, **cells[0]
+    )
     fig.update_yaxes(title_text=_("weight"), range=[0, 1.02], **cells[0])
     fig.update_xaxes(**t_axis, **cells[1])
     fig.update_yaxes(range=[0, 1.1 * ln_s], **cells[1])
     fig.update_xaxes(**t_axis, **cells[2])
     fig.update_yaxes(range=[0, j_top], **cells[2])
     # Prose: the title is the caption above the plot (the browser wraps it).
-    title = _("T = {T}: largest weight {max_weight}, entropy {entropy} of ln {S} = {ln_s} nats, "
-              "‖J‖<sub>F</sub> = {jacobian_norm}", T=_fmt_t(T), max_weight=f"{p.max():.3f}",
-              entropy=f"{h:.3f}", S=S, ln_s=f"{ln_s:.3f}", jacobian_norm=f"{jn:.3f}")
+    title = _(
+        "T = {T}: largest weight {max_weight}, entropy {entropy} of ln {S} = {ln_s} nats, "
+        "‖J‖<sub>F</sub> = {jacobian_norm}",
+        T=_fmt_t(T),
+        max_weight=f"{p.max():.3f}",
+        entropy=f"{h:.3f}",
+        S=S,
+        ln_s=f"{ln_s:.3f}",
+        jacobian_norm=f"{jn:.3f}",
+    )
     fig.update_layout(bargap=0.15)
     return caption_title(fig, title, size=14)
 
 
-def temperature_figure(T: float = 1.0, score_set: str = "chapter 2", *,
-                       t_range: Sequence[float] = (T_VALUES[0], T_VALUES[-1]),
-                       height: int = 430, language: str | None = None,
-                       width: int = viz.COLUMN_PX):
+def temperature_figure(
+    T: float = 1.0,
+    score_set: str = "chapter 2",
+    *,
+    t_range: Sequence[float] = (T_VALUES[0], T_VALUES[-1]),
+    height: int = 430,
+    language: str | None = None,
+    width: int = viz.COLUMN_PX,
+):
     """The temperature explorer's figure of one setting: :func:`draw_temperature` of its data.
 
     The data are :func:`temperature_data`'s: the weights at ``T``, and the entropy and the
@@ -258,10 +357,18 @@ def temperature_explorer(T: float = 1.0, score_set: str = "chapter 2") -> Explor
     check_choice(T, "T", T_VALUES)
     check_choice(score_set, "score_set", tuple(SCORE_SETS))
     controls = [
-        Control("T", "temperature T", "slider", T_VALUES, float(T),
-                labels=[_fmt_t(t) for t in T_VALUES]),
-        Control("score_set", "scores", "select", tuple(SCORE_SETS), score_set,
-                labels=tuple(SCORE_SETS.values())),
+        Control(
+            "T", "temperature T", "slider", T_VALUES, float(T), labels=[_fmt_t(t) for t in T_VALUES]
+        ),
+        Control(
+            "score_set",
+            "scores",
+            "select",
+            tuple(SCORE_SETS),
+            score_set,
+            labels=tuple(SCORE_SETS.values()),
+        ),
     ]
-    return Explorer(controls, title="Temperature explorer", compute=temperature_data,
-                    draw=draw_temperature)
+    return Explorer(
+        controls, title="Temperature explorer", compute=temperature_data, draw=draw_temperature
+    )

@@ -38,9 +38,23 @@ from ..viz import BLUE, COLUMN_PX, FONT, GREEN, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
-__all__ = ["DIMS", "WORD", "QUERY", "KEYS", "VALUES", "CONTEXTS", "SENSE_DIRECTIONS",
-           "Example", "EXAMPLES", "shown", "ThreeSteps", "three_steps", "draw_three_steps",
-           "three_steps_figure", "three_steps_explorer"]
+__all__ = [
+    "DIMS",
+    "WORD",
+    "QUERY",
+    "KEYS",
+    "VALUES",
+    "CONTEXTS",
+    "SENSE_DIRECTIONS",
+    "Example",
+    "EXAMPLES",
+    "shown",
+    "ThreeSteps",
+    "three_steps",
+    "draw_three_steps",
+    "three_steps_figure",
+    "three_steps_explorer",
+]
 
 #: The named dimensions of every hand-made vector, (fruit, company), one per sense.
 DIMS = ("fruit", "company")
@@ -51,18 +65,40 @@ QUERY = (1, 1)
 #: The key of each word (lower case), (fruit, company), or how strongly it answers a query for
 #: fruit or for company. Words that say nothing about either have the key (0, 0).
 KEYS = {
-    "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
-    "chip": (0, 2), "stock": (0, 2),
-    "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
-    "fell": (0, 0), "saw": (0, 0),
+    "apple": (1, 1),
+    "ate": (2, 0),
+    "peeled": (2, 0),
+    "released": (0, 2),
+    "new": (0, 1),
+    "chip": (0, 2),
+    "stock": (0, 2),
+    "i": (0, 0),
+    "an": (0, 0),
+    "she": (0, 0),
+    "the": (0, 0),
+    "a": (0, 0),
+    "'s": (0, 0),
+    "fell": (0, 0),
+    "saw": (0, 0),
 }
 #: The value of each word, (fruit, company), or what it hands over when attended to. The value of
 #: "apple" is its starting vector (1, 1). On its own the word is as much fruit as company.
 VALUES = {
-    "apple": (1, 1), "ate": (2, 0), "peeled": (2, 0), "released": (0, 2), "new": (0, 1),
-    "chip": (0, 2), "stock": (0, 2),
-    "i": (0, 0), "an": (0, 0), "she": (0, 0), "the": (0, 0), "a": (0, 0), "'s": (0, 0),
-    "fell": (0, 0), "saw": (0, 0),
+    "apple": (1, 1),
+    "ate": (2, 0),
+    "peeled": (2, 0),
+    "released": (0, 2),
+    "new": (0, 1),
+    "chip": (0, 2),
+    "stock": (0, 2),
+    "i": (0, 0),
+    "an": (0, 0),
+    "she": (0, 0),
+    "the": (0, 0),
+    "a": (0, 0),
+    "'s": (0, 0),
+    "fell": (0, 0),
+    "saw": (0, 0),
 }
 #: The contexts the explorer offers, by name, as words; each word, lower-cased, is its role (a
 #: key of :data:`KEYS` and :data:`VALUES`). "apple" attends to every word, itself included
@@ -103,10 +139,14 @@ class Example:
 #: :meta hide-value:
 EXAMPLES = {
     "en": Example(
-        word="apple", senses=DIMS,
-        sentences={name: name for name in CONTEXTS}, tokens=dict(CONTEXTS)),
+        word="apple",
+        senses=DIMS,
+        sentences={name: name for name in CONTEXTS},
+        tokens=dict(CONTEXTS),
+    ),
     "zh_CN": Example(
-        word="苹果", senses=("水果", "公司"),
+        word="苹果",
+        senses=("水果", "公司"),
         sentences={
             "I ate an apple": "我吃了一个苹果",
             "She peeled the apple": "她削了那个苹果",
@@ -120,7 +160,8 @@ EXAMPLES = {
             "Apple released a new chip": ("苹果", "发布了", "一款", "新", "芯片"),
             "Apple's stock fell": ("苹果", "的", "股价", "下跌了"),
             "I saw an apple": ("我", "看到了", "一个", "苹果"),
-        }),
+        },
+    ),
 }
 
 
@@ -148,11 +189,17 @@ def shown(name: str) -> Printed:
         elif name in DIMS:
             texts[lang] = ex.senses[DIMS.index(name)]
         else:
-            found = [tok for ctx, words in CONTEXTS.items()
-                     for word, tok in zip(words, ex.tokens[ctx]) if word.lower() == name]
+            found = [
+                tok
+                for ctx, words in CONTEXTS.items()
+                for word, tok in zip(words, ex.tokens[ctx])
+                if word.lower() == name
+            ]
             if not found:
-                raise ValueError(f"name must be a role of KEYS used in CONTEXTS, a sense of "
-                                 f"DIMS {DIMS} or a context of CONTEXTS; got {name!r}")
+                raise ValueError(
+                    f"name must be a role of KEYS used in CONTEXTS, a sense of "
+                    f"DIMS {DIMS} or a context of CONTEXTS; got {name!r}"
+                )
             texts[lang] = ex.word if name == WORD else found[0]
     return Printed(texts)
 
@@ -206,8 +253,9 @@ def _cos_senses(x: np.ndarray) -> np.ndarray:
     return d @ x / (np.linalg.norm(d, axis=1) * n) if n > 0 else np.full(len(d), np.nan)
 
 
-def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
-                include_self: bool = True) -> ThreeSteps:
+def three_steps(
+    context: str = "I ate an apple", scale: float | None = None, *, include_self: bool = True
+) -> ThreeSteps:
     """The three steps of attention for the query of "apple" in one context.
 
     ``dots = K q``, ``scores = c dots``, ``weights = softmax(scores)``, ``output = weights V``;
@@ -236,32 +284,51 @@ def three_steps(context: str = "I ate an apple", scale: float | None = None, *,
     scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", minimum=0.0)
     top = max(abs(float(np.dot(QUERY, kv))) for kv in KEYS.values())  # largest |q . k|
     if scale * top > np.finfo(np.float64).max:  # scale * top overflows to inf
-        raise ValueError(f"scale must be <= {np.finfo(np.float64).max / top:.6g} (the scores "
-                         f"c q . k_j, up to {top:g} c, overflow float64 beyond), got {scale}")
+        raise ValueError(
+            f"scale must be <= {np.finfo(np.float64).max / top:.6g} (the scores "
+            f"c q . k_j, up to {top:g} c, overflow float64 beyond), got {scale}"
+        )
     include_self = check_bool(include_self, "include_self")
-    positions = tuple(i for i, w in enumerate(CONTEXTS[context])
-                      if include_self or w.lower() != WORD)
+    positions = tuple(
+        i for i, w in enumerate(CONTEXTS[context]) if include_self or w.lower() != WORD
+    )
     words = tuple(CONTEXTS[context][i] for i in positions)
     lower = [w.lower() for w in words]
     q = np.array(QUERY, dtype=np.float64)  # (d_k,)
     k = np.array([KEYS[w] for w in lower], dtype=np.float64)  # (S, d_k)
     v = np.array([VALUES[w] for w in lower], dtype=np.float64)  # (S, d_v)
     out, w = attention.scaled_dot_product_attention(
-        q[None], k, v, scale=scale, return_weights=True)  # (1, d_v), (1, S)
+        q[None], k, v, scale=scale, return_weights=True
+    )  # (1, d_v), (1, S)
     dots = k @ q  # (S,)
     start = np.array(VALUES[WORD], dtype=np.float64)  # (d_v,)
     target = lower.index(WORD) if include_self else None
-    return ThreeSteps(context, words, positions, target, float(scale), q, k, v, dots,
-                      scale * dots, w[0], out[0], start, _cos_senses(start),
-                      _cos_senses(out[0]))
+    return ThreeSteps(
+        context,
+        words,
+        positions,
+        target,
+        float(scale),
+        q,
+        k,
+        v,
+        dots,
+        scale * dots,
+        w[0],
+        out[0],
+        start,
+        _cos_senses(start),
+        _cos_senses(out[0]),
+    )
 
 
 def _scale_label(c: float) -> str:
     return "1/√2" if math.isclose(c, 1 / math.sqrt(2)) else f"{c:g}"
 
 
-def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: int = 400,
-                     width: int = COLUMN_PX):
+def draw_three_steps(
+    data: ThreeSteps, *, language: str | None = None, height: int = 400, width: int = COLUMN_PX
+):
     """Draw the three steps of one context for ``width`` px, labels and example in ``language``.
 
     Left: the scores ``c q . k_j`` of "apple"'s query with every token it attends to. Middle:
@@ -316,70 +383,152 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
     # TRANSLATORS: separates the tokens that share one point, "I, an".
     names = [_(", ").join(groups[p]) for p in pts]
     traces = [
-        go.Bar(x=x, y=r.scores, marker=dict(color=colors), name=_("scores"),
-               text=[f"{s:.2f}" for s in r.scores], textposition="outside",
-               cliponaxis=False, showlegend=False,
-               hovertext=[_("{token}: score {score}", token=t, score=f"{s:.3f}")
-                          for t, s in zip(tokens, r.scores)],
-               hovertemplate="%{hovertext}<extra></extra>"),
-        go.Bar(x=x, y=r.weights, marker=dict(color=colors), name=_("weights"),
-               text=[f"{a:.2f}" for a in r.weights], textposition="outside",
-               cliponaxis=False, showlegend=False,
-               hovertext=[_("{token}: weight {weight}", token=t, weight=f"{a:.3f}")
-                          for t, a in zip(tokens, r.weights)],
-               hovertemplate="%{hovertext}<extra></extra>"),
+        go.Bar(
+            x=x,
+            y=r.scores,
+            marker=dict(color=colors),
+            name=_("scores"),
+            text=[f"{s:.2f}" for s in r.scores],
+            textposition="outside",
+            cliponaxis=False,
+            showlegend=False,
+            hovertext=[
+                _("{token}: score {score}", token=t, score=f"{s:.3f}")
+                for t, s in zip(tokens, r.scores)
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ),
+        go.Bar(
+            x=x,
+            y=r.weights,
+            marker=dict(color=colors),
+            name=_("weights"),
+            text=[f"{a:.2f}" for a in r.weights],
+            textposition="outside",
+            cliponaxis=False,
+            showlegend=False,
+            hovertext=[
+                _("{token}: weight {weight}", token=t, weight=f"{a:.3f}")
+                for t, a in zip(tokens, r.weights)
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ),
     ]
     for name, d, color in zip(ex.senses, SENSE_DIRECTIONS.values(), (GREEN, "#8e44ad")):
         end = np.array(d, dtype=float) * lim / np.linalg.norm(d)
-        traces.append(go.Scatter(
-            x=[0, end[0]], y=[0, end[1]], mode="lines+text", name=name,
-            text=["", name], textposition="top left" if d[0] > 0 else "middle right",
-            line=dict(color=color, dash="dash", width=2), textfont=dict(color=color),
-            showlegend=False, hoverinfo="skip"))
+        traces.append(
+            go.Scatter(
+                x=[0, end[0]],
+                y=[0, end[1]],
+                mode="lines+text",
+                name=name,
+                text=["", name],
+                textposition="top left" if d[0] > 0 else "middle right",
+                line=dict(color=color, dash="dash", width=2),
+                textfont=dict(color=color),
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
     finite = bool(np.isfinite(r.cos_output).all())
     start_label = _("{word} (start)", word=ex.word)
     traces += [
-        go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers+text",
-                   name=_("values"), text=names, textposition="bottom right",
-                   marker=dict(color=GREY, size=8), textfont=dict(color=GREY, size=11),
-                   showlegend=False,
-                   hovertext=[_("{tokens}: value ({x}, {y})", tokens=n, x=f"{p[0]:g}",
-                                y=f"{p[1]:g}") for n, p in zip(names, pts)],
-                   hovertemplate="%{hovertext}<extra></extra>"),
-        go.Scatter(x=[0, r.start[0]], y=[0, r.start[1]], mode="lines+markers+text",
-                   name=_("start"), text=["", start_label], textposition="top center",
-                   line=dict(color=GREY, width=2), textfont=dict(color=GREY, size=11),
-                   marker=dict(symbol="arrow", angleref="previous", size=[0, 12],
-                               color=GREY), showlegend=False,
-                   hovertext=2 * [_("{word} (start): ({x}, {y})", word=ex.word,
-                                    x=f"{r.start[0]:.2f}", y=f"{r.start[1]:.2f}")],
-                   hovertemplate="%{hovertext}<extra></extra>"),
-        go.Scatter(x=[0, r.output[0]], y=[0, r.output[1]], mode="lines+markers+text",
-                   name=_("output"), text=["", "o"], textposition="middle right",
-                   line=dict(color=ORANGE, width=3), textfont=dict(color=ORANGE, size=14),
-                   # a zero output has no direction: a ring at the origin, not an arrow
-                   marker=dict(symbol="arrow" if finite else "circle-open",
-                               angleref="previous", size=[0, 14], color=ORANGE), showlegend=False,
-                   meta=dict(output=r.output.tolist(),
-                             cos_output=r.cos_output.tolist() if finite else None,
-                             cos_start=r.cos_start.tolist()),
-                   hovertemplate="o = (%{x:.3f}, %{y:.3f})<extra></extra>"),
+        go.Scatter(
+            x=[p[0] for p in pts],
+            y=[p[1] for p in pts],
+            mode="markers+text",
+            name=_("values"),
+            text=names,
+            textposition="bottom right",
+            marker=dict(color=GREY, size=8),
+            textfont=dict(color=GREY, size=11),
+            showlegend=False,
+            hovertext=[
+                _("{tokens}: value ({x}, {y})", tokens=n, x=f"{p[0]:g}", y=f"{p[1]:g}")
+                for n, p in zip(names, pts)
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ),
+        go.Scatter(
+            x=[0, r.start[0]],
+            y=[0, r.start[1]],
+            mode="lines+markers+text",
+            name=_("start"),
+            text=["", start_label],
+            textposition="top center",
+            line=dict(color=GREY, width=2),
+            textfont=dict(color=GREY, size=11),
+            marker=dict(symbol="arrow", angleref="previous", size=[0, 12], color=GREY),
+            showlegend=False,
+            hovertext=2
+            * [
+                _(
+                    "{word} (start): ({x}, {y})",
+                    word=ex.word,
+                    x=f"{r.start[0]:.2f}",
+                    y=f"{r.start[1]:.2f}",
+                )
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ),
+        go.Scatter(
+            x=[0, r.output[0]],
+            y=[0, r.output[1]],
+            mode="lines+markers+text",
+            name=_("output"),
+            text=["", "o"],
+            textposition="middle right",
+            line=dict(color=ORANGE, width=3),
+            textfont=dict(color=ORANGE, size=14),
+            # a zero output has no direction: a ring at the origin, not an arrow
+            marker=dict(
+                symbol="arrow" if finite else "circle-open",
+                angleref="previous",
+                size=[0, 14],
+                color=ORANGE,
+            ),
+            showlegend=False,
+            meta=dict(
+                output=r.output.tolist(),
+                cos_output=r.cos_output.tolist() if finite else None,
+                cos_start=r.cos_start.tolist(),
+            ),
+            hovertemplate="o = (%{x:.3f}, %{y:.3f})<extra></extra>",
+        ),
     ]
     ox, oy = f"{r.output[0]:.2f}", f"{r.output[1]:.2f}"
     if finite:
-        title = _("“{sentence}”: o = ({x}, {y}); cos to {fruit} {cos_fruit}, to {company} "
-                  "{cos_company}", sentence=sentence, x=ox, y=oy, fruit=ex.senses[0],
-                  company=ex.senses[1], cos_fruit=f"{r.cos_output[0]:.2f}",
-                  cos_company=f"{r.cos_output[1]:.2f}")
+        title = _(
+            "“{sentence}”: o = ({x}, {y}); cos to {fruit} {cos_fruit}, to {company} {cos_company}",
+            sentence=sentence,
+            x=ox,
+            y=oy,
+            fruit=ex.senses[0],
+            company=ex.senses[1],
+            cos_fruit=f"{r.cos_output[0]:.2f}",
+            cos_company=f"{r.cos_output[1]:.2f}",
+        )
     else:
-        title = _("“{sentence}”: o = ({x}, {y}), no direction: the other words carry nothing",
-                  sentence=sentence, x=ox, y=oy)
+        title = _(
+            "“{sentence}”: o = ({x}, {y}), no direction: the other words carry nothing",
+            sentence=sentence,
+            x=ox,
+            y=oy,
+        )
     grid = panel_grid(
         width,
-        [_("1. scores {c}·q·k<sub>j</sub>", c=_scale_label(r.scale)),
-         _("2. weights α<sub>j</sub> (softmax)"),
-         "3. o = Σ α<sub>j</sub> v<sub>j</sub>"],  # math only: no words
-        height=height, title_size=13, left=50, right=20, bottom=10, spacing_px=60)
+        [
+            _("1. scores {c}·q·k<sub>j</sub>", c=_scale_label(r.scale)),
+            _("2. weights α<sub>j</sub> (softmax)"),
+            "3. o = Σ α<sub>j</sub> v<sub>j</sub>",
+        ],  # math only: no words
+        height=height,
+        title_size=13,
+        left=50,
+        right=20,
+        bottom=10,
+        spacing_px=60,
+    )
     fig, cells = grid.figure, grid.cells
     for trace, panel in zip(traces, (0, 1, 2, 2, 2, 2, 2)):
         fig.add_trace(trace, **cells[panel])
@@ -392,26 +541,52 @@ def draw_three_steps(data: ThreeSteps, *, language: str | None = None, height: i
     x0, x1 = fig.layout.xaxis.domain
     slot = (x1 - x0) * plot_w / len(x)
     widest = max(fonts.text_width(t, FONT["size"]) for t in ticks)
-    word_axis = dict(tickmode="array", tickvals=x, ticktext=ticks,
-                     tickangle=0 if widest <= 0.9 * slot else -45,
-                     range=[-0.6, len(x) - 0.4], showgrid=False, zeroline=False)
+    word_axis = dict(
+        tickmode="array",
+        tickvals=x,
+        ticktext=ticks,
+        tickangle=0 if widest <= 0.9 * slot else -45,
+        range=[-0.6, len(x) - 0.4],
+        showgrid=False,
+        zeroline=False,
+    )
     fig.update_xaxes(**word_axis, **cells[0])
     fig.update_yaxes(range=[0, 1.3 * s_top], title_text=_("score"), **cells[0])
     fig.update_xaxes(**word_axis, **cells[1])
     fig.update_yaxes(range=[0, 1.15], title_text=_("weight"), **cells[1])
     # The plane keeps one unit as long on both axes, in the middle of its panel.
-    fig.update_xaxes(range=[-0.3, lim + 0.2], title_text=ex.senses[0], zeroline=True, dtick=1,
-                     constrain="domain", **cells[2])
-    fig.update_yaxes(range=[-0.3, lim + 0.2], title_text=ex.senses[1], zeroline=True, dtick=1,
-                     scaleanchor="x3", scaleratio=1, constrain="domain", **cells[2])
+    fig.update_xaxes(
+        range=[-0.3, lim + 0.2],
+        title_text=ex.senses[0],
+        zeroline=True,
+        dtick=1,
+        constrain="domain",
+        **cells[2],
+    )
+    fig.update_yaxes(
+        range=[-0.3, lim + 0.2],
+        title_text=ex.senses[1],
+        zeroline=True,
+        dtick=1,
+        scaleanchor="x3",
+        scaleratio=1,
+        constrain="domain",
+        **cells[2],
+    )
     # Prose: the title is the caption above the plot (the browser wraps it).
     fig.update_layout(bargap=0.3, showlegend=False)
     return caption_title(fig, title, size=13)
 
 
-def three_steps_figure(context: str = "I ate an apple", include_self: bool = True, *,
-                       scale: float | None = None, height: int = 400,
-                       language: str | None = None, width: int = COLUMN_PX):
+def three_steps_figure(
+    context: str = "I ate an apple",
+    include_self: bool = True,
+    *,
+    scale: float | None = None,
+    height: int = 400,
+    language: str | None = None,
+    width: int = COLUMN_PX,
+):
     """Figure of the three steps explorer: :func:`draw_three_steps` of :func:`three_steps`.
 
     Args:
@@ -461,10 +636,14 @@ def three_steps_explorer(context: str = "I ate an apple", include_self: bool = T
         return three_steps(context, include_self=include_self)
 
     controls = [
-        Control("context", "context", "select", tuple(CONTEXTS), context,
-                labels=lambda _: [EXAMPLES[_.language].sentences[c] for c in CONTEXTS]),
-        Control("include_self", "apple attends to itself", "toggle", (False, True),
-                include_self),
+        Control(
+            "context",
+            "context",
+            "select",
+            tuple(CONTEXTS),
+            context,
+            labels=lambda _: [EXAMPLES[_.language].sentences[c] for c in CONTEXTS],
+        ),
+        Control("include_self", "apple attends to itself", "toggle", (False, True), include_self),
     ]
-    return Explorer(controls, title="three steps explorer", compute=compute,
-                    draw=draw_three_steps)
+    return Explorer(controls, title="three steps explorer", compute=compute, draw=draw_three_steps)
