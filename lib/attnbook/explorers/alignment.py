@@ -30,8 +30,8 @@ __all__ = [
     "alignment_explorer",
 ]
 
-#: The numbers of updates at which the explorer's default run records the map: every 5 updates
-#: up to 60, where the chapter's run (seed 0) learns its alignment, then every 100 up to 400.
+#: When the explorer's default run records the map, in updates. Every 5 updates up to 60
+#: (where the chapter's run, seed 0, learns its alignment), then every 100 up to 400.
 SNAPSHOT_STEPS = (*range(0, 61, 5), 100, 200, 300, 400)
 
 
