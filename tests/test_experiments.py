@@ -374,6 +374,8 @@ def test_scaling_run_control_starts_with_the_unscaled_scores():
         E.scaling_run(steps=1, q_init_gain=float("inf"), **kw)
     with pytest.raises(TypeError, match="q_init_gain"):
         E.scaling_run(steps=1, q_init_gain="8", **kw)
+    with pytest.raises(ValueError, match="q_init_gain"):  # its scores would overflow
+        E.scaling_run(steps=1, q_init_gain=1e300, **kw)
 
 
 def test_norm_placement_records_the_first_layers_gradient_and_update():

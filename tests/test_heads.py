@@ -625,3 +625,13 @@ def test_numpy_functions_accept_tensors_and_reject_strings():
     q = torch.randn(2, 3, 4, dtype=D64, requires_grad=True)
     got = heads.grouped_query_attention(q, q, q)
     assert_close(got, heads.grouped_query_attention(*(q.detach().numpy(),) * 3), atol=0, rtol=0)
+
+
+def test_multi_head_attention_refuses_causal_cross_attention():
+    r = np.random.default_rng(0)
+    x, c = r.normal(size=(3, 8)), r.normal(size=(5, 8))
+    w = [r.normal(size=(8, 8)) for _ in range(4)]
+    with pytest.raises(ValueError, match="causal=True needs self-attention"):
+        heads.multi_head_attention(x, *w, n_heads=2, context=c, causal=True)
+    with pytest.raises(TypeError, match="return_weights"):
+        heads.multi_head_attention(x, *w, n_heads=2, return_weights="no")

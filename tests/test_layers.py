@@ -444,3 +444,74 @@ def test_mha_attention_mask_combines_and_checks():
         m.attention_mask(torch.ones(4, 4, dtype=torch.bool), pos, pos, True, None)
     with pytest.raises(TypeError, match="keep-mask or an additive"):
         m.attention_mask(torch.ones(3, 3, dtype=torch.long), pos, pos, True, None)
+
+
+# ---------------------------------------------------------------- bad input found by review
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: layers.MultiHeadAttention(8, 2, bias="no"),
+        lambda: layers.MultiHeadAttention(8, 2, out_bias="no"),
+        lambda: layers.LayerNorm(4, bias="no"),
+        lambda: layers.RotaryEmbedding(interleaved="no"),
+    ],
+)
+def test_a_flag_that_is_not_a_bool_is_refused(make):
+    # "no" is truthy: read as a bool it would build the layer the caller did not ask for.
+    with pytest.raises(TypeError, match="must be a bool"):
+        make()
+
+
+def test_flags_of_the_call_must_be_bools():
+    q = torch.randn(1, 1, 2, 4)
+    with pytest.raises(TypeError, match="return_weights"):
+        layers.scaled_dot_product_attention(q, q, q, return_weights="no")
+    m = layers.MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match="need_weights"):
+        m(torch.randn(1, 3, 8), need_weights="no")
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 8), (0, 3, 8)])
+def test_multi_head_attention_takes_an_empty_batch_or_sequence(shape):
+    m = layers.MultiHeadAttention(8, 2)
+    assert m(torch.randn(*shape)).shape == shape
+    assert m(torch.randn(*shape), causal=True).shape == shape
+
+
+def test_cross_attention_to_an_empty_source_outputs_zeros():
+    m = layers.MultiHeadAttention(8, 2)  # no bias: an empty source gives exactly 0
+    out = m(torch.randn(2, 3, 8), torch.randn(2, 0, 8))
+    assert out.shape == (2, 3, 8) and torch.equal(out, torch.zeros(2, 3, 8))
+
+
+def test_scores_that_overflow_are_an_error_not_nan():
+    q = torch.randn(1, 1, 2, 4)
+    with pytest.raises(ValueError, match="overflow to inf"):
+        layers.scaled_dot_product_attention(q, q, q, scale=1e38)
+    big = torch.full((1, 1, 2, 2), 1e20)
+    with pytest.raises(ValueError, match="overflow to inf"):
+        layers.scaled_dot_product_attention(big, big, torch.ones(1, 1, 2, 2))
+    # nan inputs are passed through, as documented (finite=False): no error, a nan output
+    bad = q.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    assert torch.isnan(layers.scaled_dot_product_attention(bad, q, q)[0, 0, 0]).all()
+
+
+def test_latent_attention_names_the_positions_the_caller_passed():
+    m = layers.MultiHeadLatentAttention(8, 2, 4, 2, 2, 2)
+    with pytest.raises(ValueError, match=r"positions of shape \(3, 3\)"):
+        m(torch.randn(2, 3, 8), positions=torch.zeros(3, 3, dtype=torch.long))
+
+
+def test_window_and_cache_are_checked_before_they_are_compared():
+    m, x = layers.MultiHeadAttention(8, 2), torch.randn(2, 3, 8)
+    with pytest.raises(TypeError, match="window"):
+        m(x, causal=True, window="3", kv_cache=SlidingWindowCache(3))
+    with pytest.raises(TypeError, match="window"):
+        m(x, causal=True, window=3.5, kv_cache=SlidingWindowCache(3))
+    with pytest.raises(TypeError, match="kv_cache must be None or a cache"):
+        m(x, kv_cache=object())
+    with pytest.raises(ValueError, match="the kv_cache's window=3 requires causal=True"):
+        m(x, kv_cache=SlidingWindowCache(3))

@@ -48,6 +48,12 @@ def test_formatter_directives_are_left_out_of_a_listing(tmp_path, monkeypatch):
     )
 
 
+def test_a_directive_inside_a_string_is_code_and_stays(tmp_path):
+    f = _make('def f():\n    s = """\n# fmt: off\n"""\n    return s\n', tmp_path)
+    assert "# fmt: off" in source_of(f)
+    assert f() == "\n# fmt: off\n"  # the listing is the code that runs
+
+
 def test_markdown_fences_the_core_and_collapses_the_full_function():
     md = show_code(attention.softmax_core, full=attention.softmax)._repr_markdown_()
     head, _, rest = md.partition(f'<details class="{listing.FULL_CLASS}">')

@@ -304,3 +304,28 @@ def test_masks_arguments():
     for dtype in (None, "bfloat16", torch.float16):
         with pytest.raises(TypeError, match="dtype"):
             additive_mask(causal_mask(2), dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        torch.tensor([[1.0, 0.0]], dtype=torch.bfloat16),
+        torch.tensor([[1.0, 0.0]], requires_grad=True),
+    ],
+)
+def test_a_torch_padding_mask_is_read_like_a_numpy_one(mask):
+    assert np.array_equal(padding_mask(mask), padding_mask(np.array([[1, 0]])))
+
+
+def test_numpy_attention_reads_a_torch_mask_that_requires_grad():
+    r = np.random.default_rng(0)
+    q, k = r.normal(size=(3, 4)), r.normal(size=(5, 4))
+    zeros = torch.zeros(3, 5, requires_grad=True)
+    np.testing.assert_array_equal(
+        scaled_dot_product_attention(q, k, k, zeros), scaled_dot_product_attention(q, k, k)
+    )
+
+
+def test_a_ragged_mask_is_a_type_error_that_names_it():
+    with pytest.raises(TypeError, match="attention_mask must be a numeric array"):
+        padding_mask([[1, 1], [1]])

@@ -436,3 +436,12 @@ def test_dropout_does_not_change_the_parameter_count():
     cfg = BASE_TRANSFORMER.replace(dropout=0.0)
     assert param_count(cfg) == param_count(BASE_TRANSFORMER)
     assert BASE_TRANSFORMER.dropout == 0.1 and BASE_TRANSFORMER.scales_embeddings
+
+
+@pytest.mark.parametrize(
+    "field", ["norm_first", "bias", "tie_embeddings", "qkv_bias", "embed_scale"]
+)
+def test_model_config_flags_must_be_bools(field):
+    # norm_first="False" is truthy: it would build a Pre-LN model from a Post-LN request.
+    with pytest.raises(TypeError, match=f"{field} must be a bool"):
+        ModelConfig(**{**BASE, field: "False"})

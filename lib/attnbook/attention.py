@@ -234,7 +234,7 @@ def scaled_dot_product_attention(
     dtype = compute_dtype(out_dtype)
     additive = keep = None
     if mask is not None:
-        mask = checks.check_mask(np.asarray(mask), "mask", scores_shape)  # NumPy, always
+        mask = checks.check_mask(checks.as_array(mask, "mask"), "mask", scores_shape)  # NumPy
         if mask.dtype == np.bool_:
             keep = mask
         else:
@@ -322,12 +322,7 @@ def attention_head(
     encoder-decoder attention: queries from the decoder, keys and values from the encoder).
     """
     x = checks.as_float_array(x, "x")
-    causal = checks.check_bool(causal, "causal")
-    if context is not None and causal:
-        raise ValueError(
-            "causal=True needs self-attention (context=None): a cross-attention "
-            "source is known in full, there is no later key to hide"
-        )
+    causal = checks.check_causal_context(causal, context)
     c = x if context is None else checks.as_float_array(context, "context")
     for name, arr in (("x", x), ("context", c)):
         checks.check_ndim(arr, name, "(..., seq, d_model)")

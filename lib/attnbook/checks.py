@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "check_causal_context",
+    "check_kv_cache",
     "check_int",
     "check_real",
     "check_bool",
@@ -37,6 +39,7 @@ __all__ = [
     "check_axis",
     "check_ndim",
     "check_rope_dim",
+    "as_array",
     "as_float_array",
     "check_finite",
     "check_qkv",
@@ -224,6 +227,24 @@ def check_ndim(x, name: str, layout: str):
     return x
 
 
+def check_causal_context(causal, context) -> bool:
+    """``causal`` as a bool, refused together with a cross-attention ``context``.
+
+    A cross-attention source is known in full: there is no later key to hide.
+
+    Raises:
+        TypeError: ``causal`` is not a bool.
+        ValueError: ``causal`` is True and ``context`` is not None.
+    """
+    causal = check_bool(causal, "causal")
+    if causal and context is not None:
+        raise ValueError(
+            "causal=True needs self-attention (context=None): a cross-attention "
+            "source is known in full, there is no later key to hide"
+        )
+    return causal
+
+
 def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
     """A dimension that RoPE rotates: even, since RoPE rotates pairs of dimensions.
 
@@ -242,14 +263,14 @@ def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
     return dim
 
 
-def as_float_array(x, name: str) -> np.ndarray:
-    """``x`` as a floating-point NumPy array; integers and bools become float64.
+def as_array(x, name: str) -> np.ndarray:
+    """``x`` as a NumPy array of its own dtype (bool stays bool).
 
     A torch tensor is detached and moved to the CPU (bfloat16 becomes float32, which NumPy
-    lacks), so tensors that require grad are accepted. The dtype of a float input is kept.
+    lacks), so tensors that require grad are accepted.
 
     Raises:
-        TypeError: ``x`` is not real and numeric (strings, objects, complex numbers).
+        TypeError: ``x`` cannot be an array (a ragged nested list, an object NumPy refuses).
     """
     if type(x).__module__ == "torch" and hasattr(x, "detach"):
         x = x.detach().cpu()
@@ -257,9 +278,22 @@ def as_float_array(x, name: str) -> np.ndarray:
             x = x.float()
         x = x.numpy()
     try:
-        arr = np.asarray(x)
+        return np.asarray(x)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a numeric array, got {type(x).__name__} ({exc})") from None
+
+
+def as_float_array(x, name: str) -> np.ndarray:
+    """``x`` as a floating-point NumPy array; integers and bools become float64.
+
+    A torch tensor is detached and moved to the CPU (bfloat16 becomes float32, which NumPy
+    lacks), so tensors that require grad are accepted. The dtype of a float input is kept.
+
+    Raises:
+        TypeError: ``x`` is not real and numeric (strings, objects, complex numbers, a ragged
+            nested list).
+    """
+    arr = as_array(x, name)
     if np.issubdtype(arr.dtype, np.floating):
         return arr
     if np.issubdtype(arr.dtype, np.complexfloating):
@@ -398,7 +432,7 @@ def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarr
         TypeError: it is not numeric (strings, objects).
         ValueError: it is not 2-D, or holds a value other than 0 and 1.
     """
-    am = np.asarray(attention_mask)
+    am = as_array(attention_mask, name)
     if am.dtype != np.bool_ and not (
         np.issubdtype(am.dtype, np.integer) or np.issubdtype(am.dtype, np.floating)
     ):
@@ -769,6 +803,22 @@ def check_dropout(p, name: str = "dropout_p") -> float:
     if not 0.0 <= p < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {p}")
     return p
+
+
+def check_kv_cache(kv_cache, name: str = "kv_cache"):
+    """``None`` or a KV cache: an object with ``seq_len`` and ``update`` (attnbook.kv_cache).
+
+    Raises:
+        TypeError: it lacks either attribute.
+    """
+    if kv_cache is not None and not (
+        hasattr(kv_cache, "seq_len") and callable(getattr(kv_cache, "update", None))
+    ):
+        raise TypeError(
+            f"{name} must be None or a cache with seq_len and update() (e.g. "
+            f"attnbook.kv_cache.KVCache), got {type(kv_cache).__name__}"
+        )
+    return kv_cache
 
 
 def check_window(window, causal: bool, name: str = "window"):

@@ -153,8 +153,11 @@ class ModelConfig:
         )
         if self.dropout >= 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.embed_scale is not None:
-            object.__setattr__(self, "embed_scale", check_bool(self.embed_scale, "embed_scale"))
+        for f in ("norm_first", "bias", "tie_embeddings"):
+            object.__setattr__(self, f, check_bool(getattr(self, f), f))
+        for f in ("qkv_bias", "embed_scale"):  # None: the default rule
+            if getattr(self, f) is not None:
+                object.__setattr__(self, f, check_bool(getattr(self, f), f))
         check_choice(self.arch, "arch", _ARCHS)
         check_choice(self.positional, "positional", _POSITIONAL)
         check_choice(self.ffn, "ffn", _FFNS)

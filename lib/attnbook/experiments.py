@@ -669,7 +669,7 @@ def scaling_run(
             ``saturation_threshold`` or ``q_init_gain`` not a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
             ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
-            positive and finite or ``seed`` is negative.
+            in ``(0, 1000)`` or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -688,7 +688,9 @@ def scaling_run(
     )
     seed = checks.check_seed(seed)
     if q_init_gain is not None:
-        q_init_gain = checks.check_real(q_init_gain, "q_init_gain", minimum=0, strict=True)
+        q_init_gain = checks.check_real(  # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
+            q_init_gain, "q_init_gain", minimum=0, maximum=1e3, strict=True
+        )
     gen_eval = torch.Generator().manual_seed(seed + 1)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}

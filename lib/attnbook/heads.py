@@ -296,10 +296,12 @@ def multi_head_attention(
         ValueError: if a weight or bias has the wrong shape (``w_o`` must map back to
             ``d_model``), ``n_heads`` does not divide ``w_q``'s output, ``n_kv_heads`` does
             not divide ``n_heads`` or ``w_k``'s output, the projections give different head
-            dims, an input holds nan or inf, or ``mask`` is rejected by
-            :func:`attnbook.attention.scaled_dot_product_attention`.
-        TypeError: if ``n_heads`` or ``n_kv_heads`` is not an integer, or ``x``, ``context``,
-            a weight or a bias is not a real numeric array.
+            dims, an input holds nan or inf, ``mask`` is rejected by
+            :func:`attnbook.attention.scaled_dot_product_attention`, or ``causal`` is True
+            with a ``context`` (a cross-attention source has no later key to hide).
+        TypeError: if ``n_heads`` or ``n_kv_heads`` is not an integer, ``causal`` or
+            ``return_weights`` not a bool, or ``x``, ``context``, a weight or a bias is not a
+            real numeric array.
 
     Source: Vaswani et al. (2017), section 3.2.2; Ainslie et al. (2023).
     """
@@ -308,6 +310,8 @@ def multi_head_attention(
     n_kv_heads = n_heads if n_kv_heads is None else checks.check_int(n_kv_heads, "n_kv_heads", 1)
     checks.check_head_counts(n_heads, n_kv_heads)
     checks.check_ndim(x, "x", "(..., L, d_model)")
+    causal = checks.check_causal_context(causal, context)
+    return_weights = checks.check_bool(return_weights, "return_weights")
     src = x if context is None else checks.as_float_array(context, "context")
     d_model = x.shape[-1]
     if src.ndim < 2 or src.shape[-1] != d_model:

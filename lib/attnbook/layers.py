@@ -48,6 +48,7 @@ from .checks import (
     check_int,
     check_int_tensor,
     check_keep_mask,
+    check_kv_cache,
     check_mask,
     check_masks_broadcast,
     check_module_input,
@@ -149,6 +150,7 @@ class LayerNorm(_Norm):
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__(d_model, eps)
+        bias = check_bool(bias, "bias")
         self.bias = nn.Parameter(torch.zeros(self.d_model)) if bias else None
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
@@ -290,7 +292,7 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, base: float = 10000.0, interleaved: bool = False):
         super().__init__()
         self.base = check_real(base, "base", minimum=1.0, strict=True)
-        self.interleaved = bool(interleaved)
+        self.interleaved = check_bool(interleaved, "interleaved")
 
     def forward(self, x: torch.Tensor, positions) -> torch.Tensor:
         """Rotate ``x`` by its positions with this module's ``base`` and pairing.
@@ -450,8 +452,8 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
             f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
             f"axis; got shape {tuple(x.shape)}"
         )
-    B, L, _ = x.shape
-    return x.view(B, L, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
+    B, L, HD = x.shape
+    return x.view(B, L, n_heads, HD // n_heads).transpose(1, 2)  # (B, H, L, D)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
@@ -643,11 +645,13 @@ def scaled_dot_product_attention(
             or head dims disagree, ``q`` has no heads, ``H_kv`` does not divide ``H``, ``k``
             and ``v`` disagree on ``(B, H_kv, S)`` (all by
             :func:`attnbook.checks.check_qkv_tensors`), the mask does not broadcast to
-            ``(B, H, L, S)`` or (additive) holds nan or ``+inf``, ``scale`` is not finite, or
-            ``dropout_p`` is outside ``[0, 1)``.
+            ``(B, H, L, S)`` or (additive) holds nan or ``+inf``, ``scale`` is not finite,
+            ``dropout_p`` is outside ``[0, 1)``, or the scores of finite ``q`` and ``k``
+            overflow to infinity (nan or infinite inputs are passed through: a nan row gives a
+            nan output).
         TypeError: if ``q``, ``k``, ``v`` are not floating tensors of one dtype, the mask is
             neither boolean nor floating, ``scale``/``dropout_p`` are not real numbers, or
-            ``causal`` is not a bool.
+            ``causal``/``return_weights`` is not a bool.
 
     Source: Vaswani et al. (2017), eq. 1; GQA: Ainslie et al. (2023).
     """
@@ -655,6 +659,7 @@ def scaled_dot_product_attention(
     B, H, L, D = q.shape
     H_kv, S = k.shape[1], k.shape[2]
     causal = check_bool(causal, "causal")
+    return_weights = check_bool(return_weights, "return_weights")
     dropout_p = check_dropout(dropout_p, "dropout_p")
     scale = check_scale(scale, D)
     k = repeat_kv(k, H // H_kv)  # (B, H, S, D)
@@ -664,6 +669,14 @@ def scaled_dot_product_attention(
     # upcast before the matmul: fp16 q k^T overflows at 65504 (-> -inf hides every key, +inf
     # gives NaN); float32 holds any product of fp16/bf16 values.
     scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale  # (B, H, L, S)
+    if not bool(torch.isfinite(scores).all()) and all(
+        bool(torch.isfinite(t).all()) for t in (q, k)
+    ):
+        raise ValueError(
+            f"the scores q k^T * scale overflow to inf in {cdt} although q and k are finite "
+            f"(largest |q| {q.abs().max().item():.3g}, |k| {k.abs().max().item():.3g}, "
+            f"scale {scale:.3g}); rescale the inputs or compute in float64"
+        )
     keep = None
     if mask is not None:
         mask = check_mask(mask, "mask", (B, H, L, S), device=q.device)
@@ -790,7 +803,8 @@ class MultiHeadAttention(nn.Module):
         )
         self.dropout = float(dropout)
         self.rope = rope
-        out_bias = bias if out_bias is None else out_bias
+        bias = check_bool(bias, "bias")
+        out_bias = bias if out_bias is None else check_bool(out_bias, "out_bias")
         self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
@@ -814,6 +828,7 @@ class MultiHeadAttention(nn.Module):
         Arguments: the class docstring; errors: :meth:`check_inputs`.
         """
         positions, window = self.check_inputs(x, context, mask, causal, window, positions, kv_cache)
+        need_weights = check_bool(need_weights, "need_weights")
         src = x if context is None else context  # keys' and values' input
         q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, L, D)
         k = split_heads(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
@@ -874,18 +889,19 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("kv_cache and rope apply to self-attention only (context given)")
             if causal or window is not None:
                 raise ValueError("causal/window masks apply to self-attention only")
+        check_kv_cache(kv_cache)
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
         positions = check_positions(
             check_int_tensor(positions, "positions"), L, x.shape, batch=True
         )
+        window = check_window(window, causal)
         cache_window = None if kv_cache is None else getattr(kv_cache, "window", None)
         if cache_window is not None:
             if window is not None and window != cache_window:
                 raise ValueError(f"window {window} contradicts the cache's window {cache_window}")
-            window = cache_window
-        window = check_window(window, causal)
+            window = check_window(cache_window, causal, "the kv_cache's window")
         return positions.to(x.device), window
 
     def attention_mask(self, mask, q_positions, k_positions, causal, window):
@@ -1050,10 +1066,13 @@ class MultiHeadLatentAttention(nn.Module):
         causal = check_bool(causal, "causal")
         B, L, _ = x.shape
         H = self.n_heads
+        check_kv_cache(kv_cache)
         past = 0 if kv_cache is None else int(kv_cache.seq_len)
         if positions is None:
             positions = torch.arange(past, past + L, device=x.device)  # (L,)
-        positions = check_positions(check_int_tensor(positions, "positions"), L, x.shape)
+        positions = check_positions(
+            check_int_tensor(positions, "positions"), L, x.shape, batch=True
+        )
         q = self.q_proj(x).view(B, L, H, self.q_head_dim).transpose(1, 2)  # (B, H, L, Dq)
         q_nope, q_pe = q.split([self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
         q_pe = self.rope(q_pe, positions)  # (B, H, L, Dr)

@@ -72,8 +72,32 @@ def source_of(obj) -> str:
             f"obj must be a function, method or class with Python source, got "
             f"{obj!r} ({type(obj).__name__}): {exc}"
         ) from None
-    lines = [line for line in src.splitlines() if line.strip() not in FORMATTER_DIRECTIVES]
+    directive_rows = _directive_rows(src)
+    lines = [line for row, line in enumerate(src.splitlines(), 1) if row not in directive_rows]
     return textwrap.dedent("\n".join(lines)).rstrip("\n")
+
+
+def _directive_rows(src: str) -> set:
+    """1-based rows of ``src`` that hold a formatter directive comment and nothing else.
+
+    Found with :mod:`tokenize`, so a line of a string or docstring that reads ``# fmt: off``
+    stays (it is data, not a comment).
+    """
+    import io
+    import tokenize
+
+    rows = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(textwrap.dedent(src)).readline):
+            if (
+                tok.type == tokenize.COMMENT
+                and tok.string.strip() in FORMATTER_DIRECTIVES
+                and not tok.line[: tok.start[1]].strip()
+            ):
+                rows.add(tok.start[0])
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return set()  # not Python on its own: show it as it is
+    return rows
 
 
 def lines_between(src: str, first: str, last: str) -> str:

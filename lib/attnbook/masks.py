@@ -162,7 +162,7 @@ def combine_masks(*masks) -> np.ndarray | None:
         ValueError: if the masks do not broadcast together.
     """
     arrays = [
-        checks.check_keep_mask(np.asarray(m), f"masks[{idx}]")
+        checks.check_keep_mask(checks.as_array(m, f"masks[{idx}]"), f"masks[{idx}]")
         for idx, m in enumerate(masks)
         if m is not None
     ]

@@ -133,8 +133,9 @@ def draw_alignment(
     Raises:
         TypeError: if ``data`` is not an :class:`AlignmentData`, or ``height`` or ``width``
             not an integer.
-        ValueError: if ``height`` < 10, ``width`` leaves no room for the panel or
-            ``language`` is unknown.
+        ValueError: if ``height`` < 10, ``width`` or ``height`` leaves no room for the
+            panel under its title and margins (:func:`attnbook.explorers.layout.panel_grid`;
+            about 175 px of height at the default width), or ``language`` is unknown.
     """
     import plotly.graph_objects as go
 
