@@ -8,8 +8,9 @@
   ``long_range_recall_run``, about 7 s of CPU, whose outcome phrases are rebuilt here from the
   result's fields by the rules the chapter states; the copy run's live point
   ``copy_capacity_run``; exercise 5's four RNN trainings), or read with plain loops from the
-  committed table ``benchmarks/results/copy_capacity.csv`` (whose parameter and state counts are
-  checked here by hand); compare with ``rel_tol=1e-9``; or
+  committed tables ``benchmarks/results/copy_capacity.csv`` (whose parameter and state counts are
+  checked here by hand) and ``benchmarks/results/long_range_recall.csv`` (counts and medians by
+  hand); compare with ``rel_tol=1e-9``; or
 * a matcher of tests/chapters/matchers.py — a :class:`Tiny` bound for what is zero by a hand
   derivation up to rounding, a :class:`Check` for what cannot be recomputed (wall-clock times,
   machine-dependent): ``matcher.matches(actual, glued)`` must be True, where ``glued`` is the
@@ -204,6 +205,97 @@ def _copy_table() -> dict:
     }
 
 
+def _recall_grid() -> dict:
+    """The recall grid's glued values, from benchmarks/results/long_range_recall.csv read here
+    with plain loops (its first line is a comment); medians and counts by hand."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "long_range_recall.csv"
+    with open(path, newline="") as fh:
+        first = fh.readline()
+        assert first.startswith("# python benchmarks/long_range_recall.py"), first
+        table = list(csv.DictReader(fh))
+    ks = sorted({int(r["max_k"]) for r in table})
+    seeds = sorted({int(r["seed"]) for r in table})
+    assert len(table) == 3 * len(ks) * len(seeds)  # one row per (seed, max_k, model)
+
+    def steps(model, k):
+        return sorted(
+            int(r["solved_step"])
+            for r in table
+            if r["model"] == model and int(r["max_k"]) == k and r["solved_step"]
+        )
+
+    def median(xs):
+        n = len(xs)
+        return float(xs[n // 2]) if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    for r in table:  # the rule "solved": a step within the budget, on the evaluation grid
+        assert int(r["steps"]) == 1000
+        if r["solved_step"]:
+            assert 0 < int(r["solved_step"]) <= 1000 and int(r["solved_step"]) % 25 == 0
+            assert float(r["min_accuracy"]) >= 0.95
+    for model in ("lstm", "attention"):  # the prose: every distance of the grid, every seed
+        assert all(len(steps(model, k)) == len(seeds) for k in ks), model
+    # ... and "several times as many updates as attention at the largest".
+    assert median(steps("lstm", ks[-1])) >= 3 * median(steps("attention", ks[-1]))
+    k_all = 0
+    for k in ks:  # walk up while every seed solved it
+        if len(steps("rnn", k)) < len(seeds):
+            break
+        k_all = k
+    k_next = ks[ks.index(k_all) + 1]
+    k_none = ks[-1]
+    for k in reversed(ks):  # walk down while no seed solved it
+        if steps("rnn", k):
+            break
+        k_none = k
+    assert not steps("rnn", k_none), "the RNN solved the largest max_k in some seed"
+    k_min, k_max = ks[0], ks[-1]
+    unsolved = [
+        float(r["min_accuracy"])
+        for r in table
+        if r["model"] == "rnn" and int(r["max_k"]) == k_max and not r["solved_step"]
+    ]
+    ratios = sorted(
+        float(r["grad_ratio"]) for r in table if r["model"] == "rnn" and int(r["max_k"]) == k_max
+    )
+
+    def live(model):
+        return next(
+            int(r["solved_step"])
+            for r in table
+            if r["model"] == model and r["seed"] == "0" and r["max_k"] == "16"
+        )
+
+    return {
+        "rec_grid_steps": 1000,
+        "rec_grid_n_seeds": len(seeds),
+        "rec_grid_k_list": ", ".join(map(str, ks)),
+        "rec_grid_k_min": k_min,
+        "rec_grid_k_max": k_max,
+        "rec_grid_rnn_k_all": k_all,
+        "rec_grid_rnn_k_next": k_next,
+        "rec_grid_rnn_n_next": len(steps("rnn", k_next)),
+        "rec_grid_rnn_k_none": k_none,
+        "rec_grid_rnn_n_max": len(steps("rnn", k_max)),
+        "rec_grid_lstm_n_max": len(steps("lstm", k_max)),
+        "rec_grid_att_n_max": len(steps("attention", k_max)),
+        "rec_grid_rnn_med_min": median(steps("rnn", k_min)),
+        "rec_grid_rnn_med_all": median(steps("rnn", k_all)),
+        "rec_grid_lstm_med_min": median(steps("lstm", k_min)),
+        "rec_grid_lstm_med_max": median(steps("lstm", k_max)),
+        "rec_grid_att_med_min": median(steps("attention", k_min)),
+        "rec_grid_att_med_max": median(steps("attention", k_max)),
+        "rec_grid_rnn_acc_max": max(unsolved),
+        "rec_grid_rnn_grad_max": _times(median(ratios)),
+        "rec_grid_live_rnn": live("rnn"),
+        "rec_grid_live_lstm": live("lstm"),
+        "rec_grid_live_attention": live("attention"),
+    }
+
+
 @functools.lru_cache(maxsize=None)
 def expected() -> dict:
     import torch
@@ -296,6 +388,17 @@ def expected() -> dict:
         for name in ("rnn", "lstm", "attention"):
             e[f"rec_status_{name}"] = _status(run, name)
         e["rec_verdict"] = _verdict(run)
+        grid = _recall_grid()
+        for name in ("rnn", "lstm", "attention"):
+            # The table's seed-0, max_k-16 row and the chapter's live run: the same training.
+            row = grid.pop(f"rec_grid_live_{name}")
+            e[f"rec_grid_live_{name}"] = Check(
+                lambda v, g, row=row, name=name: (
+                    v == row and g[f"rec_status_{name}"] == f"solved it after {row} updates"
+                ),
+                f"the table's row ({row} updates) and the live run's glued status agree",
+            )
+        e |= grid
         # --- The copy run: one live point (seeded, deterministic) and the committed table. ---
         cap = experiments.copy_capacity_run(n_items=(16,), hidden_sizes=(16,), seed=0)
         e |= {
