@@ -515,3 +515,23 @@ def test_window_and_cache_are_checked_before_they_are_compared():
         m(x, kv_cache=object())
     with pytest.raises(ValueError, match="the kv_cache's window=3 requires causal=True"):
         m(x, kv_cache=SlidingWindowCache(3))
+
+
+def test_rope_needs_a_pair_of_dimensions_in_torch_as_in_numpy():
+    with pytest.raises(ValueError, match="head_dim must be >= 2"):
+        layers.apply_rope(torch.randn(2, 3, 0), torch.arange(3))
+    with pytest.raises(ValueError, match="head_dim must be >= 2"):
+        positional.apply_rope(np.zeros((3, 0)), np.arange(3))
+
+
+def test_positions_with_three_axes_are_refused():
+    m = layers.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"positions must be \(L,\) or \(B, L\)"):
+        m(torch.randn(1, 2, 8), positions=torch.zeros(1, 1, 2, dtype=torch.long))
+
+
+@pytest.mark.parametrize("mask", ["causal", [[True], [True, False]]])
+def test_a_mask_that_is_no_array_is_a_type_error_that_names_it(mask):
+    q = torch.randn(1, 1, 2, 4)
+    with pytest.raises(TypeError, match="mask must be"):
+        layers.scaled_dot_product_attention(q, q, q, mask)

@@ -445,3 +445,13 @@ def test_model_config_flags_must_be_bools(field):
     # norm_first="False" is truthy: it would build a Pre-LN model from a Post-LN request.
     with pytest.raises(TypeError, match=f"{field} must be a bool"):
         ModelConfig(**{**BASE, field: "False"})
+
+
+def test_encoder_decoder_names_the_arguments_the_caller_passed():
+    cfg = ModelConfig(**{**BASE, "arch": "encoder-decoder", "n_encoder_layers": 1})
+    ed = build_model(cfg)
+    src, tgt = torch.randint(0, 10, (2, 4)), torch.randint(0, 10, (2, 3))
+    with pytest.raises(ValueError, match=r"src and tgt must hold the same number of sequences"):
+        ed(src[:1], tgt)
+    with pytest.raises(ValueError, match=r"memory must be \(B=2, S, d_model=8\)"):
+        ed.decode(tgt, torch.randn(2, 4, 7))

@@ -246,7 +246,7 @@ def check_causal_context(causal, context) -> bool:
 
 
 def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
-    """A dimension that RoPE rotates: even, since RoPE rotates pairs of dimensions.
+    """A dimension that RoPE rotates: even and at least 2, since RoPE rotates pairs.
 
     Args:
         dim: the dimension (an integer already checked).
@@ -254,8 +254,12 @@ def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
         detail: appended to the message, e.g. the shape it comes from.
 
     Raises:
-        ValueError: ``dim`` is odd.
+        ValueError: ``dim`` is odd or below 2.
     """
+    if dim < 2:
+        raise ValueError(
+            f"RoPE rotates pairs of dimensions; {name} must be >= 2, got {dim}{detail}"
+        )
     if dim % 2:
         raise ValueError(
             f"RoPE rotates pairs of dimensions; {name} must be even, got {dim}{detail}"
@@ -705,7 +709,7 @@ def check_positions(
     Raises:
         TypeError: not integers.
         ValueError: negative, the last dimension is not ``seq_len`` or (with ``batch``)
-            2-D positions whose batch is not that of ``x``.
+            more than 2 axes, or 2-D positions whose batch is not that of ``x``.
     """
     if type(positions).__module__ == "torch":
         positions = check_int_tensor(positions, name)
@@ -715,6 +719,11 @@ def check_positions(
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
             f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
+        )
+    if batch and positions.ndim > 2:
+        raise ValueError(
+            f"{name} must be (L,) or (B, L); got shape {tuple(positions.shape)} "
+            f"(x has shape {tuple(x_shape)})"
         )
     if batch and positions.ndim == 2 and positions.shape[0] != x_shape[0]:
         raise ValueError(
@@ -922,13 +931,18 @@ def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
     if type(mask).__module__ == "torch" or device is not None:
         import torch
 
-        mask = torch.as_tensor(
-            np.asarray(mask) if isinstance(mask, (list, tuple)) else mask, device=device
-        )
+        if not isinstance(mask, torch.Tensor):
+            mask = as_array(mask, name)
+            if mask.dtype.kind not in "biuf":  # strings, objects: torch would say "new()"
+                raise TypeError(
+                    f"{name} must be a boolean keep-mask or an additive float mask; got "
+                    f"dtype {mask.dtype} (shape {mask.shape})"
+                )
+        mask = torch.as_tensor(mask, device=device)
         floating = mask.is_floating_point()
         bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
     else:
-        mask = np.asarray(mask)
+        mask = as_array(mask, name)
         floating = np.issubdtype(mask.dtype, np.floating)
         bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
     if not floating and str(mask.dtype) not in ("bool", "torch.bool"):

@@ -21,7 +21,13 @@ import torch
 from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
-from .checks import check_int_tensor, check_padding_mask, check_positions, check_token_ids
+from .checks import (
+    check_int_tensor,
+    check_module_input,
+    check_padding_mask,
+    check_positions,
+    check_token_ids,
+)
 from .config import BASE_TRANSFORMER, ModelConfig
 from .cost import param_count  # the closed form lives in attnbook.cost
 from .layers import LearnedPositionalEmbedding, RotaryEmbedding
@@ -415,10 +421,15 @@ class EncoderDecoderModel(nn.Module):
             raise ValueError(
                 f"need one cache per decoder layer: {len(self.decoder)}, got {len(kv_caches)}"
             )
-        if memory.ndim != 3 or memory.shape[0] != tgt.shape[0]:
-            raise ValueError(
-                f"memory must be (B={tgt.shape[0]}, S, d_model); got shape {tuple(memory.shape)}"
-            )
+        check_module_input(
+            memory,
+            self.lm_head.weight,
+            self.config.d_model,
+            "memory",
+            batch=tgt.shape[0],
+            seq="S",
+            detail=f" with tgt of shape {tuple(tgt.shape)}",
+        )
         keep = _padding_keep(
             src_attention_mask, memory.shape[:2], memory.device, "src_attention_mask"
         )
@@ -453,6 +464,13 @@ class EncoderDecoderModel(nn.Module):
         Returns:
             ``(B, T, vocab_size)`` logits (unnormalized); position ``t`` sees ``tgt[:, :t+1]``.
         """
+        src = check_token_ids(src, "src", self.config.vocab_size)
+        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(
+                f"src and tgt must hold the same number of sequences B; got src of shape "
+                f"{tuple(src.shape)} and tgt of shape {tuple(tgt.shape)}"
+            )
         return self.decode(tgt, self.encode(src, src_attention_mask), src_attention_mask)
 
 
