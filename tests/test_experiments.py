@@ -1199,3 +1199,20 @@ def test_copy_capacity_run_counts_and_learns_a_short_copy():
 def test_copy_capacity_run_rejects_bad_settings(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         E.copy_capacity_run(**kwargs)
+
+
+def test_the_largest_seed_is_accepted_and_its_held_out_seed_wraps():
+    # seed + 1 (the held-out set's generator) wraps modulo 2**64 instead of overflowing torch.
+    r = E.cross_attention_run(
+        n=3,
+        vocab=4,
+        d_model=4,
+        n_heads=1,
+        n_layers=1,
+        d_ff=4,
+        steps=1,
+        batch_size=2,
+        eval_size=2,
+        seed=2**64 - 1,
+    )
+    assert np.isfinite(r.loss).all()

@@ -691,7 +691,7 @@ def scaling_run(
         q_init_gain = checks.check_real(  # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
             q_init_gain, "q_init_gain", minimum=0, maximum=1e3, strict=True
         )
-    gen_eval = torch.Generator().manual_seed(seed + 1)
+    gen_eval = torch.Generator().manual_seed((seed + 1) % 2**64)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
     if q_init_gain is not None:
@@ -1036,7 +1036,9 @@ def norm_placement_run(
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
-    eval_ids, eval_x = copy_batch(eval_size, n, vocab, torch.Generator().manual_seed(seed + 1))
+    eval_ids, eval_x = copy_batch(
+        eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
+    )
     sizes = dict(
         vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, n=n, seed=seed
     )
@@ -1502,7 +1504,12 @@ def long_range_recall_run(
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
     eval_ids, eval_target, _ = delayed_recall_batch(
-        len(k_eval), max_k, n_signal, n_noise, torch.Generator().manual_seed(seed + 1), k=k_eval
+        len(k_eval),
+        max_k,
+        n_signal,
+        n_noise,
+        torch.Generator().manual_seed((seed + 1) % 2**64),
+        k=k_eval,
     )
     out = {
         name: {}
@@ -1805,7 +1812,7 @@ def copy_capacity_run(
     with _run_context(num_threads) as clock:
         for j, n in enumerate(ns):
             eval_ids, eval_target = copy_batch(
-                eval_size, n, vocab, torch.Generator().manual_seed(seed + 1)
+                eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
             )
             config = ModelConfig(
                 vocab_size=vocab + 1,
@@ -2041,7 +2048,7 @@ def cross_attention_run(
             snapshot_steps, "snapshot_steps", minimum=0, maximum=steps
         )
     src_e, tgt_in_e, tgt_out_e = reversal_batch(
-        eval_size, n, vocab, torch.Generator().manual_seed(seed + 1)
+        eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
     )
     i = torch.arange(n)
 
@@ -2354,7 +2361,7 @@ def position_extrapolation_run(
     if not kinds or len(set(kinds)) != len(kinds) or not set(kinds) <= set(allowed):
         raise ValueError(f"kinds must be distinct names from {allowed}, got {kinds!r}")
     ids_e, target_e = offset_copy_batch(
-        eval_size, eval_len, offset, vocab, torch.Generator().manual_seed(seed + 1)
+        eval_size, eval_len, offset, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
     )
     t = torch.arange(offset, eval_len)  # (eval_len - offset,) positions with an answer
     distance = torch.arange(eval_len)[:, None] - torch.arange(eval_len)  # (T, T): i - j
@@ -2604,7 +2611,7 @@ def heads_run(
     with _run_context(num_threads) as clock:
         for r, seed in enumerate(seeds):
             x_e, y_e, types_e = multi_source_batch(
-                eval_size, seq_len, K, m, torch.Generator().manual_seed(seed + 1)
+                eval_size, seq_len, K, m, torch.Generator().manual_seed((seed + 1) % 2**64)
             )
             for a, h in enumerate(arms):
                 torch.manual_seed(seed)
