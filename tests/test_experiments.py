@@ -33,6 +33,7 @@ from attnbook import experiments as E
 from attnbook.layers import MultiHeadAttention
 from attnbook.layers import apply_rope as ann_apply_rope
 from attnbook.models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig
+from norm_refs import norm_input_rms
 
 D64 = torch.float64
 
@@ -432,35 +433,6 @@ def test_norm_placement_records_the_first_layers_gradient_and_update():
     )
 
 
-def _norm_inputs_by_hand(model, ids) -> list:
-    """Centred RMS of each norm's input in one forward pass, the block written out by hand."""
-
-    def rms(h):
-        h = h.detach().double()
-        return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
-
-    out = []
-    with torch.no_grad():
-        x = model.embed(ids, torch.arange(ids.shape[1]))
-        for layer in model.layers:
-            a = layer.self_attn
-            if layer.norm_first:  # Pre-LN: the norm reads the residual stream
-                out.append(rms(x))
-                x = x + a(layer.norm1(x), causal=True)
-                out.append(rms(x))
-                x = x + layer.ffn(layer.norm2(x))
-            else:  # Post-LN: the norm reads x + F(x)
-                h = x + a(x, causal=True)
-                out.append(rms(h))
-                x = layer.norm1(h)
-                h = x + layer.ffn(x)
-                out.append(rms(h))
-                x = layer.norm2(h)
-        if model.norm is not None:
-            out.append(rms(x))
-    return out
-
-
 def test_norm_placement_records_the_norms_input_rms():
     """Step 0's recorded RMS of every norm's input equals a forward pass computed by hand."""
     seed, sizes = 2, dict(vocab=5, d_model=16, n_heads=2, n_layers=3, d_ff=32, n=3)
@@ -472,7 +444,7 @@ def test_norm_placement_records_the_norms_input_rms():
         assert np.isfinite(rms).all() and (rms > 0).all()
         assert np.isfinite(final).all() if norm_first else np.isnan(final).all()
         model = E._copy_model(norm_first, name=arm, seed=seed, **sizes)
-        want = _norm_inputs_by_hand(model, ids)
+        want = norm_input_rms(model, ids)
         got = list(rms[0].ravel()) + ([final[0]] if norm_first else [])
         np.testing.assert_allclose(got, want, rtol=1e-6)
         # Later steps see updated weights: the records move.

@@ -33,6 +33,7 @@ from attnbook.models import (
     count_parameters,
     param_count,
 )
+from norm_refs import norm_input_rms
 
 NUMBER = 9
 NAME = "09-transformer-block"
@@ -116,38 +117,6 @@ def _norms() -> dict:
         # Per-token normalisation: sequence 0's outputs do not depend on sequence 1.
         "ln_other_token_diff": 0.0,
     }
-
-
-def _norm_input_rms(model, ids) -> list:
-    """Centred RMS of every norm's input in one forward pass, written out by hand.
-
-    The block's forward (``blocks.TransformerBlock``) step by step: Post-LN normalises
-    ``x + F(x)``, Pre-LN reads ``norm(x)``; a Pre-LN model ends in a final norm. Returns
-    ``[layer 0 norm1, layer 0 norm2, ..., (final)]``.
-    """
-
-    def rms(h):
-        h = h.detach().double()
-        return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
-
-    out = []
-    with torch.no_grad():
-        x = model.embed(ids, torch.arange(ids.shape[1]))
-        for layer in model.layers:
-            attn = lambda h, layer=layer: layer.self_attn(h, causal=True)  # noqa: E731
-            if layer.norm_first:
-                out.append(rms(x))
-                x = x + attn(layer.norm1(x))
-                out.append(rms(x))
-                x = x + layer.ffn(layer.norm2(x))
-            else:
-                out.append(rms(x + attn(x)))
-                x = layer.norm1(x + attn(x))
-                out.append(rms(x + layer.ffn(x)))
-                x = layer.norm2(x + layer.ffn(x))
-        if model.norm is not None:
-            out.append(rms(x))
-    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -254,7 +223,7 @@ def _training() -> dict:
             seed=0,
         )
         model.train()  # as in training (no dropout in this model; same forward)
-        by_hand = _norm_input_rms(model, ids)
+        by_hand = norm_input_rms(model, ids)
         if norm_first:
             assert math.isclose(run.ln_rms_final[arm][0], by_hand[-1], rel_tol=1e-9)
         else:
