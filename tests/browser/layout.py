@@ -24,7 +24,8 @@ Kinds (``KINDS``) and their sub-kinds:
     or an output area / output table (in ``.cell_output``) whose ``scrollWidth`` exceeds its
     ``clientWidth`` by more than 1 px, or an output table wider than its box. Blocks inside a
     closed ``<details>`` or not displayed are ignored. One finding per block (a ``pre`` inside a
-    scrolling output is not counted twice).
+    scrolling output is not counted twice). ``numbers["cue"]`` as for equations;
+    ``numbers["printed"]``: the block is or holds a printed table (``attnbook.printed.table``).
 ``shrunk``
     A visible image in a cell output (or a glued figure) drawn at ``naturalWidth`` px and shown
     narrower: ``sub`` ``"below70"`` (shown < 70 % of its drawn width), ``"below95"``
@@ -176,9 +177,14 @@ MEASURE_JS = r"""
     seen.add(el);
     const inCode = !el.closest('.cell_output');
     const text = el.innerText || el.textContent;
+    const cs = getComputedStyle(el);
+    const cue = cs.backgroundImage !== 'none' || el.offsetHeight - el.clientHeight > 2;
+    const printedTable = 'table.attnbook-printed-table';
+    const printed = el.matches(printedTable) || !!el.querySelector(printedTable);
     out.push({kind: 'scroll', sub: (inCode ? 'code-' : 'output-') + sub,
               what: short(text.split('\n').find(l => l.trim()) || '', 50), where: where(el),
-              numbers: {scroll: el.scrollWidth, client: el.clientWidth, over: r1(over)}});
+              numbers: {scroll: el.scrollWidth, client: el.clientWidth, over: r1(over),
+                        cue: cue, printed: printed}});
   }
 
   // ---- images: shrunk, or wider than their box ----------------------------------------------

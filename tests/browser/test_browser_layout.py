@@ -9,7 +9,8 @@ measured again (new label findings are added). The tests below read those findin
 * display equations: none wider than its box at 1280 px; at 390 px one may scroll inside its
   own box, but then with a visible cue (the edge shadow of book/_static/attnbook.css), and
   none may stick out of the page;
-* no code or output block scrolls sideways at 1280 px;
+* no code or output block scrolls sideways at 1280 px; at 390 px text outputs wrap, and code
+  blocks and printed tables that scroll show the cue;
 * figures are shown at ≥ 90 % of the width they were drawn at (1280 px), and no image is wider
   than its box (either width);
 * explorer labels (titles, axis titles, annotations, legends, ticks, slider labels) neither
@@ -119,6 +120,29 @@ def test_display_equations_scroll_visibly_inside_their_box_at_390(measured):
 def test_no_code_or_output_block_scrolls_sideways_at_1280(measured):
     found = select(measured[1], kind="scroll", width=1280)
     assert not found, report(found, "code/output blocks that scroll sideways at 1280 px")
+
+
+@pytest.mark.book
+def test_printed_output_wraps_on_a_phone(measured):
+    found = select(measured[1], kind="scroll", width=390, subs={"output-pre"})
+    assert not found, report(
+        found, "text outputs that scroll sideways at 390 px (attnbook.css wraps them on a phone)"
+    )
+
+
+@pytest.mark.book
+def test_code_and_printed_tables_scroll_visibly_at_390(measured):
+    found = select(
+        measured[1],
+        kind="scroll",
+        width=390,
+        keep=lambda f: (
+            (f["sub"].startswith("code-") or f["numbers"]["printed"]) and not f["numbers"]["cue"]
+        ),
+    )
+    assert not found, report(
+        found, "code blocks or printed tables that scroll at 390 px with no visible cue"
+    )
 
 
 @pytest.mark.book
@@ -268,6 +292,8 @@ def test_the_measurements_catch_each_fault(tmp_path):
     assert scrolling_eq["numbers"]["cue"] is False, text
     assert 890 <= scrolling_eq["numbers"]["content"] <= 910, text
     assert got[("faulty.html", 1280, "scroll", "code-pre")] == 1, text
+    scrolling_code = select(faulty, kind="scroll", subs={"code-pre"})[0]
+    assert scrolling_code["numbers"]["cue"] is False, text
     assert got[("faulty.html", 1280, "shrunk", "below70")] == 1, text
     shrunk = select(faulty, kind="shrunk", subs={"below70"})[0]
     assert shrunk["numbers"]["natural"] == 1000 and abs(shrunk["numbers"]["ratio"] - 0.6) < 0.01
