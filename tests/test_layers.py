@@ -535,3 +535,32 @@ def test_a_mask_that_is_no_array_is_a_type_error_that_names_it(mask):
     q = torch.randn(1, 1, 2, 4)
     with pytest.raises(TypeError, match="mask must be"):
         layers.scaled_dot_product_attention(q, q, q, mask)
+
+
+def test_one_d_mask_is_a_key_mask_in_torch_as_in_numpy():
+    # L == S: the 1-D mask is (S,), the same answer as the NumPy path and as mask[None, :]
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    keep = torch.tensor([True, False, True])
+    out, w = layers.scaled_dot_product_attention(q, k, v, keep, return_weights=True)
+    exp = layers.scaled_dot_product_attention(q, k, v, keep[None, :])
+    torch.testing.assert_close(out, exp)
+    assert torch.isfinite(out).all()
+    assert (w[..., 1] == 0).all()
+    np_out = np_sdpa(q.numpy(), k.numpy(), v.numpy(), keep.numpy())
+    torch.testing.assert_close(out, torch.from_numpy(np_out))
+
+
+def test_one_d_mask_of_the_query_length_is_refused_in_torch():
+    q, k, v = torch.ones(1, 2, 3, 4), torch.ones(1, 2, 5, 4), torch.ones(1, 2, 5, 4)
+    msg = r"1-D mask is a key mask of shape \(S,\) = \(5,\).*L=3, S=5.*got shape \(3,\)"
+    with pytest.raises(ValueError, match=msg):
+        layers.scaled_dot_product_attention(q, k, v, torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=msg):
+        layers.scaled_dot_product_attention(q, k, v, torch.zeros(3))
+    m = layers.MultiHeadAttention(8, 2)
+    x, ctx = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+    with pytest.raises(ValueError, match=msg):  # cross-attention: the mask goes to sdpa
+        m(x, ctx, mask=torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"1-D mask .*\(S,\) = \(3,\).*got shape \(2,\)"):
+        m(x, mask=torch.ones(2, dtype=torch.bool), causal=True)  # combined with causal

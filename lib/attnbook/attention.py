@@ -194,12 +194,14 @@ def scaled_dot_product_attention(
         mask: ``None``; a boolean keep-mask (``True`` = may attend), applied by replacing
             hidden scores; or an additive floating-point mask, added to the scaled scores (as
             in torch). Either must broadcast to the scores' shape ``(..., L, S)`` without
-            enlarging it. A float mask of 0s and 1s is *added* (it does not hide anything);
-            pass a boolean array to hide keys. An additive mask filled with
-            ``finfo(dtype).min`` (:func:`attnbook.masks.additive_mask`) is an ordinary, tiny
-            score: a row that is ``finfo.min`` everywhere is a plain softmax (uniform when the
-            scores are equal), not an empty row — in every dtype, because the scores are
-            computed in at least float32.
+            enlarging it; a 1-D mask is therefore ``(S,)``, a key mask (also when
+            ``L == S``), and a per-query mask is ``(L, 1)``. A float mask of 0s and 1s is
+            *added* (it does not hide anything); pass a boolean array to hide keys. An
+            additive mask filled with ``finfo(dtype).min``
+            (:func:`attnbook.masks.additive_mask`) is an ordinary, tiny score: a row that is
+            ``finfo.min`` everywhere is a plain softmax (uniform when the scores are equal),
+            not an empty row — in every dtype, because the scores are computed in at least
+            float32.
         causal: hide future keys. Aligned bottom-right: query ``i`` sees keys
             ``j <= i + (S - L)``. Combined with a keep-mask by logical AND. Must be a bool.
         scale: multiplier of the scores (a real number, or a 0-d array); ``None`` means

@@ -45,6 +45,7 @@ __all__ = [
     "check_qkv",
     "check_scale",
     "check_broadcast",
+    "check_key_mask_length",
     "check_keep_mask",
     "check_int_array",
     "check_id_sequence",
@@ -366,9 +367,34 @@ def check_scale(scale, head_dim: int) -> float:
     return check_real(scale, "scale")
 
 
+def check_key_mask_length(mask, name: str, L: int, S: int) -> None:
+    """A 1-D mask is a key mask ``(S,)``: refuse one whose length is neither ``S`` nor 1.
+
+    Masks broadcast to the scores' ``(..., L, S)`` as NumPy and torch broadcast, from the last
+    axis, so a 1-D mask always lines up with the keys, also when ``L == S``. A per-query mask
+    is ``(L, 1)``. Masks of another rank pass unchecked.
+
+    Raises:
+        ValueError: ``mask`` is 1-D of a length other than ``S`` and 1 (the message gives
+            the shapes and how to write a per-query mask).
+    """
+    if len(mask.shape) == 1 and mask.shape[0] not in (1, S):
+        raise ValueError(
+            f"a 1-D {name} is a key mask of shape (S,) = ({S},), lined up with the keys of "
+            f"the scores (..., L={L}, S={S}); got shape {tuple(mask.shape)}. For a "
+            f"per-query mask pass shape (L, 1), e.g. {name}[:, None]"
+        )
+
+
 def check_broadcast(arr, name: str, target_shape) -> None:
-    """Raise ``ValueError`` unless ``arr`` broadcasts to ``target_shape`` without enlarging it."""
+    """Raise ``ValueError`` unless ``arr`` broadcasts to ``target_shape`` without enlarging it.
+
+    A 1-D ``arr`` is read as ``(S,)`` against scores ``(..., L, S)``
+    (:func:`check_key_mask_length`).
+    """
     target_shape = tuple(target_shape)
+    if len(target_shape) >= 2:
+        check_key_mask_length(arr, name, *target_shape[-2:])
     try:
         result = np.broadcast_shapes(tuple(arr.shape), target_shape)
     except ValueError:

@@ -48,6 +48,7 @@ from .checks import (
     check_int,
     check_int_tensor,
     check_keep_mask,
+    check_key_mask_length,
     check_kv_cache,
     check_mask,
     check_masks_broadcast,
@@ -624,9 +625,10 @@ def scaled_dot_product_attention(
             ``h`` reads KV head ``h // (H // H_kv)``, like ``enable_gqa=True``).
         v: ``(B, H_kv, S, Dv)`` values, same dtype.
         mask: ``None``, a boolean keep-mask or an additive float mask, broadcastable to
-            ``(B, H, L, S)``. As in torch, a float mask is *added* to the scores: a float mask
-            of 0s and 1s hides nothing — pass a boolean keep-mask to hide keys. An additive
-            mask may hold ``-inf`` but not nan or ``+inf``.
+            ``(B, H, L, S)``; a 1-D mask is therefore ``(S,)``, a key mask (also when
+            ``L == S``), and a per-query mask is ``(L, 1)``. As in torch, a float mask is
+            *added* to the scores: a float mask of 0s and 1s hides nothing — pass a boolean
+            keep-mask to hide keys. An additive mask may hold ``-inf`` but not nan or ``+inf``.
         causal: hide future keys, aligned bottom-right; ANDed with a keep-mask. A bool.
         scale: score multiplier (a finite real number), default ``1 / sqrt(D)``.
         dropout_p: dropout probability on the weights (the caller passes 0 in eval mode).
@@ -934,6 +936,7 @@ class MultiHeadAttention(nn.Module):
         mask = check_mask(mask, "mask", device=q_positions.device)
         if keep is None:
             return mask  # scaled_dot_product_attention checks its shape
+        check_key_mask_length(mask, "mask", *keep.shape[-2:])  # 1-D: (S,)
         try:
             shape = torch.broadcast_shapes(tuple(mask.shape), tuple(keep.shape))
         except RuntimeError:
