@@ -564,3 +564,17 @@ def test_one_d_mask_of_the_query_length_is_refused_in_torch():
         m(x, ctx, mask=torch.ones(3, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"1-D mask .*\(S,\) = \(3,\).*got shape \(2,\)"):
         m(x, mask=torch.ones(2, dtype=torch.bool), causal=True)  # combined with causal
+
+
+def test_mla_checks_its_sizes_at_construction_with_named_errors():
+    sizes = dict(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    for field, value, exc, msg in [
+        ("kv_lora_rank", 0, ValueError, "kv_lora_rank must be >= 1"),
+        ("qk_nope_head_dim", 2.0, TypeError, "qk_nope_head_dim must be an integer"),
+        ("qk_rope_head_dim", 3, ValueError, "qk_rope_head_dim must be even"),
+        ("qk_rope_head_dim", 0, ValueError, "qk_rope_head_dim must be >= 1"),
+        ("v_head_dim", True, TypeError, "v_head_dim must be an integer"),
+        ("q_lora_rank", -1, ValueError, "q_lora_rank must be >= 1"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            layers.MultiHeadLatentAttention(16, 2, **{**sizes, field: value})

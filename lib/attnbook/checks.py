@@ -39,6 +39,8 @@ __all__ = [
     "check_axis",
     "check_ndim",
     "check_rope_dim",
+    "check_mla_sizes",
+    "MLA_SIZES",
     "as_array",
     "as_float_array",
     "check_finite",
@@ -266,6 +268,41 @@ def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
             f"RoPE rotates pairs of dimensions; {name} must be even, got {dim}{detail}"
         )
     return dim
+
+
+#: The sizes of multi-head latent attention (DeepSeek-V2's names), as :func:`check_mla_sizes`
+#: checks them.
+MLA_SIZES = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def check_mla_sizes(
+    kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank=None
+) -> tuple:
+    """The sizes of multi-head latent attention: positive integers, an even RoPE part.
+
+    Shared by :class:`attnbook.layers.MultiHeadLatentAttention` and
+    :class:`attnbook.config.ModelConfig` (an MLA config).
+
+    Args:
+        kv_lora_rank: the latent size ``d_c``.
+        qk_nope_head_dim: per-head query/key dimension without position.
+        qk_rope_head_dim: per-head RoPE dimension (even: RoPE rotates pairs).
+        v_head_dim: per-head value dimension.
+        q_lora_rank: the query's latent size, or ``None`` for a plain query projection.
+
+    Returns:
+        ``(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank)`` as
+        ``int`` (``q_lora_rank`` may stay ``None``).
+
+    Raises:
+        TypeError: a size is not an integer (``None`` is only allowed for ``q_lora_rank``).
+        ValueError: a size is < 1, or ``qk_rope_head_dim`` is odd.
+    """
+    values = (kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    out = [check_int(v, name, 1) for v, name in zip(values, MLA_SIZES)]
+    check_rope_dim(out[2], "qk_rope_head_dim")
+    out.append(None if q_lora_rank is None else check_int(q_lora_rank, "q_lora_rank", 1))
+    return tuple(out)
 
 
 def as_array(x, name: str) -> np.ndarray:

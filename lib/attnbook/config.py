@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_bool, check_choice, check_int, check_real, check_rope_dim
+from .checks import (
+    MLA_SIZES,
+    check_bool,
+    check_choice,
+    check_int,
+    check_mla_sizes,
+    check_real,
+    check_rope_dim,
+)
 
 __all__ = [
     "ModelConfig",
@@ -94,7 +102,10 @@ class ModelConfig:
             ``dropout`` is not in ``[0, 1)``, a choice
             (``arch``, ``positional``, ``ffn``, ``norm``) is unknown, ``n_heads`` does not
             divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
-            ``n_heads``, or RoPE meets an odd ``head_dim``.
+            ``n_heads``, RoPE meets an odd ``head_dim``, an MLA config (``kv_lora_rank``
+            set) lacks ``qk_nope_head_dim``, ``qk_rope_head_dim`` or ``v_head_dim`` or has an
+            odd ``qk_rope_head_dim`` (:func:`attnbook.checks.check_mla_sizes`), or an MLA
+            size is set without ``kv_lora_rank``.
     """
 
     vocab_size: int
@@ -170,8 +181,20 @@ class ModelConfig:
             raise ValueError(f"n_kv_heads {self.kv_heads} must divide n_heads {self.n_heads}")
         if self.arch == "encoder-decoder" and self.n_encoder_layers < 1:
             raise ValueError("an encoder-decoder config needs n_encoder_layers >= 1")
-        if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
-            raise ValueError("an MLA config (kv_lora_rank set) needs qk_rope_head_dim")
+        if self.uses_mla:
+            missing = [f for f in MLA_SIZES if getattr(self, f) is None]
+            if missing:
+                raise ValueError(
+                    f"an MLA config (kv_lora_rank={self.kv_lora_rank}) needs {', '.join(missing)}"
+                )
+            check_mla_sizes(*(getattr(self, f) for f in MLA_SIZES), self.q_lora_rank)
+        else:
+            stray = [f for f in (*MLA_SIZES[1:], "q_lora_rank") if getattr(self, f) is not None]
+            if stray:
+                raise ValueError(
+                    f"{', '.join(stray)} belong to multi-head latent attention, which "
+                    "kv_lora_rank turns on; set kv_lora_rank or leave them None"
+                )
         if self.positional == "rope" and not self.uses_mla:
             check_rope_dim(self.head_size)
 

@@ -52,6 +52,7 @@ from .checks import (
     check_kv_cache,
     check_mask,
     check_masks_broadcast,
+    check_mla_sizes,
     check_module_input,
     check_ndim,
     check_positions,
@@ -996,13 +997,9 @@ class MultiHeadLatentAttention(nn.Module):
     ):
         super().__init__()
         d_model, n_heads = check_int(d_model, "d_model", 1), check_int(n_heads, "n_heads", 1)
-        kv_lora_rank = check_int(kv_lora_rank, "kv_lora_rank", 1)
-        qk_nope_head_dim = check_int(qk_nope_head_dim, "qk_nope_head_dim", 1)
-        qk_rope_head_dim = check_int(qk_rope_head_dim, "qk_rope_head_dim", 1)
-        v_head_dim = check_int(v_head_dim, "v_head_dim", 1)
-        if q_lora_rank is not None:
-            q_lora_rank = check_int(q_lora_rank, "q_lora_rank", 1)
-        check_rope_dim(qk_rope_head_dim, "qk_rope_head_dim")
+        kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank = check_mla_sizes(
+            kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank
+        )
         self.d_model, self.n_heads = d_model, n_heads
         self.kv_lora_rank, self.qk_nope_head_dim = kv_lora_rank, qk_nope_head_dim
         self.qk_rope_head_dim, self.v_head_dim = qk_rope_head_dim, v_head_dim
