@@ -467,7 +467,7 @@ def test_mla_config_checks_its_latent_sizes_at_construction():
         ModelConfig(**BASE, **{**mla, "v_head_dim": None})
     with pytest.raises(ValueError, match="needs qk_nope_head_dim, qk_rope_head_dim"):
         ModelConfig(**BASE, kv_lora_rank=8, v_head_dim=4)
-    with pytest.raises(ValueError, match="qk_rope_head_dim, v_head_dim belong to multi-head"):
-        ModelConfig(**BASE, qk_rope_head_dim=2, v_head_dim=4)  # no kv_lora_rank: ignored
+    # kv_lora_rank is the switch: without it the other sizes are ignored (MLA off)
+    assert not ModelConfig(**BASE, qk_rope_head_dim=3, v_head_dim=4).uses_mla
     with pytest.raises(TypeError, match="qk_nope_head_dim must be an integer"):
         ModelConfig(**BASE, **{**mla, "qk_nope_head_dim": 4.0})

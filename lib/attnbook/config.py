@@ -84,7 +84,9 @@ class ModelConfig:
             means "iff ``positional == 'sinusoidal'``", the book's earlier behaviour. Resolved
             by :attr:`scales_embeddings`.
         kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim:
-            multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none.
+            multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none (it is
+            the switch: the other four are then ignored, so ``replace(kv_lora_rank=None)``
+            turns MLA off).
         name: a label.
         source: where the numbers come from (paper, or model and its config.json).
 
@@ -104,8 +106,7 @@ class ModelConfig:
             divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
             ``n_heads``, RoPE meets an odd ``head_dim``, an MLA config (``kv_lora_rank``
             set) lacks ``qk_nope_head_dim``, ``qk_rope_head_dim`` or ``v_head_dim`` or has an
-            odd ``qk_rope_head_dim`` (:func:`attnbook.checks.check_mla_sizes`), or an MLA
-            size is set without ``kv_lora_rank``.
+            odd ``qk_rope_head_dim`` (:func:`attnbook.checks.check_mla_sizes`).
     """
 
     vocab_size: int
@@ -188,13 +189,6 @@ class ModelConfig:
                     f"an MLA config (kv_lora_rank={self.kv_lora_rank}) needs {', '.join(missing)}"
                 )
             check_mla_sizes(*(getattr(self, f) for f in MLA_SIZES), self.q_lora_rank)
-        else:
-            stray = [f for f in (*MLA_SIZES[1:], "q_lora_rank") if getattr(self, f) is not None]
-            if stray:
-                raise ValueError(
-                    f"{', '.join(stray)} belong to multi-head latent attention, which "
-                    "kv_lora_rank turns on; set kv_lora_rank or leave them None"
-                )
         if self.positional == "rope" and not self.uses_mla:
             check_rope_dim(self.head_size)
 
