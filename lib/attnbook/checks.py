@@ -34,6 +34,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_seed",
+    "check_warmup_steps",
     "check_rng",
     "check_increasing",
     "check_axis",
@@ -228,6 +229,29 @@ def check_ndim(x, name: str, layout: str):
     if (x.ndim < n) if "..." in axes else (x.ndim != n):
         raise ValueError(f"{name} must have shape {layout}; got shape {tuple(x.shape)}")
     return x
+
+
+def check_warmup_steps(warmup_steps, steps: int) -> int:
+    """Updates of learning-rate warm-up: an integer in ``[0, steps)`` (0: no warm-up).
+
+    A warm-up as long as the run or longer would never reach the peak rate (nor start the
+    decay that follows it), so it is refused rather than quietly cut short.
+
+    Args:
+        warmup_steps: the warm-up's length in updates.
+        steps: the run's number of updates (an integer already checked, >= 1).
+
+    Raises:
+        TypeError: ``warmup_steps`` is not an integer.
+        ValueError: it is negative, or not below ``steps`` (the message gives both).
+    """
+    warmup_steps = check_int(warmup_steps, "warmup_steps", 0)
+    if warmup_steps >= steps:
+        raise ValueError(
+            f"warmup_steps={warmup_steps} must be < steps={steps}: a warm-up as long as the "
+            "run never reaches the peak learning rate"
+        )
+    return warmup_steps
 
 
 def check_causal_context(causal, context) -> bool:

@@ -27,7 +27,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_bool, check_id_sequence, check_int, check_real, check_seed
+from .checks import (
+    check_bool,
+    check_id_sequence,
+    check_int,
+    check_real,
+    check_seed,
+    check_warmup_steps,
+)
 from .text import get_batch
 
 __all__ = [
@@ -137,7 +144,7 @@ def lr_schedule(
     """
     steps = check_int(steps, "steps", 1)
     step = check_int(step, "step", 0, steps - 1)
-    warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
+    warmup_steps = check_warmup_steps(warmup_steps, steps)
     lr = _check_lr(lr)
     min_lr_ratio = check_real(min_lr_ratio, "min_lr_ratio", minimum=0.0, maximum=1.0)
     if step < warmup_steps:
@@ -324,7 +331,7 @@ def train_language_model(
     """
     model = _check_model(model)
     steps = check_int(steps, "steps", 1)
-    warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
+    warmup_steps = check_warmup_steps(warmup_steps, steps)
     eval_every = check_int(eval_every, "eval_every", 1)
     eval_batches = check_int(eval_batches, "eval_batches", 1)
     seed = check_seed(seed)
