@@ -578,3 +578,45 @@ def test_mla_checks_its_sizes_at_construction_with_named_errors():
     ]:
         with pytest.raises(exc, match=msg):
             layers.MultiHeadLatentAttention(16, 2, **{**sizes, field: value})
+
+
+@pytest.mark.parametrize("L,S", [(4, 4), (2, 5), (5, 2), (0, 3), (3, 0)])
+def test_torch_masks_have_the_numpy_names_and_values(L, S):
+    # the same name for the same mask on both sides (the NumPy masks are the reference)
+    from attnbook import masks
+
+    np.testing.assert_array_equal(layers.causal_mask(L, S).numpy(), masks.causal_mask(L, S))
+    for w in (1, 2, 10):
+        np.testing.assert_array_equal(
+            layers.sliding_window_mask(L, w, S).numpy(), masks.sliding_window_mask(L, w, S)
+        )
+    assert layers.causal_mask(L, S).dtype == torch.bool
+    np.testing.assert_array_equal(layers.causal_mask(3).numpy(), masks.causal_mask(3))
+
+
+def test_torch_padding_combine_and_additive_masks_match_numpy():
+    from attnbook import masks
+
+    am = np.array([[1, 1, 0], [0, 1, 1]])
+    pad = layers.padding_mask(torch.from_numpy(am))
+    assert pad.shape == (2, 1, 1, 3) and pad.dtype == torch.bool
+    np.testing.assert_array_equal(pad.numpy(), masks.padding_mask(am))
+    both = layers.combine_masks(layers.causal_mask(3), None, pad)
+    np.testing.assert_array_equal(
+        both.numpy(), masks.combine_masks(masks.causal_mask(3), None, masks.padding_mask(am))
+    )
+    assert layers.combine_masks(None, None) is None
+    add = layers.additive_mask(layers.causal_mask(3), pad, dtype=torch.float32)
+    np.testing.assert_array_equal(
+        add.numpy(),
+        masks.additive_mask(masks.causal_mask(3), masks.padding_mask(am), dtype=np.float32),
+    )
+    assert layers.keep_mask_to_additive is layers.additive_mask  # the earlier name still works
+    with pytest.raises(ValueError, match="attention_mask .* must hold only 0 and 1"):
+        layers.padding_mask(torch.tensor([[2, 1]]))
+    with pytest.raises(TypeError, match="L must be an integer"):
+        layers.causal_mask(2.0)
+    with pytest.raises(ValueError, match="window must be >= 1"):
+        layers.sliding_window_mask(3, 0)
+    with pytest.raises(ValueError, match="do not broadcast together"):
+        layers.combine_masks(torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.bool))

@@ -7,8 +7,11 @@ path (the name is not ``nn``, so that it never hides ``torch.nn``; the old path
 
 * attention: :func:`attnbook.attention.scaled_dot_product_attention` →
   :func:`scaled_dot_product_attention`;
-* masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``additive_mask``) →
-  :func:`position_keep_mask`, :func:`keep_mask_to_additive`, :func:`keep_mask_to_mha_mask`;
+* masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``padding_mask``,
+  ``combine_masks``, ``additive_mask``) → :func:`causal_mask`, :func:`sliding_window_mask`,
+  :func:`padding_mask`, :func:`combine_masks`, :func:`additive_mask` (earlier name
+  :func:`keep_mask_to_additive`, still served); only torch has :func:`position_keep_mask`
+  (keys at any positions, a ring-buffer cache) and :func:`keep_mask_to_mha_mask`;
 * heads: :mod:`attnbook.heads` (``split_heads``, ``merge_heads``, ``repeat_kv``,
   ``multi_head_attention``) → :func:`split_heads`, :func:`merge_heads`, :func:`repeat_kv`,
   :class:`MultiHeadAttention`, :class:`MultiHeadLatentAttention`;
@@ -25,7 +28,7 @@ Conventions (see :mod:`attnbook` and the notation appendix of the book):
   combined by logical AND; causal masks align bottom-right (or follow explicit positions);
 * a query that sees no key outputs 0, forward and backward, in every dtype;
 * where this module builds an additive mask it combines the keep-masks first and fills once
-  with ``torch.finfo(dtype).min`` (:func:`keep_mask_to_additive`);
+  with ``torch.finfo(dtype).min`` (:func:`additive_mask`, earlier :func:`keep_mask_to_additive`);
 * ``nn.MultiheadAttention`` uses the opposite boolean polarity (``True`` = *not* allowed); the
   conversion lives in one place, :func:`keep_mask_to_mha_mask`;
 * GQA: query head ``h`` reads key/value head ``h // (H // H_kv)`` (:func:`repeat_kv`).
@@ -55,6 +58,7 @@ from .checks import (
     check_mla_sizes,
     check_module_input,
     check_ndim,
+    check_padding_mask,
     check_positions,
     check_qkv_tensors,
     check_real,
@@ -73,6 +77,11 @@ __all__ = [
     "repeat_kv",
     "split_heads",
     "merge_heads",
+    "causal_mask",
+    "sliding_window_mask",
+    "padding_mask",
+    "combine_masks",
+    "additive_mask",
     "keep_mask_to_additive",
     "keep_mask_to_mha_mask",
     "position_keep_mask",
@@ -475,8 +484,11 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
 
 
-def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
+def additive_mask(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
     """Combine boolean keep-masks (AND) and turn the result into one additive float mask.
+
+    The torch twin of :func:`attnbook.masks.additive_mask` (same name, same rule);
+    :func:`keep_mask_to_additive` is its earlier name.
 
     Hidden entries get ``torch.finfo(dtype).min`` — filled **once**, after combining. Adding two
     filled masks instead would give ``finfo.min + finfo.min = -inf`` (and in fp16 even
@@ -506,6 +518,10 @@ def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | Non
         return None
     out = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
     return out.masked_fill(~keep, torch.finfo(dtype).min)
+
+
+#: The earlier name of :func:`additive_mask` (the API appendix and chapters may use it).
+keep_mask_to_additive = additive_mask
 
 
 def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
@@ -541,6 +557,101 @@ def _combine_keep(*masks) -> torch.Tensor | None:
     for m in keep[1:]:
         out = out & m  # hidden as soon as one mask hides it
     return out
+
+
+def combine_masks(*masks) -> torch.Tensor | None:
+    """Combine keep-masks by logical AND, with broadcasting (torch twin of the NumPy one).
+
+    The same rule as :func:`attnbook.masks.combine_masks`: ``None`` entries are skipped, and
+    every entry ``None`` gives ``None``.
+
+    Args:
+        *masks: boolean keep-masks (tensors, arrays or nested lists), e.g. a causal
+            ``(L, S)`` and a padding ``(B, 1, 1, S)``.
+
+    Returns:
+        The boolean keep-mask of their broadcast shape, or ``None``.
+
+    Raises:
+        TypeError: if a mask is not boolean.
+        ValueError: if the masks do not broadcast together.
+    """
+    return _combine_keep(*masks)
+
+
+def causal_mask(L: int, S: int | None = None, *, device=None) -> torch.Tensor:
+    """Causal keep-mask ``(L, S)``, aligned bottom-right (torch twin of the NumPy one).
+
+    ``mask[i, j] = j <= i + (S - L)``, as :func:`attnbook.masks.causal_mask`; for keys at
+    arbitrary positions (a ring-buffer cache) use :func:`position_keep_mask`.
+
+    Args:
+        L: number of queries, an integer >= 0.
+        S: number of keys, an integer >= 0; defaults to ``L``.
+        device: the tensor's device (default: torch's).
+
+    Returns:
+        Boolean ``(L, S)`` tensor.
+
+    Raises:
+        TypeError: if ``L`` or ``S`` is not an integer.
+        ValueError: if ``L`` or ``S`` is negative.
+    """
+    L = check_int(L, "L")
+    S = L if S is None else check_int(S, "S")
+    i = torch.arange(L, device=device)[:, None]  # (L, 1)
+    j = torch.arange(S, device=device)[None, :]  # (1, S)
+    return j <= i + (S - L)  # (L, S)
+
+
+def sliding_window_mask(L: int, window: int, S: int | None = None, *, device=None):
+    """Causal sliding-window keep-mask ``(L, S)``, aligned bottom-right (torch twin).
+
+    Query ``i`` (position ``p = i + S - L``) sees keys ``p - window + 1, ..., p``, as
+    :func:`attnbook.masks.sliding_window_mask`.
+
+    Args:
+        L: number of queries, an integer >= 0.
+        window: keys each query sees, itself included; an integer >= 1.
+        S: number of keys, an integer >= 0; defaults to ``L``.
+        device: the tensor's device (default: torch's).
+
+    Returns:
+        Boolean ``(L, S)`` tensor.
+
+    Raises:
+        TypeError: if an argument is not an integer.
+        ValueError: if ``window < 1`` or a length is negative.
+    """
+    window = check_int(window, "window", 1)
+    keep = causal_mask(L, S, device=device)  # (L, S)
+    p = torch.arange(keep.shape[0], device=keep.device)[:, None] + (keep.shape[1] - L)
+    j = torch.arange(keep.shape[1], device=keep.device)[None, :]  # (1, S)
+    return keep & (j > p - window)  # (L, S)
+
+
+def padding_mask(attention_mask, *, device=None) -> torch.Tensor:
+    """Keep-mask ``(B, 1, 1, S)`` that hides padding keys (torch twin of the NumPy one).
+
+    From a Hugging Face style ``attention_mask`` of 1 (token) and 0 (pad), as
+    :func:`attnbook.masks.padding_mask`.
+
+    Args:
+        attention_mask: ``(B, S)`` of 0 and 1 (integers, floats or bools; tensor or array).
+        device: the tensor's device (default: that of a tensor input, else torch's).
+
+    Returns:
+        Boolean ``(B, 1, 1, S)`` tensor.
+
+    Raises:
+        TypeError: if ``attention_mask`` is not numeric.
+        ValueError: if it is not 2-D or holds a value other than 0 and 1.
+    """
+    if device is None and isinstance(attention_mask, torch.Tensor):
+        device = attention_mask.device
+    am = check_padding_mask(attention_mask)
+    keep = torch.as_tensor(am.astype(bool), device=device)  # (B, S)
+    return keep[:, None, None, :]  # (B, 1, 1, S)
 
 
 def position_keep_mask(
@@ -688,9 +799,7 @@ def scaled_dot_product_attention(
         else:
             scores = scores + mask.to(cdt)
     if causal:
-        idx_q = torch.arange(L, device=q.device)[:, None] + (S - L)  # (L, 1)
-        idx_k = torch.arange(S, device=q.device)[None, :]  # (1, S)
-        keep = _combine_keep(keep, idx_k <= idx_q)
+        keep = _combine_keep(keep, causal_mask(L, S, device=q.device))  # (L, S) bottom-right
     # A score of -inf (from an additive mask) hides its key as well.
     finite_keep = ~torch.isneginf(scores)
     keep = finite_keep if keep is None else (keep & finite_keep)  # (B, H, L, S)
