@@ -33,6 +33,7 @@ __all__ = [
     "check_real",
     "check_bool",
     "check_choice",
+    "check_divides",
     "check_seed",
     "check_warmup_steps",
     "check_rng",
@@ -181,6 +182,27 @@ def check_choice(value, name: str, allowed: Sequence):
     if not ok:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value
+
+
+def check_divides(n: int, name: str, size: int, size_name: str, hint: str = "") -> int:
+    """``n`` (already an integer >= 1) divides ``size``: heads split a width into equal parts.
+
+    Args:
+        n: the divisor, e.g. ``n_heads``.
+        name: its name in the message.
+        size: the number it must divide, e.g. ``d_model``.
+        size_name: what ``size`` is, in the message (``"d_model"``, ``"the feature size"``).
+        hint: appended to the message, e.g. ``" (or set head_dim)"``.
+
+    Returns:
+        ``size // n``.
+
+    Raises:
+        ValueError: ``n`` does not divide ``size``, e.g. ``n_heads 3 must divide d_model 8``.
+    """
+    if size % n:
+        raise ValueError(f"{name} {n} must divide {size_name} {size}{hint}")
+    return size // n
 
 
 def check_seed(value, name: str = "seed") -> int:

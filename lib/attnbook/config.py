@@ -24,6 +24,9 @@ from .checks import (
     MLA_SIZES,
     check_bool,
     check_choice,
+    check_divides,
+    check_dropout,
+    check_head_counts,
     check_int,
     check_mla_sizes,
     check_real,
@@ -160,11 +163,7 @@ class ModelConfig:
                 set_checked(f, 1)
         for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
             object.__setattr__(self, f, check_real(getattr(self, f), f, minimum=lo, strict=True))
-        object.__setattr__(
-            self, "dropout", check_real(self.dropout, "dropout", minimum=0.0, maximum=1.0)
-        )
-        if self.dropout >= 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        object.__setattr__(self, "dropout", check_dropout(self.dropout, "dropout"))
         for f in ("norm_first", "bias", "tie_embeddings"):
             object.__setattr__(self, f, check_bool(getattr(self, f), f))
         for f in ("qkv_bias", "embed_scale"):  # None: the default rule
@@ -174,12 +173,9 @@ class ModelConfig:
         check_choice(self.positional, "positional", _POSITIONAL)
         check_choice(self.ffn, "ffn", _FFNS)
         check_choice(self.norm, "norm", _NORMS)
-        if self.head_dim is None and self.kv_lora_rank is None and self.d_model % self.n_heads:
-            raise ValueError(
-                f"n_heads {self.n_heads} must divide d_model {self.d_model} (or set head_dim)"
-            )
-        if self.n_heads % self.kv_heads:
-            raise ValueError(f"n_kv_heads {self.kv_heads} must divide n_heads {self.n_heads}")
+        if self.head_dim is None and self.kv_lora_rank is None:
+            check_divides(self.n_heads, "n_heads", self.d_model, "d_model", " (or set head_dim)")
+        check_head_counts(self.n_heads, self.kv_heads)
         if self.arch == "encoder-decoder" and self.n_encoder_layers < 1:
             raise ValueError("an encoder-decoder config needs n_encoder_layers >= 1")
         if self.uses_mla:

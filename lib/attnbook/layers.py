@@ -45,9 +45,11 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_divides,
     check_dropout,
     check_features,
     check_head_counts,
+    check_instance,
     check_int,
     check_int_tensor,
     check_keep_mask,
@@ -897,15 +899,14 @@ class MultiHeadAttention(nn.Module):
         check_head_counts(
             n_heads, n_kv_heads, " (each KV head serves n_heads // n_kv_heads query heads)"
         )
-        if head_dim is None:
-            if d_model % n_heads:
-                raise ValueError(
-                    f"n_heads {n_heads} must divide d_model {d_model} (or pass head_dim explicitly)"
-                )
-            head_dim = d_model // n_heads  # >= 1: n_heads divides d_model >= 1
-        if rope is not None and not isinstance(rope, RotaryEmbedding):
-            raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
+        if head_dim is None:  # >= 1: n_heads divides d_model >= 1
+            head_dim = check_divides(
+                n_heads, "n_heads", d_model, "d_model", " (or pass head_dim explicitly)"
+            )
         if rope is not None:
+            check_instance(
+                rope, RotaryEmbedding, "rope", "attnbook.layers.RotaryEmbedding, or None"
+            )
             check_rope_dim(head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
             int(d_model),

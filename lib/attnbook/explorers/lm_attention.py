@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import fonts, i18n
-from ..checks import as_float_array, check_instance, check_int, check_strings
+from ..checks import as_float_array, check_instance, check_int, check_strings, check_text
 from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
@@ -74,8 +74,7 @@ def show_char(token: str) -> str:
     Raises:
         TypeError: if ``token`` is not a string.
     """
-    if not isinstance(token, str):
-        raise TypeError(f"token must be a string, got {type(token).__name__}")
+    check_text(token, "token")
     return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
