@@ -92,15 +92,11 @@ def softmax(x, axis: int = -1) -> np.ndarray:
         ValueError: if ``x`` contains ``nan`` or ``+inf``, or ``axis`` is out of range.
         TypeError: if ``axis`` is not an integer (``True`` and ``1.5`` are rejected).
     """
-    x = checks.as_float_array(x, "x")
-    if x.ndim == 0:
-        raise ValueError("softmax needs at least one axis; x is a scalar (shape ())")
+    x = checks.check_ndim(checks.as_float_array(x, "x"), "x", "(..., n)")  # not a scalar
     axis = checks.check_axis(axis, x.ndim, x.shape)
-    if np.isnan(x).any() or np.isposinf(x).any():
-        raise ValueError(
-            f"x of shape {x.shape} contains nan or +inf; softmax is undefined there "
-            "(hide positions with -inf or a keep-mask instead)"
-        )
+    checks.check_no_nan_or_posinf(
+        x, "x", "; softmax is undefined there (hide positions with -inf or a keep-mask instead)"
+    )
     if x.shape[axis] == 0:
         return x.copy()
     return softmax_core(x.astype(compute_dtype(x)), axis).astype(x.dtype)
@@ -141,12 +137,10 @@ def masked_softmax(scores, mask) -> np.ndarray:
     if mask is None:
         return softmax(scores, axis=-1)
     mask = checks.check_keep_mask(mask, "mask", scores.shape)
-    visible = np.where(mask, scores, 0.0)
-    if np.isnan(visible).any() or np.isposinf(visible).any():
-        raise ValueError(
-            f"scores of shape {scores.shape} hold nan or +inf at a visible position; softmax "
-            "is undefined there"
-        )
+    visible = np.where(mask, scores, 0.0)  # (..., L, S): what the mask hides cannot leak
+    checks.check_no_nan_or_posinf(
+        visible, "scores", ", a visible position; softmax is undefined there"
+    )
     if scores.ndim == 0 or scores.shape[-1] == 0:
         return np.zeros(np.broadcast_shapes(scores.shape, mask.shape), scores.dtype)
     weights = masked_softmax_core(scores.astype(compute_dtype(scores)), mask)
@@ -382,9 +376,7 @@ def softmax_jacobian(p) -> np.ndarray:
     Raises:
         ValueError: if ``p`` is a scalar.
     """
-    p = checks.as_float_array(p, "p")
-    if p.ndim == 0:
-        raise ValueError("p must have at least one axis; got a scalar")
+    p = checks.check_ndim(checks.as_float_array(p, "p"), "p", "(..., n)")  # not a scalar
     return softmax_jacobian_core(p)
 
 
@@ -414,9 +406,7 @@ def entropy(p, axis: int = -1) -> np.ndarray:
             or nan entry (not a probability).
         TypeError: if ``axis`` is not an integer or ``p`` is not numeric.
     """
-    p = checks.as_float_array(p, "p")
-    if p.ndim == 0:
-        raise ValueError("p must have at least one axis; got a scalar")
+    p = checks.check_ndim(checks.as_float_array(p, "p"), "p", "(..., n)")  # not a scalar
     axis = checks.check_axis(axis, p.ndim, p.shape)
     if np.isnan(p).any() or (p < 0).any():
         raise ValueError(

@@ -46,6 +46,7 @@ __all__ = [
     "as_array",
     "as_float_array",
     "check_finite",
+    "check_no_nan_or_posinf",
     "check_qkv",
     "check_scale",
     "check_broadcast",
@@ -54,6 +55,7 @@ __all__ = [
     "check_int_array",
     "check_id_sequence",
     "check_tensor",
+    "check_generator",
     "check_input_dtype",
     "check_int_tensor",
     "check_positions",
@@ -403,6 +405,34 @@ def check_finite(arr, name: str) -> None:
         raise ValueError(f"{name} of shape {tuple(arr.shape)} contains nan or inf")
 
 
+def check_no_nan_or_posinf(arr, name: str, detail: str = "") -> None:
+    """Refuse a nan or ``+inf`` entry; ``-inf`` (a hidden score, a banned token) is allowed.
+
+    The rule of everything a softmax reads: scores, logits, additive masks.
+
+    Args:
+        arr: a NumPy array or torch tensor.
+        name: its name in the message.
+        detail: appended to the message (why it matters, what to do instead).
+
+    Raises:
+        ValueError: ``arr`` holds a nan or ``+inf`` (the message gives its shape and the
+            first such index).
+    """
+    if type(arr).__module__ == "torch":
+        import torch
+
+        bad = torch.isnan(arr) | torch.isposinf(arr)
+        first = tuple(bad.nonzero()[0].tolist()) if bool(bad.any()) else None
+    else:
+        bad = np.isnan(arr) | np.isposinf(arr)
+        first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+    if first is not None:
+        raise ValueError(
+            f"{name} of shape {tuple(arr.shape)} contains nan or +inf at index {first}{detail}"
+        )
+
+
 def check_qkv(q, k, v):
     """NumPy attention inputs: ``q (..., L, D)``, ``k (..., S, D)``, ``v (..., S, Dv)``.
 
@@ -535,15 +565,21 @@ def check_masks_broadcast(masks, name: str = "masks") -> tuple:
         ) from None
 
 
-def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarray:
+def check_padding_mask(attention_mask, name: str = "attention_mask", shape=None) -> np.ndarray:
     """A Hugging Face style ``(B, S)`` padding mask: 1 (or True) at tokens, 0 at padding.
+
+    Args:
+        attention_mask: the mask (array, tensor or nested list).
+        name: its name in messages.
+        shape: if given, the ``(B, S)`` shape of the token ids the mask goes with.
 
     Returns:
         The mask as a NumPy array of its own dtype (bool, integer or float).
 
     Raises:
         TypeError: it is not numeric (strings, objects).
-        ValueError: it is not 2-D, or holds a value other than 0 and 1.
+        ValueError: it is not 2-D, holds a value other than 0 and 1, or has another shape
+            than ``shape``.
     """
     am = as_array(attention_mask, name)
     if am.dtype != np.bool_ and not (
@@ -559,6 +595,10 @@ def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarr
     if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
         bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
         raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}")
+    if shape is not None and tuple(am.shape) != tuple(shape):
+        raise ValueError(
+            f"{name} must be (B, S) = {tuple(shape)} like the token ids; got shape {am.shape}"
+        )
     return am
 
 
@@ -752,6 +792,17 @@ def check_tensor(x, name: str, *, ndim: int | None = None, floating: bool = True
     return x
 
 
+def check_generator(generator, name: str = "generator"):
+    """A ``torch.Generator`` (the random stream a sampler or batch drawer reads).
+
+    Raises:
+        TypeError: ``generator`` is not a ``torch.Generator``.
+    """
+    import torch
+
+    return check_instance(generator, torch.Generator, name, "torch.Generator().manual_seed(seed)")
+
+
 def check_input_dtype(x, weight, name: str = "x") -> None:
     """``x`` is a floating tensor of the dtype of a module's ``weight`` (else ``TypeError``)."""
     check_tensor(x, name)
@@ -802,7 +853,13 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
 
 
 def check_positions(
-    positions, seq_len: int, x_shape, name: str = "positions", *, batch: bool = False
+    positions,
+    seq_len: int,
+    x_shape,
+    name: str = "positions",
+    *,
+    batch: bool = False,
+    x_name: str = "x",
 ):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
 
@@ -814,6 +871,7 @@ def check_positions(
         x_shape: the shape of ``x`` (for messages, and its batch ``x_shape[0]``).
         name: the argument's name in messages.
         batch: if true, ``positions`` is ``(L,)`` or ``(B, L)`` with ``B = x_shape[0]``.
+        x_name: the name of ``x`` in messages (``ids`` for token ids).
 
     Raises:
         TypeError: not integers.
@@ -827,17 +885,17 @@ def check_positions(
     if positions.ndim == 0 or positions.shape[-1] != seq_len:
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
-            f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
+            f"{seq_len} ({x_name} has shape {tuple(x_shape)}); pass one position per token"
         )
     if batch and positions.ndim > 2:
         raise ValueError(
             f"{name} must be (L,) or (B, L); got shape {tuple(positions.shape)} "
-            f"(x has shape {tuple(x_shape)})"
+            f"({x_name} has shape {tuple(x_shape)})"
         )
     if batch and positions.ndim == 2 and positions.shape[0] != x_shape[0]:
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} do not match batch "
-            f"{x_shape[0]} of x (shape {tuple(x_shape)})"
+            f"{x_shape[0]} of {x_name} (shape {tuple(x_shape)})"
         )
     return positions
 
@@ -867,16 +925,22 @@ def check_features(
     return x
 
 
-def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
+def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, min_len: int = 0):
     """``(B, T)`` integer token ids as a torch tensor (lists and NumPy arrays are converted).
+
+    Args:
+        ids: the ids.
+        name: their name in messages.
+        vocab_size: if given, every id must be below it.
+        min_len: fewest tokens per sequence ``T`` accepted (a prompt needs one).
 
     Returns:
         The ids, a ``(B, T)`` integer tensor.
 
     Raises:
         TypeError: the ids are not integers (floats and bools refused).
-        ValueError: not 2-D, or an id outside ``[0, vocab_size)`` (``>= 0`` if no
-            ``vocab_size`` is given).
+        ValueError: not 2-D, ``T < min_len``, or an id outside ``[0, vocab_size)`` (``>= 0``
+            if no ``vocab_size`` is given).
     """
     ids = check_int_tensor(ids, name, None)
     if ids.ndim != 2:
@@ -884,6 +948,8 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
             f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
             "(add a batch axis with ids[None])"
         )
+    if ids.shape[1] < min_len:
+        raise ValueError(f"{name} must be (B, T) with T >= {min_len}; got shape {tuple(ids.shape)}")
     top = math.inf if vocab_size is None else vocab_size
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= top):
         raise ValueError(
@@ -1049,20 +1115,17 @@ def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
                 )
         mask = torch.as_tensor(mask, device=device)
         floating = mask.is_floating_point()
-        bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
     else:
         mask = as_array(mask, name)
         floating = np.issubdtype(mask.dtype, np.floating)
-        bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
     if not floating and str(mask.dtype) not in ("bool", "torch.bool"):
         raise TypeError(
             f"{name} must be a boolean keep-mask or an additive float mask; got "
             f"dtype {mask.dtype} (shape {tuple(mask.shape)})"
         )
-    if bad:
-        raise ValueError(
-            f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
-            "(hide keys with -inf, finfo.min or a keep-mask)"
+    if floating:
+        check_no_nan_or_posinf(
+            mask, f"additive {name}", " (hide keys with -inf, finfo.min or a keep-mask)"
         )
     if target_shape is not None:
         check_broadcast(mask, name, target_shape)

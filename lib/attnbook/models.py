@@ -83,13 +83,12 @@ class _Embedding(nn.Module):
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
         positions = check_positions(
-            check_int_tensor(positions, "positions"), ids.shape[1], ids.shape
+            check_int_tensor(positions, "positions"),
+            ids.shape[1],
+            ids.shape,
+            batch=True,
+            x_name="ids",
         )
-        if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
-            raise ValueError(
-                f"positions of shape {tuple(positions.shape)} do not match the "
-                f"batch of ids of shape {tuple(ids.shape)}"
-            )
         if (
             positions.numel()
             and int(positions.max()) >= self.config.max_seq_len
@@ -148,11 +147,7 @@ def _padding_keep(attention_mask, shape, device, name: str):
     if isinstance(m, torch.Tensor):
         m = m.detach().cpu()
         m = m.float() if m.dtype == torch.bfloat16 else m  # NumPy has no bfloat16
-    m = check_padding_mask(m, name)  # (B, S) of 0 and 1
-    if tuple(m.shape) != tuple(shape):
-        raise ValueError(
-            f"{name} must be (B, S) = {tuple(shape)} like the token ids; got shape {tuple(m.shape)}"
-        )
+    m = check_padding_mask(m, name, shape)  # (B, S) of 0 and 1, the ids' shape
     keep = torch.from_numpy(np.ascontiguousarray(m == 1))  # (B, S) bool
     return keep.to(device)[:, None, None, :]  # (B, 1, 1, S)
 
