@@ -59,6 +59,7 @@ __all__ = [
     "check_input_dtype",
     "check_int_tensor",
     "check_positions",
+    "check_rope_positions",
     "check_strings",
     "check_text",
     "check_features",
@@ -898,6 +899,41 @@ def check_positions(
             f"{x_shape[0]} of {x_name} (shape {tuple(x_shape)})"
         )
     return positions
+
+
+def check_rope_positions(pos_shape, x_shape, name: str = "positions") -> tuple:
+    """The shape RoPE positions take to broadcast over ``x (..., L, D)`` without enlarging it.
+
+    Positions ``(L,)`` serve every row; ``(B, L)`` with a 4-D ``x (B, H, L, D)`` are read as
+    ``(B, 1, L)``, one row per batch element shared by the heads. The NumPy and torch
+    ``apply_rope`` both ask this.
+
+    Args:
+        pos_shape: the positions' shape (already checked to end in ``L``).
+        x_shape: the shape of ``x``.
+        name: the positions' name in the message.
+
+    Returns:
+        The shape to view the positions as.
+
+    Raises:
+        ValueError: they do not broadcast to ``x_shape[:-1]``, or would enlarge it.
+    """
+    pos_shape, x_shape = tuple(pos_shape), tuple(x_shape)
+    shape = pos_shape
+    if len(pos_shape) == 2 and len(x_shape) == 4:
+        shape = (pos_shape[0], 1, pos_shape[1])  # (B, 1, L): broadcast over heads
+    try:
+        ok = np.broadcast_shapes(shape, x_shape[:-1]) == x_shape[:-1]
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {pos_shape} do not broadcast to x.shape[:-1] = "
+            f"{x_shape[:-1]} without enlarging x of shape {x_shape} (expected (L,) or (B, L), "
+            "a 2-D array being read as (B, L) with a 4-D x)"
+        )
+    return shape
 
 
 def check_features(

@@ -65,6 +65,7 @@ from .checks import (
     check_qkv_tensors,
     check_real,
     check_rope_dim,
+    check_rope_positions,
     check_scale,
     check_tensor,
     check_window,
@@ -259,20 +260,7 @@ def apply_rope(
     L, D = x.shape[-2], x.shape[-1]
     check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
-    if pos.ndim == 2 and x.ndim == 4:
-        pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
-    try:
-        ok = tuple(torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))) == tuple(
-            x.shape[:-1]
-        )
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"positions of shape {tuple(pos.shape)} do not broadcast to x.shape[:-1] = "
-            f"{tuple(x.shape[:-1])} without enlarging x of shape {tuple(x.shape)} "
-            "(use (L,) or (B, L))"
-        )
+    pos = pos.reshape(check_rope_positions(pos.shape, x.shape))  # (B, 1, L) if 4-D x
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
     theta = base ** (-torch.arange(0, D, 2, dtype=cdt, device=x.device) / D)  # (D/2,)
     angles = pos.to(cdt)[..., None] * theta  # (..., L, D/2)
