@@ -485,22 +485,10 @@ def _check_additive(q, k, W_q, W_k, v_a, v=_NO_V):
             f"W_q, W_k and v_a disagree on d_a: W_q.shape={W_q.shape}, "
             f"W_k.shape={W_k.shape}, v_a.shape={v_a.shape}"
         )
-    leading = [q.shape[:-2], k.shape[:-2]]
     v = arrs.get("v")
     if v is not None:
-        if k.shape[-2] != v.shape[-2]:
-            raise ValueError(
-                f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-                f"(k.shape={k.shape}, v.shape={v.shape})"
-            )
-        leading.append(v.shape[:-2])
-    try:
-        batch = np.broadcast_shapes(*leading)
-    except ValueError:
-        shapes = ", ".join(f"{n}.shape={arrs[n].shape}" for n in ("q", "k", "v") if n in arrs)
-        raise ValueError(
-            f"the leading (batch/head) dimensions do not broadcast: {shapes}"
-        ) from None
+        checks.check_kv_lengths(k, v)
+    batch = checks.check_leading_dims(**{n: arrs[n] for n in ("q", "k", "v") if n in arrs})
     return q, k, W_q, W_k, v_a, v, batch
 
 

@@ -48,6 +48,8 @@ __all__ = [
     "check_finite",
     "check_no_nan_or_posinf",
     "check_qkv",
+    "check_kv_lengths",
+    "check_leading_dims",
     "check_scale",
     "check_broadcast",
     "check_key_mask_length",
@@ -454,19 +456,45 @@ def check_qkv(q, k, v):
             f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
             f"(q.shape={q.shape}, k.shape={k.shape})"
         )
+    check_kv_lengths(k, v)
+    return q, k, v, check_leading_dims(q=q, k=k, v=v)
+
+
+def check_kv_lengths(k, v) -> None:
+    """Keys ``(..., S, D)`` and values ``(..., S, Dv)``: one value per key.
+
+    Raises:
+        ValueError: ``k`` and ``v`` have different lengths ``S`` (the message gives both
+            shapes).
+    """
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
             f"(k.shape={k.shape}, v.shape={v.shape})"
         )
+
+
+def check_leading_dims(**arrays) -> tuple:
+    """The broadcast batch shape of NumPy attention inputs ``(..., seq, dim)``.
+
+    Args:
+        **arrays: the inputs by name, e.g. ``q=q, k=k, v=v`` (each at least 2-D).
+
+    Returns:
+        The broadcast shape of their leading (batch/head) dimensions.
+
+    Raises:
+        ValueError: those do not broadcast (the message names every input and its shape).
+    """
     try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
     except ValueError:
+        names = list(arrays)
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        shapes = ", ".join(f"{n}.shape={a.shape}" for n, a in arrays.items())
         raise ValueError(
-            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
-            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
+            f"the leading (batch/head) dimensions of {listed} do not broadcast: {shapes}"
         ) from None
-    return q, k, v, batch
 
 
 def check_scale(scale, head_dim: int) -> float:
