@@ -471,3 +471,13 @@ def test_mla_config_checks_its_latent_sizes_at_construction():
     assert not ModelConfig(**BASE, qk_rope_head_dim=3, v_head_dim=4).uses_mla
     with pytest.raises(TypeError, match="qk_nope_head_dim must be an integer"):
         ModelConfig(**BASE, **{**mla, "qk_nope_head_dim": 4.0})
+
+
+def test_kv_caches_are_checked_by_one_rule_in_both_models():
+    model = DecoderOnlyModel(ModelConfig(**BASE, max_seq_len=8))
+    with pytest.raises(
+        ValueError, match=r"kv_caches must hold one cache per layer: need \d+, got 0"
+    ):
+        model(torch.tensor([[1, 2]]), kv_caches=[])
+    with pytest.raises(TypeError, match=r"kv_caches\[0\] must be None or a cache"):
+        model(torch.tensor([[1, 2]]), kv_caches=["cache"] * len(model.layers))

@@ -29,6 +29,7 @@ import numpy as np
 __all__ = [
     "check_causal_context",
     "check_kv_cache",
+    "check_kv_caches",
     "check_int",
     "check_real",
     "check_bool",
@@ -1067,6 +1068,34 @@ def check_kv_cache(kv_cache, name: str = "kv_cache"):
             f"attnbook.kv_cache.KVCache), got {type(kv_cache).__name__}"
         )
     return kv_cache
+
+
+def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "kv_caches"):
+    """``None`` or a model's caches: one per layer (each as :func:`check_kv_cache` checks it).
+
+    Args:
+        kv_caches: ``None`` or a sequence of caches.
+        n_layers: the number of layers that each read one.
+        what: the layers' name in the message (``"decoder layer"``).
+        name: the argument's name.
+
+    Raises:
+        TypeError: ``kv_caches`` is not a list or tuple, or an entry is not a cache.
+        ValueError: it holds another number of caches than ``n_layers``.
+    """
+    if kv_caches is None:
+        return None
+    if not isinstance(kv_caches, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list of caches, one per {what}, got {type(kv_caches).__name__}"
+        )
+    if len(kv_caches) != n_layers:
+        raise ValueError(
+            f"{name} must hold one cache per {what}: need {n_layers}, got {len(kv_caches)}"
+        )
+    for i, cache in enumerate(kv_caches):
+        check_kv_cache(cache, f"{name}[{i}]")
+    return kv_caches
 
 
 def check_window(window, causal: bool, name: str = "window"):

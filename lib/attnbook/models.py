@@ -23,6 +23,7 @@ from torch import nn
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
 from .checks import (
     check_int_tensor,
+    check_kv_caches,
     check_module_input,
     check_padding_mask,
     check_positions,
@@ -307,8 +308,7 @@ class DecoderOnlyModel(nn.Module):
             TypeError: if ``ids`` is not an integer tensor (or array).
         """
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
-        if kv_caches is not None and len(kv_caches) != len(self.layers):
-            raise ValueError(f"need one cache per layer: {len(self.layers)}, got {len(kv_caches)}")
+        check_kv_caches(kv_caches, len(self.layers))
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if positions is None:
             positions = _default_positions(ids, past)
@@ -412,10 +412,7 @@ class EncoderDecoderModel(nn.Module):
             TypeError: if ``tgt`` is not an integer tensor (or array).
         """
         tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
-        if kv_caches is not None and len(kv_caches) != len(self.decoder):
-            raise ValueError(
-                f"need one cache per decoder layer: {len(self.decoder)}, got {len(kv_caches)}"
-            )
+        check_kv_caches(kv_caches, len(self.decoder), "decoder layer")
         check_module_input(
             memory,
             self.lm_head.weight,
