@@ -419,3 +419,12 @@ def test_shared_rules_of_issue_23():
     assert checks.check_mla_sizes(8, 4, 2, 4) == (8, 4, 2, 4, None)
     with pytest.raises(ValueError, match="qk_rope_head_dim must be even"):
         checks.check_mla_sizes(8, 4, 3, 4)
+
+
+def test_fits_positions_is_one_rule_for_every_table_of_positions():
+    checks.check_fits_positions(64, 64, "learned", "block_size 64")
+    checks.check_fits_positions(10**6, 64, "rope", "block_size")  # RoPE has no table
+    checks.check_fits_positions(10**6, None, "learned", "block_size")  # no max_seq_len
+    msg = r"position 64 exceeds the model's max_seq_len 64 \(sinusoidal positions\)"
+    with pytest.raises(ValueError, match=msg):
+        checks.check_fits_positions(65, 64, "sinusoidal", "position 64")

@@ -62,6 +62,7 @@ __all__ = [
     "check_input_dtype",
     "check_int_tensor",
     "check_positions",
+    "check_fits_positions",
     "check_rope_positions",
     "check_strings",
     "check_text",
@@ -963,6 +964,28 @@ def check_rope_positions(pos_shape, x_shape, name: str = "positions") -> tuple:
             "a 2-D array being read as (B, L) with a 4-D x)"
         )
     return shape
+
+
+def check_fits_positions(n: int, max_seq_len, positional, what: str, hint: str = "") -> None:
+    """``n`` tokens fit a model's table of positions: ``n <= max_seq_len``.
+
+    Only learned and sinusoidal positions have a table; RoPE and no positions (or a model
+    without ``max_seq_len``) have no such limit, and pass.
+
+    Args:
+        n: the tokens needed (for a 0-based position ``p``: ``p + 1``).
+        max_seq_len: the model's table size, or ``None``.
+        positional: the model's ``config.positional`` (``"learned"``, ``"sinusoidal"``, ...).
+        what: the tokens in words, e.g. ``"block_size 17"`` or ``"position 64"``.
+        hint: appended to the message.
+
+    Raises:
+        ValueError: ``n > max_seq_len`` with learned or sinusoidal positions.
+    """
+    if positional in ("learned", "sinusoidal") and max_seq_len is not None and n > max_seq_len:
+        raise ValueError(
+            f"{what} exceeds the model's max_seq_len {max_seq_len} ({positional} positions){hint}"
+        )
 
 
 def check_features(

@@ -22,6 +22,7 @@ from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
 from .checks import (
+    check_fits_positions,
     check_int_tensor,
     check_kv_caches,
     check_module_input,
@@ -90,13 +91,10 @@ class _Embedding(nn.Module):
             batch=True,
             x_name="ids",
         )
-        if (
-            positions.numel()
-            and int(positions.max()) >= self.config.max_seq_len
-            and (self.config.positional in ("learned", "sinusoidal"))
-        ):
-            raise ValueError(
-                f"position {int(positions.max())} exceeds max_seq_len {self.config.max_seq_len}"
+        if positions.numel():
+            last = int(positions.max())  # 0-based: needs last + 1 rows
+            check_fits_positions(
+                last + 1, self.config.max_seq_len, self.config.positional, f"position {last}"
             )
         x = self.tokens(ids) * self.scale  # (B, T, d_model)
         if self.positions is not None:

@@ -252,8 +252,7 @@ class BertEmbeddings(nn.Module):
         """
         ids = checks.check_token_ids(ids, "ids", self.word_embeddings.num_embeddings)
         T = ids.shape[1]
-        if T > self.max_seq_len:
-            raise ValueError(f"ids has {T} tokens, more than max_seq_len {self.max_seq_len}")
+        checks.check_fits_positions(T, self.max_seq_len, "learned", f"ids has {T} tokens, which")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(ids)
         elif token_type_ids.shape != ids.shape:

@@ -22,6 +22,7 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_fits_positions,
     check_generator,
     check_int,
     check_int_tensor,
@@ -214,12 +215,13 @@ def generate(
     temperature, top_k = _check_sampling(temperature, top_k, cfg.vocab_size)
     use_cache = check_bool(use_cache, "use_cache")
     total = ids.shape[1] + max_new_tokens
-    if cfg.positional in ("learned", "sinusoidal") and total > cfg.max_seq_len:
-        raise ValueError(
-            f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens "
-            f"exceeds max_seq_len {cfg.max_seq_len} of {cfg.positional} positions (RoPE with "
-            "a sliding_window has no such limit)"
-        )
+    check_fits_positions(
+        total,
+        cfg.max_seq_len,
+        cfg.positional,
+        f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens",
+        "; RoPE with a sliding_window has no such limit",
+    )
     gen = _make_generator(seed, generator)
     if max_new_tokens == 0:
         return ids.clone()  # int64, never the caller's own tensor
@@ -282,11 +284,9 @@ def attention_maps(model, ids) -> np.ndarray:
             f"ids must be one sequence of T >= 1 ids, (T,) or (1, T); got shape {tuple(ids.shape)}"
         )
     cfg = model.config
-    if cfg.positional in ("learned", "sinusoidal") and ids.shape[1] > cfg.max_seq_len:
-        raise ValueError(
-            f"ids of shape {tuple(ids.shape)} are longer than max_seq_len "
-            f"{cfg.max_seq_len} of {cfg.positional} positions"
-        )
+    check_fits_positions(
+        ids.shape[1], cfg.max_seq_len, cfg.positional, f"ids of shape {tuple(ids.shape)}"
+    )
     calls = []
 
     def keep(module, args, kwargs):  # record the self-attention's input and keyword args

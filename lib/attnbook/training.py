@@ -29,6 +29,7 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_fits_positions,
     check_id_sequence,
     check_int,
     check_real,
@@ -180,16 +181,12 @@ def _check_windows(model, ids, name: str, block_size, batch_size):
     block_size = check_int(block_size, "block_size", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     cfg = getattr(model, "config", None)
-    max_len = getattr(cfg, "max_seq_len", None)
-    if (
-        getattr(cfg, "positional", None) in ("learned", "sinusoidal")
-        and max_len is not None
-        and block_size > max_len
-    ):
-        raise ValueError(
-            f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
-            f"({cfg.positional} positions)"
-        )
+    check_fits_positions(
+        block_size,
+        getattr(cfg, "max_seq_len", None),
+        getattr(cfg, "positional", None),
+        f"block_size {block_size}",
+    )
     check_id_sequence(
         ids,
         name,
