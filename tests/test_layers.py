@@ -405,7 +405,7 @@ def test_split_and_merge_heads_match_numpy_heads():
     assert got.shape == (2, 3, 5, 4)
     assert_close(got, heads.split_heads(x.numpy(), 3), atol=0, rtol=0)
     assert torch.equal(layers.merge_heads(got), x)
-    with pytest.raises(ValueError, match="H=5"):
+    with pytest.raises(ValueError, match="n_heads 5 must divide the feature size 12"):
         layers.split_heads(x, 5)
     with pytest.raises(TypeError, match="n_heads"):
         layers.split_heads(x, 3.0)
@@ -620,3 +620,16 @@ def test_torch_padding_combine_and_additive_masks_match_numpy():
         layers.sliding_window_mask(3, 0)
     with pytest.raises(ValueError, match="do not broadcast together"):
         layers.combine_masks(torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.bool))
+
+
+def test_split_heads_errors_are_those_of_the_numpy_twin():
+    from attnbook import heads
+
+    for split, x in (
+        (layers.split_heads, torch.zeros(2, 3, 8)),
+        (heads.split_heads, np.zeros((2, 3, 8))),
+    ):
+        with pytest.raises(ValueError, match=r"n_heads 3 must divide the feature size 8 of x"):
+            split(x, 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, H\*D\); got shape \(3, 8\)"):
+        layers.split_heads(torch.zeros(3, 8), 2)

@@ -34,6 +34,7 @@ __all__ = [
     "check_real",
     "check_bool",
     "check_choice",
+    "check_callable",
     "check_divides",
     "check_seed",
     "check_warmup_steps",
@@ -174,6 +175,22 @@ def check_instance(value, cls: type, name: str, made_by: str):
             f"{name} must be a {cls.__name__} (from {made_by}), got {type(value).__name__}"
         )
     return value
+
+
+def check_callable(fn, name: str = "fn", detail: str = ""):
+    """A function (anything callable), returned as is.
+
+    Args:
+        fn: what was passed.
+        name: the argument's name, for the message.
+        detail: appended to "must be callable", e.g. how it will be called.
+
+    Raises:
+        TypeError: ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable{detail}, got {_describe(fn)}")
+    return fn
 
 
 def check_choice(value, name: str, allowed: Sequence):

@@ -448,11 +448,10 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
         TypeError: if ``n_heads`` is not an integer >= 1.
     """
     n_heads = check_int(n_heads, "n_heads", 1)
-    if x.ndim != 3 or x.shape[-1] % n_heads:
-        raise ValueError(
-            f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
-            f"axis; got shape {tuple(x.shape)}"
-        )
+    check_ndim(x, "x", "(B, L, H*D)")
+    check_divides(  # the errors of the NumPy twin, heads.split_heads
+        n_heads, "n_heads", x.shape[-1], "the feature size", f" of x (shape {tuple(x.shape)})"
+    )
     B, L, HD = x.shape
     return x.view(B, L, n_heads, HD // n_heads).transpose(1, 2)  # (B, H, L, D)
 

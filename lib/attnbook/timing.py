@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import check_divides, check_increasing, check_int
+from .checks import check_callable, check_divides, check_increasing, check_int
 from .cost import attention_layer_flops, rnn_flops  # the formulas live in attnbook.cost
 
 __all__ = [
@@ -100,8 +100,7 @@ def time_call(
     Source: the protocol of Python's ``timeit`` (repeat blocks of ``number`` calls; prefer the
     minimum or a robust statistic over the mean).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable(fn, "fn")
     repeat = check_int(repeat, "repeat", 1)
     number = check_int(number, "number", 1)
     warmup = check_int(warmup, "warmup", 0)
