@@ -865,3 +865,31 @@ def test_attention_head_bad_input_names_the_argument(kwargs, error, name):
     x, w_q, w_k, w_v = (args.pop(k) for k in ("x", "w_q", "w_k", "w_v"))
     with pytest.raises(error, match=name):
         attention_head(x, w_q, w_k, w_v, **args)
+
+
+def test_one_d_mask_is_a_key_mask_also_when_L_equals_S():
+    # The rule (attnbook's conventions): a 1-D mask broadcasts from the last axis, so it is
+    # (S,), a key mask, even where (L,) would also fit.
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    keep = np.array([True, False, True])
+    out, w = scaled_dot_product_attention(q, k, v, keep, return_weights=True)
+    exp, w_exp = scaled_dot_product_attention(q, k, v, keep[None, :], return_weights=True)
+    torch.testing.assert_close(out, exp)
+    assert np.isfinite(out).all()
+    assert (w[:, 1] == 0).all()  # the hidden key, for every query
+    torch.testing.assert_close(w, w_exp)
+
+
+def test_one_d_mask_of_the_query_length_is_refused_with_the_shapes():
+    q, k, v = np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 2))
+    msg = r"1-D mask is a key mask of shape \(S,\) = \(5,\).*L=3, S=5.*got shape \(3,\)"
+    with pytest.raises(ValueError, match=msg):
+        scaled_dot_product_attention(q, k, v, np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match=msg):
+        scaled_dot_product_attention(q, k, v, np.zeros(3))  # additive: the same rule
+    # S == 1: a (L,) mask would have broadcast to (L, L) before it was refused
+    with pytest.raises(ValueError, match=r"1-D mask .*\(1,\).*got shape \(3,\)"):
+        scaled_dot_product_attention(q, k[:1], v[:1], np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match=r"1-D mask .*\(5,\)"):
+        masked_softmax(np.ones((3, 5)), np.ones(3, dtype=bool))

@@ -1,6 +1,8 @@
 """Tests for attnbook.checks: one behaviour per kind of argument (TypeError for the wrong kind,
 ValueError for a wrong value)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -380,3 +382,49 @@ def test_check_instance_names_the_argument_the_class_and_its_maker():
     assert check_instance(d, Data, "data", "make_data") is d
     with pytest.raises(TypeError, match=r"data must be a Data \(from make_data\), got dict"):
         check_instance({}, Data, "data", "make_data")
+
+
+def test_shared_rules_of_issue_23():
+    # heads divide a width
+    assert checks.check_divides(4, "n_heads", 16, "d_model") == 4
+    with pytest.raises(ValueError, match=r"n_heads 3 must divide d_model 8 \(or set head_dim\)"):
+        checks.check_divides(3, "n_heads", 8, "d_model", " (or set head_dim)")
+    # nan and +inf refused, -inf allowed, NumPy and torch alike, with the first index
+    checks.check_no_nan_or_posinf(np.array([0.0, -np.inf]), "x")
+    for arr in (np.array([[0.0, 1.0], [np.inf, 0.0]]), torch.tensor([[0.0, 1.0], [math.nan, 0]])):
+        with pytest.raises(
+            ValueError, match=r"x of shape \(2, 2\) contains nan or \+inf at index \(1, 0\)"
+        ):
+            checks.check_no_nan_or_posinf(arr, "x")
+    # a torch.Generator
+    g = torch.Generator()
+    assert checks.check_generator(g) is g
+    with pytest.raises(TypeError, match="generator must be a Generator .* got int"):
+        checks.check_generator(0)
+    # (B, T) ids with at least min_len tokens; a padding mask of the ids' shape
+    with pytest.raises(ValueError, match=r"ids must be \(B, T\) with T >= 1; got shape \(2, 0\)"):
+        checks.check_token_ids(torch.zeros(2, 0, dtype=torch.long), min_len=1)
+    with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, 3\) like"):
+        checks.check_padding_mask(np.ones((1, 2)), shape=(1, 3))
+    # warm-up shorter than the run
+    assert checks.check_warmup_steps(0, 1) == 0
+    with pytest.raises(ValueError, match="warmup_steps=7 must be < steps=5"):
+        checks.check_warmup_steps(7, 5)
+    # a 1-D mask is (S,)
+    checks.check_key_mask_length(np.ones(5, bool), "mask", 3, 5)
+    checks.check_key_mask_length(np.ones((3, 1), bool), "mask", 3, 5)  # (L, 1): per query
+    with pytest.raises(ValueError, match=r"1-D mask is a key mask of shape \(S,\) = \(5,\)"):
+        checks.check_key_mask_length(np.ones(3, bool), "mask", 3, 5)
+    # MLA sizes
+    assert checks.check_mla_sizes(8, 4, 2, 4) == (8, 4, 2, 4, None)
+    with pytest.raises(ValueError, match="qk_rope_head_dim must be even"):
+        checks.check_mla_sizes(8, 4, 3, 4)
+
+
+def test_fits_positions_is_one_rule_for_every_table_of_positions():
+    checks.check_fits_positions(64, 64, "learned", "block_size 64")
+    checks.check_fits_positions(10**6, 64, "rope", "block_size")  # RoPE has no table
+    checks.check_fits_positions(10**6, None, "learned", "block_size")  # no max_seq_len
+    msg = r"position 64 exceeds the model's max_seq_len 64 \(sinusoidal positions\)"
+    with pytest.raises(ValueError, match=msg):
+        checks.check_fits_positions(65, 64, "sinusoidal", "position 64")

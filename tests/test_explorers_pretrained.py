@@ -212,7 +212,11 @@ def test_token_attention_figure_rejects_bad_input():
         (lambda: ep.token_attention_figure([t, t], [w, w[:1]], 0, 0), ValueError, "n_layers"),
         (lambda: ep.token_attention_figure([t], [w], 2, 0), ValueError, "layer"),
         (lambda: ep.token_attention_figure([t], [w], 0, -1), ValueError, "head"),
-        (lambda: ep.token_attention_figure([t], [w * np.nan], 0, 0), ValueError, "non-finite"),
+        (
+            lambda: ep.token_attention_figure([t], [w * np.nan], 0, 0),
+            ValueError,
+            r"weights\[0\] of shape .* contains nan or inf",
+        ),
         (lambda: ep.token_attention_figure([t], [w], 0, 0, query="they"), ValueError, "query"),
         (
             lambda: ep.token_attention_figure([t], [w], 0, 0, highlight=("moon",)),

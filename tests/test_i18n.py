@@ -181,7 +181,10 @@ def test_translated_figure_sets_and_restores_every_text(catalog):
     assert ax.get_legend().get_texts()[0].get_text() == "attention weights"
     assert missing == set()
     plt.close(fig)
-    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got dict"):
+    with pytest.raises(
+        TypeError,
+        match=r"fig must be a Figure \(from matplotlib.pyplot.figure\(\) .*\), got dict",
+    ):
         with mpl_figures.translated_figure({}, "zh_CN"):
             pass
 

@@ -405,7 +405,7 @@ def test_split_and_merge_heads_match_numpy_heads():
     assert got.shape == (2, 3, 5, 4)
     assert_close(got, heads.split_heads(x.numpy(), 3), atol=0, rtol=0)
     assert torch.equal(layers.merge_heads(got), x)
-    with pytest.raises(ValueError, match="H=5"):
+    with pytest.raises(ValueError, match="n_heads 5 must divide the feature size 12"):
         layers.split_heads(x, 5)
     with pytest.raises(TypeError, match="n_heads"):
         layers.split_heads(x, 3.0)
@@ -535,3 +535,101 @@ def test_a_mask_that_is_no_array_is_a_type_error_that_names_it(mask):
     q = torch.randn(1, 1, 2, 4)
     with pytest.raises(TypeError, match="mask must be"):
         layers.scaled_dot_product_attention(q, q, q, mask)
+
+
+def test_one_d_mask_is_a_key_mask_in_torch_as_in_numpy():
+    # L == S: the 1-D mask is (S,), the same answer as the NumPy path and as mask[None, :]
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    keep = torch.tensor([True, False, True])
+    out, w = layers.scaled_dot_product_attention(q, k, v, keep, return_weights=True)
+    exp = layers.scaled_dot_product_attention(q, k, v, keep[None, :])
+    torch.testing.assert_close(out, exp)
+    assert torch.isfinite(out).all()
+    assert (w[..., 1] == 0).all()
+    np_out = np_sdpa(q.numpy(), k.numpy(), v.numpy(), keep.numpy())
+    torch.testing.assert_close(out, torch.from_numpy(np_out))
+
+
+def test_one_d_mask_of_the_query_length_is_refused_in_torch():
+    q, k, v = torch.ones(1, 2, 3, 4), torch.ones(1, 2, 5, 4), torch.ones(1, 2, 5, 4)
+    msg = r"1-D mask is a key mask of shape \(S,\) = \(5,\).*L=3, S=5.*got shape \(3,\)"
+    with pytest.raises(ValueError, match=msg):
+        layers.scaled_dot_product_attention(q, k, v, torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=msg):
+        layers.scaled_dot_product_attention(q, k, v, torch.zeros(3))
+    m = layers.MultiHeadAttention(8, 2)
+    x, ctx = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+    with pytest.raises(ValueError, match=msg):  # cross-attention: the mask goes to sdpa
+        m(x, ctx, mask=torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"1-D mask .*\(S,\) = \(3,\).*got shape \(2,\)"):
+        m(x, mask=torch.ones(2, dtype=torch.bool), causal=True)  # combined with causal
+
+
+def test_mla_checks_its_sizes_at_construction_with_named_errors():
+    sizes = dict(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    for field, value, exc, msg in [
+        ("kv_lora_rank", 0, ValueError, "kv_lora_rank must be >= 1"),
+        ("qk_nope_head_dim", 2.0, TypeError, "qk_nope_head_dim must be an integer"),
+        ("qk_rope_head_dim", 3, ValueError, "qk_rope_head_dim must be even"),
+        ("qk_rope_head_dim", 0, ValueError, "qk_rope_head_dim must be >= 1"),
+        ("v_head_dim", True, TypeError, "v_head_dim must be an integer"),
+        ("q_lora_rank", -1, ValueError, "q_lora_rank must be >= 1"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            layers.MultiHeadLatentAttention(16, 2, **{**sizes, field: value})
+
+
+@pytest.mark.parametrize("L,S", [(4, 4), (2, 5), (5, 2), (0, 3), (3, 0)])
+def test_torch_masks_have_the_numpy_names_and_values(L, S):
+    # the same name for the same mask on both sides (the NumPy masks are the reference)
+    from attnbook import masks
+
+    np.testing.assert_array_equal(layers.causal_mask(L, S).numpy(), masks.causal_mask(L, S))
+    for w in (1, 2, 10):
+        np.testing.assert_array_equal(
+            layers.sliding_window_mask(L, w, S).numpy(), masks.sliding_window_mask(L, w, S)
+        )
+    assert layers.causal_mask(L, S).dtype == torch.bool
+    np.testing.assert_array_equal(layers.causal_mask(3).numpy(), masks.causal_mask(3))
+
+
+def test_torch_padding_combine_and_additive_masks_match_numpy():
+    from attnbook import masks
+
+    am = np.array([[1, 1, 0], [0, 1, 1]])
+    pad = layers.padding_mask(torch.from_numpy(am))
+    assert pad.shape == (2, 1, 1, 3) and pad.dtype == torch.bool
+    np.testing.assert_array_equal(pad.numpy(), masks.padding_mask(am))
+    both = layers.combine_masks(layers.causal_mask(3), None, pad)
+    np.testing.assert_array_equal(
+        both.numpy(), masks.combine_masks(masks.causal_mask(3), None, masks.padding_mask(am))
+    )
+    assert layers.combine_masks(None, None) is None
+    add = layers.additive_mask(layers.causal_mask(3), pad, dtype=torch.float32)
+    np.testing.assert_array_equal(
+        add.numpy(),
+        masks.additive_mask(masks.causal_mask(3), masks.padding_mask(am), dtype=np.float32),
+    )
+    assert layers.keep_mask_to_additive is layers.additive_mask  # the earlier name still works
+    with pytest.raises(ValueError, match="attention_mask .* must hold only 0 and 1"):
+        layers.padding_mask(torch.tensor([[2, 1]]))
+    with pytest.raises(TypeError, match="L must be an integer"):
+        layers.causal_mask(2.0)
+    with pytest.raises(ValueError, match="window must be >= 1"):
+        layers.sliding_window_mask(3, 0)
+    with pytest.raises(ValueError, match="do not broadcast together"):
+        layers.combine_masks(torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.bool))
+
+
+def test_split_heads_errors_are_those_of_the_numpy_twin():
+    from attnbook import heads
+
+    for split, x in (
+        (layers.split_heads, torch.zeros(2, 3, 8)),
+        (heads.split_heads, np.zeros((2, 3, 8))),
+    ):
+        with pytest.raises(ValueError, match=r"n_heads 3 must divide the feature size 8 of x"):
+            split(x, 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, H\*D\); got shape \(3, 8\)"):
+        layers.split_heads(torch.zeros(3, 8), 2)

@@ -455,3 +455,29 @@ def test_encoder_decoder_names_the_arguments_the_caller_passed():
         ed(src[:1], tgt)
     with pytest.raises(ValueError, match=r"memory must be \(B=2, S, d_model=8\)"):
         ed.decode(tgt, torch.randn(2, 4, 7))
+
+
+def test_mla_config_checks_its_latent_sizes_at_construction():
+    mla = dict(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    cfg = ModelConfig(**BASE, **mla, q_lora_rank=np.int64(6))
+    assert cfg.uses_mla and type(cfg.q_lora_rank) is int
+    with pytest.raises(ValueError, match="qk_rope_head_dim must be even, got 3"):
+        ModelConfig(**BASE, **{**mla, "qk_rope_head_dim": 3})
+    with pytest.raises(ValueError, match=r"MLA config \(kv_lora_rank=8\) needs v_head_dim"):
+        ModelConfig(**BASE, **{**mla, "v_head_dim": None})
+    with pytest.raises(ValueError, match="needs qk_nope_head_dim, qk_rope_head_dim"):
+        ModelConfig(**BASE, kv_lora_rank=8, v_head_dim=4)
+    # kv_lora_rank is the switch: without it the other sizes are ignored (MLA off)
+    assert not ModelConfig(**BASE, qk_rope_head_dim=3, v_head_dim=4).uses_mla
+    with pytest.raises(TypeError, match="qk_nope_head_dim must be an integer"):
+        ModelConfig(**BASE, **{**mla, "qk_nope_head_dim": 4.0})
+
+
+def test_kv_caches_are_checked_by_one_rule_in_both_models():
+    model = DecoderOnlyModel(ModelConfig(**BASE, max_seq_len=8))
+    with pytest.raises(
+        ValueError, match=r"kv_caches must hold one cache per layer: need \d+, got 0"
+    ):
+        model(torch.tensor([[1, 2]]), kv_caches=[])
+    with pytest.raises(TypeError, match=r"kv_caches\[0\] must be None or a cache"):
+        model(torch.tensor([[1, 2]]), kv_caches=["cache"] * len(model.layers))

@@ -363,3 +363,13 @@ def test_rope_offset_scores_is_the_mean_cosine():
 def test_explorer_computations_refuse_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_rope_positions_that_would_enlarge_x_get_one_message_in_numpy_and_torch():
+    x = np.zeros((2, 3, 4))  # (B, L, D): (B, L) positions of another batch enlarge it
+    pos = np.zeros((5, 3), dtype=np.int64)
+    msg = r"positions of shape \(5, 3\) do not broadcast to x.shape\[:-1\] = \(2, 3\)"
+    with pytest.raises(ValueError, match=msg):
+        apply_rope(x, pos)
+    with pytest.raises(ValueError, match=msg):
+        layers.apply_rope(torch.zeros(2, 3, 4), torch.from_numpy(pos))

@@ -274,8 +274,12 @@ def test_encode_edge_cases_and_bad_input(model):
     with pytest.raises(TypeError, match="candidates"):
         pretrained.referent_attention(candidates="animal", model=model)
     ids, mask, _ = model.tokenize(["a b c"])
-    with pytest.raises(ValueError, match="attention_mask"):
+    with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, \d+\) like"):
         model(ids, mask[:, :-1])
+    with pytest.raises(ValueError, match=r"attention_mask .* must hold only 0 and 1; found \[2\]"):
+        model(ids, mask * 2)  # accepted before: any nonzero read as a token
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, vocab_size=\d+\)"):
+        model(torch.full((1, 3), 10**6))  # was an IndexError inside the embedding
     with pytest.raises(ValueError, match="max_seq_len"):
         model(torch.zeros((1, 513), dtype=torch.int64))
     with pytest.raises(TypeError, match="ids"):

@@ -190,7 +190,7 @@ def test_wrap_breaks_at_spaces_and_between_chinese_characters():
     # 16 columns hold 8 Chinese characters (a comma is one of them).
     assert out.texts["zh_CN"] == "由钦定版圣经的译\n者翻译，公有领域"
     assert all(len(line) <= 16 for line in out.texts["en"].splitlines())
-    with pytest.raises(ValueError, match="width must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="width must be >= 1, got 0"):
         out.wrap(0)
 
 
@@ -228,7 +228,7 @@ def test_format_errors_name_the_message_field_and_value():
         say("loss {x:.3f}", x=np.ones(2))
     with pytest.raises(ValueError, match="positional field"):
         say("word {} here")
-    with pytest.raises(TypeError, match="message must be a str, got NoneType"):
+    with pytest.raises(TypeError, match=r"message must be a string, got None \(NoneType\)"):
         say(None)
     with pytest.raises(ValueError, match=r"rows\[1\]\[0\] \(ndarray of shape \(2,\)\)"):
         table(["zz a"], [[1.0], [np.ones(2)]], formats=[".3f"])
@@ -250,7 +250,7 @@ def test_table_takes_any_iterable_of_rows_and_leaves_text_cells_unformatted():
 def test_wrap_keeps_an_indent_and_never_starts_a_line_with_a_closing_mark():
     out = Printed({"en": "    transformer block", "zh_CN": "一二三四五六七，八九"}).wrap(14)
     assert out.texts == {"en": "    transformer\nblock", "zh_CN": "一二三四五六七，\n八九"}
-    with pytest.raises(ValueError, match="got True"):
+    with pytest.raises(TypeError, match="width must be an integer, got True"):
         Printed({"en": "", "zh_CN": ""}).wrap(True)
 
 
@@ -335,7 +335,7 @@ def test_columns_counts_combining_and_zero_width_characters_as_none():
     assert columns("e\u0301") == 1
     assert columns("a\u200bb") == 2
     assert columns("注意") == 4
-    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+    with pytest.raises(TypeError, match=r"text must be a string, got b.* \(bytes\)"):
         columns(b"ab")
 
 
@@ -353,7 +353,7 @@ def test_wrap_lines_checks_its_width_and_its_text():
         wrap_lines("a b c", 0)
     with pytest.raises(TypeError, match="width must be an integer"):
         wrap_lines("a b c", None)
-    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+    with pytest.raises(TypeError, match=r"text must be a string, got None \(NoneType\)"):
         wrap_lines(None, 3)
     # A line break inside was counted as a column and kept mid-line: ["a\nb", "c"].
     assert wrap_lines("a\nb c", 3) == ["a", "b c"]

@@ -106,7 +106,7 @@ def test_recurrence_vs_attention_timing_small():
         (dict(seq_lens=()), ValueError, "seq_lens"),
         (dict(seq_lens=(8, 4)), ValueError, "seq_lens"),
         (dict(seq_lens=(0, 4)), ValueError, "seq_lens"),
-        (dict(seq_lens=5), ValueError, "seq_lens"),
+        (dict(seq_lens=5), TypeError, "seq_lens"),  # not a sequence: the wrong kind
         (dict(seq_lens=(4,), d_model=10, n_heads=3), ValueError, "n_heads"),
         (dict(seq_lens=(4,), batch_size=0), ValueError, "batch_size"),
         (dict(seq_lens=(4,), num_threads=0), ValueError, "num_threads"),

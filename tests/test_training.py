@@ -125,8 +125,10 @@ def test_train_language_model_rejects_bad_arguments():
     model = DecoderOnlyModel(tiny_config())
     ids = np.arange(100) % 5
     kw = dict(steps=5, batch_size=2, block_size=8, lr=1e-3, eval_every=5, eval_batches=1, seed=0)
-    with pytest.raises(ValueError, match="warmup_steps"):
+    with pytest.raises(ValueError, match="warmup_steps=5 must be < steps=5"):
         train_language_model(model, ids, ids, **{**kw, "warmup_steps": 5})
+    with pytest.raises(ValueError, match="warmup_steps=50 must be < steps=5"):
+        train_language_model(model, ids, ids, **{**kw, "warmup_steps": 50})
     with pytest.raises(ValueError, match="lr"):
         train_language_model(model, ids, ids, **{**kw, "lr": 0.0})
     with pytest.raises(ValueError, match="ids"):
@@ -284,8 +286,12 @@ def test_lr_schedule_checks_its_arguments():
         lr_schedule(0, steps=3, lr=math.nan, warmup_steps=0)
     with pytest.raises(ValueError, match="lr must be > 0"):
         lr_schedule(0, steps=3, lr=0.0, warmup_steps=0)
-    with pytest.raises(ValueError, match="warmup_steps must be <= 2"):
+    with pytest.raises(ValueError, match="warmup_steps=3 must be < steps=3"):
         lr_schedule(0, steps=3, lr=1.0, warmup_steps=3)
+    with pytest.raises(ValueError, match="warmup_steps=10 must be < steps=3"):
+        lr_schedule(0, steps=3, lr=1.0, warmup_steps=10)  # longer than the run
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0"):
+        lr_schedule(0, steps=3, lr=1.0, warmup_steps=-1)
     with pytest.raises(ValueError, match="steps must be >= 1"):
         lr_schedule(0, steps=0, lr=1.0, warmup_steps=0)
     with pytest.raises(TypeError, match="step must be an integer"):

@@ -8,7 +8,9 @@ Tensor layout
     Queries are ``(B, H, L, D)`` — batch, heads, query length, head dimension — and keys and
     values ``(B, H_kv, S, D)``. The NumPy functions accept any leading dimensions
     ``(..., L, D)``. Masks broadcast to ``(B, H, L, S)``: ``(L, S)`` for causal,
-    ``(B, 1, 1, S)`` for padding.
+    ``(B, 1, 1, S)`` for padding. Broadcasting starts at the last axis, so a 1-D mask is
+    ``(S,)``, a key mask, even when ``L == S``; a per-query mask is ``(L, 1)``, and a 1-D
+    mask of another length than ``S`` is refused (NumPy and torch alike).
 
 Mask polarity
     Boolean masks are **keep-masks**: ``True`` means "may attend", as in

@@ -92,15 +92,11 @@ def softmax(x, axis: int = -1) -> np.ndarray:
         ValueError: if ``x`` contains ``nan`` or ``+inf``, or ``axis`` is out of range.
         TypeError: if ``axis`` is not an integer (``True`` and ``1.5`` are rejected).
     """
-    x = checks.as_float_array(x, "x")
-    if x.ndim == 0:
-        raise ValueError("softmax needs at least one axis; x is a scalar (shape ())")
+    x = checks.check_ndim(checks.as_float_array(x, "x"), "x", "(..., n)")  # not a scalar
     axis = checks.check_axis(axis, x.ndim, x.shape)
-    if np.isnan(x).any() or np.isposinf(x).any():
-        raise ValueError(
-            f"x of shape {x.shape} contains nan or +inf; softmax is undefined there "
-            "(hide positions with -inf or a keep-mask instead)"
-        )
+    checks.check_no_nan_or_posinf(
+        x, "x", "; softmax is undefined there (hide positions with -inf or a keep-mask instead)"
+    )
     if x.shape[axis] == 0:
         return x.copy()
     return softmax_core(x.astype(compute_dtype(x)), axis).astype(x.dtype)
@@ -141,12 +137,10 @@ def masked_softmax(scores, mask) -> np.ndarray:
     if mask is None:
         return softmax(scores, axis=-1)
     mask = checks.check_keep_mask(mask, "mask", scores.shape)
-    visible = np.where(mask, scores, 0.0)
-    if np.isnan(visible).any() or np.isposinf(visible).any():
-        raise ValueError(
-            f"scores of shape {scores.shape} hold nan or +inf at a visible position; softmax "
-            "is undefined there"
-        )
+    visible = np.where(mask, scores, 0.0)  # (..., L, S): what the mask hides cannot leak
+    checks.check_no_nan_or_posinf(
+        visible, "scores", ", a visible position; softmax is undefined there"
+    )
     if scores.ndim == 0 or scores.shape[-1] == 0:
         return np.zeros(np.broadcast_shapes(scores.shape, mask.shape), scores.dtype)
     weights = masked_softmax_core(scores.astype(compute_dtype(scores)), mask)
@@ -194,12 +188,14 @@ def scaled_dot_product_attention(
         mask: ``None``; a boolean keep-mask (``True`` = may attend), applied by replacing
             hidden scores; or an additive floating-point mask, added to the scaled scores (as
             in torch). Either must broadcast to the scores' shape ``(..., L, S)`` without
-            enlarging it. A float mask of 0s and 1s is *added* (it does not hide anything);
-            pass a boolean array to hide keys. An additive mask filled with
-            ``finfo(dtype).min`` (:func:`attnbook.masks.additive_mask`) is an ordinary, tiny
-            score: a row that is ``finfo.min`` everywhere is a plain softmax (uniform when the
-            scores are equal), not an empty row — in every dtype, because the scores are
-            computed in at least float32.
+            enlarging it; a 1-D mask is therefore ``(S,)``, a key mask (also when
+            ``L == S``), and a per-query mask is ``(L, 1)``. A float mask of 0s and 1s is
+            *added* (it does not hide anything); pass a boolean array to hide keys. An
+            additive mask filled with ``finfo(dtype).min``
+            (:func:`attnbook.masks.additive_mask`) is an ordinary, tiny score: a row that is
+            ``finfo.min`` everywhere is a plain softmax (uniform when the scores are equal),
+            not an empty row — in every dtype, because the scores are computed in at least
+            float32.
         causal: hide future keys. Aligned bottom-right: query ``i`` sees keys
             ``j <= i + (S - L)``. Combined with a keep-mask by logical AND. Must be a bool.
         scale: multiplier of the scores (a real number, or a 0-d array); ``None`` means
@@ -380,9 +376,7 @@ def softmax_jacobian(p) -> np.ndarray:
     Raises:
         ValueError: if ``p`` is a scalar.
     """
-    p = checks.as_float_array(p, "p")
-    if p.ndim == 0:
-        raise ValueError("p must have at least one axis; got a scalar")
+    p = checks.check_ndim(checks.as_float_array(p, "p"), "p", "(..., n)")  # not a scalar
     return softmax_jacobian_core(p)
 
 
@@ -412,9 +406,7 @@ def entropy(p, axis: int = -1) -> np.ndarray:
             or nan entry (not a probability).
         TypeError: if ``axis`` is not an integer or ``p`` is not numeric.
     """
-    p = checks.as_float_array(p, "p")
-    if p.ndim == 0:
-        raise ValueError("p must have at least one axis; got a scalar")
+    p = checks.check_ndim(checks.as_float_array(p, "p"), "p", "(..., n)")  # not a scalar
     axis = checks.check_axis(axis, p.ndim, p.shape)
     if np.isnan(p).any() or (p < 0).any():
         raise ValueError(
@@ -493,22 +485,10 @@ def _check_additive(q, k, W_q, W_k, v_a, v=_NO_V):
             f"W_q, W_k and v_a disagree on d_a: W_q.shape={W_q.shape}, "
             f"W_k.shape={W_k.shape}, v_a.shape={v_a.shape}"
         )
-    leading = [q.shape[:-2], k.shape[:-2]]
     v = arrs.get("v")
     if v is not None:
-        if k.shape[-2] != v.shape[-2]:
-            raise ValueError(
-                f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
-                f"(k.shape={k.shape}, v.shape={v.shape})"
-            )
-        leading.append(v.shape[:-2])
-    try:
-        batch = np.broadcast_shapes(*leading)
-    except ValueError:
-        shapes = ", ".join(f"{n}.shape={arrs[n].shape}" for n in ("q", "k", "v") if n in arrs)
-        raise ValueError(
-            f"the leading (batch/head) dimensions do not broadcast: {shapes}"
-        ) from None
+        checks.check_kv_lengths(k, v)
+    batch = checks.check_leading_dims(**{n: arrs[n] for n in ("q", "k", "v") if n in arrs})
     return q, k, W_q, W_k, v_a, v, batch
 
 

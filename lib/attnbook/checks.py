@@ -29,29 +29,42 @@ import numpy as np
 __all__ = [
     "check_causal_context",
     "check_kv_cache",
+    "check_kv_caches",
     "check_int",
     "check_real",
     "check_bool",
     "check_choice",
+    "check_callable",
+    "check_divides",
     "check_seed",
+    "check_warmup_steps",
     "check_rng",
     "check_increasing",
     "check_axis",
     "check_ndim",
     "check_rope_dim",
+    "check_mla_sizes",
+    "MLA_SIZES",
     "as_array",
     "as_float_array",
     "check_finite",
+    "check_no_nan_or_posinf",
     "check_qkv",
+    "check_kv_lengths",
+    "check_leading_dims",
     "check_scale",
     "check_broadcast",
+    "check_key_mask_length",
     "check_keep_mask",
     "check_int_array",
     "check_id_sequence",
     "check_tensor",
+    "check_generator",
     "check_input_dtype",
     "check_int_tensor",
     "check_positions",
+    "check_fits_positions",
+    "check_rope_positions",
     "check_strings",
     "check_text",
     "check_features",
@@ -164,6 +177,22 @@ def check_instance(value, cls: type, name: str, made_by: str):
     return value
 
 
+def check_callable(fn, name: str = "fn", detail: str = ""):
+    """A function (anything callable), returned as is.
+
+    Args:
+        fn: what was passed.
+        name: the argument's name, for the message.
+        detail: appended to "must be callable", e.g. how it will be called.
+
+    Raises:
+        TypeError: ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable{detail}, got {_describe(fn)}")
+    return fn
+
+
 def check_choice(value, name: str, allowed: Sequence):
     """One of ``allowed`` (compared with ``==``).
 
@@ -177,6 +206,27 @@ def check_choice(value, name: str, allowed: Sequence):
     if not ok:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value
+
+
+def check_divides(n: int, name: str, size: int, size_name: str, hint: str = "") -> int:
+    """``n`` (already an integer >= 1) divides ``size``: heads split a width into equal parts.
+
+    Args:
+        n: the divisor, e.g. ``n_heads``.
+        name: its name in the message.
+        size: the number it must divide, e.g. ``d_model``.
+        size_name: what ``size`` is, in the message (``"d_model"``, ``"the feature size"``).
+        hint: appended to the message, e.g. ``" (or set head_dim)"``.
+
+    Returns:
+        ``size // n``.
+
+    Raises:
+        ValueError: ``n`` does not divide ``size``, e.g. ``n_heads 3 must divide d_model 8``.
+    """
+    if size % n:
+        raise ValueError(f"{name} {n} must divide {size_name} {size}{hint}")
+    return size // n
 
 
 def check_seed(value, name: str = "seed") -> int:
@@ -227,6 +277,29 @@ def check_ndim(x, name: str, layout: str):
     return x
 
 
+def check_warmup_steps(warmup_steps, steps: int) -> int:
+    """Updates of learning-rate warm-up: an integer in ``[0, steps)`` (0: no warm-up).
+
+    A warm-up as long as the run or longer would never reach the peak rate (nor start the
+    decay that follows it), so it is refused rather than quietly cut short.
+
+    Args:
+        warmup_steps: the warm-up's length in updates.
+        steps: the run's number of updates (an integer already checked, >= 1).
+
+    Raises:
+        TypeError: ``warmup_steps`` is not an integer.
+        ValueError: it is negative, or not below ``steps`` (the message gives both).
+    """
+    warmup_steps = check_int(warmup_steps, "warmup_steps", 0)
+    if warmup_steps >= steps:
+        raise ValueError(
+            f"warmup_steps={warmup_steps} must be < steps={steps}: a warm-up as long as the "
+            "run never reaches the peak learning rate"
+        )
+    return warmup_steps
+
+
 def check_causal_context(causal, context) -> bool:
     """``causal`` as a bool, refused together with a cross-attention ``context``.
 
@@ -265,6 +338,41 @@ def check_rope_dim(dim: int, name: str = "head_dim", detail: str = "") -> int:
             f"RoPE rotates pairs of dimensions; {name} must be even, got {dim}{detail}"
         )
     return dim
+
+
+#: The sizes of multi-head latent attention (DeepSeek-V2's names), as :func:`check_mla_sizes`
+#: checks them.
+MLA_SIZES = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def check_mla_sizes(
+    kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank=None
+) -> tuple:
+    """The sizes of multi-head latent attention: positive integers, an even RoPE part.
+
+    Shared by :class:`attnbook.layers.MultiHeadLatentAttention` and
+    :class:`attnbook.config.ModelConfig` (an MLA config).
+
+    Args:
+        kv_lora_rank: the latent size ``d_c``.
+        qk_nope_head_dim: per-head query/key dimension without position.
+        qk_rope_head_dim: per-head RoPE dimension (even: RoPE rotates pairs).
+        v_head_dim: per-head value dimension.
+        q_lora_rank: the query's latent size, or ``None`` for a plain query projection.
+
+    Returns:
+        ``(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank)`` as
+        ``int`` (``q_lora_rank`` may stay ``None``).
+
+    Raises:
+        TypeError: a size is not an integer (``None`` is only allowed for ``q_lora_rank``).
+        ValueError: a size is < 1, or ``qk_rope_head_dim`` is odd.
+    """
+    values = (kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    out = [check_int(v, name, 1) for v, name in zip(values, MLA_SIZES)]
+    check_rope_dim(out[2], "qk_rope_head_dim")
+    out.append(None if q_lora_rank is None else check_int(q_lora_rank, "q_lora_rank", 1))
+    return tuple(out)
 
 
 def as_array(x, name: str) -> np.ndarray:
@@ -319,6 +427,34 @@ def check_finite(arr, name: str) -> None:
         raise ValueError(f"{name} of shape {tuple(arr.shape)} contains nan or inf")
 
 
+def check_no_nan_or_posinf(arr, name: str, detail: str = "") -> None:
+    """Refuse a nan or ``+inf`` entry; ``-inf`` (a hidden score, a banned token) is allowed.
+
+    The rule of everything a softmax reads: scores, logits, additive masks.
+
+    Args:
+        arr: a NumPy array or torch tensor.
+        name: its name in the message.
+        detail: appended to the message (why it matters, what to do instead).
+
+    Raises:
+        ValueError: ``arr`` holds a nan or ``+inf`` (the message gives its shape and the
+            first such index).
+    """
+    if type(arr).__module__ == "torch":
+        import torch
+
+        bad = torch.isnan(arr) | torch.isposinf(arr)
+        first = tuple(bad.nonzero()[0].tolist()) if bool(bad.any()) else None
+    else:
+        bad = np.isnan(arr) | np.isposinf(arr)
+        first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+    if first is not None:
+        raise ValueError(
+            f"{name} of shape {tuple(arr.shape)} contains nan or +inf at index {first}{detail}"
+        )
+
+
 def check_qkv(q, k, v):
     """NumPy attention inputs: ``q (..., L, D)``, ``k (..., S, D)``, ``v (..., S, Dv)``.
 
@@ -339,19 +475,45 @@ def check_qkv(q, k, v):
             f"q has head_dim {q.shape[-1]} but k has {k.shape[-1]} "
             f"(q.shape={q.shape}, k.shape={k.shape})"
         )
+    check_kv_lengths(k, v)
+    return q, k, v, check_leading_dims(q=q, k=k, v=v)
+
+
+def check_kv_lengths(k, v) -> None:
+    """Keys ``(..., S, D)`` and values ``(..., S, Dv)``: one value per key.
+
+    Raises:
+        ValueError: ``k`` and ``v`` have different lengths ``S`` (the message gives both
+            shapes).
+    """
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k has {k.shape[-2]} keys but v has {v.shape[-2]} values "
             f"(k.shape={k.shape}, v.shape={v.shape})"
         )
+
+
+def check_leading_dims(**arrays) -> tuple:
+    """The broadcast batch shape of NumPy attention inputs ``(..., seq, dim)``.
+
+    Args:
+        **arrays: the inputs by name, e.g. ``q=q, k=k, v=v`` (each at least 2-D).
+
+    Returns:
+        The broadcast shape of their leading (batch/head) dimensions.
+
+    Raises:
+        ValueError: those do not broadcast (the message names every input and its shape).
+    """
     try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
     except ValueError:
+        names = list(arrays)
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        shapes = ", ".join(f"{n}.shape={a.shape}" for n, a in arrays.items())
         raise ValueError(
-            "the leading (batch/head) dimensions of q, k and v do not broadcast: "
-            f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}"
+            f"the leading (batch/head) dimensions of {listed} do not broadcast: {shapes}"
         ) from None
-    return q, k, v, batch
 
 
 def check_scale(scale, head_dim: int) -> float:
@@ -366,9 +528,34 @@ def check_scale(scale, head_dim: int) -> float:
     return check_real(scale, "scale")
 
 
+def check_key_mask_length(mask, name: str, L: int, S: int) -> None:
+    """A 1-D mask is a key mask ``(S,)``: refuse one whose length is neither ``S`` nor 1.
+
+    Masks broadcast to the scores' ``(..., L, S)`` as NumPy and torch broadcast, from the last
+    axis, so a 1-D mask always lines up with the keys, also when ``L == S``. A per-query mask
+    is ``(L, 1)``. Masks of another rank pass unchecked.
+
+    Raises:
+        ValueError: ``mask`` is 1-D of a length other than ``S`` and 1 (the message gives
+            the shapes and how to write a per-query mask).
+    """
+    if len(mask.shape) == 1 and mask.shape[0] not in (1, S):
+        raise ValueError(
+            f"a 1-D {name} is a key mask of shape (S,) = ({S},), lined up with the keys of "
+            f"the scores (..., L={L}, S={S}); got shape {tuple(mask.shape)}. For a "
+            f"per-query mask pass shape (L, 1), e.g. {name}[:, None]"
+        )
+
+
 def check_broadcast(arr, name: str, target_shape) -> None:
-    """Raise ``ValueError`` unless ``arr`` broadcasts to ``target_shape`` without enlarging it."""
+    """Raise ``ValueError`` unless ``arr`` broadcasts to ``target_shape`` without enlarging it.
+
+    A 1-D ``arr`` is read as ``(S,)`` against scores ``(..., L, S)``
+    (:func:`check_key_mask_length`).
+    """
     target_shape = tuple(target_shape)
+    if len(target_shape) >= 2:
+        check_key_mask_length(arr, name, *target_shape[-2:])
     try:
         result = np.broadcast_shapes(tuple(arr.shape), target_shape)
     except ValueError:
@@ -426,15 +613,21 @@ def check_masks_broadcast(masks, name: str = "masks") -> tuple:
         ) from None
 
 
-def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarray:
+def check_padding_mask(attention_mask, name: str = "attention_mask", shape=None) -> np.ndarray:
     """A Hugging Face style ``(B, S)`` padding mask: 1 (or True) at tokens, 0 at padding.
+
+    Args:
+        attention_mask: the mask (array, tensor or nested list).
+        name: its name in messages.
+        shape: if given, the ``(B, S)`` shape of the token ids the mask goes with.
 
     Returns:
         The mask as a NumPy array of its own dtype (bool, integer or float).
 
     Raises:
         TypeError: it is not numeric (strings, objects).
-        ValueError: it is not 2-D, or holds a value other than 0 and 1.
+        ValueError: it is not 2-D, holds a value other than 0 and 1, or has another shape
+            than ``shape``.
     """
     am = as_array(attention_mask, name)
     if am.dtype != np.bool_ and not (
@@ -450,6 +643,10 @@ def check_padding_mask(attention_mask, name: str = "attention_mask") -> np.ndarr
     if am.dtype != np.bool_ and not np.isin(am, (0, 1)).all():
         bad = np.unique(am[~np.isin(am, (0, 1))])[:5]
         raise ValueError(f"{name} of shape {am.shape} must hold only 0 and 1; found {bad.tolist()}")
+    if shape is not None and tuple(am.shape) != tuple(shape):
+        raise ValueError(
+            f"{name} must be (B, S) = {tuple(shape)} like the token ids; got shape {am.shape}"
+        )
     return am
 
 
@@ -643,6 +840,17 @@ def check_tensor(x, name: str, *, ndim: int | None = None, floating: bool = True
     return x
 
 
+def check_generator(generator, name: str = "generator"):
+    """A ``torch.Generator`` (the random stream a sampler or batch drawer reads).
+
+    Raises:
+        TypeError: ``generator`` is not a ``torch.Generator``.
+    """
+    import torch
+
+    return check_instance(generator, torch.Generator, name, "torch.Generator().manual_seed(seed)")
+
+
 def check_input_dtype(x, weight, name: str = "x") -> None:
     """``x`` is a floating tensor of the dtype of a module's ``weight`` (else ``TypeError``)."""
     check_tensor(x, name)
@@ -693,7 +901,13 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
 
 
 def check_positions(
-    positions, seq_len: int, x_shape, name: str = "positions", *, batch: bool = False
+    positions,
+    seq_len: int,
+    x_shape,
+    name: str = "positions",
+    *,
+    batch: bool = False,
+    x_name: str = "x",
 ):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
 
@@ -705,6 +919,7 @@ def check_positions(
         x_shape: the shape of ``x`` (for messages, and its batch ``x_shape[0]``).
         name: the argument's name in messages.
         batch: if true, ``positions`` is ``(L,)`` or ``(B, L)`` with ``B = x_shape[0]``.
+        x_name: the name of ``x`` in messages (``ids`` for token ids).
 
     Raises:
         TypeError: not integers.
@@ -718,19 +933,76 @@ def check_positions(
     if positions.ndim == 0 or positions.shape[-1] != seq_len:
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
-            f"{seq_len} (x has shape {tuple(x_shape)}); pass one position per token"
+            f"{seq_len} ({x_name} has shape {tuple(x_shape)}); pass one position per token"
         )
     if batch and positions.ndim > 2:
         raise ValueError(
             f"{name} must be (L,) or (B, L); got shape {tuple(positions.shape)} "
-            f"(x has shape {tuple(x_shape)})"
+            f"({x_name} has shape {tuple(x_shape)})"
         )
     if batch and positions.ndim == 2 and positions.shape[0] != x_shape[0]:
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} do not match batch "
-            f"{x_shape[0]} of x (shape {tuple(x_shape)})"
+            f"{x_shape[0]} of {x_name} (shape {tuple(x_shape)})"
         )
     return positions
+
+
+def check_rope_positions(pos_shape, x_shape, name: str = "positions") -> tuple:
+    """The shape RoPE positions take to broadcast over ``x (..., L, D)`` without enlarging it.
+
+    Positions ``(L,)`` serve every row; ``(B, L)`` with a 4-D ``x (B, H, L, D)`` are read as
+    ``(B, 1, L)``, one row per batch element shared by the heads. The NumPy and torch
+    ``apply_rope`` both ask this.
+
+    Args:
+        pos_shape: the positions' shape (already checked to end in ``L``).
+        x_shape: the shape of ``x``.
+        name: the positions' name in the message.
+
+    Returns:
+        The shape to view the positions as.
+
+    Raises:
+        ValueError: they do not broadcast to ``x_shape[:-1]``, or would enlarge it.
+    """
+    pos_shape, x_shape = tuple(pos_shape), tuple(x_shape)
+    shape = pos_shape
+    if len(pos_shape) == 2 and len(x_shape) == 4:
+        shape = (pos_shape[0], 1, pos_shape[1])  # (B, 1, L): broadcast over heads
+    try:
+        ok = np.broadcast_shapes(shape, x_shape[:-1]) == x_shape[:-1]
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {pos_shape} do not broadcast to x.shape[:-1] = "
+            f"{x_shape[:-1]} without enlarging x of shape {x_shape} (expected (L,) or (B, L), "
+            "a 2-D array being read as (B, L) with a 4-D x)"
+        )
+    return shape
+
+
+def check_fits_positions(n: int, max_seq_len, positional, what: str, hint: str = "") -> None:
+    """``n`` tokens fit a model's table of positions: ``n <= max_seq_len``.
+
+    Only learned and sinusoidal positions have a table; RoPE and no positions (or a model
+    without ``max_seq_len``) have no such limit, and pass.
+
+    Args:
+        n: the tokens needed (for a 0-based position ``p``: ``p + 1``).
+        max_seq_len: the model's table size, or ``None``.
+        positional: the model's ``config.positional`` (``"learned"``, ``"sinusoidal"``, ...).
+        what: the tokens in words, e.g. ``"block_size 17"`` or ``"position 64"``.
+        hint: appended to the message.
+
+    Raises:
+        ValueError: ``n > max_seq_len`` with learned or sinusoidal positions.
+    """
+    if positional in ("learned", "sinusoidal") and max_seq_len is not None and n > max_seq_len:
+        raise ValueError(
+            f"{what} exceeds the model's max_seq_len {max_seq_len} ({positional} positions){hint}"
+        )
 
 
 def check_features(
@@ -758,16 +1030,22 @@ def check_features(
     return x
 
 
-def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
+def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, min_len: int = 0):
     """``(B, T)`` integer token ids as a torch tensor (lists and NumPy arrays are converted).
+
+    Args:
+        ids: the ids.
+        name: their name in messages.
+        vocab_size: if given, every id must be below it.
+        min_len: fewest tokens per sequence ``T`` accepted (a prompt needs one).
 
     Returns:
         The ids, a ``(B, T)`` integer tensor.
 
     Raises:
         TypeError: the ids are not integers (floats and bools refused).
-        ValueError: not 2-D, or an id outside ``[0, vocab_size)`` (``>= 0`` if no
-            ``vocab_size`` is given).
+        ValueError: not 2-D, ``T < min_len``, or an id outside ``[0, vocab_size)`` (``>= 0``
+            if no ``vocab_size`` is given).
     """
     ids = check_int_tensor(ids, name, None)
     if ids.ndim != 2:
@@ -775,6 +1053,8 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None):
             f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
             "(add a batch axis with ids[None])"
         )
+    if ids.shape[1] < min_len:
+        raise ValueError(f"{name} must be (B, T) with T >= {min_len}; got shape {tuple(ids.shape)}")
     top = math.inf if vocab_size is None else vocab_size
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= top):
         raise ValueError(
@@ -828,6 +1108,34 @@ def check_kv_cache(kv_cache, name: str = "kv_cache"):
             f"attnbook.kv_cache.KVCache), got {type(kv_cache).__name__}"
         )
     return kv_cache
+
+
+def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "kv_caches"):
+    """``None`` or a model's caches: one per layer (each as :func:`check_kv_cache` checks it).
+
+    Args:
+        kv_caches: ``None`` or a sequence of caches.
+        n_layers: the number of layers that each read one.
+        what: the layers' name in the message (``"decoder layer"``).
+        name: the argument's name.
+
+    Raises:
+        TypeError: ``kv_caches`` is not a list or tuple, or an entry is not a cache.
+        ValueError: it holds another number of caches than ``n_layers``.
+    """
+    if kv_caches is None:
+        return None
+    if not isinstance(kv_caches, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list of caches, one per {what}, got {type(kv_caches).__name__}"
+        )
+    if len(kv_caches) != n_layers:
+        raise ValueError(
+            f"{name} must hold one cache per {what}: need {n_layers}, got {len(kv_caches)}"
+        )
+    for i, cache in enumerate(kv_caches):
+        check_kv_cache(cache, f"{name}[{i}]")
+    return kv_caches
 
 
 def check_window(window, causal: bool, name: str = "window"):
@@ -940,20 +1248,17 @@ def check_mask(mask, name: str = "mask", target_shape=None, *, device=None):
                 )
         mask = torch.as_tensor(mask, device=device)
         floating = mask.is_floating_point()
-        bad = floating and bool(torch.isnan(mask).any() | torch.isposinf(mask).any())
     else:
         mask = as_array(mask, name)
         floating = np.issubdtype(mask.dtype, np.floating)
-        bad = floating and bool(np.isnan(mask).any() or np.isposinf(mask).any())
     if not floating and str(mask.dtype) not in ("bool", "torch.bool"):
         raise TypeError(
             f"{name} must be a boolean keep-mask or an additive float mask; got "
             f"dtype {mask.dtype} (shape {tuple(mask.shape)})"
         )
-    if bad:
-        raise ValueError(
-            f"additive {name} of shape {tuple(mask.shape)} contains nan or +inf "
-            "(hide keys with -inf, finfo.min or a keep-mask)"
+    if floating:
+        check_no_nan_or_posinf(
+            mask, f"additive {name}", " (hide keys with -inf, finfo.min or a keep-mask)"
         )
     if target_shape is not None:
         check_broadcast(mask, name, target_shape)

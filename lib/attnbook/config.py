@@ -20,7 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_bool, check_choice, check_int, check_real, check_rope_dim
+from .checks import (
+    MLA_SIZES,
+    check_bool,
+    check_choice,
+    check_divides,
+    check_dropout,
+    check_head_counts,
+    check_int,
+    check_mla_sizes,
+    check_real,
+    check_rope_dim,
+)
 
 __all__ = [
     "ModelConfig",
@@ -76,7 +87,9 @@ class ModelConfig:
             means "iff ``positional == 'sinusoidal'``", the book's earlier behaviour. Resolved
             by :attr:`scales_embeddings`.
         kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim:
-            multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none.
+            multi-head latent attention (DeepSeek-V2); ``kv_lora_rank=None`` means none (it is
+            the switch: the other four are then ignored, so ``replace(kv_lora_rank=None)``
+            turns MLA off).
         name: a label.
         source: where the numbers come from (paper, or model and its config.json).
 
@@ -94,7 +107,9 @@ class ModelConfig:
             ``dropout`` is not in ``[0, 1)``, a choice
             (``arch``, ``positional``, ``ffn``, ``norm``) is unknown, ``n_heads`` does not
             divide ``d_model`` (without ``head_dim``), ``n_kv_heads`` does not divide
-            ``n_heads``, or RoPE meets an odd ``head_dim``.
+            ``n_heads``, RoPE meets an odd ``head_dim``, an MLA config (``kv_lora_rank``
+            set) lacks ``qk_nope_head_dim``, ``qk_rope_head_dim`` or ``v_head_dim`` or has an
+            odd ``qk_rope_head_dim`` (:func:`attnbook.checks.check_mla_sizes`).
     """
 
     vocab_size: int
@@ -148,11 +163,7 @@ class ModelConfig:
                 set_checked(f, 1)
         for f, lo in (("eps", 0.0), ("rope_theta", 1.0)):
             object.__setattr__(self, f, check_real(getattr(self, f), f, minimum=lo, strict=True))
-        object.__setattr__(
-            self, "dropout", check_real(self.dropout, "dropout", minimum=0.0, maximum=1.0)
-        )
-        if self.dropout >= 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        object.__setattr__(self, "dropout", check_dropout(self.dropout, "dropout"))
         for f in ("norm_first", "bias", "tie_embeddings"):
             object.__setattr__(self, f, check_bool(getattr(self, f), f))
         for f in ("qkv_bias", "embed_scale"):  # None: the default rule
@@ -162,16 +173,18 @@ class ModelConfig:
         check_choice(self.positional, "positional", _POSITIONAL)
         check_choice(self.ffn, "ffn", _FFNS)
         check_choice(self.norm, "norm", _NORMS)
-        if self.head_dim is None and self.kv_lora_rank is None and self.d_model % self.n_heads:
-            raise ValueError(
-                f"n_heads {self.n_heads} must divide d_model {self.d_model} (or set head_dim)"
-            )
-        if self.n_heads % self.kv_heads:
-            raise ValueError(f"n_kv_heads {self.kv_heads} must divide n_heads {self.n_heads}")
+        if self.head_dim is None and self.kv_lora_rank is None:
+            check_divides(self.n_heads, "n_heads", self.d_model, "d_model", " (or set head_dim)")
+        check_head_counts(self.n_heads, self.kv_heads)
         if self.arch == "encoder-decoder" and self.n_encoder_layers < 1:
             raise ValueError("an encoder-decoder config needs n_encoder_layers >= 1")
-        if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
-            raise ValueError("an MLA config (kv_lora_rank set) needs qk_rope_head_dim")
+        if self.uses_mla:
+            missing = [f for f in MLA_SIZES if getattr(self, f) is None]
+            if missing:
+                raise ValueError(
+                    f"an MLA config (kv_lora_rank={self.kv_lora_rank}) needs {', '.join(missing)}"
+                )
+            check_mla_sizes(*(getattr(self, f) for f in MLA_SIZES), self.q_lora_rank)
         if self.positional == "rope" and not self.uses_mla:
             check_rope_dim(self.head_size)
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from . import i18n
 from .attention import scaled_dot_product_attention
+from .checks import check_callable
 from .heads import split_heads
 from .masks import causal_mask
 from .printed import Printed, columns, say, table, verbatim, wrap_lines
@@ -766,11 +767,7 @@ def _check(fn, fn_args, cases, reference, mistakes, how, compare) -> CheckResult
     ``compare`` returns the failure, or the largest difference it judged (its pass criterion
     and the reported difference are one computation).
     """
-    if not callable(fn):
-        raise TypeError(
-            f"fn must be the function to check, called as fn{fn_args}; got "
-            f"{fn!r} ({type(fn).__name__})"
-        )
+    check_callable(fn, "fn", f" (the function to check, called as fn{fn_args})")
     name, n = _fn_name(fn), len(cases)
     worst = 0.0
     for i, case in enumerate(cases):

@@ -52,6 +52,7 @@ import numpy as np
 from .attention import compute_dtype
 from .checks import (
     check_bool,
+    check_choice,
     check_int,
     check_qkv,
     check_qkv_tensors,
@@ -515,8 +516,7 @@ def select_backend(q, k, v, backend: str = "auto") -> str:
         ValueError: if ``backend`` is not one of :data:`BACKENDS`, or ``backend="triton"`` and
             the kernel does not support the inputs (the message gives the reason).
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_choice(backend, "backend", BACKENDS)
     if backend == "torch":
         return "torch"
     if backend == "auto":

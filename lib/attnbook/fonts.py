@@ -36,7 +36,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from .checks import check_real
+from .checks import check_real, check_text
 
 __all__ = [
     "FAMILY",
@@ -161,8 +161,7 @@ def text_width(text: str, size_px: float) -> float:
         TypeError: if ``text`` is not a string or ``size_px`` not a real number.
         ValueError: if ``size_px`` is not a finite positive number.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    check_text(text, "text")
     size_px = check_real(size_px, "size_px", minimum=0, strict=True)
     small = sum(_plain_width(m.group(2)) for m in _SMALL.finditer(text))
     return (_plain_width(text) - (1 - _SMALL_SCALE) * small) * size_px
@@ -327,8 +326,7 @@ def wrap_html(text: str, max_px: float, font_px: float = 13) -> str:
         TypeError: if ``text`` is not a string or ``max_px``/``font_px`` not a real number.
         ValueError: if ``max_px`` is nan or ``font_px`` not a finite positive number.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    check_text(text, "text")
     max_px = check_real(max_px, "max_px", allow_inf=True)
     font_px = check_real(font_px, "font_px", minimum=0, strict=True)
     out_lines = []

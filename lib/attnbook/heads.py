@@ -79,10 +79,9 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     x = np.asarray(x)
     n_heads = checks.check_int(n_heads, "n_heads", 1)
     checks.check_ndim(x, "x", "(..., L, features)")
-    if x.shape[-1] % n_heads:
-        raise ValueError(
-            f"n_heads {n_heads} must divide the feature size {x.shape[-1]} of x (shape {x.shape})"
-        )
+    checks.check_divides(
+        n_heads, "n_heads", x.shape[-1], "the feature size", f" of x (shape {x.shape})"
+    )
     return split_heads_core(x, n_heads)
 
 
@@ -330,11 +329,8 @@ def multi_head_attention(
                 f"layout; got {w[name].shape}"
             )
     for name, h in (("w_q", n_heads), ("w_k", n_kv_heads), ("w_v", n_kv_heads)):
-        if w[name].shape[1] % h:
-            raise ValueError(
-                f"{'n_heads' if name == 'w_q' else 'n_kv_heads'} {h} must "
-                f"divide the output size {w[name].shape[1]} of {name}"
-            )
+        h_name = "n_heads" if name == "w_q" else "n_kv_heads"
+        checks.check_divides(h, h_name, w[name].shape[1], "the output size", f" of {name}")
     D, D_k = w["w_q"].shape[1] // n_heads, w["w_k"].shape[1] // n_kv_heads
     if D != D_k:
         raise ValueError(

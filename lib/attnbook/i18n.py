@@ -40,6 +40,7 @@ import re
 from pathlib import Path
 
 from . import _aliases
+from .checks import check_choice
 
 __all__ = [
     "LANGUAGES",
@@ -81,9 +82,7 @@ __getattr__ = _aliases.moved_getattr(__name__)
 
 
 def _check_language(language: str, name: str = "language") -> str:
-    if language not in LANGUAGES:
-        raise ValueError(f"{name} must be one of {LANGUAGES}, got {language!r}")
-    return language
+    return check_choice(language, name, LANGUAGES)
 
 
 def get_language() -> str:

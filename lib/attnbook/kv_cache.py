@@ -369,9 +369,7 @@ def greedy_generate(
         TypeError: if ``ids`` is not an integer tensor or ``max_new_tokens`` is not an integer
             (bools and floats are rejected), or ``use_cache`` is not a bool.
     """
-    ids = check_token_ids(ids, "ids")
-    if ids.shape[1] < 1:
-        raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
+    ids = check_token_ids(ids, "ids", min_len=1)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
     if max_new_tokens == 0:
         return ids

@@ -7,8 +7,11 @@ path (the name is not ``nn``, so that it never hides ``torch.nn``; the old path
 
 * attention: :func:`attnbook.attention.scaled_dot_product_attention` →
   :func:`scaled_dot_product_attention`;
-* masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``additive_mask``) →
-  :func:`position_keep_mask`, :func:`keep_mask_to_additive`, :func:`keep_mask_to_mha_mask`;
+* masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``padding_mask``,
+  ``combine_masks``, ``additive_mask``) → :func:`causal_mask`, :func:`sliding_window_mask`,
+  :func:`padding_mask`, :func:`combine_masks`, :func:`additive_mask` (earlier name
+  :func:`keep_mask_to_additive`, still served); only torch has :func:`position_keep_mask`
+  (keys at any positions, a ring-buffer cache) and :func:`keep_mask_to_mha_mask`;
 * heads: :mod:`attnbook.heads` (``split_heads``, ``merge_heads``, ``repeat_kv``,
   ``multi_head_attention``) → :func:`split_heads`, :func:`merge_heads`, :func:`repeat_kv`,
   :class:`MultiHeadAttention`, :class:`MultiHeadLatentAttention`;
@@ -25,7 +28,7 @@ Conventions (see :mod:`attnbook` and the notation appendix of the book):
   combined by logical AND; causal masks align bottom-right (or follow explicit positions);
 * a query that sees no key outputs 0, forward and backward, in every dtype;
 * where this module builds an additive mask it combines the keep-masks first and fills once
-  with ``torch.finfo(dtype).min`` (:func:`keep_mask_to_additive`);
+  with ``torch.finfo(dtype).min`` (:func:`additive_mask`, earlier :func:`keep_mask_to_additive`);
 * ``nn.MultiheadAttention`` uses the opposite boolean polarity (``True`` = *not* allowed); the
   conversion lives in one place, :func:`keep_mask_to_mha_mask`;
 * GQA: query head ``h`` reads key/value head ``h // (H // H_kv)`` (:func:`repeat_kv`).
@@ -42,21 +45,27 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_divides,
     check_dropout,
     check_features,
     check_head_counts,
+    check_instance,
     check_int,
     check_int_tensor,
     check_keep_mask,
+    check_key_mask_length,
     check_kv_cache,
     check_mask,
     check_masks_broadcast,
+    check_mla_sizes,
     check_module_input,
     check_ndim,
+    check_padding_mask,
     check_positions,
     check_qkv_tensors,
     check_real,
     check_rope_dim,
+    check_rope_positions,
     check_scale,
     check_tensor,
     check_window,
@@ -71,6 +80,11 @@ __all__ = [
     "repeat_kv",
     "split_heads",
     "merge_heads",
+    "causal_mask",
+    "sliding_window_mask",
+    "padding_mask",
+    "combine_masks",
+    "additive_mask",
     "keep_mask_to_additive",
     "keep_mask_to_mha_mask",
     "position_keep_mask",
@@ -246,20 +260,7 @@ def apply_rope(
     L, D = x.shape[-2], x.shape[-1]
     check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
-    if pos.ndim == 2 and x.ndim == 4:
-        pos = pos[:, None, :]  # (B, 1, L) broadcasts over heads
-    try:
-        ok = tuple(torch.broadcast_shapes(tuple(pos.shape), tuple(x.shape[:-1]))) == tuple(
-            x.shape[:-1]
-        )
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"positions of shape {tuple(pos.shape)} do not broadcast to x.shape[:-1] = "
-            f"{tuple(x.shape[:-1])} without enlarging x of shape {tuple(x.shape)} "
-            "(use (L,) or (B, L))"
-        )
+    pos = pos.reshape(check_rope_positions(pos.shape, x.shape))  # (B, 1, L) if 4-D x
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
     theta = base ** (-torch.arange(0, D, 2, dtype=cdt, device=x.device) / D)  # (D/2,)
     angles = pos.to(cdt)[..., None] * theta  # (..., L, D/2)
@@ -447,11 +448,10 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
         TypeError: if ``n_heads`` is not an integer >= 1.
     """
     n_heads = check_int(n_heads, "n_heads", 1)
-    if x.ndim != 3 or x.shape[-1] % n_heads:
-        raise ValueError(
-            f"split_heads expects (B, L, H*D) with H={n_heads} dividing the last "
-            f"axis; got shape {tuple(x.shape)}"
-        )
+    check_ndim(x, "x", "(B, L, H*D)")
+    check_divides(  # the errors of the NumPy twin, heads.split_heads
+        n_heads, "n_heads", x.shape[-1], "the feature size", f" of x (shape {tuple(x.shape)})"
+    )
     B, L, HD = x.shape
     return x.view(B, L, n_heads, HD // n_heads).transpose(1, 2)  # (B, H, L, D)
 
@@ -473,8 +473,11 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(B, L, H * D)  # (B, L, H*D)
 
 
-def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
+def additive_mask(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
     """Combine boolean keep-masks (AND) and turn the result into one additive float mask.
+
+    The torch twin of :func:`attnbook.masks.additive_mask` (same name, same rule);
+    :func:`keep_mask_to_additive` is its earlier name.
 
     Hidden entries get ``torch.finfo(dtype).min`` — filled **once**, after combining. Adding two
     filled masks instead would give ``finfo.min + finfo.min = -inf`` (and in fp16 even
@@ -504,6 +507,10 @@ def keep_mask_to_additive(*keep_masks, dtype: torch.dtype) -> torch.Tensor | Non
         return None
     out = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
     return out.masked_fill(~keep, torch.finfo(dtype).min)
+
+
+#: The earlier name of :func:`additive_mask` (the API appendix and chapters may use it).
+keep_mask_to_additive = additive_mask
 
 
 def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
@@ -539,6 +546,101 @@ def _combine_keep(*masks) -> torch.Tensor | None:
     for m in keep[1:]:
         out = out & m  # hidden as soon as one mask hides it
     return out
+
+
+def combine_masks(*masks) -> torch.Tensor | None:
+    """Combine keep-masks by logical AND, with broadcasting (torch twin of the NumPy one).
+
+    The same rule as :func:`attnbook.masks.combine_masks`: ``None`` entries are skipped, and
+    every entry ``None`` gives ``None``.
+
+    Args:
+        *masks: boolean keep-masks (tensors, arrays or nested lists), e.g. a causal
+            ``(L, S)`` and a padding ``(B, 1, 1, S)``.
+
+    Returns:
+        The boolean keep-mask of their broadcast shape, or ``None``.
+
+    Raises:
+        TypeError: if a mask is not boolean.
+        ValueError: if the masks do not broadcast together.
+    """
+    return _combine_keep(*masks)
+
+
+def causal_mask(L: int, S: int | None = None, *, device=None) -> torch.Tensor:
+    """Causal keep-mask ``(L, S)``, aligned bottom-right (torch twin of the NumPy one).
+
+    ``mask[i, j] = j <= i + (S - L)``, as :func:`attnbook.masks.causal_mask`; for keys at
+    arbitrary positions (a ring-buffer cache) use :func:`position_keep_mask`.
+
+    Args:
+        L: number of queries, an integer >= 0.
+        S: number of keys, an integer >= 0; defaults to ``L``.
+        device: the tensor's device (default: torch's).
+
+    Returns:
+        Boolean ``(L, S)`` tensor.
+
+    Raises:
+        TypeError: if ``L`` or ``S`` is not an integer.
+        ValueError: if ``L`` or ``S`` is negative.
+    """
+    L = check_int(L, "L")
+    S = L if S is None else check_int(S, "S")
+    i = torch.arange(L, device=device)[:, None]  # (L, 1)
+    j = torch.arange(S, device=device)[None, :]  # (1, S)
+    return j <= i + (S - L)  # (L, S)
+
+
+def sliding_window_mask(L: int, window: int, S: int | None = None, *, device=None):
+    """Causal sliding-window keep-mask ``(L, S)``, aligned bottom-right (torch twin).
+
+    Query ``i`` (position ``p = i + S - L``) sees keys ``p - window + 1, ..., p``, as
+    :func:`attnbook.masks.sliding_window_mask`.
+
+    Args:
+        L: number of queries, an integer >= 0.
+        window: keys each query sees, itself included; an integer >= 1.
+        S: number of keys, an integer >= 0; defaults to ``L``.
+        device: the tensor's device (default: torch's).
+
+    Returns:
+        Boolean ``(L, S)`` tensor.
+
+    Raises:
+        TypeError: if an argument is not an integer.
+        ValueError: if ``window < 1`` or a length is negative.
+    """
+    window = check_int(window, "window", 1)
+    keep = causal_mask(L, S, device=device)  # (L, S)
+    p = torch.arange(keep.shape[0], device=keep.device)[:, None] + (keep.shape[1] - L)
+    j = torch.arange(keep.shape[1], device=keep.device)[None, :]  # (1, S)
+    return keep & (j > p - window)  # (L, S)
+
+
+def padding_mask(attention_mask, *, device=None) -> torch.Tensor:
+    """Keep-mask ``(B, 1, 1, S)`` that hides padding keys (torch twin of the NumPy one).
+
+    From a Hugging Face style ``attention_mask`` of 1 (token) and 0 (pad), as
+    :func:`attnbook.masks.padding_mask`.
+
+    Args:
+        attention_mask: ``(B, S)`` of 0 and 1 (integers, floats or bools; tensor or array).
+        device: the tensor's device (default: that of a tensor input, else torch's).
+
+    Returns:
+        Boolean ``(B, 1, 1, S)`` tensor.
+
+    Raises:
+        TypeError: if ``attention_mask`` is not numeric.
+        ValueError: if it is not 2-D or holds a value other than 0 and 1.
+    """
+    if device is None and isinstance(attention_mask, torch.Tensor):
+        device = attention_mask.device
+    am = check_padding_mask(attention_mask)
+    keep = torch.as_tensor(am.astype(bool), device=device)  # (B, S)
+    return keep[:, None, None, :]  # (B, 1, 1, S)
 
 
 def position_keep_mask(
@@ -624,9 +726,10 @@ def scaled_dot_product_attention(
             ``h`` reads KV head ``h // (H // H_kv)``, like ``enable_gqa=True``).
         v: ``(B, H_kv, S, Dv)`` values, same dtype.
         mask: ``None``, a boolean keep-mask or an additive float mask, broadcastable to
-            ``(B, H, L, S)``. As in torch, a float mask is *added* to the scores: a float mask
-            of 0s and 1s hides nothing — pass a boolean keep-mask to hide keys. An additive
-            mask may hold ``-inf`` but not nan or ``+inf``.
+            ``(B, H, L, S)``; a 1-D mask is therefore ``(S,)``, a key mask (also when
+            ``L == S``), and a per-query mask is ``(L, 1)``. As in torch, a float mask is
+            *added* to the scores: a float mask of 0s and 1s hides nothing — pass a boolean
+            keep-mask to hide keys. An additive mask may hold ``-inf`` but not nan or ``+inf``.
         causal: hide future keys, aligned bottom-right; ANDed with a keep-mask. A bool.
         scale: score multiplier (a finite real number), default ``1 / sqrt(D)``.
         dropout_p: dropout probability on the weights (the caller passes 0 in eval mode).
@@ -685,9 +788,7 @@ def scaled_dot_product_attention(
         else:
             scores = scores + mask.to(cdt)
     if causal:
-        idx_q = torch.arange(L, device=q.device)[:, None] + (S - L)  # (L, 1)
-        idx_k = torch.arange(S, device=q.device)[None, :]  # (1, S)
-        keep = _combine_keep(keep, idx_k <= idx_q)
+        keep = _combine_keep(keep, causal_mask(L, S, device=q.device))  # (L, S) bottom-right
     # A score of -inf (from an additive mask) hides its key as well.
     finite_keep = ~torch.isneginf(scores)
     keep = finite_keep if keep is None else (keep & finite_keep)  # (B, H, L, S)
@@ -785,15 +886,14 @@ class MultiHeadAttention(nn.Module):
         check_head_counts(
             n_heads, n_kv_heads, " (each KV head serves n_heads // n_kv_heads query heads)"
         )
-        if head_dim is None:
-            if d_model % n_heads:
-                raise ValueError(
-                    f"n_heads {n_heads} must divide d_model {d_model} (or pass head_dim explicitly)"
-                )
-            head_dim = d_model // n_heads  # >= 1: n_heads divides d_model >= 1
-        if rope is not None and not isinstance(rope, RotaryEmbedding):
-            raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
+        if head_dim is None:  # >= 1: n_heads divides d_model >= 1
+            head_dim = check_divides(
+                n_heads, "n_heads", d_model, "d_model", " (or pass head_dim explicitly)"
+            )
         if rope is not None:
+            check_instance(
+                rope, RotaryEmbedding, "rope", "attnbook.layers.RotaryEmbedding, or None"
+            )
             check_rope_dim(head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = (
             int(d_model),
@@ -934,6 +1034,7 @@ class MultiHeadAttention(nn.Module):
         mask = check_mask(mask, "mask", device=q_positions.device)
         if keep is None:
             return mask  # scaled_dot_product_attention checks its shape
+        check_key_mask_length(mask, "mask", *keep.shape[-2:])  # 1-D: (S,)
         try:
             shape = torch.broadcast_shapes(tuple(mask.shape), tuple(keep.shape))
         except RuntimeError:
@@ -993,13 +1094,9 @@ class MultiHeadLatentAttention(nn.Module):
     ):
         super().__init__()
         d_model, n_heads = check_int(d_model, "d_model", 1), check_int(n_heads, "n_heads", 1)
-        kv_lora_rank = check_int(kv_lora_rank, "kv_lora_rank", 1)
-        qk_nope_head_dim = check_int(qk_nope_head_dim, "qk_nope_head_dim", 1)
-        qk_rope_head_dim = check_int(qk_rope_head_dim, "qk_rope_head_dim", 1)
-        v_head_dim = check_int(v_head_dim, "v_head_dim", 1)
-        if q_lora_rank is not None:
-            q_lora_rank = check_int(q_lora_rank, "q_lora_rank", 1)
-        check_rope_dim(qk_rope_head_dim, "qk_rope_head_dim")
+        kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank = check_mla_sizes(
+            kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank
+        )
         self.d_model, self.n_heads = d_model, n_heads
         self.kv_lora_rank, self.qk_nope_head_dim = kv_lora_rank, qk_nope_head_dim
         self.qk_rope_head_dim, self.v_head_dim = qk_rope_head_dim, v_head_dim

@@ -10,11 +10,14 @@ number of keys ``S``: the last query is the newest token and sees every key, so 
 keys ``j <= i + (S - L)``. With ``S - L`` cached tokens in a KV cache, this is exactly what
 incremental decoding and chunked prefill need.
 
-Torch twin: the masks of the torch modules are built in :mod:`attnbook.layers` from positions
-(:func:`attnbook.layers.position_keep_mask`: causal, sliding window, cached offsets),
-filled for low precision by :func:`attnbook.layers.keep_mask_to_additive` (this module's
-:func:`additive_mask`) and turned into ``nn.MultiheadAttention``'s polarity by
-:func:`attnbook.layers.keep_mask_to_mha_mask`. This module imports NumPy only.
+Torch twin: :mod:`attnbook.layers` has each of these masks under the same name
+(:func:`attnbook.layers.causal_mask`, :func:`~attnbook.layers.sliding_window_mask`,
+:func:`~attnbook.layers.padding_mask`, :func:`~attnbook.layers.combine_masks`,
+:func:`~attnbook.layers.additive_mask`, whose earlier name ``keep_mask_to_additive`` still
+works). The torch modules build theirs from positions
+(:func:`attnbook.layers.position_keep_mask`: causal, sliding window, cached offsets), and
+:func:`attnbook.layers.keep_mask_to_mha_mask` turns a keep-mask into
+``nn.MultiheadAttention``'s polarity. This module imports NumPy only.
 """
 
 from __future__ import annotations
@@ -251,7 +254,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
     Args:
         *keep_masks: boolean keep-masks that broadcast together; ``None`` entries are skipped.
         dtype: floating NumPy dtype of the scores (``np.float16``, ``np.float32``, ...; NumPy
-            has no bfloat16 — use :func:`attnbook.layers.keep_mask_to_additive` for torch).
+            has no bfloat16 — use :func:`attnbook.layers.additive_mask` for torch).
 
     Returns:
         Array of the masks' broadcast shape and ``dtype``, or ``None`` if every mask is
@@ -270,7 +273,7 @@ def additive_mask(*keep_masks, dtype=np.float32) -> np.ndarray | None:
         raise TypeError(
             f"dtype must be a floating NumPy dtype such as np.float16 or np.float32, got "
             f"{dtype!r}; for torch dtypes (bfloat16 included) use "
-            "attnbook.layers.keep_mask_to_additive"
+            "attnbook.layers.additive_mask"
         ) from None
     if not np.issubdtype(dtype, np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")

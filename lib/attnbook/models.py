@@ -22,7 +22,9 @@ from torch import nn
 
 from .blocks import EncoderDecoderBlock, TransformerBlock, make_norm
 from .checks import (
+    check_fits_positions,
     check_int_tensor,
+    check_kv_caches,
     check_module_input,
     check_padding_mask,
     check_positions,
@@ -83,20 +85,16 @@ class _Embedding(nn.Module):
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
         positions = check_positions(
-            check_int_tensor(positions, "positions"), ids.shape[1], ids.shape
+            check_int_tensor(positions, "positions"),
+            ids.shape[1],
+            ids.shape,
+            batch=True,
+            x_name="ids",
         )
-        if positions.ndim == 2 and positions.shape[0] != ids.shape[0]:
-            raise ValueError(
-                f"positions of shape {tuple(positions.shape)} do not match the "
-                f"batch of ids of shape {tuple(ids.shape)}"
-            )
-        if (
-            positions.numel()
-            and int(positions.max()) >= self.config.max_seq_len
-            and (self.config.positional in ("learned", "sinusoidal"))
-        ):
-            raise ValueError(
-                f"position {int(positions.max())} exceeds max_seq_len {self.config.max_seq_len}"
+        if positions.numel():
+            last = int(positions.max())  # 0-based: needs last + 1 rows
+            check_fits_positions(
+                last + 1, self.config.max_seq_len, self.config.positional, f"position {last}"
             )
         x = self.tokens(ids) * self.scale  # (B, T, d_model)
         if self.positions is not None:
@@ -148,11 +146,7 @@ def _padding_keep(attention_mask, shape, device, name: str):
     if isinstance(m, torch.Tensor):
         m = m.detach().cpu()
         m = m.float() if m.dtype == torch.bfloat16 else m  # NumPy has no bfloat16
-    m = check_padding_mask(m, name)  # (B, S) of 0 and 1
-    if tuple(m.shape) != tuple(shape):
-        raise ValueError(
-            f"{name} must be (B, S) = {tuple(shape)} like the token ids; got shape {tuple(m.shape)}"
-        )
+    m = check_padding_mask(m, name, shape)  # (B, S) of 0 and 1, the ids' shape
     keep = torch.from_numpy(np.ascontiguousarray(m == 1))  # (B, S) bool
     return keep.to(device)[:, None, None, :]  # (B, 1, 1, S)
 
@@ -312,8 +306,7 @@ class DecoderOnlyModel(nn.Module):
             TypeError: if ``ids`` is not an integer tensor (or array).
         """
         ids = check_token_ids(ids, "ids", self.config.vocab_size)
-        if kv_caches is not None and len(kv_caches) != len(self.layers):
-            raise ValueError(f"need one cache per layer: {len(self.layers)}, got {len(kv_caches)}")
+        check_kv_caches(kv_caches, len(self.layers))
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if positions is None:
             positions = _default_positions(ids, past)
@@ -417,10 +410,7 @@ class EncoderDecoderModel(nn.Module):
             TypeError: if ``tgt`` is not an integer tensor (or array).
         """
         tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
-        if kv_caches is not None and len(kv_caches) != len(self.decoder):
-            raise ValueError(
-                f"need one cache per decoder layer: {len(self.decoder)}, got {len(kv_caches)}"
-            )
+        check_kv_caches(kv_caches, len(self.decoder), "decoder layer")
         check_module_input(
             memory,
             self.lm_head.weight,

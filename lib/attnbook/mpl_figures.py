@@ -35,9 +35,12 @@ import warnings
 from pathlib import Path
 
 from . import i18n
-from .checks import check_choice
+from .checks import check_choice, check_instance, check_int, check_strings
 from .edition_outputs import MIME
 from .fonts import NO_LINE_END, NO_LINE_START
+
+#: How a figure is made, for the message of a ``fig`` that is not one.
+_MPL_FIGURE = "matplotlib.pyplot.figure() or plt.subplots()"
 
 __all__ = [
     "MissingGlyphError",
@@ -149,8 +152,7 @@ def translated_figure(fig, language: str | None = None, *, missing: set[str] | N
     from matplotlib.figure import Figure
     from matplotlib.text import Text
 
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    check_instance(fig, Figure, "fig", _MPL_FIGURE)
     language = _language(language)
     sink = missing if missing is not None else set()
     saved = []
@@ -305,10 +307,7 @@ def relaid_out(fig, width_px: int):
     """
     from matplotlib.figure import Figure
 
-    from .checks import check_int
-
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    check_instance(fig, Figure, "fig", _MPL_FIGURE)
     width_px = check_int(width_px, "width_px", minimum=1)
     size = fig.get_size_inches().copy()
     engine = fig.get_layout_engine()
@@ -892,18 +891,9 @@ def figure_bundle(fig, languages: tuple[str, ...]) -> dict:
     """
     from matplotlib.figure import Figure
 
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    if not isinstance(languages, (tuple, list)) or not all(
-        isinstance(lang, str) for lang in languages
-    ):
-        raise TypeError(
-            f"languages must be a tuple of language codes such as ('en', 'zh_CN'), "
-            f"got {languages!r}"
-        )
-    for lang in languages:
-        if lang not in i18n.LANGUAGES:
-            raise ValueError(f"languages must be drawn from {i18n.LANGUAGES}, got {lang!r}")
+    check_instance(fig, Figure, "fig", _MPL_FIGURE)
+    for i, lang in enumerate(check_strings(languages, "languages")):
+        check_choice(lang, f"languages[{i}]", i18n.LANGUAGES)
     missing: set[str] = set()
     glyphs: list[str] = []
     drawn = _drawn.pop("image/png", None)

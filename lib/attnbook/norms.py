@@ -50,10 +50,7 @@ def _affine(param, name: str, x: np.ndarray, default: float, dtype) -> np.ndarra
 
 
 def _check_x(x) -> np.ndarray:
-    x = checks.as_float_array(x, "x")
-    if x.ndim == 0:
-        raise ValueError("x must have a feature axis (..., d_model); got a scalar")
-    return x
+    return checks.check_ndim(checks.as_float_array(x, "x"), "x", "(..., d_model)")
 
 
 def _zero_rows(x: np.ndarray, y: np.ndarray) -> bool:

@@ -196,24 +196,11 @@ def apply_rope(x, positions, *, base: float = 10000.0, interleaved: bool = False
     """
     x = checks.as_float_array(x, "x")
     interleaved = checks.check_bool(interleaved, "interleaved")
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., L, D); got shape {x.shape}")
+    checks.check_ndim(x, "x", "(..., L, D)")
     L, D = x.shape[-2], x.shape[-1]
     checks.check_rope_dim(D, detail=f" (x has shape {x.shape})")
     pos = checks.check_positions(positions, L, x.shape)
-    given_shape = pos.shape
-    if pos.ndim == 2 and x.ndim == 4:
-        pos = pos[:, None, :]  # (B, 1, L): one row per batch element, broadcast over heads
-    try:
-        ok = np.broadcast_shapes(pos.shape, x.shape[:-1]) == x.shape[:-1]
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"positions of shape {given_shape} do not broadcast to x.shape[:-1] = "
-            f"{x.shape[:-1]} without enlarging x of shape {x.shape} (expected (L,) or (B, L), "
-            "a 2-D array being read as (B, L) with a 4-D x)"
-        )
+    pos = pos.reshape(checks.check_rope_positions(pos.shape, x.shape))  # (B, 1, L) if 4-D x
     dtype = compute_dtype(x)
     cos, sin = rope_angles(pos, D, base=base)  # (..., L, D/2), float64
     out = apply_rope_core(

@@ -250,12 +250,9 @@ class BertEmbeddings(nn.Module):
             ValueError: if ``ids`` is not 2-D, ``T > max_seq_len``, or ``token_type_ids`` has
                 another shape than ``ids``.
         """
-        ids = checks.check_int_tensor(ids, "ids")
-        if ids.ndim != 2:
-            raise ValueError(f"ids must be (B, T); got shape {tuple(ids.shape)}")
+        ids = checks.check_token_ids(ids, "ids", self.word_embeddings.num_embeddings)
         T = ids.shape[1]
-        if T > self.max_seq_len:
-            raise ValueError(f"ids has {T} tokens, more than max_seq_len {self.max_seq_len}")
+        checks.check_fits_positions(T, self.max_seq_len, "learned", f"ids has {T} tokens, which")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(ids)
         elif token_type_ids.shape != ids.shape:
@@ -387,12 +384,8 @@ class BertEncoder(nn.Module):
         x = self.embeddings(ids, token_type_ids)  # (B, T, d_model)
         keep = None
         if attention_mask is not None:
-            if attention_mask.shape != ids.shape:
-                raise ValueError(
-                    f"attention_mask of shape {tuple(attention_mask.shape)} must "
-                    f"match ids of shape {tuple(ids.shape)}"
-                )
-            keep = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) keep-mask
+            am = checks.check_padding_mask(attention_mask, "attention_mask", ids.shape)
+            keep = torch.as_tensor(am == 1, device=ids.device)[:, None, None, :]  # (B, 1, 1, T)
         all_weights = []
         for layer in self.layers:
             if need_weights:

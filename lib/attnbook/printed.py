@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from html import escape
 
 from . import i18n
-from .checks import check_int
+from .checks import check_choice, check_int, check_text
 from .fonts import NO_LINE_START  # the one line-breaking rule; still importable from here
 
 __all__ = [
@@ -163,10 +163,10 @@ class Printed:
         """Each line broken to at most ``width`` columns, in every language (:func:`wrap_lines`).
 
         Raises:
-            ValueError: if ``width`` is not a positive integer.
+            TypeError: if ``width`` is not an integer.
+            ValueError: if ``width`` is below 1.
         """
-        if not isinstance(width, numbers.Integral) or isinstance(width, bool) or width < 1:
-            raise ValueError(f"width must be a positive integer, got {width!r}")
+        width = check_int(width, "width", 1)
         texts = {
             lang: "\n".join(wrap_lines(text, int(width)))  # each of its lines, wrapped
             for lang, text in self.texts.items()
@@ -218,9 +218,7 @@ class Printed:
 
 
 def _language(language: str) -> str:
-    if language not in i18n.LANGUAGES:
-        raise ValueError(f"language must be one of {i18n.LANGUAGES}, got {language!r}")
-    return language
+    return check_choice(language, "language", i18n.LANGUAGES)
 
 
 def _made(make) -> Printed:
@@ -239,8 +237,7 @@ def verbatim(text: str) -> Printed:
     Raises:
         TypeError: if ``text`` is not a ``str``.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_text(text, "text")
     return Printed({lang: text for lang in i18n.LANGUAGES})
 
 
@@ -310,8 +307,7 @@ def say(message: str, /, **values) -> Printed:
         ValueError: if the message has a positional field ``{}``, or a value does not fit its
             format spec (naming the message, the field and the value's type and shape).
     """
-    if not isinstance(message, str):
-        raise TypeError(f"message must be a str, got {type(message).__name__}")
+    check_text(message, "message")
     try:
         fields = list(_field_names(message))
     except ValueError as err:
@@ -529,8 +525,7 @@ def columns(text: str) -> int:
     Raises:
         TypeError: if ``text`` is not a ``str``.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_text(text, "text")
     return sum(
         0
         if unicodedata.category(ch) in ("Mn", "Me", "Cf")
@@ -557,8 +552,7 @@ def wrap_lines(text: str, width: int, initial: str = "", subsequent: str = "") -
         ValueError: if ``width`` is below 1.
     """
     for name, value in (("text", text), ("initial", initial), ("subsequent", subsequent)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        check_text(value, name)
     width = check_int(width, "width", minimum=1)
     out = []
     for k, own in enumerate(_LINE_BREAK.split(text)):

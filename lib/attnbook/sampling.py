@@ -22,8 +22,11 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_fits_positions,
+    check_generator,
     check_int,
     check_int_tensor,
+    check_no_nan_or_posinf,
     check_real,
     check_seed,
     check_tensor,
@@ -63,9 +66,7 @@ def _make_generator(seed, generator):
     if seed is not None and generator is not None:
         raise ValueError("pass seed or generator, not both")
     if generator is not None:
-        if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-        return generator
+        return check_generator(generator)
     gen = torch.Generator()
     if seed is not None:
         gen.manual_seed(check_seed(seed))
@@ -76,12 +77,7 @@ def _make_generator(seed, generator):
 
 def _check_logits(logits, name: str):
     """Refuse nan and +inf; -inf (a banned token) is allowed if a row keeps a finite logit."""
-    bad = torch.isnan(logits) | (logits == math.inf)
-    if bool(bad.any()):
-        raise ValueError(
-            f"{name} of shape {tuple(logits.shape)} contain nan or +inf "
-            f"(first at index {tuple(bad.nonzero()[0].tolist())})"
-        )
+    check_no_nan_or_posinf(logits, name)
     dead = ~torch.isfinite(logits).any(dim=-1)  # rows of -inf only
     if bool(dead.any()):
         raise ValueError(
@@ -214,19 +210,18 @@ def generate(
             f"{type(model).__name__}"
         )
     cfg = model.config
-    ids = check_token_ids(ids, "ids", cfg.vocab_size).to(torch.int64)  # (B, T)
-    if ids.shape[1] < 1:
-        raise ValueError(f"ids must be (B, T) with T >= 1; got shape {tuple(ids.shape)}")
+    ids = check_token_ids(ids, "ids", cfg.vocab_size, min_len=1).to(torch.int64)  # (B, T)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
     temperature, top_k = _check_sampling(temperature, top_k, cfg.vocab_size)
     use_cache = check_bool(use_cache, "use_cache")
     total = ids.shape[1] + max_new_tokens
-    if cfg.positional in ("learned", "sinusoidal") and total > cfg.max_seq_len:
-        raise ValueError(
-            f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens "
-            f"exceeds max_seq_len {cfg.max_seq_len} of {cfg.positional} positions (RoPE with "
-            "a sliding_window has no such limit)"
-        )
+    check_fits_positions(
+        total,
+        cfg.max_seq_len,
+        cfg.positional,
+        f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens",
+        "; RoPE with a sliding_window has no such limit",
+    )
     gen = _make_generator(seed, generator)
     if max_new_tokens == 0:
         return ids.clone()  # int64, never the caller's own tensor
@@ -289,11 +284,9 @@ def attention_maps(model, ids) -> np.ndarray:
             f"ids must be one sequence of T >= 1 ids, (T,) or (1, T); got shape {tuple(ids.shape)}"
         )
     cfg = model.config
-    if cfg.positional in ("learned", "sinusoidal") and ids.shape[1] > cfg.max_seq_len:
-        raise ValueError(
-            f"ids of shape {tuple(ids.shape)} are longer than max_seq_len "
-            f"{cfg.max_seq_len} of {cfg.positional} positions"
-        )
+    check_fits_positions(
+        ids.shape[1], cfg.max_seq_len, cfg.positional, f"ids of shape {tuple(ids.shape)}"
+    )
     calls = []
 
     def keep(module, args, kwargs):  # record the self-attention's input and keyword args

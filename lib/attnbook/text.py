@@ -28,7 +28,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_id_sequence, check_int, check_int_array, check_real, check_text
+from .checks import (
+    check_generator,
+    check_id_sequence,
+    check_int,
+    check_int_array,
+    check_real,
+    check_text,
+)
 
 __all__ = [
     "Corpus",
@@ -282,8 +289,7 @@ def get_batch(ids, block_size: int, batch_size: int, generator: torch.Generator)
     """
     block_size = check_int(block_size, "block_size", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    check_generator(generator)
     arr = check_id_sequence(ids, "ids", block_size + 1, len_hint=f" (block_size {block_size} + 1)")
     return get_batch_core(
         torch.from_numpy(np.ascontiguousarray(arr)), block_size, batch_size, generator

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import check_int
+from .checks import check_callable, check_divides, check_increasing, check_int
 from .cost import attention_layer_flops, rnn_flops  # the formulas live in attnbook.cost
 
 __all__ = [
@@ -100,8 +100,7 @@ def time_call(
     Source: the protocol of Python's ``timeit`` (repeat blocks of ``number`` calls; prefer the
     minimum or a robust statistic over the mean).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable(fn, "fn")
     repeat = check_int(repeat, "repeat", 1)
     number = check_int(number, "number", 1)
     warmup = check_int(warmup, "warmup", 0)
@@ -210,20 +209,10 @@ def recurrence_vs_attention_timing(
     from .layers import MultiHeadAttention
     from .rnn import VanillaRNN
 
-    try:
-        lens = tuple(seq_lens)
-    except TypeError:
-        raise ValueError(f"seq_lens must be a sequence of integers, got {seq_lens!r}") from None
-    if not lens:
-        raise ValueError("seq_lens must not be empty")
-    for n in lens:
-        check_int(n, "seq_lens entry", 1)
-    if any(b <= a for a, b in zip(lens, lens[1:])):
-        raise ValueError(f"seq_lens must be strictly increasing, got {lens}")
+    lens = check_increasing(seq_lens, "seq_lens", minimum=1)
     d_model = check_int(d_model, "d_model", 1)
     n_heads = check_int(n_heads, "n_heads", 1)
-    if d_model % n_heads:
-        raise ValueError(f"n_heads {n_heads} must divide d_model {d_model}")
+    check_divides(n_heads, "n_heads", d_model, "d_model")
     batch_size = check_int(batch_size, "batch_size", 1)
     repeat = check_int(repeat, "repeat", 1)
     warmup = check_int(warmup, "warmup", 0)

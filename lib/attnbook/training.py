@@ -27,7 +27,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_bool, check_id_sequence, check_int, check_real, check_seed
+from .checks import (
+    check_bool,
+    check_fits_positions,
+    check_id_sequence,
+    check_int,
+    check_real,
+    check_seed,
+    check_warmup_steps,
+)
 from .text import get_batch
 
 __all__ = [
@@ -137,7 +145,7 @@ def lr_schedule(
     """
     steps = check_int(steps, "steps", 1)
     step = check_int(step, "step", 0, steps - 1)
-    warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
+    warmup_steps = check_warmup_steps(warmup_steps, steps)
     lr = _check_lr(lr)
     min_lr_ratio = check_real(min_lr_ratio, "min_lr_ratio", minimum=0.0, maximum=1.0)
     if step < warmup_steps:
@@ -173,16 +181,12 @@ def _check_windows(model, ids, name: str, block_size, batch_size):
     block_size = check_int(block_size, "block_size", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     cfg = getattr(model, "config", None)
-    max_len = getattr(cfg, "max_seq_len", None)
-    if (
-        getattr(cfg, "positional", None) in ("learned", "sinusoidal")
-        and max_len is not None
-        and block_size > max_len
-    ):
-        raise ValueError(
-            f"block_size {block_size} exceeds the model's max_seq_len {max_len} "
-            f"({cfg.positional} positions)"
-        )
+    check_fits_positions(
+        block_size,
+        getattr(cfg, "max_seq_len", None),
+        getattr(cfg, "positional", None),
+        f"block_size {block_size}",
+    )
     check_id_sequence(
         ids,
         name,
@@ -324,7 +328,7 @@ def train_language_model(
     """
     model = _check_model(model)
     steps = check_int(steps, "steps", 1)
-    warmup_steps = check_int(warmup_steps, "warmup_steps", 0, steps - 1)
+    warmup_steps = check_warmup_steps(warmup_steps, steps)
     eval_every = check_int(eval_every, "eval_every", 1)
     eval_batches = check_int(eval_batches, "eval_batches", 1)
     seed = check_seed(seed)

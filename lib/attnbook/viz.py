@@ -25,7 +25,7 @@ import re
 import uuid
 
 from . import _aliases, fonts
-from .checks import check_real
+from .checks import check_instance, check_real
 
 __all__ = [
     "StaticFigure",
@@ -296,10 +296,7 @@ class StaticFigure:
     def __init__(self, figure, config: dict | None = None):
         import plotly.graph_objects as go
 
-        if not isinstance(figure, go.Figure):
-            raise TypeError(
-                f"figure must be a plotly.graph_objects.Figure, got {type(figure).__name__}"
-            )
+        check_instance(figure, go.Figure, "figure", "plotly.graph_objects.Figure()")
         self.figure = figure
         self.config = {"displaylogo": False, "responsive": True, **(config or {})}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import i18n
-from ..checks import check_choice, check_instance, check_int
+from ..checks import check_choice, check_instance, check_int, check_token_ids
 from ..viz import BLUE, COLUMN_PX, GREY, ORANGE
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
@@ -65,22 +65,10 @@ def _model_classes():
 def _check_ids(ids, name: str, vocab: int):
     import torch
 
-    if (
-        not isinstance(ids, torch.Tensor)
-        or ids.dtype != torch.long
-        or ids.ndim != 2
-        or ids.shape[0] != 1
-    ):
-        raise TypeError(
-            f"{name} must be a torch.long tensor of shape (1, seq_len), got "
-            f"{type(ids).__name__} {getattr(ids, 'dtype', '')} "
-            f"{tuple(getattr(ids, 'shape', ()))}"
-        )
-    if ids.shape[1] < 1 or int(ids.min()) < 0 or int(ids.max()) >= vocab:
-        raise ValueError(
-            f"{name} must hold at least one token id in [0, {vocab}), got shape {tuple(ids.shape)}"
-        )
-    return ids
+    ids = check_token_ids(ids, name, vocab, min_len=1)  # (B, L) ids in [0, vocab)
+    if ids.shape[0] != 1:
+        raise ValueError(f"{name} must be one sequence (1, seq_len); got shape {tuple(ids.shape)}")
+    return ids.to(torch.long)
 
 
 def output_change(model, ids, position: int, *, src=None, in_source: bool = False):
@@ -106,11 +94,11 @@ def output_change(model, ids, position: int, *, src=None, in_source: bool = Fals
         float64 NumPy ``(L,)``: ``||out'[i] - out[i]||_2`` for each output position ``i``.
 
     Raises:
-        TypeError: ``model`` is not one of the three models, ``ids`` or ``src`` not a
-            ``(1, n)`` torch.long tensor, or ``position`` not an integer.
-        ValueError: ``src`` given to a model without an encoder-decoder (or missing for one),
-            ``in_source`` without ``src``, ids outside the vocabulary, or ``position`` out of
-            range.
+        TypeError: ``model`` is not one of the three models, ``ids`` or ``src`` not integer
+            token ids, or ``position`` not an integer.
+        ValueError: ``ids`` or ``src`` not ``(1, n)`` with ``n >= 1``, ``src`` given to a
+            model without an encoder-decoder (or missing for one), ``in_source`` without
+            ``src``, ids outside the vocabulary, or ``position`` out of range.
     """
     import torch
 

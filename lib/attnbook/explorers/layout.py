@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import fonts, viz
-from ..checks import check_bool, check_int, check_real
+from ..checks import check_bool, check_int, check_real, check_text
 
 __all__ = [
     "STACK_BELOW_PX",
@@ -299,8 +299,7 @@ def caption_title(fig, text: str, *, size: int = 14):
         ValueError: if ``size`` < 1, or ``fig`` has no top margin and height in px (not laid
             out by :func:`panel_grid`).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    check_text(text, "text")
     size = check_int(size, "size", 1)
     if fig.layout.margin.t is None or fig.layout.height is None:
         raise ValueError(

@@ -19,7 +19,14 @@ from typing import Sequence
 import numpy as np
 
 from .. import fonts, i18n
-from ..checks import as_float_array, check_instance, check_int, check_strings
+from ..checks import (
+    as_float_array,
+    check_finite,
+    check_instance,
+    check_int,
+    check_strings,
+    check_text,
+)
 from ..viz import COLUMN_PX
 from .base import MAX_GRID, Control, Explorer
 from .layout import AXIS_PX, STACK_BELOW_PX, caption_title, panel_grid
@@ -74,8 +81,7 @@ def show_char(token: str) -> str:
     Raises:
         TypeError: if ``token`` is not a string.
     """
-    if not isinstance(token, str):
-        raise TypeError(f"token must be a string, got {type(token).__name__}")
+    check_text(token, "token")
     return token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
@@ -136,8 +142,7 @@ def lm_attention_data(
         raise ValueError(
             f"maps must have shape (n_layers, n_heads, T, T) with T = {T} tokens, got {maps.shape}"
         )
-    if not np.isfinite(maps).all():
-        raise ValueError("maps holds non-finite values")
+    check_finite(maps, "maps")
     n_layers, n_heads = maps.shape[:2]
     layer = check_int(layer, "layer", 0, n_layers - 1)
     head = check_int(head, "head", 0, n_heads - 1)

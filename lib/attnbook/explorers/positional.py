@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import i18n
-from ..checks import check_choice, check_instance, check_int, check_real
+from ..checks import check_choice, check_instance, check_int, check_real, check_rope_dim
 from ..positional import (
     rope_frequencies,
     rope_offset_scores,
@@ -117,9 +117,7 @@ def position_data(
 
     Source: Vaswani et al. (2017), section 3.5; Su et al., "RoFormer" (2021), eq. 34.
     """
-    head_dim = check_int(head_dim, "head_dim", 2)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
+    head_dim = check_rope_dim(check_int(head_dim, "head_dim", 2))
     max_position = check_int(max_position, "max_position", 1)
     m = check_int(position, "position", 0, max_position)
     pair = check_int(pair, "pair", 0, head_dim // 2 - 1)
@@ -376,9 +374,7 @@ def position_explorer(
         ValueError: naming the argument, for a value that is not one of its control's options
             or an odd or out-of-range ``head_dim``.
     """
-    head_dim = check_int(head_dim, "head_dim", 2, 32)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
+    head_dim = check_rope_dim(check_int(head_dim, "head_dim", 2, 32))
     pairs = tuple(range(head_dim // 2))
     check_choice(position, "position", POSITION_VALUES)
     check_choice(pair, "pair", pairs)

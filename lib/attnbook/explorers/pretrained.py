@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import i18n, viz
-from ..checks import check_int, check_strings
+from ..checks import check_finite, check_int, check_strings
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
 
@@ -133,8 +133,7 @@ def token_attention_data(
                 f"every sentence needs the same (n_layers, n_heads): weights[0] has "
                 f"{weights[0].shape[:2]}, weights[{i}] has {w.shape[:2]}"
             )
-        if not np.isfinite(w).all():
-            raise ValueError(f"weights[{i}] holds non-finite values")
+        check_finite(w, f"weights[{i}]")
     n_layers, n_heads = weights[0].shape[:2]
     layer = check_int(layer, "layer", 0, n_layers - 1)
     head = check_int(head, "head", 0, n_heads - 1)

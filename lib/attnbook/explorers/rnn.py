@@ -121,11 +121,7 @@ def gradient_decay_setting(
     """
     gamma = _gamma(gamma)
     data = gradient_decay_data(gamma) if data is None else data
-    if not isinstance(data, GradientDecay):
-        raise TypeError(
-            f"data must be a GradientDecay (from gradient_decay_data) or None, got "
-            f"{type(data).__name__}"
-        )
+    check_instance(data, GradientDecay, "data", "gradient_decay_data; None computes it")
     if not math.isclose(data.gamma, gamma, rel_tol=1e-12):
         raise ValueError(f"data was measured for gamma={data.gamma}, not gamma={gamma}")
     K = int(data.distances[-1])
