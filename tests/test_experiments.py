@@ -418,8 +418,8 @@ def test_qk_lr_gain_is_adam_with_that_learning_rate_on_w_q_and_w_k():
         E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=0.0)
 
 
-def test_scaling_run_fast_arm_starts_as_the_scaled_arm_and_then_parts():
-    """``qk_lr_gain``: the fourth arm has the scaled arm's first forward pass, not its steps."""
+def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
+    """``qk_lr_gain``: the big-step arm has the scaled arm's first forward pass, not its steps."""
     kw = dict(
         head_dim=64,
         d_model=32,
@@ -432,14 +432,14 @@ def test_scaling_run_fast_arm_starts_as_the_scaled_arm_and_then_parts():
         seed=1,
     )
     r = E.scaling_run(steps=3, qk_lr_gain=8.0, **kw)
-    assert set(r.loss) == {"scaled", "unscaled", "fast"} and r.qk_lr_gain == 8.0
-    assert r.scales["fast"] == r.scales["scaled"] == 1 / 8
-    assert r.score_std_init["fast"] == pytest.approx(r.score_std_init["scaled"], rel=1e-6)
-    assert r.loss["fast"][0] == pytest.approx(r.loss["scaled"][0], rel=1e-6)
-    assert r.entropy["fast"][0] == pytest.approx(r.entropy["scaled"][0], rel=1e-6)
-    assert r.loss["fast"][2] != pytest.approx(r.loss["scaled"][2], rel=1e-6)
+    assert set(r.loss) == {"scaled", "unscaled", "big-step"} and r.qk_lr_gain == 8.0
+    assert r.scales["big-step"] == r.scales["scaled"] == 1 / 8
+    assert r.score_std_init["big-step"] == pytest.approx(r.score_std_init["scaled"], rel=1e-6)
+    assert r.loss["big-step"][0] == pytest.approx(r.loss["scaled"][0], rel=1e-6)
+    assert r.entropy["big-step"][0] == pytest.approx(r.entropy["scaled"][0], rel=1e-6)
+    assert r.loss["big-step"][2] != pytest.approx(r.loss["scaled"][2], rel=1e-6)
     same = E.scaling_run(steps=3, qk_lr_gain=1.0, **kw)
-    assert_close(same.loss["fast"], same.loss["scaled"], atol=1e-6, rtol=1e-6)
+    assert_close(same.loss["big-step"], same.loss["scaled"], atol=1e-6, rtol=1e-6)
     with pytest.raises(ValueError, match="qk_lr_gain"):
         E.scaling_run(steps=1, qk_lr_gain=-1.0, **kw)
     with pytest.raises(TypeError, match="qk_lr_gain"):

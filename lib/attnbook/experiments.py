@@ -538,14 +538,14 @@ class ScalingResult:
     """Result of :func:`scaling_run`; arms are ``"scaled"`` (``1/sqrt(d_k)``) and ``"unscaled"``.
 
     With ``q_init_gain`` there is a third arm, ``"control"`` (scaled, with ``W_Q`` initialised
-    ``q_init_gain`` times larger), with ``qk_lr_gain`` a fourth, ``"fast"`` (scaled, with the
+    ``q_init_gain`` times larger), with ``qk_lr_gain`` a fourth, ``"big-step"`` (scaled, with the
     learning rate of ``W_Q`` and ``W_K`` ``qk_lr_gain`` times larger); every per-arm dict then
     has their entries too.
 
     Attributes:
         head_dim: ``d_k``.
         scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}`` (and ``1/sqrt(d_k)`` for
-            ``"control"`` and ``"fast"``).
+            ``"control"`` and ``"big-step"``).
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
         entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
             weights over that batch, measured in the same forward pass as the loss.
@@ -565,7 +565,7 @@ class ScalingResult:
         n_params: parameters of the model (the same for both arms).
         wall_time_s, cpu_time_s: the whole run (all arms).
         q_init_gain: the control arm's factor on ``W_Q`` at initialisation; ``None`` without it.
-        qk_lr_gain: the fast arm's factor on the learning rate of ``W_Q`` and ``W_K``; ``None``
+        qk_lr_gain: the big-step arm's factor on the learning rate of ``W_Q`` and ``W_K``; ``None``
             without it.
     """
 
@@ -669,7 +669,7 @@ def scaling_run(
     as the scaled arm, the larger step is.
 
     The control's ``W_Q`` starts with a large random part that it may have to unlearn, a
-    handicap of its own. With ``qk_lr_gain`` a fourth arm, ``"fast"``, tests the step size
+    handicap of its own. With ``qk_lr_gain`` a fourth arm, ``"big-step"``, tests the step size
     without it: scaled, from the scaled arm's weights, but with Adam's learning rate on ``W_Q``
     and ``W_K`` times ``qk_lr_gain`` (:class:`ScaledMultiHeadAttention`). With
     ``qk_lr_gain = sqrt(head_dim)`` a step of either moves its scores, to first order, as far as
@@ -699,9 +699,9 @@ def scaling_run(
             (``0 < saturation_threshold < 1``).
         q_init_gain: if given (``> 0``), also train the ``"control"`` arm described above, whose
             initial ``W_Q`` is this factor times the others'; ``None`` (default): two arms.
-        qk_lr_gain: if given (``> 0``), also train the ``"fast"`` arm described above, whose
+        qk_lr_gain: if given (``> 0``), also train the ``"big-step"`` arm described above, whose
             ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None`` (default): no
-            fast arm.
+            big-step arm.
         progress: show tqdm bars.
 
     Returns:
@@ -744,7 +744,7 @@ def scaling_run(
     if q_init_gain is not None:
         scales["control"] = scales["scaled"]
     if qk_lr_gain is not None:
-        scales["fast"] = scales["scaled"]
+        scales["big-step"] = scales["scaled"]
     out = {
         name: {}
         for name in (
@@ -760,14 +760,14 @@ def scaling_run(
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
-            model = _RetrievalModel(  # scale None: the default; fast: the scaled arm's weights
+            model = _RetrievalModel(  # scale None: the default; big-step: the scaled arm's weights
                 n_keys,
                 n_values,
                 d_model,
                 head_dim,
                 d_ff,
                 None if arm != "unscaled" else scale,
-                qk_lr_gain if arm == "fast" else 1.0,
+                qk_lr_gain if arm == "big-step" else 1.0,
             )
             if arm == "control":  # the same weights, W_Q q_init_gain times larger
                 with torch.no_grad():
