@@ -1659,7 +1659,7 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     assert e["run_big_verdict"].startswith("It learned about as slowly as the unscaled arm")
     assert math.isclose(e["run_sat_big_early_min"], 0.5 * 17 / 18)
     assert math.isclose(e["run_sat_big_early_max"], 0.5 * 27 / 28)
-    assert e["run_sat_big_start_max"] == 0.0
+    assert e["run_sat_big_start_phrase"] == "none of its first batch's queries saturated"
     assert e["run_sat_scaled_early_phrase"] == "the scaled arm had none"
     assert (e["run_acc_control"], e["run_acc_big"]) == (0.5, 0.25)
     assert (e["run_steps_big_min"], e["run_steps_big_max"]) == (32, 53)  # as the unscaled arm
