@@ -379,6 +379,73 @@ def test_scaling_run_control_starts_with_the_unscaled_scores():
         E.scaling_run(steps=1, q_init_gain=1e300, **kw)
 
 
+def test_qk_lr_gain_is_adam_with_that_learning_rate_on_w_q_and_w_k():
+    """``qk_lr_gain = g`` is Adam with ``g`` times the learning rate on ``W_Q`` and ``W_K``.
+
+    Reference: the plain module with the same initial weights, trained by torch's Adam with
+    param groups (``lr * g`` and ``eps / g`` for ``q_proj`` and ``k_proj``, ``lr`` for the
+    rest). Both compute the same function at every step; the effective weights (stored times
+    ``g``) follow the reference's. (With Adam's own ``eps`` the two differ where a gradient is
+    as small as ``eps``: a step there is damped less.)
+    """
+    g, lr = 16.0, 1e-2
+    torch.manual_seed(0)
+    fast = E.ScaledMultiHeadAttention(8, 2, head_dim=16, bias=True, qk_lr_gain=g).double()
+    torch.manual_seed(0)
+    ref = E.ScaledMultiHeadAttention(8, 2, head_dim=16, bias=True).double()
+    qk = [*ref.q_proj.parameters(), *ref.k_proj.parameters()]
+    rest = [p for p in ref.parameters() if all(p is not q for q in qk)]
+    opt_ref = torch.optim.Adam(
+        [{"params": qk, "lr": lr * g, "eps": 1e-8 / g}, {"params": rest}], lr=lr, eps=1e-8
+    )
+    opt_fast = torch.optim.Adam(fast.parameters(), lr=lr, eps=1e-8)
+    x, y = torch.randn(4, 5, 8, dtype=D64), torch.randn(4, 5, 8, dtype=D64)
+    for _ in range(5):
+        for mod, opt in ((fast, opt_fast), (ref, opt_ref)):
+            opt.zero_grad()
+            loss = ((mod(x, causal=True) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+        assert_close(fast(x, causal=True), ref(x, causal=True), atol=1e-10, rtol=1e-8)
+    for name in ("q_proj", "k_proj"):
+        for p_fast, p_ref in zip(getattr(fast, name).parameters(), getattr(ref, name).parameters()):
+            assert_close(p_fast * g, p_ref, atol=1e-10, rtol=1e-8)
+    # the reference moved W_Q by far more than one plain step: the gain mattered
+    torch.manual_seed(0)
+    start = E.ScaledMultiHeadAttention(8, 2, head_dim=16, bias=True).double()
+    assert (ref.q_proj.weight - start.q_proj.weight).abs().max() > 5 * lr
+    with pytest.raises(ValueError, match="qk_lr_gain"):
+        E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=0.0)
+
+
+def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
+    """``qk_lr_gain``: the big-step arm has the scaled arm's first forward pass, not its steps."""
+    kw = dict(
+        head_dim=64,
+        d_model=32,
+        d_ff=64,
+        n_pairs=4,
+        n_keys=8,
+        n_values=8,
+        batch_size=32,
+        eval_size=8,
+        seed=1,
+    )
+    r = E.scaling_run(steps=3, qk_lr_gain=8.0, **kw)
+    assert set(r.loss) == {"scaled", "unscaled", "big-step"} and r.qk_lr_gain == 8.0
+    assert r.scales["big-step"] == r.scales["scaled"] == 1 / 8
+    assert r.score_std_init["big-step"] == pytest.approx(r.score_std_init["scaled"], rel=1e-6)
+    assert r.loss["big-step"][0] == pytest.approx(r.loss["scaled"][0], rel=1e-6)
+    assert r.entropy["big-step"][0] == pytest.approx(r.entropy["scaled"][0], rel=1e-6)
+    assert r.loss["big-step"][2] != pytest.approx(r.loss["scaled"][2], rel=1e-6)
+    same = E.scaling_run(steps=3, qk_lr_gain=1.0, **kw)
+    assert_close(same.loss["big-step"], same.loss["scaled"], atol=1e-6, rtol=1e-6)
+    with pytest.raises(ValueError, match="qk_lr_gain"):
+        E.scaling_run(steps=1, qk_lr_gain=-1.0, **kw)
+    with pytest.raises(TypeError, match="qk_lr_gain"):
+        E.scaling_run(steps=1, qk_lr_gain="8", **kw)
+
+
 def test_norm_placement_records_the_first_layers_gradient_and_update():
     """Step 0's gradient norms are those at initialisation; Adam's first step is lr * sign(g).
 
@@ -1082,6 +1149,31 @@ def test_heads_run_several_heads_gather_what_one_head_cannot():
     assert r.loss.shape == (2, 1, 200) and np.isfinite(r.loss).all()
     # The unexplained variance, recomputed from the kept examples' outputs, is small too.
     assert np.abs(r.prediction[1] - r.target).max() < 0.5
+
+
+def test_heads_run_standard_error_of_the_missed_variance():
+    """``unexplained_se``, recomputed from every held-out output, and checked by resampling.
+
+    With ``n_examples = eval_size`` the run keeps all held-out outputs (first seed), so the
+    ratio and its delta-method standard error can be recomputed in NumPy; a bootstrap over
+    the sequences must give about the same spread.
+    """
+    r = E.heads_run(n_heads=(1,), seeds=(0,), steps=30, eval_size=400, n_examples=400)
+    pred = r.prediction[0].reshape(400, -1)  # (E, K m)
+    target = r.target.reshape(400, -1)
+    a = ((pred - target) ** 2).sum(-1)
+    b = ((target - target.mean(0)) ** 2).sum(-1)
+    assert r.unexplained[0, 0] == pytest.approx(a.sum() / b.sum(), rel=1e-9)
+    ratio = a.sum() / b.sum()
+    se = np.sqrt(400 / 399 * ((a - ratio * b) ** 2).sum()) / b.sum()
+    assert r.unexplained_se[0, 0] == pytest.approx(se, rel=1e-9)
+    rng = np.random.default_rng(0)
+    boot = []
+    for _ in range(400):
+        i = rng.integers(0, 400, 400)
+        t = target[i]
+        boot.append(((pred[i] - t) ** 2).sum() / ((t - t.mean(0)) ** 2).sum())
+    assert 0.8 < np.std(boot) / r.unexplained_se[0, 0] < 1.25
 
 
 def test_heads_run_rejects_bad_arguments():

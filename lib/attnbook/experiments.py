@@ -237,30 +237,53 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
     of the parameters — and hence every gradient — is that of softmax(``q k^T * scale``); RoPE,
     a rotation, commutes with the factor. Parameters and their names are those of the parent.
 
+    With ``qk_lr_gain = g`` the module stores ``W_Q`` and ``W_K`` (and their biases) divided by
+    ``g`` and multiplies the two projections' outputs by ``g``: the same function of the input,
+    but Adam, whose step does not depend on the scale of the gradient, then moves the effective
+    ``W_Q`` and ``W_K`` ``g`` times as far per step — Adam with the learning rate times ``g`` on
+    them (up to Adam's ``eps``, which becomes ``eps / g``).
+
     Args:
         *args: as :class:`attnbook.layers.MultiHeadAttention`.
         **kwargs: as :class:`attnbook.layers.MultiHeadAttention`.
         scale: score multiplier ``>= 0`` (0 gives uniform weights), or ``None`` for
             ``1/sqrt(head_dim)``.
+        qk_lr_gain: the factor ``g > 0`` on the learning rate of ``W_Q`` and ``W_K`` under
+            Adam; 1 (default) is the plain module.
 
     Raises:
-        TypeError: if ``scale`` is not a real number (or ``None``), or as the parent.
-        ValueError: if ``scale`` is negative or not finite, or as the parent.
+        TypeError: if ``scale`` or ``qk_lr_gain`` is not a real number (or ``scale`` ``None``),
+            or as the parent.
+        ValueError: if ``scale`` is negative or not finite, ``qk_lr_gain`` not in
+            ``(0, 1000)``, or as the parent.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1 and footnote 4.
     """
 
-    def __init__(self, *args, scale: float | None = None, **kwargs):
+    def __init__(self, *args, scale: float | None = None, qk_lr_gain: float = 1.0, **kwargs):
         super().__init__(*args, **kwargs)
         if scale is None:
             self.scale, self.q_factor = 1.0 / math.sqrt(self.head_dim), 1.0
         else:
             scale = checks.check_real(scale, "scale", minimum=0)
             self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
+        # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
+        gain = checks.check_real(qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True)
+        self.qk_lr_gain = gain
+        if gain != 1.0:  # the same function; Adam's steps move W_Q, W_K gain times as far
+            with torch.no_grad():
+                for proj in (self.q_proj, self.k_proj):
+                    for p in proj.parameters():
+                        p.div_(gain)
         self.q_proj.register_forward_hook(self._rescale_queries)
+        self.k_proj.register_forward_hook(self._rescale_keys)
 
     def _rescale_queries(self, module, inputs, output):
-        return output if self.q_factor == 1.0 else output * self.q_factor
+        factor = self.q_factor * self.qk_lr_gain
+        return output if factor == 1.0 else output * factor
+
+    def _rescale_keys(self, module, inputs, output):
+        return output if self.qk_lr_gain == 1.0 else output * self.qk_lr_gain
 
     def extra_repr(self) -> str:
         """The scale and head width, shown in the module's ``repr``."""
@@ -486,13 +509,15 @@ class _RetrievalModel(nn.Module):
     query slot.
     """
 
-    def __init__(self, n_keys, n_values, d_model, head_dim, d_ff, scale):
+    def __init__(self, n_keys, n_values, d_model, head_dim, d_ff, scale, qk_lr_gain=1.0):
         super().__init__()
         self.key_emb = nn.Embedding(n_keys, d_model)
         self.value_emb = nn.Embedding(n_values, d_model)
         self.query_emb = nn.Embedding(1, d_model)
         self.norm1 = LayerNorm(d_model)
-        self.attn = ScaledMultiHeadAttention(d_model, 1, head_dim=head_dim, scale=scale)
+        self.attn = ScaledMultiHeadAttention(
+            d_model, 1, head_dim=head_dim, scale=scale, qk_lr_gain=qk_lr_gain
+        )
         self.norm2 = LayerNorm(d_model)
         self.ffn = FeedForward(d_model, d_ff)
         self.norm_f = LayerNorm(d_model)
@@ -513,11 +538,14 @@ class ScalingResult:
     """Result of :func:`scaling_run`; arms are ``"scaled"`` (``1/sqrt(d_k)``) and ``"unscaled"``.
 
     With ``q_init_gain`` there is a third arm, ``"control"`` (scaled, with ``W_Q`` initialised
-    ``q_init_gain`` times larger); every per-arm dict then has its entry too.
+    ``q_init_gain`` times larger), with ``qk_lr_gain`` a fourth, ``"big-step"`` (scaled, with the
+    learning rate of ``W_Q`` and ``W_K`` ``qk_lr_gain`` times larger); every per-arm dict then
+    has their entries too.
 
     Attributes:
         head_dim: ``d_k``.
-        scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}`` (and ``"control": 1/sqrt(d_k)``).
+        scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}`` (and ``1/sqrt(d_k)`` for
+            ``"control"`` and ``"big-step"``).
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
         entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
             weights over that batch, measured in the same forward pass as the loss.
@@ -537,6 +565,8 @@ class ScalingResult:
         n_params: parameters of the model (the same for both arms).
         wall_time_s, cpu_time_s: the whole run (all arms).
         q_init_gain: the control arm's factor on ``W_Q`` at initialisation; ``None`` without it.
+        qk_lr_gain: the big-step arm's factor on the learning rate of ``W_Q`` and ``W_K``; ``None``
+            without it.
     """
 
     head_dim: int
@@ -563,6 +593,7 @@ class ScalingResult:
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
     q_init_gain: float | None = None
+    qk_lr_gain: float | None = None
 
 
 def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor, scale: float) -> torch.Tensor:
@@ -615,6 +646,7 @@ def scaling_run(
     num_threads: int = 1,
     saturation_threshold: float = 0.99,
     q_init_gain: float | None = None,
+    qk_lr_gain: float | None = None,
     progress: bool = False,
 ) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
@@ -635,6 +667,14 @@ def scaling_run(
     it moves the scaled arm's. It separates the two things the scale changes: if the control
     learns as slowly as the unscaled arm, the saturation at the start is what slows it; if as fast
     as the scaled arm, the larger step is.
+
+    The control's ``W_Q`` starts with a large random part that it may have to unlearn, a
+    handicap of its own. With ``qk_lr_gain`` a fourth arm, ``"big-step"``, tests the step size
+    without it: scaled, from the scaled arm's weights, but with Adam's learning rate on ``W_Q``
+    and ``W_K`` times ``qk_lr_gain`` (:class:`ScaledMultiHeadAttention`). With
+    ``qk_lr_gain = sqrt(head_dim)`` a step of either moves its scores, to first order, as far as
+    the same step moves the unscaled arm's, while its attention starts as unsaturated as the
+    scaled arm's.
 
     With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
     LayerNorm'd inputs, query and key components have variance about 1/3, so an unscaled score
@@ -659,6 +699,9 @@ def scaling_run(
             (``0 < saturation_threshold < 1``).
         q_init_gain: if given (``> 0``), also train the ``"control"`` arm described above, whose
             initial ``W_Q`` is this factor times the others'; ``None`` (default): two arms.
+        qk_lr_gain: if given (``> 0``), also train the ``"big-step"`` arm described above, whose
+            ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None`` (default): no
+            big-step arm.
         progress: show tqdm bars.
 
     Returns:
@@ -666,10 +709,10 @@ def scaling_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
-            ``saturation_threshold`` or ``q_init_gain`` not a real number.
+            ``saturation_threshold``, ``q_init_gain`` or ``qk_lr_gain`` not a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
-            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
-            in ``(0, 1000)`` or ``seed`` is negative.
+            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` or
+            ``qk_lr_gain`` is not in ``(0, 1000)`` or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -691,11 +734,17 @@ def scaling_run(
         q_init_gain = checks.check_real(  # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
             q_init_gain, "q_init_gain", minimum=0, maximum=1e3, strict=True
         )
+    if qk_lr_gain is not None:
+        qk_lr_gain = checks.check_real(
+            qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True
+        )
     gen_eval = torch.Generator().manual_seed((seed + 1) % 2**64)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
     if q_init_gain is not None:
         scales["control"] = scales["scaled"]
+    if qk_lr_gain is not None:
+        scales["big-step"] = scales["scaled"]
     out = {
         name: {}
         for name in (
@@ -711,9 +760,15 @@ def scaling_run(
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
-            model = _RetrievalModel(
-                n_keys, n_values, d_model, head_dim, d_ff, None if arm != "unscaled" else scale
-            )  # None: the default
+            model = _RetrievalModel(  # scale None: the default; big-step: the scaled arm's weights
+                n_keys,
+                n_values,
+                d_model,
+                head_dim,
+                d_ff,
+                None if arm != "unscaled" else scale,
+                qk_lr_gain if arm == "big-step" else 1.0,
+            )
             if arm == "control":  # the same weights, W_Q q_init_gain times larger
                 with torch.no_grad():
                     model.attn.q_proj.weight.mul_(q_init_gain)
@@ -795,6 +850,7 @@ def scaling_run(
         wall_time_s=clock["wall_time_s"],
         cpu_time_s=clock["cpu_time_s"],
         q_init_gain=q_init_gain,
+        qk_lr_gain=qk_lr_gain,
         **out,
     )
 
@@ -2466,6 +2522,9 @@ class HeadsResult:
         unexplained: float64 ``(A, R)`` held-out fraction of variance unexplained,
             ``sum (prediction - target)^2 / sum (target - mean target)^2`` over all held-out
             sequences and target numbers (0 = perfect, 1 = no better than the mean).
+        unexplained_se: float64 ``(A, R)`` the standard error of each ``unexplained`` value
+            as an estimate from ``eval_size`` random held-out sequences (the ratio of two
+            sums over the sequences; delta method, see :func:`_unexplained_se`).
         unexplained_by_source: float64 ``(A, R, K)`` the same per source.
         bound: float64 ``(A,)`` ``1 - min(H, K) / K``: the least a layer whose weights ignore
             the contents can leave unexplained (see :func:`multi_source_batch`).
@@ -2484,6 +2543,7 @@ class HeadsResult:
     n_heads: np.ndarray
     seeds: np.ndarray
     unexplained: np.ndarray
+    unexplained_se: np.ndarray
     unexplained_by_source: np.ndarray
     bound: np.ndarray
     loss: np.ndarray
@@ -2525,6 +2585,20 @@ def _unexplained(pred: torch.Tensor, target: torch.Tensor) -> float:
     """Fraction of variance unexplained over all entries (float64)."""
     pred, target = pred.double(), target.double()
     return float(((pred - target) ** 2).sum() / ((target - target.mean(0)) ** 2).sum())
+
+
+def _unexplained_se(pred: torch.Tensor, target: torch.Tensor) -> float:
+    """Standard error of :func:`_unexplained` over the rows (sequences) it sums, float64.
+
+    The estimate is ``sum a_i / sum b_i`` with ``a_i`` row ``i``'s squared error and ``b_i``
+    its squared deviation from the mean target; the delta method for a ratio of sums of
+    independent rows gives ``sqrt(n / (n - 1) * sum (a_i - r b_i)^2) / sum b_i``.
+    """
+    pred, target = pred.double(), target.double()
+    a = ((pred - target) ** 2).sum(-1)  # (E,) per sequence
+    b = ((target - target.mean(0)) ** 2).sum(-1)  # (E,)
+    n, r = len(a), float(a.sum() / b.sum())
+    return float(torch.sqrt(n / (n - 1) * ((a - r * b) ** 2).sum()) / b.sum())
 
 
 def heads_run(
@@ -2604,6 +2678,7 @@ def heads_run(
     K, m = n_sources, content_dim
     A, R = len(arms), len(seeds)
     unexplained = np.empty((A, R))
+    unexplained_se = np.empty((A, R))
     by_source = np.empty((A, R, K))
     losses = np.empty((A, R, steps))
     n_params = np.empty(A, dtype=np.int64)
@@ -2634,6 +2709,7 @@ def heads_run(
                 with torch.no_grad():
                     pred, w = model(x_e, need_weights=True)  # (E, K m), (E, H, L)
                 unexplained[a, r] = _unexplained(pred, y_e)
+                unexplained_se[a, r] = _unexplained_se(pred, y_e)
                 by_source[a, r] = [
                     _unexplained(pred[:, k * m : (k + 1) * m], y_e[:, k * m : (k + 1) * m])
                     for k in range(K)
@@ -2649,6 +2725,7 @@ def heads_run(
         n_heads=arms_np,
         seeds=np.array(seeds),
         unexplained=unexplained,
+        unexplained_se=unexplained_se,
         unexplained_by_source=by_source,
         bound=1 - np.minimum(arms_np, K) / K,
         loss=losses,

@@ -151,6 +151,33 @@ def expected() -> dict:
         "heads_two_hi": lambda v, g: near_two(v, g) and (v >= g["heads_two_lo"]),
         "heads_one_lo": near_one,
         "heads_one_hi": lambda v, g: near_one(v, g) and (v >= g["heads_one_lo"]),
+        # The noise of a held-out estimate (issue 21). By hand: two heads that recover two
+        # sources and lose the third leave a_i = |c_3|^2 (chi-squared, 4 dof) of b_i = |c|^2
+        # (12 dof) per sequence, so a_i - b_i / 3 has variance 8 * 4/9 + 16 / 9 = 48/9 and the
+        # ratio's standard error over E = 2048 sequences is sqrt(48/9) / (12 sqrt(E)) = 0.0043.
+        "heads_two_se_max": lambda v, g: (
+            abs(v / (math.sqrt(48 / 9) / (12 * math.sqrt(2048))) - 1) < 0.2
+        ),
+        # Three seeds spanning lo..hi: their standard deviation (ddof 1) is between r/2 and
+        # r/sqrt(3) for the range r.
+        "heads_two_seed_sd": lambda v, g: (
+            (g["heads_two_hi"] - g["heads_two_lo"]) / 2 - 1e-12
+            <= v
+            <= (g["heads_two_hi"] - g["heads_two_lo"]) / math.sqrt(3) + 1e-12
+        ),
+        # At least the farther end of the range, in units of the largest standard error; and
+        # within two standard errors, as the prose says.
+        "heads_two_z_max": lambda v, g: (
+            max(abs(g["heads_two_lo"] - (1 - 2 / K)), abs(g["heads_two_hi"] - (1 - 2 / K)))
+            / g["heads_two_se_max"]
+            - 1e-9
+            <= v
+            < 2
+        ),
+        "heads_two_verdict": lambda v, g: (
+            v.startswith("all agree with the bound within")
+            and (("below it included" in v) == (g["heads_two_lo"] < 1 - 2 / K))
+        ),
         # Each of the three heads reads one source (>= 0.9 of its weight), all different.
         "heads_spec_min": lambda v, g: 0.9 <= v <= 1,
         "heads_spec_distinct": K,
