@@ -71,7 +71,7 @@ from . import checks
 from .attention import entropy
 from .blocks import FeedForward
 from .config import ModelConfig
-from .layers import LayerNorm, MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from .layers import LayerNorm, MultiHeadAttention
 from .models import DecoderOnlyModel, EncoderDecoderModel, count_parameters
 from .rnn import LSTM, VanillaRNN
 
@@ -1993,6 +1993,8 @@ def _logits_with_cross_attention(model: EncoderDecoderModel, src, tgt_in, weight
     queries, keys and any mask are ignored. Given the weights the model computes itself
     (:func:`_cross_attention_weights`), the logits are the model's own.
     """
+    from .layers import merge_heads, repeat_kv, split_heads  # the head reshapes
+
     B, T, S = src.shape[0], tgt_in.shape[1], src.shape[1]
     H = model.decoder[0].cross_attn.n_heads
     w = torch.broadcast_to(torch.as_tensor(weights), (B, len(model.decoder), H, T, S))
