@@ -859,6 +859,66 @@ def test_cross_attention_run_learns_reversal_and_returns_a_stochastic_map():
     assert r.mirror_mass.shape == (1, 2) and ((0 <= r.mirror_mass) & (r.mirror_mass <= 1)).all()
     assert r.eval_loss < learned_bound(6)
     assert r.eval_accuracy > 2 / 6
+    assert r.ablation_accuracy is None and r.ablation_copied is None  # not asked for
+
+
+def test_cross_attention_run_ablations_show_the_model_copies_where_it_attends():
+    kw = dict(n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=150, batch_size=32, eval_size=128)
+    r = E.cross_attention_run(**kw, seed=0, ablations=True)
+    acc, copied = r.ablation_accuracy, r.ablation_copied
+    assert set(acc) == {"mirror", "shifted", "uniform"} and set(copied) == {"mirror", "shifted"}
+    assert all(0 <= v <= 1 for v in [*acc.values(), *copied.values()])
+    # The mirrored source token is the target: for the exact mirror map, copying the token it
+    # points to and being right are the same event.
+    assert copied["mirror"] == acc["mirror"]
+    # This seeded run (one thread, deterministic) learned the mirror map (tests above): the
+    # exact map keeps its accuracy; moved by one position, the model copies the token the map
+    # points to and so falls below what a learned model reaches.
+    assert acc["mirror"] >= r.eval_accuracy - 0.1
+    assert acc["shifted"] < 2 / 6 < r.eval_accuracy and copied["shifted"] > 0.9
+    assert acc["uniform"] < r.eval_accuracy - 0.3
+
+
+def test_logits_with_cross_attention_replace_the_weights_and_nothing_else():
+    torch.manual_seed(5)
+    cfg = ModelConfig(
+        vocab_size=7,
+        d_model=8,
+        n_heads=2,
+        n_layers=2,
+        n_encoder_layers=1,
+        d_ff=16,
+        arch="encoder-decoder",
+        max_seq_len=5,
+        positional="learned",
+        norm_first=True,
+    )
+    model = EncoderDecoderModel(cfg).double().eval()
+    src = torch.randint(6, (3, 5))
+    tgt = torch.randint(7, (3, 4))
+    with torch.no_grad():
+        logits, w = E._cross_attention_weights(model, src, tgt)  # (B, n_layers, H, T, S)
+        # The model's own weights give back its own logits (the trained map "ablated" by itself).
+        own = E._logits_with_cross_attention(model, src, tgt, w)
+        assert_close(own, logits, atol=1e-12, rtol=0)
+        # Uniform weights: each cross-attention outputs o_proj of the mean of its value rows,
+        # written out here for both layers (Pre-LN decoder layer as in the test above).
+        uniform = torch.full((4, 5), 0.2, dtype=torch.float64)  # (T, S)
+        got = E._logits_with_cross_attention(model, src, tgt, uniform)
+        memory = model.encode(src)
+        x = model.tgt_embed(tgt, torch.arange(4))
+        for layer in model.decoder:
+            x = x + layer.self_attn(layer.norm1(x), causal=True)
+            ca = layer.cross_attn
+            v = ca.v_proj(memory).view(3, 5, 2, 4)  # (B, S, H, D)
+            mean_v = v.mean(dim=1).reshape(3, 1, 8).expand(3, 4, 8)  # (B, T, H*D)
+            x = x + ca.o_proj(mean_v)
+            x = x + layer.ffn(layer.norm3(x))
+        expected = model.lm_head(model.decoder_norm(x))
+        assert_close(got, expected, atol=1e-12, rtol=0)
+        assert (got - logits).abs().max() > 1e-3  # the weights mattered
+        # The hooks are gone: the model is its own again.
+        assert torch.equal(model(src, tgt), logits)
 
 
 def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
@@ -866,24 +926,29 @@ def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
         n=4, vocab=6, d_model=32, n_heads=2, d_ff=64, steps=30, batch_size=32, eval_size=64, seed=0
     )
     plain = E.cross_attention_run(**kw)
-    r = E.cross_attention_run(**kw, snapshot_steps=range(0, 31, 10))
+    r = E.cross_attention_run(**kw, snapshot_steps=range(0, 31, 10), ablations=True)
     assert plain.snapshots is None and plain.snapshot_steps is None
     assert plain.snapshot_mirror_mass is None
-    # Snapshots draw no random numbers and leave the model training: the same run.
+    # Snapshots (and the ablations after training) draw no random numbers and leave the model
+    # training: the same run.
     assert_close(r.loss, plain.loss, atol=0, rtol=0)
     assert_close(r.cross_attention, plain.cross_attention, atol=0, rtol=0)
     assert r.snapshot_steps.dtype == np.int64 and list(r.snapshot_steps) == [0, 10, 20, 30]
     assert r.snapshots.dtype == np.float64 and r.snapshots.shape == (4, 1, 2, 4, 4)
     assert r.snapshot_mirror_mass.shape == (4, 1, 2)
+    assert plain.snapshot_accuracy is None
+    assert r.snapshot_accuracy.dtype == np.float64 and r.snapshot_accuracy.shape == (4,)
     assert_close(r.snapshots.sum(-1), np.ones((4, 1, 2, 4)), atol=1e-6, rtol=0)
     # The snapshot after the last update is the trained model's map.
     assert_close(r.snapshots[-1], r.cross_attention, atol=0, rtol=0)
     assert_close(r.snapshot_mirror_mass[-1], r.mirror_mass, atol=0, rtol=0)
+    assert r.snapshot_accuracy[-1] == r.eval_accuracy
     # Snapshot 0 is the untrained model: the same seed with one update so small (Adam moves each
     # weight by about lr) that it changes nothing measurable ends where snapshot 0 is ...
     frozen = E.cross_attention_run(**{**kw, "steps": 1, "lr": 1e-12})
     assert_close(r.snapshots[0], frozen.cross_attention, atol=1e-9, rtol=0)
     assert_close(r.snapshot_mirror_mass[0], frozen.mirror_mass, atol=1e-9, rtol=0)
+    assert r.snapshot_accuracy[0] == frozen.eval_accuracy
     # ... while ten real updates move it.
     assert np.abs(r.snapshots[1] - r.snapshots[0]).max() > 1e-3
 
@@ -903,6 +968,12 @@ def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
 def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, match):
     with pytest.raises(exc, match=match):
         E.cross_attention_run(steps=30, snapshot_steps=snapshot_steps)
+
+
+@pytest.mark.parametrize("ablations", [1, "yes", None])
+def test_cross_attention_run_rejects_ablations_that_are_not_a_bool(ablations):
+    with pytest.raises(TypeError, match="ablations"):
+        E.cross_attention_run(steps=30, ablations=ablations)
 
 
 def test_cross_attention_weights_match_a_float64_reference():

@@ -3,7 +3,8 @@
 The explorer is given a hand-made :class:`attnbook.experiments.CrossAttentionResult` (no
 training) with three snapshots, so every value it must draw is known here: the heatmap's ``z``
 is the chosen snapshot's map of the chosen head, the circles sit on the mirrored source
-positions, the tick labels carry the example's tokens and the caption the step and mirror mass.
+positions, the tick labels carry the example's tokens and the caption the step, the held-out
+accuracy and the mirror mass.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ pytest.importorskip("ipywidgets")
 
 from attnbook.experiments import CrossAttentionResult  # noqa: E402
 from attnbook.explorers.alignment import (  # noqa: E402
+    AlignmentData,
     alignment_data,
     alignment_explorer,
     draw_alignment,
@@ -57,6 +59,7 @@ def fake_result() -> CrossAttentionResult:
         snapshot_steps=np.array(STEPS),
         snapshots=maps,
         snapshot_mirror_mass=mass,
+        snapshot_accuracy=np.array([0.125, 0.375, 0.75]),
     )
 
 
@@ -66,7 +69,7 @@ def test_alignment_data_picks_the_snapshot_and_the_head():
     assert (d.step, d.steps, d.layer, d.head) == (10, 30, 0, 1)
     assert np.array_equal(d.weights, r.snapshots[1, 0, 1])
     assert not np.array_equal(d.weights, r.snapshots[1, 0, 0])  # the head matters
-    assert d.mirror_mass == 0.625 and d.uniform == 0.25
+    assert d.mirror_mass == 0.625 and d.uniform == 0.25 and d.accuracy == 0.375
     assert np.array_equal(d.source, [3, 1, 4, 1]) and np.array_equal(d.target, [1, 4, 1, 3])
     assert alignment_data(r, 2, 0).step == 30 and alignment_data(r, 0, 0).mirror_mass == 0.25
 
@@ -93,10 +96,31 @@ def test_alignment_data_needs_a_run_with_snapshots():
     )
     with pytest.raises(ValueError, match="no snapshots.*snapshot_steps"):
         alignment_data(bare, 0, 0)
+    with pytest.raises(ValueError, match="no snapshots"):  # maps without their accuracies
+        alignment_data(dataclasses.replace(fake_result(), snapshot_accuracy=None), 0, 0)
     with pytest.raises(TypeError, match="result must be a CrossAttentionResult"):
         alignment_data("run", 0, 0)
     with pytest.raises(TypeError, match="data must be an? AlignmentData"):
         draw_alignment("data")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"weights": np.full((3, 4), 0.25)}, r"weights has shape \(3, 4\).*4 tokens.*\(4, 4\)"),
+        ({"weights": np.full(4, 0.25)}, r"weights has shape \(4,\).*\(4, 4\)"),
+        ({"target": np.array([1, 4, 1])}, r"target has shape \(3,\).*4 tokens.*\(4,\)"),
+        ({"source": np.zeros((2, 2), int)}, r"source must be one-dimensional.*\(2, 2\)"),
+        ({"source": np.array([], int)}, r"source must be one-dimensional.*\(0,\)"),
+    ],
+)
+def test_alignment_data_rejects_arrays_whose_shapes_disagree(change, match):
+    # Before the check, a hand-built AlignmentData like these raised an IndexError deep in
+    # draw_alignment; now its construction names the field and the shapes.
+    good = alignment_data(fake_result(), 1, 0)
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(good, **change)
+    assert draw_alignment(AlignmentData(**dataclasses.asdict(good)), language="en").data
 
 
 @pytest.mark.parametrize("width", [688, 358])
@@ -116,6 +140,7 @@ def test_draw_alignment_draws_the_map_and_marks_the_mirror(width):
     title = fig.layout.title.text
     assert "Step 10 of 30" in title and "head 1" in title
     assert "0.500" in title and "0.250" in title  # the mirror mass, uniform 1/n
+    assert "held-out accuracy 0.375" in title
     assert fig.layout.yaxis.autorange == "reversed"  # output position 0 on top
 
 
@@ -124,7 +149,8 @@ def test_alignment_explorer_moves_through_training_and_speaks_chinese():
     assert "Step 0 of 30" in live_caption(ex) and "0.250" in live_caption(ex)
     ex.controls["step_index"].value = 2
     ex.controls["head"].value = 1
-    assert "Step 30 of 30, head 2" in live_caption(ex) and "0.938" in live_caption(ex)
+    assert "Step 30 of 30: held-out accuracy 0.750; head 2" in live_caption(ex)
+    assert "0.938" in live_caption(ex)
     assert np.array_equal(np.array(ex.figure.data[0].z), fake_result().snapshots[2, 0, 1])
     spec = ex.static_spec("en")
     slider = next(c for c in spec["controls"] if c["name"] == "step_index")

@@ -1971,6 +1971,18 @@ class CrossAttentionResult:
         snapshot_mirror_mass: float64 ``(n_snapshots, n_layers, n_heads)``: ``mirror_mass``
             after ``snapshot_steps[k]`` updates (on the same held-out set); ``None`` without
             snapshots.
+        snapshot_accuracy: float64 ``(n_snapshots,)``: the held-out accuracy after
+            ``snapshot_steps[k]`` updates (the last equals ``eval_accuracy``); ``None``
+            without snapshots.
+        ablation_accuracy: ``None`` unless the run was asked for ``ablations``; then a dict
+            of the trained model's held-out accuracy with every decoder cross-attention's
+            weights replaced by a fixed map, the rest of the model unchanged:
+            ``"mirror"`` (all weight on the mirrored source position ``n - 1 - i``),
+            ``"shifted"`` (all weight on ``(n - 2 - i) mod n``, the mirror moved one
+            position, a wrong permutation) and ``"uniform"`` (``1/n`` on every position).
+        ablation_copied: ``None`` unless the run was asked for ``ablations``; then, for the
+            two one-hot maps (``"mirror"``, ``"shifted"``), the share of the held-out
+            predictions that equal the source token at the position the map points to.
     """
 
     source: np.ndarray
@@ -1998,6 +2010,9 @@ class CrossAttentionResult:
     snapshot_steps: np.ndarray | None = None
     snapshots: np.ndarray | None = None
     snapshot_mirror_mass: np.ndarray | None = None
+    snapshot_accuracy: np.ndarray | None = None
+    ablation_accuracy: dict | None = None
+    ablation_copied: dict | None = None
 
 
 def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
@@ -2025,6 +2040,41 @@ def _cross_attention_weights(model: EncoderDecoderModel, src, tgt_in):
     return logits, torch.stack(weights, dim=1)  # (B, n_layers, H, T, S)
 
 
+def _logits_with_cross_attention(model: EncoderDecoderModel, src, tgt_in, weights):
+    """The model's logits with every decoder cross-attention's weights replaced by ``weights``.
+
+    ``weights`` broadcasts to ``(B, n_layers, H, T, S)`` (e.g. one ``(T, S)`` map for every
+    example, layer and head). Forward hooks replace each cross-attention's output by
+    ``o_proj(merge_heads(weights @ v))``, ``v`` its own value projection of the memory; the
+    queries, keys and any mask are ignored. Given the weights the model computes itself
+    (:func:`_cross_attention_weights`), the logits are the model's own.
+    """
+    from .layers import merge_heads, repeat_kv, split_heads  # the head reshapes
+
+    B, T, S = src.shape[0], tgt_in.shape[1], src.shape[1]
+    H = model.decoder[0].cross_attn.n_heads
+    w = torch.broadcast_to(torch.as_tensor(weights), (B, len(model.decoder), H, T, S))
+
+    def replace(module, args, kwargs, output, idx):
+        context = args[1] if len(args) > 1 else kwargs["context"]  # (B, S, d_model)
+        v = split_heads(module.v_proj(context), module.n_kv_heads)  # (B, H_kv, S, D)
+        v = repeat_kv(v, module.n_heads // module.n_kv_heads)  # (B, H, S, D)
+        out = w[:, idx].to(v.dtype) @ v  # (B, H, T, D)
+        return module.o_proj(merge_heads(out))  # (B, T, d_model)
+
+    hooks = [
+        layer.cross_attn.register_forward_hook(
+            lambda m, a, k, o, idx=idx: replace(m, a, k, o, idx), with_kwargs=True
+        )
+        for idx, layer in enumerate(model.decoder)
+    ]
+    try:
+        return model(src, tgt_in)  # (B, T, vocab)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def cross_attention_run(
     *,
     n: int = 8,
@@ -2040,6 +2090,7 @@ def cross_attention_run(
     seed: int = 0,
     num_threads: int = 1,
     snapshot_steps=None,
+    ablations: bool = False,
     progress: bool = False,
 ) -> CrossAttentionResult:
     """Train a tiny encoder-decoder to reverse sequences; return its cross-attention map.
@@ -2061,6 +2112,15 @@ def cross_attention_run(
     forward pass over the held-out set without gradients, in evaluation mode; it draws no random
     numbers, so the training itself (the loss curve, the final model) is the same with and
     without snapshots, and costs a small fraction of the run (one forward pass, no backward).
+    Each snapshot also records the held-out accuracy (``snapshot_accuracy``).
+
+    With ``ablations``, the trained model is also evaluated on the held-out set with its
+    cross-attention weights replaced by fixed maps (``ablation_accuracy``): the exact mirror
+    map, the mirror moved by one position and uniform weights; for the two one-hot maps it also
+    records how often a prediction is the source token the map points to
+    (``ablation_copied``). If the model finds the token it copies through the alignment it
+    learned, the exact mirror keeps its accuracy and the other two maps lose it. Three forward
+    passes, no random numbers: the run is the same with and without.
 
     Args:
         n, vocab: sequence length and data vocabulary.
@@ -2072,14 +2132,15 @@ def cross_attention_run(
         snapshot_steps: ``None`` (default: no snapshots) or a strictly increasing sequence of
             integers in ``[0, steps]``: the numbers of updates after which to record a
             snapshot, e.g. ``range(0, steps + 1, 25)``.
+        ablations: also record ``ablation_accuracy`` and ``ablation_copied``.
         progress: show tqdm bars.
 
     Returns:
         :class:`CrossAttentionResult`.
 
     Raises:
-        TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number or
-            ``snapshot_steps`` not a sequence of integers.
+        TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number,
+            ``snapshot_steps`` not a sequence of integers or ``ablations`` not a bool.
         ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative, or
             ``snapshot_steps`` is empty, not strictly increasing or outside ``[0, steps]``.
 
@@ -2099,6 +2160,7 @@ def cross_attention_run(
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
+    ablations = checks.check_bool(ablations, "ablations")
     if snapshot_steps is not None:
         snapshot_steps = checks.check_increasing(
             snapshot_steps, "snapshot_steps", minimum=0, maximum=steps
@@ -2122,13 +2184,14 @@ def cross_attention_run(
             mirror.double().mean(dim=(0, 3)).numpy(),
         )  # (n_layers, H)
 
-    maps, masses = [], []
+    maps, masses, accuracies = [], [], []
 
     def snapshot(step):  # after update ``step`` (0-based): step + 1 updates done
         if step + 1 in snapshot_steps:
-            _, cross, mass = held_out()
+            logits, cross, mass = held_out()
             maps.append(cross)
             masses.append(mass)
+            accuracies.append(_accuracy(logits, tgt_out_e))
 
     with _run_context(num_threads) as clock:
         config = ModelConfig(
@@ -2174,6 +2237,21 @@ def cross_attention_run(
                 F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out_e.reshape(-1))
             )
             eval_acc = _accuracy(logits, tgt_out_e)
+            ablated = copied = None
+            if ablations:
+                pointed = {"mirror": n - 1 - i, "shifted": (n - 2 - i) % n}  # (n,) each
+                fixed = {k: torch.zeros(n, n) for k in pointed}  # (L, S)
+                for k, j in pointed.items():
+                    fixed[k][i, j] = 1.0
+                fixed["uniform"] = torch.full((n, n), 1.0 / n)
+                preds = {
+                    k: _logits_with_cross_attention(model, src_e, tgt_in_e, w).argmax(-1)
+                    for k, w in fixed.items()
+                }  # (B, n) each
+                ablated = {k: float((p == tgt_out_e).double().mean()) for k, p in preds.items()}
+                copied = {
+                    k: float((preds[k] == src_e[:, j]).double().mean()) for k, j in pointed.items()
+                }
     return CrossAttentionResult(
         source=src_e[0].numpy(),
         target=tgt_out_e[0].numpy(),
@@ -2200,6 +2278,9 @@ def cross_attention_run(
         snapshot_steps=np.array(snapshot_steps, dtype=np.int64) if recorded else None,
         snapshots=np.stack(maps) if recorded else None,
         snapshot_mirror_mass=np.stack(masses) if recorded else None,
+        snapshot_accuracy=np.array(accuracies, dtype=np.float64) if recorded else None,
+        ablation_accuracy=ablated,
+        ablation_copied=copied,
     )
 
 

@@ -114,10 +114,10 @@ def expected() -> dict:
     # The torch module: (B, H, L, L), (B, H, L, S), (B, L, d_model) with B = 1, H = 2, d = 16.
     e |= {"mha_self_w": (1, 1, 3, 3), "mha_cross_w": (1, 1, 3, 5), "mha_cross_out": (1, 3, 16)}
     # The reversal run (seeded, one thread: deterministic), recomputed with the chapter's
-    # snapshots (they do not change the training: tests/test_experiments.py).
+    # snapshots and ablations (they do not change the training: tests/test_experiments.py).
     snapshot_steps = (0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 100, 200, 300, 400)
     run = experiments.cross_attention_run(
-        n=8, vocab=16, steps=400, seed=0, snapshot_steps=snapshot_steps
+        n=8, vocab=16, steps=400, seed=0, snapshot_steps=snapshot_steps, ablations=True
     )
     cross = run.cross_attention[0]  # (H, n, n)
     mirror = 8 - 1 - np.arange(8)
@@ -139,6 +139,49 @@ def expected() -> dict:
         "ca_min_mirror_example": float(cross[:, np.arange(8), mirror].min()),
         "ca_steps_half": experiments.first_step_below(run.loss, math.log(16) / 2, window=10),
     }
+    # Repeated tokens in the example, by loops: the rows whose target token stands at two or
+    # more source positions, the first of them with its two positions, the smallest weight on
+    # the mirrored position in those rows and the largest on another occurrence (both heads).
+    rep_rows = [i for i in range(8) if list(run.source).count(run.target[i]) > 1]
+    first = rep_rows[0]
+    where = [j for j in range(8) if run.source[j] == run.target[first]]
+    assert len(where) == 2 and 7 - first in where  # the prose: two positions, one the mirror
+    on_mirror = [cross[h, i, 7 - i] for h in range(2) for i in rep_rows]
+    elsewhere = [
+        cross[h, i, j]
+        for h in range(2)
+        for i in rep_rows
+        for j in range(8)
+        if j != 7 - i and run.source[j] == run.target[i]
+    ]
+    e |= {
+        "ca_rep_out": first,
+        "ca_rep_token": int(run.target[first]),
+        "ca_rep_pos_a": where[0],
+        "ca_rep_pos_b": where[1],
+        "ca_rep_mirror": 7 - first,
+        "ca_rep_rows": len(rep_rows),
+        "ca_rep_mirror_min": float(min(on_mirror)),
+        "ca_rep_other_max": float(max(elsewhere)),
+    }
+    # "The alignment is by position": the other occurrences get next to nothing.
+    assert e["ca_rep_other_max"] < 0.05 < 0.9 < e["ca_rep_mirror_min"]
+    # Ablations: the trained model with fixed maps (the mechanism is tested against a float64
+    # pass in tests/test_experiments.py). For the exact mirror, being right and copying the
+    # token the map points to are the same event; chance is 1/16.
+    acc = run.ablation_accuracy
+    assert run.ablation_copied["mirror"] == acc["mirror"]
+    e |= {
+        "ca_abl_mirror": acc["mirror"],
+        "ca_abl_shifted": acc["shifted"],
+        "ca_abl_uniform": acc["uniform"],
+        "ca_abl_copied": run.ablation_copied["shifted"],
+        "ca_chance_acc": 1 / 16,
+    }
+    # The prose: "keeps the accuracy", the moved map "about chance" and copying what it points
+    # to, uniform "above chance".
+    assert acc["mirror"] == run.eval_accuracy and acc["shifted"] < 2 / 16
+    assert e["ca_abl_copied"] > 0.99 and 1 / 16 < acc["uniform"] < 0.5
     # The explorer's snapshots: the held-out mirror mass of the two heads (layer 0) at each
     # recorded step; their mean before training and after the last update, and the first
     # recorded step at which each head's share exceeds 1/2 and 0.9 (a loop over the steps).
@@ -158,6 +201,23 @@ def expected() -> dict:
         "ca_snap_half_step": first_step_over(0.5),
         "ca_snap_90_step": first_step_over(0.9),
     }
+    # The slider's notches, from the chapter's list by hand: every 5 updates to 60, then every
+    # 100 from 100. The held-out accuracy at the recorded steps: before training, and the first
+    # step above 0.9 with the weaker head's mirror mass there (a loop).
+    acc90 = next(k for k, a in enumerate(run.snapshot_accuracy) if a > 0.9)
+    assert run.snapshot_accuracy[-1] == run.eval_accuracy
+    e |= {
+        "ca_notch_fine": 5,
+        "ca_notch_fine_end": 60,
+        "ca_notch_coarse": 100,
+        "ca_notch_coarse_first": 100,
+        "ca_snap_acc_first": float(run.snapshot_accuracy[0]),
+        "ca_snap_acc90_step": snapshot_steps[acc90],
+        "ca_snap_acc90_mass": float(min(mass[acc90, 0, 0], mass[acc90, 0, 1])),
+    }
+    # The prose: near chance before training; above 0.9 before both heads pass 0.9.
+    assert abs(e["ca_snap_acc_first"] - 1 / 16) < 0.03
+    assert e["ca_snap_acc90_step"] <= e["ca_snap_90_step"]
     # The prose: rows "close to flat" before training (no weight of the example's map above
     # twice uniform, 2/8), the mirror mass near uniform; "the first quarter" of 400 updates.
     assert run.snapshots[0].max() < 2 / 8 and abs(e["ca_snap_first"] - 1 / 8) < 0.05

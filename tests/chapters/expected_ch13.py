@@ -179,7 +179,45 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     def recomputed(w):
         return Check(lambda a, g: close(a, w, 1e-5), f"{w:.6g} recomputed")
 
-    return {
+    def per_window(ids, n_batches, seed):
+        """Each window's mean cross-entropy, one window at a time (same generator, same order)."""
+        gen, out = torch.Generator().manual_seed(seed), []
+        with torch.no_grad():
+            for _ in range(n_batches):
+                x, y = text.get_batch(ids, BLOCK, BATCH, gen)
+                out += [float(F.cross_entropy(model(x[b : b + 1])[0], y[b])) for b in range(BATCH)]
+        return np.array(out)
+
+    # The standard errors: the held-out windows of the chapter (seed 1, 4 batches: 64
+    # windows), and for the long run's gap both sides' per-window variance over its 128
+    # windows per evaluation, the training side from 8 batches of training windows (seed 2).
+    w_val = per_window(val, 4, 1)
+    w_train = per_window(train, tr["eval_batches"], 2)
+    assert abs(w_val.mean() - total / 4) < 1e-5  # the windows of the glued loss
+    n_eval = tr["eval_batches"] * tr["batch_size"]
+    gaps = [v - t for v, t in zip(vl, meta["train_loss"])]
+    late = [gap for step, gap in zip(at, gaps) if step >= steps // 4]
+    gap_se = math.sqrt((w_val.var(ddof=1) + w_train.var(ddof=1)) / n_eval)
+    # The prose: the gap near 0 at step 0, within two standard errors of its mean after the
+    # first quarter ("swings of about its standard error").
+    assert at[0] == 0 and abs(gaps[0]) < gap_se
+    assert max(abs(gap - np.mean(late)) for gap in late) < 2 * gap_se
+    se = {
+        "se_windows": 4 * BATCH,
+        "se_block": BLOCK,
+        "se_chars": 4 * BATCH * BLOCK,
+        "se_ckpt": recomputed(float(w_val.std(ddof=1) / 8.0)),  # sqrt(64)
+        "gap_first": gaps[0],
+        "gap_first_step": 0,
+        "gap_quarter": steps // 4,
+        "gap_lo": min(late),
+        "gap_hi": max(late),
+        "gap_eval_windows": n_eval,
+        "gap_se": recomputed(gap_se),
+        "gap_never_seen": 1 - steps * tr["batch_size"] * tr["block_size"] / len(train),
+    }
+
+    return se | {
         "ckpt_steps": steps,
         "ckpt_minutes": meta["seconds"] / 60,
         "ckpt_kib": len(raw) / 1024,
@@ -370,6 +408,9 @@ def expected() -> dict:
     e["model_dropout"] = 0.1
     e |= _untrained(V, train, val)
     e |= _checkpoint(V, train, val)
+    # The bigram's cost of the change of genre as a share of the long run's last gap.
+    e["gap_bigram_share"] = shift / e["ckpt_gap"]
+    assert 0 < e["gap_bigram_share"] < 1  # "part of the gap"
     e["ex4_embed"], e["ex4_block"], e["ex4_final"] = V * d, per_layer, 2 * d
     # --- training -------------------------------------------------------------------------
     e["run_steps"] = STEPS
@@ -384,6 +425,21 @@ def expected() -> dict:
     )
     e["run_ppl"] = Check(lambda a, g: close(a, math.exp(g["run_val"])), "exp(held-out loss)")
     e["run_eval_every"] = STEPS // 10
+    # The live run's standard errors depend on its weights: checked for what the prose says
+    # (small; the differences are the glued numbers of standard errors, each above 5).
+    e["se_live"] = Check(lambda a, g: isinstance(a, float) and 0 < a < 0.1, "a small std error")
+    e["se_gain"] = Check(
+        lambda a, g: isinstance(a, float) and 0 < a < g["ckpt_gain"] / 5,
+        "the paired standard error, a fifth of the checkpoint's lead or less",
+    )
+    e["se_bigram_z"] = Check(
+        lambda a, g: close(a, g["run_gain"] / g["se_live"]) and a > 5,
+        "the run's lead over the bigram in standard errors, above 5",
+    )
+    e["se_gain_z"] = Check(
+        lambda a, g: close(a, g["ckpt_gain"] / g["se_gain"]) and a > 5,
+        "the checkpoint's lead over the run in paired standard errors, above 5",
+    )
     e["run_slope"] = Check(
         lambda a, g: isinstance(a, float) and a > 0,
         "the held-out loss still falling at the end of the live run",

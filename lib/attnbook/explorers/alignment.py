@@ -2,8 +2,9 @@
 
 :func:`attnbook.experiments.cross_attention_run` trains an encoder-decoder to reverse a
 sequence; with ``snapshot_steps`` it records the decoder's cross-attention on one held-out
-example, and the held-out weight on the mirrored source position ``S - 1 - i``, before training
-and after chosen numbers of updates (:data:`SNAPSHOT_STEPS` by default).
+example, the held-out weight on the mirrored source position ``S - 1 - i`` and the held-out
+accuracy, before training and after chosen numbers of updates (:data:`SNAPSHOT_STEPS` by
+default).
 :func:`alignment_data` picks one recorded step and one head, :func:`draw_alignment` draws it
 with every label made in the reader's language (a heatmap of target position against source
 position, the mirrored positions marked), and :func:`alignment_explorer` lets the reader move
@@ -49,6 +50,12 @@ class AlignmentData:
         mirror_mass: this head's weight on the mirrored source position ``n - 1 - i`` at this
             step, averaged over target positions and the held-out set.
         uniform: ``1 / n``, what uniform attention gives the mirrored position.
+        accuracy: the model's held-out accuracy at this step (all heads together).
+
+    Raises:
+        ValueError: if ``source`` is not one-dimensional, or ``target`` or ``weights`` do not
+            match it: ``target`` must have the shape of ``source``, ``weights`` be ``(n, n)``
+            for the ``n`` tokens of ``source`` (the message names the field and the shapes).
     """
 
     step: int
@@ -60,6 +67,23 @@ class AlignmentData:
     target: np.ndarray
     mirror_mass: float
     uniform: float
+    accuracy: float
+
+    def __post_init__(self):
+        source = np.shape(self.source)
+        if len(source) != 1 or source[0] < 1:
+            raise ValueError(
+                f"AlignmentData: source must be one-dimensional with at least one token, "
+                f"got shape {source}"
+            )
+        n = source[0]
+        for field, want in (("target", (n,)), ("weights", (n, n))):
+            got = np.shape(getattr(self, field))
+            if got != want:
+                raise ValueError(
+                    f"AlignmentData: {field} has shape {got} but source has {n} tokens, so "
+                    f"{field} must be {want}"
+                )
 
 
 def alignment_data(result, step_index: int, head: int, *, layer: int = 0) -> AlignmentData:
@@ -77,12 +101,13 @@ def alignment_data(result, step_index: int, head: int, *, layer: int = 0) -> Ali
 
     Raises:
         TypeError: if ``result`` is not a ``CrossAttentionResult`` or an index not an integer.
-        ValueError: if ``result`` has no snapshots or an index is out of range.
+        ValueError: if ``result`` has no snapshots (or none of their accuracies) or an index
+            is out of range.
     """
     from ..experiments import CrossAttentionResult
 
     check_instance(result, CrossAttentionResult, "result", "cross_attention_run")
-    if result.snapshots is None or result.snapshot_steps is None:
+    if any(x is None for x in (result.snapshots, result.snapshot_steps, result.snapshot_accuracy)):
         raise ValueError(
             "result has no snapshots: run cross_attention_run with "
             "snapshot_steps=... (e.g. range(0, 401, 25)) to record the map "
@@ -92,15 +117,16 @@ def alignment_data(result, step_index: int, head: int, *, layer: int = 0) -> Ali
     head = check_int(head, "head", 0, result.n_heads - 1)
     layer = check_int(layer, "layer", 0, result.n_layers - 1)
     return AlignmentData(
-        int(result.snapshot_steps[step_index]),
-        int(result.steps),
-        layer,
-        head,
-        result.snapshots[step_index, layer, head],
-        result.source,
-        result.target,
-        float(result.snapshot_mirror_mass[step_index, layer, head]),
-        1.0 / result.n,
+        step=int(result.snapshot_steps[step_index]),
+        steps=int(result.steps),
+        layer=layer,
+        head=head,
+        weights=result.snapshots[step_index, layer, head],
+        source=result.source,
+        target=result.target,
+        mirror_mass=float(result.snapshot_mirror_mass[step_index, layer, head]),
+        uniform=1.0 / result.n,
+        accuracy=float(result.snapshot_accuracy[step_index]),
     )
 
 
@@ -113,8 +139,8 @@ def draw_alignment(
     (top to bottom, its token after the colon), one column per source position (its token
     below), each weight written in its cell where it fits (no colour bar: the cells say it).
     Open circles mark the mirrored source position ``n - 1 - i`` of each row, the one a
-    reversal copies. The title (the caption above the plot) gives the step and the head's
-    held-out weight on the mirrored position.
+    reversal copies. The title (the caption above the plot) gives the step, the held-out
+    accuracy at that step and the head's held-out weight on the mirrored position.
 
     Trace order: 0 the weights heatmap (``z`` is ``(n, n)``), 1 the mirrored positions'
     markers (``n`` points).
@@ -226,10 +252,12 @@ def draw_alignment(
     )
     fig.update_layout(showlegend=True)
     title = _(
-        "Step {step} of {steps}, head {h}: {mass} of its weight on the mirrored source "
-        "position (held-out mean; uniform attention gives {uniform})",
+        "Step {step} of {steps}: held-out accuracy {accuracy}; head {h} puts {mass} of its "
+        "weight on the mirrored source position (held-out mean; uniform attention gives "
+        "{uniform})",
         step=data.step,
         steps=data.steps,
+        accuracy=f"{data.accuracy:.3f}",
         h=data.head + 1,
         mass=f"{data.mirror_mass:.3f}",
         uniform=f"{data.uniform:.3f}",
