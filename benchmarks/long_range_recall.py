@@ -21,7 +21,9 @@ Columns: ``solved_step`` is the number of updates after which the model was solv
 not within ``steps``); ``min_accuracy`` and ``worst_k`` are its lowest held-out accuracy after
 its last update and the distance where it occurred (the first, on ties); ``grad_ratio`` is the
 signal gradient at ``Δ = 1`` over that at ``Δ = max_k``, before training; ``loss_change`` the
-run's convergence check (empty when fewer than two windows were trained).
+run's convergence check (empty when fewer than two windows were trained); ``accuracy_by_k``
+the held-out accuracy after its last update at each distance ``Δ = 1 .. max_k``, separated by
+spaces (the per-distance profile behind ``min_accuracy``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ FIELDS = (
     "hidden_size",
     "grad_ratio",
     "loss_change",
+    "accuracy_by_k",
     "steps",
     "seconds",
 )
@@ -75,6 +78,7 @@ def rows(result) -> list[dict]:
                 hidden_size=result.hidden_size.get(name, ""),
                 grad_ratio=float(grad[0] / grad[-1]),
                 loss_change="" if math.isnan(change) else change,
+                accuracy_by_k=" ".join(repr(float(a)) for a in acc),
                 steps=result.steps,
                 seconds=float(result.time_s[name]),
             )

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import re
 
 import numpy as np
 from matchers import Check, Tiny, positive_time
@@ -57,6 +59,65 @@ def _times(x: float) -> str:
         "9": "⁹",
     }
     return f"{x / 10**e:.1f} × 10" + "".join(sup[c] for c in str(e))
+
+
+THREADS_ONE = (
+    "The machine that ran this page offers one CPU thread, so the table has a single row: the "
+    "comparison needs a machine with more"
+)
+THREADS = re.compile(
+    r"With (\d+) threads instead of one, attention at L = 2048 took (\S+) ms against (\S+) ms "
+    r"\(a speed-up of (\S+)\), and the L dependent steps of PyTorch's RNN (\S+) ms against "
+    r"(\S+) ms \((\S+)\)(?:; the machine's load average was (\S+) for its (\d+) CPU threads)?"
+)
+
+
+def _ratio_shown(ratio: str, a: str, b: str, half: float) -> bool:
+    """Whether ``ratio`` (shown to two decimals) can be a / b for a, b rounded to +-``half``."""
+    a, b, r = float(a), float(b), float(ratio)
+    lo, hi = (a - half) / (b + half), (a + half) / max(b - half, 1e-12)
+    return b > 0 and lo - 0.005 <= r <= hi + 0.005
+
+
+def _threads_phrase(v, g) -> bool:
+    """The one- vs all-thread timing phrase: its thread count is the machine's, its speed-ups
+    are the ratios of the times it shows (to their rounding); one thread: the fixed sentence."""
+    n_cpu = os.cpu_count() or 1
+    if n_cpu == 1:
+        return v == THREADS_ONE
+    m = THREADS.fullmatch(v)
+    if m is None:
+        return False
+    n, att_n, att_1, att_x, rnn_n, rnn_1, rnn_x, load, n_load = m.groups()
+    return (
+        int(n) == n_cpu
+        and (load is None) == (not hasattr(os, "getloadavg"))
+        and (load is None or (float(load) >= 0 and int(n_load) == n_cpu))
+        and _ratio_shown(att_x, att_1, att_n, 0.05)
+        and _ratio_shown(rnn_x, rnn_1, rnn_n, 0.005)
+    )
+
+
+ATT_PEAK = re.compile(
+    r"peaks at L = (\d+), with (\S+) GFLOP/s, and falls to (\S+) at L = 2048, (\d+)% of the peak"
+)
+ATT_LAST = re.compile(r"is highest at the longest L = 2048, with (\S+) GFLOP/s")
+
+
+def _att_top(v, g) -> bool:
+    """Attention's peak throughput phrase: a timed length before 2048, a fall, and the share
+    of the peak equal to the ratio of the two values it shows (to their rounding)."""
+    m = ATT_PEAK.fullmatch(v)
+    if m is None:
+        return ATT_LAST.fullmatch(v) is not None
+    n, top, last, share = m.groups()
+    top, last, share = float(top), float(last), int(share)
+    lo, hi = (last - 0.05) / (top + 0.05), (last + 0.05) / (top - 0.05)
+    return (
+        int(n) in (16, 32, 64, 128, 256, 512, 1024)
+        and last <= top
+        and 100 * lo - 0.5 <= share <= 100 * hi + 0.5
+    )
 
 
 def _status(run, name: str) -> str:
@@ -262,6 +323,44 @@ def _recall_grid() -> dict:
         float(r["grad_ratio"]) for r in table if r["model"] == "rnn" and int(r["max_k"]) == k_max
     )
 
+    # The per-distance column agrees with the old ones: its lowest value and where it occurs.
+    for r in table:
+        accs = [float(a) for a in r["accuracy_by_k"].split()]
+        assert len(accs) == int(r["max_k"]), r
+        assert min(accs) == float(r["min_accuracy"]) and accs.index(min(accs)) + 1 == int(
+            r["worst_k"]
+        ), r
+
+    def rnn_by_k(k):  # the RNN's accuracy at each distance, mean over the seeds
+        rows = [
+            [float(a) for a in r["accuracy_by_k"].split()]
+            for r in table
+            if r["model"] == "rnn" and int(r["max_k"]) == k
+        ]
+        assert len(rows) == len(seeds)
+        return [sum(col) / len(col) for col in zip(*rows)]
+
+    at_max = rnn_by_k(k_max)
+    reach = 0
+    while reach < k_max and at_max[reach] >= 0.5:  # leading distances right half the time
+        reach += 1
+    # The prose: right so often at the nearest distances, and so often beyond.
+    assert 1 <= reach <= k_max // 8, reach  # "failed at nearly every distance"
+    at_none = rnn_by_k(k_none)
+    assert max(at_none) < 0.95, "the prose: short of 95 % at every distance"
+
+    def changes(k):  # loss_change of the RNN's unsolved seeds
+        return [
+            float(r["loss_change"])
+            for r in table
+            if r["model"] == "rnn" and int(r["max_k"]) == k and not r["solved_step"]
+        ]
+
+    falling = [c for c in changes(k_next) if c < -0.01]
+    assert len(falling) >= 2, "the prose: 'by lo to hi'"
+    assert len(changes(k_max)) == len(seeds)
+    assert max(abs(c) for c in changes(k_max)) < 0.1, "the prose: 'the loss had stalled'"
+
     def live(model):
         return next(
             int(r["solved_step"])
@@ -290,6 +389,17 @@ def _recall_grid() -> dict:
         "rec_grid_att_med_max": median(steps("attention", k_max)),
         "rec_grid_rnn_acc_max": max(unsolved),
         "rec_grid_rnn_grad_max": _times(median(ratios)),
+        "rec_grid_rnn_reach": reach,
+        "rec_grid_rnn_acc_near": sum(at_max[:reach]) / reach,
+        "rec_grid_rnn_acc_far": sum(at_max[reach:]) / (k_max - reach),
+        "rec_grid_rnn_acc_none_lo": min(at_none),
+        "rec_grid_rnn_acc_none_hi": max(at_none),
+        "rec_grid_rnn_n_unsolved_next": len(changes(k_next)),
+        "rec_grid_rnn_n_falling_next": len(falling),
+        "rec_grid_rnn_fall_next_lo": -max(falling),
+        "rec_grid_rnn_fall_next_hi": -min(falling),
+        "rec_grid_rnn_change_max_lo": min(changes(k_max)),
+        "rec_grid_rnn_change_max_hi": max(changes(k_max)),
         "rec_grid_live_rnn": live("rnn"),
         "rec_grid_live_lstm": live("lstm"),
         "rec_grid_live_attention": live("attention"),
@@ -370,6 +480,7 @@ def expected() -> dict:
             "rec_n_signal": 8,
             "rec_solve_acc": 0.95,
             "rec_eval_every": 25,
+            "rec_window": 50,
             "rec_params_rnn": run.n_params["rnn"],
             "rec_params_lstm": run.n_params["lstm"],
             "rec_params_attention": run.n_params["attention"],
@@ -462,6 +573,12 @@ def expected() -> dict:
                 )
             ),
             "the phrase agrees with the two glued times",
+        ),
+        "par_att_top": Check(_att_top, "peak before L = 2048 and its share, or highest at 2048"),
+        "par_n_last": 2048,
+        "par_scores_mib": 4 * 2048**2 / 2**20,  # float32 L x L, by hand: 16 MiB
+        "par_thr_phrase": Check(
+            _threads_phrase, "os.cpu_count() threads; speed-ups = ratios of the shown times"
         ),
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
