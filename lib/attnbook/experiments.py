@@ -2605,7 +2605,7 @@ class HeadsResult:
             sequences and target numbers (0 = perfect, 1 = no better than the mean).
         unexplained_se: float64 ``(A, R)`` the standard error of each ``unexplained`` value
             as an estimate from ``eval_size`` random held-out sequences (the ratio of two
-            sums over the sequences; delta method, see :func:`_unexplained_se`).
+            sums over the sequences; delta method, computed by the private ``_unexplained_se``).
         unexplained_by_source: float64 ``(A, R, K)`` the same per source.
         bound: float64 ``(A,)`` ``1 - min(H, K) / K``: the least a layer whose weights ignore
             the contents can leave unexplained (see :func:`multi_source_batch`).

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 
 import numpy as np
@@ -59,43 +58,6 @@ def _times(x: float) -> str:
         "9": "⁹",
     }
     return f"{x / 10**e:.1f} × 10" + "".join(sup[c] for c in str(e))
-
-
-THREADS_ONE = (
-    "The machine that ran this page offers one CPU thread, so the table has a single row: the "
-    "comparison needs a machine with more"
-)
-THREADS = re.compile(
-    r"With (\d+) threads instead of one, attention at L = 2048 took (\S+) ms against (\S+) ms "
-    r"\(a speed-up of (\S+)\), and the L dependent steps of PyTorch's RNN (\S+) ms against "
-    r"(\S+) ms \((\S+)\)(?:; the machine's load average was (\S+) for its (\d+) CPU threads)?"
-)
-
-
-def _ratio_shown(ratio: str, a: str, b: str, half: float) -> bool:
-    """Whether ``ratio`` (shown to two decimals) can be a / b for a, b rounded to +-``half``."""
-    a, b, r = float(a), float(b), float(ratio)
-    lo, hi = (a - half) / (b + half), (a + half) / max(b - half, 1e-12)
-    return b > 0 and lo - 0.005 <= r <= hi + 0.005
-
-
-def _threads_phrase(v, g) -> bool:
-    """The one- vs all-thread timing phrase: its thread count is the machine's, its speed-ups
-    are the ratios of the times it shows (to their rounding); one thread: the fixed sentence."""
-    n_cpu = os.cpu_count() or 1
-    if n_cpu == 1:
-        return v == THREADS_ONE
-    m = THREADS.fullmatch(v)
-    if m is None:
-        return False
-    n, att_n, att_1, att_x, rnn_n, rnn_1, rnn_x, load, n_load = m.groups()
-    return (
-        int(n) == n_cpu
-        and (load is None) == (not hasattr(os, "getloadavg"))
-        and (load is None or (float(load) >= 0 and int(n_load) == n_cpu))
-        and _ratio_shown(att_x, att_1, att_n, 0.05)
-        and _ratio_shown(rnn_x, rnn_1, rnn_n, 0.005)
-    )
 
 
 ATT_PEAK = re.compile(
@@ -577,9 +539,6 @@ def expected() -> dict:
         "par_att_top": Check(_att_top, "peak before L = 2048 and its share, or highest at 2048"),
         "par_n_last": 2048,
         "par_scores_mib": 4 * 2048**2 / 2**20,  # float32 L x L, by hand: 16 MiB
-        "par_thr_phrase": Check(
-            _threads_phrase, "os.cpu_count() threads; speed-ups = ratios of the shown times"
-        ),
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
             "glued torch.nn.RNN time / n",
