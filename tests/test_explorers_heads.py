@@ -31,6 +31,7 @@ def fake_result() -> HeadsResult:
         n_heads=np.array([1, 3]),
         seeds=np.array([0]),
         unexplained=np.array([[0.6], [0.001]]),
+        unexplained_se=np.array([[0.004], [0.0001]]),
         unexplained_by_source=np.zeros((2, 1, K)),
         bound=np.array([2 / 3, 0.0]),
         loss=np.zeros((2, 1, 3)),

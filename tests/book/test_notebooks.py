@@ -308,8 +308,11 @@ def test_source_archive_of_the_repository():
             if (ROOT / rel).is_file() and rel not in files and rel not in git_only
         ]
         assert missing == [], "tracked files the archive leaves out"
+    # About 2.0 MB today (the shipped checkpoint is 0.4 MB of it, the catalogs and chapters most
+    # of the rest); the ceiling catches a stray build output, notebook or data set (megabytes),
+    # not the book's own growth.
     size = len(ext.source_archive(ROOT))
-    assert size < 2_000_000, f"the archive is {size} bytes"
+    assert size < 2_500_000, f"the archive is {size} bytes"
 
 
 def test_built_book_carries_its_source(built_book):
