@@ -469,11 +469,13 @@ def test_norm_placement_records_the_top_states_shares():
         eval_size=64,
         warmup_steps=2,
         probe_steps=(0, 2, 9),
+        probe_size=32,
         seed=seed,
         **sizes,
     )
     assert r.probe_steps.tolist() == [0, 2, 3]  # 9 >= steps is skipped; 3 = after training
     ids, x = E.copy_batch(64, 3, 5, torch.Generator().manual_seed(seed + 1))  # the held-out set
+    ids, x = ids[:32], x[:32]  # the probe's sequences
     for arm, (norm_first, _) in E.NORM_PLACEMENT_ARMS.items():
         inp, tok = r.top_input_share[arm], r.top_token_share[arm]
         assert inp.shape == tok.shape == (3,)

@@ -838,8 +838,10 @@ class NormPlacementResult:
             ``top_token_share`` were measured, before that step's update; the last entry is
             ``steps``, after the last update.
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
-            states the LM head reads depends on the input, measured on the held-out set in a
-            forward pass without gradients (:func:`_top_state_shares`). The states are those
+            states the LM head reads depends on the input, measured on the first
+            ``probe_size`` sequences of the held-out set without gradients
+            (:func:`_top_state_shares`; after training, in the forward pass that gives
+            ``eval_loss``). The states are those
             at the ``n`` positions that predict the copy (Post-LN: the last block's output;
             Pre-LN: the final norm's output). ``top_input_share`` is their variance across the
             held-out sequences (per position, summed over the features) over their mean
@@ -939,25 +941,33 @@ def _record_norm_inputs(model, into: dict) -> list:
     return [norm.register_forward_pre_hook(hook(key)) for key, norm in modules.items()]
 
 
-def _top_state_shares(model, ids, x) -> tuple:
+def _record_head_inputs(model, into: list):
+    """A forward pre-hook that appends the LM head's input ``(B, T, d)`` to ``into``."""
+    return model.lm_head.register_forward_pre_hook(lambda module, args: into.append(args[0]))
+
+
+def _top_state_shares(model, ids, x, states=None) -> tuple:
     """``(input share, token share)`` of the states ``model``'s LM head reads (float64 sums).
 
-    A forward pass of ``ids`` without gradients; ``h`` ``(B, n, d)`` are the head's inputs at
-    the positions ``n .. 2n - 1``, which predict the targets ``x`` ``(B, n)``. With ``m_i`` the
-    mean over the sequences at position ``i`` and ``m_ic`` that over the sequences whose target
-    there is ``c``: input share ``= sum |h_bi - m_i|^2 / sum |h_bi|^2``; token share ``=
-    sum_ic N_ic |m_ic - m_i|^2 / sum |h_bi|^2`` (``N_ic`` sequences in class ``c``).
-    See :class:`NormPlacementResult`.
+    ``states`` ``(B, 2n + 1, d)``: the head's inputs for ``ids``; if ``None``, a forward pass
+    of ``ids`` without gradients gives them. ``h`` ``(B, n, d)`` are those at the positions
+    ``n .. 2n - 1``, which predict the targets ``x`` ``(B, n)``. With ``m_i`` the mean over the
+    sequences at position ``i`` and ``m_ic`` that over the sequences whose target there is
+    ``c``: input share ``= sum |h_bi - m_i|^2 / sum |h_bi|^2``; token share ``= sum_ic N_ic
+    |m_ic - m_i|^2 / sum |h_bi|^2`` (``N_ic`` sequences in class ``c``). See
+    :class:`NormPlacementResult`.
     """
-    seen = []
-    handle = model.lm_head.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
-    try:
-        with torch.no_grad():
-            model(ids)
-    finally:
-        handle.remove()
+    if states is None:
+        seen = []
+        handle = _record_head_inputs(model, seen)
+        try:
+            with torch.no_grad():
+                model(ids)
+        finally:
+            handle.remove()
+        states = seen[0]
     n = x.shape[1]
-    h = seen[0][:, n : 2 * n].double()  # (B, n, d)
+    h = states[:, n : 2 * n].detach().double()  # (B, n, d)
     mean = h.mean(0)  # (n, d)
     total = float(h.pow(2).sum())
     spread = float((h - mean).pow(2).sum())
@@ -1013,6 +1023,7 @@ def norm_placement_run(
     warmup_steps: int | None = None,
     eval_size: int = 512,
     probe_steps=(0, 10, 20, 29),
+    probe_size: int = 128,
     seed: int = 0,
     num_threads: int = 1,
     progress: bool = False,
@@ -1053,6 +1064,9 @@ def norm_placement_run(
         probe_steps: steps at which to measure the top states' shares (before that step's
             update); those ``>= steps`` are skipped, and the state after training is always
             measured last.
+        probe_size: held-out sequences the shares are measured on (the first ones; at most
+            ``eval_size``); a forward pass of them costs about ``probe_size / (3 *
+            batch_size)`` training steps.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -1080,6 +1094,7 @@ def norm_placement_run(
         steps=steps,
         batch_size=batch_size,
         eval_size=eval_size,
+        probe_size=probe_size,
     ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
@@ -1155,7 +1170,9 @@ def norm_placement_run(
                 for (layer, k), value in seen.items():
                     rms[step, layer, k] = value
                 if step in probe_steps:  # after reading `seen`: this forward overwrites it
-                    shares[probe_steps.index(step)] = _top_state_shares(model, eval_ids, eval_x)
+                    shares[probe_steps.index(step)] = _top_state_shares(
+                        model, eval_ids[:probe_size], eval_x[:probe_size]
+                    )
                 held["before"] = torch.cat(
                     [p.detach().flatten().double() for p in first.parameters()]
                 )
@@ -1178,15 +1195,21 @@ def norm_placement_run(
             )
             for handle in handles:
                 handle.remove()
-            shares[-1] = _top_state_shares(model, eval_ids, eval_x)
-            out["top_input_share"][arm], out["top_token_share"][arm] = shares.T.copy()
             out["ln_rms"][arm], out["ln_rms_final"][arm] = rms, rms_final
             out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
             out["update_first"][arm] = upd
+            head_in = []
+            handle = _record_head_inputs(model, head_in)
             with torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
                 out["eval_loss"][arm] = float(loss)
                 out["eval_accuracy"][arm] = _accuracy(pred, eval_x)
+            handle.remove()
+            # After training: the same sequences, from the evaluation's forward pass.
+            shares[-1] = _top_state_shares(
+                model, None, eval_x[:probe_size], states=head_in[0][:probe_size]
+            )
+            out["top_input_share"][arm], out["top_token_share"][arm] = shares.T.copy()
     return NormPlacementResult(
         probe_steps=np.array(probe_steps, dtype=np.int64),
         chance_loss=math.log(vocab),
