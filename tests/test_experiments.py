@@ -518,6 +518,54 @@ def test_norm_placement_records_the_norms_input_rms():
         assert not np.allclose(rms[2], rms[0], rtol=1e-4)
 
 
+def _head_input_by_hand(model, ids):
+    """The states the LM head reads, the stack written out layer by layer (no hooks)."""
+    with torch.no_grad():
+        h = model.embed(ids, torch.arange(ids.shape[1]))
+        for layer in model.layers:
+            h = layer(h, causal=True)
+        return (h if model.norm is None else model.norm(h)).double().numpy()
+
+
+def test_norm_placement_records_the_top_states_shares():
+    """Step 0's shares equal NumPy's variance and class means of a forward pass by hand."""
+    seed, sizes = 4, dict(vocab=5, d_model=16, n_heads=2, n_layers=3, d_ff=32, n=3)
+    r = E.norm_placement_run(
+        steps=3,
+        batch_size=4,
+        eval_size=64,
+        warmup_steps=2,
+        probe_steps=(0, 2, 9),
+        probe_size=32,
+        seed=seed,
+        **sizes,
+    )
+    assert r.probe_steps.tolist() == [0, 2, 3]  # 9 >= steps is skipped; 3 = after training
+    ids, x = E.copy_batch(64, 3, 5, torch.Generator().manual_seed(seed + 1))  # the held-out set
+    ids, x = ids[:32], x[:32]  # the probe's sequences
+    for arm, (norm_first, _) in E.NORM_PLACEMENT_ARMS.items():
+        inp, tok = r.top_input_share[arm], r.top_token_share[arm]
+        assert inp.shape == tok.shape == (3,)
+        assert ((0 < tok) & (tok < inp) & (inp < 1)).all()
+        h = _head_input_by_hand(E._copy_model(norm_first, name=arm, seed=seed, **sizes), ids)
+        h = h[:, 3:6]  # (B, n, d): the positions that predict the copy
+        total = (h**2).sum()
+        want_inp = h.var(axis=0).sum() * len(h) / total
+        between = sum(
+            (x[:, i] == c).sum().item()
+            * ((h[x[:, i] == c, i].mean(0) - h[:, i].mean(0)) ** 2).sum()
+            for i in range(3)
+            for c in range(5)
+            if (x[:, i] == c).any()
+        )
+        assert inp[0] == pytest.approx(want_inp, rel=1e-5)
+        assert tok[0] == pytest.approx(between / total, rel=1e-5)
+        # Training changes the states: the later records move.
+        assert inp[-1] != pytest.approx(inp[0], rel=1e-4)
+    with pytest.raises(ValueError, match="probe_steps"):
+        E.norm_placement_run(steps=2, batch_size=2, eval_size=2, probe_steps=(3, 1), **sizes)
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(

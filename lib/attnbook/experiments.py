@@ -890,6 +890,21 @@ class NormPlacementResult:
         ln_rms_final: per arm, float64 ``(steps,)``: the same for the final norm of the
             Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
             the Post-LN arms, which have no final norm.
+        probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share`` and
+            ``top_token_share`` were measured, before that step's update; the last entry is
+            ``steps``, after the last update.
+        top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
+            states the LM head reads depends on the input, measured on the first
+            ``probe_size`` sequences of the held-out set without gradients
+            (:func:`_top_state_shares`; after training, in the forward pass that gives
+            ``eval_loss``). The states are those
+            at the ``n`` positions that predict the copy (Post-LN: the last block's output;
+            Pre-LN: the final norm's output). ``top_input_share`` is their variance across the
+            held-out sequences (per position, summed over the features) over their mean
+            square; ``top_token_share`` the part of that variance explained by the token each
+            position must output (between-class variance, classes = that token) over the same
+            mean square. A share near 0 means the head sees about the same vector whatever
+            the input, so its output cannot depend on the input.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
             the run diverged).
         chance_loss: ``log(vocab)``.
@@ -906,6 +921,9 @@ class NormPlacementResult:
     update_first: dict
     ln_rms: dict
     ln_rms_final: dict
+    probe_steps: np.ndarray
+    top_input_share: dict
+    top_token_share: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -979,6 +997,43 @@ def _record_norm_inputs(model, into: dict) -> list:
     return [norm.register_forward_pre_hook(hook(key)) for key, norm in modules.items()]
 
 
+def _record_head_inputs(model, into: list):
+    """A forward pre-hook that appends the LM head's input ``(B, T, d)`` to ``into``."""
+    return model.lm_head.register_forward_pre_hook(lambda module, args: into.append(args[0]))
+
+
+def _top_state_shares(model, ids, x, states=None) -> tuple:
+    """``(input share, token share)`` of the states ``model``'s LM head reads (float64 sums).
+
+    ``states`` ``(B, 2n + 1, d)``: the head's inputs for ``ids``; if ``None``, a forward pass
+    of ``ids`` without gradients gives them. ``h`` ``(B, n, d)`` are those at the positions
+    ``n .. 2n - 1``, which predict the targets ``x`` ``(B, n)``. With ``m_i`` the mean over the
+    sequences at position ``i`` and ``m_ic`` that over the sequences whose target there is
+    ``c``: input share ``= sum |h_bi - m_i|^2 / sum |h_bi|^2``; token share ``= sum_ic N_ic
+    |m_ic - m_i|^2 / sum |h_bi|^2`` (``N_ic`` sequences in class ``c``). See
+    :class:`NormPlacementResult`.
+    """
+    if states is None:
+        seen = []
+        handle = _record_head_inputs(model, seen)
+        try:
+            with torch.no_grad():
+                model(ids)
+        finally:
+            handle.remove()
+        states = seen[0]
+    n = x.shape[1]
+    h = states[:, n : 2 * n].detach().double()  # (B, n, d)
+    mean = h.mean(0)  # (n, d)
+    total = float(h.pow(2).sum())
+    spread = float((h - mean).pow(2).sum())
+    onehot = F.one_hot(x, int(x.max()) + 1).double()  # (B, n, classes)
+    count = onehot.sum(0)  # (n, classes)
+    class_mean = torch.einsum("bnc,bnd->ncd", onehot, h) / count.clamp(min=1)[..., None]
+    between = float((count[..., None] * (class_mean - mean[:, None]).pow(2)).sum())
+    return spread / total, between / total
+
+
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
     """The run's ``DecoderOnlyModel`` for one placement, built after ``torch.manual_seed``."""
     config = ModelConfig(
@@ -1023,6 +1078,8 @@ def norm_placement_run(
     lr: float = 3e-3,
     warmup_steps: int | None = None,
     eval_size: int = 512,
+    probe_steps=(0, 10, 20, 29),
+    probe_size: int = 128,
     seed: int = 0,
     num_threads: int = 1,
     progress: bool = False,
@@ -1044,7 +1101,9 @@ def norm_placement_run(
     Here the norm is taken over all parameters of each layer. During training the run records,
     per step, the gradient norms of the first and last layers, the relative size of the
     first layer's update (what Adam does with those gradients) and the RMS of every norm's
-    input (a norm divides the gradient passing back through it by about that RMS). The
+    input (a norm divides the gradient passing back through it by about that RMS); at a few
+    steps (``probe_steps``) and after training, how much of the states the LM head reads
+    depends on the input and on the token to be output (held-out set, no gradients). The
     defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
     the outcome: measured on seeds 0-2, Post-LN without warmup stays at the chance loss and
     the three other arms learn the copy (at the earlier default ``lr = 1e-3``, seed 0,
@@ -1058,6 +1117,12 @@ def norm_placement_run(
             for every arm).
         warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5``.
         eval_size: held-out sequences.
+        probe_steps: steps at which to measure the top states' shares (before that step's
+            update); those ``>= steps`` are skipped, and the state after training is always
+            measured last.
+        probe_size: held-out sequences the shares are measured on (the first ones; at most
+            ``eval_size``); a forward pass of them costs about ``probe_size / (3 *
+            batch_size)`` training steps.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -1066,10 +1131,10 @@ def norm_placement_run(
         :class:`NormPlacementResult`.
 
     Raises:
-        TypeError: if a size, ``warmup_steps`` or ``seed`` is not an integer or ``lr`` not a
-            real number.
-        ValueError: if a size is < 1, ``lr`` is not positive or ``warmup_steps`` or ``seed``
-            is negative.
+        TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer or
+            ``lr`` not a real number.
+        ValueError: if a size is < 1, ``lr`` is not positive, ``probe_steps`` is not strictly
+            increasing or ``warmup_steps``, a probe step or ``seed`` is negative.
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1085,6 +1150,7 @@ def norm_placement_run(
         steps=steps,
         batch_size=batch_size,
         eval_size=eval_size,
+        probe_size=probe_size,
     ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
@@ -1092,6 +1158,10 @@ def norm_placement_run(
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
+    probe_steps = [checks.check_int(s, "probe_steps", 0) for s in probe_steps]
+    if any(b <= a for a, b in zip(probe_steps, probe_steps[1:])):
+        raise ValueError(f"probe_steps must be strictly increasing, got {probe_steps}")
+    probe_steps = [s for s in probe_steps if s < steps] + [steps]
     eval_ids, eval_x = copy_batch(
         eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
     )
@@ -1108,6 +1178,8 @@ def norm_placement_run(
             "update_first",
             "ln_rms",
             "ln_rms_final",
+            "top_input_share",
+            "top_token_share",
             "eval_loss",
             "eval_accuracy",
         )
@@ -1134,6 +1206,7 @@ def norm_placement_run(
             rms_final = np.full(steps, np.nan)
             seen = {}  # the norms' input RMS of the latest forward pass
             handles = _record_norm_inputs(model, seen)
+            shares = np.empty((len(probe_steps), 2), dtype=np.float64)
 
             def after_backward(
                 step,
@@ -1145,11 +1218,17 @@ def norm_placement_run(
                 rms=rms,
                 rms_final=rms_final,
                 seen=seen,
+                model=model,
+                shares=shares,
             ):
                 g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
                 rms_final[step] = seen.pop("final", np.nan)
                 for (layer, k), value in seen.items():
                     rms[step, layer, k] = value
+                if step in probe_steps:  # after reading `seen`: this forward overwrites it
+                    shares[probe_steps.index(step)] = _top_state_shares(
+                        model, eval_ids[:probe_size], eval_x[:probe_size]
+                    )
                 held["before"] = torch.cat(
                     [p.detach().flatten().double() for p in first.parameters()]
                 )
@@ -1175,11 +1254,20 @@ def norm_placement_run(
             out["ln_rms"][arm], out["ln_rms_final"][arm] = rms, rms_final
             out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
             out["update_first"][arm] = upd
+            head_in = []
+            handle = _record_head_inputs(model, head_in)
             with torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
                 out["eval_loss"][arm] = float(loss)
                 out["eval_accuracy"][arm] = _accuracy(pred, eval_x)
+            handle.remove()
+            # After training: the same sequences, from the evaluation's forward pass.
+            shares[-1] = _top_state_shares(
+                model, None, eval_x[:probe_size], states=head_in[0][:probe_size]
+            )
+            out["top_input_share"][arm], out["top_token_share"][arm] = shares.T.copy()
     return NormPlacementResult(
+        probe_steps=np.array(probe_steps, dtype=np.int64),
         chance_loss=math.log(vocab),
         n_layers=n_layers,
         d_model=d_model,
