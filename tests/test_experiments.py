@@ -564,6 +564,8 @@ def test_norm_placement_records_the_top_states_shares():
         assert inp[-1] != pytest.approx(inp[0], rel=1e-4)
     with pytest.raises(ValueError, match="probe_steps"):
         E.norm_placement_run(steps=2, batch_size=2, eval_size=2, probe_steps=(3, 1), **sizes)
+    with pytest.raises(ValueError, match="warmup_steps=2 must be < steps=2"):
+        E.norm_placement_run(steps=2, batch_size=2, eval_size=2, warmup_steps=2, **sizes)
 
 
 def test_norm_placement_gradient_norms_at_init_match_autograd():

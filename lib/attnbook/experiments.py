@@ -1134,7 +1134,8 @@ def norm_placement_run(
         TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer or
             ``lr`` not a real number.
         ValueError: if a size is < 1, ``lr`` is not positive, ``probe_steps`` is not strictly
-            increasing or ``warmup_steps``, a probe step or ``seed`` is negative.
+            increasing, ``warmup_steps``, a probe step or ``seed`` is negative, or
+            ``warmup_steps >= steps`` (the warmup arms would never reach the peak rate).
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1157,7 +1158,7 @@ def norm_placement_run(
     seed = checks.check_seed(seed)
     if warmup_steps is None:
         warmup_steps = steps // 5
-    warmup_steps = checks.check_int(warmup_steps, "warmup_steps", 0)
+    warmup_steps = checks.check_warmup_steps(warmup_steps, steps)
     probe_steps = [checks.check_int(s, "probe_steps", 0) for s in probe_steps]
     if any(b <= a for a, b in zip(probe_steps, probe_steps[1:])):
         raise ValueError(f"probe_steps must be strictly increasing, got {probe_steps}")
