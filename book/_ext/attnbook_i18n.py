@@ -111,6 +111,27 @@ def _forget(app: Any, doctree: nodes.document) -> None:
     _KEPT.pop(app.env.docname, None)
 
 
+#: Docutils' smart quotes (on for zh_CN) turn a glued phrase's straight quotes into curly
+#: ones before the phrase is translated; the catalogs hold the phrases as Python wrote them.
+_STRAIGHT_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def lookup_pasted(text: str, language: str) -> str | None:
+    """The translation of a glued phrase as it stands in the doctree (its quotes possibly made
+    curly by smart quotes), or None when the label catalogs lack it."""
+    from attnbook import i18n
+
+    # As written; with straight apostrophes only (a phrase may quote a sentence in curly
+    # double quotes on purpose); with every quote straight.
+    for candidate in dict.fromkeys(
+        (text, text.replace("\u2019", "'"), text.translate(_STRAIGHT_QUOTES))
+    ):
+        new = i18n.lookup(candidate, language)
+        if new is not None:
+            return new
+    return None
+
+
 def _translate_pasted(app: Any, doctree: nodes.document) -> None:
     """Translate the glued phrases of a page (see the module docstring)."""
     language = app.config.language or "en"
@@ -129,7 +150,7 @@ def _translate_pasted(app: Any, doctree: nodes.document) -> None:
         text = node.astext()
         if not i18n.needs_translation(text):
             continue
-        new = i18n.lookup(text, language)
+        new = lookup_pasted(text, language)
         if new is None:
             logger.warning(
                 f"glued phrase not translated to {language}: {text!r} (add it to "

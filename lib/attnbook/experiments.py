@@ -896,7 +896,7 @@ class NormPlacementResult:
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
             states the LM head reads depends on the input, measured on the first
             ``probe_size`` sequences of the held-out set without gradients
-            (:func:`_top_state_shares`; after training, in the forward pass that gives
+            (the private ``_top_state_shares``; after training, in the forward pass that gives
             ``eval_loss``). The states are those
             at the ``n`` positions that predict the copy (Post-LN: the last block's output;
             Pre-LN: the final norm's output). ``top_input_share`` is their variance across the

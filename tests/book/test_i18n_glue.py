@@ -114,3 +114,30 @@ def test_without_extension_the_value_is_missing(tmp_path: Path) -> None:
     assert "No key 'var64' found in glue data" in proc.stderr
     # the catalog is used, but the glued value is missing
     assert _paragraph(html) == "测得的方差为 ，与理论接近。"
+
+
+def test_a_glued_phrase_with_curly_quotes_finds_its_translation() -> None:
+    """Smart quotes (on for zh_CN) make a glued phrase's apostrophe curly before the extension
+    translates it; the label catalogs hold the straight form, as Python wrote it."""
+    import polib
+
+    sys.path.insert(0, str(EXT_DIR))
+    try:
+        import attnbook_i18n
+    finally:
+        sys.path.remove(str(EXT_DIR))
+    from attnbook import i18n
+
+    catalogs = (EXT_DIR.parents[1] / "lib" / "attnbook" / "locale" / "zh_CN").glob("*.po")
+    phrases = [
+        e.msgid
+        for po in sorted(catalogs)
+        for e in polib.pofile(str(po))
+        if "'" in e.msgid and "{" not in e.msgid and i18n.lookup(e.msgid, "zh_CN")
+    ]
+    assert phrases, "no catalog phrase with an apostrophe to test with"
+    for straight in phrases:
+        curly = straight.replace("'", "\u2019")
+        assert i18n.lookup(curly, "zh_CN") is None or curly == straight
+        assert attnbook_i18n.lookup_pasted(curly, "zh_CN") == i18n.lookup(straight, "zh_CN")
+    assert attnbook_i18n.lookup_pasted("no such phrase\u2019s", "zh_CN") is None
