@@ -124,6 +124,21 @@ def _run():
     return experiments.norm_placement_run()
 
 
+def _step0_model(norm_first: bool, arm: str, seed: int):
+    """The step-0 model of ``norm_placement_run``'s arm ``arm`` (its default sizes)."""
+    return experiments._copy_model(
+        norm_first,
+        vocab=16,
+        d_model=64,
+        n_heads=4,
+        n_layers=12,
+        d_ff=256,
+        n=8,
+        name=arm,
+        seed=seed,
+    )
+
+
 def _training() -> dict:
     run = _run()
     g_post, g_pre = run.grad_norm_init["post_ln"], run.grad_norm_init["pre_ln"]
@@ -213,17 +228,7 @@ def _training() -> dict:
     # pass by hand of the step-0 model (Post-LN: every block norm; Pre-LN: the final norm).
     ids, x = experiments.copy_batch(16, 8, 16, torch.Generator().manual_seed(0))
     for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
-        model = experiments._copy_model(
-            norm_first,
-            vocab=16,
-            d_model=64,
-            n_heads=4,
-            n_layers=12,
-            d_ff=256,
-            n=8,
-            name=arm,
-            seed=0,
-        )
+        model = _step0_model(norm_first, arm, seed=0)
         model.train()  # as in training (no dropout in this model; same forward)
         by_hand = norm_input_rms(model, ids)
         if norm_first:
@@ -322,17 +327,7 @@ def _training() -> dict:
         ids_h, x_h = experiments.copy_batch(512, 8, 16, torch.Generator().manual_seed(r.seed + 1))
         ids_h, x_h = ids_h[:128], x_h[:128]  # the run's probe_size
         for arm, norm_first in (("post_ln", False), ("pre_ln", True)):
-            model = experiments._copy_model(
-                norm_first,
-                vocab=16,
-                d_model=64,
-                n_heads=4,
-                n_layers=12,
-                d_ff=256,
-                n=8,
-                name=arm,
-                seed=r.seed,
-            )
+            model = _step0_model(norm_first, arm, seed=r.seed)
             with torch.no_grad():
                 h = model.embed(ids_h, torch.arange(17))
                 for layer in model.layers:
