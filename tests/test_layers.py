@@ -622,6 +622,29 @@ def test_torch_padding_combine_and_additive_masks_match_numpy():
         layers.combine_masks(torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.bool))
 
 
+def test_combine_and_additive_masks_move_every_mask_to_the_first_tensor_masks_device():
+    # A NumPy (or CPU) padding mask with a CUDA causal mask used to raise torch's raw
+    # "same device" RuntimeError; the meta device reproduces that on a CPU-only machine.
+    causal = torch.ones(3, 3, dtype=torch.bool, device="meta")
+    for other in (torch.ones(3, 3, dtype=torch.bool), np.ones((3, 3), bool)):
+        both = layers.combine_masks(causal, other)
+        assert both.device.type == "meta" and both.shape == (3, 3)
+        add = layers.additive_mask(causal, None, other, dtype=torch.float32)
+        assert add.device.type == "meta" and add.dtype == torch.float32
+    # without a tensor among them, arrays and lists give a CPU tensor, as before
+    assert layers.combine_masks(np.ones((3, 3), bool), [True, False, True]).device.type == "cpu"
+
+
+@pytest.mark.parametrize("call", ["combine", "additive"])
+def test_combine_and_additive_masks_refuse_a_string_like_the_numpy_twins(call):
+    fn = {
+        "combine": layers.combine_masks,
+        "additive": lambda *m: layers.additive_mask(*m, dtype=torch.float32),
+    }[call]
+    with pytest.raises(TypeError, match=r"keep_masks\[1\] must be a boolean keep-mask.*<U3"):
+        fn(layers.causal_mask(3), "abc")
+
+
 def test_split_heads_errors_are_those_of_the_numpy_twin():
     from attnbook import heads
 

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
+    as_array,
     check_bool,
     check_divides,
     check_dropout,
@@ -486,15 +487,18 @@ def additive_mask(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
 
     Args:
         *keep_masks: boolean tensors (``True`` = may attend) that broadcast together; ``None``
-            entries are skipped.
+            entries are skipped. Arrays and lists are accepted; every mask moves to the
+            device of the first tensor among them (e.g. a CPU padding mask joins a CUDA
+            causal mask on the GPU).
         dtype: floating dtype of the scores the mask will be added to.
 
     Returns:
-        Float tensor of the broadcast shape: 0 where every mask keeps, ``finfo(dtype).min``
-        elsewhere; ``None`` if every mask is ``None``.
+        Float tensor of the broadcast shape, on the first tensor mask's device: 0 where every
+        mask keeps, ``finfo(dtype).min`` elsewhere; ``None`` if every mask is ``None``.
 
     Raises:
-        TypeError: if a mask is not boolean or ``dtype`` is not floating.
+        TypeError: if a mask is not boolean (a string or other non-array included) or
+            ``dtype`` is not floating.
         ValueError: if the masks do not broadcast together.
     """
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -534,14 +538,24 @@ def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 def _combine_keep(*masks) -> torch.Tensor | None:
-    keep = [
-        check_keep_mask(torch.as_tensor(m), f"keep_masks[{idx}]")
-        for idx, m in enumerate(masks)
-        if m is not None
-    ]
+    # Arrays and lists are checked as NumPy arrays first (a string gets the NumPy twin's
+    # TypeError, not torch's "new()"); every mask then moves to the device of the first
+    # tensor mask, as scaled_dot_product_attention moves a CPU mask to q's device.
+    keep, device = [], None
+    for idx, m in enumerate(masks):
+        if m is None:
+            continue
+        name = f"keep_masks[{idx}]"
+        if isinstance(m, torch.Tensor):
+            device = m.device if device is None else device
+        else:
+            m = torch.as_tensor(check_keep_mask(as_array(m, name), name))
+        keep.append(check_keep_mask(m, name))
     if not keep:
         return None
     check_masks_broadcast(keep, "keep_masks")
+    if device is not None:
+        keep = [m.to(device) for m in keep]
     out = keep[0]
     for m in keep[1:]:
         out = out & m  # hidden as soon as one mask hides it
@@ -556,13 +570,14 @@ def combine_masks(*masks) -> torch.Tensor | None:
 
     Args:
         *masks: boolean keep-masks (tensors, arrays or nested lists), e.g. a causal
-            ``(L, S)`` and a padding ``(B, 1, 1, S)``.
+            ``(L, S)`` and a padding ``(B, 1, 1, S)``. Every mask moves to the device of the
+            first tensor among them (arrays and lists alone give a CPU tensor).
 
     Returns:
         The boolean keep-mask of their broadcast shape, or ``None``.
 
     Raises:
-        TypeError: if a mask is not boolean.
+        TypeError: if a mask is not boolean (a string or other non-array included).
         ValueError: if the masks do not broadcast together.
     """
     return _combine_keep(*masks)
