@@ -387,6 +387,8 @@ def test_b_mla_mask_arguments():
     assert_close(m(x, mask=keep, causal=False), m(x, causal=True), atol=1e-6, rtol=0)
     with pytest.raises(TypeError, match="mask must be a boolean"):
         m(x, mask=torch.ones(3, 3))
+    with pytest.raises(TypeError, match="mask must be a boolean keep-mask.*<U3"):
+        m(x, mask="abc")  # was torch's raw "new(): invalid data type 'str'"
 
 
 def test_low_non_bool_flags_rejected():

@@ -1172,7 +1172,8 @@ class MultiHeadLatentAttention(nn.Module):
             ValueError: if ``x`` is not ``(B, L, d_model)``, ``positions`` does not end in
                 ``L`` or is negative, or the mask does not broadcast.
             TypeError: if ``x`` is not a tensor in the parameters' dtype, ``positions`` is not
-                an integer tensor or the mask is not boolean.
+                an integer tensor or the mask is not boolean (a string or other non-array
+                included).
         """
         check_module_input(x, self.kv_a_proj.weight, self.d_model, "x")
         causal = check_bool(causal, "causal")
@@ -1205,8 +1206,8 @@ class MultiHeadLatentAttention(nn.Module):
         if causal:
             keep = position_keep_mask(positions.to(x.device), k_positions.to(x.device))
         if mask is not None:
-            if isinstance(mask, (list, tuple)):
-                mask = np.asarray(mask)
+            if not isinstance(mask, torch.Tensor):  # a string gets the NumPy twin's TypeError
+                mask = check_keep_mask(as_array(mask, "mask"), "mask")
             mask = check_keep_mask(torch.as_tensor(mask, device=x.device), "mask", (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)
