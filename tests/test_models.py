@@ -481,3 +481,22 @@ def test_kv_caches_are_checked_by_one_rule_in_both_models():
         model(torch.tensor([[1, 2]]), kv_caches=[])
     with pytest.raises(TypeError, match=r"kv_caches\[0\] must be None or a cache"):
         model(torch.tensor([[1, 2]]), kv_caches=["cache"] * len(model.layers))
+
+
+@pytest.mark.parametrize("arch", ["decoder", "encoder", "encoder-decoder"])
+def test_ids_on_another_device_than_the_model_get_a_named_error(arch):
+    # They raised torch's raw index_select error from inside the embedding; the meta device
+    # stands in for CUDA on a CPU-only machine.
+    cfg = ModelConfig(**{**BASE, "arch": arch, "n_encoder_layers": 1})
+    model = build_model(cfg).eval()
+    meta_ids = torch.ones(1, 3, dtype=torch.long, device="meta")
+    args = {"decoder": ("ids",), "encoder": ("ids",), "encoder-decoder": ("src", "tgt")}[arch]
+    for i, name in enumerate(args):
+        call = [torch.ones(1, 3, dtype=torch.long) for _ in args]
+        call[i] = meta_ids
+        with pytest.raises(
+            ValueError, match=rf"{name} must be on the model's device cpu; got .* meta"
+        ):
+            model(*call)
+    # lists and arrays are created on the model's device, as before on the CPU
+    assert model(*([[1, 2, 3]] for _ in args)).shape[:2] == (1, 3)

@@ -1030,7 +1030,14 @@ def check_features(
     return x
 
 
-def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, min_len: int = 0):
+def check_token_ids(
+    ids,
+    name: str = "ids",
+    vocab_size: int | None = None,
+    *,
+    min_len: int = 0,
+    device=None,
+):
     """``(B, T)`` integer token ids as a torch tensor (lists and NumPy arrays are converted).
 
     Args:
@@ -1038,16 +1045,29 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, mi
         name: their name in messages.
         vocab_size: if given, every id must be below it.
         min_len: fewest tokens per sequence ``T`` accepted (a prompt needs one).
+        device: if given, the model's device: a tensor must already be on it (the model
+            does not move its input), a list or array is created there.
 
     Returns:
         The ids, a ``(B, T)`` integer tensor.
 
     Raises:
         TypeError: the ids are not integers (floats and bools refused).
-        ValueError: not 2-D, ``T < min_len``, or an id outside ``[0, vocab_size)`` (``>= 0``
-            if no ``vocab_size`` is given).
+        ValueError: not 2-D, ``T < min_len``, an id outside ``[0, vocab_size)`` (``>= 0``
+            if no ``vocab_size`` is given), or a tensor on another device than ``device``.
     """
+    import torch
+
+    if device is not None:
+        device = torch.device(device)
+        if isinstance(ids, torch.Tensor) and ids.device != device:
+            raise ValueError(
+                f"{name} must be on the model's device {device}; got a tensor on "
+                f"{ids.device} (move it with {name}.to({str(device)!r}))"
+            )
     ids = check_int_tensor(ids, name, None)
+    if device is not None:
+        ids = ids.to(device)  # lists and arrays come as CPU tensors
     if ids.ndim != 2:
         raise ValueError(
             f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
