@@ -175,9 +175,10 @@ class EncoderOnlyModel(nn.Module):
       Face's convention), or ``None``; padding keys are hidden from every query.
 
     ``forward`` raises ``ValueError`` if ``ids`` is not ``(B, T)``, holds ids outside
-    ``[0, vocab_size)`` or is a tensor on another device than the model, ``T`` exceeds ``max_seq_len`` with learned or sinusoidal positions, or
-    ``attention_mask`` is not ``(B, T)`` or holds values other than 0 and 1; ``TypeError`` if
-    ``ids`` is not an integer tensor (or array).
+    ``[0, vocab_size)`` or is a tensor on another device than the model, ``T`` exceeds
+    ``max_seq_len`` with learned or sinusoidal positions, or ``attention_mask`` is not
+    ``(B, T)`` or holds values other than 0 and 1; ``TypeError`` if ``ids`` is not an integer
+    tensor (or array).
 
     Args:
         config: a :class:`attnbook.config.ModelConfig` with ``arch="encoder"``.
