@@ -1304,6 +1304,8 @@ def test_heads_run_rejects_bad_arguments():
         E.heads_run(eval_size=8, n_examples=9)
     with pytest.raises(ValueError, match="n_heads and seeds"):
         E.heads_run(seeds=())
+    with pytest.raises(ValueError, match="eval_size must be >= 2 .*got 1"):
+        E.heads_run(eval_size=1, n_examples=1)  # was a ZeroDivisionError in _unexplained_se
 
 
 # ---- chapter 01: the copy run -------------------------------------------------------------------

@@ -2804,7 +2804,7 @@ def heads_run(
         seq_len, n_sources, content_dim: the task (see :func:`multi_source_batch`).
         d_model: model width.
         steps, batch_size, lr: Adam updates, sequences per update, learning rate.
-        eval_size: held-out sequences.
+        eval_size: held-out sequences, at least 2 (for the standard error).
         n_examples: held-out sequences whose weights and outputs are kept (the first seed's).
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -2815,8 +2815,8 @@ def heads_run(
     Raises:
         TypeError: if a size or seed is not an integer or ``lr`` not a real number.
         ValueError: if a size is < 1, no arm or seed is given, an ``H`` does not divide
-            ``d_model``, ``seq_len <= n_sources``, ``n_examples > eval_size``, ``lr`` is not
-            positive or a seed is negative.
+            ``d_model``, ``seq_len <= n_sources``, ``eval_size < 2``,
+            ``n_examples > eval_size``, ``lr`` is not positive or a seed is negative.
 
     Source: Vaswani et al. (2017), section 3.2.2 ("multi-head attention allows the model to
     jointly attend to information from different representation subspaces at different
@@ -2842,6 +2842,11 @@ def heads_run(
             raise ValueError(f"n_heads {h} must divide d_model {d_model}")
     if seq_len <= n_sources:
         raise ValueError(f"seq_len {seq_len} must be > n_sources {n_sources}")
+    if eval_size < 2:  # the standard error divides by eval_size - 1
+        raise ValueError(
+            f"eval_size must be >= 2 (the standard error of the missed variance needs two "
+            f"held-out sequences), got {eval_size}"
+        )
     if n_examples > eval_size:
         raise ValueError(f"n_examples {n_examples} must be <= eval_size {eval_size}")
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
