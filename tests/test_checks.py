@@ -341,6 +341,13 @@ def test_check_increasing():
         checks.check_increasing(5, "stops")
     with pytest.raises(TypeError, match="stops must be a sequence"):
         checks.check_increasing("123", "stops")
+    for not_1d in (np.array(2), np.zeros((2, 2), int)):  # len() of a 0-d array is a raw error
+        with pytest.raises(TypeError, match=r"stops must be a sequence of integers, got an array"):
+            checks.check_increasing(not_1d, "stops")
+    with pytest.raises(
+        TypeError, match=r"stops must be a sequence of integers, got \{0, 3\} \(set\)"
+    ):
+        checks.check_increasing({0, 3}, "stops")  # a set has no order
     with pytest.raises(TypeError, match=r"stops\[1\] must be an integer, got 2.0"):
         checks.check_increasing((1, 2.0), "stops")
     with pytest.raises(TypeError, match=r"g\[0\] must be a real number"):

@@ -756,11 +756,16 @@ def check_increasing(
         The entries as a tuple of ``int`` (or ``float``).
 
     Raises:
-        TypeError: ``values`` is not a sequence (a string is refused), or an entry is not an
-            integer (a real number).
+        TypeError: ``values`` is not a sequence (a string, a set and an array that is not 1-D,
+            e.g. a 0-d one, are refused), or an entry is not an integer (a real number).
         ValueError: it is empty, an entry lies outside the bounds, or the entries do not
             strictly increase.
     """
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise TypeError(
+            f"{name} must be a sequence of {'integers' if integer else 'numbers'}, got an "
+            f"array of shape {values.shape} (a 1-D array or a list is expected)"
+        )
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise TypeError(
             f"{name} must be a sequence of "
