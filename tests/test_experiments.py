@@ -1013,6 +1013,8 @@ def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
         ((0, 2.0), TypeError, "snapshot_steps\\[1\\]"),
         ("0", TypeError, "snapshot_steps"),
         (25, TypeError, "snapshot_steps"),
+        (np.array(2), TypeError, r"snapshot_steps must be a sequence .*array of shape \(\)"),
+        ({0, 3}, TypeError, r"snapshot_steps must be a sequence .*\(set\)"),
     ],
 )
 def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, match):
@@ -1024,6 +1026,13 @@ def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, mat
 def test_cross_attention_run_rejects_ablations_that_are_not_a_bool(ablations):
     with pytest.raises(TypeError, match="ablations"):
         E.cross_attention_run(steps=30, ablations=ablations)
+
+
+def test_cross_attention_run_refuses_ablations_for_one_position():
+    # With n=1 the "shifted" map (n - 2 - i) mod n is the mirror map: the ablation would
+    # report two identical maps as if they were different.
+    with pytest.raises(ValueError, match="ablations need n >= 2 .*got n=1"):
+        E.cross_attention_run(n=1, steps=1, batch_size=2, eval_size=2, ablations=True)
 
 
 def test_cross_attention_weights_match_a_float64_reference():

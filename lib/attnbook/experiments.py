@@ -2221,7 +2221,7 @@ def cross_attention_run(
         snapshot_steps: ``None`` (default: no snapshots) or a strictly increasing sequence of
             integers in ``[0, steps]``: the numbers of updates after which to record a
             snapshot, e.g. ``range(0, steps + 1, 25)``.
-        ablations: also record ``ablation_accuracy`` and ``ablation_copied``.
+        ablations: also record ``ablation_accuracy`` and ``ablation_copied``; needs ``n >= 2``.
         progress: show tqdm bars.
 
     Returns:
@@ -2229,9 +2229,11 @@ def cross_attention_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number,
-            ``snapshot_steps`` not a sequence of integers or ``ablations`` not a bool.
-        ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative, or
-            ``snapshot_steps`` is empty, not strictly increasing or outside ``[0, steps]``.
+            ``snapshot_steps`` not a sequence of integers (a set or a 0-d array included) or
+            ``ablations`` not a bool.
+        ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative,
+            ``ablations`` is asked for with ``n < 2``, or ``snapshot_steps`` is empty, not
+            strictly increasing or outside ``[0, steps]``.
 
     Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
     """
@@ -2250,6 +2252,10 @@ def cross_attention_run(
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     ablations = checks.check_bool(ablations, "ablations")
+    if ablations and n < 2:  # with one position the shifted map is the mirror map
+        raise ValueError(
+            f"ablations need n >= 2 (with n={n} the shifted map equals the mirror map), got n={n}"
+        )
     if snapshot_steps is not None:
         snapshot_steps = checks.check_increasing(
             snapshot_steps, "snapshot_steps", minimum=0, maximum=steps
