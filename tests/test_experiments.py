@@ -568,6 +568,35 @@ def test_norm_placement_records_the_top_states_shares():
         E.norm_placement_run(steps=2, batch_size=2, eval_size=2, warmup_steps=2, **sizes)
 
 
+@pytest.mark.parametrize(
+    "probe_steps, exc, match",
+    [
+        (5, TypeError, r"probe_steps must be a sequence of integers, got 5"),
+        ({0, 1}, TypeError, r"probe_steps must be a sequence .*\(set\)"),  # no order
+        (np.array(1), TypeError, r"probe_steps must be a sequence .*array of shape \(\)"),
+        ((), ValueError, "probe_steps must not be empty"),
+        ((0, -1), ValueError, r"probe_steps\[1\] must be >= 0"),
+        ((0, 1.0), TypeError, r"probe_steps\[1\] must be an integer"),
+    ],
+)
+def test_norm_placement_run_checks_probe_steps_as_cross_attention_run(probe_steps, exc, match):
+    sizes = dict(vocab=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, n=2)
+    with pytest.raises(exc, match=match):
+        E.norm_placement_run(steps=2, batch_size=2, eval_size=4, probe_steps=probe_steps, **sizes)
+
+
+def test_norm_placement_run_probe_steps_none_and_probe_size():
+    sizes = dict(vocab=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, n=2)
+    kw = dict(steps=2, batch_size=2, eval_size=4, warmup_steps=1, **sizes)
+    # None probes only the state after training, as snapshot_steps=None records no snapshot
+    r = E.norm_placement_run(probe_steps=None, probe_size=2, **kw)
+    assert r.probe_steps.tolist() == [2]
+    assert all(v.shape == (1,) for v in r.top_input_share.values())
+    # one sequence has no spread: its share would be 0.0 by construction
+    with pytest.raises(ValueError, match="probe_size must be >= 2 .*got 1"):
+        E.norm_placement_run(probe_size=1, **kw)
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(

@@ -1117,12 +1117,16 @@ def norm_placement_run(
             for every arm).
         warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5``.
         eval_size: held-out sequences.
-        probe_steps: steps at which to measure the top states' shares (before that step's
-            update); those ``>= steps`` are skipped, and the state after training is always
-            measured last.
-        probe_size: held-out sequences the shares are measured on (the first ones; at most
-            ``eval_size``); a forward pass of them costs about ``probe_size / (3 *
-            batch_size)`` training steps.
+        probe_steps: a strictly increasing sequence of integers ``>= 0`` (checked as
+            :func:`cross_attention_run`'s ``snapshot_steps``): the steps at which to measure
+            the top states' shares (before that step's update); those ``>= steps`` are skipped
+            (so the default also suits short runs; ``result.probe_steps`` lists what was
+            measured), and the state after training is always measured last. ``None``: no
+            probe during training, only the state after it (as ``snapshot_steps=None``
+            records no snapshot).
+        probe_size: held-out sequences the shares are measured on (the first ones; at
+            least 2, and at most ``eval_size`` are used); a forward pass of them costs about
+            ``probe_size / (3 * batch_size)`` training steps.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -1131,11 +1135,13 @@ def norm_placement_run(
         :class:`NormPlacementResult`.
 
     Raises:
-        TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer or
-            ``lr`` not a real number.
-        ValueError: if a size is < 1, ``lr`` is not positive, ``probe_steps`` is not strictly
-            increasing, ``warmup_steps``, a probe step or ``seed`` is negative, or
-            ``warmup_steps >= steps`` (the warmup arms would never reach the peak rate).
+        TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer,
+            ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
+            refused) or ``lr`` not a real number.
+        ValueError: if a size is < 1, ``probe_size`` < 2, ``lr`` is not positive,
+            ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
+            step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
+            never reach the peak rate).
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1159,10 +1165,14 @@ def norm_placement_run(
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_warmup_steps(warmup_steps, steps)
-    probe_steps = [checks.check_int(s, "probe_steps", 0) for s in probe_steps]
-    if any(b <= a for a, b in zip(probe_steps, probe_steps[1:])):
-        raise ValueError(f"probe_steps must be strictly increasing, got {probe_steps}")
-    probe_steps = [s for s in probe_steps if s < steps] + [steps]
+    if probe_size < 2:  # one sequence has no spread: its shares are 0.0 by construction
+        raise ValueError(
+            f"probe_size must be >= 2 (the shares measure the spread across sequences; one "
+            f"sequence gives 0.0 by construction), got {probe_size}"
+        )
+    if probe_steps is not None:  # None: no probe during training, as snapshot_steps=None
+        probe_steps = checks.check_increasing(probe_steps, "probe_steps", minimum=0)
+    probe_steps = [s for s in probe_steps or () if s < steps] + [steps]
     eval_ids, eval_x = copy_batch(
         eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
     )
