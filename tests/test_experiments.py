@@ -418,6 +418,30 @@ def test_qk_lr_gain_is_adam_with_that_learning_rate_on_w_q_and_w_k():
         E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=0.0)
 
 
+@pytest.mark.parametrize("gain", [1e-40, 1e-4, 1001.0, 1e30, float("inf"), float("nan")])
+def test_qk_lr_gain_is_bounded_so_the_stored_weights_stay_finite(gain):
+    # 1e-40 divided the stored W_Q, W_K into inf and the outputs into NaN
+    with pytest.raises(ValueError, match="qk_lr_gain must"):
+        E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=gain)
+    with pytest.raises(ValueError, match="qk_lr_gain must"):
+        E.scaling_run(steps=1, qk_lr_gain=gain)
+
+
+def test_qk_lr_gain_ends_of_its_range_and_repr():
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    torch.manual_seed(0)
+    ref = E.ScaledMultiHeadAttention(8, 2).double().eval()
+    assert "qk_lr_gain" not in repr(ref)
+    for gain in (1e-3, 1e3):
+        torch.manual_seed(0)
+        m = E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=gain).double().eval()
+        assert f"qk_lr_gain={gain:g}" in repr(m)
+        # the same function, up to the float32 rounding of the divided weights at init
+        assert_close(m(x), ref(x), atol=1e-6, rtol=1e-5)
+        # the stored W_Q is the plain module's divided by the gain (state_dicts differ)
+        assert_close(m.q_proj.weight * gain, ref.q_proj.weight, atol=1e-7, rtol=1e-6)
+
+
 def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
     """``qk_lr_gain``: the big-step arm has the scaled arm's first forward pass, not its steps."""
     kw = dict(

@@ -32,6 +32,7 @@ __all__ = [
     "check_kv_caches",
     "check_int",
     "check_real",
+    "check_qk_lr_gain",
     "check_bool",
     "check_choice",
     "check_callable",
@@ -136,6 +137,32 @@ def check_real(
         raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
     if maximum is not None and (value >= maximum if strict else value > maximum):
         raise ValueError(f"{name} must be {'<' if strict else '<='} {maximum}, got {value}")
+    return value
+
+
+#: The range of a learning-rate gain that divides stored weights (see check_qk_lr_gain).
+QK_LR_GAIN_RANGE = (1e-3, 1e3)
+
+
+def check_qk_lr_gain(value, name: str = "qk_lr_gain") -> float:
+    """A gain ``g`` in ``[1e-3, 1e3]`` by which stored ``W_Q``, ``W_K`` are divided.
+
+    :class:`attnbook.experiments.ScaledMultiHeadAttention` stores its projections divided by
+    ``g`` and multiplies their outputs by ``g``; a gain of ``1e-40`` made the stored weights
+    ``inf`` (and the outputs NaN), one of ``1e30`` pushed them into the subnormals. 1000 is
+    ``sqrt(d_k)`` of ``d_k = 10**6``, far past the book's sizes; ``1e-3`` its mirror.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: it is not finite or lies outside ``[1e-3, 1e3]``.
+    """
+    lo, hi = QK_LR_GAIN_RANGE
+    value = check_real(value, name)
+    if not lo <= value <= hi:
+        raise ValueError(
+            f"{name} must lie in [{lo:g}, {hi:g}] (the stored W_Q and W_K are divided by "
+            f"it and must stay finite and normal), got {value:g}"
+        )
     return value
 
 

@@ -241,21 +241,25 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
     ``g`` and multiplies the two projections' outputs by ``g``: the same function of the input,
     but Adam, whose step does not depend on the scale of the gradient, then moves the effective
     ``W_Q`` and ``W_K`` ``g`` times as far per step — Adam with the learning rate times ``g`` on
-    them (up to Adam's ``eps``, which becomes ``eps / g``).
+    them (up to Adam's ``eps``, which becomes ``eps / g``). The stored ``W_Q`` and ``W_K`` (and
+    their biases) are therefore the parent's divided by ``g``: a ``state_dict`` of the plain
+    module loaded into one with ``g != 1`` (or the reverse) gives a different function; multiply
+    or divide those four tensors by ``g`` to convert. ``repr`` shows the gain.
 
     Args:
         *args: as :class:`attnbook.layers.MultiHeadAttention`.
         **kwargs: as :class:`attnbook.layers.MultiHeadAttention`.
         scale: score multiplier ``>= 0`` (0 gives uniform weights), or ``None`` for
             ``1/sqrt(head_dim)``.
-        qk_lr_gain: the factor ``g > 0`` on the learning rate of ``W_Q`` and ``W_K`` under
-            Adam; 1 (default) is the plain module.
+        qk_lr_gain: the factor ``g`` in ``[1e-3, 1e3]`` on the learning rate of ``W_Q`` and
+            ``W_K`` under Adam; 1 (default) is the plain module. Outside that range the
+            stored weights (divided by ``g``) would overflow or lose their precision.
 
     Raises:
         TypeError: if ``scale`` or ``qk_lr_gain`` is not a real number (or ``scale`` ``None``),
             or as the parent.
-        ValueError: if ``scale`` is negative or not finite, ``qk_lr_gain`` not in
-            ``(0, 1000)``, or as the parent.
+        ValueError: if ``scale`` is negative or not finite, ``qk_lr_gain`` not finite or not
+            in ``[1e-3, 1e3]``, or as the parent.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1 and footnote 4.
     """
@@ -267,8 +271,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         else:
             scale = checks.check_real(scale, "scale", minimum=0)
             self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
-        # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
-        gain = checks.check_real(qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True)
+        gain = checks.check_qk_lr_gain(qk_lr_gain)  # [1e-3, 1e3]: stored weights stay finite
         self.qk_lr_gain = gain
         if gain != 1.0:  # the same function; Adam's steps move W_Q, W_K gain times as far
             with torch.no_grad():
@@ -286,8 +289,9 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         return output if self.qk_lr_gain == 1.0 else output * self.qk_lr_gain
 
     def extra_repr(self) -> str:
-        """The scale and head width, shown in the module's ``repr``."""
-        return f"scale={self.scale:g} (head_dim={self.head_dim})"
+        """The scale, head width and (if not 1) ``qk_lr_gain``, shown in the ``repr``."""
+        gain = "" if self.qk_lr_gain == 1.0 else f", qk_lr_gain={self.qk_lr_gain:g}"
+        return f"scale={self.scale:g} (head_dim={self.head_dim}){gain}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -699,9 +703,9 @@ def scaling_run(
             (``0 < saturation_threshold < 1``).
         q_init_gain: if given (``> 0``), also train the ``"control"`` arm described above, whose
             initial ``W_Q`` is this factor times the others'; ``None`` (default): two arms.
-        qk_lr_gain: if given (``> 0``), also train the ``"big-step"`` arm described above, whose
-            ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None`` (default): no
-            big-step arm.
+        qk_lr_gain: if given (in ``[1e-3, 1e3]``), also train the ``"big-step"`` arm described
+            above, whose ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None``
+            (default): no big-step arm.
         progress: show tqdm bars.
 
     Returns:
@@ -711,8 +715,8 @@ def scaling_run(
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
             ``saturation_threshold``, ``q_init_gain`` or ``qk_lr_gain`` not a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
-            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` or
-            ``qk_lr_gain`` is not in ``(0, 1000)`` or ``seed`` is negative.
+            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
+            in ``(0, 1000)``, ``qk_lr_gain`` not in ``[1e-3, 1e3]`` or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -735,9 +739,7 @@ def scaling_run(
             q_init_gain, "q_init_gain", minimum=0, maximum=1e3, strict=True
         )
     if qk_lr_gain is not None:
-        qk_lr_gain = checks.check_real(
-            qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True
-        )
+        qk_lr_gain = checks.check_qk_lr_gain(qk_lr_gain)
     gen_eval = torch.Generator().manual_seed((seed + 1) % 2**64)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
