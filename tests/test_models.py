@@ -500,3 +500,18 @@ def test_ids_on_another_device_than_the_model_get_a_named_error(arch):
             model(*call)
     # lists and arrays are created on the model's device, as before on the CPU
     assert model(*([[1, 2, 3]] for _ in args)).shape[:2] == (1, 3)
+
+
+def test_kv_caches_refuse_none_entries_and_caches_of_different_lengths():
+    # Both were accepted: a None entry left that layer without a cache while the others
+    # cached, and the positions of the new tokens were read from kv_caches[0] alone.
+    model = DecoderOnlyModel(ModelConfig(**{**BASE, "n_layers": 2}, max_seq_len=8)).eval()
+    ids = torch.tensor([[1, 2]])
+    caches = model.make_caches()
+    with pytest.raises(ValueError, match=r"kv_caches\[1\] is None: pass a cache for every"):
+        model(ids, kv_caches=[caches[0], None])
+    model(ids[:, :1], kv_caches=[caches[0], model.make_caches()[1]])  # caches[0] now holds 1
+    with pytest.raises(
+        ValueError, match=r"kv_caches\[1\] holds 0 tokens but kv_caches\[0\] holds 1"
+    ):
+        model(ids, kv_caches=caches)

@@ -1173,7 +1173,10 @@ def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "
 
     Raises:
         TypeError: ``kv_caches`` is not a list or tuple, or an entry is not a cache.
-        ValueError: it holds another number of caches than ``n_layers``.
+        ValueError: it holds another number of caches than ``n_layers``, an entry is
+            ``None`` (that layer would not cache while the others do), or the caches hold
+            different numbers of tokens (``seq_len``): the positions of the new tokens are
+            read from the first.
     """
     if kv_caches is None:
         return None
@@ -1186,7 +1189,19 @@ def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "
             f"{name} must hold one cache per {what}: need {n_layers}, got {len(kv_caches)}"
         )
     for i, cache in enumerate(kv_caches):
+        if cache is None:
+            raise ValueError(
+                f"{name}[{i}] is None: pass a cache for every {what} (e.g. "
+                f"model.make_caches()), or {name}=None for no cache"
+            )
         check_kv_cache(cache, f"{name}[{i}]")
+    first = int(kv_caches[0].seq_len) if kv_caches else 0
+    for i, cache in enumerate(kv_caches):
+        if int(cache.seq_len) != first:
+            raise ValueError(
+                f"{name}[{i}] holds {int(cache.seq_len)} tokens but {name}[0] holds {first}: "
+                f"every {what}'s cache must hold the same tokens"
+            )
     return kv_caches
 
 
