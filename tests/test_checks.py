@@ -406,8 +406,13 @@ def test_shared_rules_of_issue_23():
     # a torch.Generator
     g = torch.Generator()
     assert checks.check_generator(g) is g
-    with pytest.raises(TypeError, match="generator must be a Generator .* got int"):
+    with pytest.raises(TypeError, match="generator must be a torch.Generator .* got int"):
         checks.check_generator(0)
+    # both classes are called Generator: the message must tell them apart
+    with pytest.raises(
+        TypeError, match=r"must be a torch\.Generator .* got numpy\.random\.Generator$"
+    ):
+        checks.check_generator(np.random.default_rng(0))
     # (B, T) ids with at least min_len tokens; a padding mask of the ids' shape
     with pytest.raises(ValueError, match=r"ids must be \(B, T\) with T >= 1; got shape \(2, 0\)"):
         checks.check_token_ids(torch.zeros(2, 0, dtype=torch.long), min_len=1)

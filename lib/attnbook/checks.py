@@ -876,11 +876,27 @@ def check_generator(generator, name: str = "generator"):
     """A ``torch.Generator`` (the random stream a sampler or batch drawer reads).
 
     Raises:
-        TypeError: ``generator`` is not a ``torch.Generator``.
+        TypeError: ``generator`` is not a ``torch.Generator``; the message gives both fully
+            qualified names, so a ``numpy.random.Generator`` is told apart from the
+            ``torch.Generator`` it must be (both are called "Generator").
     """
     import torch
 
-    return check_instance(generator, torch.Generator, name, "torch.Generator().manual_seed(seed)")
+    if not isinstance(generator, torch.Generator):
+        got = type(generator)
+        qualified = got.__qualname__ if got.__module__ == "builtins" else _qualified(got)
+        raise TypeError(
+            f"{name} must be a torch.Generator (from torch.Generator().manual_seed(seed)), "
+            f"got {qualified}"
+        )
+    return generator
+
+
+def _qualified(cls: type) -> str:
+    """``numpy.random.Generator`` rather than ``numpy.random._generator.Generator``."""
+    module = cls.__module__
+    public = ".".join(p for p in module.split(".") if not p.startswith("_"))
+    return f"{public}.{cls.__qualname__}" if public else cls.__qualname__
 
 
 def check_input_dtype(x, weight, name: str = "x") -> None:
