@@ -647,6 +647,37 @@ def test_combine_and_additive_masks_refuse_a_string_like_the_numpy_twins(call):
         fn(layers.causal_mask(3), "abc")
 
 
+def test_sliding_window_mask_with_a_huge_window_is_the_causal_mask_as_in_numpy():
+    # 10**30 overflowed torch's int64 (OverflowError); the NumPy twin clamps to S + 1
+    from attnbook import masks
+
+    for L, S in ((3, 3), (5, 3), (2, 6)):
+        for window in (10**30, 2**63 - 1, S + 1):
+            got = layers.sliding_window_mask(L, window, S)
+            np.testing.assert_array_equal(got.numpy(), masks.sliding_window_mask(L, window, S))
+            np.testing.assert_array_equal(got.numpy(), masks.causal_mask(L, S))
+
+
+def test_torch_apply_rope_refuses_a_non_bool_interleaved_like_the_numpy_twin():
+    x = torch.randn(3, 4)
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match="interleaved must be a bool"):
+            layers.apply_rope(x, torch.arange(3), interleaved=bad)
+        with pytest.raises(TypeError, match="interleaved must be a bool"):
+            positional.apply_rope(x.numpy(), np.arange(3), interleaved=bad)
+    assert_close(
+        layers.apply_rope(x, torch.arange(3), interleaved=np.bool_(True)),
+        layers.apply_rope(x, torch.arange(3), interleaved=True),
+        atol=0,
+        rtol=0,
+    )
+
+
+def test_torch_split_heads_says_it_needs_a_torch_tensor():
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got ndarray"):
+        layers.split_heads(np.ones((2, 4, 6)), 2)  # was AttributeError: no attribute 'view'
+
+
 def test_split_heads_errors_are_those_of_the_numpy_twin():
     from attnbook import heads
 

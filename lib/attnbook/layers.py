@@ -246,7 +246,8 @@ def apply_rope(
         ValueError: if ``D`` is odd, ``positions`` does not end in ``L``, is negative, or
             does not broadcast to ``x.shape[:-1]`` (or would enlarge the output), or ``base``
             is not finite and > 1.
-        TypeError: if ``x`` is not a real tensor or ``positions`` is not an integer tensor.
+        TypeError: if ``x`` is not a real tensor, ``positions`` is not an integer tensor or
+            ``interleaved`` is not a bool.
 
     Source: Su et al. (2021), eq. 34.
     """
@@ -257,6 +258,7 @@ def apply_rope(
         x = x.to(torch.float32)
     check_ndim(x, "x", "(..., L, D)")
     base = check_real(base, "base", minimum=1.0, strict=True)
+    interleaved = check_bool(interleaved, "interleaved")  # 1 or "no" refused, as in NumPy
     L, D = x.shape[-2], x.shape[-1]
     check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
@@ -445,9 +447,11 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
     Raises:
         ValueError: if ``x`` is not 3-D or ``n_heads`` does not divide its last axis.
-        TypeError: if ``n_heads`` is not an integer >= 1.
+        TypeError: if ``x`` is not a torch tensor (for NumPy use
+            :func:`attnbook.heads.split_heads`) or ``n_heads`` is not an integer >= 1.
     """
     n_heads = check_int(n_heads, "n_heads", 1)
+    check_tensor(x, "x", floating=False)  # a NumPy array: use attnbook.heads.split_heads
     check_ndim(x, "x", "(B, L, H*D)")
     check_divides(  # the errors of the NumPy twin, heads.split_heads
         n_heads, "n_heads", x.shape[-1], "the feature size", f" of x (shape {tuple(x.shape)})"
@@ -628,6 +632,7 @@ def sliding_window_mask(L: int, window: int, S: int | None = None, *, device=Non
     """
     window = check_int(window, "window", 1)
     keep = causal_mask(L, S, device=device)  # (L, S)
+    window = min(window, keep.shape[1] + 1)  # any window > S is causal; keeps torch's ints small
     p = torch.arange(keep.shape[0], device=keep.device)[:, None] + (keep.shape[1] - L)
     j = torch.arange(keep.shape[1], device=keep.device)[None, :]  # (1, S)
     return keep & (j > p - window)  # (L, S)
