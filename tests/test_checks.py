@@ -341,6 +341,13 @@ def test_check_increasing():
         checks.check_increasing(5, "stops")
     with pytest.raises(TypeError, match="stops must be a sequence"):
         checks.check_increasing("123", "stops")
+    for not_1d in (np.array(2), np.zeros((2, 2), int)):  # len() of a 0-d array is a raw error
+        with pytest.raises(TypeError, match=r"stops must be a sequence of integers, got an array"):
+            checks.check_increasing(not_1d, "stops")
+    with pytest.raises(
+        TypeError, match=r"stops must be a sequence of integers, got \{0, 3\} \(set\)"
+    ):
+        checks.check_increasing({0, 3}, "stops")  # a set has no order
     with pytest.raises(TypeError, match=r"stops\[1\] must be an integer, got 2.0"):
         checks.check_increasing((1, 2.0), "stops")
     with pytest.raises(TypeError, match=r"g\[0\] must be a real number"):
@@ -399,8 +406,13 @@ def test_shared_rules_of_issue_23():
     # a torch.Generator
     g = torch.Generator()
     assert checks.check_generator(g) is g
-    with pytest.raises(TypeError, match="generator must be a Generator .* got int"):
+    with pytest.raises(TypeError, match="generator must be a torch.Generator .* got int"):
         checks.check_generator(0)
+    # both classes are called Generator: the message must tell them apart
+    with pytest.raises(
+        TypeError, match=r"must be a torch\.Generator .* got numpy\.random\.Generator$"
+    ):
+        checks.check_generator(np.random.default_rng(0))
     # (B, T) ids with at least min_len tokens; a padding mask of the ids' shape
     with pytest.raises(ValueError, match=r"ids must be \(B, T\) with T >= 1; got shape \(2, 0\)"):
         checks.check_token_ids(torch.zeros(2, 0, dtype=torch.long), min_len=1)

@@ -418,6 +418,30 @@ def test_qk_lr_gain_is_adam_with_that_learning_rate_on_w_q_and_w_k():
         E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=0.0)
 
 
+@pytest.mark.parametrize("gain", [1e-40, 1e-4, 1001.0, 1e30, float("inf"), float("nan")])
+def test_qk_lr_gain_is_bounded_so_the_stored_weights_stay_finite(gain):
+    # 1e-40 divided the stored W_Q, W_K into inf and the outputs into NaN
+    with pytest.raises(ValueError, match="qk_lr_gain must"):
+        E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=gain)
+    with pytest.raises(ValueError, match="qk_lr_gain must"):
+        E.scaling_run(steps=1, qk_lr_gain=gain)
+
+
+def test_qk_lr_gain_ends_of_its_range_and_repr():
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    torch.manual_seed(0)
+    ref = E.ScaledMultiHeadAttention(8, 2).double().eval()
+    assert "qk_lr_gain" not in repr(ref)
+    for gain in (1e-3, 1e3):
+        torch.manual_seed(0)
+        m = E.ScaledMultiHeadAttention(8, 2, qk_lr_gain=gain).double().eval()
+        assert f"qk_lr_gain={gain:g}" in repr(m)
+        # the same function, up to the float32 rounding of the divided weights at init
+        assert_close(m(x), ref(x), atol=1e-6, rtol=1e-5)
+        # the stored W_Q is the plain module's divided by the gain (state_dicts differ)
+        assert_close(m.q_proj.weight * gain, ref.q_proj.weight, atol=1e-7, rtol=1e-6)
+
+
 def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
     """``qk_lr_gain``: the big-step arm has the scaled arm's first forward pass, not its steps."""
     kw = dict(
@@ -566,6 +590,35 @@ def test_norm_placement_records_the_top_states_shares():
         E.norm_placement_run(steps=2, batch_size=2, eval_size=2, probe_steps=(3, 1), **sizes)
     with pytest.raises(ValueError, match="warmup_steps=2 must be < steps=2"):
         E.norm_placement_run(steps=2, batch_size=2, eval_size=2, warmup_steps=2, **sizes)
+
+
+@pytest.mark.parametrize(
+    "probe_steps, exc, match",
+    [
+        (5, TypeError, r"probe_steps must be a sequence of integers, got 5"),
+        ({0, 1}, TypeError, r"probe_steps must be a sequence .*\(set\)"),  # no order
+        (np.array(1), TypeError, r"probe_steps must be a sequence .*array of shape \(\)"),
+        ((), ValueError, "probe_steps must not be empty"),
+        ((0, -1), ValueError, r"probe_steps\[1\] must be >= 0"),
+        ((0, 1.0), TypeError, r"probe_steps\[1\] must be an integer"),
+    ],
+)
+def test_norm_placement_run_checks_probe_steps_as_cross_attention_run(probe_steps, exc, match):
+    sizes = dict(vocab=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, n=2)
+    with pytest.raises(exc, match=match):
+        E.norm_placement_run(steps=2, batch_size=2, eval_size=4, probe_steps=probe_steps, **sizes)
+
+
+def test_norm_placement_run_probe_steps_none_and_probe_size():
+    sizes = dict(vocab=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, n=2)
+    kw = dict(steps=2, batch_size=2, eval_size=4, warmup_steps=1, **sizes)
+    # None probes only the state after training, as snapshot_steps=None records no snapshot
+    r = E.norm_placement_run(probe_steps=None, probe_size=2, **kw)
+    assert r.probe_steps.tolist() == [2]
+    assert all(v.shape == (1,) for v in r.top_input_share.values())
+    # one sequence has no spread: its share would be 0.0 by construction
+    with pytest.raises(ValueError, match="probe_size must be >= 2 .*got 1"):
+        E.norm_placement_run(probe_size=1, **kw)
 
 
 def test_norm_placement_gradient_norms_at_init_match_autograd():
@@ -1013,6 +1066,8 @@ def test_cross_attention_run_snapshots_record_the_map_as_it_is_learned():
         ((0, 2.0), TypeError, "snapshot_steps\\[1\\]"),
         ("0", TypeError, "snapshot_steps"),
         (25, TypeError, "snapshot_steps"),
+        (np.array(2), TypeError, r"snapshot_steps must be a sequence .*array of shape \(\)"),
+        ({0, 3}, TypeError, r"snapshot_steps must be a sequence .*\(set\)"),
     ],
 )
 def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, match):
@@ -1024,6 +1079,13 @@ def test_cross_attention_run_rejects_bad_snapshot_steps(snapshot_steps, exc, mat
 def test_cross_attention_run_rejects_ablations_that_are_not_a_bool(ablations):
     with pytest.raises(TypeError, match="ablations"):
         E.cross_attention_run(steps=30, ablations=ablations)
+
+
+def test_cross_attention_run_refuses_ablations_for_one_position():
+    # With n=1 the "shifted" map (n - 2 - i) mod n is the mirror map: the ablation would
+    # report two identical maps as if they were different.
+    with pytest.raises(ValueError, match="ablations need n >= 2 .*got n=1"):
+        E.cross_attention_run(n=1, steps=1, batch_size=2, eval_size=2, ablations=True)
 
 
 def test_cross_attention_weights_match_a_float64_reference():
@@ -1304,6 +1366,8 @@ def test_heads_run_rejects_bad_arguments():
         E.heads_run(eval_size=8, n_examples=9)
     with pytest.raises(ValueError, match="n_heads and seeds"):
         E.heads_run(seeds=())
+    with pytest.raises(ValueError, match="eval_size must be >= 2 .*got 1"):
+        E.heads_run(eval_size=1, n_examples=1)  # was a ZeroDivisionError in _unexplained_se
 
 
 # ---- chapter 01: the copy run -------------------------------------------------------------------

@@ -123,6 +123,45 @@ def test_alignment_data_rejects_arrays_whose_shapes_disagree(change, match):
     assert draw_alignment(AlignmentData(**dataclasses.asdict(good)), language="en").data
 
 
+@pytest.mark.parametrize(
+    "change, exc, match",
+    [
+        ({"weights": np.full((4, 4), np.nan)}, ValueError, r"weights of shape \(4, 4\).*nan"),
+        ({"weights": np.full((4, 4), -0.25)}, ValueError, r"weights must lie in \[0, 1\]"),
+        ({"weights": np.full((4, 4), 1.5)}, ValueError, r"weights must lie in \[0, 1\]"),
+        ({"weights": np.full((4, 4), "a")}, TypeError, r"weights must be a real numeric"),
+        ({"accuracy": None}, TypeError, r"accuracy must be a real number, got None"),
+        ({"accuracy": float("nan")}, ValueError, r"accuracy must be finite"),
+        ({"mirror_mass": 2.0}, ValueError, r"mirror_mass must be <= 1"),
+        ({"step": 10**6}, ValueError, r"AlignmentData.step must be <= "),
+        ({"step": -1}, ValueError, r"AlignmentData.step must be >= 0"),
+        ({"head": -1}, ValueError, r"AlignmentData.head must be >= 0"),
+        ({"layer": 0.0}, TypeError, r"AlignmentData.layer must be an integer"),
+        ({"source": "abcd"}, TypeError, r"AlignmentData.source must hold integers"),
+        ({"target": np.array([1.0, 2.0, 3.0, 4.0])}, TypeError, r"target must hold integers"),
+    ],
+)
+def test_alignment_data_checks_its_values(change, exc, match):
+    # These were accepted and drew nonsense (or failed deep in the drawing).
+    good = alignment_data(fake_result(), 1, 0)
+    with pytest.raises(exc, match=match):
+        dataclasses.replace(good, **change)
+
+
+def test_alignment_data_converts_its_fields():
+    good = alignment_data(fake_result(), 1, 0)
+    d = dataclasses.replace(
+        good,
+        weights=good.weights.astype(np.float32).tolist(),
+        source=list(good.source),
+        step=np.int64(good.step),
+        accuracy=np.float32(0.5),
+    )
+    assert d.weights.dtype == np.float64 and isinstance(d.source, np.ndarray)
+    assert type(d.step) is int and type(d.accuracy) is float
+    assert draw_alignment(d, language="en").data
+
+
 @pytest.mark.parametrize("width", [688, 358])
 def test_draw_alignment_draws_the_map_and_marks_the_mirror(width):
     r = fake_result()

@@ -387,6 +387,8 @@ def test_b_mla_mask_arguments():
     assert_close(m(x, mask=keep, causal=False), m(x, causal=True), atol=1e-6, rtol=0)
     with pytest.raises(TypeError, match="mask must be a boolean"):
         m(x, mask=torch.ones(3, 3))
+    with pytest.raises(TypeError, match="mask must be a boolean keep-mask.*<U3"):
+        m(x, mask="abc")  # was torch's raw "new(): invalid data type 'str'"
 
 
 def test_low_non_bool_flags_rejected():
@@ -620,6 +622,60 @@ def test_torch_padding_combine_and_additive_masks_match_numpy():
         layers.sliding_window_mask(3, 0)
     with pytest.raises(ValueError, match="do not broadcast together"):
         layers.combine_masks(torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.bool))
+
+
+def test_combine_and_additive_masks_move_every_mask_to_the_first_tensor_masks_device():
+    # A NumPy (or CPU) padding mask with a CUDA causal mask used to raise torch's raw
+    # "same device" RuntimeError; the meta device reproduces that on a CPU-only machine.
+    causal = torch.ones(3, 3, dtype=torch.bool, device="meta")
+    for other in (torch.ones(3, 3, dtype=torch.bool), np.ones((3, 3), bool)):
+        both = layers.combine_masks(causal, other)
+        assert both.device.type == "meta" and both.shape == (3, 3)
+        add = layers.additive_mask(causal, None, other, dtype=torch.float32)
+        assert add.device.type == "meta" and add.dtype == torch.float32
+    # without a tensor among them, arrays and lists give a CPU tensor, as before
+    assert layers.combine_masks(np.ones((3, 3), bool), [True, False, True]).device.type == "cpu"
+
+
+@pytest.mark.parametrize("call", ["combine", "additive"])
+def test_combine_and_additive_masks_refuse_a_string_like_the_numpy_twins(call):
+    fn = {
+        "combine": layers.combine_masks,
+        "additive": lambda *m: layers.additive_mask(*m, dtype=torch.float32),
+    }[call]
+    with pytest.raises(TypeError, match=r"keep_masks\[1\] must be a boolean keep-mask.*<U3"):
+        fn(layers.causal_mask(3), "abc")
+
+
+def test_sliding_window_mask_with_a_huge_window_is_the_causal_mask_as_in_numpy():
+    # 10**30 overflowed torch's int64 (OverflowError); the NumPy twin clamps to S + 1
+    from attnbook import masks
+
+    for L, S in ((3, 3), (5, 3), (2, 6)):
+        for window in (10**30, 2**63 - 1, S + 1):
+            got = layers.sliding_window_mask(L, window, S)
+            np.testing.assert_array_equal(got.numpy(), masks.sliding_window_mask(L, window, S))
+            np.testing.assert_array_equal(got.numpy(), masks.causal_mask(L, S))
+
+
+def test_torch_apply_rope_refuses_a_non_bool_interleaved_like_the_numpy_twin():
+    x = torch.randn(3, 4)
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match="interleaved must be a bool"):
+            layers.apply_rope(x, torch.arange(3), interleaved=bad)
+        with pytest.raises(TypeError, match="interleaved must be a bool"):
+            positional.apply_rope(x.numpy(), np.arange(3), interleaved=bad)
+    assert_close(
+        layers.apply_rope(x, torch.arange(3), interleaved=np.bool_(True)),
+        layers.apply_rope(x, torch.arange(3), interleaved=True),
+        atol=0,
+        rtol=0,
+    )
+
+
+def test_torch_split_heads_says_it_needs_a_torch_tensor():
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got ndarray"):
+        layers.split_heads(np.ones((2, 4, 6)), 2)  # was AttributeError: no attribute 'view'
 
 
 def test_split_heads_errors_are_those_of_the_numpy_twin():

@@ -481,3 +481,37 @@ def test_kv_caches_are_checked_by_one_rule_in_both_models():
         model(torch.tensor([[1, 2]]), kv_caches=[])
     with pytest.raises(TypeError, match=r"kv_caches\[0\] must be None or a cache"):
         model(torch.tensor([[1, 2]]), kv_caches=["cache"] * len(model.layers))
+
+
+@pytest.mark.parametrize("arch", ["decoder", "encoder", "encoder-decoder"])
+def test_ids_on_another_device_than_the_model_get_a_named_error(arch):
+    # They raised torch's raw index_select error from inside the embedding; the meta device
+    # stands in for CUDA on a CPU-only machine.
+    cfg = ModelConfig(**{**BASE, "arch": arch, "n_encoder_layers": 1})
+    model = build_model(cfg).eval()
+    meta_ids = torch.ones(1, 3, dtype=torch.long, device="meta")
+    args = {"decoder": ("ids",), "encoder": ("ids",), "encoder-decoder": ("src", "tgt")}[arch]
+    for i, name in enumerate(args):
+        call = [torch.ones(1, 3, dtype=torch.long) for _ in args]
+        call[i] = meta_ids
+        with pytest.raises(
+            ValueError, match=rf"{name} must be on the model's device cpu; got .* meta"
+        ):
+            model(*call)
+    # lists and arrays are created on the model's device, as before on the CPU
+    assert model(*([[1, 2, 3]] for _ in args)).shape[:2] == (1, 3)
+
+
+def test_kv_caches_refuse_none_entries_and_caches_of_different_lengths():
+    # Both were accepted: a None entry left that layer without a cache while the others
+    # cached, and the positions of the new tokens were read from kv_caches[0] alone.
+    model = DecoderOnlyModel(ModelConfig(**{**BASE, "n_layers": 2}, max_seq_len=8)).eval()
+    ids = torch.tensor([[1, 2]])
+    caches = model.make_caches()
+    with pytest.raises(ValueError, match=r"kv_caches\[1\] is None: pass a cache for every"):
+        model(ids, kv_caches=[caches[0], None])
+    model(ids[:, :1], kv_caches=[caches[0], model.make_caches()[1]])  # caches[0] now holds 1
+    with pytest.raises(
+        ValueError, match=r"kv_caches\[1\] holds 0 tokens but kv_caches\[0\] holds 1"
+    ):
+        model(ids, kv_caches=caches)

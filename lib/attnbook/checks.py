@@ -32,6 +32,7 @@ __all__ = [
     "check_kv_caches",
     "check_int",
     "check_real",
+    "check_qk_lr_gain",
     "check_bool",
     "check_choice",
     "check_callable",
@@ -136,6 +137,32 @@ def check_real(
         raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
     if maximum is not None and (value >= maximum if strict else value > maximum):
         raise ValueError(f"{name} must be {'<' if strict else '<='} {maximum}, got {value}")
+    return value
+
+
+#: The range of a learning-rate gain that divides stored weights (see check_qk_lr_gain).
+QK_LR_GAIN_RANGE = (1e-3, 1e3)
+
+
+def check_qk_lr_gain(value, name: str = "qk_lr_gain") -> float:
+    """A gain ``g`` in ``[1e-3, 1e3]`` by which stored ``W_Q``, ``W_K`` are divided.
+
+    :class:`attnbook.experiments.ScaledMultiHeadAttention` stores its projections divided by
+    ``g`` and multiplies their outputs by ``g``; a gain of ``1e-40`` made the stored weights
+    ``inf`` (and the outputs NaN), one of ``1e30`` pushed them into the subnormals. 1000 is
+    ``sqrt(d_k)`` of ``d_k = 10**6``, far past the book's sizes; ``1e-3`` its mirror.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: it is not finite or lies outside ``[1e-3, 1e3]``.
+    """
+    lo, hi = QK_LR_GAIN_RANGE
+    value = check_real(value, name)
+    if not lo <= value <= hi:
+        raise ValueError(
+            f"{name} must lie in [{lo:g}, {hi:g}] (the stored W_Q and W_K are divided by "
+            f"it and must stay finite and normal), got {value:g}"
+        )
     return value
 
 
@@ -756,11 +783,16 @@ def check_increasing(
         The entries as a tuple of ``int`` (or ``float``).
 
     Raises:
-        TypeError: ``values`` is not a sequence (a string is refused), or an entry is not an
-            integer (a real number).
+        TypeError: ``values`` is not a sequence (a string, a set and an array that is not 1-D,
+            e.g. a 0-d one, are refused), or an entry is not an integer (a real number).
         ValueError: it is empty, an entry lies outside the bounds, or the entries do not
             strictly increase.
     """
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise TypeError(
+            f"{name} must be a sequence of {'integers' if integer else 'numbers'}, got an "
+            f"array of shape {values.shape} (a 1-D array or a list is expected)"
+        )
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise TypeError(
             f"{name} must be a sequence of "
@@ -844,11 +876,27 @@ def check_generator(generator, name: str = "generator"):
     """A ``torch.Generator`` (the random stream a sampler or batch drawer reads).
 
     Raises:
-        TypeError: ``generator`` is not a ``torch.Generator``.
+        TypeError: ``generator`` is not a ``torch.Generator``; the message gives both fully
+            qualified names, so a ``numpy.random.Generator`` is told apart from the
+            ``torch.Generator`` it must be (both are called "Generator").
     """
     import torch
 
-    return check_instance(generator, torch.Generator, name, "torch.Generator().manual_seed(seed)")
+    if not isinstance(generator, torch.Generator):
+        got = type(generator)
+        qualified = got.__qualname__ if got.__module__ == "builtins" else _qualified(got)
+        raise TypeError(
+            f"{name} must be a torch.Generator (from torch.Generator().manual_seed(seed)), "
+            f"got {qualified}"
+        )
+    return generator
+
+
+def _qualified(cls: type) -> str:
+    """``numpy.random.Generator`` rather than ``numpy.random._generator.Generator``."""
+    module = cls.__module__
+    public = ".".join(p for p in module.split(".") if not p.startswith("_"))
+    return f"{public}.{cls.__qualname__}" if public else cls.__qualname__
 
 
 def check_input_dtype(x, weight, name: str = "x") -> None:
@@ -1030,7 +1078,14 @@ def check_features(
     return x
 
 
-def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, min_len: int = 0):
+def check_token_ids(
+    ids,
+    name: str = "ids",
+    vocab_size: int | None = None,
+    *,
+    min_len: int = 0,
+    device=None,
+):
     """``(B, T)`` integer token ids as a torch tensor (lists and NumPy arrays are converted).
 
     Args:
@@ -1038,16 +1093,29 @@ def check_token_ids(ids, name: str = "ids", vocab_size: int | None = None, *, mi
         name: their name in messages.
         vocab_size: if given, every id must be below it.
         min_len: fewest tokens per sequence ``T`` accepted (a prompt needs one).
+        device: if given, the model's device: a tensor must already be on it (the model
+            does not move its input), a list or array is created there.
 
     Returns:
         The ids, a ``(B, T)`` integer tensor.
 
     Raises:
         TypeError: the ids are not integers (floats and bools refused).
-        ValueError: not 2-D, ``T < min_len``, or an id outside ``[0, vocab_size)`` (``>= 0``
-            if no ``vocab_size`` is given).
+        ValueError: not 2-D, ``T < min_len``, an id outside ``[0, vocab_size)`` (``>= 0``
+            if no ``vocab_size`` is given), or a tensor on another device than ``device``.
     """
+    import torch
+
+    if device is not None:
+        device = torch.device(device)
+        if isinstance(ids, torch.Tensor) and ids.device != device:
+            raise ValueError(
+                f"{name} must be on the model's device {device}; got a tensor on "
+                f"{ids.device} (move it with {name}.to({str(device)!r}))"
+            )
     ids = check_int_tensor(ids, name, None)
+    if device is not None:
+        ids = ids.to(device)  # lists and arrays come as CPU tensors
     if ids.ndim != 2:
         raise ValueError(
             f"{name} must be (B, T) token ids; got shape {tuple(ids.shape)} "
@@ -1121,7 +1189,10 @@ def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "
 
     Raises:
         TypeError: ``kv_caches`` is not a list or tuple, or an entry is not a cache.
-        ValueError: it holds another number of caches than ``n_layers``.
+        ValueError: it holds another number of caches than ``n_layers``, an entry is
+            ``None`` (that layer would not cache while the others do), or the caches hold
+            different numbers of tokens (``seq_len``): the positions of the new tokens are
+            read from the first.
     """
     if kv_caches is None:
         return None
@@ -1134,7 +1205,19 @@ def check_kv_caches(kv_caches, n_layers: int, what: str = "layer", name: str = "
             f"{name} must hold one cache per {what}: need {n_layers}, got {len(kv_caches)}"
         )
     for i, cache in enumerate(kv_caches):
+        if cache is None:
+            raise ValueError(
+                f"{name}[{i}] is None: pass a cache for every {what} (e.g. "
+                f"model.make_caches()), or {name}=None for no cache"
+            )
         check_kv_cache(cache, f"{name}[{i}]")
+    first = int(kv_caches[0].seq_len) if kv_caches else 0
+    for i, cache in enumerate(kv_caches):
+        if int(cache.seq_len) != first:
+            raise ValueError(
+                f"{name}[{i}] holds {int(cache.seq_len)} tokens but {name}[0] holds {first}: "
+                f"every {what}'s cache must hold the same tokens"
+            )
     return kv_caches
 
 

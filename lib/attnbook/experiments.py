@@ -241,21 +241,25 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
     ``g`` and multiplies the two projections' outputs by ``g``: the same function of the input,
     but Adam, whose step does not depend on the scale of the gradient, then moves the effective
     ``W_Q`` and ``W_K`` ``g`` times as far per step — Adam with the learning rate times ``g`` on
-    them (up to Adam's ``eps``, which becomes ``eps / g``).
+    them (up to Adam's ``eps``, which becomes ``eps / g``). The stored ``W_Q`` and ``W_K`` (and
+    their biases) are therefore the parent's divided by ``g``: a ``state_dict`` of the plain
+    module loaded into one with ``g != 1`` (or the reverse) gives a different function; multiply
+    or divide those four tensors by ``g`` to convert. ``repr`` shows the gain.
 
     Args:
         *args: as :class:`attnbook.layers.MultiHeadAttention`.
         **kwargs: as :class:`attnbook.layers.MultiHeadAttention`.
         scale: score multiplier ``>= 0`` (0 gives uniform weights), or ``None`` for
             ``1/sqrt(head_dim)``.
-        qk_lr_gain: the factor ``g > 0`` on the learning rate of ``W_Q`` and ``W_K`` under
-            Adam; 1 (default) is the plain module.
+        qk_lr_gain: the factor ``g`` in ``[1e-3, 1e3]`` on the learning rate of ``W_Q`` and
+            ``W_K`` under Adam; 1 (default) is the plain module. Outside that range the
+            stored weights (divided by ``g``) would overflow or lose their precision.
 
     Raises:
         TypeError: if ``scale`` or ``qk_lr_gain`` is not a real number (or ``scale`` ``None``),
             or as the parent.
-        ValueError: if ``scale`` is negative or not finite, ``qk_lr_gain`` not in
-            ``(0, 1000)``, or as the parent.
+        ValueError: if ``scale`` is negative or not finite, ``qk_lr_gain`` not finite or not
+            in ``[1e-3, 1e3]``, or as the parent.
 
     Source: Vaswani et al., "Attention Is All You Need" (2017), eq. 1 and footnote 4.
     """
@@ -267,8 +271,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         else:
             scale = checks.check_real(scale, "scale", minimum=0)
             self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
-        # 1000: sqrt(d_k) of d_k = 10**6, far past the book's
-        gain = checks.check_real(qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True)
+        gain = checks.check_qk_lr_gain(qk_lr_gain)  # [1e-3, 1e3]: stored weights stay finite
         self.qk_lr_gain = gain
         if gain != 1.0:  # the same function; Adam's steps move W_Q, W_K gain times as far
             with torch.no_grad():
@@ -286,8 +289,9 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
         return output if self.qk_lr_gain == 1.0 else output * self.qk_lr_gain
 
     def extra_repr(self) -> str:
-        """The scale and head width, shown in the module's ``repr``."""
-        return f"scale={self.scale:g} (head_dim={self.head_dim})"
+        """The scale, head width and (if not 1) ``qk_lr_gain``, shown in the ``repr``."""
+        gain = "" if self.qk_lr_gain == 1.0 else f", qk_lr_gain={self.qk_lr_gain:g}"
+        return f"scale={self.scale:g} (head_dim={self.head_dim}){gain}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -699,9 +703,9 @@ def scaling_run(
             (``0 < saturation_threshold < 1``).
         q_init_gain: if given (``> 0``), also train the ``"control"`` arm described above, whose
             initial ``W_Q`` is this factor times the others'; ``None`` (default): two arms.
-        qk_lr_gain: if given (``> 0``), also train the ``"big-step"`` arm described above, whose
-            ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None`` (default): no
-            big-step arm.
+        qk_lr_gain: if given (in ``[1e-3, 1e3]``), also train the ``"big-step"`` arm described
+            above, whose ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None``
+            (default): no big-step arm.
         progress: show tqdm bars.
 
     Returns:
@@ -711,8 +715,8 @@ def scaling_run(
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
             ``saturation_threshold``, ``q_init_gain`` or ``qk_lr_gain`` not a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
-            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` or
-            ``qk_lr_gain`` is not in ``(0, 1000)`` or ``seed`` is negative.
+            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
+            in ``(0, 1000)``, ``qk_lr_gain`` not in ``[1e-3, 1e3]`` or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -735,9 +739,7 @@ def scaling_run(
             q_init_gain, "q_init_gain", minimum=0, maximum=1e3, strict=True
         )
     if qk_lr_gain is not None:
-        qk_lr_gain = checks.check_real(
-            qk_lr_gain, "qk_lr_gain", minimum=0, maximum=1e3, strict=True
-        )
+        qk_lr_gain = checks.check_qk_lr_gain(qk_lr_gain)
     gen_eval = torch.Generator().manual_seed((seed + 1) % 2**64)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
@@ -1117,12 +1119,16 @@ def norm_placement_run(
             for every arm).
         warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5``.
         eval_size: held-out sequences.
-        probe_steps: steps at which to measure the top states' shares (before that step's
-            update); those ``>= steps`` are skipped, and the state after training is always
-            measured last.
-        probe_size: held-out sequences the shares are measured on (the first ones; at most
-            ``eval_size``); a forward pass of them costs about ``probe_size / (3 *
-            batch_size)`` training steps.
+        probe_steps: a strictly increasing sequence of integers ``>= 0`` (checked as
+            :func:`cross_attention_run`'s ``snapshot_steps``): the steps at which to measure
+            the top states' shares (before that step's update); those ``>= steps`` are skipped
+            (so the default also suits short runs; ``result.probe_steps`` lists what was
+            measured), and the state after training is always measured last. ``None``: no
+            probe during training, only the state after it (as ``snapshot_steps=None``
+            records no snapshot).
+        probe_size: held-out sequences the shares are measured on (the first ones; at
+            least 2, and at most ``eval_size`` are used); a forward pass of them costs about
+            ``probe_size / (3 * batch_size)`` training steps.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -1131,11 +1137,13 @@ def norm_placement_run(
         :class:`NormPlacementResult`.
 
     Raises:
-        TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer or
-            ``lr`` not a real number.
-        ValueError: if a size is < 1, ``lr`` is not positive, ``probe_steps`` is not strictly
-            increasing, ``warmup_steps``, a probe step or ``seed`` is negative, or
-            ``warmup_steps >= steps`` (the warmup arms would never reach the peak rate).
+        TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer,
+            ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
+            refused) or ``lr`` not a real number.
+        ValueError: if a size is < 1, ``probe_size`` < 2, ``lr`` is not positive,
+            ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
+            step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
+            never reach the peak rate).
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1159,10 +1167,14 @@ def norm_placement_run(
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_warmup_steps(warmup_steps, steps)
-    probe_steps = [checks.check_int(s, "probe_steps", 0) for s in probe_steps]
-    if any(b <= a for a, b in zip(probe_steps, probe_steps[1:])):
-        raise ValueError(f"probe_steps must be strictly increasing, got {probe_steps}")
-    probe_steps = [s for s in probe_steps if s < steps] + [steps]
+    if probe_size < 2:  # one sequence has no spread: its shares are 0.0 by construction
+        raise ValueError(
+            f"probe_size must be >= 2 (the shares measure the spread across sequences; one "
+            f"sequence gives 0.0 by construction), got {probe_size}"
+        )
+    if probe_steps is not None:  # None: no probe during training, as snapshot_steps=None
+        probe_steps = checks.check_increasing(probe_steps, "probe_steps", minimum=0)
+    probe_steps = [s for s in probe_steps or () if s < steps] + [steps]
     eval_ids, eval_x = copy_batch(
         eval_size, n, vocab, torch.Generator().manual_seed((seed + 1) % 2**64)
     )
@@ -2221,7 +2233,7 @@ def cross_attention_run(
         snapshot_steps: ``None`` (default: no snapshots) or a strictly increasing sequence of
             integers in ``[0, steps]``: the numbers of updates after which to record a
             snapshot, e.g. ``range(0, steps + 1, 25)``.
-        ablations: also record ``ablation_accuracy`` and ``ablation_copied``.
+        ablations: also record ``ablation_accuracy`` and ``ablation_copied``; needs ``n >= 2``.
         progress: show tqdm bars.
 
     Returns:
@@ -2229,9 +2241,11 @@ def cross_attention_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number,
-            ``snapshot_steps`` not a sequence of integers or ``ablations`` not a bool.
-        ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative, or
-            ``snapshot_steps`` is empty, not strictly increasing or outside ``[0, steps]``.
+            ``snapshot_steps`` not a sequence of integers (a set or a 0-d array included) or
+            ``ablations`` not a bool.
+        ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative,
+            ``ablations`` is asked for with ``n < 2``, or ``snapshot_steps`` is empty, not
+            strictly increasing or outside ``[0, steps]``.
 
     Source: Bahdanau et al. (2015), figure 3 (alignments); Vaswani et al. (2017), section 3.2.3.
     """
@@ -2250,6 +2264,10 @@ def cross_attention_run(
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     ablations = checks.check_bool(ablations, "ablations")
+    if ablations and n < 2:  # with one position the shifted map is the mirror map
+        raise ValueError(
+            f"ablations need n >= 2 (with n={n} the shifted map equals the mirror map), got n={n}"
+        )
     if snapshot_steps is not None:
         snapshot_steps = checks.check_increasing(
             snapshot_steps, "snapshot_steps", minimum=0, maximum=steps
@@ -2804,7 +2822,7 @@ def heads_run(
         seq_len, n_sources, content_dim: the task (see :func:`multi_source_batch`).
         d_model: model width.
         steps, batch_size, lr: Adam updates, sequences per update, learning rate.
-        eval_size: held-out sequences.
+        eval_size: held-out sequences, at least 2 (for the standard error).
         n_examples: held-out sequences whose weights and outputs are kept (the first seed's).
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -2815,8 +2833,8 @@ def heads_run(
     Raises:
         TypeError: if a size or seed is not an integer or ``lr`` not a real number.
         ValueError: if a size is < 1, no arm or seed is given, an ``H`` does not divide
-            ``d_model``, ``seq_len <= n_sources``, ``n_examples > eval_size``, ``lr`` is not
-            positive or a seed is negative.
+            ``d_model``, ``seq_len <= n_sources``, ``eval_size < 2``,
+            ``n_examples > eval_size``, ``lr`` is not positive or a seed is negative.
 
     Source: Vaswani et al. (2017), section 3.2.2 ("multi-head attention allows the model to
     jointly attend to information from different representation subspaces at different
@@ -2842,6 +2860,11 @@ def heads_run(
             raise ValueError(f"n_heads {h} must divide d_model {d_model}")
     if seq_len <= n_sources:
         raise ValueError(f"seq_len {seq_len} must be > n_sources {n_sources}")
+    if eval_size < 2:  # the standard error divides by eval_size - 1
+        raise ValueError(
+            f"eval_size must be >= 2 (the standard error of the missed variance needs two "
+            f"held-out sequences), got {eval_size}"
+        )
     if n_examples > eval_size:
         raise ValueError(f"n_examples {n_examples} must be <= eval_size {eval_size}")
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)

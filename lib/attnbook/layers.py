@@ -38,12 +38,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
+    as_array,
     check_bool,
     check_divides,
     check_dropout,
@@ -246,7 +246,8 @@ def apply_rope(
         ValueError: if ``D`` is odd, ``positions`` does not end in ``L``, is negative, or
             does not broadcast to ``x.shape[:-1]`` (or would enlarge the output), or ``base``
             is not finite and > 1.
-        TypeError: if ``x`` is not a real tensor or ``positions`` is not an integer tensor.
+        TypeError: if ``x`` is not a real tensor, ``positions`` is not an integer tensor or
+            ``interleaved`` is not a bool.
 
     Source: Su et al. (2021), eq. 34.
     """
@@ -257,6 +258,7 @@ def apply_rope(
         x = x.to(torch.float32)
     check_ndim(x, "x", "(..., L, D)")
     base = check_real(base, "base", minimum=1.0, strict=True)
+    interleaved = check_bool(interleaved, "interleaved")  # 1 or "no" refused, as in NumPy
     L, D = x.shape[-2], x.shape[-1]
     check_rope_dim(D, "head_dim", f" (x has shape {tuple(x.shape)})")
     pos = check_positions(check_int_tensor(positions, "positions"), L, x.shape).to(x.device)
@@ -445,9 +447,11 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
     Raises:
         ValueError: if ``x`` is not 3-D or ``n_heads`` does not divide its last axis.
-        TypeError: if ``n_heads`` is not an integer >= 1.
+        TypeError: if ``x`` is not a torch tensor (for NumPy use
+            :func:`attnbook.heads.split_heads`) or ``n_heads`` is not an integer >= 1.
     """
     n_heads = check_int(n_heads, "n_heads", 1)
+    check_tensor(x, "x", floating=False)  # a NumPy array: use attnbook.heads.split_heads
     check_ndim(x, "x", "(B, L, H*D)")
     check_divides(  # the errors of the NumPy twin, heads.split_heads
         n_heads, "n_heads", x.shape[-1], "the feature size", f" of x (shape {tuple(x.shape)})"
@@ -486,15 +490,18 @@ def additive_mask(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
 
     Args:
         *keep_masks: boolean tensors (``True`` = may attend) that broadcast together; ``None``
-            entries are skipped.
+            entries are skipped. Arrays and lists are accepted; every mask moves to the
+            device of the first tensor among them (e.g. a CPU padding mask joins a CUDA
+            causal mask on the GPU).
         dtype: floating dtype of the scores the mask will be added to.
 
     Returns:
-        Float tensor of the broadcast shape: 0 where every mask keeps, ``finfo(dtype).min``
-        elsewhere; ``None`` if every mask is ``None``.
+        Float tensor of the broadcast shape, on the first tensor mask's device: 0 where every
+        mask keeps, ``finfo(dtype).min`` elsewhere; ``None`` if every mask is ``None``.
 
     Raises:
-        TypeError: if a mask is not boolean or ``dtype`` is not floating.
+        TypeError: if a mask is not boolean (a string or other non-array included) or
+            ``dtype`` is not floating.
         ValueError: if the masks do not broadcast together.
     """
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -534,14 +541,24 @@ def keep_mask_to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 def _combine_keep(*masks) -> torch.Tensor | None:
-    keep = [
-        check_keep_mask(torch.as_tensor(m), f"keep_masks[{idx}]")
-        for idx, m in enumerate(masks)
-        if m is not None
-    ]
+    # Arrays and lists are checked as NumPy arrays first (a string gets the NumPy twin's
+    # TypeError, not torch's "new()"); every mask then moves to the device of the first
+    # tensor mask, as scaled_dot_product_attention moves a CPU mask to q's device.
+    keep, device = [], None
+    for idx, m in enumerate(masks):
+        if m is None:
+            continue
+        name = f"keep_masks[{idx}]"
+        if isinstance(m, torch.Tensor):
+            device = m.device if device is None else device
+        else:
+            m = torch.as_tensor(check_keep_mask(as_array(m, name), name))
+        keep.append(check_keep_mask(m, name))
     if not keep:
         return None
     check_masks_broadcast(keep, "keep_masks")
+    if device is not None:
+        keep = [m.to(device) for m in keep]
     out = keep[0]
     for m in keep[1:]:
         out = out & m  # hidden as soon as one mask hides it
@@ -556,13 +573,14 @@ def combine_masks(*masks) -> torch.Tensor | None:
 
     Args:
         *masks: boolean keep-masks (tensors, arrays or nested lists), e.g. a causal
-            ``(L, S)`` and a padding ``(B, 1, 1, S)``.
+            ``(L, S)`` and a padding ``(B, 1, 1, S)``. Every mask moves to the device of the
+            first tensor among them (arrays and lists alone give a CPU tensor).
 
     Returns:
         The boolean keep-mask of their broadcast shape, or ``None``.
 
     Raises:
-        TypeError: if a mask is not boolean.
+        TypeError: if a mask is not boolean (a string or other non-array included).
         ValueError: if the masks do not broadcast together.
     """
     return _combine_keep(*masks)
@@ -614,6 +632,7 @@ def sliding_window_mask(L: int, window: int, S: int | None = None, *, device=Non
     """
     window = check_int(window, "window", 1)
     keep = causal_mask(L, S, device=device)  # (L, S)
+    window = min(window, keep.shape[1] + 1)  # any window > S is causal; keeps torch's ints small
     p = torch.arange(keep.shape[0], device=keep.device)[:, None] + (keep.shape[1] - L)
     j = torch.arange(keep.shape[1], device=keep.device)[None, :]  # (1, S)
     return keep & (j > p - window)  # (L, S)
@@ -1157,7 +1176,8 @@ class MultiHeadLatentAttention(nn.Module):
             ValueError: if ``x`` is not ``(B, L, d_model)``, ``positions`` does not end in
                 ``L`` or is negative, or the mask does not broadcast.
             TypeError: if ``x`` is not a tensor in the parameters' dtype, ``positions`` is not
-                an integer tensor or the mask is not boolean.
+                an integer tensor or the mask is not boolean (a string or other non-array
+                included).
         """
         check_module_input(x, self.kv_a_proj.weight, self.d_model, "x")
         causal = check_bool(causal, "causal")
@@ -1190,8 +1210,8 @@ class MultiHeadLatentAttention(nn.Module):
         if causal:
             keep = position_keep_mask(positions.to(x.device), k_positions.to(x.device))
         if mask is not None:
-            if isinstance(mask, (list, tuple)):
-                mask = np.asarray(mask)
+            if not isinstance(mask, torch.Tensor):  # a string gets the NumPy twin's TypeError
+                mask = check_keep_mask(as_array(mask, "mask"), "mask")
             mask = check_keep_mask(torch.as_tensor(mask, device=x.device), "mask", (B, H, L, S))
             keep = _combine_keep(keep, mask)
         out = scaled_dot_product_attention(q, k, v, keep)  # (B, H, L, Dv)

@@ -82,8 +82,13 @@ class _Embedding(nn.Module):
             pe = torch.from_numpy(sinusoidal_encoding(config.max_seq_len, config.d_model))
             self.register_buffer("pe", pe.float(), persistent=False)  # (max_seq_len, d_model)
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the token table: the ids must be on it."""
+        return self.tokens.weight.device
+
     def forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        ids = check_token_ids(ids, "ids", self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size, device=self.device)
         positions = check_positions(
             check_int_tensor(positions, "positions"),
             ids.shape[1],
@@ -169,10 +174,11 @@ class EncoderOnlyModel(nn.Module):
     * ``attention_mask``: ``(B, T)`` with 1 (or True) for tokens and 0 for padding (Hugging
       Face's convention), or ``None``; padding keys are hidden from every query.
 
-    ``forward`` raises ``ValueError`` if ``ids`` is not ``(B, T)`` or holds ids outside
-    ``[0, vocab_size)``, ``T`` exceeds ``max_seq_len`` with learned or sinusoidal positions, or
-    ``attention_mask`` is not ``(B, T)`` or holds values other than 0 and 1; ``TypeError`` if
-    ``ids`` is not an integer tensor (or array).
+    ``forward`` raises ``ValueError`` if ``ids`` is not ``(B, T)``, holds ids outside
+    ``[0, vocab_size)`` or is a tensor on another device than the model, ``T`` exceeds
+    ``max_seq_len`` with learned or sinusoidal positions, or ``attention_mask`` is not
+    ``(B, T)`` or holds values other than 0 and 1; ``TypeError`` if ``ids`` is not an integer
+    tensor (or array).
 
     Args:
         config: a :class:`attnbook.config.ModelConfig` with ``arch="encoder"``.
@@ -197,7 +203,7 @@ class EncoderOnlyModel(nn.Module):
 
         The arguments and errors are described in the class docstring.
         """
-        ids = check_token_ids(ids, "ids", self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size, device=self.embed.device)
         positions = _default_positions(ids, 0)  # (T,)
         x = self.embed(ids, positions)  # (B, T, d_model)
         keep = _padding_keep(attention_mask, ids.shape, ids.device,
@@ -302,10 +308,11 @@ class DecoderOnlyModel(nn.Module):
 
         Raises:
             ValueError: if ``kv_caches`` does not hold one cache per layer, or ``ids`` is not
-                ``(B, T)`` or holds ids outside ``[0, vocab_size)``.
+                ``(B, T)``, holds ids outside ``[0, vocab_size)`` or is a tensor on another
+                device than the model (a list or array is created on the model's device).
             TypeError: if ``ids`` is not an integer tensor (or array).
         """
-        ids = check_token_ids(ids, "ids", self.config.vocab_size)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size, device=self.embed.device)
         check_kv_caches(kv_caches, len(self.layers))
         past = 0 if kv_caches is None else int(kv_caches[0].seq_len)
         if positions is None:
@@ -377,11 +384,11 @@ class EncoderDecoderModel(nn.Module):
             ``(B, S, d_model)`` encoder output (``memory``), after the final norm for Pre-LN.
 
         Raises:
-            ValueError: if ``src`` is not ``(B, S)`` ids in ``[0, vocab_size)`` or
-                ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s.
+            ValueError: if ``src`` is not ``(B, S)`` ids in ``[0, vocab_size)`` on the
+                model's device or ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s.
             TypeError: if ``src`` is not an integer tensor (or array).
         """
-        src = check_token_ids(src, "src", self.config.vocab_size)
+        src = check_token_ids(src, "src", self.config.vocab_size, device=self.src_embed.device)
         x = self.src_embed(src, _default_positions(src, 0))
         keep = _padding_keep(src_attention_mask, src.shape, src.device, "src_attention_mask")
         for layer in self.encoder:
@@ -404,12 +411,13 @@ class EncoderDecoderModel(nn.Module):
             ``(B, T, vocab_size)`` logits (unnormalized).
 
         Raises:
-            ValueError: if ``tgt`` is not ``(B, T)`` ids in ``[0, vocab_size)``, ``memory`` is
-                not ``(B, S, d_model)``, ``src_attention_mask`` is not ``(B, S)`` of 0s and 1s,
-                or ``kv_caches`` does not hold one cache per decoder layer.
+            ValueError: if ``tgt`` is not ``(B, T)`` ids in ``[0, vocab_size)`` on the model's
+                device, ``memory`` is not ``(B, S, d_model)``, ``src_attention_mask`` is not
+                ``(B, S)`` of 0s and 1s, or ``kv_caches`` does not hold one cache per decoder
+                layer.
             TypeError: if ``tgt`` is not an integer tensor (or array).
         """
-        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
+        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size, device=self.tgt_embed.device)
         check_kv_caches(kv_caches, len(self.decoder), "decoder layer")
         check_module_input(
             memory,
@@ -453,9 +461,15 @@ class EncoderDecoderModel(nn.Module):
 
         Returns:
             ``(B, T, vocab_size)`` logits (unnormalized); position ``t`` sees ``tgt[:, :t+1]``.
+
+        Raises:
+            ValueError: if ``src`` or ``tgt`` is not ``(B, .)`` ids in ``[0, vocab_size)`` on
+                the model's device, their batch sizes differ, or ``src_attention_mask`` is not
+                ``(B, S)`` of 0s and 1s.
+            TypeError: if ``src`` or ``tgt`` is not an integer tensor (or array).
         """
-        src = check_token_ids(src, "src", self.config.vocab_size)
-        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size)
+        src = check_token_ids(src, "src", self.config.vocab_size, device=self.src_embed.device)
+        tgt = check_token_ids(tgt, "tgt", self.config.vocab_size, device=self.tgt_embed.device)
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(
                 f"src and tgt must hold the same number of sequences B; got src of shape "

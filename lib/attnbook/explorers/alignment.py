@@ -18,7 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fonts, i18n, viz
-from ..checks import check_instance, check_int
+from ..checks import (
+    as_array,
+    as_float_array,
+    check_finite,
+    check_instance,
+    check_int,
+    check_int_array,
+    check_real,
+)
 from ..viz import COLUMN_PX
 from .base import Control, Explorer
 from .layout import caption_title, panel_grid
@@ -52,10 +60,19 @@ class AlignmentData:
         uniform: ``1 / n``, what uniform attention gives the mirrored position.
         accuracy: the model's held-out accuracy at this step (all heads together).
 
+    The fields are converted on construction: the indices to ``int``, ``source`` and
+    ``target`` to integer arrays, ``weights`` to float64, the three shares to ``float``.
+
     Raises:
-        ValueError: if ``source`` is not one-dimensional, or ``target`` or ``weights`` do not
-            match it: ``target`` must have the shape of ``source``, ``weights`` be ``(n, n)``
-            for the ``n`` tokens of ``source`` (the message names the field and the shapes).
+        TypeError: if an index is not an integer, ``source`` or ``target`` does not hold
+            integers, ``weights`` is not a real numeric array, or a share (``mirror_mass``,
+            ``uniform``, ``accuracy``) is not a real number (``None`` included).
+        ValueError: if an index is negative or ``step > steps``; if ``source`` is not
+            one-dimensional, or ``target`` or ``weights`` do not match it: ``target`` must
+            have the shape of ``source``, ``weights`` be ``(n, n)`` for the ``n`` tokens of
+            ``source`` (the message names the field and the shapes); if a token is negative,
+            a weight not finite or outside ``[0, 1]``, or a share not finite or outside
+            ``[0, 1]``.
     """
 
     step: int
@@ -70,20 +87,40 @@ class AlignmentData:
     accuracy: float
 
     def __post_init__(self):
-        source = np.shape(self.source)
+        def put(field, value):  # the dataclass is frozen
+            object.__setattr__(self, field, value)
+
+        put("steps", check_int(self.steps, "AlignmentData.steps", 0))
+        put("step", check_int(self.step, "AlignmentData.step", 0, self.steps))
+        put("layer", check_int(self.layer, "AlignmentData.layer", 0))
+        put("head", check_int(self.head, "AlignmentData.head", 0))
+        for field in ("source", "target"):
+            name = f"AlignmentData.{field}"
+            put(field, check_int_array(as_array(getattr(self, field), name), name))
+        source = self.source.shape
         if len(source) != 1 or source[0] < 1:
             raise ValueError(
                 f"AlignmentData: source must be one-dimensional with at least one token, "
                 f"got shape {source}"
             )
         n = source[0]
+        put("weights", as_float_array(self.weights, "AlignmentData.weights").astype(np.float64))
         for field, want in (("target", (n,)), ("weights", (n, n))):
-            got = np.shape(getattr(self, field))
+            got = getattr(self, field).shape
             if got != want:
                 raise ValueError(
                     f"AlignmentData: {field} has shape {got} but source has {n} tokens, so "
                     f"{field} must be {want}"
                 )
+        check_finite(self.weights, "AlignmentData.weights")
+        if self.weights.min() < 0 or self.weights.max() > 1:
+            raise ValueError(
+                f"AlignmentData.weights must lie in [0, 1] (attention weights), got values "
+                f"from {self.weights.min():g} to {self.weights.max():g}"
+            )
+        for field in ("mirror_mass", "uniform", "accuracy"):
+            value = getattr(self, field)
+            put(field, check_real(value, f"AlignmentData.{field}", minimum=0, maximum=1))
 
 
 def alignment_data(result, step_index: int, head: int, *, layer: int = 0) -> AlignmentData:
