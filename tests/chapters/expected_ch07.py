@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
 import torch
@@ -65,6 +66,27 @@ def _hand_kv_bytes(
     kvh = hf["num_key_value_heads"] if kv_heads is None else kv_heads
     hd = hf["hidden_size"] // hf["num_attention_heads"] if head_dim is None else head_dim
     return 2 * hf["num_hidden_layers"] * kvh * hd * tokens * bytes_per
+
+
+ONE_BELOW = re.compile(
+    r"the lowest lies (\S+) standard errors below it, (within its noise|more than its noise)"
+)
+
+
+def _one_below(v, g) -> bool:
+    """The one-head phrase: none below the bound when the lowest run is not below it; else the
+    lowest run's distance in standard errors (at least its distance over the largest standard
+    error), 'within its noise' exactly when under 2."""
+    below = (1 - 1 / 3) - g["heads_one_lo"]
+    if below <= 0:
+        return v == "none of them lies below it"
+    m = ONE_BELOW.fullmatch(v)
+    if m is None:
+        return False
+    z = float(m.group(1))
+    return z >= round(below / g["heads_one_se_max"], 1) - 0.05 and (
+        (m.group(2) == "within its noise") == (z < 2)
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,6 +196,12 @@ def expected() -> dict:
             <= v
             < 2
         ),
+        # One head: a_i = |c_2|^2 + |c_3|^2 (8 dof) of b_i (12 dof), so a_i - 2 b_i / 3 has
+        # variance 16/9 + 32/9 = 48/9, the same standard error as for two heads.
+        "heads_one_se_max": lambda v, g: (
+            abs(v / (math.sqrt(48 / 9) / (12 * math.sqrt(2048))) - 1) < 0.2
+        ),
+        "heads_one_below": _one_below,
         "heads_two_verdict": lambda v, g: (
             v.startswith("all agree with the bound within")
             and (("below it included" in v) == (g["heads_two_lo"] < 1 - 2 / K))
