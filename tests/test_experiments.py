@@ -982,8 +982,10 @@ def test_cross_attention_run_ablations_show_the_model_copies_where_it_attends():
     assert acc["uniform"] < r.eval_accuracy - 0.3
 
 
-def test_logits_with_cross_attention_replace_the_weights_and_nothing_else():
-    torch.manual_seed(5)
+def _tiny_encoder_decoder(seed: int):
+    """A float64 two-layer Pre-LN encoder-decoder in eval mode, a (3, 5) source and a (3, 4)
+    target batch, all drawn after ``torch.manual_seed(seed)``."""
+    torch.manual_seed(seed)
     cfg = ModelConfig(
         vocab_size=7,
         d_model=8,
@@ -997,8 +999,11 @@ def test_logits_with_cross_attention_replace_the_weights_and_nothing_else():
         norm_first=True,
     )
     model = EncoderDecoderModel(cfg).double().eval()
-    src = torch.randint(6, (3, 5))
-    tgt = torch.randint(7, (3, 4))
+    return model, torch.randint(6, (3, 5)), torch.randint(7, (3, 4))
+
+
+def test_logits_with_cross_attention_replace_the_weights_and_nothing_else():
+    model, src, tgt = _tiny_encoder_decoder(seed=5)
     with torch.no_grad():
         logits, w = E._cross_attention_weights(model, src, tgt)  # (B, n_layers, H, T, S)
         # The model's own weights give back its own logits (the trained map "ablated" by itself).
@@ -1089,22 +1094,7 @@ def test_cross_attention_run_refuses_ablations_for_one_position():
 
 
 def test_cross_attention_weights_match_a_float64_reference():
-    torch.manual_seed(4)
-    cfg = ModelConfig(
-        vocab_size=7,
-        d_model=8,
-        n_heads=2,
-        n_layers=2,
-        n_encoder_layers=1,
-        d_ff=16,
-        arch="encoder-decoder",
-        max_seq_len=5,
-        positional="learned",
-        norm_first=True,
-    )
-    model = EncoderDecoderModel(cfg).double().eval()
-    src = torch.randint(6, (3, 5))
-    tgt = torch.randint(7, (3, 4))
+    model, src, tgt = _tiny_encoder_decoder(seed=4)
     with torch.no_grad():
         logits, w = E._cross_attention_weights(model, src, tgt)
         assert torch.equal(logits, model(src, tgt))  # the hooks change nothing
