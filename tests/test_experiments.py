@@ -209,6 +209,13 @@ def test_first_step_below_hand_cases():
 # --------------------------------------------------------------------------------------------
 
 
+#: A small ``scaling_run`` (one head of 64, 8 keys and values) for the tests that rebuild or
+#: compare its arms; each test adds its steps, eval_size, seed and arm options.
+TINY_SCALING = dict(
+    head_dim=64, d_model=32, d_ff=64, n_pairs=4, n_keys=8, n_values=8, batch_size=32
+)
+
+
 def test_scaling_run_learns_and_differs_only_by_the_scale():
     before = torch.get_num_threads()
     r = E.scaling_run(
@@ -279,13 +286,7 @@ def test_scaling_run_records_saturation_and_its_gradient_share():
     share of the score gradient they carry with autograd through a softmax of the raw scores.
     """
     kw = dict(
-        head_dim=64,
-        d_model=32,
-        d_ff=64,
-        n_pairs=4,
-        n_keys=8,
-        n_values=8,
-        batch_size=32,
+        **TINY_SCALING,
         eval_size=8,
         seed=2,
     )
@@ -339,13 +340,7 @@ def test_scaling_run_control_starts_with_the_unscaled_scores():
     step; and without ``q_init_gain`` there is no control.
     """
     kw = dict(
-        head_dim=64,
-        d_model=32,
-        d_ff=64,
-        n_pairs=4,
-        n_keys=8,
-        n_values=8,
-        batch_size=32,
+        **TINY_SCALING,
         eval_size=8,
         seed=1,
         saturation_threshold=0.9,
@@ -445,13 +440,7 @@ def test_qk_lr_gain_ends_of_its_range_and_repr():
 def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
     """``qk_lr_gain``: the big-step arm has the scaled arm's first forward pass, not its steps."""
     kw = dict(
-        head_dim=64,
-        d_model=32,
-        d_ff=64,
-        n_pairs=4,
-        n_keys=8,
-        n_values=8,
-        batch_size=32,
+        **TINY_SCALING,
         eval_size=8,
         seed=1,
     )
