@@ -310,6 +310,18 @@ def _recall_grid() -> dict:
     assert 1 <= reach <= k_max // 8, reach  # "failed at nearly every distance"
     at_none = rnn_by_k(k_none)
     assert max(at_none) < 0.95, "the prose: short of 95 % at every distance"
+    assert at_none[0] > at_none[-1] + 0.1, "the prose: the farther back, the worse"
+    # At k_next, the seeds that did not solve it: right >= 95 % up to d_ok, not beyond.
+    failed_next = [
+        [float(a) for a in r["accuracy_by_k"].split()]
+        for r in table
+        if r["model"] == "rnn" and int(r["max_k"]) == k_next and not r["solved_step"]
+    ]
+    next_by_k = [sum(col) / len(col) for col in zip(*failed_next)]
+    d_ok = 0
+    while next_by_k[d_ok] >= 0.95:
+        d_ok += 1
+    assert d_ok >= k_next * 3 // 4, "the prose: they failed only at the far end"
 
     def changes(k):  # loss_change of the RNN's unsolved seeds
         return [
@@ -320,6 +332,8 @@ def _recall_grid() -> dict:
 
     falling = [c for c in changes(k_next) if c < -0.01]
     assert len(falling) >= 2, "the prose: 'by lo to hi'"
+    rising = [c for c in changes(k_none) if c > 0.01]  # the loss went up
+    assert len(rising) >= 2, "the prose: 'rose ... by lo to hi'"
     assert len(changes(k_max)) == len(seeds)
     assert max(abs(c) for c in changes(k_max)) < 0.1, "the prose: 'the loss had stalled'"
 
@@ -351,11 +365,17 @@ def _recall_grid() -> dict:
         "rec_grid_att_med_max": median(steps("attention", k_max)),
         "rec_grid_rnn_acc_max": max(unsolved),
         "rec_grid_rnn_grad_max": _times(median(ratios)),
-        "rec_grid_rnn_reach": reach,
-        "rec_grid_rnn_acc_near": sum(at_max[:reach]) / reach,
-        "rec_grid_rnn_acc_far": sum(at_max[reach:]) / (k_max - reach),
-        "rec_grid_rnn_acc_none_lo": min(at_none),
-        "rec_grid_rnn_acc_none_hi": max(at_none),
+        "rec_grid_rnn_acc_near": at_max[0],
+        "rec_grid_rnn_acc_far": sum(at_max[1:]) / (k_max - 1),
+        "rec_grid_rnn_acc_none_first": at_none[0],
+        "rec_grid_rnn_acc_none_last": at_none[-1],
+        "rec_grid_rnn_next_ok_k": d_ok,
+        "rec_grid_rnn_next_ok_min": min(next_by_k[:d_ok]),
+        "rec_grid_rnn_next_acc_last": next_by_k[-1],
+        "rec_grid_rnn_n_unsolved_none": len(changes(k_none)),
+        "rec_grid_rnn_n_rising_none": len(rising),
+        "rec_grid_rnn_rise_none_lo": min(rising),
+        "rec_grid_rnn_rise_none_hi": max(rising),
         "rec_grid_rnn_n_unsolved_next": len(changes(k_next)),
         "rec_grid_rnn_n_falling_next": len(falling),
         "rec_grid_rnn_fall_next_lo": -max(falling),
