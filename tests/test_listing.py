@@ -143,3 +143,46 @@ def test_between_names_a_text_it_cannot_find(tmp_path):
         show_code(f, between=("c =", "b ="))
     with pytest.raises(ValueError, match="'a =' after 'b ='"):
         show_code(f, between=("b =", "a ="))
+
+
+def _show_code_calls(text: str) -> list[str]:
+    """The ``show_code(...)`` calls of a chapter's source, each with its balanced brackets."""
+    calls, start = [], 0
+    while (i := text.find("show_code(", start)) != -1:
+        depth, j = 0, i + len("show_code")
+        while True:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        if not text[i - 4 : i].endswith("def "):
+            calls.append(text[i:j])
+        start = j
+    return calls
+
+
+def test_every_core_a_chapter_shows_fits_the_listing_limits():
+    """Each chapter's ``show_code(core, ...)`` call, run here against the library as it is: a
+    core that grew past MAX_COLUMNS or MAX_LINES fails this unit test, not the book build's
+    execution of the chapter minutes later."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    import attnbook
+    import attnbook.flash_triton  # noqa: F401 - imported by chapter 12 (interpreter on CPU)
+
+    namespace = {"show_code": show_code}
+    for info in pkgutil.iter_modules(attnbook.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"attnbook.{info.name}")
+        namespace.setdefault(info.name, module)
+    models = importlib.import_module("attnbook.models")
+    namespace.update({n: getattr(models, n) for n in models.__all__})
+    chapters = sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.md"))
+    calls = [(c.name, call) for c in chapters for call in _show_code_calls(c.read_text("utf-8"))]
+    assert len(calls) >= 40, f"found only {len(calls)} show_code calls in {len(chapters)} chapters"
+    for chapter, call in calls:
+        listing = eval(call, dict(namespace))  # raises ValueError past the limits
+        assert listing.core.strip(), (chapter, call)

@@ -203,7 +203,8 @@ class EncoderOnlyModel(nn.Module):
 
         The arguments and errors are described in the class docstring.
         """
-        ids = check_token_ids(ids, "ids", self.config.vocab_size, device=self.embed.device)
+        ids = check_token_ids(ids, "ids", self.config.vocab_size,
+                              device=self.embed.device)
         positions = _default_positions(ids, 0)  # (T,)
         x = self.embed(ids, positions)  # (B, T, d_model)
         keep = _padding_keep(attention_mask, ids.shape, ids.device,
