@@ -10,7 +10,7 @@ path (the name is not ``nn``, so that it never hides ``torch.nn``; the old path
 * masks: :mod:`attnbook.masks` (``causal_mask``, ``sliding_window_mask``, ``padding_mask``,
   ``combine_masks``, ``additive_mask``) → :func:`causal_mask`, :func:`sliding_window_mask`,
   :func:`padding_mask`, :func:`combine_masks`, :func:`additive_mask` (earlier name
-  :func:`keep_mask_to_additive`, still served); only torch has :func:`position_keep_mask`
+  ``keep_mask_to_additive``, still served); only torch has :func:`position_keep_mask`
   (keys at any positions, a ring-buffer cache) and :func:`keep_mask_to_mha_mask`;
 * heads: :mod:`attnbook.heads` (``split_heads``, ``merge_heads``, ``repeat_kv``,
   ``multi_head_attention``) → :func:`split_heads`, :func:`merge_heads`, :func:`repeat_kv`,
@@ -28,7 +28,7 @@ Conventions (see :mod:`attnbook` and the notation appendix of the book):
   combined by logical AND; causal masks align bottom-right (or follow explicit positions);
 * a query that sees no key outputs 0, forward and backward, in every dtype;
 * where this module builds an additive mask it combines the keep-masks first and fills once
-  with ``torch.finfo(dtype).min`` (:func:`additive_mask`, earlier :func:`keep_mask_to_additive`);
+  with ``torch.finfo(dtype).min`` (:func:`additive_mask`, earlier ``keep_mask_to_additive``);
 * ``nn.MultiheadAttention`` uses the opposite boolean polarity (``True`` = *not* allowed); the
   conversion lives in one place, :func:`keep_mask_to_mha_mask`;
 * GQA: query head ``h`` reads key/value head ``h // (H // H_kv)`` (:func:`repeat_kv`).
@@ -85,7 +85,6 @@ __all__ = [
     "padding_mask",
     "combine_masks",
     "additive_mask",
-    "keep_mask_to_additive",
     "keep_mask_to_mha_mask",
     "position_keep_mask",
     "scaled_dot_product_attention",
@@ -481,7 +480,7 @@ def additive_mask(*keep_masks, dtype: torch.dtype) -> torch.Tensor | None:
     """Combine boolean keep-masks (AND) and turn the result into one additive float mask.
 
     The torch twin of :func:`attnbook.masks.additive_mask` (same name, same rule);
-    :func:`keep_mask_to_additive` is its earlier name.
+    ``keep_mask_to_additive`` is its earlier name.
 
     Hidden entries get ``torch.finfo(dtype).min`` — filled **once**, after combining. Adding two
     filled masks instead would give ``finfo.min + finfo.min = -inf`` (and in fp16 even
