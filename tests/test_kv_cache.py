@@ -300,6 +300,41 @@ def test_greedy_generate_errors():
     assert torch.equal(greedy_generate(model, torch.tensor([[1, 2]]), 0), torch.tensor([[1, 2]]))
 
 
+def test_greedy_generate_checks_as_generate_does():
+    """greedy_generate refuses what generate refuses, with the same message, returns a new
+    tensor and runs in eval mode; its tokens are generate's at temperature 0."""
+    from attnbook.sampling import generate
+
+    cfg = ModelConfig(
+        vocab_size=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, max_seq_len=4, dropout=0.5
+    )
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    model.train()  # dropout 0.5 would change the tokens if the call left it on
+    bad_calls = [
+        (torch.tensor([[1, 7]]), 1, ValueError),  # id 7 >= vocab_size 5
+        (torch.tensor([[1, 2]]), 3, ValueError),  # 2 + 3 tokens > max_seq_len 4
+        (torch.tensor([[1.0, 2.0]]), 1, TypeError),
+    ]
+    for ids, n, error in bad_calls:
+        with pytest.raises(error) as greedy_error:
+            greedy_generate(model, ids, n)
+        with pytest.raises(error) as sampled_error:
+            generate(model, ids, n, temperature=0.0)
+        assert str(greedy_error.value) == str(sampled_error.value)
+    with pytest.raises(TypeError, match="decoder-only model"):
+        greedy_generate(torch.nn.Linear(2, 2), torch.tensor([[1]]), 1)
+    prompt = torch.tensor([[1, 2]])
+    same = greedy_generate(model, prompt, 0)
+    assert torch.equal(same, prompt) and same is not prompt
+    assert same.data_ptr() != prompt.data_ptr()
+    for use_cache in (True, False):
+        out = greedy_generate(model, prompt, 2, use_cache=use_cache)
+        assert model.training  # its mode given back
+        ref = generate(model, prompt, 2, temperature=0.0, use_cache=use_cache)
+        assert torch.equal(out, ref)
+
+
 # --- multi-head latent attention ----------------------------------------------------------------
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "check_int_tensor",
     "check_positions",
     "check_fits_positions",
+    "check_generation",
     "check_rope_positions",
     "check_strings",
     "check_text",
@@ -1051,6 +1052,56 @@ def check_fits_positions(n: int, max_seq_len, positional, what: str, hint: str =
         raise ValueError(
             f"{what} exceeds the model's max_seq_len {max_seq_len} ({positional} positions){hint}"
         )
+
+
+def check_generation(model, ids, max_new_tokens):
+    """The arguments of a decoding loop: a decoder-only model, a prompt and a token count.
+
+    Shared by :func:`attnbook.sampling.generate` and :func:`attnbook.kv_cache.greedy_generate`,
+    so both refuse the same inputs with the same messages.
+
+    Args:
+        model: a ``torch.nn.Module`` with a ``config`` (``vocab_size``, ``max_seq_len``,
+            ``positional``) and ``make_caches()``, e.g. :class:`attnbook.models.DecoderOnlyModel`.
+        ids: ``(B, T)`` prompt token ids, ``T >= 1``, in ``[0, vocab_size)`` (tensor, array or
+            nested list of integers).
+        max_new_tokens: tokens to append, an integer ``>= 0``.
+
+    Returns:
+        ``(ids, max_new_tokens)``: ``ids`` as a ``(B, T)`` int64 tensor, ``max_new_tokens`` as
+        an ``int``.
+
+    Raises:
+        TypeError: ``model`` is not such a module (an encoder-decoder model has no
+            ``make_caches()``), ``ids`` is not integer, ``max_new_tokens`` is not an integer.
+        ValueError: ``ids`` is not ``(B, T)`` with ``T >= 1`` and ids in range;
+            ``max_new_tokens < 0``; or ``T + max_new_tokens`` exceeds ``max_seq_len`` with learned
+            or sinusoidal positions.
+    """
+    import torch  # the NumPy checks above do not need it
+
+    if (
+        not isinstance(model, torch.nn.Module)
+        or not hasattr(model, "config")
+        or not callable(getattr(model, "make_caches", None))
+    ):
+        raise TypeError(
+            f"model must be a decoder-only model (a torch.nn.Module with a config "
+            f"and make_caches(), e.g. DecoderOnlyModel), got "
+            f"{type(model).__name__}"
+        )
+    cfg = model.config
+    ids = check_token_ids(ids, "ids", cfg.vocab_size, min_len=1).to(torch.int64)  # (B, T)
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
+    total = ids.shape[1] + max_new_tokens
+    check_fits_positions(
+        total,
+        getattr(cfg, "max_seq_len", None),
+        getattr(cfg, "positional", None),
+        f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens",
+        "; RoPE with a sliding_window has no such limit",
+    )
+    return ids, max_new_tokens
 
 
 def check_features(

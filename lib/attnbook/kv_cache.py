@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_bool, check_int, check_int_tensor, check_token_ids
+from .checks import check_bool, check_generation, check_int, check_int_tensor
 from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig  # noqa: F401 (re-export)
 from .cost import kv_cache_bytes  # the formula lives in attnbook.cost
 
@@ -351,31 +351,45 @@ def greedy_generate(
 
     Without the cache every step re-runs the model on the whole sequence; with it the prompt is
     processed once (prefill) and each step feeds only the newest token
-    (:func:`greedy_generate_core`). Both give the same tokens (up to floating-point ties).
+    (:func:`greedy_generate_core`). Both give the same tokens (up to floating-point ties). The
+    arguments are checked as :func:`attnbook.sampling.generate` checks them
+    (:func:`attnbook.checks.check_generation`), and, as there, the model runs in eval mode (no
+    dropout) for the call and gets its mode back afterwards: this is ``generate`` with
+    ``temperature=0``, written out without sampling.
 
     Args:
-        model: a :class:`attnbook.models.DecoderOnlyModel` (anything with ``make_caches()`` and
-            ``model(ids, kv_caches=...) -> logits (B, T, vocab)``).
-        ids: ``(B, T)`` prompt token ids, ``T >= 1`` (lists and NumPy arrays are converted).
-        max_new_tokens: number of tokens to generate.
+        model: a :class:`attnbook.models.DecoderOnlyModel` (a ``torch.nn.Module`` with a
+            ``config``, ``make_caches()`` and ``model(ids, kv_caches=...) -> logits
+            (B, T, vocab)``).
+        ids: ``(B, T)`` prompt token ids, ``T >= 1``, in ``[0, vocab_size)`` (lists and NumPy
+            arrays are converted; computed in int64).
+        max_new_tokens: number of tokens to generate, ``>= 0``.
         use_cache: use per-layer KV caches.
 
     Returns:
-        ``(B, T + max_new_tokens)`` token ids (the prompt followed by the generated tokens).
+        ``(B, T + max_new_tokens)`` int64 token ids: the prompt followed by the generated
+        tokens (a new tensor, also when ``max_new_tokens`` is 0).
 
     Raises:
-        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` or holds a negative id, or
-            ``max_new_tokens < 0``.
-        TypeError: if ``ids`` is not an integer tensor or ``max_new_tokens`` is not an integer
-            (bools and floats are rejected), or ``use_cache`` is not a bool.
+        ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` and ids in ``[0, vocab_size)``,
+            ``max_new_tokens < 0``, or the total length exceeds ``max_seq_len`` with learned or
+            sinusoidal positions.
+        TypeError: if ``model`` is not a decoder-only model, ``ids`` is not integer,
+            ``max_new_tokens`` is not an integer (bools and floats are rejected), or
+            ``use_cache`` is not a bool.
     """
-    ids = check_token_ids(ids, "ids", min_len=1)
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
+    ids, max_new_tokens = check_generation(model, ids, max_new_tokens)  # (B, T) int64
+    use_cache = check_bool(use_cache, "use_cache")
     if max_new_tokens == 0:
+        return ids.clone()  # never the caller's own tensor
+    was_training = model.training
+    model.eval()
+    try:
+        if use_cache:
+            return greedy_generate_core(model, ids, max_new_tokens)
+        for _ in range(max_new_tokens):  # no cache: re-run the whole sequence
+            nxt = model(ids)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+            ids = torch.cat((ids, nxt), dim=1)
         return ids
-    if check_bool(use_cache, "use_cache"):
-        return greedy_generate_core(model, ids, max_new_tokens)
-    for _ in range(max_new_tokens):  # no cache: re-run the whole sequence
-        nxt = model(ids)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
-        ids = torch.cat((ids, nxt), dim=1)
-    return ids
+    finally:
+        model.train(was_training)

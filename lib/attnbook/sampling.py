@@ -23,6 +23,7 @@ from torch import nn
 from .checks import (
     check_bool,
     check_fits_positions,
+    check_generation,
     check_generator,
     check_int,
     check_int_tensor,
@@ -199,29 +200,9 @@ def generate(
             ``make_caches()`` (an encoder-decoder model is refused), or an argument has the
             wrong type.
     """
-    if (
-        not isinstance(model, nn.Module)
-        or not hasattr(model, "config")
-        or not callable(getattr(model, "make_caches", None))
-    ):
-        raise TypeError(
-            f"model must be a decoder-only model (a torch.nn.Module with a config "
-            f"and make_caches(), e.g. DecoderOnlyModel), got "
-            f"{type(model).__name__}"
-        )
-    cfg = model.config
-    ids = check_token_ids(ids, "ids", cfg.vocab_size, min_len=1).to(torch.int64)  # (B, T)
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
-    temperature, top_k = _check_sampling(temperature, top_k, cfg.vocab_size)
+    ids, max_new_tokens = check_generation(model, ids, max_new_tokens)  # (B, T) int64
+    temperature, top_k = _check_sampling(temperature, top_k, model.config.vocab_size)
     use_cache = check_bool(use_cache, "use_cache")
-    total = ids.shape[1] + max_new_tokens
-    check_fits_positions(
-        total,
-        cfg.max_seq_len,
-        cfg.positional,
-        f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens",
-        "; RoPE with a sliding_window has no such limit",
-    )
     gen = _make_generator(seed, generator)
     if max_new_tokens == 0:
         return ids.clone()  # int64, never the caller's own tensor
