@@ -81,6 +81,8 @@ def test_default_explorers_fit_a_page(masks):
         (lambda: Control("x", "x", "toggle", (0, 1), 0), "toggle"),
         (lambda: Control("x", "x", "slider", (), None), "no options"),
         (lambda: Control("x", "x", "slider", (1, 2), 3), "x=3 is not one of"),
+        (lambda: Control("x", "x", "slider", (0, 1, 2), True), "x=True is not one of"),
+        (lambda: Control("x", "x", "toggle", (False, True), 1), "x=1 is not one of"),
         (lambda: Control("x", "x", "slider", (1, 2), 1, labels=("a",)), "2 options but 1 labels"),
     ],
 )

@@ -117,7 +117,12 @@ class Control:
             raise ValueError(f"a toggle's options must be (False, True), got {self.options}")
         if not self.options:
             raise ValueError(f"control {self.name!r} has no options")
-        if self.default not in self.options:
+        # ``in`` would take True for 1 and 1 for True: a toggle's default must be a bool, a
+        # slider's 1 must not be True.
+        if not any(
+            self.default == o and isinstance(self.default, bool) == isinstance(o, bool)
+            for o in self.options
+        ):
             raise ValueError(
                 f"{self.name}={self.default!r} is not one of the allowed values {self.options}"
             )
