@@ -193,6 +193,10 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
     # windows per evaluation, the training side from 8 batches of training windows (seed 2).
     w_val = per_window(val, 4, 1)
     w_train = per_window(train, tr["eval_batches"], 2)
+    # The long run's last evaluation, its own windows (seed 0 + 1, 8 batches: 128 windows):
+    # the error bar on the figure's last point; its mean is that point up to float16 rounding.
+    w_end = per_window(val, tr["eval_batches"], tr["seed"] + 1)
+    assert abs(w_end.mean() - meta["val_loss"][-1]) < 1e-3
     assert abs(w_val.mean() - total / 4) < 1e-5  # the windows of the glued loss
     n_eval = tr["eval_batches"] * tr["batch_size"]
     gaps = [v - t for v, t in zip(vl, meta["train_loss"])]
@@ -207,6 +211,8 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
         "se_block": BLOCK,
         "se_chars": 4 * BATCH * BLOCK,
         "se_ckpt": recomputed(float(w_val.std(ddof=1) / 8.0)),  # sqrt(64)
+        "se_end_windows": tr["eval_batches"] * BATCH,
+        "se_ckpt_end": recomputed(float(w_end.std(ddof=1) / math.sqrt(len(w_end)))),
         "gap_first": gaps[0],
         "gap_first_step": 0,
         "gap_quarter": steps // 4,
