@@ -228,6 +228,19 @@ def _copy_table() -> dict:
     }
 
 
+def _rnn_above(g) -> int:
+    """The leading distances at which the RNN's signal gradient exceeds attention's; the prose
+    says attention's is the larger from there on, which is asserted here."""
+    k = 0
+    while k < len(g["rnn"]) and g["rnn"][k] > g["attention"][k]:
+        k += 1
+    assert k >= 1, "the prose: at distance 1 the RNN's signal is the larger"
+    assert all(g["rnn"][j] < g["attention"][j] for j in range(k, len(g["rnn"]))), (
+        "the prose: from there on attention's is the larger"
+    )
+    return k
+
+
 def _recall_grid() -> dict:
     """The recall grid's glued values, from benchmarks/results/long_range_recall.csv read here
     with plain loops (its first line is a comment); medians and counts by hand."""
@@ -308,6 +321,17 @@ def _recall_grid() -> dict:
         reach += 1
     # The prose: right so often at the nearest distances, and so often beyond.
     assert 1 <= reach <= k_max // 8, reach  # "failed at nearly every distance"
+    # Distance 1, per seed: at k_max and at the grid's previous max_k (the prose: "even at 1").
+    k_prev = ks[-2]
+    near = {
+        k: [
+            float(r["accuracy_by_k"].split()[0])
+            for r in table
+            if r["model"] == "rnn" and int(r["max_k"]) == k
+        ]
+        for k in (k_prev, k_max)
+    }
+    assert min(near[k_max]) < 0.5 <= min(near[k_prev]), "the prose contrasts the two at 1"
     at_none = rnn_by_k(k_none)
     assert max(at_none) < 0.95, "the prose: short of 95 % at every distance"
     assert at_none[0] > at_none[-1] + 0.1, "the prose: the farther back, the worse"
@@ -368,6 +392,14 @@ def _recall_grid() -> dict:
         "rec_grid_rnn_acc_near": at_max[0],
         "rec_grid_rnn_acc_far": sum(at_max[1:]) / (k_max - 1),
         "rec_grid_rnn_acc_none_first": at_none[0],
+        "rec_grid_k_prev": k_prev,
+        "rec_grid_rnn_near_lo": min(near[k_max]),
+        "rec_grid_rnn_near_hi": max(near[k_max]),
+        "rec_grid_rnn_near_prev_min": min(near[k_prev]),
+        "rec_grid_noise_before_1": k_max - 1,  # T = max_k + 1: signal at T-2, query at T-1
+        "rec_batch": 64,  # long_range_recall_run's default batch_size, the grid's setting
+        "rec_grid_per_k_max": 64 / k_max,
+        "rec_grid_per_k_prev": 64 / k_prev,
         "rec_grid_rnn_acc_none_last": at_none[-1],
         "rec_grid_rnn_next_ok_k": d_ok,
         "rec_grid_rnn_next_ok_min": min(next_by_k[:d_ok]),
@@ -474,6 +506,9 @@ def expected() -> dict:
             "rec_grad_rnn_factor": _times(g["rnn"][0] / g["rnn"][15]),
             "rec_grad_lstm_factor": _times(g["lstm"][0] / g["lstm"][15]),
             "rec_grad_att_spread": float(max(g["attention"]) / min(g["attention"])),
+            "rec_grad_att_1": float(g["attention"][0]),
+            "rec_grad_rnn_over_att_1": float(g["rnn"][0] / g["attention"][0]),
+            "rec_grad_rnn_above_k": _rnn_above(g),
             "rec_recurrent_acc_min": float(
                 min(min(run.accuracy["rnn"]), min(run.accuracy["lstm"]))
             ),
@@ -559,6 +594,34 @@ def expected() -> dict:
         "par_att_top": Check(_att_top, "peak before L = 2048 and its share, or highest at 2048"),
         "par_n_last": 2048,
         "par_scores_mib": 4 * 2048**2 / 2**20,  # float32 L x L, by hand: 16 MiB
+        "par_py_best_lo": Check(
+            lambda v, g: 0 < v <= g["par_py_best_hi"],
+            "the fastest µs per step over L, of three measurements",
+        ),
+        "par_py_best_hi": Check(
+            lambda v, g: g["par_py_best_lo"] <= v < 1.5 * g["par_py_best_lo"],
+            "the prose: the loop's best time per step does not depend on L (within 1.5x)",
+        ),
+        "par_py_table_worst": Check(
+            lambda v, g: (
+                v >= 1 - 1e-9 and v * (1 + 1e-9) >= g["par_rnn_ms"] * 1e3 / n / g["par_py_best_hi"]
+            ),
+            "the table's per-step time over the best, at least 1 and at least L = 1024's",
+        ),
+        **{
+            f"prof_{part}_share": Check(
+                lambda v, g: (
+                    0 < v < 1
+                    and math.isclose(
+                        g["prof_matmul_share"] + g["prof_softmax_share"] + g["prof_rest_share"],
+                        1.0,
+                        rel_tol=1e-9,
+                    )
+                ),
+                "a share of the profiled time; the three add up to 1",
+            )
+            for part in ("matmul", "softmax", "rest")
+        },
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
             "glued torch.nn.RNN time / n",
