@@ -397,6 +397,7 @@ def _recall_grid() -> dict:
         "rec_grid_rnn_near_hi": max(near[k_max]),
         "rec_grid_rnn_near_prev_min": min(near[k_prev]),
         "rec_grid_noise_before_1": k_max - 1,  # T = max_k + 1: signal at T-2, query at T-1
+        "rec_grid_len_max": k_max + 1,
         "rec_batch": 64,  # long_range_recall_run's default batch_size, the grid's setting
         "rec_grid_per_k_max": 64 / k_max,
         "rec_grid_per_k_prev": 64 / k_prev,
@@ -517,6 +518,15 @@ def expected() -> dict:
             e[f"rec_status_{name}"] = _status(run, name)
         e["rec_verdict"] = _verdict(run)
         grid = _recall_grid()
+        # The prose: at max_k, a sequence has max_k + 1 tokens and max_k - 1 noise tokens come
+        # before a signal at distance 1 (the signal, then the query, end the sequence).
+        ids, target, _ = experiments.delayed_recall_batch(
+            1, grid["rec_grid_k_max"], 8, 8, torch.Generator().manual_seed(0), k=torch.tensor([1])
+        )
+        assert ids.shape[1] == grid["rec_grid_len_max"] and int(ids[0, -2]) == int(target[0])
+        assert (
+            bool((ids[0, :-2] >= 8).all()) and ids.shape[1] - 2 == grid["rec_grid_noise_before_1"]
+        )
         for name in ("rnn", "lstm", "attention"):
             # The table's seed-0, max_k-16 row and the chapter's live run: the same training.
             row = grid.pop(f"rec_grid_live_{name}")
