@@ -245,6 +245,7 @@ def _recall_grid() -> dict:
     """The recall grid's glued values, from benchmarks/results/long_range_recall.csv read here
     with plain loops (its first line is a comment); medians and counts by hand."""
     import csv
+    import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "long_range_recall.csv"
@@ -361,6 +362,25 @@ def _recall_grid() -> dict:
     assert len(changes(k_max)) == len(seeds)
     assert max(abs(c) for c in changes(k_max)) < 0.1, "the prose: 'the loss had stalled'"
 
+    # The second run: the RNN alone, distances up to k_prev in sequences of k_max + 1 tokens.
+    pad_path = path.with_name("long_range_recall_len65.csv")
+    with open(pad_path, newline="") as fh:
+        first = fh.readline()
+        assert "--max-k 32 --seq-len 65 --models rnn" in first, first
+        padded = list(csv.DictReader(fh))
+    meta = json.loads(path.with_name("long_range_recall_len65.json").read_text())
+    assert meta["seq_len"] == k_max + 1 and meta["steps"] == 1000
+    assert sorted(int(r["seed"]) for r in padded) == seeds  # the same seeds
+    assert {r["model"] for r in padded} == {"rnn"} and {r["max_k"] for r in padded} == {"32"}
+    assert all(int(r["steps"]) == 1000 for r in padded)
+    # The prose: the same hidden size as the k_max run's RNN (both match a 65-position model).
+    hidden = {r["hidden_size"] for r in table if r["model"] == "rnn" and int(r["max_k"]) == k_max}
+    assert {r["hidden_size"] for r in padded} == hidden
+    near_pad = [float(r["accuracy_by_k"].split()[0]) for r in padded]
+    # The prose: the long noise in front is not what broke distance 1 (every seed right at
+    # distance 1 at least as often as the worst seed of k_prev, unlike k_max's worst).
+    assert min(near_pad) >= min(near[k_prev]) > min(near[k_max])
+
     def live(model):
         return next(
             int(r["solved_step"])
@@ -397,10 +417,16 @@ def _recall_grid() -> dict:
         "rec_grid_rnn_near_hi": max(near[k_max]),
         "rec_grid_rnn_near_prev_min": min(near[k_prev]),
         "rec_grid_noise_before_1": k_max - 1,  # T = max_k + 1: signal at T-2, query at T-1
-        "rec_grid_len_max": k_max + 1,
         "rec_batch": 64,  # long_range_recall_run's default batch_size, the grid's setting
         "rec_grid_per_k_max": 64 / k_max,
         "rec_grid_per_k_prev": 64 / k_prev,
+        "rec_pad_k": 32,
+        "rec_pad_len": k_max + 1,
+        "rec_pad_hidden": int(hidden.pop()),
+        "rec_pad_near_lo": min(near_pad),
+        "rec_pad_near_hi": max(near_pad),
+        "rec_pad_n_solved": sum(1 for r in padded if r["solved_step"]),
+        "rec_pad_n_seeds": len(padded),
         "rec_grid_rnn_acc_none_last": at_none[-1],
         "rec_grid_rnn_next_ok_k": d_ok,
         "rec_grid_rnn_next_ok_min": min(next_by_k[:d_ok]),
@@ -523,7 +549,7 @@ def expected() -> dict:
         ids, target, _ = experiments.delayed_recall_batch(
             1, grid["rec_grid_k_max"], 8, 8, torch.Generator().manual_seed(0), k=torch.tensor([1])
         )
-        assert ids.shape[1] == grid["rec_grid_len_max"] and int(ids[0, -2]) == int(target[0])
+        assert ids.shape[1] == grid["rec_pad_len"] and int(ids[0, -2]) == int(target[0])
         assert (
             bool((ids[0, :-2] >= 8).all()) and ids.shape[1] - 2 == grid["rec_grid_noise_before_1"]
         )
