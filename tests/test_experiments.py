@@ -167,6 +167,25 @@ def test_delayed_recall_batch_puts_the_answer_k_back_from_the_query():
         E.delayed_recall_batch(2, 6, 3, 5, gen, k=torch.tensor([1.0, 3.0]))
 
 
+def test_delayed_recall_batch_with_a_longer_sequence_adds_noise_in_front():
+    gen = torch.Generator().manual_seed(3)
+    fixed = torch.tensor([1, 6])
+    ids, target, k = E.delayed_recall_batch(2, 6, 3, 5, gen, k=fixed, seq_len=11)
+    assert ids.shape == (2, 11) and bool((ids[:, -1] == 8).all())
+    assert ids[0, 9] == target[0] and ids[1, 4] == target[1]  # k back from the query
+    for b, pos in ((0, 9), (1, 4)):
+        others = [int(t) for j, t in enumerate(ids[b, :-1]) if j != pos]
+        assert all(3 <= t < 8 for t in others)  # noise only
+    # The default is max_k + 1, drawn exactly as without the argument.
+    a = E.delayed_recall_batch(4, 6, 3, 5, torch.Generator().manual_seed(5))
+    b = E.delayed_recall_batch(4, 6, 3, 5, torch.Generator().manual_seed(5), seq_len=7)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(ValueError, match="seq_len"):
+        E.delayed_recall_batch(2, 6, 3, 5, gen, seq_len=6)
+    with pytest.raises(TypeError, match="seq_len"):
+        E.delayed_recall_batch(2, 6, 3, 5, gen, seq_len=7.0)
+
+
 @pytest.mark.parametrize(
     "make,exc,name",
     [
@@ -813,6 +832,28 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
     )
     assert set(alone.loss) == set(alone.solved_step) == {"rnn"}
     assert np.array_equal(alone.loss["rnn"], r.loss["rnn"])
+    assert r.seq_len == 5  # max_k + 1
+    # A longer sequence: the held-out and training sequences have it, the signal gradient is
+    # still read at the signal token, and the attention model's positions cover it.
+    longer = E.long_range_recall_run(
+        max_k=4,
+        n_signal=4,
+        n_noise=4,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        steps=20,
+        batch_size=32,
+        eval_every=10,
+        eval_per_k=8,
+        window=5,
+        seed=0,
+        seq_len=9,
+    )
+    assert longer.seq_len == 9 and longer.signal_gradient["rnn"].shape == (4,)
+    assert np.isfinite(longer.signal_gradient["attention"]).all()
+    with pytest.raises(ValueError, match="seq_len"):
+        E.long_range_recall_run(max_k=4, steps=1, seq_len=4)
     assert alone.solved_step["rnn"] == r.solved_step["rnn"]
     vocab_size = 4 + 4 + 1
     assert np.array_equal(r.ks, np.arange(1, 5))

@@ -374,35 +374,40 @@ def delayed_recall_batch(
     n_noise: int,
     generator: torch.Generator,
     k: torch.Tensor | None = None,
+    seq_len: int | None = None,
 ):
     """Recall the token ``k`` positions back: one signal token, ``k - 1`` noise tokens, a query.
 
-    Every sequence has length ``T = max_k + 1``. Position ``T - 1`` holds the query token, position
-    ``T - 1 - k`` a signal token uniform over ``0 .. n_signal-1``, and every other position a
-    noise token uniform over ``n_signal .. n_signal+n_noise-1``. The answer, read at the query,
+    Every sequence has length ``T = max_k + 1`` unless ``seq_len`` is given. Position ``T - 1``
+    holds the query token, position ``T - 1 - k`` a signal token uniform over
+    ``0 .. n_signal-1``, and every other position a noise token uniform over
+    ``n_signal .. n_signal+n_noise-1``. The answer, read at the query,
     is the signal token, ``k`` positions back. Without reading the sequence it is uniform over
     ``n_signal``: chance cross-entropy ``log(n_signal)``, accuracy ``1/n_signal``.
 
     Args:
         batch_size: ``B``.
-        max_k: largest distance; the sequence length is ``max_k + 1``.
+        max_k: largest distance; the sequence length is ``max_k + 1`` by default.
         n_signal, n_noise: sizes of the signal and noise vocabularies (query id
             ``n_signal + n_noise``; the model's vocabulary is ``n_signal + n_noise + 1``).
         generator: the source of randomness.
         k: optional int64 ``(B,)`` distances in ``1 .. max_k``; default uniform.
+        seq_len: optional sequence length ``T >= max_k + 1``; default ``max_k + 1``. A longer
+            ``T`` puts more noise tokens before the signal, at every distance.
 
     Returns:
-        ``(ids (B, max_k + 1), target (B,), k (B,))``, int64.
+        ``(ids (B, T), target (B,), k (B,))``, int64.
 
     Raises:
         TypeError: if a size is not an integer or ``k`` holds non-integers.
-        ValueError: if a size is < 1 or a distance is outside ``1 .. max_k``.
+        ValueError: if a size is < 1, a distance is outside ``1 .. max_k`` or ``seq_len`` is
+            below ``max_k + 1``.
     """
     B = checks.check_int(batch_size, "batch_size", 1)
     K = checks.check_int(max_k, "max_k", 1)
     checks.check_int(n_signal, "n_signal", 1)
     checks.check_int(n_noise, "n_noise", 1)
-    T = K + 1
+    T = K + 1 if seq_len is None else checks.check_int(seq_len, "seq_len", K + 1)
     if k is None:
         k = torch.randint(1, K + 1, (B,), generator=generator)  # (B,)
     else:
@@ -1420,6 +1425,7 @@ class LongRangeRecallResult:
 
     Attributes:
         ks: int64 ``(max_k,)`` distances ``1 .. max_k``.
+        seq_len: the length of every sequence (``max_k + 1`` unless the run was given one).
         accuracy: per model, float64 ``(max_k,)`` held-out accuracy at each distance after
             the last update.
         eval_steps: per model, int64 ``(n_evals,)``: the numbers of updates after which the
@@ -1452,6 +1458,7 @@ class LongRangeRecallResult:
     """
 
     ks: np.ndarray
+    seq_len: int
     accuracy: dict
     eval_steps: dict
     accuracy_history: dict
@@ -1529,7 +1536,7 @@ def _token_embedding(model: nn.Module) -> nn.Embedding:
 def _signal_gradient(model: nn.Module, read, ids, target, k, max_k: int) -> np.ndarray:
     """Mean norm of d(loss_b)/d(embedding of the signal token of b) per distance 1 .. max_k.
 
-    ids (N, max_k + 1); target and k (N,). The losses are summed, so each sequence's gradient
+    ids (N, T); target and k (N,). The losses are summed, so each sequence's gradient
     is that of its own loss.
     """
     store = {}
@@ -1573,6 +1580,7 @@ def long_range_recall_run(
     num_threads: int = 1,
     progress: bool = False,
     models=("rnn", "lstm", "attention"),
+    seq_len: int | None = None,
 ) -> LongRangeRecallResult:
     """A vanilla RNN, an LSTM and one attention layer learn to recall the token ``k`` back.
 
@@ -1596,7 +1604,7 @@ def long_range_recall_run(
     width ``d_model`` and readout included) are as close as possible to the attention model's.
 
     Args:
-        max_k: largest distance (sequence length ``max_k + 1``).
+        max_k: largest distance (sequence length ``max_k + 1`` unless ``seq_len``).
         n_signal, n_noise: vocabulary sizes of the answer and the filler.
         d_model: embedding width (all models) and attention width.
         n_heads, d_ff: the attention layer's heads and feed-forward width.
@@ -1616,6 +1624,9 @@ def long_range_recall_run(
             these only. A model's run does not depend on which others are trained (same seed,
             same batches; the recurrent hidden sizes are matched to the attention model, which
             is built either way).
+        seq_len: the length of every sequence, training and held-out (at least
+            ``max_k + 1``, the default): a longer one separates the length of the sequences
+            from the largest distance.
 
     Returns:
         :class:`LongRangeRecallResult`.
@@ -1658,6 +1669,7 @@ def long_range_recall_run(
     if not chosen or any(m not in known for m in chosen):
         raise ValueError(f"models must be a non-empty subset of {known}, got {models!r}")
     vocab_size = n_signal + n_noise + 1
+    T = max_k + 1 if seq_len is None else checks.check_int(seq_len, "seq_len", max_k + 1)
     ks = np.arange(1, max_k + 1)
     k_eval = torch.arange(1, max_k + 1).repeat_interleave(eval_per_k)  # (max_k * eval_per_k,)
     eval_ids, eval_target, _ = delayed_recall_batch(
@@ -1667,6 +1679,7 @@ def long_range_recall_run(
         n_noise,
         torch.Generator().manual_seed((seed + 1) % 2**64),
         k=k_eval,
+        seq_len=T,
     )
     out = {
         name: {}
@@ -1693,7 +1706,7 @@ def long_range_recall_run(
             n_layers=1,
             d_ff=d_ff,
             arch="decoder",
-            max_seq_len=max_k + 1,
+            max_seq_len=T,
             norm="layernorm",
             norm_first=True,
             ffn="relu",
@@ -1749,7 +1762,9 @@ def long_range_recall_run(
                         break
                 if step == steps:
                     break
-                ids, target, _ = delayed_recall_batch(batch_size, max_k, n_signal, n_noise, gen)
+                ids, target, _ = delayed_recall_batch(
+                    batch_size, max_k, n_signal, n_noise, gen, seq_len=T
+                )
                 loss = F.cross_entropy(read(model, ids), target)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -1775,6 +1790,7 @@ def long_range_recall_run(
             out["loss_change"][name] = relative_loss_change(out["loss"][name], window)
     return LongRangeRecallResult(
         ks=ks,
+        seq_len=T,
         chance_loss=math.log(n_signal),
         chance_accuracy=1.0 / n_signal,
         max_k=max_k,

@@ -228,10 +228,24 @@ def _copy_table() -> dict:
     }
 
 
+def _rnn_above(g) -> int:
+    """The leading distances at which the RNN's signal gradient exceeds attention's; the prose
+    says attention's is the larger from there on, which is asserted here."""
+    k = 0
+    while k < len(g["rnn"]) and g["rnn"][k] > g["attention"][k]:
+        k += 1
+    assert k >= 1, "the prose: at distance 1 the RNN's signal is the larger"
+    assert all(g["rnn"][j] < g["attention"][j] for j in range(k, len(g["rnn"]))), (
+        "the prose: from there on attention's is the larger"
+    )
+    return k
+
+
 def _recall_grid() -> dict:
     """The recall grid's glued values, from benchmarks/results/long_range_recall.csv read here
     with plain loops (its first line is a comment); medians and counts by hand."""
     import csv
+    import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "long_range_recall.csv"
@@ -308,6 +322,17 @@ def _recall_grid() -> dict:
         reach += 1
     # The prose: right so often at the nearest distances, and so often beyond.
     assert 1 <= reach <= k_max // 8, reach  # "failed at nearly every distance"
+    # Distance 1, per seed: at k_max and at the grid's previous max_k (the prose: "even at 1").
+    k_prev = ks[-2]
+    near = {
+        k: [
+            float(r["accuracy_by_k"].split()[0])
+            for r in table
+            if r["model"] == "rnn" and int(r["max_k"]) == k
+        ]
+        for k in (k_prev, k_max)
+    }
+    assert min(near[k_max]) < 0.5 <= min(near[k_prev]), "the prose contrasts the two at 1"
     at_none = rnn_by_k(k_none)
     assert max(at_none) < 0.95, "the prose: short of 95 % at every distance"
     assert at_none[0] > at_none[-1] + 0.1, "the prose: the farther back, the worse"
@@ -336,6 +361,25 @@ def _recall_grid() -> dict:
     assert len(rising) >= 2, "the prose: 'rose ... by lo to hi'"
     assert len(changes(k_max)) == len(seeds)
     assert max(abs(c) for c in changes(k_max)) < 0.1, "the prose: 'the loss had stalled'"
+
+    # The second run: the RNN alone, distances up to k_prev in sequences of k_max + 1 tokens.
+    pad_path = path.with_name("long_range_recall_len65.csv")
+    with open(pad_path, newline="") as fh:
+        first = fh.readline()
+        assert "--max-k 32 --seq-len 65 --models rnn" in first, first
+        padded = list(csv.DictReader(fh))
+    meta = json.loads(path.with_name("long_range_recall_len65.json").read_text())
+    assert meta["seq_len"] == k_max + 1 and meta["steps"] == 1000
+    assert sorted(int(r["seed"]) for r in padded) == seeds  # the same seeds
+    assert {r["model"] for r in padded} == {"rnn"} and {r["max_k"] for r in padded} == {"32"}
+    assert all(int(r["steps"]) == 1000 for r in padded)
+    # The prose: the same hidden size as the k_max run's RNN (both match a 65-position model).
+    hidden = {r["hidden_size"] for r in table if r["model"] == "rnn" and int(r["max_k"]) == k_max}
+    assert {r["hidden_size"] for r in padded} == hidden
+    near_pad = [float(r["accuracy_by_k"].split()[0]) for r in padded]
+    # The prose: the long noise in front is not what broke distance 1 (every seed right at
+    # distance 1 at least as often as the worst seed of k_prev, unlike k_max's worst).
+    assert min(near_pad) >= min(near[k_prev]) > min(near[k_max])
 
     def live(model):
         return next(
@@ -368,6 +412,21 @@ def _recall_grid() -> dict:
         "rec_grid_rnn_acc_near": at_max[0],
         "rec_grid_rnn_acc_far": sum(at_max[1:]) / (k_max - 1),
         "rec_grid_rnn_acc_none_first": at_none[0],
+        "rec_grid_k_prev": k_prev,
+        "rec_grid_rnn_near_lo": min(near[k_max]),
+        "rec_grid_rnn_near_hi": max(near[k_max]),
+        "rec_grid_rnn_near_prev_min": min(near[k_prev]),
+        "rec_grid_noise_before_1": k_max - 1,  # T = max_k + 1: signal at T-2, query at T-1
+        "rec_batch": 64,  # long_range_recall_run's default batch_size, the grid's setting
+        "rec_grid_per_k_max": 64 / k_max,
+        "rec_grid_per_k_prev": 64 / k_prev,
+        "rec_pad_k": 32,
+        "rec_pad_len": k_max + 1,
+        "rec_pad_hidden": int(hidden.pop()),
+        "rec_pad_near_lo": min(near_pad),
+        "rec_pad_near_hi": max(near_pad),
+        "rec_pad_n_solved": sum(1 for r in padded if r["solved_step"]),
+        "rec_pad_n_seeds": len(padded),
         "rec_grid_rnn_acc_none_last": at_none[-1],
         "rec_grid_rnn_next_ok_k": d_ok,
         "rec_grid_rnn_next_ok_min": min(next_by_k[:d_ok]),
@@ -474,6 +533,9 @@ def expected() -> dict:
             "rec_grad_rnn_factor": _times(g["rnn"][0] / g["rnn"][15]),
             "rec_grad_lstm_factor": _times(g["lstm"][0] / g["lstm"][15]),
             "rec_grad_att_spread": float(max(g["attention"]) / min(g["attention"])),
+            "rec_grad_att_1": float(g["attention"][0]),
+            "rec_grad_rnn_over_att_1": float(g["rnn"][0] / g["attention"][0]),
+            "rec_grad_rnn_above_k": _rnn_above(g),
             "rec_recurrent_acc_min": float(
                 min(min(run.accuracy["rnn"]), min(run.accuracy["lstm"]))
             ),
@@ -482,6 +544,15 @@ def expected() -> dict:
             e[f"rec_status_{name}"] = _status(run, name)
         e["rec_verdict"] = _verdict(run)
         grid = _recall_grid()
+        # The prose: at max_k, a sequence has max_k + 1 tokens and max_k - 1 noise tokens come
+        # before a signal at distance 1 (the signal, then the query, end the sequence).
+        ids, target, _ = experiments.delayed_recall_batch(
+            1, grid["rec_grid_k_max"], 8, 8, torch.Generator().manual_seed(0), k=torch.tensor([1])
+        )
+        assert ids.shape[1] == grid["rec_pad_len"] and int(ids[0, -2]) == int(target[0])
+        assert (
+            bool((ids[0, :-2] >= 8).all()) and ids.shape[1] - 2 == grid["rec_grid_noise_before_1"]
+        )
         for name in ("rnn", "lstm", "attention"):
             # The table's seed-0, max_k-16 row and the chapter's live run: the same training.
             row = grid.pop(f"rec_grid_live_{name}")
@@ -559,6 +630,31 @@ def expected() -> dict:
         "par_att_top": Check(_att_top, "peak before L = 2048 and its share, or highest at 2048"),
         "par_n_last": 2048,
         "par_scores_mib": 4 * 2048**2 / 2**20,  # float32 L x L, by hand: 16 MiB
+        "par_py_cpu_lo": Check(
+            lambda v, g: 0 < v <= g["par_py_cpu_hi"], "the lowest CPU µs per step over L"
+        ),
+        "par_py_cpu_hi": Check(
+            lambda v, g: g["par_py_cpu_lo"] <= v < 1.5 * g["par_py_cpu_lo"],
+            "the prose: the loop's CPU time per step does not depend on L (within 1.5x)",
+        ),
+        "par_py_wall_over_cpu": Check(
+            lambda v, g: v > 0 and v * (1 + 1e-9) >= g["par_rnn_ms"] * 1e3 / n / g["par_py_cpu_hi"],
+            "the table's wall µs per step over the CPU one, at least L = 1024's",
+        ),
+        **{
+            f"prof_{part}_share": Check(
+                lambda v, g: (
+                    0 < v < 1
+                    and math.isclose(
+                        g["prof_matmul_share"] + g["prof_softmax_share"] + g["prof_rest_share"],
+                        1.0,
+                        rel_tol=1e-9,
+                    )
+                ),
+                "a share of the profiled time; the three add up to 1",
+            )
+            for part in ("matmul", "softmax", "rest")
+        },
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
             "glued torch.nn.RNN time / n",
