@@ -478,6 +478,81 @@ def test_scaling_run_big_step_arm_starts_as_the_scaled_arm_and_then_parts():
         E.scaling_run(steps=1, qk_lr_gain="8", **kw)
 
 
+def test_scaling_run_small_step_arm_starts_as_the_unscaled_arm_and_then_parts():
+    """``small_step_gain``: the small-step arm has the unscaled arm's first forward pass.
+
+    Unscaled scores from the unscaled arm's weights, so on the same seed its scores at
+    initialisation, first loss, entropy and saturation are the unscaled arm's; only its steps
+    on ``W_Q`` and ``W_K`` are ``small_step_gain`` times as large, so the arms part after the
+    first update. With gain 1 it is the unscaled arm, step for step.
+    """
+    kw = dict(**TINY_SCALING, eval_size=8, seed=1, saturation_threshold=0.9)
+    r = E.scaling_run(steps=3, small_step_gain=1 / 8, **kw)  # 1/sqrt(64)
+    assert set(r.loss) == {"scaled", "unscaled", "small-step"} and r.small_step_gain == 1 / 8
+    assert r.scales["small-step"] == r.scales["unscaled"] == 1.0
+    assert r.score_std_init["small-step"] == pytest.approx(r.score_std_init["unscaled"], rel=1e-6)
+    assert r.loss["small-step"][0] == pytest.approx(r.loss["unscaled"][0], rel=1e-6)
+    assert r.entropy["small-step"][0] == pytest.approx(r.entropy["unscaled"][0], rel=1e-6)
+    assert r.saturated["small-step"][0] == r.saturated["unscaled"][0]
+    assert 0 < r.saturated["unscaled"][0] < 1  # a real split, not all or none
+    assert r.loss["small-step"][2] != pytest.approx(r.loss["unscaled"][2], rel=1e-6)
+    same = E.scaling_run(steps=3, small_step_gain=1.0, **kw)
+    assert_close(same.loss["small-step"], same.loss["unscaled"], atol=1e-6, rtol=1e-6)
+    assert E.scaling_run(steps=1, **kw).small_step_gain is None
+    with pytest.raises(ValueError, match="small_step_gain must"):
+        E.scaling_run(steps=1, small_step_gain=1e-4, **kw)
+    with pytest.raises(ValueError, match="small_step_gain"):
+        E.scaling_run(steps=1, small_step_gain=-1.0, **kw)
+    with pytest.raises(TypeError, match="small_step_gain"):
+        E.scaling_run(steps=1, small_step_gain="0.125", **kw)
+
+
+def _query_scores(model, batch):
+    """The query slot's scores as the softmax sees them, ``(B, P + 1)``: ``q k^T * scale``."""
+    captured = {}
+    hook = model.attn.register_forward_pre_hook(lambda m, args: captured.__setitem__("x", args[0]))
+    model(*batch[:3])
+    hook.remove()
+    x = captured["x"]
+    q = model.attn.q_proj(x)[:, -1]  # (B, D), carries q_factor * qk_lr_gain
+    k = model.attn.k_proj(x)  # (B, L, D), carries qk_lr_gain
+    return torch.einsum("bd,bld->bl", q, k) / math.sqrt(model.attn.head_dim)
+
+
+def test_one_step_moves_the_small_step_arms_scores_as_far_as_the_scaled_arms():
+    """One Adam step on ``W_Q``, ``W_K`` moves the small-step arm's scores ``1/sqrt(d_k)`` as far.
+
+    The three arms' models (scaled, unscaled, small-step with gain ``1/sqrt(d_k)``) start from
+    the same weights; one Adam step on the query and key projections alone (the rest held, so
+    the attention's input is the same before and after), on the same batch, moves the scores the
+    softmax sees. To first order the small-step arm's move is the unscaled arm's divided by
+    ``sqrt(d_k)``, of the scaled arm's size: the 2x2 design's "small step". Its scores before
+    the step are the unscaled arm's, ``sqrt(d_k)`` times the scaled arm's.
+    """
+    head_dim, lr = 64, 1e-3
+    batch = E.kv_recall_batch(32, 4, 8, 8, torch.Generator().manual_seed(0))
+    moves, before = {}, {}
+    for arm, scale, gain in (("scaled", None, 1.0), ("unscaled", 1.0, 1.0), ("small", 1.0, 1 / 8)):
+        torch.manual_seed(3)
+        model = E._RetrievalModel(8, 8, 32, head_dim, 64, scale, gain).double()
+        s0 = _query_scores(model, batch).detach()
+        params = [*model.attn.q_proj.parameters(), *model.attn.k_proj.parameters()]
+        opt = torch.optim.Adam(params, lr=lr)
+        logits, _ = model(*batch[:3])
+        F.cross_entropy(logits, batch[3]).backward()
+        opt.step()
+        before[arm], moves[arm] = s0, (_query_scores(model, batch).detach() - s0).norm()
+    assert_close(before["small"], before["unscaled"], atol=1e-9, rtol=1e-9)
+    assert_close(before["unscaled"], 8 * before["scaled"], atol=1e-9, rtol=1e-9)
+    assert moves["unscaled"] > 0
+    ratio = float(moves["small"] / moves["unscaled"])
+    assert ratio == pytest.approx(1 / 8, rel=0.05)  # first order; a plain step would give 1
+    # The scaled arm's gradient points elsewhere (its softmax is not saturated), so its move is
+    # of the small-step arm's size, not equal to it; the unscaled arm's is sqrt(d_k) times larger.
+    assert 0.5 < float(moves["small"] / moves["scaled"]) < 2
+    assert float(moves["unscaled"] / moves["scaled"]) > 4
+
+
 def test_norm_placement_records_the_first_layers_gradient_and_update():
     """Step 0's gradient norms are those at initialisation; Adam's first step is lr * sign(g).
 

@@ -548,13 +548,14 @@ class ScalingResult:
 
     With ``q_init_gain`` there is a third arm, ``"control"`` (scaled, with ``W_Q`` initialised
     ``q_init_gain`` times larger), with ``qk_lr_gain`` a fourth, ``"big-step"`` (scaled, with the
-    learning rate of ``W_Q`` and ``W_K`` ``qk_lr_gain`` times larger); every per-arm dict then
-    has their entries too.
+    learning rate of ``W_Q`` and ``W_K`` ``qk_lr_gain`` times larger), with ``small_step_gain`` a
+    fifth, ``"small-step"`` (unscaled, with the learning rate of ``W_Q`` and ``W_K``
+    ``small_step_gain`` times as large); every per-arm dict then has their entries too.
 
     Attributes:
         head_dim: ``d_k``.
         scales: ``{"scaled": 1/sqrt(d_k), "unscaled": 1.0}`` (and ``1/sqrt(d_k)`` for
-            ``"control"`` and ``"big-step"``).
+            ``"control"`` and ``"big-step"``, ``1.0`` for ``"small-step"``).
         loss: per arm, float64 ``(steps,)`` training cross-entropy (nats) of each step's batch.
         entropy: per arm, float64 ``(steps,)`` mean entropy (nats) of the query slot's attention
             weights over that batch, measured in the same forward pass as the loss.
@@ -576,6 +577,8 @@ class ScalingResult:
         q_init_gain: the control arm's factor on ``W_Q`` at initialisation; ``None`` without it.
         qk_lr_gain: the big-step arm's factor on the learning rate of ``W_Q`` and ``W_K``; ``None``
             without it.
+        small_step_gain: the small-step arm's factor on the learning rate of ``W_Q`` and
+            ``W_K``; ``None`` without it.
     """
 
     head_dim: int
@@ -603,6 +606,7 @@ class ScalingResult:
     cpu_time_s: float = 0.0
     q_init_gain: float | None = None
     qk_lr_gain: float | None = None
+    small_step_gain: float | None = None
 
 
 def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor, scale: float) -> torch.Tensor:
@@ -656,6 +660,7 @@ def scaling_run(
     saturation_threshold: float = 0.99,
     q_init_gain: float | None = None,
     qk_lr_gain: float | None = None,
+    small_step_gain: float | None = None,
     progress: bool = False,
 ) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
@@ -685,6 +690,14 @@ def scaling_run(
     the same step moves the unscaled arm's, while its attention starts as unsaturated as the
     scaled arm's.
 
+    With ``small_step_gain`` a fifth arm, ``"small-step"``, is the mirror image: unscaled, from
+    the unscaled arm's weights (its scores at initialisation are the unscaled arm's, and saturate
+    as much), but with Adam's learning rate on ``W_Q`` and ``W_K`` times ``small_step_gain``.
+    With ``small_step_gain = 1/sqrt(head_dim)`` a step of either moves its scores, to first
+    order, only as far as the same step moves the scaled arm's. Together the four arms scaled,
+    big-step, unscaled and small-step make a 2x2 design: saturated at the start or not, times
+    steps that move the scores as far as the scaled or as the unscaled arm's.
+
     With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
     LayerNorm'd inputs, query and key components have variance about 1/3, so an unscaled score
     has standard deviation about ``sqrt(head_dim)/3`` (5.3 at 256) and a scaled one about 1/3;
@@ -711,6 +724,9 @@ def scaling_run(
         qk_lr_gain: if given (in ``[1e-3, 1e3]``), also train the ``"big-step"`` arm described
             above, whose ``W_Q`` and ``W_K`` learn with this factor times ``lr``; ``None``
             (default): no big-step arm.
+        small_step_gain: if given (in ``[1e-3, 1e3]``, usually ``1/sqrt(head_dim)``), also
+            train the ``"small-step"`` arm described above, unscaled, whose ``W_Q`` and ``W_K``
+            learn with this factor times ``lr``; ``None`` (default): no small-step arm.
         progress: show tqdm bars.
 
     Returns:
@@ -718,10 +734,12 @@ def scaling_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
-            ``saturation_threshold``, ``q_init_gain`` or ``qk_lr_gain`` not a real number.
+            ``saturation_threshold``, ``q_init_gain``, ``qk_lr_gain`` or ``small_step_gain`` not
+            a real number.
         ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
             ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
-            in ``(0, 1000)``, ``qk_lr_gain`` not in ``[1e-3, 1e3]`` or ``seed`` is negative.
+            in ``(0, 1000)``, ``qk_lr_gain`` or ``small_step_gain`` not in ``[1e-3, 1e3]`` or
+            ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -745,6 +763,8 @@ def scaling_run(
         )
     if qk_lr_gain is not None:
         qk_lr_gain = checks.check_qk_lr_gain(qk_lr_gain)
+    if small_step_gain is not None:
+        small_step_gain = checks.check_qk_lr_gain(small_step_gain, "small_step_gain")
     gen_eval = torch.Generator().manual_seed((seed + 1) % 2**64)
     eval_batch = kv_recall_batch(eval_size, n_pairs, n_keys, n_values, gen_eval)
     scales = {"scaled": 1.0 / math.sqrt(head_dim), "unscaled": 1.0}
@@ -752,6 +772,9 @@ def scaling_run(
         scales["control"] = scales["scaled"]
     if qk_lr_gain is not None:
         scales["big-step"] = scales["scaled"]
+    if small_step_gain is not None:
+        scales["small-step"] = scales["unscaled"]
+    lr_gains = {"big-step": qk_lr_gain, "small-step": small_step_gain}
     out = {
         name: {}
         for name in (
@@ -767,14 +790,14 @@ def scaling_run(
     with _run_context(num_threads) as clock:
         for arm, scale in scales.items():
             torch.manual_seed(seed)
-            model = _RetrievalModel(  # scale None: the default; big-step: the scaled arm's weights
+            model = _RetrievalModel(  # scale None: the default; the same weights in every arm
                 n_keys,
                 n_values,
                 d_model,
                 head_dim,
                 d_ff,
-                None if arm != "unscaled" else scale,
-                qk_lr_gain if arm == "big-step" else 1.0,
+                1.0 if scale == 1.0 else None,
+                lr_gains.get(arm, 1.0),
             )
             if arm == "control":  # the same weights, W_Q q_init_gain times larger
                 with torch.no_grad():
@@ -858,6 +881,7 @@ def scaling_run(
         cpu_time_s=clock["cpu_time_s"],
         q_init_gain=q_init_gain,
         qk_lr_gain=qk_lr_gain,
+        small_step_gain=small_step_gain,
         **out,
     )
 

@@ -1,31 +1,37 @@
-"""Expected glued values of chapter 4's training run over several seeds, with its two controls.
+"""Expected glued values of chapter 4's training run over several seeds: a 2x2 design.
 
 The chapter runs ``attnbook.experiments.scaling_run(head_dim=256, steps=300, seed=s,
-q_init_gain=16, qk_lr_gain=16)`` for seeds 0-4 and saves every seed's per-step curves in its
-executed notebook (``saved["seeds"]``, next to seed 0's full record; see ``saved_scaling_run`` in
-tests/chapters/test_chapters.py, whose ``test_saved_scaling_run_is_the_library_run`` ties the start
-of every saved curve to a fresh library run). Training five seeds again here would take a minute,
-so the numbers are derived from the saved curves: the step at which a 10-step running mean first
-falls below half (and a quarter of) the chance loss is found by a plain loop (not
-``experiments.first_step_below``), the ranges, medians and ratios with NumPy, and the wording from
-the same rules the prose states. Merged into chapter 4's expected values by
+qk_lr_gain=16, small_step_gain=1/16)`` for seeds 0-4: four arms, {attention starts saturated:
+no (scaled, big-step) / yes (small-step, unscaled)} x {a step moves the scores as far as the
+scaled arm's (scaled, small-step) / as the unscaled arm's (big-step, unscaled)}. It saves every
+seed's per-step curves in its executed notebook (``saved["seeds"]``, next to seed 0's full
+record; see ``saved_scaling_run`` in tests/chapters/test_chapters.py, whose
+``test_saved_scaling_run_is_the_library_run`` ties the start of every saved curve to a fresh
+library run). Training five seeds again here would take a minute and a half, so the numbers are
+derived from the saved curves: the step at which a 10-step running mean first falls below half
+(and a quarter of) the chance loss is found by a plain loop (not
+``experiments.first_step_below``), the ranges, medians and ratios with NumPy (or plain Python),
+and the wording from the same rules the prose states. Merged into chapter 4's expected values by
 tests/chapters/test_chapters.py.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 
-ARMS = ("scaled", "unscaled", "control", "big-step")
-#: Each arm's part of the glued names (``run_steps_big_min``).
-GLUE_NAME = {"scaled": "scaled", "unscaled": "unscaled", "control": "control", "big-step": "big"}
+ARMS = ("scaled", "unscaled", "big-step", "small-step")
+#: Each arm's part of the glued names (``run_sat_big_early_min``).
+GLUE_NAME = {"scaled": "scaled", "unscaled": "unscaled", "big-step": "big", "small-step": "small"}
 WINDOW = 10
-#: An arm "learned as slowly as" another when their (median) step counts are within this factor.
+#: Two arms are "about as fast" when their median step counts are within this factor.
 NEAR = 1.15
-#: The late phase of the bottom panel: from this step on.
+#: The late phase starts here.
 LATE = 120
+#: The bottom panel of the figure (the saturated queries' gradient share) shows these first steps.
+SHARE_STEPS = 80
 
 
 def first_below(curve, threshold: float, window: int = WINDOW) -> int | None:
@@ -43,160 +49,139 @@ def steps_to_half(saved: dict, fraction: float = 1 / 2) -> list[dict]:
     return [{arm: first_below(seed["loss"][arm], level) for arm in ARMS} for seed in saved["seeds"]]
 
 
-def within(a: float, b: float) -> bool:
-    """``a`` and ``b`` within the factor ``NEAR`` of each other (either way)."""
-    return max(a, b) / min(a, b) < NEAR
-
-
-def like(med: dict, arm: str) -> str:
-    """Whose median step count ``arm``'s is close to: the rule the chapter states."""
-    near = {other: within(med[arm], med[other]) for other in ("scaled", "unscaled")}
-    if near["unscaled"] and not near["scaled"]:
-        return "unscaled"
-    if near["scaled"] and not near["unscaled"]:
-        return "scaled"
-    return "slower" if med[arm] > med["unscaled"] else "between"
-
-
 def expected(saved: dict) -> dict:
-    """The glued keys of the seeds and the two controls, from the saved curves."""
+    """The glued keys of the seeds and the 2x2 design, from the saved curves."""
     seeds = saved["seeds"]
     halves = steps_to_half(saved)
     quarters = steps_to_half(saved, 1 / 4)
-    n = {arm: np.array([h[arm] for h in halves], dtype=np.float64) for arm in ARMS}
-    nq = {arm: np.array([h[arm] for h in quarters], dtype=np.float64) for arm in ARMS}
-    slowdown = n["unscaled"] / n["scaled"]
-    vs_unscaled = n["control"] / n["unscaled"]
-    vs_unscaled_q = nq["control"] / nq["unscaled"]
+    n = {arm: [h[arm] for h in halves] for arm in ARMS}
+    slowdown = [u / s for u, s in zip(n["unscaled"], n["scaled"])]
+    # Medians by the standard library (the chapter uses NumPy).
+    med = {
+        (lv, arm): float(statistics.median(h[arm] for h in per_seed))
+        for lv, per_seed in (("half", halves), ("q", quarters))
+        for arm in ARMS
+    }
+
+    def ratios(a, b):
+        return [med[lv, a] / med[lv, b] for lv in ("half", "q")]
 
     def early(arm, key):  # per seed: mean of steps 0..(that seed's scaled step)
-        return np.array(
-            [np.mean(seed[key][arm][: h["scaled"] + 1]) for seed, h in zip(seeds, halves)]
-        )
+        return [
+            sum(seed[key][arm][: h["scaled"] + 1]) / (h["scaled"] + 1)
+            for seed, h in zip(seeds, halves)
+        ]
 
-    med = {arm: float(np.median(n[arm])) for arm in ARMS}
-    medq = {arm: float(np.median(nq[arm])) for arm in ARMS}
-    control_like, big_like = like(med, "control"), like(med, "big-step")
     place = (
         "is the seed with the largest slow-down"
-        if slowdown[0] == slowdown.max()
+        if slowdown[0] == max(slowdown)
         else "is the seed with the smallest slow-down"
-        if slowdown[0] == slowdown.min()
+        if slowdown[0] == min(slowdown)
         else "lies inside this range"
     )
-    agree_half = sum(within(c, u) for c, u in zip(n["control"], n["unscaled"]))
-    agree_quarter = sum(within(c, u) for c, u in zip(nq["control"], nq["unscaled"]))
-    median_agree = [
-        within(med["control"], med["unscaled"]),
-        within(medq["control"], medq["unscaled"]),
-    ]
-    sat_scaled = float(early("scaled", "saturated").max())
-    sat_big = early("big-step", "saturated")
+    sat_scaled = max(early("scaled", "saturated"))
     sat_big_start = max(seed["saturated"]["big-step"][0] for seed in seeds)  # first batch
     # Per seed: the first step with more than half of the big-step arm's batch saturated.
     sat_half = []
     for seed in seeds:
         curve = seed["saturated"]["big-step"]
         sat_half.append(next(s for s in range(len(curve)) if curve[s] > 0.5))
-    assert max(sat_half) <= 20, "the prose: saturated 'within a few steps'"
-    slower = [
-        m[arm] > NEAR * m["scaled"]
-        for m in (med, medq)
-        for arm in ("unscaled", "control", "big-step")
+    sat_alone = all(r > NEAR for r in ratios("small-step", "scaled"))
+    step_alone = all(r > NEAR for r in ratios("big-step", "scaled"))
+    both = [
+        med[lv, "unscaled"] / max(med[lv, "small-step"], med[lv, "big-step"])
+        for lv in ("half", "q")
     ]
-    summary = {
-        "unscaled": "learned about as slowly",
-        "scaled": "learned as fast as the scaled head",
-        "slower": "learned more slowly still",
-        "between": "fell between the two",
-    }
+    if all(r > NEAR for r in both):
+        together = (
+            "together they add up: the unscaled arm, which has both, was slower than either arm "
+            "with one"
+        )
+    elif all(r < 1 / NEAR for r in both):
+        together = (
+            "together they do not add up: the unscaled arm, which has both, was faster than the "
+            "slower of the two arms with one"
+        )
+    elif all(1 / NEAR < r < NEAR for r in both):
+        together = (
+            "together they do not add up: the unscaled arm, which has both, was about as fast as "
+            "the slower of the two arms with one"
+        )
+    else:
+        together = "together they add up at one level and not at the other"
+    handicapped = ("unscaled", "big-step", "small-step")
+    early_med = {arm: statistics.median(early(arm, "saturated")) for arm in handicapped}
+    by_sat = sorted(handicapped, key=lambda arm: early_med[arm])
+    by_steps = sorted(handicapped, key=lambda arm: med["half", arm])
+    if by_sat == by_steps:  # fewest saturated and fastest first
+        pace = "the more of an arm's queries were saturated early on, the slower it learned"
+    elif by_sat[0] == by_steps[-1]:
+        pace = (
+            "the arm with the fewest saturated queries early on learned the slowest: the share of "
+            "queries past the threshold is not what sets the pace"
+        )
+    else:
+        pace = "how many of an arm's queries were saturated early on did not order the arms' pace"
     out = {
         "run_n_seeds": len(seeds),
-        "run_slowdown_min": float(slowdown.min()),
-        "run_slowdown_max": float(slowdown.max()),
-        "run_slowdown_median": float(np.median(slowdown)),
-        "run_control_vs_unscaled_min": float(vs_unscaled.min()),
-        "run_control_vs_unscaled_max": float(vs_unscaled.max()),
-        "run_big_vs_scaled_min": float((n["big-step"] / n["scaled"]).min()),
-        "run_big_vs_scaled_max": float((n["big-step"] / n["scaled"]).max()),
-        "run_std_init_control": seeds[0]["score_std_init"]["control"],
-        # The second level: a quarter of the chance loss.
+        "run_slowdown_min": min(slowdown),
+        "run_slowdown_max": max(slowdown),
+        "run_slowdown_median": float(statistics.median(slowdown)),
         "run_near": NEAR - 1,
         "run_quarter_chance": math.log(saved["settings"]["n_values"]) / 4,
-        "run_steps_q_control_median": medq["control"],
-        "run_steps_q_unscaled_median": medq["unscaled"],
-        "run_control_vs_unscaled_q_min": float(vs_unscaled_q.min()),
-        "run_control_vs_unscaled_q_max": float(vs_unscaled_q.max()),
-        "run_control_agree_half": int(agree_half),
-        "run_control_agree_quarter": int(agree_quarter),
-        "run_control_median_levels": "in the median it holds at both levels"
-        if all(median_agree)
-        else "in the median it holds at only one of the two levels"
-        if any(median_agree)
-        else "in the median it holds at neither level",
         "run_sat_scaled_early_phrase": "the scaled arm had none"
         if sat_scaled < 0.005
         else f"the scaled arm had at most {round(sat_scaled * 100)}%",
-        "run_sat_unscaled_early_min": float(early("unscaled", "saturated").min()),
-        "run_sat_unscaled_early_max": float(early("unscaled", "saturated").max()),
-        "run_satshare_unscaled_early_max": float(early("unscaled", "saturated_grad_share").max()),
-        "run_sat_control_early_min": float(early("control", "saturated").min()),
-        "run_sat_control_early_max": float(early("control", "saturated").max()),
-        "run_satshare_control_early_max": float(early("control", "saturated_grad_share").max()),
-        "run_sat_big_early_min": float(sat_big.min()),
-        "run_sat_big_early_max": float(sat_big.max()),
+        "run_satshare_unscaled_early_max": max(early("unscaled", "saturated_grad_share")),
         "run_sat_big_start_phrase": "none of its first batch's queries saturated"
         if sat_big_start < 0.005
         else f"at most {round(sat_big_start * 100)}% of its first batch's queries saturated",
+        "run_sat_small_start_min": min(seed["saturated"]["small-step"][0] for seed in seeds),
+        "run_sat_small_start_max": max(seed["saturated"]["small-step"][0] for seed in seeds),
         "run_seed0_place": f"Seed 0, drawn above, {place}",
-        "run_control_verdict": {
-            "unscaled": "It learned as slowly as the unscaled arm: saturation at the start slows "
-            "learning even when a step of W_Q moves the scores no further than in the scaled arm",
-            "scaled": "It learned as fast as the scaled arm: saturation at the start alone does "
-            "not slow learning here",
-            "slower": "It learned even more slowly than the unscaled arm",
-            "between": "It fell between the two arms: saturation at the start explains part of "
-            "the slower unscaled arm",
-        }[control_like],
-        "run_control_summary": summary[control_like],
-        "run_big_verdict": {
-            "unscaled": "It learned about as slowly as the unscaled arm",
-            "scaled": "It learned about as fast as the scaled arm",
-            "slower": "It learned even more slowly than the unscaled arm",
-            "between": "It fell between the two arms",
-        }[big_like],
-        "run_big_summary": summary[big_like],
-        "run_big_mechanism": "Its attention stayed mostly unsaturated, so saturation does not "
-        "explain its pace"
-        if sat_big.min() < 0.25
-        else "Its attention saturated within a few steps, yet that did not slow it here"
-        if big_like == "scaled"
-        else "Both handicaps slow learning, but the large steps act by saturating the attention "
-        "within a few steps, so this design cannot separate the step size from saturation",
         "run_sat_big_half_min": min(sat_half),
         "run_sat_big_half_max": max(sat_half),
-        "run_steps_q_big_median": medq["big-step"],
-        "run_arms_conclusion": "At both levels each of the three arms whose attention was "
-        "saturated early on, from the start or within a few steps, needed more steps than the "
-        "scaled arm"
-        if all(slower)
-        else "Not every arm whose attention was saturated early on needed more steps than the "
-        "scaled arm",
+        "run_2x2_verdict": {
+            (True, True): "A saturated start and large steps each slow learning on their own",
+            (True, False): "A saturated start slows learning on its own, and large steps from an "
+            "unsaturated start do not",
+            (False, True): "Large steps slow learning on their own, and a saturated start with "
+            "small steps does not",
+            (False, False): "Neither a saturated start nor large steps slows learning on its own",
+        }[sat_alone, step_alone],
+        "run_2x2_together": together,
+        "run_sat_pace": pace,
         "run_late_step": LATE,
+        "run_share_steps": SHARE_STEPS,
         "run_sat_late_min": min(
-            float(np.mean(seed["saturated"][arm][LATE:])) for seed in seeds for arm in ARMS[1:]
+            float(np.mean(seed["saturated"][arm][LATE:]))
+            for seed in seeds
+            for arm in ("unscaled", "big-step")
         ),
         "run_loss_late_max": max(
-            float(np.mean(seed["loss"][arm][LATE:])) for seed in seeds for arm in ARMS[1:]
+            float(np.mean(seed["loss"][arm][LATE:]))
+            for seed in seeds
+            for arm in ("unscaled", "big-step")
         ),
     }
-    for arm in ARMS:
-        name = GLUE_NAME[arm]
-        out[f"run_steps_{name}_min"] = int(n[arm].min())
-        out[f"run_steps_{name}_max"] = int(n[arm].max())
-        out[f"run_steps_{name}_median"] = float(np.median(n[arm]))
-    # Seed 0's held-out accuracy of the two controls (the saved values; the fresh short run of
+    for arm in ("scaled", "unscaled"):
+        out[f"run_steps_{arm}_min"] = min(n[arm])
+        out[f"run_steps_{arm}_max"] = max(n[arm])
+        out[f"run_steps_{arm}_median"] = float(statistics.median(n[arm]))
+    for arm in ("unscaled", "big-step", "small-step"):
+        sat = early(arm, "saturated")
+        out[f"run_sat_{GLUE_NAME[arm]}_early_min"] = min(sat)
+        out[f"run_sat_{GLUE_NAME[arm]}_early_max"] = max(sat)
+    for a, b, name in (
+        ("small-step", "scaled", "small"),
+        ("big-step", "scaled", "big"),
+        ("unscaled", "scaled", "unscaled"),
+        ("unscaled", "small-step", "unscaled_small"),
+        ("unscaled", "big-step", "unscaled_big"),
+    ):
+        out[f"run_r_{name}"], out[f"run_r_{name}_q"] = ratios(a, b)
+    # Seed 0's held-out accuracy of the two new arms (the saved values; the fresh short run of
     # test_saved_scaling_run_is_the_library_run ties seed 0's curves to the library).
-    out["run_acc_control"] = seeds[0]["eval_accuracy"]["control"]
     out["run_acc_big"] = seeds[0]["eval_accuracy"]["big-step"]
+    out["run_acc_small"] = seeds[0]["eval_accuracy"]["small-step"]
     return out
