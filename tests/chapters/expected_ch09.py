@@ -144,7 +144,7 @@ def _training() -> dict:
     run = _run()
     g_post, g_pre = run.grad_norm_init["post_ln"], run.grad_norm_init["pre_ln"]
     # The gradients at initialisation do not depend on the training: a 1-step run agrees.
-    one = experiments.norm_placement_run(steps=1, eval_size=1)
+    one = experiments.norm_placement_run(steps=1, eval_size=2, probe_steps=None)
     np.testing.assert_allclose(one.grad_norm_init["post_ln"], g_post, rtol=1e-6)
     np.testing.assert_allclose(one.grad_norm_init["pre_ln"], g_pre, rtol=1e-6)
     # The chapter asserts (no longer glues) that every loss stays finite; so does this file.
