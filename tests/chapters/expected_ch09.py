@@ -318,6 +318,21 @@ def _training() -> dict:
     assert all(2 < v < 20 for v in ratio["post_ln"] + ratio["post_ln_warmup"])
     assert all(0.5 < v < 2 for v in ratio["pre_ln"])
     assert e["nr_post_grow_lo"] > 1 and e["nr_warm_grow_hi"] < e["nr_post_grow_hi"]
+    # The control at lr / 4: its norms' growth (steps 10-29 over step 0) and first-layer fall.
+    ctrl_grow = np.array(
+        [(c.ln_rms["post_ln"][early].mean(0) / c.ln_rms["post_ln"][0]).ravel() for c in control]
+    )
+    ctrl_fall = [
+        c.grad_norm_first["post_ln"][0] / c.grad_norm_first["post_ln"][early].mean()
+        for c in control
+    ]
+    e |= {
+        "ctrl_grow_lo": float(ctrl_grow.min()),
+        "ctrl_grow_hi": float(ctrl_grow.max()),
+        "ctrl_fall_lo": float(min(ctrl_fall)),
+        "ctrl_fall_hi": float(max(ctrl_fall)),
+    }
+    assert e["ctrl_grow_hi"] < e["nr_post_grow_hi"] and e["ctrl_fall_hi"] < 10
     assert e["nr_pre_top"] > e["nr_post_grow_hi"] * run.ln_rms["post_ln"][0].max()
 
     def log_pred(r, arm):
