@@ -33,7 +33,7 @@ from attnbook import experiments as E
 from attnbook.layers import MultiHeadAttention
 from attnbook.layers import apply_rope as ann_apply_rope
 from attnbook.models import DecoderOnlyModel, EncoderDecoderModel, ModelConfig
-from norm_refs import norm_input_rms
+from norm_refs import norm_input_rms, norm_inputs
 
 D64 = torch.float64
 
@@ -634,6 +634,11 @@ def _head_input_by_hand(model, ids):
         return (h if model.norm is None else model.norm(h)).double().numpy()
 
 
+def _share_by_hand(h):
+    """Variance across the sequences over the mean square, NumPy float64 (h: (B, n, d))."""
+    return h.var(axis=0).sum() * len(h) / (h**2).sum()
+
+
 def test_norm_placement_records_the_top_states_shares():
     """Step 0's shares equal NumPy's variance and class means of a forward pass by hand."""
     seed, sizes = 4, dict(vocab=5, d_model=16, n_heads=2, n_layers=3, d_ff=32, n=3)
@@ -669,6 +674,21 @@ def test_norm_placement_records_the_top_states_shares():
         assert tok[0] == pytest.approx(between / total, rel=1e-5)
         # Training changes the states: the later records move.
         assert inp[-1] != pytest.approx(inp[0], rel=1e-4)
+        # Every norm's input, centred over the features, at the same positions.
+        model = E._copy_model(norm_first, name=arm, seed=seed, **sizes)
+        want = []
+        for h in norm_inputs(model, ids):
+            h = h.numpy()[:, 3:6]
+            want.append(_share_by_hand(h - h.mean(-1, keepdims=True)))
+        got, final = r.norm_input_share[arm], r.norm_input_share_final[arm]
+        assert got.shape == (3, 3, 2) and final.shape == (3,)
+        assert ((0 < got) & (got < 1)).all()
+        np.testing.assert_allclose(got[0].ravel(), want[:6], rtol=1e-5)
+        if norm_first:
+            assert final[0] == pytest.approx(want[6], rel=1e-5)
+        else:
+            assert np.isnan(final).all()
+        assert not np.allclose(got[-1], got[0], rtol=1e-4)
     with pytest.raises(ValueError, match="probe_steps"):
         E.norm_placement_run(steps=2, batch_size=2, eval_size=2, probe_steps=(3, 1), **sizes)
     with pytest.raises(ValueError, match="warmup_steps=2 must be < steps=2"):
@@ -702,6 +722,53 @@ def test_norm_placement_run_probe_steps_none_and_probe_size():
     # one sequence has no spread: its share would be 0.0 by construction
     with pytest.raises(ValueError, match="probe_size must be >= 2 .*got 1"):
         E.norm_placement_run(probe_size=1, **kw)
+
+
+def test_norm_placement_run_trains_a_subset_of_arms_as_the_full_run():
+    """An arm trained alone (a control at another lr, say) records what the full run does."""
+    kw = dict(
+        vocab=5,
+        d_model=16,
+        n_heads=2,
+        n_layers=2,
+        d_ff=32,
+        n=3,
+        steps=4,
+        batch_size=4,
+        eval_size=8,
+        probe_steps=(0, 2),
+        probe_size=4,
+        warmup_steps=2,
+        seed=3,
+    )
+    full = E.norm_placement_run(**kw)
+    one = E.norm_placement_run(arms=["pre_ln_warmup", "post_ln"], **kw)
+    assert list(one.loss) == ["post_ln", "pre_ln_warmup"]  # NORM_PLACEMENT_ARMS' order
+    assert list(one.grad_norm_init) == ["post_ln"] and one.n_params == full.n_params
+    for arm in one.loss:
+        for name in ("loss", "update_first", "ln_rms", "top_input_share", "norm_input_share"):
+            np.testing.assert_array_equal(getattr(one, name)[arm], getattr(full, name)[arm])
+        assert one.eval_loss[arm] == full.eval_loss[arm]
+    # A lower lr is another run: the first loss (before any update) agrees, the second not.
+    low = E.norm_placement_run(arms=("post_ln",), **(kw | {"warmup_steps": 0}), lr=1e-4)
+    assert low.loss["post_ln"][0] == full.loss["post_ln"][0]
+    assert low.loss["post_ln"][1] != full.loss["post_ln"][1]
+    assert E.norm_placement_run(arms=("pre_ln",), **kw).n_params == 0
+    with pytest.raises(ValueError, match=r"arms\[1\] must be one of .*'postln'"):
+        E.norm_placement_run(arms=("pre_ln", "postln"), **kw)
+    with pytest.raises(ValueError, match="arms must name at least one"):
+        E.norm_placement_run(arms=(), **kw)
+    with pytest.raises(TypeError, match="arms must be a list or tuple"):
+        E.norm_placement_run(arms="post_ln", **kw)
+
+
+def test_norm_placement_run_refuses_a_probe_larger_than_the_held_out_set():
+    """probe_size > eval_size used to be cut to eval_size silently; now it names both."""
+    sizes = dict(vocab=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, n=2, steps=2, batch_size=2)
+    with pytest.raises(ValueError, match=r"probe_size .*eval_size=4.* must be <= 4, got 5"):
+        E.norm_placement_run(eval_size=4, probe_size=5, **sizes)
+    r = E.norm_placement_run(eval_size=4, probe_size=4, **sizes)  # all of it is allowed
+    assert r.probe_steps.tolist() == [0, 2] and np.isfinite(r.top_input_share["post_ln"]).all()
 
 
 def test_norm_placement_gradient_norms_at_init_match_autograd():

@@ -921,9 +921,9 @@ class NormPlacementResult:
         ln_rms_final: per arm, float64 ``(steps,)``: the same for the final norm of the
             Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
             the Post-LN arms, which have no final norm.
-        probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share`` and
-            ``top_token_share`` were measured, before that step's update; the last entry is
-            ``steps``, after the last update.
+        probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share``,
+            ``top_token_share`` and ``norm_input_share`` were measured, before that step's
+            update; the last entry is ``steps``, after the last update.
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
             states the LM head reads depends on the input, measured on the first
             ``probe_size`` sequences of the held-out set without gradients
@@ -936,13 +936,27 @@ class NormPlacementResult:
             position must output (between-class variance, classes = that token) over the same
             mean square. A share near 0 means the head sees about the same vector whatever
             the input, so its output cannot depend on the input.
+        norm_input_share: per arm, float64 ``(n_probe, n_layers, 2)``: for the input of each
+            block's two norms (indexed as ``ln_rms``), in the same forward passes as
+            ``top_input_share`` and at the same positions, the share of its mean square that
+            varies with the input: the input centred over the features (what the norm divides
+            by, as in ``ln_rms``), its variance across the held-out sequences (per position,
+            summed over the features) over its mean square. If a norm's input grows by a part
+            common to all sequences, this share falls.
+        norm_input_share_final: per arm, float64 ``(n_probe,)``: the same for the final norm
+            of the Pre-LN arms; ``nan`` for the Post-LN arms.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
             the run diverged).
         chance_loss: ``log(vocab)``.
         n_layers, d_model, n_heads, d_ff, n, vocab, steps, lr, warmup_steps, batch_size, seed:
             the settings.
-        n_params: parameters of the Post-LN model (the Pre-LN one has one more final norm).
-        wall_time_s, cpu_time_s: the whole run (four trainings).
+        n_params: parameters of the Post-LN model (the Pre-LN one has one more final norm);
+            0 if no Post-LN arm was trained.
+        wall_time_s, cpu_time_s: the whole run (all its trainings).
+
+    Every per-arm dict holds the arms that were trained (``arms``), in the order of
+    :data:`NORM_PLACEMENT_ARMS`; ``grad_norm_init`` those of its two keys whose arm without
+    warmup was trained.
     """
 
     grad_norm_init: dict
@@ -955,6 +969,8 @@ class NormPlacementResult:
     probe_steps: np.ndarray
     top_input_share: dict
     top_token_share: dict
+    norm_input_share: dict
+    norm_input_share_final: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -1004,6 +1020,18 @@ def _centred_rms(h: torch.Tensor) -> float:
     return float((h - h.mean(-1, keepdim=True)).pow(2).mean().sqrt())
 
 
+def _norm_modules(model) -> dict:
+    """``{(l, 0): layer l's norm1, (l, 1): its norm2, ..., "final": the final norm (if any)}``."""
+    modules = {
+        (l, k): norm
+        for l, layer in enumerate(model.layers)
+        for k, norm in enumerate((layer.norm1, layer.norm2))
+    }
+    if model.norm is not None:
+        modules["final"] = model.norm
+    return modules
+
+
 def _record_norm_inputs(model, into: dict) -> list:
     """Forward pre-hooks that put the centred RMS of each norm's input in ``into``.
 
@@ -1018,51 +1046,72 @@ def _record_norm_inputs(model, into: dict) -> list:
 
         return record
 
-    modules = {
-        (l, k): norm
-        for l, layer in enumerate(model.layers)
-        for k, norm in enumerate((layer.norm1, layer.norm2))
-    }
-    if model.norm is not None:
-        modules["final"] = model.norm
-    return [norm.register_forward_pre_hook(hook(key)) for key, norm in modules.items()]
+    return [norm.register_forward_pre_hook(hook(key)) for key, norm in _norm_modules(model).items()]
 
 
-def _record_head_inputs(model, into: list):
-    """A forward pre-hook that appends the LM head's input ``(B, T, d)`` to ``into``."""
-    return model.lm_head.register_forward_pre_hook(lambda module, args: into.append(args[0]))
+@contextlib.contextmanager
+def _probing(model, rows: int, n: int):
+    """Keep the inputs of the LM head and of every norm during the forward passes inside.
 
-
-def _top_state_shares(model, ids, x, states=None) -> tuple:
-    """``(input share, token share)`` of the states ``model``'s LM head reads (float64 sums).
-
-    ``states`` ``(B, 2n + 1, d)``: the head's inputs for ``ids``; if ``None``, a forward pass
-    of ``ids`` without gradients gives them. ``h`` ``(B, n, d)`` are those at the positions
-    ``n .. 2n - 1``, which predict the targets ``x`` ``(B, n)``. With ``m_i`` the mean over the
-    sequences at position ``i`` and ``m_ic`` that over the sequences whose target there is
-    ``c``: input share ``= sum |h_bi - m_i|^2 / sum |h_bi|^2``; token share ``= sum_ic N_ic
-    |m_ic - m_i|^2 / sum |h_bi|^2`` (``N_ic`` sequences in class ``c``). See
-    :class:`NormPlacementResult`.
+    Yields a dict, filled at each forward pass: ``"head"`` (the LM head), ``(l, k)`` and
+    ``"final"`` (the norms, keyed as :func:`_norm_modules`), each float64 ``(rows, n, d)``:
+    the first ``rows`` sequences at the positions ``n .. 2n - 1``, which predict the copy.
     """
-    if states is None:
-        seen = []
-        handle = _record_head_inputs(model, seen)
-        try:
-            with torch.no_grad():
-                model(ids)
-        finally:
+    kept = {}
+
+    def hook(key):
+        def record(module, args):
+            kept[key] = args[0][:rows, n : 2 * n].detach().double()
+
+        return record
+
+    modules = {"head": model.lm_head, **_norm_modules(model)}
+    handles = [m.register_forward_pre_hook(hook(key)) for key, m in modules.items()]
+    try:
+        yield kept
+    finally:
+        for handle in handles:
             handle.remove()
-        states = seen[0]
-    n = x.shape[1]
-    h = states[:, n : 2 * n].detach().double()  # (B, n, d)
+
+
+def _input_share(h: torch.Tensor) -> float:
+    """Variance of ``h`` ``(B, n, d)`` across the ``B`` sequences over its mean square."""
+    return float((h - h.mean(0)).pow(2).sum() / h.pow(2).sum())
+
+
+def _top_state_shares(h: torch.Tensor, x: torch.Tensor) -> tuple:
+    """``(input share, token share)`` of the states ``h`` ``(B, n, d)`` the LM head reads.
+
+    ``h`` are the head's inputs (float64) at the positions that predict the targets ``x``
+    ``(B, n)``. With ``m_i`` the mean over the sequences at position ``i`` and ``m_ic`` that
+    over the sequences whose target there is ``c``: input share ``= sum |h_bi - m_i|^2 / sum
+    |h_bi|^2``; token share ``= sum_ic N_ic |m_ic - m_i|^2 / sum |h_bi|^2`` (``N_ic``
+    sequences in class ``c``). See :class:`NormPlacementResult`.
+    """
     mean = h.mean(0)  # (n, d)
     total = float(h.pow(2).sum())
-    spread = float((h - mean).pow(2).sum())
     onehot = F.one_hot(x, int(x.max()) + 1).double()  # (B, n, classes)
     count = onehot.sum(0)  # (n, classes)
     class_mean = torch.einsum("bnc,bnd->ncd", onehot, h) / count.clamp(min=1)[..., None]
     between = float((count[..., None] * (class_mean - mean[:, None]).pow(2)).sum())
-    return spread / total, between / total
+    return _input_share(h), between / total
+
+
+def _probe_shares(kept: dict, x: torch.Tensor, n_layers: int) -> tuple:
+    """The shares of what :func:`_probing` kept; ``x`` ``(rows, n)``: the probed targets.
+
+    Returns ``(top input share, top token share, norm shares (n_layers, 2), final norm share
+    or nan)``.
+    """
+
+    def centred(h):  # (B, n, d): what a LayerNorm divides by
+        return h - h.mean(-1, keepdim=True)
+
+    norms = np.array(
+        [[_input_share(centred(kept[(l, k)])) for k in range(2)] for l in range(n_layers)]
+    )
+    final = _input_share(centred(kept["final"])) if "final" in kept else math.nan
+    return (*_top_state_shares(kept["head"], x), norms, final)
 
 
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
@@ -1110,7 +1159,8 @@ def norm_placement_run(
     warmup_steps: int | None = None,
     eval_size: int = 512,
     probe_steps=(0, 10, 20, 29),
-    probe_size: int = 128,
+    probe_size: int | None = None,
+    arms=None,
     seed: int = 0,
     num_threads: int = 1,
     progress: bool = False,
@@ -1123,7 +1173,9 @@ def norm_placement_run(
     :func:`copy_batch` — copy ``n`` random tokens after a separator; the loss is the
     cross-entropy on the copied tokens only. The four arms (:data:`NORM_PLACEMENT_ARMS`) train
     with Adam at the same peak ``lr`` on the same batches; the two warmup arms raise the
-    learning rate linearly over the first ``warmup_steps`` updates.
+    learning rate linearly over the first ``warmup_steps`` updates. Each arm starts from the
+    seed alone (its weights, its batches), so ``arms`` may train a subset, e.g. a control of
+    one arm at another ``lr``, which records for that arm exactly what the full run would.
 
     The gradient norms at initialisation are what Xiong et al. analyse: their theorem 1 bounds
     the gradient of the last layer's FFN weights by ``O(d sqrt(ln d))`` for Post-LN, independent
@@ -1134,11 +1186,12 @@ def norm_placement_run(
     first layer's update (what Adam does with those gradients) and the RMS of every norm's
     input (a norm divides the gradient passing back through it by about that RMS); at a few
     steps (``probe_steps``) and after training, how much of the states the LM head reads
-    depends on the input and on the token to be output (held-out set, no gradients). The
+    depends on the input and on the token to be output, and how much of each norm's input
+    depends on the input (held-out set, no gradients). The
     defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
-    the outcome: measured on seeds 0-2, Post-LN without warmup stays at the chance loss and
-    the three other arms learn the copy (at the earlier default ``lr = 1e-3``, seed 0,
-    Post-LN learned it too).
+    the outcome: measured on seeds 0-2, Post-LN without warmup stays just above the chance
+    loss and the three other arms learn the copy; Post-LN alone at ``lr = 7.5e-4``
+    (``arms=("post_ln",)``, no warmup) learns it too on the same seeds.
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
@@ -1156,8 +1209,10 @@ def norm_placement_run(
             probe during training, only the state after it (as ``snapshot_steps=None``
             records no snapshot).
         probe_size: held-out sequences the shares are measured on (the first ones; at
-            least 2, and at most ``eval_size`` are used); a forward pass of them costs about
-            ``probe_size / (3 * batch_size)`` training steps.
+            least 2 and at most ``eval_size``); default ``min(128, eval_size)``. A forward
+            pass of them costs about ``probe_size / (3 * batch_size)`` training steps.
+        arms: a list or tuple of names of :data:`NORM_PLACEMENT_ARMS` to train; ``None``: all
+            four.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
@@ -1168,8 +1223,9 @@ def norm_placement_run(
     Raises:
         TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer,
             ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
-            refused) or ``lr`` not a real number.
-        ValueError: if a size is < 1, ``probe_size`` < 2, ``lr`` is not positive,
+            refused), ``lr`` not a real number, or ``arms`` not a list or tuple of strings.
+        ValueError: if a size is < 1, ``probe_size`` < 2 or > ``eval_size``, ``arms`` is
+            empty or names an unknown arm, ``lr`` is not positive,
             ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
             step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
             never reach the peak rate).
@@ -1188,7 +1244,6 @@ def norm_placement_run(
         steps=steps,
         batch_size=batch_size,
         eval_size=eval_size,
-        probe_size=probe_size,
     ).items():
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
@@ -1196,11 +1251,27 @@ def norm_placement_run(
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_warmup_steps(warmup_steps, steps)
+    if probe_size is None:
+        probe_size = min(128, eval_size)
+    probe_size = checks.check_int(probe_size, "probe_size", 1)
     if probe_size < 2:  # one sequence has no spread: its shares are 0.0 by construction
         raise ValueError(
             f"probe_size must be >= 2 (the shares measure the spread across sequences; one "
             f"sequence gives 0.0 by construction), got {probe_size}"
         )
+    checks.check_int(
+        probe_size,
+        f"probe_size (the first of the eval_size={eval_size} held-out sequences)",
+        2,
+        maximum=eval_size,
+    )
+    if arms is None:
+        arms = tuple(NORM_PLACEMENT_ARMS)
+    arms = checks.check_strings(arms, "arms")
+    if not arms:
+        raise ValueError(f"arms must name at least one of {list(NORM_PLACEMENT_ARMS)}")
+    for i, arm in enumerate(arms):
+        checks.check_choice(arm, f"arms[{i}]", list(NORM_PLACEMENT_ARMS))
     if probe_steps is not None:  # None: no probe during training, as snapshot_steps=None
         probe_steps = checks.check_increasing(probe_steps, "probe_steps", minimum=0)
     probe_steps = [s for s in probe_steps or () if s < steps] + [steps]
@@ -1222,6 +1293,8 @@ def norm_placement_run(
             "ln_rms_final",
             "top_input_share",
             "top_token_share",
+            "norm_input_share",
+            "norm_input_share_final",
             "eval_loss",
             "eval_accuracy",
         )
@@ -1229,6 +1302,8 @@ def norm_placement_run(
     n_params = 0
     with _run_context(num_threads) as clock:
         for arm, (norm_first, warm) in NORM_PLACEMENT_ARMS.items():
+            if arm not in arms:
+                continue
             model = _copy_model(norm_first, name=arm, **sizes)
             if not norm_first:
                 n_params = count_parameters(model)
@@ -1248,7 +1323,14 @@ def norm_placement_run(
             rms_final = np.full(steps, np.nan)
             seen = {}  # the norms' input RMS of the latest forward pass
             handles = _record_norm_inputs(model, seen)
-            shares = np.empty((len(probe_steps), 2), dtype=np.float64)
+            shares = np.empty((len(probe_steps), 2), dtype=np.float64)  # top: input, token
+            norm_shares = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
+            final_shares = np.empty(len(probe_steps), dtype=np.float64)
+
+            def probe(i, kept, shares=shares, norm_shares=norm_shares, final_shares=final_shares):
+                *shares[i], norm_shares[i], final_shares[i] = _probe_shares(
+                    kept, eval_x[:probe_size], n_layers
+                )
 
             def after_backward(
                 step,
@@ -1261,16 +1343,16 @@ def norm_placement_run(
                 rms_final=rms_final,
                 seen=seen,
                 model=model,
-                shares=shares,
+                probe=probe,
             ):
                 g_first[step], g_last[step] = _grad_norm(first), _grad_norm(last)
                 rms_final[step] = seen.pop("final", np.nan)
                 for (layer, k), value in seen.items():
                     rms[step, layer, k] = value
                 if step in probe_steps:  # after reading `seen`: this forward overwrites it
-                    shares[probe_steps.index(step)] = _top_state_shares(
-                        model, eval_ids[:probe_size], eval_x[:probe_size]
-                    )
+                    with _probing(model, probe_size, n) as kept, torch.no_grad():
+                        model(eval_ids[:probe_size])
+                    probe(probe_steps.index(step), kept)
                 held["before"] = torch.cat(
                     [p.detach().flatten().double() for p in first.parameters()]
                 )
@@ -1296,18 +1378,15 @@ def norm_placement_run(
             out["ln_rms"][arm], out["ln_rms_final"][arm] = rms, rms_final
             out["grad_norm_first"][arm], out["grad_norm_last"][arm] = g_first, g_last
             out["update_first"][arm] = upd
-            head_in = []
-            handle = _record_head_inputs(model, head_in)
-            with torch.no_grad():
+            # After training: the probe's sequences, from the evaluation's forward pass.
+            with _probing(model, probe_size, n) as kept, torch.no_grad():
                 loss, pred = _copy_loss(model, eval_ids, eval_x)
                 out["eval_loss"][arm] = float(loss)
                 out["eval_accuracy"][arm] = _accuracy(pred, eval_x)
-            handle.remove()
-            # After training: the same sequences, from the evaluation's forward pass.
-            shares[-1] = _top_state_shares(
-                model, None, eval_x[:probe_size], states=head_in[0][:probe_size]
-            )
+            probe(-1, kept)
             out["top_input_share"][arm], out["top_token_share"][arm] = shares.T.copy()
+            out["norm_input_share"][arm] = norm_shares
+            out["norm_input_share_final"][arm] = final_shares
     return NormPlacementResult(
         probe_steps=np.array(probe_steps, dtype=np.int64),
         chance_loss=math.log(vocab),

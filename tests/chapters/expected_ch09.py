@@ -34,7 +34,7 @@ from attnbook.models import (
     count_parameters,
     param_count,
 )
-from norm_refs import norm_input_rms
+from norm_refs import norm_input_rms, norm_inputs
 
 NUMBER = 9
 NAME = "09-transformer-block"
@@ -144,7 +144,7 @@ def _training() -> dict:
     run = _run()
     g_post, g_pre = run.grad_norm_init["post_ln"], run.grad_norm_init["pre_ln"]
     # The gradients at initialisation do not depend on the training: a 1-step run agrees.
-    one = experiments.norm_placement_run(steps=1, eval_size=1)
+    one = experiments.norm_placement_run(steps=1, eval_size=2, probe_steps=None)
     np.testing.assert_allclose(one.grad_norm_init["post_ln"], g_post, rtol=1e-6)
     np.testing.assert_allclose(one.grad_norm_init["pre_ln"], g_pre, rtol=1e-6)
     # The chapter asserts (no longer glues) that every loss stays finite; so does this file.
@@ -179,8 +179,8 @@ def _training() -> dict:
         assert all(np.isfinite(r.loss[a]).all() for a in arms), "a training loss is not finite"
     held = {a: sorted(r.eval_loss[a] for r in runs) for a in arms}
     e |= {
-        "lo_post_ln": held["post_ln"][0],
-        "hi_post_ln": held["post_ln"][2],
+        **{f"lo_{a}": held[a][0] for a in arms},
+        **{f"hi_{a}": held[a][2] for a in arms},
         **{f"med_{a}": held[a][1] for a in arms[1:]},
         **{f"learned_{a}": sum(v < math.log(16) / 2 for v in held[a]) for a in arms},
     }
@@ -192,6 +192,25 @@ def _training() -> dict:
         "acc_max_post": max(r.eval_accuracy["post_ln"] for r in runs),
         "acc_chance": 1 / 16,
     }
+    # The control: plain Post-LN alone at a quarter of the peak rate, same seeds. Before its
+    # first update it is the full run's Post-LN arm (same weights, same first batch).
+    control = [
+        experiments.norm_placement_run(seed=r.seed, lr=3e-3 / 4, arms=("post_ln",)) for r in runs
+    ]
+    for c, r in zip(control, runs):
+        assert list(c.loss) == ["post_ln"] and c.lr == 3e-3 / 4
+        assert c.loss["post_ln"][0] == r.loss["post_ln"][0]
+        np.testing.assert_array_equal(c.grad_norm_init["post_ln"], r.grad_norm_init["post_ln"])
+    ctrl = sorted(c.eval_loss["post_ln"] for c in control)
+    e |= {
+        "ctrl_lr": 3e-3 / 4,
+        "ctrl_learned": sum(v < math.log(16) / 2 for v in ctrl),
+        "ctrl_lo": ctrl[0],
+        "ctrl_hi": ctrl[2],
+        "ctrl_acc_min": min(c.eval_accuracy["post_ln"] for c in control),
+    }
+    # The prose: at a quarter of the rate plain Post-LN learns in every seed.
+    assert e["ctrl_learned"] == 3
     # "Why plain Post-LN learns nothing": seed 0's per-step records over steps 10-29. Step 0's
     # first-layer gradient is the one measured at initialisation (a separate computation).
     early = slice(10, 30)
@@ -299,6 +318,21 @@ def _training() -> dict:
     assert all(2 < v < 20 for v in ratio["post_ln"] + ratio["post_ln_warmup"])
     assert all(0.5 < v < 2 for v in ratio["pre_ln"])
     assert e["nr_post_grow_lo"] > 1 and e["nr_warm_grow_hi"] < e["nr_post_grow_hi"]
+    # The control at lr / 4: its norms' growth (steps 10-29 over step 0) and first-layer fall.
+    ctrl_grow = np.array(
+        [(c.ln_rms["post_ln"][early].mean(0) / c.ln_rms["post_ln"][0]).ravel() for c in control]
+    )
+    ctrl_fall = [
+        c.grad_norm_first["post_ln"][0] / c.grad_norm_first["post_ln"][early].mean()
+        for c in control
+    ]
+    e |= {
+        "ctrl_grow_lo": float(ctrl_grow.min()),
+        "ctrl_grow_hi": float(ctrl_grow.max()),
+        "ctrl_fall_lo": float(min(ctrl_fall)),
+        "ctrl_fall_hi": float(max(ctrl_fall)),
+    }
+    assert e["ctrl_grow_hi"] < e["nr_post_grow_hi"] and e["ctrl_fall_hi"] < 10
     assert e["nr_pre_top"] > e["nr_post_grow_hi"] * run.ln_rms["post_ln"][0].max()
 
     def log_pred(r, arm):
@@ -399,6 +433,45 @@ def _training() -> dict:
         "mech_hi": float((pred / top_fall).max()),
     }
     assert 1 < e["mech_lo"] and e["mech_hi"] < 20
+    # Every norm's input: the share that varies with the held-out input. Step 0 is recomputed
+    # by hand (the step-0 model written out, NumPy variance of the centred input), each seed.
+    for r in runs:
+        ids_h, _ = experiments.copy_batch(512, 8, 16, torch.Generator().manual_seed(r.seed + 1))
+        model = _step0_model(False, "post_ln", seed=r.seed)
+        want = []
+        for h in norm_inputs(model, ids_h[:128]):
+            h = h.numpy()[:, 8:16]
+            h = h - h.mean(-1, keepdims=True)
+            want.append(h.var(axis=0).sum() * 128 / (h**2).sum())
+        np.testing.assert_allclose(r.norm_input_share["post_ln"][0].ravel(), want, rtol=1e-6)
+    ns = {
+        a: np.array([r.norm_input_share[a].reshape(5, 24) for r in runs])
+        for a in ("post_ln", "post_ln_warmup")
+    }  # (seeds, probes, norms)
+    post = ns["post_ln"]
+    falls_29 = [int(sum(b < a for a, b in zip(row, row[1:]))) for row in post[:, 3]]
+    e |= {
+        "ns_0_lo": float(post[:, 0].min()),
+        "ns_0_hi": float(post[:, 0].max()),
+        "ns_29_1": float(post[0, 3, 0]),
+        "ns_29_2": float(post[0, 3, 1]),
+        "ns_29_3": float(post[0, 3, 2]),
+        "ns_29_4": float(post[0, 3, 3]),
+        "ns_29_top": float(post[0, 3, -1]),
+        "ns_falls_text": (
+            "from each norm to the next"
+            if min(falls_29) == 23
+            else f"at {min(falls_29)} or more of the 23 steps from one norm to the next"
+        ),
+        "ns_warm_top_lo": float(ns["post_ln_warmup"][:, 3, -1].min()),
+    }
+    # The prose: the share falls from norm to norm (at 20 or more of the 23 steps, every seed),
+    # the first norm keeps more than half of its step-0 share, the top's is below 1e-6 while
+    # every norm's was above it at step 0; with warmup the top's stays above 1e-3.
+    assert min(falls_29) >= 20
+    assert post[:, 3, 0].min() > 0.5 * post[:, 0, 0].min()
+    assert post[:, 3, -1].max() < 1e-6 < post[:, 0].min()
+    assert e["ns_warm_top_lo"] > 1e-3
     # Exercise 5: spreads (max - min) against the gap between arms.
     sp = {a: held[a][2] - held[a][0] for a in arms}
     gap = held["post_ln"][0] - held["post_ln_warmup"][2]
