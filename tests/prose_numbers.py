@@ -36,6 +36,12 @@ TIMINGS: dict[str, set[str]] = {
         "par_gflops_torch_rnn",
         "par_independent_ms",
         "par_wait_factor",
+        "par_py_cpu_lo",  # the Python loop's CPU time per step
+        "par_py_cpu_hi",
+        "par_py_wall_over_cpu",
+        "prof_matmul_share",  # shares of the profiled layer's time
+        "prof_softmax_share",
+        "prof_rest_share",
     },
     "04-softmax-saturation": {"run_wall_time"},
     "05-self-cross-attention": {"add_ratio_min", "add_ratio_max"},
