@@ -10,6 +10,7 @@ import math
 import os
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("plotly")
@@ -74,6 +75,13 @@ def test_default_explorers_fit_a_page(masks):
     assert ex.controls["d_k"].options == tuple((str(2**i), 2**i) for i in range(11))
 
 
+def test_control_default_is_stored_as_its_option():
+    """A default equal to an option (1.0, a 0-d array, NumPy's True) is stored as that option."""
+    assert type(Control("x", "x", "slider", (1, 2), 1.0).default) is int
+    assert type(Control("x", "x", "slider", (1, 2), np.array(2)).default) is int
+    assert Control("x", "x", "toggle", (False, True), np.True_).default is True
+
+
 @pytest.mark.parametrize(
     "make, match",
     [
@@ -83,6 +91,10 @@ def test_default_explorers_fit_a_page(masks):
         (lambda: Control("x", "x", "slider", (1, 2), 3), "x=3 is not one of"),
         (lambda: Control("x", "x", "slider", (0, 1, 2), True), "x=True is not one of"),
         (lambda: Control("x", "x", "toggle", (False, True), 1), "x=1 is not one of"),
+        (lambda: Control("x", "x", "slider", (0, 1, 2), np.True_), "is not one of"),
+        (lambda: Control("x", "x", "slider", (1, True), True), "equal options"),
+        (lambda: Control("x", "x", "slider", (1, 1, 2), 1), "equal options"),
+        (lambda: Control("x", "x", "slider", (1, 2), np.array([1])), "is not one of"),
         (lambda: Control("x", "x", "slider", (1, 2), 1, labels=("a",)), "2 options but 1 labels"),
     ],
 )

@@ -335,6 +335,35 @@ def test_greedy_generate_checks_as_generate_does():
         assert torch.equal(out, ref)
 
 
+def test_greedy_generate_names_a_diverged_model():
+    """A model whose logits went nan is named, as generate names it, not decoded as token 0."""
+    from attnbook.sampling import generate
+
+    cfg = ModelConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=1, d_ff=8)
+    model = build_model(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))
+    for use_cache in (True, False):
+        with pytest.raises(ValueError, match="next-token logits.*nan") as greedy_error:
+            greedy_generate(model, [[1, 2]], 3, use_cache=use_cache)
+        with pytest.raises(ValueError) as sampled_error:
+            generate(model, [[1, 2]], 3, temperature=0.0, use_cache=use_cache)
+        assert str(greedy_error.value) == str(sampled_error.value)
+        assert not model._forward_hooks  # the check's hook is removed again
+
+
+def test_check_generation_puts_a_list_prompt_on_the_models_device():
+    from attnbook.checks import check_generation
+
+    cfg = ModelConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=1, d_ff=8)
+    model = build_model(cfg).to("meta")
+    ids, n = check_generation(model, [[1, 2]], 2)
+    assert ids.device.type == "meta" and ids.dtype == torch.int64 and n == 2
+    with pytest.raises(ValueError, match="model's device meta"):
+        check_generation(model, torch.tensor([[1, 2]]), 2)
+
+
 # --- multi-head latent attention ----------------------------------------------------------------
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "as_float_array",
     "check_finite",
     "check_no_nan_or_posinf",
+    "check_logits",
     "check_qkv",
     "check_kv_lengths",
     "check_leading_dims",
@@ -480,6 +481,31 @@ def check_no_nan_or_posinf(arr, name: str, detail: str = "") -> None:
     if first is not None:
         raise ValueError(
             f"{name} of shape {tuple(arr.shape)} contains nan or +inf at index {first}{detail}"
+        )
+
+
+def check_logits(logits, name: str) -> None:
+    """Next-token logits a decoder can pick from: no nan or ``+inf``, a finite entry per row.
+
+    ``-inf`` marks a banned token and is allowed while its row keeps a finite logit. Used on
+    every step of :func:`attnbook.sampling.generate` and :func:`attnbook.kv_cache.greedy_generate`
+    (a diverged model is named there, not met as a sampling error or a silent token 0).
+
+    Args:
+        logits: ``(..., V)`` floating-point tensor.
+        name: its name in messages.
+
+    Raises:
+        ValueError: a nan or ``+inf`` entry, or a row of only ``-inf`` (its index given).
+    """
+    import torch  # the NumPy checks above do not need it
+
+    check_no_nan_or_posinf(logits, name)
+    dead = ~torch.isfinite(logits).any(dim=-1)  # rows of -inf only
+    if bool(dead.any()):
+        raise ValueError(
+            f"{name} of shape {tuple(logits.shape)} has a row with no finite "
+            f"logit (all -inf) at index {tuple(dead.nonzero()[0].tolist())}"
         )
 
 
@@ -1063,12 +1089,12 @@ def check_generation(model, ids, max_new_tokens):
     Args:
         model: a ``torch.nn.Module`` with a ``config`` (``vocab_size``, ``max_seq_len``,
             ``positional``) and ``make_caches()``, e.g. :class:`attnbook.models.DecoderOnlyModel`.
-        ids: ``(B, T)`` prompt token ids, ``T >= 1``, in ``[0, vocab_size)`` (tensor, array or
-            nested list of integers).
+        ids: ``(B, T)`` prompt token ids, ``T >= 1``, in ``[0, vocab_size)`` (a tensor on the
+            model's device, or an array or nested list of integers, moved there).
         max_new_tokens: tokens to append, an integer ``>= 0``.
 
     Returns:
-        ``(ids, max_new_tokens)``: ``ids`` as a ``(B, T)`` int64 tensor, ``max_new_tokens`` as
+        ``(ids, max_new_tokens)``: ``ids`` as a ``(B, T)`` int64 tensor on the model's device, ``max_new_tokens`` as
         an ``int``.
 
     Raises:
@@ -1091,7 +1117,11 @@ def check_generation(model, ids, max_new_tokens):
             f"{type(model).__name__}"
         )
     cfg = model.config
-    ids = check_token_ids(ids, "ids", cfg.vocab_size, min_len=1).to(torch.int64)  # (B, T)
+    param = next(model.parameters(), None)  # lists and arrays go to the model's device
+    device = None if param is None else param.device
+    on = device if isinstance(ids, torch.Tensor) else None  # a tensor must be there already
+    ids = check_token_ids(ids, "ids", cfg.vocab_size, min_len=1, device=on)
+    ids = ids.to(device=device, dtype=torch.int64)  # (B, T)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 0)
     total = ids.shape[1] + max_new_tokens
     check_fits_positions(
@@ -1099,7 +1129,7 @@ def check_generation(model, ids, max_new_tokens):
         getattr(cfg, "max_seq_len", None),
         getattr(cfg, "positional", None),
         f"prompt of {ids.shape[1]} + max_new_tokens {max_new_tokens} = {total} tokens",
-        "; RoPE with a sliding_window has no such limit",
+        "; RoPE positions have no such limit",
     )
     return ids, max_new_tokens
 

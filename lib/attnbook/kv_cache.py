@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_bool, check_generation, check_int, check_int_tensor
+from .checks import check_bool, check_generation, check_int, check_int_tensor, check_logits
 from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig  # noqa: F401 (re-export)
 from .cost import kv_cache_bytes  # the formula lives in attnbook.cost
 
@@ -372,8 +372,9 @@ def greedy_generate(
 
     Raises:
         ValueError: if ``ids`` is not ``(B, T)`` with ``T >= 1`` and ids in ``[0, vocab_size)``,
-            ``max_new_tokens < 0``, or the total length exceeds ``max_seq_len`` with learned or
-            sinusoidal positions.
+            ``max_new_tokens < 0``, the total length exceeds ``max_seq_len`` with learned or
+            sinusoidal positions, or the model's next-token logits hold nan or +inf (or a row of
+            only -inf) at some step.
         TypeError: if ``model`` is not a decoder-only model, ``ids`` is not integer,
             ``max_new_tokens`` is not an integer (bools and floats are rejected), or
             ``use_cache`` is not a bool.
@@ -382,6 +383,11 @@ def greedy_generate(
     use_cache = check_bool(use_cache, "use_cache")
     if max_new_tokens == 0:
         return ids.clone()  # never the caller's own tensor
+
+    def check_output(module, args, output):  # a diverged model: name it, not token 0
+        check_logits(output[:, -1], "the model's next-token logits")
+
+    hook = model.register_forward_hook(check_output)
     was_training = model.training
     model.eval()
     try:
@@ -392,4 +398,5 @@ def greedy_generate(
             ids = torch.cat((ids, nxt), dim=1)
         return ids
     finally:
+        hook.remove()
         model.train(was_training)

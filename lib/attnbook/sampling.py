@@ -27,7 +27,7 @@ from .checks import (
     check_generator,
     check_int,
     check_int_tensor,
-    check_no_nan_or_posinf,
+    check_logits,
     check_real,
     check_seed,
     check_tensor,
@@ -76,17 +76,6 @@ def _make_generator(seed, generator):
     return gen
 
 
-def _check_logits(logits, name: str):
-    """Refuse nan and +inf; -inf (a banned token) is allowed if a row keeps a finite logit."""
-    check_no_nan_or_posinf(logits, name)
-    dead = ~torch.isfinite(logits).any(dim=-1)  # rows of -inf only
-    if bool(dead.any()):
-        raise ValueError(
-            f"{name} of shape {tuple(logits.shape)} has a row with no finite "
-            f"logit (all -inf) at index {tuple(dead.nonzero()[0].tolist())}"
-        )
-
-
 def sample_next(
     logits,
     *,
@@ -130,7 +119,7 @@ def sample_next(
     check_tensor(logits, "logits", ndim=2)  # (B, V) floating
     if logits.shape[1] < 1:
         raise ValueError(f"logits must be (B, V) with V >= 1; got shape {tuple(logits.shape)}")
-    _check_logits(logits, "logits")
+    check_logits(logits, "logits")
     temperature, top_k = _check_sampling(temperature, top_k, logits.shape[1])
     return sample_next_core(logits, temperature, top_k, _make_generator(seed, generator))
 
@@ -208,7 +197,7 @@ def generate(
         return ids.clone()  # int64, never the caller's own tensor
 
     def check_output(module, args, output):  # a diverged model: name it, not multinomial
-        _check_logits(output[:, -1], "the model's next-token logits")
+        check_logits(output[:, -1], "the model's next-token logits")
 
     hook = model.register_forward_hook(check_output)
     was_training = model.training

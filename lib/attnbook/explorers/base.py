@@ -82,6 +82,18 @@ LABEL_CHAR_PX = 9
 _KINDS = ("slider", "toggle", "select")
 
 
+def _is_bool(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _equal_option(a, b) -> bool:
+    """``a == b`` as one bool (an array compares element by element)."""
+    try:
+        return bool(np.all(a == b))
+    except (TypeError, ValueError):  # shapes that do not compare
+        return False
+
+
 @dataclass
 class Control:
     """One control of an explorer.
@@ -117,15 +129,26 @@ class Control:
             raise ValueError(f"a toggle's options must be (False, True), got {self.options}")
         if not self.options:
             raise ValueError(f"control {self.name!r} has no options")
-        # ``in`` would take True for 1 and 1 for True: a toggle's default must be a bool, a
-        # slider's 1 must not be True.
-        if not any(
-            self.default == o and isinstance(self.default, bool) == isinstance(o, bool)
-            for o in self.options
+        if any(
+            _equal_option(a, b) for i, a in enumerate(self.options) for b in self.options[i + 1 :]
         ):
+            # (1, True) included: the static page finds a stop by ==, and would show the first
+            raise ValueError(f"control {self.name!r} has equal options: {self.options}")
+        # ``in`` would take True for 1 and 1 for True: a toggle's default must be a bool
+        # (NumPy's too), a slider's 1 must not be True. The default is stored as the option it
+        # matches (1.0 or a 0-d array 1 -> the option 1).
+        matches = [
+            o
+            for o in self.options
+            if _is_bool(self.default) == _is_bool(o)
+            and not (isinstance(self.default, np.ndarray) and self.default.ndim > 0)
+            and _equal_option(self.default, o)
+        ]
+        if not matches:
             raise ValueError(
                 f"{self.name}={self.default!r} is not one of the allowed values {self.options}"
             )
+        self.default = matches[0]
         if self.labels is None:
             self.labels = tuple(str(o) for o in self.options)
         self._make_labels = self.labels if callable(self.labels) else None
