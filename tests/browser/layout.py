@@ -26,6 +26,9 @@ Kinds (``KINDS``) and their sub-kinds:
     closed ``<details>`` or not displayed are ignored. One finding per block (a ``pre`` inside a
     scrolling output is not counted twice). ``numbers["cue"]`` as for equations;
     ``numbers["printed"]``: the block is or holds a printed table (``attnbook.printed.table``).
+    A Markdown table's scroll box in the prose (the theme's ``.pst-scrollable-table-container``)
+    counts too; its ``sub`` starts with ``"prose-"`` (``"code-"``: outside any cell output,
+    ``"output-"``: inside one).
 ``shrunk``
     A visible image in a cell output (or a glued figure) drawn at ``naturalWidth`` px and shown
     narrower: ``sub`` ``"below70"`` (shown < 70 % of its drawn width), ``"below95"``
@@ -156,7 +159,8 @@ MEASURE_JS = r"""
   // ---- code and output blocks that scroll sideways -----------------------------------------
   const seen = new Set();
   const blocks = Array.from(document.querySelectorAll(
-    '.cell_output .output, .cell_output > div, .cell_output table, pre'));
+    '.cell_output .output, .cell_output > div, .cell_output table, pre, ' +
+    '.bd-article .pst-scrollable-table-container'));
   // Outermost first, so a pre inside a scrolling output is not counted twice.
   const depth = el => { let d = 0; for (; el; el = el.parentElement) d++; return d; };
   blocks.sort((a, b) => depth(a) - depth(b));
@@ -175,13 +179,15 @@ MEASURE_JS = r"""
     }
     if (!sub) continue;
     seen.add(el);
-    const inCode = !el.closest('.cell_output');
+    const inProse = el.matches('.pst-scrollable-table-container');  // a Markdown table's box
+    const inCode = !inProse && !el.closest('.cell_output');
     const text = el.innerText || el.textContent;
     const cs = getComputedStyle(el);
     const cue = cs.backgroundImage !== 'none' || el.offsetHeight - el.clientHeight > 2;
     const printedTable = 'table.attnbook-printed-table';
     const printed = el.matches(printedTable) || !!el.querySelector(printedTable);
-    out.push({kind: 'scroll', sub: (inCode ? 'code-' : 'output-') + sub,
+    const place = inProse ? 'prose-' : (inCode ? 'code-' : 'output-');
+    out.push({kind: 'scroll', sub: place + sub,
               what: short(text.split('\n').find(l => l.trim()) || '', 50), where: where(el),
               numbers: {scroll: el.scrollWidth, client: el.clientWidth, over: r1(over),
                         cue: cue, printed: printed}});
