@@ -111,6 +111,14 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     p.add_argument("--name", default="long_range_recall", help="file name of the CSV and JSON")
     args = p.parse_args(argv)
+    # Checked before anything trains: a run that stopped at its second max_k left a partial CSV
+    # beside the old JSON.
+    if args.seq_len is not None and args.seq_len < max(args.max_k) + 1:
+        p.error(
+            f"--seq-len {args.seq_len} is shorter than max(--max-k) + 1 = {max(args.max_k) + 1}"
+        )
+    if args.seq_len is not None and args.name == p.get_default("name"):
+        p.error("--seq-len needs its own --name (it would overwrite the committed grid)")
 
     import torch
 
