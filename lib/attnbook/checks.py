@@ -1094,8 +1094,8 @@ def check_generation(model, ids, max_new_tokens):
         max_new_tokens: tokens to append, an integer ``>= 0``.
 
     Returns:
-        ``(ids, max_new_tokens)``: ``ids`` as a ``(B, T)`` int64 tensor on the model's device, ``max_new_tokens`` as
-        an ``int``.
+        ``(ids, max_new_tokens)``: ``ids`` as a ``(B, T)`` int64 tensor on the model's
+        device, ``max_new_tokens`` as an ``int``.
 
     Raises:
         TypeError: ``model`` is not such a module (an encoder-decoder model has no
