@@ -221,6 +221,13 @@ def _copy_table() -> dict:
         "cap_carried_hmin": carried(h_min),
         "cap_carried_hmax": carried(h_max),
         "cap_att_min": min(acc("attention", n) for n in ns),
+        "cap_bits_max": 2 * n_max,  # log2(4) = 2 bits per token, by hand
+        # h and c of the smallest LSTM; as float32 bits, "many times over" the longest copy.
+        "cap_state_hmin": Check(
+            lambda v, g: v == seed0("lstm", "state_floats", n_max, h_min) == 2 * h_min
+            and 32 * v >= 4 * g["cap_bits_max"],
+            "2 d_h floats (CSV), whose 32-bit words hold the longest copy at least 4 times",
+        ),
         "cap_params_hmax": seed0("lstm", "n_params", n_max, h_max),
         "cap_params_att": seed0("attention", "n_params", n_max),
         "cap_state_hmax": 2 * h_max,
