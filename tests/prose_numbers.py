@@ -30,18 +30,22 @@ TIMINGS: dict[str, set[str]] = {
         "par_rnn_ms",
         "par_torch_rnn_ms",
         "par_us_per_step",
-        "par_throughput_ratio",
+        "par_thru_lo",  # ranges of ratios over the rows L >= 512
+        "par_thru_hi",
+        "par_wait_lo",
+        "par_wait_hi",
         "par_gflops_attention",
         "par_gflops_rnn",
         "par_gflops_torch_rnn",
         "par_independent_ms",
-        "par_wait_factor",
         "par_py_cpu_lo",  # the Python loop's CPU time per step
         "par_py_cpu_hi",
         "par_py_wall_over_cpu",
         "prof_matmul_share",  # shares of the profiled layer's time
         "prof_softmax_share",
         "prof_rest_share",
+        "prof_total_ms",  # the profiled and the timed layer, ms
+        "prof_timed_ms",
     },
     "04-softmax-saturation": {"run_wall_time"},
     "05-self-cross-attention": {"add_ratio_min", "add_ratio_max"},

@@ -972,7 +972,8 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
         seed=0,
         models=("rnn",),
     )
-    assert set(alone.loss) == set(alone.solved_step) == {"rnn"}
+    assert set(alone.loss) == set(alone.solved_step) == set(alone.hidden_size) == {"rnn"}
+    assert alone.hidden_size["rnn"] == r.hidden_size["rnn"]
     assert np.array_equal(alone.loss["rnn"], r.loss["rnn"])
     assert r.seq_len == 5  # max_k + 1
     # A longer sequence: the held-out and training sequences have it, the signal gradient is
@@ -993,6 +994,12 @@ def test_long_range_recall_run_learns_and_matches_parameter_counts():
         seq_len=9,
     )
     assert longer.seq_len == 9 and longer.signal_gradient["rnn"].shape == (4,)
+    # Longer sequences give the attention model more learned positions (4 more rows of
+    # d_model = 16), so the hidden sizes matched to its parameter count grow with them: the
+    # RNN's by a unit here, the LSTM's (4 gates per unit) not yet.
+    assert longer.n_params["attention"] == r.n_params["attention"] + 4 * 16
+    assert longer.hidden_size["rnn"] > r.hidden_size["rnn"]
+    assert longer.hidden_size["lstm"] >= r.hidden_size["lstm"]
     assert np.isfinite(longer.signal_gradient["attention"]).all()
     with pytest.raises(ValueError, match="seq_len"):
         E.long_range_recall_run(max_k=4, steps=1, seq_len=4)

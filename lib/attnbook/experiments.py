@@ -1551,8 +1551,9 @@ class LongRangeRecallResult:
             ``mean(last) / mean(previous) - 1`` (``nan`` if fewer than ``2 * window`` updates).
         eval_loss: per model, held-out cross-entropy over all distances after the last update.
         n_params: per model, parameter count (embedding and readout included).
-        hidden_size: per recurrent model, the hidden size chosen to match the attention
-            model's parameter count.
+        hidden_size: per trained recurrent model (``"rnn"``, ``"lstm"`` among ``models``),
+            the hidden size chosen to match the attention model's parameter count (which
+            depends on ``seq_len``).
         chance_loss, chance_accuracy: ``log(n_signal)`` and ``1/n_signal``.
         time_s: per model, wall-clock seconds of its training (evaluations included).
         max_k, n_signal, n_noise, d_model, steps, batch_size, lr, clip_norm, eval_every,
@@ -1729,7 +1730,9 @@ def long_range_recall_run(
             is built either way).
         seq_len: the length of every sequence, training and held-out (at least
             ``max_k + 1``, the default): a longer one separates the length of the sequences
-            from the largest distance.
+            from the largest distance. It also changes the recurrent hidden sizes: the
+            attention model's learned positions grow with it, and the sizes are matched to
+            that model's parameter count.
 
     Returns:
         :class:`LongRangeRecallResult`.
@@ -1823,7 +1826,8 @@ def long_range_recall_run(
         builders = {"attention": lambda: attention}
         for cell in ("rnn", "lstm"):
             H = _matching_hidden_size(cell, vocab_size, d_model, target_params)
-            out["hidden_size"][cell] = H
+            if cell in chosen:  # the result describes the trained models only
+                out["hidden_size"][cell] = H
             builders[cell] = lambda cell=cell, H=H: _RecurrentClassifier(
                 cell, vocab_size, d_model, H
             )

@@ -221,6 +221,15 @@ def _copy_table() -> dict:
         "cap_carried_hmin": carried(h_min),
         "cap_carried_hmax": carried(h_max),
         "cap_att_min": min(acc("attention", n) for n in ns),
+        "cap_bits_max": 2 * n_max,  # log2(4) = 2 bits per token, by hand
+        # h and c of the smallest LSTM; as float32 bits, "many times over" the longest copy.
+        "cap_state_hmin": Check(
+            lambda v, g: (
+                v == seed0("lstm", "state_floats", n_max, h_min) == 2 * h_min
+                and 32 * v >= 4 * g["cap_bits_max"]
+            ),
+            "2 d_h floats (CSV), whose 32-bit words hold the longest copy at least 4 times",
+        ),
         "cap_params_hmax": seed0("lstm", "n_params", n_max, h_max),
         "cap_params_att": seed0("attention", "n_params", n_max),
         "cap_state_hmax": 2 * h_max,
@@ -423,6 +432,32 @@ def _recall_grid() -> dict:
         "rec_pad_k": 32,
         "rec_pad_len": k_max + 1,
         "rec_pad_hidden": int(hidden.pop()),
+        "rec_grid_hidden_pad_k": Check(
+            lambda v, g: (
+                v
+                == int(
+                    next(
+                        r["hidden_size"]
+                        for r in table
+                        if r["model"] == "rnn" and int(r["max_k"]) == 32
+                    )
+                )
+                and v < g["rec_pad_hidden"]
+            ),
+            "the grid's RNN at max_k = 32 (CSV), smaller than the 65-token control's",
+        ),
+        # long_range_recall_run's default eval_per_k; every accuracy in the CSVs is k/64.
+        "rec_eval_per_k": Check(
+            lambda v, g: (
+                v == 64
+                and all(
+                    float(a) * 64 == round(float(a) * 64)
+                    for r in (*table, *padded)
+                    for a in r["accuracy_by_k"].split()
+                )
+            ),
+            "64, and every CSV accuracy a multiple of 1/64",
+        ),
         "rec_pad_near_lo": min(near_pad),
         "rec_pad_near_hi": max(near_pad),
         "rec_pad_n_solved": sum(1 for r in padded if r["solved_step"]),
@@ -460,6 +495,21 @@ def expected() -> dict:
     try:
         # --- Vanishing gradients: the chapter's networks, rebuilt from its seeds. ---
         e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9**50, "van_T": 100}
+        e |= {
+            # The explorer's last slider stop (gamma 1.1), its d_h = 32, distances to 100.
+            "expl_gamma_max": 1.1,
+            "expl_dist_max": 100,
+            "expl_bound_far": 1.1**100,  # by hand
+            "expl_tanh_far": Check(
+                lambda v, g: (
+                    math.isclose(
+                        v, float(gradient_decay_data(1.1, hidden_size=32).tanh[-1]), rel_tol=1e-9
+                    )
+                    and v < 1e-2
+                ),
+                "the library's tanh norm at gamma 1.1, distance 100: vanished (< 0.01)",
+            ),
+        }
         H, d_in, T = 32, 8, 101
         x = torch.randn(1, T, d_in, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
         q_orth, _ = torch.linalg.qr(
@@ -603,18 +653,32 @@ def expected() -> dict:
         "par_gflops_rnn": _gflops(f_rnn, "par_rnn_ms"),
         "par_gflops_torch_rnn": _gflops(f_rnn, "par_torch_rnn_ms"),
         "par_gflops_attention": _gflops(f_att, "par_attention_ms"),
-        "par_throughput_ratio": Check(
-            lambda v, g: math.isclose(
-                v, (2 + n / d) * g["par_torch_rnn_ms"] / g["par_attention_ms"], rel_tol=1e-9
+        "par_long_from": 512,
+        # The ranges over the rows L >= 512 hold the glued row L = n (= 1024).
+        "par_thru_lo": Check(
+            lambda v, g: (
+                0 < v <= (2 + n / d) * g["par_torch_rnn_ms"] / g["par_attention_ms"] * (1 + 1e-9)
+                and v <= g["par_thru_hi"]
             ),
-            "FLOP ratio times the ratio of the glued times",
+            "lowest attention/RNN throughput ratio over L >= 512, at most L = 1024's",
+        ),
+        "par_thru_hi": Check(
+            lambda v, g: (
+                v * (1 + 1e-9) >= (2 + n / d) * g["par_torch_rnn_ms"] / g["par_attention_ms"]
+            ),
+            "highest attention/RNN throughput ratio over L >= 512, at least L = 1024's",
         ),
         "par_independent_ms": positive_time(),
-        "par_wait_factor": Check(
-            lambda v, g: math.isclose(
-                v, g["par_torch_rnn_ms"] / g["par_independent_ms"], rel_tol=1e-9
+        "par_wait_lo": Check(
+            lambda v, g: (
+                1 < v <= g["par_torch_rnn_ms"] / g["par_independent_ms"] * (1 + 1e-9)
+                and v <= g["par_wait_hi"]
             ),
-            "glued L-step time / glued independent time",
+            "lowest L-step / independent time over L >= 512 (> 1), at most L = 1024's",
+        ),
+        "par_wait_hi": Check(
+            lambda v, g: v * (1 + 1e-9) >= g["par_torch_rnn_ms"] / g["par_independent_ms"],
+            "highest L-step / independent time over L >= 512, at least L = 1024's",
         ),
         "par_att_vs_rnn": Check(
             lambda v, g: (
@@ -651,10 +715,12 @@ def expected() -> dict:
                         rel_tol=1e-9,
                     )
                 ),
-                "a share of the profiled time; the three add up to 1",
+                "a share of the layer's timed CPU time; the three add up to 1",
             )
             for part in ("matmul", "softmax", "rest")
         },
+        "prof_total_ms": positive_time(),
+        "prof_timed_ms": positive_time(),
         "par_us_per_step": Check(
             lambda v, g: math.isclose(v, g["par_torch_rnn_ms"] * 1e3 / n, rel_tol=1e-9),
             "glued torch.nn.RNN time / n",

@@ -159,7 +159,6 @@ def expected() -> dict:
         "heads_params": params,
         "heads_dim_two": 12,
         "heads_dim_three": 8,
-        "heads_n_examples": 6,
         # The bound 1 - H/K for weights that ignore the contents (the chapter's derivation).
         "heads_bound_one": 1 - 1 / K,
         "heads_bound_two": 1 - 2 / K,
@@ -214,7 +213,8 @@ def expected() -> dict:
             v.startswith("all agree with the bound within")
             and (("below it included" in v) == (g["heads_two_lo"] < 1 - 2 / K))
         ),
-        # Each of the three heads reads one source (>= 0.9 of its weight), all different.
+        # Each of the three heads reads one source (>= 0.9 of its weight, every seed and
+        # held-out sequence), all different.
         "heads_spec_min": lambda v, g: 0.9 <= v <= 1,
         "heads_spec_distinct": K,
         # Exercise 1: four sources, two heads: bound 1 - 2/4; the run lands on it.
@@ -279,6 +279,10 @@ def expected() -> dict:
         "llama2_per_token_kib": llama2 / 1024,
         "mistral_window": mistral_window,
         "mistral_full_gib": mistral / 2**30,
+        # DeepSeek-V2 per token and layer, by hand: MLA caches kv_lora_rank 512 + rope dim 64
+        # = 576 numbers; MQA one key and one value head of 128; MHA 128 of each.
+        "mla_over_mqa": 576 / (2 * 128),
+        "mha_over_mla": (2 * 128 * 128) / 576,
     }
     # --- GQA vs torch enable_gqa; the wrong (tiled) grouping ----------------------------------
     rng = np.random.default_rng(1)
