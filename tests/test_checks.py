@@ -440,3 +440,19 @@ def test_fits_positions_is_one_rule_for_every_table_of_positions():
     msg = r"position 64 exceeds the model's max_seq_len 64 \(sinusoidal positions\)"
     with pytest.raises(ValueError, match=msg):
         checks.check_fits_positions(65, 64, "sinusoidal", "position 64")
+
+
+def test_check_names_one_rule_for_which_arms_or_models_a_run_trains():
+    from attnbook.checks import check_names
+
+    allowed = ("rnn", "lstm", "attention")
+    assert check_names(("lstm", "rnn"), "models", allowed) == ["lstm", "rnn"]
+    for bad, error, match in (
+        ("lstm", TypeError, "list or tuple"),  # a bare string
+        ({"lstm"}, TypeError, "list or tuple"),
+        ((), ValueError, "at least one"),
+        (("lstm", "gru"), ValueError, r"models\[1\]"),
+        (("lstm", "lstm"), ValueError, "twice"),
+    ):
+        with pytest.raises(error, match=match):
+            check_names(bad, "models", allowed)

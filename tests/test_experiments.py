@@ -1537,6 +1537,22 @@ def test_heads_run_rejects_bad_arguments():
         E.heads_run(seeds=())
     with pytest.raises(ValueError, match="eval_size must be >= 2 .*got 1"):
         E.heads_run(eval_size=1, n_examples=1)  # was a ZeroDivisionError in _unexplained_se
+    # A bare int was a TypeError from deep inside ("'int' object is not iterable").
+    with pytest.raises(TypeError, match="n_heads must be a list or tuple"):
+        E.heads_run(n_heads=4)
+    with pytest.raises(TypeError, match="seeds must be a list or tuple"):
+        E.heads_run(seeds=0)
+    with pytest.raises(ValueError, match=r"seeds\[0\]"):
+        E.heads_run(seeds=(-1,))
+    with pytest.raises(TypeError, match="progress"):
+        E.heads_run(progress="no")
+
+
+def test_runs_name_a_progress_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="progress"):
+        E.cross_attention_run(steps=1, progress="no")
+    with pytest.raises(TypeError, match="models must be a list or tuple"):
+        E.long_range_recall_run(models="lstm")
 
 
 # ---- chapter 01: the copy run -------------------------------------------------------------------

@@ -69,6 +69,7 @@ __all__ = [
     "check_generation",
     "check_rope_positions",
     "check_strings",
+    "check_names",
     "check_text",
     "check_features",
     "check_token_ids",
@@ -773,6 +774,30 @@ def check_strings(values, name: str) -> list:
             raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
         check_text(s, f"{name}[{i}]")
     return list(values)
+
+
+def check_names(values, name: str, allowed: Sequence[str]) -> list:
+    """A non-empty list or tuple of distinct names, each one of ``allowed``.
+
+    Which arms or models a run trains; a bare string is refused, as :func:`check_strings`
+    refuses it.
+
+    Returns:
+        The names as a list, in the caller's order.
+
+    Raises:
+        TypeError: ``values`` is not a list or tuple of strings.
+        ValueError: it is empty, names something not in ``allowed`` (the entry named, e.g.
+            ``models[1]``) or names one twice.
+    """
+    values = check_strings(values, name)
+    if not values:
+        raise ValueError(f"{name} must name at least one of {list(allowed)}")
+    for i, v in enumerate(values):
+        check_choice(v, f"{name}[{i}]", list(allowed))
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} names an entry twice: {values}")
+    return values
 
 
 def check_rng(value, name: str = "rng"):

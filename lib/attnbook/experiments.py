@@ -1718,14 +1718,15 @@ def long_range_recall_run(
             or ``None`` for no clipping.
         eval_every: updates between two held-out measurements.
         eval_per_k: held-out sequences per distance.
-        solve_accuracy: accuracy in (0, 1] that counts as solved at a distance.
+        solve_accuracy: accuracy in (0, 1) that counts as solved at a distance.
         window: steps per window of the convergence check.
         seed: as :func:`scaling_run`.
         num_threads: torch threads during the run.
         progress: show tqdm bars.
-        models: the models to train, a non-empty subset of ``("rnn", "lstm", "attention")``
-            in any order (trained in that canonical order); the result's per-model dicts hold
-            these only. A model's run does not depend on which others are trained (same seed,
+        models: the models to train, a non-empty list or tuple of distinct names from
+            ``("rnn", "lstm", "attention")`` (:func:`attnbook.checks.check_names`), in any
+            order (trained in that canonical order); the result's per-model dicts hold these
+            only. A model's run does not depend on which others are trained (same seed,
             same batches; the recurrent hidden sizes are matched to the attention model, which
             is built either way).
         seq_len: the length of every sequence, training and held-out (at least
@@ -1739,10 +1740,11 @@ def long_range_recall_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer, ``lr``, ``clip_norm`` or
-            ``solve_accuracy`` not a real number, or ``progress`` not a bool.
+            ``solve_accuracy`` not a real number, ``progress`` not a bool, or ``models`` not a
+            list or tuple of strings.
         ValueError: if a size is < 1, ``lr`` or ``clip_norm`` is not positive,
-            ``solve_accuracy`` is outside (0, 1], ``seed`` is negative or ``models`` is empty
-            or names an unknown model.
+            ``solve_accuracy`` is outside (0, 1), ``seed`` is negative or ``models`` is empty,
+            names an unknown model or one twice.
 
     Source: the task is the "remember a symbol over a gap" setting of Hochreiter & Schmidhuber
     (1997), section 5; the gradient argument Bengio et al. (1994) and Pascanu et al. (2013),
@@ -1770,10 +1772,8 @@ def long_range_recall_run(
     )
     seed = checks.check_seed(seed)
     progress = checks.check_bool(progress, "progress")
-    known = ("rnn", "lstm", "attention")
-    chosen = (models,) if isinstance(models, str) else tuple(models)
-    if not chosen or any(m not in known for m in chosen):
-        raise ValueError(f"models must be a non-empty subset of {known}, got {models!r}")
+    known = ("rnn", "lstm", "attention")  # the canonical order of training
+    chosen = tuple(checks.check_names(models, "models", known))
     vocab_size = n_signal + n_noise + 1
     T = max_k + 1 if seq_len is None else checks.check_int(seq_len, "seq_len", max_k + 1)
     ks = np.arange(1, max_k + 1)
@@ -2364,8 +2364,8 @@ def cross_attention_run(
 
     Raises:
         TypeError: if a size or ``seed`` is not an integer, ``lr`` not a real number,
-            ``snapshot_steps`` not a sequence of integers (a set or a 0-d array included) or
-            ``ablations`` not a bool.
+            ``snapshot_steps`` not a sequence of integers (a set or a 0-d array included), or
+            ``ablations`` or ``progress`` not a bool.
         ValueError: if a size is < 1, ``lr`` is not positive, ``seed`` is negative,
             ``ablations`` is asked for with ``n < 2``, or ``snapshot_steps`` is empty, not
             strictly increasing or outside ``[0, steps]``.
@@ -2387,6 +2387,7 @@ def cross_attention_run(
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     ablations = checks.check_bool(ablations, "ablations")
+    progress = checks.check_bool(progress, "progress")
     if ablations and n < 2:  # with one position the shifted map is the mirror map
         raise ValueError(
             f"ablations need n >= 2 (with n={n} the shifted map equals the mirror map), got n={n}"
@@ -2954,7 +2955,8 @@ def heads_run(
         :class:`HeadsResult`.
 
     Raises:
-        TypeError: if a size or seed is not an integer or ``lr`` not a real number.
+        TypeError: if ``n_heads`` or ``seeds`` is not a list or tuple, a size or seed is not
+            an integer, ``lr`` not a real number or ``progress`` not a bool.
         ValueError: if a size is < 1, no arm or seed is given, an ``H`` does not divide
             ``d_model``, ``seq_len <= n_sources``, ``eval_size < 2``,
             ``n_examples > eval_size``, ``lr`` is not positive or a seed is negative.
@@ -2963,8 +2965,12 @@ def heads_run(
     jointly attend to information from different representation subspaces at different
     positions. With a single attention head, averaging inhibits this.").
     """
-    arms = [checks.check_int(h, "n_heads", 1) for h in n_heads]
-    seeds = [checks.check_seed(s) for s in seeds]
+    for name, values in (("n_heads", n_heads), ("seeds", seeds)):
+        if not isinstance(values, (list, tuple, range)):  # an int would fail deep inside
+            raise TypeError(f"{name} must be a list or tuple of integers, got {values!r}")
+    arms = [checks.check_int(h, f"n_heads[{i}]", 1) for i, h in enumerate(n_heads)]
+    seeds = [checks.check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
+    progress = checks.check_bool(progress, "progress")
     if not arms or not seeds:
         raise ValueError(f"n_heads and seeds need at least one value, got {n_heads}, {seeds}")
     for name, v in dict(
