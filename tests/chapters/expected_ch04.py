@@ -193,6 +193,37 @@ def expected(saved: dict) -> dict:
         ("unscaled", "big-step", "unscaled_big"),
     ):
         out[f"run_r_{name}"], out[f"run_r_{name}_q"] = ratios(a, b)
+
+    # How far a step moved the softmax's scores (probe batch, first updates): per seed the mean
+    # over the recorded steps, then the median over the seeds of the per-seed ratio.
+    def move(a, b):
+        return float(
+            statistics.median(
+                float(np.mean(seed["score_step"][a])) / float(np.mean(seed["score_step"][b]))
+                for seed in seeds
+            )
+        )
+
+    out["run_move_steps"] = len(seeds[drawn]["score_step"]["scaled"])
+    out["run_sqrt_dk"] = math.sqrt(saved["settings"]["head_dim"])
+    out["run_move_small"] = move("small-step", "scaled")
+    out["run_move_unscaled"] = move("unscaled", "scaled")
+    out["run_move_big"] = move("big-step", "scaled")
+    out["run_move_big_unscaled"] = move("big-step", "unscaled")
+    small_match = 1 / NEAR < out["run_move_small"] < NEAR
+    big_match = 1 / NEAR < out["run_move_big_unscaled"] < NEAR
+    if small_match and big_match:
+        out["run_move_verdict"] = "both columns match: the design's premise holds"
+    elif small_match:
+        further = "further" if out["run_move_big_unscaled"] > 1 else "less far"
+        out["run_move_verdict"] = (
+            "the small steps match and the large ones do not: the big-step arm's scores moved "
+            f"{further} than the unscaled arm's"
+        )
+    elif big_match:
+        out["run_move_verdict"] = "the large steps match and the small ones do not"
+    else:
+        out["run_move_verdict"] = "neither column matches"
     # The drawn seed's held-out accuracy of the two new arms (the saved values; the fresh short
     # run of test_saved_scaling_run_is_the_library_run ties every seed's curves to the library).
     out["run_acc_big"] = seeds[drawn]["eval_accuracy"]["big-step"]

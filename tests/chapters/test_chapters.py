@@ -1537,6 +1537,14 @@ def test_saved_scaling_run_is_the_library_run(execute_dir):
             atol=1e-9,
             rtol=1e-6,
         )
+        # How far each of the first updates moved the scores (issue 21: the 2x2's premise).
+        done = len(short.score_step[arm])
+        assert_close(
+            np.array(saved["seeds"][st["seed"]]["score_step"][arm][:done]),
+            short.score_step[arm],
+            atol=1e-9,
+            rtol=1e-5,
+        )
     assert saved["saturation_threshold"] == short.saturation_threshold
     # Formulas: chance loss log(n_values) (uniform guess), uniform attention over n_pairs + 1 slots.
     assert math.isclose(saved["chance_loss"], math.log(st["n_values"]), rel_tol=1e-12)
@@ -1650,12 +1658,20 @@ def test_expected_ch04_seeds_on_hand_made_curves():
                 "big-step": [0.01] * n,
                 "small-step": [0.01] * n,
             },
+            # a score's change per step: small-step 1.1 times the scaled arm's, unscaled 8 and
+            # big-step 16 times (seed s adds s to the unscaled arm's mean)
+            "score_step": {
+                "scaled": [0.01, 0.03],
+                "unscaled": [0.16 + s * 0.02] * 2,
+                "big-step": [0.32, 0.32],
+                "small-step": [0.022, 0.022],
+            },
         }
 
     # Step counts (+5): scaled 17, 22, 27; unscaled 37, 32, 53; big-step 35, 31, 51;
     # small-step 55, 50, 59. Medians 22, 37, 35, 55.
     saved = {
-        "settings": {"n_values": 16},
+        "settings": {"n_values": 16, "head_dim": 64},
         "seeds": [seed(0, 12, 32, 30, 50), seed(1, 17, 27, 26, 45), seed(2, 22, 48, 46, 54)],
     }
     assert e04.first_below(drop(12), chance / 2) == 17
@@ -1677,6 +1693,13 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     assert e["run_2x2_verdict"].startswith("With Adam at a fixed learning rate, what the scale")
     assert e["run_2x2_cost"] == "a concentrated start costs time only when the steps are small"
     assert math.isclose(e["run_satshare_early_max"], 0.02)
+    # Score changes: per-seed means 0.02 (scaled), 0.16/0.18/0.20 (unscaled), 0.32, 0.022.
+    assert e["run_move_steps"] == 2 and e["run_sqrt_dk"] == 8.0
+    assert math.isclose(e["run_move_small"], 1.1) and math.isclose(e["run_move_big"], 16)
+    assert math.isclose(e["run_move_unscaled"], 9) and math.isclose(
+        e["run_move_big_unscaled"], 32 / 18
+    )
+    assert e["run_move_verdict"].endswith("moved further than the unscaled arm's")
     # Early windows, steps 0..(scaled step): seed 0's 0..17, seed 1's 0..22, seed 2's 0..27.
     assert math.isclose(e["run_sat_unscaled_early_max"], 10 / 18)
     assert math.isclose(e["run_sat_unscaled_early_min"], 10 / 28)
@@ -1693,19 +1716,26 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     assert (e["run_acc_big"], e["run_acc_small"]) == (0.5, 0.25)
     # Large steps as fast as the scaled arm: only the saturated start slows; and a small-step
     # arm with the most saturated queries and the most steps: "the more ..., the slower".
-    other = e04.expected({"settings": {"n_values": 16}, "seeds": [seed(0, 12, 32, 12, 50)]})
+    other = e04.expected(
+        {"settings": {"n_values": 16, "head_dim": 64}, "seeds": [seed(0, 12, 32, 12, 50)]}
+    )
     assert other["run_2x2_verdict"] == "Large steps alone do not slow learning here"
     assert other["run_2x2_cost"].endswith("with small steps and with large ones")
     # Unscaled/big-step 29/25 = 1.16 at half of chance, 31/27 = 1.148 at a quarter: neither
     # "about as fast" nor "slower" (the rule applied to that pair at both levels).
-    mixed = e04.expected({"settings": {"n_values": 16}, "seeds": [seed(0, 12, 24, 20, 50)]})
+    mixed = e04.expected(
+        {"settings": {"n_values": 16, "head_dim": 64}, "seeds": [seed(0, 12, 24, 20, 50)]}
+    )
     assert mixed["run_2x2_verdict"].endswith(
         "at one of the two levels (half and a quarter of the chance loss) and not at the other"
     )
     assert mixed["run_2x2_cost"] == "a concentrated start costs time when the steps are small"
     # Early saturated shares 10/18 (unscaled) < 0.6 * 17/18 (big-step) < 0.9 (small-step), steps
     # 25 < 37 < 55.
-    more = {"settings": {"n_values": 16}, "seeds": [seed(0, 12, 20, 32, 50, small_sat=0.9)]}
+    more = {
+        "settings": {"n_values": 16, "head_dim": 64},
+        "seeds": [seed(0, 12, 20, 32, 50, small_sat=0.9)],
+    }
     assert e04.expected(more)["run_sat_pace"].startswith(
         "the more of an arm's queries were saturated"
     )
