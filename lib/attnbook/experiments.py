@@ -579,8 +579,8 @@ class ScalingResult:
             without it.
         small_step_gain: the small-step arm's factor on the learning rate of ``W_Q`` and
             ``W_K``; ``None`` without it.
-        score_step: per arm, float64 ``(min(score_steps, steps),)``: after each of the first updates, the
-            mean absolute change of the query slot's scores as the softmax sees them
+        score_step: per arm, float64 ``(min(score_steps, steps),)``: after each of the first
+            updates, the mean absolute change of the query slot's scores as the softmax sees them
             (``scale * q k^T``, all ``n_pairs + 1`` of them) on a fixed probe batch (the first
             training batch), from before that update to after it.
     """
@@ -722,7 +722,8 @@ def scaling_run(
     as much), but with Adam's learning rate on ``W_Q`` and ``W_K`` times ``small_step_gain``.
     With ``small_step_gain = 1/sqrt(head_dim)`` a step of either moves its scores, to first
     order, only as far as the same step moves the scaled arm's. Together the four arms scaled,
-    big-step, unscaled and small-step make a 2x2 design: saturated at the start or not, times
+    big-step, unscaled and small-step make a 2x2 design: scores that start as spread as the
+    scaled arm's or ``sqrt(head_dim)`` times more (attention concentrated at the start), times
     steps that move the scores as far as the scaled or as the unscaled arm's.
 
     With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
