@@ -1466,6 +1466,8 @@ def expected_04_run(saved: dict) -> dict:
         # Issue 21: the chapter runs several seeds; the time is that of all of them.
         "run_wall_time": sum(seed["wall_time_s"] for seed in saved["seeds"]),
         "run_unscaled_loss_then": float(np.mean(loss["unscaled"][at - window + 1 : at + 1])),
+        "run_unscaled_loss_then_frac": float(np.mean(loss["unscaled"][at - window + 1 : at + 1]))
+        / chance,
         "run_unscaled_ent_then": float(np.mean(ent["unscaled"][at - window + 1 : at + 1])),
         "run_sat_threshold": saved["saturation_threshold"],
     }
@@ -1620,6 +1622,7 @@ def test_expected_04_run_on_a_hand_made_curve():
     assert (e["run_steps_half_scaled"], e["run_steps_half_unscaled"]) == (20, 30)
     # At step 20 the unscaled curve's last 10 values (steps 11..20) are all at chance.
     assert math.isclose(e["run_unscaled_loss_then"], chance, rel_tol=1e-12)
+    assert math.isclose(e["run_unscaled_loss_then_frac"], 1.0, rel_tol=1e-12)
     assert e["run_max_entropy"] == math.log(4) and e["run_ent_init_unscaled"] == 0.5
     assert e["run_wall_time"] == 3.5  # all seeds
 
@@ -1753,8 +1756,10 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     # slower."
     assert e["run_steps_half_scaled"] is not None and e["run_steps_half_unscaled"] is not None
     assert e["run_steps_half_unscaled"] > e["run_steps_half_scaled"]
-    # "still ..., close to chance, while its attention ... was sharply focused"
-    assert e["run_unscaled_loss_then"] > 0.9 * e["run_chance_loss"]
+    # "still ..., while its attention ... was sharply focused"
+    # "... of the chance loss ...: the model had learned little" (issue 21: the drawn seed is
+    # now the median one, whose unscaled arm had begun to learn).
+    assert e["run_unscaled_loss_then_frac"] > 0.8
     assert e["run_unscaled_ent_then"] < 0.25 * mx
     # Issue 21, over the seeds: "Where the gradient comes from": many unscaled queries
     # saturated early, carrying a small share of the gradient, while the scaled arm had (almost)
