@@ -1650,3 +1650,51 @@ def test_the_largest_seed_is_accepted_and_its_held_out_seed_wraps():
         seed=2**64 - 1,
     )
     assert np.isfinite(r.loss).all()
+
+
+def test_scaling_run_score_step_measures_the_2x2_designs_step_sizes():
+    """``score_step``: how far each of the first updates moves the softmax's scores (probe batch).
+
+    The 2x2 design's premise, measured: with ``qk_lr_gain = sqrt(d_k)`` the big-step arm's
+    scores move about as far per step as the unscaled arm's, ``sqrt(d_k)`` times the scaled
+    arm's; with ``small_step_gain = 1/sqrt(d_k)`` the small-step arm's move about as far as the
+    scaled arm's. The first record is checked by hand: the probe batch is the first training
+    batch, so a fresh model's probe scores, one Adam step (on that batch) later, give it.
+    """
+    kw = dict(**TINY_SCALING, eval_size=8, seed=2)
+    r = E.scaling_run(steps=6, score_steps=5, qk_lr_gain=8.0, small_step_gain=1 / 8, **kw)
+    for arm in ("scaled", "unscaled", "big-step", "small-step"):
+        assert r.score_step[arm].shape == (5,) and (r.score_step[arm] > 0).all()
+    move = {arm: float(np.mean(v)) for arm, v in r.score_step.items()}
+    assert move["unscaled"] / move["scaled"] > 4  # sqrt(64) = 8, to first order
+    assert move["big-step"] / move["scaled"] > 4
+    assert 0.5 < move["small-step"] / move["scaled"] < 2
+    assert 0.5 < move["unscaled"] / move["big-step"] < 2
+    # By hand, the scaled arm's first update.
+    torch.manual_seed(2)
+    model = E._RetrievalModel(
+        TINY_SCALING["n_keys"],
+        TINY_SCALING["n_values"],
+        TINY_SCALING["d_model"],
+        TINY_SCALING["head_dim"],
+        TINY_SCALING["d_ff"],
+        None,
+        1.0,
+    )
+    batch = E.kv_recall_batch(
+        TINY_SCALING["batch_size"],
+        TINY_SCALING["n_pairs"],
+        TINY_SCALING["n_keys"],
+        TINY_SCALING["n_values"],
+        torch.Generator().manual_seed(2),
+    )
+    before = _query_scores(model, batch).detach()
+    opt = torch.optim.Adam(model.parameters(), lr=r.lr, foreach=True)
+    F.cross_entropy(model(*batch[:3])[0], batch[3]).backward()
+    opt.step()
+    by_hand = float((_query_scores(model, batch).detach() - before).abs().mean())
+    assert r.score_step["scaled"][0] == pytest.approx(by_hand, rel=1e-5)
+    assert E.scaling_run(steps=2, score_steps=0, **kw).score_step["scaled"].shape == (0,)
+    assert E.scaling_run(steps=2, score_steps=3, **kw).score_step["scaled"].shape == (2,)
+    with pytest.raises(ValueError, match="score_steps"):
+        E.scaling_run(steps=2, score_steps=-1, **kw)

@@ -579,6 +579,10 @@ class ScalingResult:
             without it.
         small_step_gain: the small-step arm's factor on the learning rate of ``W_Q`` and
             ``W_K``; ``None`` without it.
+        score_step: per arm, float64 ``(min(score_steps, steps),)``: after each of the first
+            updates, the mean absolute change of the query slot's scores as the softmax sees them
+            (``scale * q k^T``, all ``n_pairs + 1`` of them) on a fixed probe batch (the first
+            training batch), from before that update to after it.
     """
 
     head_dim: int
@@ -602,11 +606,33 @@ class ScalingResult:
     d_model: int
     seed: int
     n_params: int
+    score_step: dict
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
     q_init_gain: float | None = None
     qk_lr_gain: float | None = None
     small_step_gain: float | None = None
+
+
+def _probe_scores(model: "_RetrievalModel", keys, values, query) -> torch.Tensor:
+    """The query slot's scores as the softmax sees them, ``(B, n_pairs + 1)``, without grad.
+
+    ``scale * q k^T``: the attention's query projection carries ``scale * sqrt(head_dim)``
+    (:class:`ScaledMultiHeadAttention`), so ``q k^T / sqrt(head_dim)`` is the softmax's input.
+    """
+    with torch.no_grad():
+        captured = {}
+        hook = model.attn.register_forward_pre_hook(
+            lambda m, args, captured=captured: captured.__setitem__("x", args[0])
+        )
+        try:
+            model(keys, values, query)
+        finally:
+            hook.remove()
+        x = captured["x"]  # (B, L, d_model), the attention's input
+        qv = model.attn.q_proj(x)[:, -1]  # (B, D) rescaled by the hook: q * c
+        kv = model.attn.k_proj(x)  # (B, L, D)
+        return torch.einsum("bd,bld->bl", qv, kv) / math.sqrt(model.attn.head_dim)
 
 
 def score_gradient(weights: torch.Tensor, grad_weights: torch.Tensor, scale: float) -> torch.Tensor:
@@ -661,6 +687,7 @@ def scaling_run(
     q_init_gain: float | None = None,
     qk_lr_gain: float | None = None,
     small_step_gain: float | None = None,
+    score_steps: int = 10,
     progress: bool = False,
 ) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
@@ -695,13 +722,19 @@ def scaling_run(
     as much), but with Adam's learning rate on ``W_Q`` and ``W_K`` times ``small_step_gain``.
     With ``small_step_gain = 1/sqrt(head_dim)`` a step of either moves its scores, to first
     order, only as far as the same step moves the scaled arm's. Together the four arms scaled,
-    big-step, unscaled and small-step make a 2x2 design: saturated at the start or not, times
+    big-step, unscaled and small-step make a 2x2 design: scores that start as spread as the
+    scaled arm's or ``sqrt(head_dim)`` times more (attention concentrated at the start), times
     steps that move the scores as far as the scaled or as the unscaled arm's.
 
     With torch's default ``nn.Linear`` initialisation (uniform, variance ``1/(3 d_model)``) and
     LayerNorm'd inputs, query and key components have variance about 1/3, so an unscaled score
     has standard deviation about ``sqrt(head_dim)/3`` (5.3 at 256) and a scaled one about 1/3;
     the result records the measured value (``score_std_init``).
+
+    After each of the first ``score_steps`` updates it records how far the update moved the
+    scores the softmax sees, on a fixed probe batch (``score_step``): the measured premise of
+    the 2x2 design (big-step's moves are the unscaled arm's size, small-step's the scaled
+    arm's).
 
     At every step it also records which of the batch's queries are saturated (largest weight
     above ``saturation_threshold``) and what share of the gradient reaching the query's raw
@@ -727,6 +760,8 @@ def scaling_run(
         small_step_gain: if given (in ``[1e-3, 1e3]``, usually ``1/sqrt(head_dim)``), also
             train the ``"small-step"`` arm described above, unscaled, whose ``W_Q`` and ``W_K``
             learn with this factor times ``lr``; ``None`` (default): no small-step arm.
+        score_steps: how many first updates ``score_step`` covers (``>= 0``; at most
+            ``steps`` are recorded).
         progress: show tqdm bars.
 
     Returns:
@@ -736,10 +771,10 @@ def scaling_run(
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
             ``saturation_threshold``, ``q_init_gain``, ``qk_lr_gain`` or ``small_step_gain`` not
             a real number.
-        ValueError: if a size is < 1, ``n_pairs > n_keys``, ``lr`` is not positive,
-            ``saturation_threshold`` is not strictly between 0 and 1, ``q_init_gain`` is not
-            in ``(0, 1000)``, ``qk_lr_gain`` or ``small_step_gain`` not in ``[1e-3, 1e3]`` or
-            ``seed`` is negative.
+        ValueError: if a size is < 1, ``score_steps`` < 0,
+            ``n_pairs > n_keys``, ``lr`` is not positive, ``saturation_threshold`` is not
+            strictly between 0 and 1, ``q_init_gain`` is not in ``(0, 1000)``, ``qk_lr_gain``
+            or ``small_step_gain`` not in ``[1e-3, 1e3]`` or ``seed`` is negative.
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -752,6 +787,7 @@ def scaling_run(
         eval_size=eval_size,
     ).items():
         checks.check_int(v, name, 1)
+    score_steps = min(checks.check_int(score_steps, "score_steps", 0), steps)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     threshold = checks.check_real(
         saturation_threshold, "saturation_threshold", minimum=0.0, maximum=1.0, strict=True
@@ -785,6 +821,7 @@ def scaling_run(
             "score_std_init",
             "eval_loss",
             "eval_accuracy",
+            "score_step",
         )
     }
     with _run_context(num_threads) as clock:
@@ -830,21 +867,20 @@ def scaling_run(
                 total = float(norms.sum())
                 share[step] = float(norms[saturated].sum()) / total if total > 0 else 0.0
 
-            with torch.no_grad():  # the scores' spread at initialisation, first batch
-                keys, values, query, _ = kv_recall_batch(
-                    batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed)
-                )
-                captured = {}
-                hook = model.attn.register_forward_pre_hook(
-                    lambda m, args, captured=captured: captured.__setitem__("x", args[0])
-                )
-                model(keys, values, query)
-                hook.remove()
-                x = captured["x"]  # (B, L, d_model), the attention's input
-                qv = model.attn.q_proj(x)[:, -1]  # (B, D) rescaled by the hook: q * c
-                kv = model.attn.k_proj(x)  # (B, L, D)
-                scores = torch.einsum("bd,bld->bl", qv, kv) / math.sqrt(head_dim)  # (B, L)
-                out["score_std_init"][arm] = float(scores.double().std())
+            # The scores' spread at initialisation, on the first batch (the probe batch).
+            probe = kv_recall_batch(
+                batch_size, n_pairs, n_keys, n_values, torch.Generator().manual_seed(seed)
+            )[:3]
+            scores = _probe_scores(model, *probe)  # (B, L)
+            out["score_std_init"][arm] = float(scores.double().std())
+            moved = np.empty(score_steps, dtype=np.float64)
+            last = {"scores": scores}
+
+            def after_step(step, model=model, probe=probe, moved=moved, last=last):
+                if step < score_steps:  # how far this update moved the probe's scores
+                    now = _probe_scores(model, *probe)
+                    moved[step] = float((now - last["scores"]).abs().double().mean())
+                    last["scores"] = now
 
             out["loss"][arm] = _train(
                 model,
@@ -854,7 +890,9 @@ def scaling_run(
                 progress=progress,
                 desc=f"scaling: {arm}",
                 after_backward=after_backward,
+                after_step=after_step,
             )
+            out["score_step"][arm] = moved
             out["entropy"][arm] = ent
             out["saturated"][arm] = sat
             out["saturated_grad_share"][arm] = share
