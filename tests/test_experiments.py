@@ -1551,6 +1551,8 @@ def test_heads_run_rejects_bad_arguments():
 def test_runs_name_a_progress_that_is_not_a_bool():
     with pytest.raises(TypeError, match="progress"):
         E.cross_attention_run(steps=1, progress="no")
+    with pytest.raises(TypeError, match="progress"):
+        E.scaling_run(steps=1, progress="no")
     with pytest.raises(TypeError, match="models must be a list or tuple"):
         E.long_range_recall_run(models="lstm")
 

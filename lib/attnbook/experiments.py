@@ -770,7 +770,7 @@ def scaling_run(
     Raises:
         TypeError: if a size or ``seed`` is not an integer or ``lr``,
             ``saturation_threshold``, ``q_init_gain``, ``qk_lr_gain`` or ``small_step_gain`` not
-            a real number.
+            a real number, or ``progress`` not a bool.
         ValueError: if a size is < 1, ``score_steps`` < 0,
             ``n_pairs > n_keys``, ``lr`` is not positive, ``saturation_threshold`` is not
             strictly between 0 and 1, ``q_init_gain`` is not in ``(0, 1000)``, ``qk_lr_gain``
@@ -788,6 +788,7 @@ def scaling_run(
     ).items():
         checks.check_int(v, name, 1)
     score_steps = min(checks.check_int(score_steps, "score_steps", 0), steps)
+    progress = checks.check_bool(progress, "progress")
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     threshold = checks.check_real(
         saturation_threshold, "saturation_threshold", minimum=0.0, maximum=1.0, strict=True
