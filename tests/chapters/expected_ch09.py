@@ -208,9 +208,16 @@ def _training() -> dict:
         "ctrl_lo": ctrl[0],
         "ctrl_hi": ctrl[2],
     }
-    # "accuracy 100% in every seed" when the seeds agree (percent without decimals at 100%).
+    # "accuracy 100% in every seed" when the seeds agree (percent without decimals at 100%);
+    # a value below 1 gets as many decimals as it needs not to show 100.0% (0.99976: 99.98%).
     acc_c = sorted(c.eval_accuracy["post_ln"] for c in control)
-    pct = "100%" if acc_c[0] == 1 else f"{100 * acc_c[0]:.1f}%"
+    pct = (
+        "100%"
+        if acc_c[0] == 1
+        else next(
+            f"{100 * acc_c[0]:.{k}f}%" for k in range(1, 10) if round(100 * acc_c[0], k) < 100
+        )
+    )
     e["ctrl_acc_text"] = (
         f"accuracy {pct} in every seed" if acc_c[0] == acc_c[-1] else f"accuracy at least {pct}"
     )
