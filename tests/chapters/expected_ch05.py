@@ -192,14 +192,16 @@ def expected() -> dict:
     copied = [r.ablation_copied["shifted"] for r in runs]
     e |= {
         "ca_abl_seeds": 3,
-        "ca_abl_mirror_lo": min(by["mirror"]),
         "ca_abl_shifted_hi": max(by["shifted"]),
-        "ca_abl_copied_lo": min(copied),
         "ca_abl_uniform_lo": min(by["uniform"]),
         "ca_abl_uniform_hi": max(by["uniform"]),
     }
-    assert e["ca_abl_mirror_lo"] > 0.99 and e["ca_abl_shifted_hi"] < 2 / 16
-    assert e["ca_abl_copied_lo"] > 0.9 and 1 / 16 < e["ca_abl_uniform_lo"]
+    # "1.000 in every seed" only when the three seeds agree exactly, else "at least ...".
+    for key, values in (("ca_abl_mirror_text", by["mirror"]), ("ca_abl_copied_text", copied)):
+        lo, hi = sorted(values)[0], sorted(values)[-1]
+        e[key] = f"{lo:.3f} in every seed" if lo == hi else f"at least {lo:.3f}"
+    assert min(by["mirror"]) > 0.99 and e["ca_abl_shifted_hi"] < 2 / 16
+    assert min(copied) > 0.9 and 1 / 16 < e["ca_abl_uniform_lo"]
     assert e["ca_abl_uniform_hi"] < 0.5
     # The explorer's snapshots: the held-out mirror mass of the two heads (layer 0) at each
     # recorded step; their mean before training and after the last update, and the first
