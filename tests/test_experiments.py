@@ -1553,6 +1553,12 @@ def test_runs_name_a_progress_that_is_not_a_bool():
         E.cross_attention_run(steps=1, progress="no")
     with pytest.raises(TypeError, match="progress"):
         E.scaling_run(steps=1, progress="no")
+    with pytest.raises(TypeError, match="progress"):
+        E.norm_placement_run(steps=1, progress="no")
+    with pytest.raises(ValueError, match="names an entry twice"):
+        E.norm_placement_run(steps=1, arms=("post_ln", "post_ln"))
+    with pytest.raises(ValueError, match="eval_size must be >= 2"):  # not probe_size
+        E.norm_placement_run(steps=1, eval_size=1)
     with pytest.raises(TypeError, match="models must be a list or tuple"):
         E.long_range_recall_run(models="lstm")
 

@@ -1238,7 +1238,8 @@ def norm_placement_run(
         n, vocab: tokens to copy and data vocabulary size.
         steps, batch_size, lr: Adam updates, sequences per update, peak learning rate (the same
             for every arm).
-        warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5``.
+        warmup_steps: linear-warmup length of the warmup arms; default ``steps // 5`` (0 below
+            5 steps: the warmup arms then train as the plain ones).
         eval_size: held-out sequences.
         probe_steps: a strictly increasing sequence of integers ``>= 0`` (checked as
             :func:`cross_attention_run`'s ``snapshot_steps``): the steps at which to measure
@@ -1262,9 +1263,11 @@ def norm_placement_run(
     Raises:
         TypeError: if a size, ``warmup_steps``, a probe step or ``seed`` is not an integer,
             ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
-            refused), ``lr`` not a real number, or ``arms`` not a list or tuple of strings.
-        ValueError: if a size is < 1, ``probe_size`` < 2 or > ``eval_size``, ``arms`` is
-            empty or names an unknown arm, ``lr`` is not positive,
+            refused), ``lr`` not a real number, ``arms`` not a list or tuple of strings, or
+            ``progress`` not a bool.
+        ValueError: if a size is < 1, ``probe_size`` < 2 or > ``eval_size`` (without a
+            ``probe_size``: ``eval_size`` < 2), ``arms`` is empty, names an unknown arm or one
+            twice (:func:`attnbook.checks.check_names`), ``lr`` is not positive,
             ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
             step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
             never reach the peak rate).
@@ -1287,10 +1290,15 @@ def norm_placement_run(
         checks.check_int(v, name, 1)
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
+    progress = checks.check_bool(progress, "progress")
     if warmup_steps is None:
         warmup_steps = steps // 5
     warmup_steps = checks.check_warmup_steps(warmup_steps, steps)
     if probe_size is None:
+        if eval_size < 2:  # the default probe is the held-out batch, or its first 128
+            raise ValueError(
+                f"eval_size must be >= 2 for the probe of the states' spread, got {eval_size}"
+            )
         probe_size = min(128, eval_size)
     probe_size = checks.check_int(probe_size, "probe_size", 1)
     if probe_size < 2:  # one sequence has no spread: its shares are 0.0 by construction
@@ -1306,11 +1314,7 @@ def norm_placement_run(
     )
     if arms is None:
         arms = tuple(NORM_PLACEMENT_ARMS)
-    arms = checks.check_strings(arms, "arms")
-    if not arms:
-        raise ValueError(f"arms must name at least one of {list(NORM_PLACEMENT_ARMS)}")
-    for i, arm in enumerate(arms):
-        checks.check_choice(arm, f"arms[{i}]", list(NORM_PLACEMENT_ARMS))
+    arms = checks.check_names(arms, "arms", list(NORM_PLACEMENT_ARMS))
     if probe_steps is not None:  # None: no probe during training, as snapshot_steps=None
         probe_steps = checks.check_increasing(probe_steps, "probe_steps", minimum=0)
     probe_steps = [s for s in probe_steps or () if s < steps] + [steps]
