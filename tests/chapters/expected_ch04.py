@@ -65,16 +65,6 @@ def expected(saved: dict) -> dict:
             for per_seed in (halves, quarters)
         ]
 
-    def compare(a, b):
-        r = ratios(a, b)
-        if all(1 / NEAR < x < NEAR for x in r):
-            return "near"
-        if all(x >= NEAR for x in r):
-            return "slower"
-        if all(x <= 1 / NEAR for x in r):
-            return "faster"
-        return "mixed"
-
     # The drawn seed: the median of the per-seed slow-down (the first of equals in sorted order).
     drawn = sorted(range(len(seeds)), key=lambda i: slowdown[i])[len(seeds) // 2]
 
@@ -91,57 +81,6 @@ def expected(saved: dict) -> dict:
     for seed in seeds:
         curve = seed["saturated"]["big-step"]
         sat_half.append(next(s for s in range(len(curve)) if curve[s] > 0.5))
-    step, start, both = (
-        compare("big-step", "scaled"),
-        compare("small-step", "scaled"),
-        compare("unscaled", "big-step"),
-    )
-    if step != "slower":
-        verdict = "Large steps alone do not slow learning here"
-    elif both == "near":
-        verdict = (
-            "With Adam at a fixed learning rate, what the scale buys here is a step size matched "
-            "to the scores' spread"
-        )
-    elif both == "slower":
-        verdict = (
-            "Large steps slow learning, and the unscaled arm was slower still than the big-step arm"
-        )
-    elif both == "faster":
-        verdict = "Large steps slow learning, and the unscaled arm was faster than the big-step arm"
-    else:
-        verdict = (
-            "Large steps slow learning; against the big-step arm the unscaled arm was about as "
-            "fast at one of the two levels (half and a quarter of the chance loss) and not at the "
-            "other"
-        )
-    if start == "slower":
-        cost = {
-            "near": "only when the steps are small",
-            "faster": "only when the steps are small",
-            "slower": "with small steps and with large ones",
-        }.get(both, "when the steps are small")
-    else:
-        cost = "only when the steps are large" if both == "slower" else "no time"
-    cost = (
-        "a concentrated start costs no time with small steps or with large ones"
-        if cost == "no time"
-        else f"a concentrated start costs time {cost}"
-    )
-    handicapped = ("unscaled", "big-step", "small-step")
-    early_med = {arm: statistics.median(early(arm, "saturated")) for arm in handicapped}
-    by_sat = sorted(handicapped, key=lambda arm: early_med[arm])
-    med = {arm: float(statistics.median(h[arm] for h in halves)) for arm in handicapped}
-    by_steps = sorted(handicapped, key=lambda arm: med[arm])
-    if by_sat == by_steps:  # fewest saturated and fastest first
-        pace = "the more of an arm's queries were saturated early on, the slower it learned"
-    elif by_sat[0] == by_steps[-1]:
-        pace = (
-            "the arm with the fewest saturated queries early on learned the slowest: the share of "
-            "queries past the threshold is not what sets the pace"
-        )
-    else:
-        pace = "how many of an arm's queries were saturated early on did not order the arms' pace"
     out = {
         "run_n_seeds": len(seeds),
         "run_slowdown_min": min(slowdown),
@@ -162,9 +101,6 @@ def expected(saved: dict) -> dict:
         "run_satshare_early_max": max(max(early(arm, "saturated_grad_share")) for arm in ARMS),
         "run_sat_big_half_min": min(sat_half),
         "run_sat_big_half_max": max(sat_half),
-        "run_2x2_verdict": verdict,
-        "run_2x2_cost": cost,
-        "run_sat_pace": pace,
         "run_late_step": LATE,
         "run_share_steps": SHARE_STEPS,
         "run_sat_late_min": min(
@@ -193,6 +129,28 @@ def expected(saved: dict) -> dict:
         ("unscaled", "big-step", "unscaled_big"),
     ):
         out[f"run_r_{name}"], out[f"run_r_{name}_q"] = ratios(a, b)
+    # If the two costs multiplied: large steps' (big-step) times a concentrated start's
+    # (small-step), at half of chance.
+    out["run_r_product"] = out["run_r_big"] * out["run_r_small"]
+    # Unscaled against big-step, seed by seed, at both levels.
+    unscaled_big = [h["unscaled"] / h["big-step"] for per in (halves, quarters) for h in per]
+    out["run_r_unscaled_big_min"] = min(unscaled_big)
+    out["run_r_unscaled_big_max"] = max(unscaled_big)
+    # The lowest held-out accuracy of any arm in any seed.
+    out["run_acc_min"] = min(min(seed["eval_accuracy"].values()) for seed in seeds)
+
+    # The bottom panel of the figure (drawn seed, first SHARE_STEPS steps): the highest running
+    # mean of the saturated queries' gradient share (over steps 0..t while t < WINDOW).
+    def running_means(curve):
+        curve = [float(x) for x in curve]
+        return [
+            sum(curve[max(0, t - WINDOW + 1) : t + 1]) / min(t + 1, WINDOW)
+            for t in range(len(curve))
+        ]
+
+    out["run_satshare_peak"] = max(
+        max(running_means(seeds[drawn]["saturated_grad_share"][arm][:SHARE_STEPS])) for arm in ARMS
+    )
 
     # How far a step moved the softmax's scores (probe batch, first updates): per seed the mean
     # over the recorded steps, then the median over the seeds of the per-seed ratio.
