@@ -118,7 +118,11 @@ def test_display_equations_scroll_visibly_inside_their_box_at_390(measured):
 
 @pytest.mark.book
 def test_no_code_or_output_block_scrolls_sideways_at_1280(measured):
-    found = select(measured[1], kind="scroll", width=1280)
+    # A Markdown table (sub "prose-...") may scroll with its edge shadow, as a wide reference
+    # table in the API index does; that cue is held at 390 px below.
+    found = select(
+        measured[1], kind="scroll", width=1280, keep=lambda f: not f["sub"].startswith("prose-")
+    )
     assert not found, report(found, "code/output blocks that scroll sideways at 1280 px")
 
 
