@@ -1706,3 +1706,72 @@ def test_scaling_run_score_step_measures_the_2x2_designs_step_sizes():
     assert E.scaling_run(steps=2, score_steps=3, **kw).score_step["scaled"].shape == (2,)
     with pytest.raises(ValueError, match="score_steps"):
         E.scaling_run(steps=2, score_steps=-1, **kw)
+
+
+def test_scaling_run_arms_trains_only_the_named_arms_as_the_full_run_does():
+    """``arms``: a subset of the arms, each trained exactly as in the run with all of them."""
+    kw = dict(**TINY_SCALING, eval_size=8, seed=3, steps=3, qk_lr_gain=4.0)
+    full = E.scaling_run(**kw)
+    one = E.scaling_run(arms=("big-step",), **kw)
+    assert set(one.loss) == set(one.score_step) == set(one.scales) == {"big-step"}
+    assert_close(one.loss["big-step"], full.loss["big-step"], atol=1e-6, rtol=1e-6)
+    assert_close(one.score_step["big-step"], full.score_step["big-step"], atol=1e-9, rtol=1e-6)
+    two = E.scaling_run(arms=["unscaled", "scaled"], **kw)
+    assert list(two.loss) == ["scaled", "unscaled"]  # the usual order
+    with pytest.raises(ValueError, match=r"arms\[0\]"):  # small-step needs small_step_gain
+        E.scaling_run(arms=("small-step",), **kw)
+    with pytest.raises(ValueError, match="arms"):
+        E.scaling_run(arms=(), **kw)
+    with pytest.raises(ValueError, match="twice"):
+        E.scaling_run(arms=("scaled", "scaled"), **kw)
+    with pytest.raises(TypeError, match="arms"):
+        E.scaling_run(arms="scaled", **kw)
+
+
+def test_match_step_gain_finds_the_gain_whose_steps_match_the_target_arms():
+    """The gain found makes the arm's first updates move the scores as far as the target's.
+
+    Checked independently of the search: a full :func:`scaling_run` with the gain it returns
+    (both arms, the usual run) gives the same ratio of mean score changes, within ``rtol`` of 1.
+    At this tiny size the first-order gain sqrt(d_k) = 8 falls short for the big-step arm (at the
+    book's size it overshoots: the ``dq . dk`` term grows like the gain squared), so the search
+    has to move away from it.
+    """
+    kw = dict(**TINY_SCALING, seed=4, score_steps=4)
+    for arm, gain_name, target in (
+        ("big-step", "qk_lr_gain", "unscaled"),
+        ("small-step", "small_step_gain", "scaled"),
+    ):
+        m = E.match_step_gain(arm, rtol=0.05, **kw)
+        assert m.arm == arm and m.target == target == E.STEP_MATCH_TARGETS[arm]
+        assert m.matched and abs(math.log(m.ratio)) <= math.log(1.05)
+        assert m.trials[0][0] == pytest.approx(8.0 if arm == "big-step" else 1 / 8)
+        assert m.trials[-1] == (m.gain, m.ratio) and 1 <= len(m.trials) <= 8
+        run = E.scaling_run(steps=4, eval_size=8, **{gain_name: m.gain}, **kw)
+        ratio = run.score_step[arm].mean() / run.score_step[target].mean()
+        assert ratio == pytest.approx(m.ratio, rel=1e-5)
+        assert m.arm_step == pytest.approx(run.score_step[arm].mean(), rel=1e-5)
+        assert m.target_step == pytest.approx(run.score_step[target].mean(), rel=1e-5)
+    big = E.match_step_gain("big-step", **kw)
+    assert big.trials[0][1] < 1 / 1.05 and big.gain > 8.0 and len(big.trials) > 1
+    # One trial only: returned unmatched, not raised.
+    once = E.match_step_gain("big-step", max_trials=1, rtol=0.01, **kw)
+    assert len(once.trials) == 1 and once.matched is False and once.gain == 8.0
+
+
+def test_match_step_gain_refuses_bad_arguments():
+    kw = dict(**TINY_SCALING, score_steps=2)
+    with pytest.raises(ValueError, match="arm"):
+        E.match_step_gain("scaled", **kw)
+    with pytest.raises(ValueError, match="rtol"):
+        E.match_step_gain("big-step", rtol=0.0, **kw)
+    with pytest.raises(ValueError, match="rtol"):
+        E.match_step_gain("big-step", rtol=1.5, **kw)
+    with pytest.raises(ValueError, match="max_trials"):
+        E.match_step_gain("big-step", max_trials=0, **kw)
+    with pytest.raises(ValueError, match="score_steps"):
+        E.match_step_gain("big-step", **{**kw, "score_steps": 0})
+    with pytest.raises(ValueError, match=r"\['steps'\]"):
+        E.match_step_gain("big-step", steps=10, **kw)
+    with pytest.raises(TypeError, match="no_such"):
+        E.match_step_gain("big-step", no_such=1, **kw)

@@ -84,6 +84,9 @@ __all__ = [
     "multi_source_batch",
     "ScalingResult",
     "scaling_run",
+    "StepMatch",
+    "match_step_gain",
+    "STEP_MATCH_TARGETS",
     "NormPlacementResult",
     "norm_placement_run",
     "NORM_PLACEMENT_ARMS",
@@ -688,6 +691,7 @@ def scaling_run(
     qk_lr_gain: float | None = None,
     small_step_gain: float | None = None,
     score_steps: int = 10,
+    arms: tuple | list | None = None,
     progress: bool = False,
 ) -> ScalingResult:
     """Train one attention model with and without ``1/sqrt(d_k)`` on key-value retrieval.
@@ -762,6 +766,9 @@ def scaling_run(
             learn with this factor times ``lr``; ``None`` (default): no small-step arm.
         score_steps: how many first updates ``score_step`` covers (``>= 0``; at most
             ``steps`` are recorded).
+        arms: which of the arms the settings above define to train (e.g. ``("unscaled",)``),
+            in their usual order whatever the order given; ``None`` (default): all of them.
+            Every per-arm dict then holds only these; :func:`match_step_gain` uses it.
         progress: show tqdm bars.
 
     Returns:
@@ -774,7 +781,9 @@ def scaling_run(
         ValueError: if a size is < 1, ``score_steps`` < 0,
             ``n_pairs > n_keys``, ``lr`` is not positive, ``saturation_threshold`` is not
             strictly between 0 and 1, ``q_init_gain`` is not in ``(0, 1000)``, ``qk_lr_gain``
-            or ``small_step_gain`` not in ``[1e-3, 1e3]`` or ``seed`` is negative.
+            or ``small_step_gain`` not in ``[1e-3, 1e3]``, ``seed`` is negative, or ``arms`` is
+            empty, names an arm twice or one the settings do not define (e.g. ``"big-step"``
+            without ``qk_lr_gain``; :func:`attnbook.checks.check_names`).
 
     Source: Vaswani et al. (2017), section 3.2.1 and footnote 4.
     """
@@ -811,6 +820,9 @@ def scaling_run(
         scales["big-step"] = scales["scaled"]
     if small_step_gain is not None:
         scales["small-step"] = scales["unscaled"]
+    if arms is not None:
+        chosen = checks.check_names(arms, "arms", list(scales))
+        scales = {arm: scale for arm, scale in scales.items() if arm in chosen}
     lr_gains = {"big-step": qk_lr_gain, "small-step": small_step_gain}
     out = {
         name: {}
@@ -922,6 +934,162 @@ def scaling_run(
         qk_lr_gain=qk_lr_gain,
         small_step_gain=small_step_gain,
         **out,
+    )
+
+
+#: The arm each learning-rate arm of :func:`scaling_run` is matched to, by :func:`match_step_gain`.
+STEP_MATCH_TARGETS = {"big-step": "unscaled", "small-step": "scaled"}
+
+
+@dataclass
+class StepMatch:
+    """Result of :func:`match_step_gain`.
+
+    Attributes:
+        arm: ``"big-step"`` or ``"small-step"``.
+        target: the arm whose steps it was matched to (:data:`STEP_MATCH_TARGETS`).
+        gain: the learning-rate gain found (``qk_lr_gain`` or ``small_step_gain`` of
+            :func:`scaling_run`), the last one tried.
+        ratio: at that gain, the arm's mean score change per update over the target's (the
+            means of :attr:`ScalingResult.score_step` over the first ``score_steps`` updates).
+        matched: whether ``|log(ratio)| <= log(1 + rtol)``.
+        trials: every ``(gain, ratio)`` tried, in order (the first gain is ``sqrt(head_dim)``
+            for ``"big-step"``, ``1/sqrt(head_dim)`` for ``"small-step"``).
+        target_step, arm_step: the two mean score changes at the last gain (the units of
+            :attr:`ScalingResult.score_step`).
+        seed, head_dim, score_steps, rtol: the settings.
+        wall_time_s: all the short runs together.
+    """
+
+    arm: str
+    target: str
+    gain: float
+    ratio: float
+    matched: bool
+    trials: list
+    target_step: float
+    arm_step: float
+    seed: int
+    head_dim: int
+    score_steps: int
+    rtol: float
+    wall_time_s: float
+
+
+def match_step_gain(
+    arm: str,
+    *,
+    seed: int = 0,
+    head_dim: int = 256,
+    score_steps: int = 10,
+    rtol: float = 0.05,
+    max_trials: int = 8,
+    **run_kwargs,
+) -> StepMatch:
+    """The learning-rate gain at which an arm's first updates move the scores as its target's.
+
+    The 2x2 design of :func:`scaling_run` needs the big-step arm's updates to move the scores
+    as far as the unscaled arm's, and the small-step arm's as far as the scaled arm's
+    (:data:`STEP_MATCH_TARGETS`). The gains ``sqrt(head_dim)`` and ``1/sqrt(head_dim)`` match
+    them only to first order: a step changes a raw score ``q . k`` by
+    ``dq . k + q . dk + dq . dk``, and a gain ``g`` on the learning rate of both ``W_Q`` and
+    ``W_K`` multiplies the last term by ``g**2``. So this measures instead. It trains the
+    target arm for ``score_steps`` updates (the same seed, weights and batches as the full run's
+    first updates: there is no learning-rate schedule), then the arm itself with a trial gain,
+    and compares the means of ``score_step``; the next gain comes from a secant step on
+    ``log(ratio)`` against ``log(gain)`` (its slope kept in ``[0.5, 3]``; the first step
+    assumes slope 1), until the ratio is within ``rtol`` of 1 or ``max_trials`` gains were
+    tried. One trial costs ``score_steps`` training updates of one arm.
+
+    Args:
+        arm: ``"big-step"`` or ``"small-step"``.
+        seed, head_dim, score_steps: as :func:`scaling_run` (``score_steps >= 1``).
+        rtol: the tolerance, ``0 < rtol < 1``: matched when ``|log(ratio)| <= log(1 + rtol)``.
+        max_trials: the most gains to try (``>= 1``).
+        **run_kwargs: any other argument of :func:`scaling_run` (task sizes, ``lr``,
+            ``batch_size``, ``num_threads``, ...), passed to every short run; not ``steps``,
+            ``arms``, ``qk_lr_gain``, ``small_step_gain``, ``q_init_gain``, ``eval_size`` or
+            ``progress``, which this sets.
+
+    Returns:
+        :class:`StepMatch`. A gain that did not match within ``max_trials`` is returned with
+        ``matched=False``, not raised: the chapter says so.
+
+    Raises:
+        TypeError: if ``arm`` is not a string, a size or ``seed`` not an integer, ``rtol`` not
+            a real number, or a key of ``run_kwargs`` is not an argument of
+            :func:`scaling_run`.
+        ValueError: if ``arm`` is not one of :data:`STEP_MATCH_TARGETS`, ``score_steps`` or
+            ``max_trials`` < 1, ``rtol`` not in ``(0, 1)``, ``run_kwargs`` sets an argument
+            this function sets, or as :func:`scaling_run` raises.
+
+    Source: the design is this book's (chapter 04); Adam's steps are about ``lr`` per
+    parameter whatever the gradient's scale (Kingma & Ba, 2015, section 2.1), so a gain on the
+    learning rate scales a step, and ``sqrt(head_dim)`` is the first-order match.
+    """
+    arm = checks.check_choice(arm, "arm", list(STEP_MATCH_TARGETS))
+    checks.check_int(score_steps, "score_steps", 1)
+    max_trials = checks.check_int(max_trials, "max_trials", 1)
+    rtol = checks.check_real(rtol, "rtol", minimum=0.0, maximum=1.0, strict=True)
+    fixed = {
+        "steps",
+        "arms",
+        "qk_lr_gain",
+        "small_step_gain",
+        "q_init_gain",
+        "eval_size",
+        "progress",
+    }
+    clash = sorted(fixed & set(run_kwargs))
+    if clash:
+        raise ValueError(f"match_step_gain sets {clash} itself; got them in run_kwargs")
+    target = STEP_MATCH_TARGETS[arm]
+    gain_name = "qk_lr_gain" if arm == "big-step" else "small_step_gain"
+    common = dict(
+        seed=seed,
+        head_dim=head_dim,
+        steps=score_steps,
+        score_steps=score_steps,
+        eval_size=1,
+        **run_kwargs,
+    )
+    start = time.perf_counter()
+    target_step = float(scaling_run(arms=(target,), **common).score_step[target].mean())
+    gain = math.sqrt(head_dim) if arm == "big-step" else 1.0 / math.sqrt(head_dim)
+    lo, hi = checks.QK_LR_GAIN_RANGE
+    trials, slope = [], 1.0
+    tol = math.log1p(rtol)
+    for _ in range(max_trials):
+        arm_step = float(
+            scaling_run(arms=(arm,), **{gain_name: gain}, **common).score_step[arm].mean()
+        )
+        ratio = arm_step / target_step
+        trials.append((gain, ratio))
+        if abs(math.log(ratio)) <= tol:
+            break
+        if len(trials) > 1:  # secant on log(ratio) against log(gain)
+            (g0, r0), (g1, r1) = trials[-2], trials[-1]
+            if g0 != g1 and r0 != r1:
+                slope = math.log(r1 / r0) / math.log(g1 / g0)
+            slope = min(max(slope, 0.5), 3.0)
+        gain = min(max(gain * math.exp(-math.log(ratio) / slope), lo), hi)
+        if gain == trials[-1][0]:  # pinned at the edge of the allowed range
+            break
+    gain, ratio = trials[-1]
+    return StepMatch(
+        arm=arm,
+        target=target,
+        gain=gain,
+        ratio=ratio,
+        matched=abs(math.log(ratio)) <= tol,
+        trials=trials,
+        target_step=target_step,
+        arm_step=ratio * target_step,
+        seed=seed,
+        head_dim=head_dim,
+        score_steps=score_steps,
+        rtol=rtol,
+        wall_time_s=time.perf_counter() - start,
     )
 
 
