@@ -1427,8 +1427,10 @@ def norm_placement_run(
     first layer's update (what Adam does with those gradients) and the RMS of every norm's
     input (a norm divides the gradient passing back through it by about that RMS); at a few
     steps (``probe_steps``) and after training, how much of the states the LM head reads
-    depends on the input and on the token to be output, and how much of each norm's input
-    depends on the input (held-out set, no gradients). The
+    depends on the input and on the token to be output, how much of each norm's input
+    depends on the input and its mean square (which split it into a part that varies across
+    the sequences and a part common to them), and the common part of each branch's output
+    (held-out set, no gradients). The
     defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
     the outcome: measured on seeds 0-2, Post-LN without warmup stays just above the chance
     loss and the three other arms learn the copy; Post-LN alone at ``lr = 7.5e-4``
