@@ -676,11 +676,48 @@ def test_norm_placement_records_the_top_states_shares():
         assert inp[-1] != pytest.approx(inp[0], rel=1e-4)
         # Every norm's input, centred over the features, at the same positions.
         model = E._copy_model(norm_first, name=arm, seed=seed, **sizes)
-        want = []
+        want, want_ms, want_parts = [], [], []
         for h in norm_inputs(model, ids):
             h = h.numpy()[:, 3:6]
-            want.append(_share_by_hand(h - h.mean(-1, keepdims=True)))
+            h = h - h.mean(-1, keepdims=True)
+            want.append(_share_by_hand(h))
+            want_ms.append((h**2).mean())
+            # The varying part (deviation from the mean over the sequences) and the common
+            # part (that mean), each as an RMS over the same entries.
+            m = h.mean(axis=0)
+            want_parts.append([np.sqrt(((h - m) ** 2).mean()), np.sqrt((m**2).mean())])
         got, final = r.norm_input_share[arm], r.norm_input_share_final[arm]
+        ms = r.norm_input_ms[arm]
+        assert ms.shape == (3, 3, 2) and (ms > 0).all()
+        np.testing.assert_allclose(ms[0].ravel(), want_ms[:6], rtol=1e-5)
+        # The split without a cross term: sqrt(share * ms) and sqrt((1 - share) * ms).
+        parts = np.stack([np.sqrt(got * ms), np.sqrt((1 - got) * ms)], axis=-1)
+        np.testing.assert_allclose(parts[0].reshape(6, 2), want_parts[:6], rtol=1e-5)
+        assert not np.allclose(ms[-1], ms[0], rtol=1e-4)
+        # The branches' outputs by difference of the residual stream around them.
+        h_in = norm_inputs(model, ids)
+        with torch.no_grad():
+            stream = model.embed(ids, torch.arange(ids.shape[1])).double()
+        branches = []
+        for l, layer in enumerate(model.layers):
+            if norm_first:  # stream before, between and after the two branches
+                after = h_in[2 * l + 2]
+                branches += [h_in[2 * l + 1] - h_in[2 * l], after - h_in[2 * l + 1]]
+            else:  # norm1's input minus the block's input; norm2's minus norm1's output
+                with torch.no_grad():
+                    mid = layer.norm1(h_in[2 * l].float()).double()
+                    nxt = layer.norm2(h_in[2 * l + 1].float()).double()
+                branches += [h_in[2 * l] - stream, h_in[2 * l + 1] - mid]
+                stream = nxt
+        want_common = []
+        for b in branches:
+            b = b.numpy()[:, 3:6]
+            b = b - b.mean(-1, keepdims=True)
+            want_common.append(np.sqrt((b.mean(axis=0) ** 2).mean()))
+        common = r.branch_common_rms[arm]
+        assert common.shape == (3, 3, 2) and (common > 0).all()
+        np.testing.assert_allclose(common[0].ravel(), want_common, rtol=1e-4)
+        assert not np.allclose(common[-1], common[0], rtol=1e-4)
         assert got.shape == (3, 3, 2) and final.shape == (3,)
         assert ((0 < got) & (got < 1)).all()
         np.testing.assert_allclose(got[0].ravel(), want[:6], rtol=1e-5)
@@ -746,7 +783,15 @@ def test_norm_placement_run_trains_a_subset_of_arms_as_the_full_run():
     assert list(one.loss) == ["post_ln", "pre_ln_warmup"]  # NORM_PLACEMENT_ARMS' order
     assert list(one.grad_norm_init) == ["post_ln"] and one.n_params == full.n_params
     for arm in one.loss:
-        for name in ("loss", "update_first", "ln_rms", "top_input_share", "norm_input_share"):
+        for name in (
+            "loss",
+            "update_first",
+            "ln_rms",
+            "top_input_share",
+            "norm_input_share",
+            "norm_input_ms",
+            "branch_common_rms",
+        ):
             np.testing.assert_array_equal(getattr(one, name)[arm], getattr(full, name)[arm])
         assert one.eval_loss[arm] == full.eval_loss[arm]
     # A lower lr is another run: the first loss (before any update) agrees, the second not.

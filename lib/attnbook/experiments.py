@@ -1129,8 +1129,9 @@ class NormPlacementResult:
             Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
             the Post-LN arms, which have no final norm.
         probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share``,
-            ``top_token_share`` and ``norm_input_share`` were measured, before that step's
-            update; the last entry is ``steps``, after the last update.
+            ``top_token_share``, ``norm_input_share``, ``norm_input_ms`` and
+            ``branch_common_rms`` were measured, before that step's update; the last entry is
+            ``steps``, after the last update.
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
             states the LM head reads depends on the input, measured on the first
             ``probe_size`` sequences of the held-out set without gradients
@@ -1150,6 +1151,18 @@ class NormPlacementResult:
             by, as in ``ln_rms``), its variance across the held-out sequences (per position,
             summed over the features) over its mean square. If a norm's input grows by a part
             common to all sequences, this share falls.
+        norm_input_ms: per arm, float64 ``(n_probe, n_layers, 2)``: the mean square of the
+            same centred inputs (over the probed sequences, positions and features), in the
+            same forward passes. With ``m`` the mean over the sequences, the centred input
+            ``h = (h - m) + m`` splits without a cross term, so the RMS of the part that varies
+            across the sequences is ``sqrt(norm_input_share * norm_input_ms)`` and that of the
+            part common to them ``sqrt((1 - norm_input_share) * norm_input_ms)``.
+        branch_common_rms: per arm, float64 ``(n_probe, n_layers, 2)``: in the same forward
+            passes and at the same positions, the RMS of the part common to the probed
+            sequences of what each block's two branches add to the residual stream
+            (``[:, l, 0]`` the self-attention's output, ``[:, l, 1]`` the FFN's): the output
+            centred over the features, its mean over the sequences, the RMS of that over the
+            positions and the features (the same measure as the norms' common part).
         norm_input_share_final: per arm, float64 ``(n_probe,)``: the same for the final norm
             of the Pre-LN arms; ``nan`` for the Post-LN arms.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
@@ -1178,6 +1191,8 @@ class NormPlacementResult:
     top_token_share: dict
     norm_input_share: dict
     norm_input_share_final: dict
+    norm_input_ms: dict
+    branch_common_rms: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -1263,6 +1278,8 @@ def _probing(model, rows: int, n: int):
     Yields a dict, filled at each forward pass: ``"head"`` (the LM head), ``(l, k)`` and
     ``"final"`` (the norms, keyed as :func:`_norm_modules`), each float64 ``(rows, n, d)``:
     the first ``rows`` sequences at the positions ``n .. 2n - 1``, which predict the copy.
+    ``("branch", l, 0)`` and ``("branch", l, 1)`` hold layer ``l``'s self-attention's and
+    FFN's outputs at the same sequences and positions (what the block adds to its residual).
     """
     kept = {}
 
@@ -1272,8 +1289,17 @@ def _probing(model, rows: int, n: int):
 
         return record
 
+    def out_hook(key):
+        def record(module, args, output):
+            kept[key] = output[:rows, n : 2 * n].detach().double()
+
+        return record
+
     modules = {"head": model.lm_head, **_norm_modules(model)}
     handles = [m.register_forward_pre_hook(hook(key)) for key, m in modules.items()]
+    for l, layer in enumerate(model.layers):
+        for k, branch in enumerate((layer.self_attn, layer.ffn)):
+            handles.append(branch.register_forward_hook(out_hook(("branch", l, k))))
     try:
         yield kept
     finally:
@@ -1308,17 +1334,25 @@ def _probe_shares(kept: dict, x: torch.Tensor, n_layers: int) -> tuple:
     """The shares of what :func:`_probing` kept; ``x`` ``(rows, n)``: the probed targets.
 
     Returns ``(top input share, top token share, norm shares (n_layers, 2), final norm share
-    or nan)``.
+    or nan, norm mean squares (n_layers, 2), branch common RMS (n_layers, 2))``; the norms'
+    inputs and the branches' outputs are centred over the features first (what a LayerNorm
+    divides by).
     """
 
     def centred(h):  # (B, n, d): what a LayerNorm divides by
         return h - h.mean(-1, keepdim=True)
 
-    norms = np.array(
-        [[_input_share(centred(kept[(l, k)])) for k in range(2)] for l in range(n_layers)]
+    inputs = [[centred(kept[(l, k)]) for k in range(2)] for l in range(n_layers)]
+    norms = np.array([[_input_share(h) for h in pair] for pair in inputs])
+    ms = np.array([[float(h.pow(2).mean()) for h in pair] for pair in inputs])
+    common = np.array(  # RMS of the mean over the sequences
+        [
+            [float(centred(kept[("branch", l, k)]).mean(0).pow(2).mean().sqrt()) for k in range(2)]
+            for l in range(n_layers)
+        ]
     )
     final = _input_share(centred(kept["final"])) if "final" in kept else math.nan
-    return (*_top_state_shares(kept["head"], x), norms, final)
+    return (*_top_state_shares(kept["head"], x), norms, final, ms, common)
 
 
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
@@ -1393,8 +1427,10 @@ def norm_placement_run(
     first layer's update (what Adam does with those gradients) and the RMS of every norm's
     input (a norm divides the gradient passing back through it by about that RMS); at a few
     steps (``probe_steps``) and after training, how much of the states the LM head reads
-    depends on the input and on the token to be output, and how much of each norm's input
-    depends on the input (held-out set, no gradients). The
+    depends on the input and on the token to be output, how much of each norm's input
+    depends on the input and its mean square (which split it into a part that varies across
+    the sequences and a part common to them), and the common part of each branch's output
+    (held-out set, no gradients). The
     defaults (12 layers, ``lr = 3e-3``, no clipping) are a regime where the placement decides
     the outcome: measured on seeds 0-2, Post-LN without warmup stays just above the chance
     loss and the three other arms learn the copy; Post-LN alone at ``lr = 7.5e-4``
@@ -1506,6 +1542,8 @@ def norm_placement_run(
             "top_token_share",
             "norm_input_share",
             "norm_input_share_final",
+            "norm_input_ms",
+            "branch_common_rms",
             "eval_loss",
             "eval_accuracy",
         )
@@ -1537,10 +1575,20 @@ def norm_placement_run(
             shares = np.empty((len(probe_steps), 2), dtype=np.float64)  # top: input, token
             norm_shares = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
             final_shares = np.empty(len(probe_steps), dtype=np.float64)
+            norm_ms = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
+            branch_common = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
 
-            def probe(i, kept, shares=shares, norm_shares=norm_shares, final_shares=final_shares):
-                *shares[i], norm_shares[i], final_shares[i] = _probe_shares(
-                    kept, eval_x[:probe_size], n_layers
+            def probe(
+                i,
+                kept,
+                shares=shares,
+                norm_shares=norm_shares,
+                final_shares=final_shares,
+                norm_ms=norm_ms,
+                branch_common=branch_common,
+            ):
+                (*shares[i], norm_shares[i], final_shares[i], norm_ms[i], branch_common[i]) = (
+                    _probe_shares(kept, eval_x[:probe_size], n_layers)
                 )
 
             def after_backward(
@@ -1598,6 +1646,8 @@ def norm_placement_run(
             out["top_input_share"][arm], out["top_token_share"][arm] = shares.T.copy()
             out["norm_input_share"][arm] = norm_shares
             out["norm_input_share_final"][arm] = final_shares
+            out["norm_input_ms"][arm] = norm_ms
+            out["branch_common_rms"][arm] = branch_common
     return NormPlacementResult(
         probe_steps=np.array(probe_steps, dtype=np.int64),
         chance_loss=math.log(vocab),

@@ -445,12 +445,14 @@ def _training() -> dict:
     for r in runs:
         ids_h, _ = experiments.copy_batch(512, 8, 16, torch.Generator().manual_seed(r.seed + 1))
         model = _step0_model(False, "post_ln", seed=r.seed)
-        want = []
+        want, want_ms = [], []
         for h in norm_inputs(model, ids_h[:128]):
             h = h.numpy()[:, 8:16]
             h = h - h.mean(-1, keepdims=True)
             want.append(h.var(axis=0).sum() * 128 / (h**2).sum())
+            want_ms.append((h**2).mean())
         np.testing.assert_allclose(r.norm_input_share["post_ln"][0].ravel(), want, rtol=1e-6)
+        np.testing.assert_allclose(r.norm_input_ms["post_ln"][0].ravel(), want_ms, rtol=1e-6)
     ns = {
         a: np.array([r.norm_input_share[a].reshape(5, 24) for r in runs])
         for a in ("post_ln", "post_ln_warmup")
@@ -479,6 +481,52 @@ def _training() -> dict:
     assert post[:, 3, 0].min() > 0.5 * post[:, 0, 0].min()
     assert post[:, 3, -1].max() < 1e-6 < post[:, 0].min()
     assert e["ns_warm_top_lo"] > 1e-3
+    # The common part c and the varying part v of each norm's input (plain Post-LN): with the
+    # share s and the mean square m, |v| = sqrt(s m) and |c| = sqrt((1 - s) m), as RMS; their
+    # growth from step 0 to step 29, per norm (24 = layer by layer, norm1 then norm2).
+    msq = np.array([r.norm_input_ms["post_ln"].reshape(5, 24) for r in runs])
+    v_rms, c_rms = np.sqrt(post * msq), np.sqrt((1 - post) * msq)
+    v_up = v_rms[:, 3] / v_rms[:, 0]  # (seeds, norms)
+    c_up = c_rms[:, 3] / c_rms[:, 0]
+    grew = [[j for j in range(24) if v_up[i, j] > 1] for i in range(3)]
+    fall_over_g2 = (post[:, 0] / post[:, 3]) / (msq[:, 3] / msq[:, 0])
+    attn, ffn = c_up[:, 0::2], c_up[:, 1::2]  # (seeds, layers): norm1, norm2
+    br = np.array([r.branch_common_rms["post_ln"] for r in runs])  # (seeds, probes, 12, 2)
+    e |= {
+        "cv_v_grew_n": max(len(g) for g in grew),
+        "cv_v_grew_hi": float(v_up.max()) - 1,
+        "cv_v_top_lo": float(v_up[:, -1].min()),
+        "cv_v_top_hi": float(v_up[:, -1].max()),
+        "cv_fall_g2_lo": float(fall_over_g2.min()),
+        "cv_c_attn_lo": float(attn.min()),
+        "cv_c_attn_hi": float(attn.max()),
+        "cv_c_ffn_lo": float(ffn.min()),
+        "cv_c_ffn_hi": float(ffn.max()),
+        "cv_n_layers": 36,
+        "cv_c_ffn_more": int((ffn > attn).sum()),
+        "cv_b0_hi": float(br[:, 0].max()),
+        "cv_b_ffn_more": int((br[:, 3, :, 1] > br[:, 3, :, 0]).sum()),
+    }
+    # The prose: the varying part grows only at the lowest norms (the first ones of the stack,
+    # a few percent) and falls at every other, to below 1e-3 at the top; so each share falls by
+    # nearly g^2 or more; the common part grows more at the FFN norms in most layers, and the
+    # FFN's output carries more of it in most layers; both branches' common parts grow.
+    assert all(g == list(range(len(g))) and len(g) <= 2 for g in grew), grew
+    assert e["cv_v_grew_hi"] < 0.1 and e["cv_v_top_hi"] < 1e-3
+    assert 0.8 < e["cv_fall_g2_lo"] < 1
+    assert e["cv_c_ffn_lo"] > 1 and e["cv_c_ffn_more"] > 0.8 * 36
+    assert e["cv_b_ffn_more"] > 0.8 * 36 and (br[:, 3] > br[:, 0]).all()
+
+    # The printed table's medians, taken by sorting the 36 values (an even count: the mean of
+    # the middle two).
+    def median(values):
+        v = sorted(np.ravel(values))
+        return (v[17] + v[18]) / 2
+
+    c_by = c_rms.reshape(3, 5, 12, 2)
+    assert abs(median(c_by[:, 3, :, 1]) - np.median(c_by[:, 3, :, 1])) < 1e-12
+    assert median(c_by[:, 3, :, 1]) > median(c_by[:, 3, :, 0]) > median(c_by[:, 0, :, 0])
+    assert median(br[:, 3, :, 1]) > median(br[:, 3, :, 0])
     # Exercise 5: spreads (max - min) against the gap between arms.
     sp = {a: held[a][2] - held[a][0] for a in arms}
     gap = held["post_ln"][0] - held["post_ln_warmup"][2]
