@@ -728,7 +728,12 @@ def expected() -> dict:
     }
     assert int(timing.rnn_flops(n, d)) == f_rnn and int(timing.attention_layer_flops(n, d)) == f_att
     # --- Cost per layer: attention / recurrence = 2 + n / d (hand derivation). ---
-    e |= {"cost_ratio_512": 2 + 512 / 512, "cost_ratio_32k": 2 + 32768 / 512}
+    e |= {
+        "cost_d_model": 512,  # the base model (Vaswani et al., table 3)
+        "cost_L_far": 32768,
+        "cost_ratio_512": 2 + 512 / 512,
+        "cost_ratio_32k": 2 + 32768 / 512,
+    }
     # --- Misconception: orthogonal linear RNN keeps norm 1 exactly (up to rounding). ---
     e |= {"mis_orth_max_dev": Tiny(1e-12)}
     # --- Exercises. ---
