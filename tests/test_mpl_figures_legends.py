@@ -147,6 +147,49 @@ def test_a_figure_legend_beside_the_panels_goes_under_them_on_a_phone(width_px):
     plt.close(fig)
 
 
+def _covers_lines(legend, ax) -> bool:
+    """Whether any of ``ax``'s lines passes through ``legend``'s box (sampled densely)."""
+    box = legend.get_window_extent()
+    for line in ax.lines:
+        x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        t = np.linspace(0, len(x) - 1, 4000)
+        points = np.column_stack([np.interp(t, np.arange(len(x)), v) for v in (x, y)])
+        if box.count_contains(line.get_transform().transform(points)):
+            return True
+    return False
+
+
+def _recall_like():
+    """Chapter 1's recall grid: lines at the top and bottom, one that stops half-way at 0.85,
+    the legend anchored at the right between them (``bbox_to_anchor=(1, 0.62)``)."""
+    fig, ax = _figure(0.6)
+    d = np.arange(1, 65)
+    for k in range(5):
+        ax.plot(d, np.full(64, 1.0 - 0.005 * k), label=f"RNN, Δ ≤ {8 * (k + 1)}")
+        ax.plot(d, np.full(64, 0.25 + 0.01 * k))
+    ax.plot(d[:32], np.full(32, 0.85), "-.", label="RNN, Δ ≤ 32, 65 tokens")
+    ax.plot(d, np.full(64, 0.99), "--", label="LSTM, Δ ≤ 64")
+    ax.set(xlabel="distance Δ", ylabel="held-out accuracy", xlim=(1, 64), ylim=(0, 1.05))
+    legend = ax.legend(loc="center right", bbox_to_anchor=(1, 0.62))
+    return fig, ax, legend
+
+
+@pytest.mark.parametrize("width_px", PHONE_WIDTHS)
+def test_a_legend_anchored_inside_its_axes_moves_off_the_data_on_a_phone(width_px):
+    fig, ax, legend = _recall_like()
+    fig.canvas.draw()
+    assert not _covers_lines(legend, ax)  # the chapter's place, in the column
+    anchor = legend._bbox_to_anchor
+    with mpl_figures.relaid_out(fig, width_px):
+        fig.canvas.draw()
+        assert not _covers_lines(legend, ax)
+        assert _legend_problems(fig) == []
+    assert legend._bbox_to_anchor is anchor
+    fig.canvas.draw()
+    assert not _covers_lines(legend, ax)
+    plt.close(fig)
+
+
 def test_a_multi_column_legend_keeps_the_columns_that_fit_its_axes():
     """Three columns are wider than the phone's axes, two are not: two, not one. (Measured with
     the legend left out: a legend wider than its axes squeezes them, which must not count.)"""

@@ -680,7 +680,8 @@ def _placed_legends(fig, renderer):
     legend inside its axes that covers data is moved where ``loc="best"`` finds no
     data and, if there is no such place, below the axes: centred under its tick labels and
     axis label (an offset in inches, which the layout does not change), where constrained
-    layout makes room for it, the figure taller by as much. An axes' legend that the chapter
+    layout makes room for it, the figure taller by as much (a legend the chapter anchored
+    inside its axes, ``bbox_to_anchor=(1, 0.62)``, too). An axes' legend that the chapter
     anchored outside its axes goes there too: an anchor in axes fractions (``(0.5, -0.2)``)
     is a distance in pixels that shrinks with the axes, while the tick labels and x label
     keep their size, so on a phone (shorter axes, a wrapped x label, a legend with more rows)
@@ -707,13 +708,12 @@ def _placed_legends(fig, renderer):
                     )
                     _draw_layout(fig)
                 continue
-            if legend._bbox_to_anchor is not None:
-                if _inside(legend, parent, renderer):
-                    continue  # placed inside the axes by the chapter
-            elif not _covered(legend, parent, renderer):
-                continue
-            else:
-                legend._loc = 0  # "best"
+            outside = legend._bbox_to_anchor is not None and not _inside(legend, parent, renderer)
+            if not outside:
+                if not _covered(legend, parent, renderer):
+                    continue
+                # "best" over the whole axes (a chapter's anchor inside them is dropped too)
+                legend._loc, legend._bbox_to_anchor = 0, None
                 _draw_layout(fig)
                 if not _covered(legend, parent, renderer):
                     continue
