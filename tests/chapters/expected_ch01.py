@@ -494,7 +494,7 @@ def expected() -> dict:
     torch.set_num_threads(1)
     try:
         # --- Vanishing gradients: the chapter's networks, rebuilt from its seeds. ---
-        e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9**50, "van_T": 100}
+        e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9**50, "van_T": 100, "van_near": 10}
         e |= {
             # The explorer's last slider stop (gamma 1.1), its d_h = 32, distances to 100.
             "expl_gamma_max": 1.1,
