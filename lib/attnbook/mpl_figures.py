@@ -292,7 +292,10 @@ def relaid_out(fig, width_px: int):
       when it is the first of its new row.
     * **Legends** wider than their axes (or a figure legend wider than the figure) get fewer
       columns; an axes' legend that covers its data is moved to the best place inside the
-      axes and, if no place there is free, below the axes (``_placed_legends``).
+      axes and, if no place there is free, below the axes; an axes' legend the chapter placed
+      outside its axes (``bbox_to_anchor`` below, above or beside them) is placed below them,
+      under their tick labels and x label, and a figure legend beside the panels
+      (``"outside right upper"``) under them (``_placed_legends``).
 
     The height stays what it was in inches (times the rows gained), so a figure drawn for the
     column grows relatively taller on a phone.
@@ -332,6 +335,9 @@ def relaid_out(fig, width_px: int):
             _draw_layout(fig)  # places the axes at the new width
             undo.enter_context(_regridded(fig, size))
             renderer = fig.canvas.get_renderer()
+            # Before the labels are broken: a legend wider than the figure squeezes the axes,
+            # and the labels would be broken to that width.
+            undo.enter_context(_narrowed_legends(fig, renderer))
             # Twice: an x label broken into lines makes its axes shorter, and their y label may
             # then need other breaks (each time from the text as the chapter wrote it).
             for _ in range(2):
@@ -627,42 +633,90 @@ def _covered(legend, ax, renderer) -> int:
     return n
 
 
+def _legends(fig) -> list:
+    """``(legend, parent)`` for each visible legend: the axes' ones, then the figure's."""
+    legends = [(leg, ax) for ax in fig.axes if (leg := ax.get_legend()) is not None]
+    legends += [(leg, fig) for leg in fig.legends]
+    return [(leg, parent) for leg, parent in legends if leg.get_visible()]
+
+
+@contextlib.contextmanager
+def _narrowed_legends(fig, renderer):
+    """Legends wider than their axes (the figure) regrouped into fewer columns; restored on exit."""
+    saved = []
+    try:
+        for legend, parent in _legends(fig):
+            box = legend._legend_handle_box  # one VPacker per column of entries
+            saved.append((legend, box._children))
+            if parent is fig:
+                room = fig.bbox.width
+            else:
+                # The axes' width without this legend: a legend wider than its axes makes
+                # constrained layout squeeze them, which must not count.
+                legend.set_visible(False)
+                try:
+                    _draw_layout(fig)
+                    room = parent.get_window_extent(renderer).width
+                finally:
+                    legend.set_visible(True)
+                _draw_layout(fig)
+            columns = len(box._children)
+            while columns > 1 and legend.get_window_extent(renderer).width > room:
+                columns -= 1
+                _regroup_legend(legend, columns)
+                _draw_layout(fig)
+        yield
+    finally:
+        for legend, columns in reversed(saved):
+            legend._legend_handle_box._children = columns
+            legend.stale = True
+
+
 @contextlib.contextmanager
 def _placed_legends(fig, renderer):
-    """Legends that no longer fit, given fewer columns or moved off the data; restored on exit.
+    """Axes' legends moved off the data or under their axes; restored on exit.
 
-    A legend wider than its axes (a figure legend wider than the figure) gets fewer columns.
-    An axes' legend inside its axes that covers data is moved where ``loc="best"`` finds no
+    (``_narrowed_legends`` gave a legend wider than its axes fewer columns first.) An axes'
+    legend inside its axes that covers data is moved where ``loc="best"`` finds no
     data and, if there is no such place, below the axes: centred under its tick labels and
     axis label (an offset in inches, which the layout does not change), where constrained
-    layout makes room for it, the figure taller by as much.
+    layout makes room for it, the figure taller by as much (a legend the chapter anchored
+    inside its axes, ``bbox_to_anchor=(1, 0.62)``, too). An axes' legend that the chapter
+    anchored outside its axes goes there too: an anchor in axes fractions (``(0.5, -0.2)``)
+    is a distance in pixels that shrinks with the axes, while the tick labels and x label
+    keep their size, so on a phone (shorter axes, a wrapped x label, a legend with more rows)
+    the legend would cover them; beside the axes it would take the panel's width. A figure
+    legend beside the panels (``"outside right ..."``, ``"outside left ..."``) goes under them
+    (``"outside lower center"``) for the same reason.
     """
     from matplotlib.transforms import ScaledTranslation
 
     saved = []
     height = fig.get_figheight()
     try:
-        legends = [(leg, ax) for ax in fig.axes if (leg := ax.get_legend()) is not None]
-        legends += [(leg, fig) for leg in fig.legends]
-        for legend, parent in legends:
-            if not legend.get_visible():
+        for legend, parent in _legends(fig):
+            saved.append((legend, legend._loc, legend._bbox_to_anchor, legend._outside_loc))
+            if parent is fig:
+                # Placed by constrained layout ("outside lower center", ...); one beside the
+                # panels would take their width: under them, the figure taller by as much.
+                if legend._outside_loc in ("left", "right") and legend._bbox_to_anchor is None:
+                    legend._outside_loc, legend._loc = "lower", 8  # "outside lower center"
+                    fig.set_size_inches(
+                        fig.get_figwidth(),
+                        fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi,
+                        forward=False,
+                    )
+                    _draw_layout(fig)
                 continue
-            box = legend._legend_handle_box  # one VPacker per column of entries
-            saved.append((legend, legend._loc, legend._bbox_to_anchor, box._children))
-            room = parent.get_window_extent(renderer).width
-            columns = len(box._children)
-            while columns > 1 and legend.get_window_extent(renderer).width > room:
-                columns -= 1
-                _regroup_legend(legend, columns)
+            outside = legend._bbox_to_anchor is not None and not _inside(legend, parent, renderer)
+            if not outside:
+                if not _covered(legend, parent, renderer):
+                    continue
+                # "best" over the whole axes (a chapter's anchor inside them is dropped too)
+                legend._loc, legend._bbox_to_anchor = 0, None
                 _draw_layout(fig)
-            if parent is fig or legend._bbox_to_anchor is not None:
-                continue  # placed outside the axes by the chapter
-            if not _covered(legend, parent, renderer):
-                continue
-            legend._loc = 0  # "best"
-            _draw_layout(fig)
-            if not _covered(legend, parent, renderer):
-                continue
+                if not _covered(legend, parent, renderer):
+                    continue
             under = parent.xaxis.get_tightbbox(renderer)  # tick labels and axis label
             below = parent.bbox.y0 - under.y0 if under is not None else 0.0
             drop = (max(below, 0.0) + 2 * _GAP_PX) / fig.dpi
@@ -681,11 +735,21 @@ def _placed_legends(fig, renderer):
         yield
     finally:
         fig.set_size_inches(fig.get_figwidth(), height, forward=False)
-        for legend, loc, anchor, columns in reversed(saved):
+        for legend, loc, anchor, outside in reversed(saved):
             legend._loc = loc
             legend._bbox_to_anchor = anchor
-            legend._legend_handle_box._children = columns
+            legend._outside_loc = outside
             legend.stale = True
+
+
+def _inside(legend, ax, renderer) -> bool:
+    """Whether ``legend``, as drawn now, lies (mostly) inside ``ax``'s data area."""
+    box = legend.get_window_extent(renderer)
+    area = ax.bbox
+    x0, x1 = max(box.x0, area.x0), min(box.x1, area.x1)
+    y0, y1 = max(box.y0, area.y0), min(box.y1, area.y1)
+    common = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+    return common > 0.5 * box.width * box.height
 
 
 def _regroup_legend(legend, columns: int) -> None:

@@ -494,7 +494,7 @@ def expected() -> dict:
     torch.set_num_threads(1)
     try:
         # --- Vanishing gradients: the chapter's networks, rebuilt from its seeds. ---
-        e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9**50, "van_T": 100}
+        e |= {"van_gamma": 0.9, "van_k": 50, "van_bound_50": 0.9**50, "van_T": 100, "van_near": 10}
         e |= {
             # The explorer's last slider stop (gamma 1.1), its d_h = 32, distances to 100.
             "expl_gamma_max": 1.1,
@@ -728,7 +728,12 @@ def expected() -> dict:
     }
     assert int(timing.rnn_flops(n, d)) == f_rnn and int(timing.attention_layer_flops(n, d)) == f_att
     # --- Cost per layer: attention / recurrence = 2 + n / d (hand derivation). ---
-    e |= {"cost_ratio_512": 2 + 512 / 512, "cost_ratio_32k": 2 + 32768 / 512}
+    e |= {
+        "cost_d_model": 512,  # the base model (Vaswani et al., table 3)
+        "cost_L_far": 32768,
+        "cost_ratio_512": 2 + 512 / 512,
+        "cost_ratio_32k": 2 + 32768 / 512,
+    }
     # --- Misconception: orthogonal linear RNN keeps norm 1 exactly (up to rounding). ---
     e |= {"mis_orth_max_dev": Tiny(1e-12)}
     # --- Exercises. ---

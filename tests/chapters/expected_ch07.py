@@ -283,7 +283,9 @@ def expected() -> dict:
         # = 576 numbers; MQA one key and one value head of 128; MHA 128 of each.
         "mla_over_mqa": 576 / (2 * 128),
         "mha_over_mla": (2 * 128 * 128) / 576,
+        "ds_n_heads": 128,  # DeepSeek-V2's config.json: num_attention_heads
     }
+    assert kv_cache.HF_CONFIGS["DeepSeek-V2"]["num_attention_heads"] == e["ds_n_heads"]
     # --- GQA vs torch enable_gqa; the wrong (tiled) grouping ----------------------------------
     rng = np.random.default_rng(1)
     q = rng.standard_normal((1, 4, 5, 8))
@@ -337,15 +339,22 @@ def expected() -> dict:
         "ds_latent": ds_latent,
         "ds_mha_numbers": ds_mha,
         "ds_ratio": ds_mha / ds_latent,
+        # DeepSeek-V2's config.json: kv_lora_rank, qk_rope_head_dim, v_head_dim
+        "ds_kv_lora_rank": 512,
+        "ds_rope_dim": 64,
+        "ds_head_dim": 128,
     }
+    assert (ds["kv_lora_rank"], ds["qk_rope_head_dim"], ds["v_head_dim"]) == (512, 64, 128)
     # --- exercises -------------------------------------------------------------------------------
     mqa = _hand_kv_bytes("Qwen2-7B", 131072, kv_heads=1)
     e |= {
         "ex2_group": 7,
         "ex2_kv_head": 13 // 7,
+        "ex2_group_last": 13,  # the second group: query heads 7 to 13
         "ex3_mqa_gib": mqa / 2**30,
         "ex3_fraction": mqa / full,
         "ex4_mha_params": 4 * 512 * 512,
+        "ex4_kv_heads": 2,
         "ex4_gqa_params": 2 * 512 * 512 + 2 * 512 * 2 * 64,
     }
     return e
