@@ -1774,8 +1774,16 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     # unscaled/big 37/15, 32/24, 53/29 and small/scaled: above 1 in every seed.
     assert math.isclose(e["run_r_ub_min"], 34 / 26) and math.isclose(e["run_r_ub_max"], 37 / 15)
     assert e["run_v_ub"] == e["run_v_small"] == "more steps in every seed"
-    assert "run_r_us" not in e and "run_v_unscaled" not in e  # not glued
-    assert e["run_2x2_conclusion"].startswith("What slowed the unscaled arm here is its")
+    assert "run_v_unscaled" not in e and e["run_tie"] == pytest.approx(0.05)  # not glued
+    # Medians at half of chance: unscaled/small 37/55; unscaled/big 37/15, 32/24, 53/29.
+    assert math.isclose(e["run_r_us"], 37 / 55) and math.isclose(e["run_r_ub"], 53 / 29)
+    # The median big/scaled ratio, 29/27, is beyond a tie (5%): large steps count as a cost.
+    assert e["run_2x2_conclusion"] == "A concentrated start cost steps here, and so did large steps"
+    faster = copy.deepcopy(saved)  # seed 2's big-step arm at 26 steps: median 26/27
+    faster["seeds"][2]["loss"]["big-step"] = drop(21)
+    assert e04.expected(faster)["run_2x2_conclusion"].startswith(
+        "What slowed the unscaled arm here is its concentrated start"
+    )
     assert e["run_adding_up"].startswith("The two costs do not add up")
     assert e["run_acc_min"] == 0.25
     # Gradient shares are constant per arm (the largest, unscaled's, 0.02); saturated shares:
@@ -1784,8 +1792,9 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     assert math.isclose(e["run_satshare_own_max"], 0.02)
     assert math.isclose(e["run_sat_own_max"], 0.6 * 29 / 30)  # big-step, seed 2: 0..29
     # The gains: big-step 5, 6, 7 (first-order 8, ratio 2.0 there), small-step 0.12.
-    assert (e["run_g_big_min"], e["run_g_big_max"]) == (5.0, 7.0) and e["run_sqrt_dk"] == 8.0
-    assert e["run_g_small_min"] == e["run_g_small_max"] == 0.12
+    assert e["run_sqrt_dk"] == 8.0 and "run_g_big_min" not in e  # the gains: in a table
+    # Over each arm's own race (both recorded updates here): the unscaled median 0.18.
+    assert math.isclose(e["run_race_unscaled"], 0.18) and math.isclose(e["run_race_scaled"], 0.02)
     assert e["run_first_big_min"] == e["run_first_big_max"] == 2.0
     assert (e["run_match_rtol"], e["run_match_steps"]) == (0.05, 2)
     assert e["run_match_phrase"] == "in every seed both gains matched"
@@ -1804,11 +1813,12 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     bad["seeds"][0]["match"]["big-step"]["trials"][-1][1] = 1.5
     with pytest.raises(AssertionError):
         e04.expected(bad)
-    # Early windows, steps 0..(scaled step): seed 0's 0..17, seed 1's 0..22, seed 2's 0..27.
-    assert math.isclose(e["run_sat_unscaled_early_max"], 10 / 18)
-    assert math.isclose(e["run_sat_unscaled_early_min"], 10 / 28)
-    assert math.isclose(e["run_sat_big_early_min"], 0.6 * 17 / 18)
-    assert math.isclose(e["run_sat_big_early_max"], 0.6 * 27 / 28)
+    # Early windows, steps 0..(the arm's own step): unscaled 0..37, 0..32, 0..53; big-step 0..15,
+    # 0..24, 0..29.
+    assert math.isclose(e["run_sat_unscaled_early_max"], 10 / 33)
+    assert math.isclose(e["run_sat_unscaled_early_min"], 10 / 54)
+    assert math.isclose(e["run_sat_big_early_min"], 0.6 * 15 / 16)
+    assert math.isclose(e["run_sat_big_early_max"], 0.6 * 29 / 30)
     assert math.isclose(e["run_sat_small_early_min"], 0.2)
     assert math.isclose(e["run_sat_small_early_max"], 0.2)
     assert e["run_sat_small_start_min"] == e["run_sat_small_start_max"] == 0.2
@@ -1857,8 +1867,8 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     # queries than either arm with large steps, in every seed.
     halves = importlib.import_module("expected_ch04").steps_to_half(saved)
     for seed, h in zip(saved["seeds"], halves):
-        early = {
-            arm: np.mean(seed["saturated"][arm][: h["scaled"] + 1])
+        early = {  # over each arm's own race to half of chance
+            arm: np.mean(seed["saturated"][arm][: h[arm] + 1])
             for arm in ("scaled", "small-step", "unscaled", "big-step")
         }
         assert early["small-step"] < min(early["unscaled"], early["big-step"]), (
@@ -1874,6 +1884,11 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     # scaled arm but smaller", "a step moved them only ... times as far" (fewer than sqrt(d_k)),
     # "the big-step arm's steps are ... times its spread; the small-step arm's only ... of it".
     assert s["run_rel_unscaled"] < s["run_rel_scaled"]
+    # "Over each arm's own race the pairs stay close" (within 30%), "although the races of the
+    # unscaled and the small-step arm are ... times the scaled arm's" (longer).
+    assert 1 / 1.3 < s["run_race_big"] / s["run_race_unscaled"] < 1.3
+    assert 1 / 1.3 < s["run_race_small"] / s["run_race_scaled"] < 1.3
+    assert s["run_r_unscaled"] > 1 and s["run_r_small"] > 1
     assert 1 < s["run_step_ratio"] < s["run_sqrt_dk"]
     assert s["run_rel_big"] > 1 > s["run_rel_small"]
     # "The first-order gain would not have done it": outside the tolerance in every seed.
@@ -1888,7 +1903,7 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     early_sat = {
         arm: np.median(
             [
-                np.mean(seed["saturated"][arm][: h["scaled"] + 1])
+                np.mean(seed["saturated"][arm][: h[arm] + 1])
                 for seed, h in zip(saved["seeds"], halves)
             ]
         )
