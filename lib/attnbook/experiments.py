@@ -1060,10 +1060,8 @@ def match_step_gain(
     trials, slope = [], 1.0
     tol = math.log1p(rtol)
     for _ in range(max_trials):
-        arm_step = float(
-            scaling_run(arms=(arm,), **{gain_name: gain}, **common).score_step[arm].mean()
-        )
-        ratio = arm_step / target_step
+        run = scaling_run(arms=(arm,), **{gain_name: gain}, **common)
+        ratio = float(run.score_step[arm].mean()) / target_step
         trials.append((gain, ratio))
         if abs(math.log(ratio)) <= tol:
             break
