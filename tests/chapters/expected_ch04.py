@@ -155,11 +155,12 @@ def expected(saved: dict) -> dict:
             "The design does not single out one cause of the unscaled arm's slower start here"
         )
     out["run_adding_up"] = (
-        "The two costs do not add up: from a concentrated start, large steps are a way out"
+        "Large steps did not add to the cost of a concentrated start: from it, they are a way out"
         if verdicts["us"]
         in ("fewer steps in every seed", "fewer or about as many steps in every seed")
         and out["run_r_us"] < 1 / TIE
-        else "Whether the two costs add up, these seeds do not settle"
+        else "Whether large steps add to the cost of a concentrated start, "
+        "these seeds do not settle"
     )
     # The lowest held-out accuracy of any arm in any seed.
     out["run_acc_min"] = min(min(seed["eval_accuracy"].values()) for seed in seeds)
@@ -228,6 +229,16 @@ def expected(saved: dict) -> dict:
         out[f"run_race_{GLUE_NAME[arm]}"] = statistics.median(
             step(arm, x, h[arm] + 1) for x, h in zip(seeds, halves)
         )
+    # The matched pairs over their races: the ratios of the medians, and the small-step phrase.
+    out["run_race_ratio_big"] = out["run_race_big"] / out["run_race_unscaled"]
+    out["run_race_ratio_small"] = out["run_race_small"] / out["run_race_scaled"]
+    out["run_race_small_phrase"] = (
+        "The small-step arm's steps were no smaller than the scaled arm's, so its slower pace "
+        "does not come from smaller steps"
+        if out["run_race_ratio_small"] > 1 / TIE
+        else "The small-step arm's steps were smaller than the scaled arm's over its race, which "
+        "adds to its slower pace"
+    )
     # The drawn seed's held-out accuracy of the two new arms (the saved values; the fresh short
     # run of test_saved_scaling_run_is_the_library_run ties every seed's curves to the library).
     out["run_acc_big"] = seeds[drawn]["eval_accuracy"]["big-step"]

@@ -1784,7 +1784,7 @@ def test_expected_ch04_seeds_on_hand_made_curves():
     assert e04.expected(faster)["run_2x2_conclusion"].startswith(
         "What slowed the unscaled arm here is its concentrated start"
     )
-    assert e["run_adding_up"].startswith("The two costs do not add up")
+    assert e["run_adding_up"].startswith("Large steps did not add to the cost")
     assert e["run_acc_min"] == 0.25
     # Gradient shares are constant per arm (the largest, unscaled's, 0.02); saturated shares:
     # unscaled 1.0 for 10 steps then 0, over its own race to half of chance (37, 32, 53 + 1
@@ -1889,6 +1889,15 @@ def test_chapter_04_prose_claims_hold_for_the_run(execute_dir):
     assert 1 / 1.3 < s["run_race_big"] / s["run_race_unscaled"] < 1.3
     assert 1 / 1.3 < s["run_race_small"] / s["run_race_scaled"] < 1.3
     assert s["run_r_unscaled"] > 1 and s["run_r_small"] > 1
+    # "One number does order all four arms: the change per update over the spread ... The
+    # larger it was, the fewer steps an arm needed to half of the chance loss (the medians)";
+    # "the scaled arm, with none, was among the fastest" (at most the second-fewest steps).
+    e04 = importlib.import_module("expected_ch04")
+    pace_all = {arm: np.median([h[arm] for h in halves]) for arm in e04.ARMS}
+    rel = {arm: s[f"run_rel_{name}"] for arm, name in e04.GLUE_NAME.items()}
+    by_rel = sorted(e04.ARMS, key=lambda arm: -rel[arm])
+    assert [pace_all[arm] for arm in by_rel] == sorted(pace_all.values()), (rel, pace_all)
+    assert sorted(pace_all.values()).index(pace_all["scaled"]) <= 1
     assert 1 < s["run_step_ratio"] < s["run_sqrt_dk"]
     assert s["run_rel_big"] > 1 > s["run_rel_small"]
     # "The first-order gain would not have done it": outside the tolerance in every seed.
