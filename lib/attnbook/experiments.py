@@ -1306,8 +1306,12 @@ def _probing(model, rows: int, n: int):
 
 
 def _input_share(h: torch.Tensor) -> float:
-    """Variance of ``h`` ``(B, n, d)`` across the ``B`` sequences over its mean square."""
-    return float((h - h.mean(0)).pow(2).sum() / h.pow(2).sum())
+    """Variance of ``h`` ``(B, n, d)`` across the sequences / mean square.
+
+    0 if every sequence gave the same ``h``.
+    """
+    varying = h - h.mean(0)  # each sequence's deviation from the mean
+    return float(varying.pow(2).sum() / h.pow(2).sum())
 
 
 def _top_state_shares(h: torch.Tensor, x: torch.Tensor) -> tuple:
