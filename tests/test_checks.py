@@ -308,6 +308,71 @@ def test_check_int_tensor_and_positions():
         checks.check_positions(np.arange(4.0), 4, (1, 4, 8))
 
 
+_X = (2, 3, 8)  # x of shape (B, L, d) = (2, 3, 8)
+
+
+@pytest.mark.parametrize(
+    "positions, kwargs, error, match",
+    [
+        ([0.0, 1.0, 2.0], {}, TypeError, r"positions must hold integers, got dtype float64"),
+        ([0, -1, 2], {}, ValueError, r"positions must be >= 0, got min -1 \(shape \(3,\)\)"),
+        (
+            [0, 1],
+            {},
+            ValueError,
+            r"positions of shape \(2,\) must end in the sequence length 3 "
+            r"\(x has shape \(2, 3, 8\)\)",
+        ),
+        (
+            np.zeros((2, 1, 3), dtype=np.int64),
+            {"batch": True},
+            ValueError,
+            r"positions must be \(L,\) or \(B, L\); got shape \(2, 1, 3\) "
+            r"\(x has shape \(2, 3, 8\)\)",
+        ),
+        (
+            np.zeros((3, 3), dtype=np.int64),
+            {"batch": True},
+            ValueError,
+            r"positions of shape \(3, 3\) do not match batch 2 of x \(shape \(2, 3, 8\)\)",
+        ),
+        (
+            np.zeros((2, 3), dtype=np.int64),
+            {"batch": True, "shared": True},
+            ValueError,
+            r"positions must be \(L,\) = \(3,\), one position per token shared by the "
+            r"batch; got shape \(2, 3\) \(x has shape \(2, 3, 8\)\)",
+        ),
+        (
+            np.zeros((1, 3), dtype=np.int64),
+            {"shared": True},
+            ValueError,
+            r"positions must be \(L,\) = \(3,\), .* got shape \(1, 3\)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_check_positions_refuses_with_the_name_and_shapes(
+    positions, kwargs, error, match, as_tensor
+):
+    # one rule for every `positions` argument: NumPy and torch get the same message
+    if as_tensor:
+        positions = torch.as_tensor(np.asarray(positions))
+        match = match.replace("must hold integers, got dtype float64", "must be an integer")
+    with pytest.raises(error, match=match):
+        checks.check_positions(positions, 3, _X, **kwargs)
+
+
+def test_check_positions_accepts_l_and_per_row_b_l():
+    for kwargs in ({}, {"batch": True}, {"shared": True}, {"batch": True, "shared": True}):
+        got = checks.check_positions(torch.arange(3), 3, _X, **kwargs)
+        assert got.tolist() == [0, 1, 2]
+    per_row = torch.tensor([[0, 1, 2], [5, 6, 7]])
+    assert checks.check_positions(per_row, 3, _X, batch=True) is per_row
+    # without batch, any leading dims (NumPy's (..., L)) pass
+    assert checks.check_positions(np.zeros((4, 2, 3), dtype=np.int64), 3, _X).shape == (4, 2, 3)
+
+
 def test_check_qkv_tensors():
     q, k = torch.zeros(1, 4, 3, 8), torch.zeros(1, 2, 5, 8)
     assert checks.check_qkv_tensors(q, k, k)[0] is q

@@ -1007,6 +1007,7 @@ def check_positions(
     name: str = "positions",
     *,
     batch: bool = False,
+    shared: bool = False,
     x_name: str = "x",
 ):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
@@ -1019,12 +1020,16 @@ def check_positions(
         x_shape: the shape of ``x`` (for messages, and its batch ``x_shape[0]``).
         name: the argument's name in messages.
         batch: if true, ``positions`` is ``(L,)`` or ``(B, L)`` with ``B = x_shape[0]``.
+        shared: if true, ``positions`` is ``(L,)`` only: one position per token, shared by
+            every row of the batch (a cache that keeps one position per slot, such as
+            :class:`attnbook.kv_cache.SlidingWindowCache`, has no per-row ``(B, L)``).
         x_name: the name of ``x`` in messages (``ids`` for token ids).
 
     Raises:
         TypeError: not integers.
-        ValueError: negative, the last dimension is not ``seq_len`` or (with ``batch``)
-            more than 2 axes, or 2-D positions whose batch is not that of ``x``.
+        ValueError: negative, the last dimension is not ``seq_len``, (with ``batch``) more
+            than 2 axes, 2-D positions whose batch is not that of ``x``, or (with ``shared``)
+            more than 1 axis.
     """
     if type(positions).__module__ == "torch":
         positions = check_int_tensor(positions, name)
@@ -1034,6 +1039,11 @@ def check_positions(
         raise ValueError(
             f"{name} of shape {tuple(positions.shape)} must end in the sequence length "
             f"{seq_len} ({x_name} has shape {tuple(x_shape)}); pass one position per token"
+        )
+    if shared and positions.ndim != 1:
+        raise ValueError(
+            f"{name} must be (L,) = ({seq_len},), one position per token shared by the batch; "
+            f"got shape {tuple(positions.shape)} ({x_name} has shape {tuple(x_shape)})"
         )
     if batch and positions.ndim > 2:
         raise ValueError(
