@@ -205,7 +205,7 @@ def test_window_mismatch_and_cache_shape_errors():
     cache.update(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4), torch.arange(3))
     with pytest.raises(ValueError, match=r"does not match the cache"):
         cache.update(torch.zeros(1, 2, 1, 5), torch.zeros(1, 2, 1, 5), torch.tensor([3]))
-    with pytest.raises(ValueError, match=r"positions must be \(L,\) = \(2,\)"):
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\) must end in .* 2"):
         cache.update(torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4), torch.arange(3))
 
 
@@ -442,7 +442,7 @@ def test_a1_kv_cache_bytes_matches_built_cache():
 
 
 def test_a16_latent_cache_checks_positions_and_batch():
-    with pytest.raises(ValueError, match="positions must be"):
+    with pytest.raises(ValueError, match=r"positions of shape \(7,\) must end in .* 3"):
         LatentCache().update(torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), torch.arange(7))
     cache = LatentCache()
     cache.update(torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), torch.arange(3))
@@ -463,6 +463,80 @@ def test_low_kv_cache_positions():
     sw.update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4), torch.arange(3))
     with pytest.raises(ValueError, match="rewind"):
         sw.update(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4), torch.tensor([1]))
+
+
+_KV = torch.zeros(2, 1, 3, 4)  # k and v (B, H_kv, L, D) = (2, 1, 3, 4)
+_C_KV, _K_PE = torch.zeros(2, 3, 4), torch.zeros(2, 3, 2)  # MLA: (B, L, d_c), (B, L, D_rope)
+_BAD_POSITIONS = {  # refused by every cache: (positions, error, message)
+    "float": (torch.tensor([0.0, 1.0, 2.0]), TypeError, r"positions must be an integer tensor"),
+    "negative": (torch.tensor([0, -1, 2]), ValueError, r"positions must be >= 0, got min -1"),
+    "length": (torch.arange(4), ValueError, r"positions of shape \(4,\) must end in .* 3 "),
+    "three axes": (torch.zeros(2, 1, 3, dtype=torch.long), ValueError, None),
+}
+
+
+def _updates():
+    """Each cache's update with the k/v (or c_kv/k_pe) above, and the name of that tensor."""
+    return {
+        "KVCache": (lambda p: KVCache().update(_KV, _KV, p), r"k has shape \(2, 1, 3, 4\)"),
+        "SlidingWindowCache": (
+            lambda p: SlidingWindowCache(2).update(_KV, _KV, p),
+            r"k has shape \(2, 1, 3, 4\)",
+        ),
+        "LatentCache": (
+            lambda p: LatentCache().update(_C_KV, _K_PE, p),
+            r"c_kv has shape \(2, 3, 4\)",
+        ),
+    }
+
+
+@pytest.mark.parametrize("cache", ["KVCache", "SlidingWindowCache", "LatentCache"])
+@pytest.mark.parametrize("bad", list(_BAD_POSITIONS))
+def test_every_cache_refuses_bad_positions_with_the_positions_check(cache, bad):
+    # the rule of attnbook.checks.check_positions, one message for one mistake in every cache
+    update, x_shape = _updates()[cache]
+    positions, error, match = _BAD_POSITIONS[bad]
+    if bad == "length":
+        match += r"\(" + x_shape
+    if bad == "three axes":  # KVCache names (L,) or (B, L); the others (L,) only
+        per_row = r"positions must be \(L,\) or \(B, L\); got shape \(2, 1, 3\) \("
+        shared = r"positions must be \(L,\) = \(3,\), one position per token shared by the "
+        shared += r"batch; got shape \(2, 1, 3\) \("
+        match = (per_row if cache == "KVCache" else shared) + x_shape
+    with pytest.raises(error, match=match):
+        update(positions)
+
+
+@pytest.mark.parametrize("cache", ["SlidingWindowCache", "LatentCache"])
+def test_shared_position_caches_refuse_per_row_positions(cache):
+    # a ring buffer (and MLA's cache) keeps one position per slot: (B, L) is refused, not read
+    update, x_shape = _updates()[cache]
+    per_row = torch.tensor([[0, 1, 2], [4, 5, 6]])
+    match = r"positions must be \(L,\) = \(3,\), one position per token shared by the batch; "
+    with pytest.raises(ValueError, match=match + r"got shape \(2, 3\) \(" + x_shape):
+        update(per_row)
+
+
+def test_kv_cache_refuses_per_row_positions_of_another_batch():
+    with pytest.raises(
+        ValueError, match=r"positions of shape \(3, 3\) do not match batch 2 of k \(shape "
+    ):
+        KVCache().update(_KV, _KV, torch.zeros(3, 3, dtype=torch.long))
+
+
+def test_caches_take_positions_as_before():
+    # valid input is unchanged: lists and arrays become integer tensors, (B, L) per row in KVCache
+    for positions in ([0, 1, 2], np.arange(3), torch.arange(3, dtype=torch.int32)):
+        for update, _ in _updates().values():
+            got = update(positions)[2]
+            assert isinstance(got, torch.Tensor) and got.tolist() == [0, 1, 2]
+    per_row = torch.tensor([[0, 1, 2], [4, 5, 6]])
+    cache = KVCache()
+    assert cache.update(_KV, _KV, per_row)[2] is per_row
+    assert cache.update(_KV[:, :, :1], _KV[:, :, :1], [7])[2].tolist() == [
+        [0, 1, 2, 7],
+        [4, 5, 6, 7],
+    ]
 
 
 def test_b_greedy_generate_arguments():

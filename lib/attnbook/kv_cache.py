@@ -24,7 +24,14 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_bool, check_generation, check_int, check_int_tensor, check_logits
+from .checks import (
+    check_bool,
+    check_generation,
+    check_int,
+    check_int_tensor,
+    check_logits,
+    check_positions,
+)
 from .config import DTYPE_BYTES, HF_CONFIGS, PRESETS, ModelConfig  # noqa: F401 (re-export)
 from .cost import kv_cache_bytes  # the formula lives in attnbook.cost
 
@@ -47,18 +54,10 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = Fa
             f"k and v must be (B, H_kv, L, D) with the same (B, H_kv, L); got "
             f"k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}"
         )
-    positions = check_int_tensor(positions, "positions")
-    B, L = k.shape[0], k.shape[2]
-    ok = positions.ndim == 1 and positions.shape[0] == L
-    if per_row:
-        ok = ok or (positions.ndim == 2 and tuple(positions.shape) == (B, L))
-    if not ok:
-        allowed = f"(L,) = ({L},)" + (f" or (B, L) = ({B}, {L})" if per_row else "")
-        raise ValueError(
-            f"positions must be {allowed} for k of shape {tuple(k.shape)}; got shape "
-            f"{tuple(positions.shape)}"
-        )
-    return positions
+    positions = check_int_tensor(positions, "positions")  # lists and arrays become tensors
+    return check_positions(
+        positions, k.shape[2], k.shape, batch=True, shared=not per_row, x_name="k"
+    )
 
 
 def _check_no_rewind(old: torch.Tensor | None, new: torch.Tensor) -> None:
@@ -289,13 +288,13 @@ class LatentCache:
                 f"c_kv (B, L, d_c) and k_pe (B, L, D_rope) disagree: "
                 f"{tuple(c_kv.shape)} vs {tuple(k_pe.shape)}"
             )
-        positions = check_int_tensor(positions, "positions").to(c_kv.device)
-        L = c_kv.shape[1]
-        if positions.ndim != 1 or positions.shape[0] != L:
-            raise ValueError(
-                f"positions must be (L,) = ({L},) for c_kv of shape "
-                f"{tuple(c_kv.shape)}; got shape {tuple(positions.shape)}"
-            )
+        positions = check_positions(
+            check_int_tensor(positions, "positions"),
+            c_kv.shape[1],
+            c_kv.shape,
+            shared=True,
+            x_name="c_kv",
+        ).to(c_kv.device)
         if self.c_kv is not None and (
             c_kv.shape[0] != self.c_kv.shape[0]
             or c_kv.shape[2] != self.c_kv.shape[2]
