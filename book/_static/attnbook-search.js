@@ -296,6 +296,7 @@
     return new Parser(src).seq(null)
       .replace(/\s+/g, ' ')
       .replace(/\s+([,.;:!?)\]])/g, '$1')
+      .replace(/,+/g, ',')
       .replace(/,;/g, ';')
       .replace(/∂ /g, '∂')
       .replace(/([([])\s+/g, '$1')
