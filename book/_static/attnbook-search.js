@@ -337,4 +337,4 @@
       return htmlToText.apply(Search, args).replace(/\s+/g, ' ').trim();
     };
   }
-})(this);
+})(typeof window !== 'undefined' ? window : globalThis);
