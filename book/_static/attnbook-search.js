@@ -90,6 +90,11 @@
 
   function has(list, name) { return list.indexOf(name) >= 0; }
 
+  // table[key] if the table itself holds it (never an Object.prototype name such as valueOf).
+  function own(table, key) {
+    return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
+  }
+
   // Whether s is one bracketed group, "(…)" whose first bracket closes at its end.
   function bracketed(s) {
     if (s.charAt(0) !== '(' || s.charAt(s.length - 1) !== ')') { return false; }
@@ -123,7 +128,7 @@
     if (t === '') { return ''; }
     var chars = Array.from(t);
     var letters = chars.filter(function (c) { return /\p{L}/u.test(c); }).length;
-    if (kind === '^' && letters <= 1 && chars.every(function (c) { return SUPERSCRIPTS[c]; })) {
+    if (kind === '^' && letters <= 1 && chars.every(function (c) { return own(SUPERSCRIPTS, c); })) {
       return chars.map(function (c) { return SUPERSCRIPTS[c]; }).join('');
     }
     return kind + (/^[\p{L}\p{N}′]+$/u.test(t) || oneTerm(t) && bracketed(t) ? t : '(' + t + ')');
@@ -134,7 +139,7 @@
   Parser.prototype.peek = function () { return this.s.charAt(this.i); };
 
   Parser.prototype.inMatrix = function () {
-    return this.envs.length > 0 && MATRICES[this.envs[this.envs.length - 1]] !== undefined;
+    return this.envs.length > 0 && own(MATRICES, this.envs[this.envs.length - 1]) !== undefined;
   };
 
   Parser.prototype.skipSpace = function () {
@@ -223,14 +228,14 @@
       this.optional();
       return this.inMatrix() ? '; ' : ' ';
     }
-    if (Object.prototype.hasOwnProperty.call(SYMBOLS, name)) { return SYMBOLS[name]; }
+    if (own(SYMBOLS, name) !== undefined) { return SYMBOLS[name]; }
     if (has(FUNCTIONS, name)) { return name; }
-    if (LARGE[name]) { return ' ' + LARGE[name]; }
+    if (own(LARGE, name)) { return ' ' + LARGE[name]; }
     if (has(IGNORED, name)) { return ''; }
     if (has(FONTS, bare)) { return this.arg(); }
     if (has(TEXTS, name)) { return this.rawGroup(); }
     if (name === 'mathbb') {
-      return Array.from(this.arg()).map(function (c) { return DOUBLE_STRUCK[c] || c; }).join('');
+      return Array.from(this.arg()).map(function (c) { return own(DOUBLE_STRUCK, c) || c; }).join('');
     }
     if (name === 'frac' || name === 'dfrac' || name === 'tfrac' || name === 'cfrac') {
       var num = this.arg();
@@ -261,13 +266,13 @@
       this.arg();
       return this.arg();
     }
-    if (ACCENTS[name] !== undefined) {
+    if (own(ACCENTS, name) !== undefined) {
       var base = this.arg().trim();
       return Array.from(base).length === 1 ? base + ACCENTS[name] : base;
     }
     if (name === 'begin' || name === 'end') {
       var env = this.rawGroup().replace(/\*$/, '');
-      var brackets = MATRICES[env] || ['', ''];
+      var brackets = own(MATRICES, env) || ['', ''];
       if (name === 'end') {
         this.envs.pop();
         return brackets[1];
