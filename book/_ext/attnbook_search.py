@@ -1,4 +1,4 @@
-"""Sphinx extension: the Chinese edition's search finds what a reader types.
+r"""Sphinx extension: the book's search finds what a reader types and shows readable snippets.
 
 Sphinx indexes a Chinese page with jieba (``sphinx.search.zh``: ``jieba.cut_for_search``, words of
 two characters or more), but the page's search script splits the *query* only on spaces and
@@ -20,11 +20,22 @@ punctuation (``splitQuery`` in ``searchtools.js``). Chinese readers type no spac
    characters no indexed word covers are dropped, as the index drops single characters. Latin
    words, numbers and mixed queries (``RoPE 旋转``, ``KV Cache``) are split as before.
 
-The English edition is untouched: the language registered here is Sphinx's ``zh``, used only when
-``language`` is ``zh_CN``. Why this and not a search service or a JavaScript port of jieba: the
-book is read offline from files, and the index already holds every word the query can match, so
-cutting against it needs no dictionary in the page (tested in Chromium:
+The English edition's index and query are untouched: the language registered here is Sphinx's
+``zh``, used only when ``language`` is ``zh_CN``. Why this and not a search service or a JavaScript
+port of jieba: the book is read offline from files, and the index already holds every word the
+query can match, so cutting against it needs no dictionary in the page (tested in Chromium:
 ``tests/browser/test_browser_search.py``).
+
+**Snippets without TeX (both editions).** ``searchtools.js`` makes a result's snippet from the
+result page's HTML, where math is still TeX source (MathJax typesets it only in a loaded page), so
+a reader saw ``\(\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V\)``; and with pydata-sphinx-theme
+the snippet often began with the page's contents list instead of its text. :data:`SNIPPET_JS`
+(``book/_static/attnbook-search.js``), loaded on the search page only, wraps
+``Search.htmlToText``: the page's article stands for ``[role="main"]``, each math element reads as
+plain text (``softmax(QKᵀ/√d_k) V``), runs of white space are one space. It wraps Sphinx's
+function rather than replacing it, so the rest of ``searchtools.js`` (anchors, highlighting)
+stays Sphinx's. Not ``html_sourcelink_suffix`` or ``_sources``: Sphinx 7.4's snippets read the
+HTML page, and the sources are MyST with the same TeX.
 """
 
 from __future__ import annotations
@@ -35,6 +46,12 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
+
+#: The folder of the book's own static files (``book/_static``; ``attnbook_layout`` adds it too).
+STATIC_DIR = Path(__file__).resolve().parent.parent / "_static"
+
+#: The search page's snippet script (in :data:`STATIC_DIR`; see the module docstring, item 3).
+SNIPPET_JS = "attnbook-search.js"
 
 #: The glossary page whose terms table (its last table, "English | 中文") feeds jieba.
 GLOSSARY = Path("appendix") / "glossary.md"
@@ -145,7 +162,28 @@ def _use_glossary_dictionary(app: Sphinx, config: Config) -> None:
     config.html_search_options = dict(config.html_search_options or {}, dict=str(path))
 
 
+def _add_static_path(app: Sphinx, config: Config) -> None:
+    """Serve ``book/_static`` (where :data:`SNIPPET_JS` lives) as part of the HTML's ``_static``."""
+    if str(STATIC_DIR) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC_DIR))
+
+
+def _add_snippet_script(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
+) -> None:
+    """``html-page-context``: load :data:`SNIPPET_JS` on the search page.
+
+    Deferred: the page's ``<head>`` lists it before ``searchtools.js`` (added by the search
+    template), and a deferred script runs once the page is parsed, when ``Search`` exists and
+    before ``Search.init`` (on ``DOMContentLoaded``) starts the search.
+    """
+    if pagename == "search":
+        app.add_js_file(SNIPPET_JS, loading_method="defer")
+
+
 def setup(app: Sphinx) -> dict:
     app.add_search_language(SearchChineseTerms)
     app.connect("config-inited", _use_glossary_dictionary)
+    app.connect("config-inited", _add_static_path)
+    app.connect("html-page-context", _add_snippet_script)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

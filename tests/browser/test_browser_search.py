@@ -1,4 +1,4 @@
-"""The Chinese edition's search finds what a reader types (book/_ext/attnbook_search.py).
+"""The book's search (book/_ext/attnbook_search.py): what a reader types, readable snippets.
 
 A Chinese reader types 多头注意力, not "多头 注意力". Checked in Chromium on the page's own search
 (``search.html?q=...``, Sphinx's searchtools.js):
@@ -12,6 +12,11 @@ A Chinese reader types 多头注意力, not "多头 注意力". Checked in Chrom
   finds every page of the Chinese edition whose text contains it (outside code, scripts and
   math); mixed queries (``KV Cache``, ``GQA``, ``RoPE 旋转``) find pages; the English edition's
   search is unchanged (its ``splitQuery`` is Sphinx's own).
+
+Result snippets (``book/_static/attnbook-search.js``) show math as text, not TeX source: on the
+toy (``√d_k``, ``softmax(QKᵀ/√d_k) V``; the stock toy shows ``\\sqrt{d_k}``, the negative
+control) and on the built book in both editions, where a snippet also no longer begins with the
+theme's contents list or the language switch.
 
 ``.venv/bin/python tests/browser/test_browser_search.py`` prints, per term, the pages found and
 the pages expected.
@@ -50,11 +55,35 @@ FINISHED_JS = r"""
 """
 
 
+#: Runs in search.html: ``[[page, snippet or null], ...]`` once every result has its snippet (a
+#: result with a description, an API object, gets none), else null.
+SNIPPETS_JS = r"""
+() => {
+  const items = Array.from(document.querySelectorAll('#search-results ul.search li'));
+  if (!items.every((li) => li.querySelector('p.context') || li.querySelector(':scope > span')))
+    return null;
+  return items.map((li) => [
+    li.querySelector('a').getAttribute('href').split('?')[0].split('#')[0],
+    li.querySelector('p.context') ? li.querySelector('p.context').textContent : null]);
+}
+"""
+
+#: TeX in a snippet: a command, a math delimiter, a braced script.
+TEX = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|[_^]\{")
+
+
 def search(page, base_url: str, query: str) -> set[str]:
     """The pages (paths relative to the edition) that the page's search lists for ``query``."""
     page.goto(base_url + "search.html?q=" + urllib.parse.quote(query))
     page.wait_for_function(FINISHED_JS, timeout=30_000)
     return {href.removesuffix(".html") for href in page.evaluate(RESULTS_JS)}
+
+
+def snippets(page, base_url: str, query: str) -> list[tuple[str, str | None]]:
+    """``(page, its snippet or None)`` for each result the page's search lists for ``query``."""
+    search(page, base_url, query)
+    handle = page.wait_for_function(SNIPPETS_JS, timeout=60_000)
+    return [tuple(item) for item in handle.json_value()]
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +105,8 @@ TOY_PAGES = {
     "a": "多头注意力把查询分给几个头，每个头各看一个方面。训练时用教师强制。",
     "b": "生成时键值缓存保存过去的键和值，RoPE 旋转查询和键。",
     "c": "这一页只讲循环神经网络。",
+    "d": r"softmax 前先缩放：分数除以 :math:`\sqrt{d_k}`，即 "
+    r":math:`\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V`。",
 }
 
 
@@ -149,6 +180,23 @@ def test_toy_stock_search_misses_them(chromium, toy_books):
             assert search(page, url, "多头 注意力") == {"a"}
     finally:
         page.close()
+
+
+def test_toy_snippet_shows_math_as_text(chromium, toy_books):
+    page = chromium.new_page()
+    try:
+        with serve(toy_books[True]) as url:
+            shown = snippets(page, url, "缩放")
+        with serve(toy_books[False]) as url:
+            stock = snippets(page, url, "缩放")
+    finally:
+        page.close()
+    assert [name for name, _ in shown] == ["d.html"]
+    text = shown[0][1]
+    assert "分数除以 √d_k，即 softmax(QKᵀ/√d_k) V。" in text, text
+    assert not TEX.search(text), text
+    # The negative control: Sphinx's own snippet shows the TeX source.
+    assert "\\sqrt{d_k}" in stock[0][1], stock
 
 
 def test_glossary_terms_are_read_from_the_table(tmp_path):
@@ -259,6 +307,42 @@ def test_english_search_is_sphinx_own(chromium, built_editions):
             assert "chapters/07-multi-head-gqa" in search(page, url, "multi-head attention")
     finally:
         page.close()
+
+
+#: (edition, query, text some snippet must contain): the queries of the reports (softmax, 缩放).
+SNIPPET_QUERIES = [
+    ("en", "softmax", "1/√d_k"),
+    ("en", "scaled dot-product", "√d_k"),
+    ("zh", "缩放", "1/√d_k"),
+    ("zh", "softmax", "softmax"),
+]
+
+
+def snippet_faults(shown: list[tuple[str, str | None]], must: str) -> list[str]:
+    """What is wrong with a search's snippets: TeX, the theme's chrome at the start, no text."""
+    texts = [text for _, text in shown if text is not None]
+    faults = [f"TeX in {name}: {text}" for name, text in shown if text and TEX.search(text)]
+    faults += [
+        f"{name} begins with the page's chrome: {text[:60]}"
+        for name, text in shown
+        if text and text.lstrip(".").startswith(("Contents", "目录", "中文", "English"))
+    ]
+    if not texts:
+        faults.append("no snippet")
+    elif not any(must in text for text in texts):
+        faults.append(f"no snippet contains {must!r}")
+    return faults
+
+
+@pytest.mark.parametrize("edition, query, must", SNIPPET_QUERIES)
+def test_built_book_snippets_show_math_as_text(chromium, built_editions, edition, query, must):
+    page = chromium.new_page()
+    try:
+        with serve(built_editions[edition]) as url:
+            shown = snippets(page, url, query)
+    finally:
+        page.close()
+    assert not snippet_faults(shown, must)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,345 @@
+/*
+ * Readable result snippets on the book's search page (book/_ext/attnbook_search.py loads this
+ * file on search.html only, after Sphinx's searchtools.js).
+ *
+ * searchtools.js makes each result's snippet from the result page's HTML, fetched as a file:
+ * Search.htmlToText takes the text of [role="main"]. Two things made those snippets hard to read:
+ *
+ * - the math is TeX source there, because MathJax typesets it only in a loaded page: a reader saw
+ *   "\(\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V\)" where the page shows the formula;
+ * - with pydata-sphinx-theme, [role="main"] also holds the page's contents list and its
+ *   previous/next links, so a snippet often began "Contents" and the section titles (or, past
+ *   them, with the language switch and the "Run this chapter yourself" line).
+ *
+ * This script wraps Search.htmlToText (it does not copy it): before Sphinx's own function runs,
+ * the page's article alone stands for [role="main"] and each math element (span.math, div.math,
+ * as sphinx.ext.mathjax writes them) holds texToText of its TeX, "softmax(QKᵀ/√d_k) V"
+ * (superscripts in Unicode where it has them, subscripts as a reader types them: d_k,
+ * x_(t+1)); after it, a run of white space is one space, so the snippet's 240 characters are
+ * text. The same for both editions.
+ *
+ * Defines window.attnbookSearch = {texToText, readableHtml}. Plain script, no modules and no
+ * build step: tests/book/test_search_snippets.py runs texToText in Node (node:vm, no DOM), and
+ * tests/browser/test_browser_search.py the search page in Chromium.
+ */
+(function (global) {
+  'use strict';
+  if (global.attnbookSearch) { return; }
+
+  // Commands that stand for one character (or a word) and take no argument.
+  var SYMBOLS = {
+    alpha: 'α', beta: 'β', gamma: 'γ', delta: 'δ', epsilon: 'ϵ', varepsilon: 'ε', zeta: 'ζ',
+    eta: 'η', theta: 'θ', vartheta: 'ϑ', iota: 'ι', kappa: 'κ', lambda: 'λ', mu: 'μ', nu: 'ν',
+    xi: 'ξ', pi: 'π', rho: 'ρ', sigma: 'σ', tau: 'τ', upsilon: 'υ', phi: 'ϕ', varphi: 'φ',
+    chi: 'χ', psi: 'ψ', omega: 'ω', Gamma: 'Γ', Delta: 'Δ', Theta: 'Θ', Lambda: 'Λ', Xi: 'Ξ',
+    Pi: 'Π', Sigma: 'Σ', Upsilon: 'Υ', Phi: 'Φ', Psi: 'Ψ', Omega: 'Ω',
+    times: '×', cdot: '·', cdots: '⋯', ldots: '…', dots: '…', dotsc: '…', dotsb: '⋯',
+    le: '≤', leq: '≤', ge: '≥', geq: '≥', ne: '≠', neq: '≠', ll: '≪', gg: '≫',
+    approx: '≈', sim: '∼', simeq: '≃', equiv: '≡', propto: '∝', in: '∈', notin: '∉', ni: '∋',
+    subset: '⊂', subseteq: '⊆', supset: '⊃', cup: '∪', cap: '∩', setminus: '∖',
+    to: '→', rightarrow: '→', leftarrow: '←', gets: '←', leftrightarrow: '↔',
+    Rightarrow: '⇒', implies: '⇒', Leftarrow: '⇐', iff: '⇔', Leftrightarrow: '⇔', mapsto: '↦',
+    infty: '∞', partial: '∂', nabla: '∇', odot: '⊙', otimes: '⊗', oplus: '⊕', pm: '±', mp: '∓',
+    mid: '|', wedge: '∧', land: '∧', vee: '∨', lor: '∨', lnot: '¬', neg: '¬', forall: '∀',
+    exists: '∃', ell: 'ℓ', top: '⊤', bot: '⊥', perp: '⊥', circ: '∘', star: '⋆', ast: '∗',
+    lVert: '‖', rVert: '‖', Vert: '‖', lvert: '|', rvert: '|', vert: '|', lfloor: '⌊',
+    rfloor: '⌋', lceil: '⌈', rceil: '⌉', langle: '⟨', rangle: '⟩', prime: '′', emptyset: '∅',
+    bmod: ' mod ', colon: ':', hbar: 'ℏ',
+    // one-character commands
+    '{': '{', '}': '}', '%': '%', '$': '$', '&': '&', '#': '#', '_': '_', '|': '‖',
+    ',': ' ', ';': ' ', ':': ' ', '>': ' ', ' ': ' ', '!': '', quad: ' ', qquad: ' '
+  };
+  // Operator names written as words, as TeX sets them.
+  var FUNCTIONS = [
+    'log', 'ln', 'lg', 'exp', 'sin', 'cos', 'tan', 'sinh', 'cosh', 'tanh', 'max', 'min', 'sup',
+    'inf', 'lim', 'det', 'dim', 'ker', 'deg', 'gcd', 'arg', 'Pr', 'argmax', 'argmin'
+  ];
+  // Large operators: a space before them, so "\frac{1}{d}\sum" reads "1/d ∑".
+  var LARGE = {sum: '∑', prod: '∏', int: '∫', oint: '∮', bigcup: '⋃', bigcap: '⋂'};
+  // Commands that only size or space what follows them.
+  var IGNORED = [
+    'left', 'right', 'middle', 'big', 'Big', 'bigg', 'Bigg', 'bigl', 'bigr', 'Bigl', 'Bigr',
+    'biggl', 'biggr', 'Biggl', 'Biggr', 'displaystyle', 'textstyle', 'scriptstyle', 'limits',
+    'nolimits', 'nonumber', 'notag', 'allowbreak', 'strut'
+  ];
+  // One argument, set in a font: the argument itself.
+  var FONTS = [
+    'mathrm', 'mathit', 'mathbf', 'mathsf', 'mathtt', 'mathcal', 'mathscr', 'mathfrak',
+    'boldsymbol', 'bm', 'operatorname', 'mathop'
+  ];
+  // One argument in text mode: its characters as written (spaces and hyphens kept).
+  var TEXTS = ['text', 'textrm', 'textit', 'textbf', 'textsf', 'texttt', 'mbox', 'emph', 'hbox'];
+  var DOUBLE_STRUCK = {R: 'ℝ', N: 'ℕ', Z: 'ℤ', Q: 'ℚ', C: 'ℂ', P: 'ℙ', E: '𝔼', '1': '𝟙'};
+  // Accents: a combining mark after a one-character argument.
+  var ACCENTS = {
+    tilde: '\u0303', widetilde: '\u0303', hat: '\u0302', widehat: '\u0302', bar: '\u0304',
+    overline: '\u0305', vec: '\u20d7', dot: '\u0307', ddot: '\u0308', underline: ''
+  };
+  // Environments with rows and columns, and the brackets around them.
+  var MATRICES = {
+    matrix: ['', ''], smallmatrix: ['', ''], pmatrix: ['(', ')'], bmatrix: ['[', ']'],
+    Bmatrix: ['{', '}'], vmatrix: ['|', '|'], Vmatrix: ['‖', '‖'], cases: ['{ ', ''],
+    array: ['', '']
+  };
+  // Unicode superscripts (x², QKᵀ, 2⁻¹); other superscripts are written ^x or ^(…), and
+  // subscripts always _x or _(…): d_k, x_(t+1), as a reader types them.
+  var SUPERSCRIPTS = {
+    '0': '⁰', '1': '¹', '2': '²', '3': '³', '4': '⁴', '5': '⁵', '6': '⁶', '7': '⁷', '8': '⁸',
+    '9': '⁹', '+': '⁺', '−': '⁻', '=': '⁼', '(': '⁽', ')': '⁾', n: 'ⁿ', i: 'ⁱ', T: 'ᵀ', '⊤': 'ᵀ'
+  };
+
+  function has(list, name) { return list.indexOf(name) >= 0; }
+
+  // table[key] if the table itself holds it (never an Object.prototype name such as valueOf).
+  function own(table, key) {
+    return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
+  }
+
+  // Whether s is one bracketed group, "(…)" whose first bracket closes at its end.
+  function bracketed(s) {
+    if (s.charAt(0) !== '(' || s.charAt(s.length - 1) !== ')') { return false; }
+    for (var i = 0, depth = 0; i < s.length; i++) {
+      if (s.charAt(i) === '(') { depth++; }
+      if (s.charAt(i) === ')') { depth--; }
+      if (depth === 0 && i < s.length - 1) { return false; }
+    }
+    return true;
+  }
+
+  // Whether s is one term: no operator or space outside its brackets (√(σ² + ε), f(x, y)).
+  function oneTerm(s) {
+    var outside = s;
+    for (var prev = null; prev !== outside;) {
+      prev = outside;
+      outside = outside.replace(/\([^()]*\)|\[[^[\]]*\]/g, '');
+    }
+    return !/[\s+\-−×·=,/<>≤≥±∓:;]/.test(outside);
+  }
+
+  // s as one operand of "/" or "√": in brackets unless it is one term.
+  function operand(s) {
+    var t = s.replace(/\s+/g, ' ').trim().replace(/∂ /g, '∂');
+    return oneTerm(t) ? t : '(' + t + ')';
+  }
+
+  // A superscript (kind "^") or subscript ("_") of text s.
+  function script(kind, s) {
+    var t = s.replace(/\s+/g, ' ').trim().replace(/\s*([=+−×·∈∉≤≥<>,:])\s*/g, '$1');
+    if (t === '') { return ''; }
+    var chars = Array.from(t);
+    var letters = chars.filter(function (c) { return /\p{L}/u.test(c); }).length;
+    if (kind === '^' && letters <= 1 && chars.every(function (c) { return own(SUPERSCRIPTS, c); })) {
+      return chars.map(function (c) { return SUPERSCRIPTS[c]; }).join('');
+    }
+    return kind + (/^[\p{L}\p{N}′]+$/u.test(t) || oneTerm(t) && bracketed(t) ? t : '(' + t + ')');
+  }
+
+  function Parser(src) { this.s = src; this.i = 0; this.envs = []; }
+
+  Parser.prototype.peek = function () { return this.s.charAt(this.i); };
+
+  Parser.prototype.inMatrix = function () {
+    return this.envs.length > 0 && own(MATRICES, this.envs[this.envs.length - 1]) !== undefined;
+  };
+
+  Parser.prototype.skipSpace = function () {
+    while (this.i < this.s.length && /\s/.test(this.peek())) { this.i++; }
+  };
+
+  // The name after a backslash: letters (and a star, \operatorname*), or one other character.
+  Parser.prototype.name = function () {
+    var m = /^[A-Za-z]+\*?/.exec(this.s.slice(this.i));
+    var name = m ? m[0] : this.s.charAt(this.i);
+    this.i += name.length || 1;
+    return name;
+  };
+
+  // A text-mode argument: the characters inside the braces, with TeX's escapes undone.
+  Parser.prototype.rawGroup = function () {
+    this.skipSpace();
+    if (this.peek() !== '{') { return this.arg(); }
+    var start = ++this.i;
+    for (var depth = 0; this.i < this.s.length; this.i++) {
+      var c = this.s.charAt(this.i);
+      if (c === '\\') { this.i++; continue; }
+      if (c === '{') { depth++; }
+      if (c === '}') {
+        if (depth === 0) { break; }
+        depth--;
+      }
+    }
+    var body = this.s.slice(start, this.i);
+    this.i++;
+    return body.replace(/\\([{}%$&#_])/g, '$1').replace(/\\[,;:! ]|~/g, ' ')
+      .replace(/[{}]/g, '');
+  };
+
+  // An optional argument "[…]", or null.
+  Parser.prototype.optional = function () {
+    var save = this.i;
+    this.skipSpace();
+    var end = this.s.indexOf(']', this.i);
+    if (this.peek() === '[' && end > 0) {
+      var body = this.s.slice(this.i + 1, end);
+      this.i = end + 1;
+      return body;
+    }
+    this.i = save;
+    return null;
+  };
+
+  // A math argument: a braced group, a command with its arguments, or one character.
+  Parser.prototype.arg = function () {
+    this.skipSpace();
+    var c = this.peek();
+    if (c === '') { return ''; }
+    this.i++;
+    if (c === '{') { return this.seq('}'); }
+    if (c === '\\') { return this.command(this.name()); }
+    return this.character(c);
+  };
+
+  // Everything up to the closing brace `stop` (or to the end when stop is null).
+  Parser.prototype.seq = function (stop) {
+    var out = '';
+    while (this.i < this.s.length) {
+      var c = this.s.charAt(this.i++);
+      if (c === stop) { return out; }
+      if (c === '{') { out += this.seq('}'); }
+      else if (c === '}') { continue; }  // a stray closing brace
+      else if (c === '\\') { out += this.command(this.name()); }
+      else if (c === '^' || c === '_') { out += script(c, this.arg()); }
+      else { out += this.character(c); }
+    }
+    return out;
+  };
+
+  Parser.prototype.character = function (c) {
+    if (/\s/.test(c) || c === '~') { return ' '; }
+    if (c === '&') { return this.inMatrix() ? ', ' : ''; }
+    if (c === '-') { return '−'; }
+    if (c === "'") { return '′'; }
+    return c;
+  };
+
+  Parser.prototype.command = function (name) {
+    var bare = name.replace(/\*$/, '');
+    if (name === '\\' || name === 'cr') {  // a line break; in a matrix, a new row
+      this.optional();
+      return this.inMatrix() ? '; ' : ' ';
+    }
+    if (own(SYMBOLS, name) !== undefined) { return SYMBOLS[name]; }
+    if (has(FUNCTIONS, name)) { return name; }
+    if (own(LARGE, name)) { return ' ' + LARGE[name]; }
+    if (has(IGNORED, name)) { return ''; }
+    if (has(FONTS, bare)) { return this.arg(); }
+    if (has(TEXTS, name)) { return this.rawGroup(); }
+    if (name === 'mathbb') {
+      return Array.from(this.arg()).map(function (c) { return own(DOUBLE_STRUCK, c) || c; }).join('');
+    }
+    if (name === 'frac' || name === 'dfrac' || name === 'tfrac' || name === 'cfrac') {
+      var num = this.arg();
+      return operand(num) + '/' + operand(this.arg());
+    }
+    if (name === 'sqrt') {
+      var index = this.optional();
+      var root = index === '3' ? '∛' : index === '4' ? '∜' : index ? script('^', index) + '√' : '√';
+      return root + operand(this.arg());
+    }
+    if (name === 'binom' || name === 'tbinom' || name === 'dbinom') {
+      var n = this.arg();
+      return 'C(' + n + ', ' + this.arg() + ')';
+    }
+    if (name === 'underbrace' || name === 'overbrace') {  // the term, not its label
+      var term = this.arg();
+      var save = this.i;
+      this.skipSpace();
+      if (this.peek() === '_' || this.peek() === '^') {
+        this.i++;
+        this.arg();
+      } else {
+        this.i = save;
+      }
+      return term;
+    }
+    if (name === 'overset' || name === 'underset' || name === 'stackrel') {
+      this.arg();
+      return this.arg();
+    }
+    if (own(ACCENTS, name) !== undefined) {
+      var base = this.arg().trim();
+      return Array.from(base).length === 1 ? base + ACCENTS[name] : base;
+    }
+    if (name === 'begin' || name === 'end') {
+      var env = this.rawGroup().replace(/\*$/, '');
+      var brackets = own(MATRICES, env) || ['', ''];
+      if (name === 'end') {
+        this.envs.pop();
+        return brackets[1];
+      }
+      this.envs.push(env);
+      if (env === 'array') { this.rawGroup(); }  // its column specification
+      return brackets[0];
+    }
+    if (name === 'label' || name === 'color') {
+      this.rawGroup();
+      return '';
+    }
+    if (name === 'textcolor') {
+      this.rawGroup();
+      return this.arg();
+    }
+    if (name === 'tag') { return '(' + this.rawGroup() + ')'; }
+    return name;  // an unknown command: its name; its arguments follow as groups
+  };
+
+  // Plain text for the TeX of one math element (delimiters \(…\), \[…\], $…$ or $$…$$ included).
+  function texToText(tex) {
+    var src = String(tex).trim();
+    var m = /^(\\\(|\\\[|\$\$|\$)([\s\S]*?)(\\\)|\\\]|\$\$|\$)$/.exec(src);
+    if (m) { src = m[2]; }
+    return new Parser(src).seq(null)
+      .replace(/\s+/g, ' ')
+      .replace(/\s+([,.;:!?)\]])/g, '$1')
+      .replace(/,+/g, ',')
+      .replace(/,;/g, ';')
+      .replace(/∂ /g, '∂')
+      .replace(/([([])\s+/g, '$1')
+      .trim();
+  }
+
+  // What is on a page but not its text: scripts and styles (a page's figures are mostly
+  // script), navigation (the language switch, attnbook_i18n) and the "Run this chapter yourself"
+  // line (attnbook_notebooks).
+  var NOT_TEXT = 'script, style, nav, .attnbook-run-links';
+
+  // The HTML that Search.htmlToText reads: the page's article as [role="main"] (pydata-sphinx-
+  // theme's [role="main"] also holds the contents list and the previous/next links), each math
+  // element as plain text, without NOT_TEXT.
+  function readableHtml(htmlString) {
+    var doc = new DOMParser().parseFromString(htmlString, 'text/html');
+    doc.querySelectorAll(NOT_TEXT).forEach(function (el) { el.remove(); });
+    var main = doc.querySelector('article.bd-article') || doc.querySelector('[role="main"]');
+    if (!main) { return htmlString; }
+    main.querySelectorAll('span.math, div.math').forEach(function (el) {
+      var number = el.querySelector('.eqno');
+      var label = number ? ' ' + number.textContent.replace(/¶/g, '').trim() : '';
+      if (number) { number.remove(); }
+      var text = texToText(el.textContent);
+      el.textContent = el.tagName === 'DIV' ? ' ' + text + label + ' ' : text;
+    });
+    return '<div role="main">' + main.innerHTML + '</div>';
+  }
+
+  global.attnbookSearch = {texToText: texToText, readableHtml: readableHtml};
+
+  // searchtools.js's Search (a global const of the page's scripts; absent outside search.html).
+  if (typeof Search !== 'undefined' && typeof Search.htmlToText === 'function') {
+    var htmlToText = Search.htmlToText;
+    Search.htmlToText = function (htmlString) {
+      var args = Array.prototype.slice.call(arguments);
+      args[0] = readableHtml(htmlString);
+      return htmlToText.apply(Search, args).replace(/\s+/g, ' ').trim();
+    };
+  }
+})(typeof window !== 'undefined' ? window : globalThis);
