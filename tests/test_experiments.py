@@ -709,15 +709,21 @@ def test_norm_placement_records_the_top_states_shares():
                     nxt = layer.norm2(h_in[2 * l + 1].float()).double()
                 branches += [h_in[2 * l] - stream, h_in[2 * l + 1] - mid]
                 stream = nxt
-        want_common = []
+        want_common, want_branch = [], []
         for b in branches:
             b = b.numpy()[:, 3:6]
             b = b - b.mean(-1, keepdims=True)
             want_common.append(np.sqrt((b.mean(axis=0) ** 2).mean()))
+            want_branch.append(((b - b.mean(axis=0)) ** 2).sum() / (b**2).sum())
         common = r.branch_common_rms[arm]
         assert common.shape == (3, 3, 2) and (common > 0).all()
         np.testing.assert_allclose(common[0].ravel(), want_common, rtol=1e-4)
         assert not np.allclose(common[-1], common[0], rtol=1e-4)
+        # The branches' varying share: variance across the sequences over the mean square.
+        branch = r.branch_input_share[arm]
+        assert branch.shape == (3, 3, 2) and ((0 < branch) & (branch < 1)).all()
+        np.testing.assert_allclose(branch[0].ravel(), want_branch, rtol=1e-4)
+        assert not np.allclose(branch[-1], branch[0], rtol=1e-4)
         assert got.shape == (3, 3, 2) and final.shape == (3,)
         assert ((0 < got) & (got < 1)).all()
         np.testing.assert_allclose(got[0].ravel(), want[:6], rtol=1e-5)
@@ -791,6 +797,7 @@ def test_norm_placement_run_trains_a_subset_of_arms_as_the_full_run():
             "norm_input_share",
             "norm_input_ms",
             "branch_common_rms",
+            "branch_input_share",
         ):
             np.testing.assert_array_equal(getattr(one, name)[arm], getattr(full, name)[arm])
         assert one.eval_loss[arm] == full.eval_loss[arm]

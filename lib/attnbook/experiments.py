@@ -1161,6 +1161,10 @@ class NormPlacementResult:
             (``[:, l, 0]`` the self-attention's output, ``[:, l, 1]`` the FFN's): the output
             centred over the features, its mean over the sequences, the RMS of that over the
             positions and the features (the same measure as the norms' common part).
+        branch_input_share: per arm, float64 ``(n_probe, n_layers, 2)``: for the same branch
+            outputs (indexed as ``branch_common_rms``), the share of their mean square that
+            varies with the input (the same measure as ``norm_input_share``); 0 if a branch
+            adds the same vector to every sequence.
         norm_input_share_final: per arm, float64 ``(n_probe,)``: the same for the final norm
             of the Pre-LN arms; ``nan`` for the Post-LN arms.
         eval_loss, eval_accuracy: per arm, on a held-out set after training (``nan`` loss if
@@ -1191,6 +1195,7 @@ class NormPlacementResult:
     norm_input_share_final: dict
     norm_input_ms: dict
     branch_common_rms: dict
+    branch_input_share: dict
     eval_loss: dict
     eval_accuracy: dict
     chance_loss: float
@@ -1336,9 +1341,9 @@ def _probe_shares(kept: dict, x: torch.Tensor, n_layers: int) -> tuple:
     """The shares of what :func:`_probing` kept; ``x`` ``(rows, n)``: the probed targets.
 
     Returns ``(top input share, top token share, norm shares (n_layers, 2), final norm share
-    or nan, norm mean squares (n_layers, 2), branch common RMS (n_layers, 2))``; the norms'
-    inputs and the branches' outputs are centred over the features first (what a LayerNorm
-    divides by).
+    or nan, norm mean squares (n_layers, 2), branch common RMS (n_layers, 2), branch shares
+    (n_layers, 2))``; the norms' inputs and the branches' outputs are centred over the
+    features first (what a LayerNorm divides by).
     """
 
     def centred(h):  # (B, n, d): what a LayerNorm divides by
@@ -1353,8 +1358,11 @@ def _probe_shares(kept: dict, x: torch.Tensor, n_layers: int) -> tuple:
             for l in range(n_layers)
         ]
     )
+    branch = np.array(
+        [[_input_share(centred(kept[("branch", l, k)])) for k in range(2)] for l in range(n_layers)]
+    )
     final = _input_share(centred(kept["final"])) if "final" in kept else math.nan
-    return (*_top_state_shares(kept["head"], x), norms, final, ms, common)
+    return (*_top_state_shares(kept["head"], x), norms, final, ms, common, branch)
 
 
 def _copy_model(norm_first: bool, *, vocab, d_model, n_heads, n_layers, d_ff, n, name, seed):
@@ -1546,6 +1554,7 @@ def norm_placement_run(
             "norm_input_share_final",
             "norm_input_ms",
             "branch_common_rms",
+            "branch_input_share",
             "eval_loss",
             "eval_accuracy",
         )
@@ -1579,6 +1588,7 @@ def norm_placement_run(
             final_shares = np.empty(len(probe_steps), dtype=np.float64)
             norm_ms = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
             branch_common = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
+            branch_shares = np.empty((len(probe_steps), n_layers, 2), dtype=np.float64)
 
             def probe(
                 i,
@@ -1588,10 +1598,16 @@ def norm_placement_run(
                 final_shares=final_shares,
                 norm_ms=norm_ms,
                 branch_common=branch_common,
+                branch_shares=branch_shares,
             ):
-                (*shares[i], norm_shares[i], final_shares[i], norm_ms[i], branch_common[i]) = (
-                    _probe_shares(kept, eval_x[:probe_size], n_layers)
-                )
+                (
+                    *shares[i],
+                    norm_shares[i],
+                    final_shares[i],
+                    norm_ms[i],
+                    branch_common[i],
+                    branch_shares[i],
+                ) = _probe_shares(kept, eval_x[:probe_size], n_layers)
 
             def after_backward(
                 step,
@@ -1650,6 +1666,7 @@ def norm_placement_run(
             out["norm_input_share_final"][arm] = final_shares
             out["norm_input_ms"][arm] = norm_ms
             out["branch_common_rms"][arm] = branch_common
+            out["branch_input_share"][arm] = branch_shares
     return NormPlacementResult(
         probe_steps=np.array(probe_steps, dtype=np.int64),
         chance_loss=math.log(vocab),
