@@ -10,8 +10,9 @@
   (embedding, positions, four projections, the feed-forward network, LayerNorms), the count of
   held-out pairs never seen in training; or
 * for the shipped checkpoint (``lib/attnbook/data/char_gpt.pt`` and ``.json``), its numbers
-  read from the JSON and the file (size, SHA-256), and its held-out loss recomputed from the
-  weights loaded with ``torch.load``; or
+  read from the JSON and the file (size, SHA-256), and its held-out loss (overall and per
+  position of the window, against the bigram model's) recomputed from the weights loaded
+  with ``torch.load``; or
 * a :class:`Check` (tests/chapters/matchers.py) for what depends on the training run or on a
   clock, which no test can reproduce cheaply (the chapter trains for about a minute):
   ``check.matches(actual, glued)`` receives the glued value and every glued value of the
@@ -39,6 +40,10 @@ NAME = "13-train-and-sample"
 D_MODEL, N_HEADS, N_LAYERS, D_FF, CTX = 64, 4, 4, 256, 64
 STEPS, BATCH, BLOCK = 400, 16, 64
 N_NEW, N_SAMPLE, LONG_PROMPT, SPAN = 100, 120, 100, 12
+#: The context measurement: every STRIDE-th window of CTX held-out characters, its positions
+#: grouped (first and last position of each group, 1-based), as the chapter's code lists them.
+STRIDE = 4
+GROUPS = [(1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64)]
 #: The sampling seeds (1 to 6) and the temperature of the bigram control.
 SEEDS, BIGRAM_T = range(1, 7), 0.8
 
@@ -223,6 +228,7 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
         "gap_never_seen": 1 - steps * tr["batch_size"] * tr["block_size"] / len(train),
     }
 
+    se |= _context(model, train, val)  # the loss per position of the window
     return se | {
         "ckpt_steps": steps,
         "ckpt_minutes": meta["seconds"] / 60,
@@ -247,6 +253,68 @@ def _checkpoint(V: int, train: np.ndarray, val: np.ndarray) -> dict:
             lambda a, g: close(a, g["run_val"] - g["ckpt_val"]) and a > 0,
             "live run's held-out loss - checkpoint's, positive",
         ),
+    }
+
+
+def _context(model, train: np.ndarray, val: np.ndarray) -> dict:
+    """The held-out loss per position of the window, for the checkpoint and the bigram model.
+
+    The windows are cut here from the held-out ids by hand: window ``w`` (every ``STRIDE``-th
+    of the ``(len(val) - 1) // CTX`` consecutive ones) holds ``val[w CTX : (w + 1) CTX]``, its
+    targets the same shifted by one. The checkpoint's loss is ``F.cross_entropy`` of its logits
+    (float64 after), the bigram's ``-log`` of the add-one pair probabilities counted here. The
+    flat part is restated from the prose: the first group from which every group's mean paired
+    difference from the last group (33-64) is under two standard errors.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    V = model.embed.tokens.weight.shape[0]
+    n_win = (len(val) - 1) // CTX
+    starts = np.arange(0, n_win, STRIDE) * CTX
+    x = np.stack([val[s : s + CTX] for s in starts])
+    y = np.stack([val[s + 1 : s + CTX + 1] for s in starts])
+    with torch.no_grad():
+        ce = []
+        for lo in range(0, len(x), 256):  # the chapter's batches of 256 windows
+            xb, yb = torch.from_numpy(x[lo : lo + 256]), torch.from_numpy(y[lo : lo + 256])
+            logits = model(xb)  # (B, CTX, V)
+            ce.append(F.cross_entropy(logits.reshape(-1, V), yb.reshape(-1), reduction="none"))
+    ce = torch.cat(ce).double().numpy().reshape(len(x), CTX)
+    counts = np.ones((V, V))
+    np.add.at(counts, (train[:-1], train[1:]), 1.0)
+    ce_bigram = -np.log(counts[x, y] / counts.sum(axis=1)[x])
+    groups_model = np.stack([ce[:, a - 1 : b].mean(axis=1) for a, b in GROUPS], axis=1)
+    groups_bigram = np.stack([ce_bigram[:, a - 1 : b].mean(axis=1) for a, b in GROUPS], axis=1)
+    m, bi = groups_model.mean(axis=0), groups_bigram.mean(axis=0)
+    diff = groups_model - groups_model[:, -1:]
+    d, se = diff.mean(axis=0), diff.std(axis=0, ddof=1) / math.sqrt(len(x))
+    last = len(GROUPS) - 1
+    flat = min(i for i in range(last + 1) if all(abs(d[j]) < 2 * se[j] for j in range(i, last)))
+    # The prose: one character worth no more than to the bigram table, the loss falling group
+    # by group up to positions 5-8 and flat after them; the bigram flat everywhere.
+    assert GROUPS[flat] == (5, 8) and m[0] > bi[0] and all(np.diff(m[: flat + 1]) < 0)
+    assert bi.max() - bi.min() < 0.1
+
+    def recomputed(w, rel=1e-5):
+        return Check(lambda a, g: close(a, w, rel), f"{w:.6g} recomputed")
+
+    return {
+        "ctx_windows": len(x),
+        "ctx_chars": len(x) * CTX,
+        "ctx_first": recomputed(m[0]),
+        "ctx_first_bigram": float(bi[0]),
+        "ctx_second": recomputed(m[1]),
+        "ctx_three_four": recomputed(m[2]),
+        "ctx_flat": recomputed(m[flat]),
+        "ctx_far": recomputed(m[-1]),
+        # a small difference of two losses: relative 1e-4 is an absolute 3e-6 here
+        "ctx_late_diff": recomputed(abs(d[flat]), 1e-4),
+        "ctx_late_se": recomputed(se[flat], 1e-4),
+        "ctx_used": GROUPS[flat][0] - 1,
+        "ctx_unused": CTX - GROUPS[flat][0] + 1,
+        "ctx_bigram_lo": float(bi.min()),
+        "ctx_bigram_hi": float(bi.max()),
     }
 
 
