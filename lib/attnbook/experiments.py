@@ -276,7 +276,7 @@ class ScaledMultiHeadAttention(MultiHeadAttention):
             self.scale, self.q_factor = scale, scale * math.sqrt(self.head_dim)
         gain = checks.check_qk_lr_gain(qk_lr_gain)  # [1e-3, 1e3]: stored weights stay finite
         self.qk_lr_gain = gain
-        if gain != 1.0:  # the same function; Adam's steps move W_Q, W_K gain times as far
+        if gain != 1.0:  # same function; Adam moves W_Q, W_K gain times as far
             with torch.no_grad():
                 for proj in (self.q_proj, self.k_proj):
                     for p in proj.parameters():
