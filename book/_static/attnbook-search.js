@@ -78,7 +78,7 @@
   // Environments with rows and columns, and the brackets around them.
   var MATRICES = {
     matrix: ['', ''], smallmatrix: ['', ''], pmatrix: ['(', ')'], bmatrix: ['[', ']'],
-    Bmatrix: ['{', '}'], vmatrix: ['|', '|'], Vmatrix: ['‖', '‖'], cases: ['{ ', ''],
+    Bmatrix: ['{', '}'], vmatrix: ['|', '|'], Vmatrix: ['‖', '‖'], cases: ['{ ', ' }'],
     array: ['', '']
   };
   // Unicode superscripts (x², QKᵀ, 2⁻¹); other superscripts are written ^x or ^(…), and
@@ -107,11 +107,23 @@
   }
 
   // Whether s is one term: no operator or space outside its brackets (√(σ² + ε), f(x, y)).
+  // One pass over s (a bracket that is never closed, or closed by the other kind, counts as
+  // outside), so that nested brackets cost no more than flat ones.
   function oneTerm(s) {
-    var outside = s;
-    for (var prev = null; prev !== outside;) {
-      prev = outside;
-      outside = outside.replace(/\([^()]*\)|\[[^[\]]*\]/g, '');
+    var open = [], inside = new Array(s.length + 1).fill(0);
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charAt(i);
+      if (c === '(' || c === '[') { open.push(i); }
+      if ((c === ')' || c === ']') && open.length &&
+          s.charAt(open[open.length - 1]) === (c === ')' ? '(' : '[')) {
+        inside[open.pop()]++;
+        inside[i + 1]--;
+      }
+    }
+    var outside = '';
+    for (var j = 0, depth = 0; j < s.length; j++) {
+      depth += inside[j];
+      if (depth === 0) { outside += s.charAt(j); }
     }
     return !/[\s+\-−×·=,/<>≤≥±∓:;]/.test(outside);
   }
@@ -134,7 +146,32 @@
     return kind + (/^[\p{L}\p{N}′]+$/u.test(t) || oneTerm(t) && bracketed(t) ? t : '(' + t + ')');
   }
 
-  function Parser(src) { this.s = src; this.i = 0; this.envs = []; }
+  // How deep groups and arguments may nest, and how long the TeX of one math element may be,
+  // before texToText gives up on its structure (plainText). The book nests a few levels and
+  // writes a few hundred characters; the limits keep a pathological page linear in its length
+  // (each level re-reads the text of the levels inside it) and the recursion off the stack limit.
+  var MAX_DEPTH = 50;
+  var MAX_LENGTH = 20000;
+  var TOO_DEEP = {};  // thrown past MAX_DEPTH, caught by texToText
+
+  var FRACTIONS = ['frac', 'dfrac', 'tfrac', 'cfrac'];
+
+  // What a glued term (a fraction, a root, a script written _x or ^(…)) must not run into: the
+  // start of another operand, "1/2x" or "√23" or "e^xy". A fraction is bracketed before it
+  // (also across a space: "(1/S) I"), a root or script is followed by a space ("√2 3",
+  // "e^x y"); not before "(" (f_θ(x)), a superscript (x_i²) or a large operator (1/d ∑).
+  var SUPERSCRIPT_CHARS = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵀ]/u;
+  function startsOperand(kind, s) {
+    var c = Array.from(s)[0] || '';
+    if (SUPERSCRIPT_CHARS.test(c)) { return false; }
+    return /[\p{L}\p{N}√∛∜∂∇]/u.test(c) || kind === 'frac' && c === '(';
+  }
+
+  function Parser(src) { this.s = src; this.i = 0; this.envs = []; this.depth = 0; }
+
+  Parser.prototype.enter = function () {
+    if (++this.depth > MAX_DEPTH) { throw TOO_DEEP; }
+  };
 
   Parser.prototype.peek = function () { return this.s.charAt(this.i); };
 
@@ -195,22 +232,53 @@
     if (c === '') { return ''; }
     this.i++;
     if (c === '{') { return this.seq('}'); }
-    if (c === '\\') { return this.command(this.name()); }
-    return this.character(c);
+    if (c !== '\\') { return this.character(c); }
+    this.enter();
+    var out = this.command(this.name());
+    this.depth--;
+    return out;
   };
 
   // Everything up to the closing brace `stop` (or to the end when stop is null).
   Parser.prototype.seq = function (stop) {
+    this.enter();
     var out = '';
+    var glued = null;  // the last glued term: {kind, start, end} in out (see startsOperand)
     while (this.i < this.s.length) {
       var c = this.s.charAt(this.i++);
-      if (c === stop) { return out; }
-      if (c === '{') { out += this.seq('}'); }
+      if (c === stop) { break; }
+      var piece, kind = null, text = false, space = /\s/.test(c);
+      if (c === '{') { piece = this.seq('}'); }
       else if (c === '}') { continue; }  // a stray closing brace
-      else if (c === '\\') { out += this.command(this.name()); }
-      else if (c === '^' || c === '_') { out += script(c, this.arg()); }
-      else { out += this.character(c); }
+      else if (c === '\\') {
+        var name = this.name();
+        piece = this.command(name);
+        kind = has(FRACTIONS, name) ? 'frac' : name === 'sqrt' ? 'root' : null;
+        text = has(TEXTS, name);
+        space = /^[,:;> ]$/.test(name);  // a thin space, not a \quad
+      } else if (c === '^' || c === '_') {
+        piece = script(c, this.arg());
+        kind = /^[_^]/.test(piece) ? 'script' : null;
+      } else { piece = this.character(c); }
+      if (piece === '') { continue; }
+      if (glued && glued.kind === 'frac' && space) {
+        out += piece;
+        continue;
+      }
+      var next = piece.replace(/^\s+/, '');
+      if (glued && !(text && glued.kind === 'frac') && startsOperand(glued.kind, next)) {
+        if (glued.kind === 'frac') {
+          out = out.slice(0, glued.start) + '(' + out.slice(glued.start, glued.end) + ')' +
+            (next.charAt(0) === '(' ? '' : ' ');
+          piece = next;
+        } else {
+          out += ' ';
+        }
+      }
+      out += piece;
+      glued = kind ? {kind: kind, start: out.length - piece.length, end: out.length} : null;
     }
+    this.depth--;
     return out;
   };
 
@@ -293,16 +361,34 @@
     return name;  // an unknown command: its name; its arguments follow as groups
   };
 
+  // TeX whose structure texToText gave up on (MAX_DEPTH, MAX_LENGTH): its commands as
+  // symbols or names, without backslashes, braces or alignment tabs.
+  function plainText(src) {
+    return src.replace(/\\([A-Za-z]+)|\\(.)/g, function (m, name, other) {
+      var symbol = own(SYMBOLS, name || other);
+      return ' ' + (symbol !== undefined ? symbol : name || '') + ' ';
+    }).replace(/[{}&$]/g, ' ').replace(/\s+/g, ' ').trim();
+  }
+
   // Plain text for the TeX of one math element (delimiters \(…\), \[…\], $…$ or $$…$$ included).
   function texToText(tex) {
     var src = String(tex).trim();
     var m = /^(\\\(|\\\[|\$\$|\$)([\s\S]*?)(\\\)|\\\]|\$\$|\$)$/.exec(src);
     if (m) { src = m[2]; }
-    return new Parser(src).seq(null)
+    var text;
+    if (src.length > MAX_LENGTH) { return plainText(src); }
+    try {
+      text = new Parser(src).seq(null);
+    } catch (e) {
+      if (e === TOO_DEEP || e instanceof RangeError) { return plainText(src); }
+      throw e;
+    }
+    return text
       .replace(/\s+/g, ' ')
       .replace(/\s+([,.;:!?)\]])/g, '$1')
       .replace(/,+/g, ',')
       .replace(/,;/g, ';')
+      .replace(/[,;]? }/g, ' }')  // the end of a cases block
       .replace(/∂ /g, '∂')
       .replace(/([([])\s+/g, '$1')
       .trim();
