@@ -162,6 +162,17 @@ CASES = [
     (r"\(f_\theta(x) + x_i^2\)", "f_θ(x) + x_i²"),
     (r"\(\frac{1}{2} + \frac{1}{d}\sum_j x_j\)", "1/2 + 1/d ∑_j x_j"),
     (r"\(\frac{a}{b} \quad \text{for } b > 0\)", "a/b for b > 0"),
+    # roots with an index, text inside text, starred matrices, \left., \prime, rows of equations
+    (r"\(\sqrt[n]{x} + \sqrt[3]{y}\)", "x^(1/n) + ∛y"),
+    (r"\(\sqrt[\alpha]{a+b}\)", "(a+b)^(1/α)"),
+    (r"\(\text{\emph{not} masked}\)", "not masked"),
+    (r"\(\text{for all $i \le L$}\)", "for all i ≤ L"),
+    (r"\(\begin{pmatrix*}[r] 1 & -1 \\ -2 & 3 \end{pmatrix*}\)", "(1, −1; −2, 3)"),
+    (r"\(\left. \frac{\partial f}{\partial x} \right|_{x=0}\)", "∂f/∂x |_(x=0)"),
+    (r"\(x^{\prime} + f^\prime\)", "x′ + f′"),
+    (r"\[\begin{aligned} a &= b \\ c &= d \\ &= e \end{aligned}\]", "a = b; c = d = e"),
+    (r"\[\begin{aligned} a &= b, \\ c &= d \end{aligned}\]", "a = b, c = d"),
+    (r"\(\end{cases} x\)", "x"),  # an \end of nothing open closes nothing
 ]
 
 
