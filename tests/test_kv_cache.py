@@ -209,6 +209,16 @@ def test_window_mismatch_and_cache_shape_errors():
         cache.update(torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4), torch.arange(3))
 
 
+def test_sliding_window_cache_refuses_a_value_width_change():
+    # as KVCache does: a v of another width Dv is named with the shapes, not a torch.cat error
+    cache = SlidingWindowCache(4)
+    cache.update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4), torch.arange(3))
+    match = r"new k \(1, 1, 1, 4\) / v \(1, 1, 1, 5\) does not match the buffers "
+    with pytest.raises(ValueError, match=match + r"\(1, 1, 4, 4\), \(1, 1, 4, 4\)"):
+        cache.update(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 5), torch.tensor([3]))
+    assert cache.seq_len == 3 and cache.slot_positions.tolist() == [0, 1, 2, -1]  # unchanged
+
+
 def test_rope_key_in_cache_uses_its_position():
     # one head, D = 2: the cached key of the token at position 3 is [cos 3, sin 3], not [1, 0]
     m = layers.MultiHeadAttention(2, 1, rope=layers.RotaryEmbedding()).double().eval()

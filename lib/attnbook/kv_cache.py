@@ -202,8 +202,9 @@ class SlidingWindowCache:
             the new ones, ``(B, H_kv, n_buffered + L, D)`` and ``(n_buffered + L,)``.
 
         Raises:
-            ValueError: for mismatched shapes, a negative position, or a new position that
-                does not come after every cached one.
+            ValueError: for mismatched shapes (``k`` and ``v`` with each other, or either
+                with the buffers, ``v``'s width ``Dv`` included), a negative position, or a
+                new position that does not come after every cached one.
             TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions).to(k.device)
@@ -212,10 +213,14 @@ class SlidingWindowCache:
             self.k = k.new_zeros(B, H_kv, self.window, D)
             self.v = v.new_zeros(B, H_kv, self.window, v.shape[3])
             self.slot_positions = torch.full((self.window,), -1, dtype=torch.long, device=k.device)
-        elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
+        elif (
+            k.shape[:2] != self.k.shape[:2]
+            or k.shape[3] != self.k.shape[3]
+            or v.shape[3] != self.v.shape[3]
+        ):
             raise ValueError(
-                f"new k of shape {tuple(k.shape)} does not match the buffer "
-                f"{tuple(self.k.shape)} in (B, H_kv, ., D)"
+                f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not match the buffers "
+                f"{tuple(self.k.shape)}, {tuple(self.v.shape)} in (B, H_kv, ., D)"
             )
         else:
             _check_no_rewind(self.slot_positions[self.slot_positions >= 0], positions)
