@@ -349,6 +349,29 @@ _X = (2, 3, 8)  # x of shape (B, L, d) = (2, 3, 8)
             ValueError,
             r"positions must be \(L,\) = \(3,\), .* got shape \(1, 3\)",
         ),
+        (  # a cache stores tokens in order: (L,) positions strictly increase
+            [2, 1, 0],
+            {"increasing": True},
+            ValueError,
+            r"positions must strictly increase \(one position per token, in order\): "
+            r"positions\[1\] = 1 comes after positions\[0\] = 2; got positions = "
+            r"\[2, 1, 0\] \(x has shape \(2, 3, 8\)\)",
+        ),
+        (
+            [0, 0, 1],
+            {"batch": True, "increasing": True},
+            ValueError,
+            r"positions must strictly increase .*: positions\[1\] = 0 comes after "
+            r"positions\[0\] = 0; got positions = \[0, 0, 1\]",
+        ),
+        (  # per row, a repeat (left padding) passes, a decrease does not
+            [[0, 0, 1], [2, 0, 1]],
+            {"batch": True, "increasing": True},
+            ValueError,
+            r"positions must never decrease within a row .*: positions\[1, 1\] = 0 comes "
+            r"after positions\[1, 0\] = 2; got positions\[1\] = \[2, 0, 1\] \(x has shape "
+            r"\(2, 3, 8\)\)",
+        ),
     ],
 )
 @pytest.mark.parametrize("as_tensor", [False, True])
@@ -370,6 +393,12 @@ def test_check_positions_accepts_l_and_per_row_b_l():
     per_row = torch.tensor([[0, 1, 2], [5, 6, 7]])
     assert checks.check_positions(per_row, 3, _X, batch=True) is per_row
     # without batch, any leading dims (NumPy's (..., L)) pass
+    for kwargs in ({"increasing": True}, {"batch": True, "shared": True, "increasing": True}):
+        assert checks.check_positions([0, 4, 9], 3, _X, **kwargs).tolist() == [0, 4, 9]
+    left_padded = torch.tensor([[0, 0, 0], [0, 1, 2]])  # positions_from_attention_mask's pads
+    assert checks.check_positions(left_padded, 3, _X, batch=True, increasing=True) is left_padded
+    # out of order is refused only where asked for (RoPE, embeddings: any positions)
+    assert checks.check_positions([2, 1, 0], 3, _X, batch=True).tolist() == [2, 1, 0]
     assert checks.check_positions(np.zeros((4, 2, 3), dtype=np.int64), 3, _X).shape == (4, 2, 3)
 
 

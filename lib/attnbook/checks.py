@@ -1008,6 +1008,7 @@ def check_positions(
     *,
     batch: bool = False,
     shared: bool = False,
+    increasing: bool = False,
     x_name: str = "x",
 ):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
@@ -1023,13 +1024,17 @@ def check_positions(
         shared: if true, ``positions`` is ``(L,)`` only: one position per token, shared by
             every row of the batch (a cache that keeps one position per slot, such as
             :class:`attnbook.kv_cache.SlidingWindowCache`, has no per-row ``(B, L)``).
+        increasing: if true, the positions follow the tokens' order, as a cache that appends
+            them needs: ``(L,)`` positions strictly increase; per-row ``(B, L)`` positions
+            never decrease within a row, and may repeat, as left padding repeats position 0
+            at the pads (:func:`attnbook.masks.positions_from_attention_mask`).
         x_name: the name of ``x`` in messages (``ids`` for token ids).
 
     Raises:
         TypeError: not integers.
         ValueError: negative, the last dimension is not ``seq_len``, (with ``batch``) more
-            than 2 axes, 2-D positions whose batch is not that of ``x``, or (with ``shared``)
-            more than 1 axis.
+            than 2 axes, 2-D positions whose batch is not that of ``x``, (with ``shared``)
+            more than 1 axis, or (with ``increasing``) positions out of order.
     """
     if type(positions).__module__ == "torch":
         positions = check_int_tensor(positions, name)
@@ -1055,7 +1060,36 @@ def check_positions(
             f"{name} of shape {tuple(positions.shape)} do not match batch "
             f"{x_shape[0]} of {x_name} (shape {tuple(x_shape)})"
         )
+    if increasing:
+        _check_in_order(positions, name, x_name, x_shape)
     return positions
+
+
+def _check_in_order(positions, name: str, x_name: str, x_shape) -> None:
+    """``(L,)`` positions strictly increase; ``(B, L)`` rows never decrease."""
+    pos = positions.cpu().numpy() if type(positions).__module__ == "torch" else positions
+    pos = np.asarray(pos, dtype=np.int64)
+    step = np.diff(pos, axis=-1)  # (..., L - 1); no overflow: every entry is in [0, 2**63)
+    bad = step <= 0 if pos.ndim == 1 else step < 0
+    if not bad.any():
+        return
+    where = tuple(int(i) for i in np.argwhere(bad)[0])  # the first pair out of order
+    *row, i = where
+    at = f"{name}[{', '.join(map(str, [*row, i]))}]"
+    after = f"{name}[{', '.join(map(str, [*row, i + 1]))}]"
+    line = f"{name}[{', '.join(map(str, row))}]" if row else name  # the row out of order
+    values = pos[tuple(row)].tolist()
+    shown = values if len(values) <= 16 else [*values[:16], "..."]
+    rule = (
+        "strictly increase (one position per token, in order)"
+        if pos.ndim == 1
+        else "never decrease within a row (a row may repeat one, as left padding does)"
+    )
+    raise ValueError(
+        f"{name} must {rule}: {after} = {int(pos[(*row, i + 1)])} comes after "
+        f"{at} = {int(pos[(*row, i)])}; got {line} = {shown} "
+        f"({x_name} has shape {tuple(x_shape)})"
+    )
 
 
 def check_rope_positions(pos_shape, x_shape, name: str = "positions") -> tuple:
