@@ -308,6 +308,33 @@ def test_check_int_tensor_and_positions():
         checks.check_positions(np.arange(4.0), 4, (1, 4, 8))
 
 
+@pytest.mark.parametrize("check", [checks.check_int_tensor, checks.check_int_array])
+def test_int_checks_read_python_lists_entry_by_entry(check):
+    # an empty list is an empty int64 array (NumPy reads [] as float64)
+    assert check([], "positions").dtype in (torch.int64, np.int64)
+    assert tuple(check([[]], "positions").shape) == (1, 0)
+    # a Python int beyond int64 is the int64-limit error (not "got list" / dtype object)
+    with pytest.raises(ValueError, match=r"positions must be <= 9223372036854775807 \(int64\), "):
+        check([0, 1, 2**70], "positions")
+    with pytest.raises(ValueError, match=r"positions must be >= 0, got min -1 \(shape \(2,\)\)"):
+        check([-1, 2**63], "positions")  # NumPy would read it as float64
+    with pytest.raises(ValueError, match=r"positions must be >= -9223372036854775808 \(int64\)"):
+        check([-(2**70), 1], "positions", None)
+    # a bool among ints is refused, as a bool array is (NumPy would read it as 1)
+    for bad in ([0, True, 2], (np.False_, 1), [[0, 1], [True, 3]]):
+        with pytest.raises(TypeError, match=r"positions must hold integers, got the bool"):
+            check(bad, "positions")
+    assert check([0, 1, 2], "positions").tolist() == [0, 1, 2]
+
+
+def test_check_positions_takes_an_empty_list_for_no_tokens():
+    for positions in ([], np.array([], dtype=np.int64), torch.zeros(0, dtype=torch.long)):
+        got = checks.check_positions(positions, 0, (1, 0, 8), batch=True, increasing=True)
+        assert got.shape == (0,)
+    got = checks.check_positions(checks.check_int_tensor([], "positions"), 0, (1, 0, 8))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.int64
+
+
 _X = (2, 3, 8)  # x of shape (B, L, d) = (2, 3, 8)
 
 

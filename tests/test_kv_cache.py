@@ -573,6 +573,17 @@ def test_kv_cache_per_row_positions_may_repeat_at_left_pads_but_not_decrease():
         KVCache().update(kv, kv, torch.tensor([[1, 2, 0, 0], [0, 1, 2, 3]]))
 
 
+def test_caches_read_position_lists_as_the_checks_do():
+    # [] for no tokens; a bool or an int beyond int64 in a list is named, as in arrays
+    empty = torch.zeros(1, 1, 0, 4)
+    assert KVCache().update(empty, empty, [])[2].dtype == torch.int64
+    for update, _ in _updates().values():
+        with pytest.raises(TypeError, match=r"positions must hold integers, got the bool True"):
+            update([0, True, 2])
+        with pytest.raises(ValueError, match=r"positions must be <= 9223372036854775807 \(int64\)"):
+            update([0, 1, 2**70])
+
+
 def test_caches_take_positions_as_before():
     # valid input is unchanged: lists and arrays become integer tensors, (B, L) per row in KVCache
     for positions in ([0, 1, 2], np.arange(3), torch.arange(3, dtype=torch.int32)):

@@ -711,10 +711,12 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
     Every entry fits in int64, so callers may compute in int64 (``astype(np.int64)``).
 
     Raises:
-        TypeError: the entries are not integers (bools and floats refused).
-        ValueError: wrong rank, an entry below ``minimum``, or an unsigned entry above the
-            int64 maximum ``2**63 - 1``.
+        TypeError: the entries are not integers (bools and floats refused, also a bool inside
+            a list of ints, which NumPy would read as 0 or 1).
+        ValueError: wrong rank, an entry below ``minimum``, or an entry above the int64
+            maximum ``2**63 - 1`` (an unsigned one, or a Python int of any size).
     """
+    _check_int_sequence(values, name, minimum)
     arr = np.asarray(values)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         if arr.size == 0 and arr.dtype == np.float64:  # [] reads as float64
@@ -734,6 +736,40 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
             f"{int(arr.max())} (dtype {arr.dtype}, shape {arr.shape})"
         )
     return arr
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _check_int_sequence(values, name: str, minimum: int | None) -> None:
+    """Entry by entry, what NumPy's conversion of a list or tuple would hide.
+
+    ``np.asarray([0, True, 2])`` is ``[0, 1, 2]`` (the bool passes as an int) and
+    ``np.asarray([0, 1, 2**70])`` an object array (not "too large"). Anything else (arrays,
+    tensors, ragged lists) is left to the caller's checks.
+    """
+    if not isinstance(values, (list, tuple)):
+        return
+    try:
+        objects = np.array(values, dtype=object)
+    except (TypeError, ValueError):  # ragged beyond repair: the caller's conversion says so
+        return
+    flat, shape = objects.ravel().tolist(), objects.shape
+    for index, entry in enumerate(flat):
+        if isinstance(entry, (bool, np.bool_)):
+            raise TypeError(
+                f"{name} must hold integers, got the bool {entry!r} at flat index {index} "
+                f"(bools are refused, not read as 0 or 1)"
+            )
+    if not flat or not all(isinstance(e, numbers.Integral) for e in flat):
+        return
+    lo, hi = min(int(e) for e in flat), max(int(e) for e in flat)
+    if minimum is not None and lo < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got min {lo} (shape {shape})")
+    if lo < _INT64.min:
+        raise ValueError(f"{name} must be >= {_INT64.min} (int64), got min {lo} (shape {shape})")
+    if hi > _INT64.max:  # the message of an unsigned array beyond int64, below
+        raise ValueError(f"{name} must be <= {_INT64.max} (int64), got max {hi} (shape {shape})")
 
 
 def check_text(value, name: str) -> str:
@@ -965,13 +1001,25 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     """An integer torch tensor (lists and NumPy arrays are converted), all ``>= minimum``.
 
     Unsigned NumPy arrays, and torch tensors of uint16/32/64 (which torch cannot compare),
-    become int64.
+    become int64; an empty list or tuple becomes an empty int64 tensor (as in
+    :func:`check_int_array`).
 
     Raises:
-        TypeError: not convertible, or not integer (floats and bools refused).
-        ValueError: an entry below ``minimum``, or an unsigned entry above ``2**63 - 1``.
+        TypeError: not convertible, or not integer (floats and bools refused, also a bool
+            inside a list of ints).
+        ValueError: an entry below ``minimum``, or an entry above the int64 maximum
+            ``2**63 - 1`` (an unsigned one, or a Python int of any size).
     """
     import torch
+
+    _check_int_sequence(values, name, minimum)
+    if isinstance(values, (list, tuple)):
+        try:
+            arr = np.asarray(values)
+        except (TypeError, ValueError):
+            arr = None  # ragged: refused below
+        if arr is not None and arr.size == 0 and arr.dtype == np.float64:
+            values = arr.astype(np.int64)  # [] reads as float64
 
     if isinstance(values, torch.Tensor) and values.dtype in (
         getattr(torch, "uint16", None),
