@@ -823,6 +823,17 @@ def test_norm_placement_run_refuses_a_probe_larger_than_the_held_out_set():
     assert r.probe_steps.tolist() == [0, 2] and np.isfinite(r.top_input_share["post_ln"]).all()
 
 
+def test_norm_placement_run_refuses_one_feature_up_front():
+    """d_model=1 used to end in a ZeroDivisionError in the probe (a LayerNorm over one
+    feature outputs its bias alone); now it is refused before training, naming d_model."""
+    sizes = dict(vocab=5, n_heads=1, n_layers=1, d_ff=8, n=2, steps=2, batch_size=2, eval_size=4)
+    with pytest.raises(ValueError, match=r"d_model must be >= 2, got 1: a LayerNorm over one"):
+        E.norm_placement_run(d_model=1, arms=("post_ln",), **sizes)
+    r = E.norm_placement_run(d_model=2, arms=("post_ln", "pre_ln"), **sizes)  # two suffice
+    for shares in (r.top_input_share, r.norm_input_share, r.branch_input_share):
+        assert all(np.isfinite(v).all() for v in shares.values())
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(

@@ -1448,7 +1448,7 @@ def norm_placement_run(
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
-        d_model, n_heads, d_ff: widths.
+        d_model, n_heads, d_ff: widths (``d_model >= 2``: the shares need two features).
         n, vocab: tokens to copy and data vocabulary size.
         steps, batch_size, lr: Adam updates, sequences per update, peak learning rate (the same
             for every arm).
@@ -1479,12 +1479,13 @@ def norm_placement_run(
             ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
             refused), ``lr`` not a real number, ``arms`` not a list or tuple of strings, or
             ``progress`` not a bool.
-        ValueError: if a size is < 1, ``probe_size`` < 2 or > ``eval_size`` (without a
-            ``probe_size``: ``eval_size`` < 2), ``arms`` is empty, names an unknown arm or one
-            twice (:func:`attnbook.checks.check_names`), ``lr`` is not positive,
-            ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
-            step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
-            never reach the peak rate).
+        ValueError: if a size is < 1, ``d_model`` < 2 (a LayerNorm over one feature
+            outputs its bias alone: the shares would be 0 / 0), ``probe_size`` < 2 or >
+            ``eval_size`` (without a ``probe_size``: ``eval_size`` < 2), ``arms`` is
+            empty, names an unknown arm or one twice (:func:`attnbook.checks.check_names`),
+            ``lr`` is not positive, ``probe_steps`` is empty or not strictly increasing,
+            ``warmup_steps``, a probe step or ``seed`` is negative, or
+            ``warmup_steps >= steps`` (the warmup arms would never reach the peak rate).
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1502,6 +1503,12 @@ def norm_placement_run(
         eval_size=eval_size,
     ).items():
         checks.check_int(v, name, 1)
+    if d_model < 2:  # one feature: every norm's input centred over the features is 0
+        raise ValueError(
+            f"d_model must be >= 2, got {d_model}: a LayerNorm over one feature outputs its "
+            "bias whatever the input (the input centred over the features is 0), so the "
+            "probed shares would be 0 / 0"
+        )
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     progress = checks.check_bool(progress, "progress")
