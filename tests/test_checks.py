@@ -563,6 +563,16 @@ def test_fits_positions_is_one_rule_for_every_table_of_positions():
         checks.check_fits_positions(65, 64, "sinusoidal", "position 64")
 
 
+def test_check_name_refuses_a_non_string_with_a_type_error():
+    allowed = ["big-step", "small-step"]
+    assert checks.check_name("small-step", "arm", allowed) == "small-step"
+    for bad in (None, 1, ["big-step"]):
+        with pytest.raises(TypeError, match=r"arm must be a string, one of \['big-step', "):
+            checks.check_name(bad, "arm", allowed)
+    with pytest.raises(ValueError, match=r"arm must be one of .* got 'scaled'"):
+        checks.check_name("scaled", "arm", allowed)
+
+
 def test_check_names_one_rule_for_which_arms_or_models_a_run_trains():
     from attnbook.checks import check_names
 

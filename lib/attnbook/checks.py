@@ -69,6 +69,7 @@ __all__ = [
     "check_generation",
     "check_rope_positions",
     "check_strings",
+    "check_name",
     "check_names",
     "check_text",
     "check_features",
@@ -810,6 +811,18 @@ def check_strings(values, name: str) -> list:
             raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
         check_text(s, f"{name}[{i}]")
     return list(values)
+
+
+def check_name(value, name: str, allowed: Sequence[str]) -> str:
+    """One name among ``allowed``: which arm or model a function is about.
+
+    Raises:
+        TypeError: ``value`` is not a string (``None`` and numbers included).
+        ValueError: it is not one of ``allowed``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {list(allowed)}, got {_describe(value)}")
+    return check_choice(value, name, list(allowed))
 
 
 def check_names(values, name: str, allowed: Sequence[str]) -> list:
