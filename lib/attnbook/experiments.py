@@ -1166,9 +1166,9 @@ class NormPlacementResult:
             Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
             the Post-LN arms, which have no final norm.
         probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share``,
-            ``top_token_share``, ``norm_input_share``, ``norm_input_ms`` and
-            ``branch_common_rms`` were measured, before that step's update; the last entry is
-            ``steps``, after the last update.
+            ``top_token_share``, ``norm_input_share``, ``norm_input_share_final``,
+            ``norm_input_ms``, ``branch_common_rms`` and ``branch_input_share`` were measured,
+            before that step's update; the last entry is ``steps``, after the last update.
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
             states the LM head reads depends on the input, measured on the first
             ``probe_size`` sequences of the held-out set without gradients
