@@ -717,8 +717,8 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
         ValueError: wrong rank, an entry below ``minimum``, or an entry above the int64
             maximum ``2**63 - 1`` (an unsigned one, or a Python int of any size).
     """
-    _check_int_sequence(values, name, minimum)
     arr = np.asarray(values)
+    _check_int_sequence(values, arr, name, minimum)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         if arr.size == 0 and arr.dtype == np.float64:  # [] reads as float64
             arr = arr.astype(np.int64)
@@ -742,29 +742,52 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
 _INT64 = np.iinfo(np.int64)
 
 
-def _check_int_sequence(values, name: str, minimum: int | None) -> None:
-    """Entry by entry, what NumPy's conversion of a list or tuple would hide.
+def _entry_types(values) -> set:
+    """The types of the entries of a (nested) list or tuple, at C speed row by row."""
+    types = set(map(type, values))
+    if list in types or tuple in types:
+        types -= {list, tuple}
+        for row in values:
+            if type(row) in (list, tuple):
+                types |= _entry_types(row)
+    return types
+
+
+def _leaves(values):
+    """The entries of a (nested) list or tuple, in NumPy's (row-major) order."""
+    for v in values:
+        if type(v) in (list, tuple):
+            yield from _leaves(v)
+        else:
+            yield v
+
+
+def _check_int_sequence(values, arr, name: str, minimum: int | None) -> None:
+    """What NumPy's conversion ``arr`` of a list or tuple ``values`` hides, named.
 
     ``np.asarray([0, True, 2])`` is ``[0, 1, 2]`` (the bool passes as an int) and
-    ``np.asarray([0, 1, 2**70])`` an object array (not "too large"). Anything else (arrays,
-    tensors, ragged lists) is left to the caller's checks.
+    ``np.asarray([0, 1, 2**70])`` an object array (not "too large"). Arrays, tensors and
+    ragged lists (``arr`` is ``None``) are left to the caller's checks.
     """
-    if not isinstance(values, (list, tuple)):
+    if not isinstance(values, (list, tuple)) or arr is None:
         return
-    try:
-        objects = np.array(values, dtype=object)
-    except (TypeError, ValueError):  # ragged beyond repair: the caller's conversion says so
-        return
-    flat, shape = objects.ravel().tolist(), objects.shape
-    for index, entry in enumerate(flat):
-        if isinstance(entry, (bool, np.bool_)):
-            raise TypeError(
-                f"{name} must hold integers, got the bool {entry!r} at flat index {index} "
-                f"(bools are refused, not read as 0 or 1)"
-            )
-    if not flat or not all(isinstance(e, numbers.Integral) for e in flat):
-        return
-    lo, hi = min(int(e) for e in flat), max(int(e) for e in flat)
+    types = _entry_types(values)
+    if bool in types or np.bool_ in types:
+        index, entry = next(
+            (i, e) for i, e in enumerate(_leaves(values)) if isinstance(e, (bool, np.bool_))
+        )
+        raise TypeError(
+            f"{name} must hold integers, got the bool {entry!r} at flat index {index} "
+            f"(bools are refused, not read as 0 or 1)"
+        )
+    if (
+        arr.dtype.kind in "iu"
+        or not types
+        or not all(issubclass(t, numbers.Integral) for t in types)
+    ):
+        return  # NumPy read them as integers (unsigned ones are checked after), or not ints
+    ints = [int(e) for e in _leaves(values)]  # Python ints beyond int64: object or float64
+    lo, hi, shape = min(ints), max(ints), arr.shape
     if minimum is not None and lo < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got min {lo} (shape {shape})")
     if lo < _INT64.min:
@@ -1025,15 +1048,6 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     """
     import torch
 
-    _check_int_sequence(values, name, minimum)
-    if isinstance(values, (list, tuple)):
-        try:
-            arr = np.asarray(values)
-        except (TypeError, ValueError):
-            arr = None  # ragged: refused below
-        if arr is not None and arr.size == 0 and arr.dtype == np.float64:
-            values = arr.astype(np.int64)  # [] reads as float64
-
     if isinstance(values, torch.Tensor) and values.dtype in (
         getattr(torch, "uint16", None),
         getattr(torch, "uint32", None),
@@ -1043,6 +1057,14 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     if not isinstance(values, torch.Tensor):
         try:
             arr = np.asarray(values)
+        except (TypeError, ValueError):
+            arr = None  # ragged: refused below
+        _check_int_sequence(values, arr, name, minimum)
+        if arr is not None and arr.size == 0 and arr.dtype == np.float64:
+            arr = arr.astype(np.int64)  # [] reads as float64
+        try:
+            if arr is None:
+                raise TypeError
             tensor = None if arr.dtype.kind == "u" else torch.as_tensor(arr)
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(
