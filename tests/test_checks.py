@@ -308,6 +308,33 @@ def test_check_int_tensor_and_positions():
         checks.check_positions(np.arange(4.0), 4, (1, 4, 8))
 
 
+@pytest.mark.parametrize("check", [checks.check_int_tensor, checks.check_int_array])
+def test_int_checks_read_python_lists_entry_by_entry(check):
+    # an empty list is an empty int64 array (NumPy reads [] as float64)
+    assert check([], "positions").dtype in (torch.int64, np.int64)
+    assert tuple(check([[]], "positions").shape) == (1, 0)
+    # a Python int beyond int64 is the int64-limit error (not "got list" / dtype object)
+    with pytest.raises(ValueError, match=r"positions must be <= 9223372036854775807 \(int64\), "):
+        check([0, 1, 2**70], "positions")
+    with pytest.raises(ValueError, match=r"positions must be >= 0, got min -1 \(shape \(2,\)\)"):
+        check([-1, 2**63], "positions")  # NumPy would read it as float64
+    with pytest.raises(ValueError, match=r"positions must be >= -9223372036854775808 \(int64\)"):
+        check([-(2**70), 1], "positions", None)
+    # a bool among ints is refused, as a bool array is (NumPy would read it as 1)
+    for bad in ([0, True, 2], (np.False_, 1), [[0, 1], [True, 3]]):
+        with pytest.raises(TypeError, match=r"positions must hold integers, got the bool"):
+            check(bad, "positions")
+    assert check([0, 1, 2], "positions").tolist() == [0, 1, 2]
+
+
+def test_check_positions_takes_an_empty_list_for_no_tokens():
+    for positions in ([], np.array([], dtype=np.int64), torch.zeros(0, dtype=torch.long)):
+        got = checks.check_positions(positions, 0, (1, 0, 8), batch=True, increasing=True)
+        assert got.shape == (0,)
+    got = checks.check_positions(checks.check_int_tensor([], "positions"), 0, (1, 0, 8))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.int64
+
+
 _X = (2, 3, 8)  # x of shape (B, L, d) = (2, 3, 8)
 
 
@@ -349,6 +376,29 @@ _X = (2, 3, 8)  # x of shape (B, L, d) = (2, 3, 8)
             ValueError,
             r"positions must be \(L,\) = \(3,\), .* got shape \(1, 3\)",
         ),
+        (  # a cache stores tokens in order: (L,) positions strictly increase
+            [2, 1, 0],
+            {"increasing": True},
+            ValueError,
+            r"positions must strictly increase \(one position per token, in order\): "
+            r"positions\[1\] = 1 comes after positions\[0\] = 2; got positions = "
+            r"\[2, 1, 0\] \(x has shape \(2, 3, 8\)\)",
+        ),
+        (
+            [0, 0, 1],
+            {"batch": True, "increasing": True},
+            ValueError,
+            r"positions must strictly increase .*: positions\[1\] = 0 comes after "
+            r"positions\[0\] = 0; got positions = \[0, 0, 1\]",
+        ),
+        (  # per row, a repeat (left padding) passes, a decrease does not
+            [[0, 0, 1], [2, 0, 1]],
+            {"batch": True, "increasing": True},
+            ValueError,
+            r"positions must never decrease within a row .*: positions\[1, 1\] = 0 comes "
+            r"after positions\[1, 0\] = 2; got positions\[1\] = \[2, 0, 1\] \(x has shape "
+            r"\(2, 3, 8\)\)",
+        ),
     ],
 )
 @pytest.mark.parametrize("as_tensor", [False, True])
@@ -370,6 +420,12 @@ def test_check_positions_accepts_l_and_per_row_b_l():
     per_row = torch.tensor([[0, 1, 2], [5, 6, 7]])
     assert checks.check_positions(per_row, 3, _X, batch=True) is per_row
     # without batch, any leading dims (NumPy's (..., L)) pass
+    for kwargs in ({"increasing": True}, {"batch": True, "shared": True, "increasing": True}):
+        assert checks.check_positions([0, 4, 9], 3, _X, **kwargs).tolist() == [0, 4, 9]
+    left_padded = torch.tensor([[0, 0, 0], [0, 1, 2]])  # positions_from_attention_mask's pads
+    assert checks.check_positions(left_padded, 3, _X, batch=True, increasing=True) is left_padded
+    # out of order is refused only where asked for (RoPE, embeddings: any positions)
+    assert checks.check_positions([2, 1, 0], 3, _X, batch=True).tolist() == [2, 1, 0]
     assert checks.check_positions(np.zeros((4, 2, 3), dtype=np.int64), 3, _X).shape == (4, 2, 3)
 
 
@@ -505,6 +561,16 @@ def test_fits_positions_is_one_rule_for_every_table_of_positions():
     msg = r"position 64 exceeds the model's max_seq_len 64 \(sinusoidal positions\)"
     with pytest.raises(ValueError, match=msg):
         checks.check_fits_positions(65, 64, "sinusoidal", "position 64")
+
+
+def test_check_name_refuses_a_non_string_with_a_type_error():
+    allowed = ["big-step", "small-step"]
+    assert checks.check_name("small-step", "arm", allowed) == "small-step"
+    for bad in (None, 1, ["big-step"]):
+        with pytest.raises(TypeError, match=r"arm must be a string, one of \['big-step', "):
+            checks.check_name(bad, "arm", allowed)
+    with pytest.raises(ValueError, match=r"arm must be one of .* got 'scaled'"):
+        checks.check_name("scaled", "arm", allowed)
 
 
 def test_check_names_one_rule_for_which_arms_or_models_a_run_trains():

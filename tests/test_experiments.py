@@ -823,6 +823,17 @@ def test_norm_placement_run_refuses_a_probe_larger_than_the_held_out_set():
     assert r.probe_steps.tolist() == [0, 2] and np.isfinite(r.top_input_share["post_ln"]).all()
 
 
+def test_norm_placement_run_refuses_one_feature_up_front():
+    """d_model=1 used to end in a ZeroDivisionError in the probe (a LayerNorm over one
+    feature outputs its bias alone); now it is refused before training, naming d_model."""
+    sizes = dict(vocab=5, n_heads=1, n_layers=1, d_ff=8, n=2, steps=2, batch_size=2, eval_size=4)
+    with pytest.raises(ValueError, match=r"d_model must be >= 2, got 1: a LayerNorm over one"):
+        E.norm_placement_run(d_model=1, arms=("post_ln",), **sizes)
+    r = E.norm_placement_run(d_model=2, arms=("post_ln", "pre_ln"), **sizes)  # two suffice
+    for shares in (r.top_input_share, r.norm_input_share, r.branch_input_share):
+        assert all(np.isfinite(v).all() for v in shares.values())
+
+
 def test_norm_placement_gradient_norms_at_init_match_autograd():
     seed, n, vocab = 3, 3, 5
     r = E.norm_placement_run(
@@ -1809,6 +1820,36 @@ def test_match_step_gain_finds_the_gain_whose_steps_match_the_target_arms():
     # One trial only: returned unmatched, not raised.
     once = E.match_step_gain("big-step", max_trials=1, rtol=0.01, **kw)
     assert len(once.trials) == 1 and once.matched is False and once.gain == 8.0
+
+
+def test_match_step_gain_names_lr_arm_and_keeps_the_first_gain_in_range():
+    kw = dict(**TINY_SCALING, score_steps=1, max_trials=1)
+    # an lr too small to move float32 weights: the target's steps are 0 (was ZeroDivisionError)
+    with pytest.raises(
+        ValueError,
+        match=r"the scores of the unscaled arm did not move at lr=1e-300 \(mean score change "
+        r"per update 0\)",
+    ):
+        E.match_step_gain("big-step", lr=1e-300, **kw)
+    # an lr far past training (was a probabilities error that did not name lr)
+    with pytest.raises(ValueError, match=r"lr must be <= 1 to measure training steps, got 1e\+30"):
+        E.match_step_gain("big-step", lr=1e30, **kw)
+    for bad in (math.inf, math.nan):
+        with pytest.raises(ValueError, match="lr must be finite"):
+            E.match_step_gain("big-step", lr=bad, **kw)
+    with pytest.raises(TypeError, match="lr must be a real number"):
+        E.match_step_gain("big-step", lr="1e-3", **kw)
+    # not a string: TypeError, as the docstring says (was ValueError)
+    for bad in (None, 1):
+        with pytest.raises(TypeError, match=r"arm must be a string, one of \['big-step', "):
+            E.match_step_gain(bad, **kw)
+    # the settings come back as Python ints
+    m = E.match_step_gain("big-step", **{**kw, "score_steps": np.int64(1)}, seed=np.int64(2))
+    assert type(m.score_steps) is int and type(m.seed) is int and m.seed == 2
+    # 1/sqrt(head_dim) below 1e-3: the first gain is clamped as later ones are (was refused)
+    tiny = dict(d_model=2, d_ff=2, n_pairs=1, n_keys=2, n_values=2, batch_size=1)
+    m = E.match_step_gain("small-step", head_dim=1_100_000, score_steps=1, max_trials=1, **tiny)
+    assert m.trials[0][0] == 1e-3 and m.gain == 1e-3
 
 
 def test_match_step_gain_refuses_bad_arguments():

@@ -209,6 +209,16 @@ def test_window_mismatch_and_cache_shape_errors():
         cache.update(torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4), torch.arange(3))
 
 
+def test_sliding_window_cache_refuses_a_value_width_change():
+    # as KVCache does: a v of another width Dv is named with the shapes, not a torch.cat error
+    cache = SlidingWindowCache(4)
+    cache.update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4), torch.arange(3))
+    match = r"new k \(1, 1, 1, 4\) / v \(1, 1, 1, 5\) does not match the buffers "
+    with pytest.raises(ValueError, match=match + r"\(1, 1, 4, 4\), \(1, 1, 4, 4\)"):
+        cache.update(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 5), torch.tensor([3]))
+    assert cache.seq_len == 3 and cache.slot_positions.tolist() == [0, 1, 2, -1]  # unchanged
+
+
 def test_rope_key_in_cache_uses_its_position():
     # one head, D = 2: the cached key of the token at position 3 is [cos 3, sin 3], not [1, 0]
     m = layers.MultiHeadAttention(2, 1, rope=layers.RotaryEmbedding()).double().eval()
@@ -472,6 +482,24 @@ _BAD_POSITIONS = {  # refused by every cache: (positions, error, message)
     "negative": (torch.tensor([0, -1, 2]), ValueError, r"positions must be >= 0, got min -1"),
     "length": (torch.arange(4), ValueError, r"positions of shape \(4,\) must end in .* 3 "),
     "three axes": (torch.zeros(2, 1, 3, dtype=torch.long), ValueError, None),
+    "decreasing": (
+        torch.tensor([2, 1, 0]),
+        ValueError,
+        r"positions must strictly increase .*: positions\[1\] = 1 comes after positions\[0\] "
+        r"= 2; got positions = \[2, 1, 0\]",
+    ),
+    "shuffled": (
+        [2, 0, 1],
+        ValueError,
+        r"positions must strictly increase .*: positions\[1\] = 0 comes after positions\[0\] "
+        r"= 2; got positions = \[2, 0, 1\]",
+    ),
+    "repeated": (
+        np.array([0, 0, 1]),
+        ValueError,
+        r"positions must strictly increase .*: positions\[1\] = 0 comes after positions\[0\] "
+        r"= 0",
+    ),
 }
 
 
@@ -522,6 +550,38 @@ def test_kv_cache_refuses_per_row_positions_of_another_batch():
         ValueError, match=r"positions of shape \(3, 3\) do not match batch 2 of k \(shape "
     ):
         KVCache().update(_KV, _KV, torch.zeros(3, 3, dtype=torch.long))
+
+
+def test_sliding_window_cache_keeps_every_token_of_an_ordered_call():
+    # [2, 1, 0] used to pass and lose position 2; in order, the last `window` tokens stay
+    sw = SlidingWindowCache(2)
+    with pytest.raises(ValueError, match=r"positions must strictly increase"):
+        sw.update(_KV, _KV, [2, 1, 0])
+    assert sw.k is None and sw.seq_len == 0  # nothing stored by the refused call
+    sw.update(_KV, _KV, [0, 1, 2])
+    assert sorted(sw.slot_positions.tolist()) == [1, 2]
+
+
+def test_kv_cache_per_row_positions_may_repeat_at_left_pads_but_not_decrease():
+    kv = torch.zeros(2, 1, 4, 4)
+    left_padded = torch.tensor([[0, 0, 0, 1], [0, 1, 2, 3]])  # positions_from_attention_mask
+    cache = KVCache()
+    assert cache.update(kv, kv, left_padded)[2] is left_padded
+    match = r"positions must never decrease within a row .*: positions\[0, 2\] = 0 comes after "
+    match += r"positions\[0, 1\] = 2; got positions\[0\] = \[1, 2, 0, 0\] \(k has shape "
+    with pytest.raises(ValueError, match=match):  # right padding: the pads go back to 0
+        KVCache().update(kv, kv, torch.tensor([[1, 2, 0, 0], [0, 1, 2, 3]]))
+
+
+def test_caches_read_position_lists_as_the_checks_do():
+    # [] for no tokens; a bool or an int beyond int64 in a list is named, as in arrays
+    empty = torch.zeros(1, 1, 0, 4)
+    assert KVCache().update(empty, empty, [])[2].dtype == torch.int64
+    for update, _ in _updates().values():
+        with pytest.raises(TypeError, match=r"positions must hold integers, got the bool True"):
+            update([0, True, 2])
+        with pytest.raises(ValueError, match=r"positions must be <= 9223372036854775807 \(int64\)"):
+            update([0, 1, 2**70])
 
 
 def test_caches_take_positions_as_before():

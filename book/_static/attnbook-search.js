@@ -16,7 +16,11 @@
  * as sphinx.ext.mathjax writes them) holds texToText of its TeX, "softmax(QKᵀ/√d_k) V"
  * (superscripts in Unicode where it has them, subscripts as a reader types them: d_k,
  * x_(t+1)); after it, a run of white space is one space, so the snippet's 240 characters are
- * text. The same for both editions.
+ * text. The same for both editions. Terms do not run together: a fraction before another operand
+ * is bracketed, "(1/S) I", a root or script spaced, "√2 3", "e^x y"; a cases block closes with
+ * "}", rows of aligned equations are set off by "; " unless punctuation joins them. Math nested
+ * past MAX_DEPTH (or longer than MAX_LENGTH) is returned as its words without TeX (plainText),
+ * so the time stays linear in the page's length.
  *
  * Defines window.attnbookSearch = {texToText, readableHtml}. Plain script, no modules and no
  * build step: tests/book/test_search_snippets.py runs texToText in Node (node:vm, no DOM), and
@@ -78,9 +82,17 @@
   // Environments with rows and columns, and the brackets around them.
   var MATRICES = {
     matrix: ['', ''], smallmatrix: ['', ''], pmatrix: ['(', ')'], bmatrix: ['[', ']'],
-    Bmatrix: ['{', '}'], vmatrix: ['|', '|'], Vmatrix: ['‖', '‖'], cases: ['{ ', ''],
+    Bmatrix: ['{', '}'], vmatrix: ['|', '|'], Vmatrix: ['‖', '‖'], cases: ['{ ', ' }'],
     array: ['', '']
   };
+  // Environments of equations, one a row: a row that ends in punctuation or words (\text{i.e.})
+  // or begins with a relation ("a = b = c") follows with a space, another is set off by "; "
+  // (ROW_BREAK marks them for texToText).
+  var ROWS = [
+    'aligned', 'align', 'alignat', 'alignedat', 'gather', 'gathered', 'split', 'multline',
+    'eqnarray', 'flalign'
+  ];
+  var ROW_BREAK = '\uE000';
   // Unicode superscripts (x², QKᵀ, 2⁻¹); other superscripts are written ^x or ^(…), and
   // subscripts always _x or _(…): d_k, x_(t+1), as a reader types them.
   var SUPERSCRIPTS = {
@@ -107,11 +119,23 @@
   }
 
   // Whether s is one term: no operator or space outside its brackets (√(σ² + ε), f(x, y)).
+  // One pass over s (a bracket that is never closed, or closed by the other kind, counts as
+  // outside), so that nested brackets cost no more than flat ones.
   function oneTerm(s) {
-    var outside = s;
-    for (var prev = null; prev !== outside;) {
-      prev = outside;
-      outside = outside.replace(/\([^()]*\)|\[[^[\]]*\]/g, '');
+    var open = [], inside = new Array(s.length + 1).fill(0);
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charAt(i);
+      if (c === '(' || c === '[') { open.push(i); }
+      if ((c === ')' || c === ']') && open.length &&
+          s.charAt(open[open.length - 1]) === (c === ')' ? '(' : '[')) {
+        inside[open.pop()]++;
+        inside[i + 1]--;
+      }
+    }
+    var outside = '';
+    for (var j = 0, depth = 0; j < s.length; j++) {
+      depth += inside[j];
+      if (depth === 0) { outside += s.charAt(j); }
     }
     return !/[\s+\-−×·=,/<>≤≥±∓:;]/.test(outside);
   }
@@ -125,7 +149,7 @@
   // A superscript (kind "^") or subscript ("_") of text s.
   function script(kind, s) {
     var t = s.replace(/\s+/g, ' ').trim().replace(/\s*([=+−×·∈∉≤≥<>,:])\s*/g, '$1');
-    if (t === '') { return ''; }
+    if (t === '' || kind === '^' && /^′+$/.test(t)) { return t; }  // x^{\prime}: x′
     var chars = Array.from(t);
     var letters = chars.filter(function (c) { return /\p{L}/u.test(c); }).length;
     if (kind === '^' && letters <= 1 && chars.every(function (c) { return own(SUPERSCRIPTS, c); })) {
@@ -134,9 +158,48 @@
     return kind + (/^[\p{L}\p{N}′]+$/u.test(t) || oneTerm(t) && bracketed(t) ? t : '(' + t + ')');
   }
 
-  function Parser(src) { this.s = src; this.i = 0; this.envs = []; }
+  // How deep groups and arguments may nest, and how long the TeX of one math element may be,
+  // before texToText gives up on its structure (plainText). The book nests a few levels and
+  // writes a few hundred characters; the limits keep a pathological page linear in its length
+  // (each level re-reads the text of the levels inside it) and the recursion off the stack limit.
+  var MAX_DEPTH = 50;
+  var MAX_LENGTH = 20000;
+  var TOO_DEEP = {};  // thrown past MAX_DEPTH, caught by texToText
+
+  var FRACTIONS = ['frac', 'dfrac', 'tfrac', 'cfrac'];
+
+  // What a glued term (a fraction, a root, a script written _x or ^(…)) must not run into: the
+  // start of another operand, "1/2x" or "√23" or "e^xy". A fraction is bracketed before it
+  // (also across a space: "(1/S) I"), a root or script is followed by a space ("√2 3",
+  // "e^x y"); not before "(" (f_θ(x)), a superscript (x_i²) or a large operator (1/d ∑).
+  var SUPERSCRIPT_CHARS = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵀ]/u;
+  function startsOperand(kind, s) {
+    var c = Array.from(s)[0] || '';
+    if (SUPERSCRIPT_CHARS.test(c)) { return false; }
+    return /[\p{L}\p{N}√∛∜∂∇]/u.test(c) || kind === 'frac' && c === '(';
+  }
+
+  function Parser(src) {
+    this.s = src;
+    this.i = 0;
+    this.envs = [];
+    this.depth = 0;
+    this.afterText = false;  // whether the last thing written was text-mode words
+  }
+
+  Parser.prototype.enter = function () {
+    if (++this.depth > MAX_DEPTH) { throw TOO_DEEP; }
+  };
 
   Parser.prototype.peek = function () { return this.s.charAt(this.i); };
+
+  // The text of TeX src found inside this one (an optional argument, math inside \text), at
+  // this parser's depth.
+  Parser.prototype.sub = function (src) {
+    var parser = new Parser(src);
+    parser.depth = this.depth;
+    return parser.seq(null);
+  };
 
   Parser.prototype.inMatrix = function () {
     return this.envs.length > 0 && own(MATRICES, this.envs[this.envs.length - 1]) !== undefined;
@@ -170,16 +233,27 @@
     }
     var body = this.s.slice(start, this.i);
     this.i++;
-    return body.replace(/\\([{}%$&#_])/g, '$1').replace(/\\[,;:! ]|~/g, ' ')
-      .replace(/[{}]/g, '');
+    var self = this;
+    return body.replace(/\\([{}%$&#_])/g, '\uE001$1')  // an escaped character, kept below
+      .replace(/(^|[^\uE001])\$([^$]*)\$/g, function (m, before, math) {  // math inside text
+        return before + self.sub(math);
+      })
+      .replace(/\\([A-Za-z]+)\*?|\\(.)|~/g, function (m, name, other) {  // \emph{…}, \\, \,
+        if (name) {
+          var symbol = own(SYMBOLS, name);
+          return symbol !== undefined ? symbol : has(TEXTS, name) || has(FONTS, name) ? '' : name;
+        }
+        return ' ';
+      })
+      .replace(/\uE001(.)|[{}]/g, '$1');
   };
 
   // An optional argument "[…]", or null.
   Parser.prototype.optional = function () {
     var save = this.i;
     this.skipSpace();
-    var end = this.s.indexOf(']', this.i);
-    if (this.peek() === '[' && end > 0) {
+    var end = this.peek() === '[' ? this.s.indexOf(']', this.i) : -1;
+    if (end > 0) {
       var body = this.s.slice(this.i + 1, end);
       this.i = end + 1;
       return body;
@@ -195,22 +269,54 @@
     if (c === '') { return ''; }
     this.i++;
     if (c === '{') { return this.seq('}'); }
-    if (c === '\\') { return this.command(this.name()); }
-    return this.character(c);
+    if (c !== '\\') { return this.character(c); }
+    this.enter();
+    var out = this.command(this.name());
+    this.depth--;
+    return out;
   };
 
   // Everything up to the closing brace `stop` (or to the end when stop is null).
   Parser.prototype.seq = function (stop) {
+    this.enter();
     var out = '';
+    var glued = null;  // the last glued term: {kind, start, end} in out (see startsOperand)
     while (this.i < this.s.length) {
       var c = this.s.charAt(this.i++);
-      if (c === stop) { return out; }
-      if (c === '{') { out += this.seq('}'); }
+      if (c === stop) { break; }
+      var piece, kind = null, text = false, space = /\s/.test(c);
+      if (c === '{') { piece = this.seq('}'); }
       else if (c === '}') { continue; }  // a stray closing brace
-      else if (c === '\\') { out += this.command(this.name()); }
-      else if (c === '^' || c === '_') { out += script(c, this.arg()); }
-      else { out += this.character(c); }
+      else if (c === '\\') {
+        var name = this.name();
+        piece = this.command(name);
+        kind = has(FRACTIONS, name) ? 'frac' : name === 'sqrt' ? 'root' : null;
+        text = has(TEXTS, name);
+        space = /^[,:;> ]$/.test(name);  // a thin space, not a \quad
+      } else if (c === '^' || c === '_') {
+        piece = script(c, this.arg());
+        kind = /^[_^]/.test(piece) ? 'script' : null;
+      } else { piece = this.character(c); }
+      if (piece === '') { continue; }
+      if (glued && glued.kind === 'frac' && space) {
+        out += piece;
+        continue;
+      }
+      var next = piece.replace(/^\s+/, '');
+      if (glued && !(text && glued.kind === 'frac') && startsOperand(glued.kind, next)) {
+        if (glued.kind === 'frac') {
+          out = out.slice(0, glued.start) + '(' + out.slice(glued.start, glued.end) + ')' +
+            (next.charAt(0) === '(' ? '' : ' ');
+          piece = next;
+        } else {
+          out += ' ';
+        }
+      }
+      out += piece;
+      if (/\S/.test(piece)) { this.afterText = text; }
+      glued = kind ? {kind: kind, start: out.length - piece.length, end: out.length} : null;
     }
+    this.depth--;
     return out;
   };
 
@@ -226,12 +332,20 @@
     var bare = name.replace(/\*$/, '');
     if (name === '\\' || name === 'cr') {  // a line break; in a matrix, a new row
       this.optional();
-      return this.inMatrix() ? '; ' : ' ';
+      if (this.inMatrix()) { return '; '; }
+      return !this.afterText && this.envs.some(function (env) { return has(ROWS, env); }) ?
+        ROW_BREAK : ' ';
     }
     if (own(SYMBOLS, name) !== undefined) { return SYMBOLS[name]; }
     if (has(FUNCTIONS, name)) { return name; }
     if (own(LARGE, name)) { return ' ' + LARGE[name]; }
-    if (has(IGNORED, name)) { return ''; }
+    if (has(IGNORED, name)) {
+      if (/^(left|right|middle)$/.test(name)) {  // \left. is no bracket
+        this.skipSpace();
+        if (this.peek() === '.') { this.i++; }
+      }
+      return '';
+    }
     if (has(FONTS, bare)) { return this.arg(); }
     if (has(TEXTS, name)) { return this.rawGroup(); }
     if (name === 'mathbb') {
@@ -241,10 +355,13 @@
       var num = this.arg();
       return operand(num) + '/' + operand(this.arg());
     }
-    if (name === 'sqrt') {
+    if (name === 'sqrt') {  // √x, ∛x, ∜x; another index as a power: x^(1/n)
       var index = this.optional();
-      var root = index === '3' ? '∛' : index === '4' ? '∜' : index ? script('^', index) + '√' : '√';
-      return root + operand(this.arg());
+      index = index === null ? '' : this.sub(index).trim();
+      var radicand = operand(this.arg());
+      if (index === '' || index === '2') { return '√' + radicand; }
+      if (index === '3' || index === '4') { return (index === '3' ? '∛' : '∜') + radicand; }
+      return radicand + '^(1/' + operand(index) + ')';
     }
     if (name === 'binom' || name === 'tbinom' || name === 'dbinom') {
       var n = this.arg();
@@ -271,14 +388,18 @@
       return Array.from(base).length === 1 ? base + ACCENTS[name] : base;
     }
     if (name === 'begin' || name === 'end') {
-      var env = this.rawGroup().replace(/\*$/, '');
+      var starred = this.rawGroup();
+      var env = starred.replace(/\*$/, '');
       var brackets = own(MATRICES, env) || ['', ''];
-      if (name === 'end') {
-        this.envs.pop();
+      if (name === 'end') {  // an \end of no open environment closes nothing
+        var open = this.envs.lastIndexOf(env);
+        if (open < 0) { return ''; }
+        this.envs.length = open;
         return brackets[1];
       }
       this.envs.push(env);
       if (env === 'array') { this.rawGroup(); }  // its column specification
+      if (starred !== env && own(MATRICES, env)) { this.optional(); }  // pmatrix*'s [r]
       return brackets[0];
     }
     if (name === 'label' || name === 'color') {
@@ -293,16 +414,36 @@
     return name;  // an unknown command: its name; its arguments follow as groups
   };
 
+  // TeX whose structure texToText gave up on (MAX_DEPTH, MAX_LENGTH): its commands as
+  // symbols or names, without backslashes, braces or alignment tabs.
+  function plainText(src) {
+    return src.replace(/\\([A-Za-z]+)|\\(.)/g, function (m, name, other) {
+      var symbol = own(SYMBOLS, name || other);
+      return ' ' + (symbol !== undefined ? symbol : name || '') + ' ';
+    }).replace(/[{}&$]/g, ' ').replace(/\s+/g, ' ').trim();
+  }
+
   // Plain text for the TeX of one math element (delimiters \(…\), \[…\], $…$ or $$…$$ included).
   function texToText(tex) {
-    var src = String(tex).trim();
+    var src = String(tex).trim().replace(/[\uE000\uE001]/g, '');  // the converter's own marks
     var m = /^(\\\(|\\\[|\$\$|\$)([\s\S]*?)(\\\)|\\\]|\$\$|\$)$/.exec(src);
     if (m) { src = m[2]; }
-    return new Parser(src).seq(null)
+    var text;
+    if (src.length > MAX_LENGTH) { return plainText(src); }
+    try {
+      text = new Parser(src).seq(null);
+    } catch (e) {
+      if (e === TOO_DEEP || e instanceof RangeError) { return plainText(src); }
+      throw e;
+    }
+    return text
+      .replace(/([,.;:])\s*\uE000|\s*\uE000\s*(?=$|[=<>≤≥≈≠≡∝∼→⇒,.;:])/g, '$1 ')
+      .replace(/\s*\uE000\s*/g, '; ')
       .replace(/\s+/g, ' ')
       .replace(/\s+([,.;:!?)\]])/g, '$1')
       .replace(/,+/g, ',')
       .replace(/,;/g, ';')
+      .replace(/[,;]? }/g, ' }')  // the end of a cases block
       .replace(/∂ /g, '∂')
       .replace(/([([])\s+/g, '$1')
       .trim();

@@ -69,6 +69,7 @@ __all__ = [
     "check_generation",
     "check_rope_positions",
     "check_strings",
+    "check_name",
     "check_names",
     "check_text",
     "check_features",
@@ -711,11 +712,13 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
     Every entry fits in int64, so callers may compute in int64 (``astype(np.int64)``).
 
     Raises:
-        TypeError: the entries are not integers (bools and floats refused).
-        ValueError: wrong rank, an entry below ``minimum``, or an unsigned entry above the
-            int64 maximum ``2**63 - 1``.
+        TypeError: the entries are not integers (bools and floats refused, also a bool inside
+            a list of ints, which NumPy would read as 0 or 1).
+        ValueError: wrong rank, an entry below ``minimum``, or an entry above the int64
+            maximum ``2**63 - 1`` (an unsigned one, or a Python int of any size).
     """
     arr = np.asarray(values)
+    _check_int_sequence(values, arr, name, minimum)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         if arr.size == 0 and arr.dtype == np.float64:  # [] reads as float64
             arr = arr.astype(np.int64)
@@ -734,6 +737,63 @@ def check_int_array(values, name: str, minimum: int | None = 0, ndim: int | None
             f"{int(arr.max())} (dtype {arr.dtype}, shape {arr.shape})"
         )
     return arr
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _entry_types(values) -> set:
+    """The types of the entries of a (nested) list or tuple, at C speed row by row."""
+    types = set(map(type, values))
+    if list in types or tuple in types:
+        types -= {list, tuple}
+        for row in values:
+            if type(row) in (list, tuple):
+                types |= _entry_types(row)
+    return types
+
+
+def _leaves(values):
+    """The entries of a (nested) list or tuple, in NumPy's (row-major) order."""
+    for v in values:
+        if type(v) in (list, tuple):
+            yield from _leaves(v)
+        else:
+            yield v
+
+
+def _check_int_sequence(values, arr, name: str, minimum: int | None) -> None:
+    """What NumPy's conversion ``arr`` of a list or tuple ``values`` hides, named.
+
+    ``np.asarray([0, True, 2])`` is ``[0, 1, 2]`` (the bool passes as an int) and
+    ``np.asarray([0, 1, 2**70])`` an object array (not "too large"). Arrays, tensors and
+    ragged lists (``arr`` is ``None``) are left to the caller's checks.
+    """
+    if not isinstance(values, (list, tuple)) or arr is None:
+        return
+    types = _entry_types(values)
+    if bool in types or np.bool_ in types:
+        index, entry = next(
+            (i, e) for i, e in enumerate(_leaves(values)) if isinstance(e, (bool, np.bool_))
+        )
+        raise TypeError(
+            f"{name} must hold integers, got the bool {entry!r} at flat index {index} "
+            f"(bools are refused, not read as 0 or 1)"
+        )
+    if (
+        arr.dtype.kind in "iu"
+        or not types
+        or not all(issubclass(t, numbers.Integral) for t in types)
+    ):
+        return  # NumPy read them as integers (unsigned ones are checked after), or not ints
+    ints = [int(e) for e in _leaves(values)]  # Python ints beyond int64: object or float64
+    lo, hi, shape = min(ints), max(ints), arr.shape
+    if minimum is not None and lo < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got min {lo} (shape {shape})")
+    if lo < _INT64.min:
+        raise ValueError(f"{name} must be >= {_INT64.min} (int64), got min {lo} (shape {shape})")
+    if hi > _INT64.max:  # the message of an unsigned array beyond int64, below
+        raise ValueError(f"{name} must be <= {_INT64.max} (int64), got max {hi} (shape {shape})")
 
 
 def check_text(value, name: str) -> str:
@@ -774,6 +834,18 @@ def check_strings(values, name: str) -> list:
             raise TypeError(f"{name}[{i}] must be a string, got {type(s).__name__}")
         check_text(s, f"{name}[{i}]")
     return list(values)
+
+
+def check_name(value, name: str, allowed: Sequence[str]) -> str:
+    """One name among ``allowed``: which arm or model a function is about.
+
+    Raises:
+        TypeError: ``value`` is not a string (``None`` and numbers included).
+        ValueError: it is not one of ``allowed``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {list(allowed)}, got {_describe(value)}")
+    return check_choice(value, name, list(allowed))
 
 
 def check_names(values, name: str, allowed: Sequence[str]) -> list:
@@ -965,11 +1037,14 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     """An integer torch tensor (lists and NumPy arrays are converted), all ``>= minimum``.
 
     Unsigned NumPy arrays, and torch tensors of uint16/32/64 (which torch cannot compare),
-    become int64.
+    become int64; an empty list or tuple becomes an empty int64 tensor (as in
+    :func:`check_int_array`).
 
     Raises:
-        TypeError: not convertible, or not integer (floats and bools refused).
-        ValueError: an entry below ``minimum``, or an unsigned entry above ``2**63 - 1``.
+        TypeError: not convertible, or not integer (floats and bools refused, also a bool
+            inside a list of ints).
+        ValueError: an entry below ``minimum``, or an entry above the int64 maximum
+            ``2**63 - 1`` (an unsigned one, or a Python int of any size).
     """
     import torch
 
@@ -982,6 +1057,14 @@ def check_int_tensor(values, name: str, minimum: int | None = 0):
     if not isinstance(values, torch.Tensor):
         try:
             arr = np.asarray(values)
+        except (TypeError, ValueError):
+            arr = None  # ragged: refused below
+        _check_int_sequence(values, arr, name, minimum)
+        if arr is not None and arr.size == 0 and arr.dtype == np.float64:
+            arr = arr.astype(np.int64)  # [] reads as float64
+        try:
+            if arr is None:
+                raise TypeError
             tensor = None if arr.dtype.kind == "u" else torch.as_tensor(arr)
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(
@@ -1008,6 +1091,7 @@ def check_positions(
     *,
     batch: bool = False,
     shared: bool = False,
+    increasing: bool = False,
     x_name: str = "x",
 ):
     """Token positions ``(..., seq_len)``: non-negative integers, one per token of ``x``.
@@ -1023,13 +1107,17 @@ def check_positions(
         shared: if true, ``positions`` is ``(L,)`` only: one position per token, shared by
             every row of the batch (a cache that keeps one position per slot, such as
             :class:`attnbook.kv_cache.SlidingWindowCache`, has no per-row ``(B, L)``).
+        increasing: if true, the positions follow the tokens' order, as a cache that appends
+            them needs: ``(L,)`` positions strictly increase; per-row ``(B, L)`` positions
+            never decrease within a row, and may repeat, as left padding repeats position 0
+            at the pads (:func:`attnbook.masks.positions_from_attention_mask`).
         x_name: the name of ``x`` in messages (``ids`` for token ids).
 
     Raises:
         TypeError: not integers.
         ValueError: negative, the last dimension is not ``seq_len``, (with ``batch``) more
-            than 2 axes, 2-D positions whose batch is not that of ``x``, or (with ``shared``)
-            more than 1 axis.
+            than 2 axes, 2-D positions whose batch is not that of ``x``, (with ``shared``)
+            more than 1 axis, or (with ``increasing``) positions out of order.
     """
     if type(positions).__module__ == "torch":
         positions = check_int_tensor(positions, name)
@@ -1055,7 +1143,36 @@ def check_positions(
             f"{name} of shape {tuple(positions.shape)} do not match batch "
             f"{x_shape[0]} of {x_name} (shape {tuple(x_shape)})"
         )
+    if increasing:
+        _check_in_order(positions, name, x_name, x_shape)
     return positions
+
+
+def _check_in_order(positions, name: str, x_name: str, x_shape) -> None:
+    """``(L,)`` positions strictly increase; ``(B, L)`` rows never decrease."""
+    pos = positions.cpu().numpy() if type(positions).__module__ == "torch" else positions
+    pos = np.asarray(pos, dtype=np.int64)
+    step = np.diff(pos, axis=-1)  # (..., L - 1); no overflow: every entry is in [0, 2**63)
+    bad = step <= 0 if pos.ndim == 1 else step < 0
+    if not bad.any():
+        return
+    where = tuple(int(i) for i in np.argwhere(bad)[0])  # the first pair out of order
+    *row, i = where
+    at = f"{name}[{', '.join(map(str, [*row, i]))}]"
+    after = f"{name}[{', '.join(map(str, [*row, i + 1]))}]"
+    line = f"{name}[{', '.join(map(str, row))}]" if row else name  # the row out of order
+    values = pos[tuple(row)].tolist()
+    shown = values if len(values) <= 16 else [*values[:16], "..."]
+    rule = (
+        "strictly increase (one position per token, in order)"
+        if pos.ndim == 1
+        else "never decrease within a row (a row may repeat one, as left padding does)"
+    )
+    raise ValueError(
+        f"{name} must {rule}: {after} = {int(pos[(*row, i + 1)])} comes after "
+        f"{at} = {int(pos[(*row, i)])}; got {line} = {shown} "
+        f"({x_name} has shape {tuple(x_shape)})"
+    )
 
 
 def check_rope_positions(pos_shape, x_shape, name: str = "positions") -> tuple:

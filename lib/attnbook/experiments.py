@@ -58,6 +58,7 @@ chapter should show.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import time
 from dataclasses import dataclass
@@ -954,10 +955,11 @@ class StepMatch:
             means of :attr:`ScalingResult.score_step` over the first ``score_steps`` updates).
         matched: whether ``|log(ratio)| <= log(1 + rtol)``.
         trials: every ``(gain, ratio)`` tried, in order (the first gain is ``sqrt(head_dim)``
-            for ``"big-step"``, ``1/sqrt(head_dim)`` for ``"small-step"``).
+            for ``"big-step"``, ``1/sqrt(head_dim)`` for ``"small-step"``, each kept in
+            ``[1e-3, 1e3]`` as every later gain is).
         target_step, arm_step: the two mean score changes at the last gain (the units of
             :attr:`ScalingResult.score_step`).
-        seed, head_dim, score_steps, rtol: the settings.
+        seed, head_dim, score_steps, rtol: the settings (Python ints and a float).
         wall_time_s: all the short runs together.
     """
 
@@ -974,6 +976,24 @@ class StepMatch:
     score_steps: int
     rtol: float
     wall_time_s: float
+
+
+#: The largest ``lr`` :func:`match_step_gain` accepts: Adam moves each weight by about ``lr``.
+_MAX_MATCH_LR = 1.0
+
+
+def _check_score_step(step: float, who: str, lr: float) -> None:
+    """A mean score change that a ratio can be taken of: finite and > 0 (else name ``lr``)."""
+    if not math.isfinite(step):
+        raise ValueError(
+            f"the training of {who} diverged at lr={lr:g}: its mean score change per update "
+            f"is {step}; lower lr"
+        )
+    if step <= 0:
+        raise ValueError(
+            f"the scores of {who} did not move at lr={lr:g} (mean score change per update "
+            f"{step:g}): the updates are too small to change the weights; raise lr"
+        )
 
 
 def match_step_gain(
@@ -998,39 +1018,54 @@ def match_step_gain(
     first updates: there is no learning-rate schedule), then the arm itself with a trial gain,
     and compares the means of ``score_step``; the next gain comes from a secant step on
     ``log(ratio)`` against ``log(gain)`` (its slope kept in ``[0.5, 3]``; the first step
-    assumes slope 1), until the ratio is within ``rtol`` of 1 or ``max_trials`` gains were
-    tried. One trial costs ``score_steps`` training updates of one arm.
+    assumes slope 1; every gain is kept in ``[1e-3, 1e3]``, the range :func:`scaling_run`
+    accepts), until the ratio is within ``rtol`` of 1 or ``max_trials`` gains were tried.
+    One trial costs ``score_steps`` training updates of one arm.
 
     Args:
         arm: ``"big-step"`` or ``"small-step"``.
         seed, head_dim, score_steps: as :func:`scaling_run` (``score_steps >= 1``).
         rtol: the tolerance, ``0 < rtol < 1``: matched when ``|log(ratio)| <= log(1 + rtol)``.
         max_trials: the most gains to try (``>= 1``).
-        **run_kwargs: any other argument of :func:`scaling_run` (task sizes, ``lr``,
-            ``batch_size``, ``num_threads``, ...), passed to every short run; not ``steps``,
-            ``arms``, ``qk_lr_gain``, ``small_step_gain``, ``q_init_gain``, ``eval_size`` or
-            ``progress``, which this sets.
+        **run_kwargs: any other argument of :func:`scaling_run` (task sizes, ``lr`` in
+            ``(0, 1]``, ``batch_size``, ``num_threads``, ...), passed to every short run; not
+            ``steps``, ``arms``, ``qk_lr_gain``, ``small_step_gain``, ``q_init_gain``,
+            ``eval_size`` or ``progress``, which this sets.
 
     Returns:
         :class:`StepMatch`. A gain that did not match within ``max_trials`` is returned with
         ``matched=False``, not raised: the chapter says so.
 
     Raises:
-        TypeError: if ``arm`` is not a string, a size or ``seed`` not an integer, ``rtol`` not
-            a real number, or a key of ``run_kwargs`` is not an argument of
-            :func:`scaling_run`.
-        ValueError: if ``arm`` is not one of :data:`STEP_MATCH_TARGETS`, ``score_steps`` or
-            ``max_trials`` < 1, ``rtol`` not in ``(0, 1)``, ``run_kwargs`` sets an argument
-            this function sets, or as :func:`scaling_run` raises.
+        TypeError: if ``arm`` is not a string (``None`` included), a size or ``seed`` not an
+            integer, ``rtol`` or ``lr`` not a real number, or a key of ``run_kwargs`` is not
+            an argument of :func:`scaling_run`.
+        ValueError: if ``arm`` is not one of :data:`STEP_MATCH_TARGETS`, ``head_dim``,
+            ``score_steps`` or ``max_trials`` < 1, ``seed`` negative, ``rtol`` not in
+            ``(0, 1)``, ``lr`` not finite or not in ``(0, 1]`` (above 1 an Adam update
+            outgrows the weights), the target's or the arm's scores did not move at ``lr``
+            (updates too small to change the weights: no ratio to take) or their training
+            diverged, ``run_kwargs`` sets an argument this function sets, or as
+            :func:`scaling_run` raises.
 
     Source: the design is this book's (chapter 04); Adam's steps are about ``lr`` per
     parameter whatever the gradient's scale (Kingma & Ba, 2015, section 2.1), so a gain on the
     learning rate scales a step, and ``sqrt(head_dim)`` is the first-order match.
     """
-    arm = checks.check_choice(arm, "arm", list(STEP_MATCH_TARGETS))
-    checks.check_int(score_steps, "score_steps", 1)
+    arm = checks.check_name(arm, "arm", list(STEP_MATCH_TARGETS))
+    seed = checks.check_seed(seed)
+    head_dim = checks.check_int(head_dim, "head_dim", 1)
+    score_steps = checks.check_int(score_steps, "score_steps", 1)
     max_trials = checks.check_int(max_trials, "max_trials", 1)
     rtol = checks.check_real(rtol, "rtol", minimum=0.0, maximum=1.0, strict=True)
+    lr = run_kwargs.get("lr", inspect.signature(scaling_run).parameters["lr"].default)
+    lr = checks.check_real(lr, "lr", minimum=0.0, strict=True)
+    if lr > _MAX_MATCH_LR:
+        raise ValueError(
+            f"lr must be <= {_MAX_MATCH_LR:g} to measure training steps, got {lr:g}: Adam "
+            "moves every weight by about lr per update, so above 1 an update outgrows the "
+            "weights themselves"
+        )
     fixed = {
         "steps",
         "arms",
@@ -1055,13 +1090,17 @@ def match_step_gain(
     )
     start = time.perf_counter()
     target_step = float(scaling_run(arms=(target,), **common).score_step[target].mean())
-    gain = math.sqrt(head_dim) if arm == "big-step" else 1.0 / math.sqrt(head_dim)
+    _check_score_step(target_step, f"the {target} arm", lr)
     lo, hi = checks.QK_LR_GAIN_RANGE
+    gain = math.sqrt(head_dim) if arm == "big-step" else 1.0 / math.sqrt(head_dim)
+    gain = min(max(gain, lo), hi)  # in the allowed range, as every later gain
     trials, slope = [], 1.0
     tol = math.log1p(rtol)
     for _ in range(max_trials):
         run = scaling_run(arms=(arm,), **{gain_name: gain}, **common)
-        ratio = float(run.score_step[arm].mean()) / target_step
+        arm_step = float(run.score_step[arm].mean())
+        _check_score_step(arm_step, f"the {arm} arm (gain {gain:g})", lr)
+        ratio = arm_step / target_step
         trials.append((gain, ratio))
         if abs(math.log(ratio)) <= tol:
             break
@@ -1127,9 +1166,9 @@ class NormPlacementResult:
             Pre-LN arms (its input is the residual stream after the last layer); ``nan`` for
             the Post-LN arms, which have no final norm.
         probe_steps: int64 ``(n_probe,)``: the steps at which ``top_input_share``,
-            ``top_token_share``, ``norm_input_share``, ``norm_input_ms`` and
-            ``branch_common_rms`` were measured, before that step's update; the last entry is
-            ``steps``, after the last update.
+            ``top_token_share``, ``norm_input_share``, ``norm_input_share_final``,
+            ``norm_input_ms``, ``branch_common_rms`` and ``branch_input_share`` were measured,
+            before that step's update; the last entry is ``steps``, after the last update.
         top_input_share, top_token_share: per arm, float64 ``(n_probe,)``: how much of the
             states the LM head reads depends on the input, measured on the first
             ``probe_size`` sequences of the held-out set without gradients
@@ -1448,7 +1487,7 @@ def norm_placement_run(
 
     Args:
         n_layers: depth (>= 1; the chapter's claim is about deep stacks, default 12).
-        d_model, n_heads, d_ff: widths.
+        d_model, n_heads, d_ff: widths (``d_model >= 2``: the shares need two features).
         n, vocab: tokens to copy and data vocabulary size.
         steps, batch_size, lr: Adam updates, sequences per update, peak learning rate (the same
             for every arm).
@@ -1479,12 +1518,13 @@ def norm_placement_run(
             ``probe_steps`` is not ``None`` or a sequence (a set, an int or a 0-d array is
             refused), ``lr`` not a real number, ``arms`` not a list or tuple of strings, or
             ``progress`` not a bool.
-        ValueError: if a size is < 1, ``probe_size`` < 2 or > ``eval_size`` (without a
-            ``probe_size``: ``eval_size`` < 2), ``arms`` is empty, names an unknown arm or one
-            twice (:func:`attnbook.checks.check_names`), ``lr`` is not positive,
-            ``probe_steps`` is empty or not strictly increasing, ``warmup_steps``, a probe
-            step or ``seed`` is negative, or ``warmup_steps >= steps`` (the warmup arms would
-            never reach the peak rate).
+        ValueError: if a size is < 1, ``d_model`` < 2 (a LayerNorm over one feature
+            outputs its bias alone: the shares would be 0 / 0), ``probe_size`` < 2 or >
+            ``eval_size`` (without a ``probe_size``: ``eval_size`` < 2), ``arms`` is
+            empty, names an unknown arm or one twice (:func:`attnbook.checks.check_names`),
+            ``lr`` is not positive, ``probe_steps`` is empty or not strictly increasing,
+            ``warmup_steps``, a probe step or ``seed`` is negative, or
+            ``warmup_steps >= steps`` (the warmup arms would never reach the peak rate).
 
     Source: Xiong et al., "On Layer Normalization in the Transformer Architecture" (ICML 2020),
     figures 1-3 and section 3 (Post-LN needs warmup, Pre-LN does not); Vaswani et al. (2017),
@@ -1502,6 +1542,12 @@ def norm_placement_run(
         eval_size=eval_size,
     ).items():
         checks.check_int(v, name, 1)
+    if d_model < 2:  # one feature: every norm's input centred over the features is 0
+        raise ValueError(
+            f"d_model must be >= 2, got {d_model}: a LayerNorm over one feature outputs its "
+            "bias whatever the input (the input centred over the features is 0), so the "
+            "probed shares would be 0 / 0"
+        )
     lr = checks.check_real(lr, "lr", minimum=0, strict=True)
     seed = checks.check_seed(seed)
     progress = checks.check_bool(progress, "progress")

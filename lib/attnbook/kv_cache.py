@@ -56,7 +56,13 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor, positions, *, per_row: bool = Fa
         )
     positions = check_int_tensor(positions, "positions")  # lists and arrays become tensors
     return check_positions(
-        positions, k.shape[2], k.shape, batch=True, shared=not per_row, x_name="k"
+        positions,
+        k.shape[2],
+        k.shape,
+        batch=True,
+        shared=not per_row,
+        increasing=True,  # a cache stores tokens in order
+        x_name="k",
     )
 
 
@@ -131,8 +137,10 @@ class KVCache:
 
         Raises:
             ValueError: if shapes disagree with each other or with the cached tensors, a
-                position is negative, or a new position does not come after every cached one
-                (gaps are allowed, rewinds are not).
+                position is negative, the new positions are out of order (``(L,)`` ones must
+                strictly increase; a row of ``(B, L)`` ones must not decrease, and may repeat
+                a position, as left padding does), or a new position does not come after
+                every cached one (gaps are allowed, rewinds are not).
             TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions, per_row=True).to(k.device)
@@ -195,15 +203,18 @@ class SlidingWindowCache:
         Args:
             k: ``(B, H_kv, L, D)`` new keys.
             v: ``(B, H_kv, L, Dv)`` their values.
-            positions: ``(L,)`` absolute positions, continuing the cached ones.
+            positions: ``(L,)`` absolute positions, strictly increasing and continuing the
+                cached ones.
 
         Returns:
             ``(k_all, v_all, key_positions)``: the buffered tokens in chronological order and
             the new ones, ``(B, H_kv, n_buffered + L, D)`` and ``(n_buffered + L,)``.
 
         Raises:
-            ValueError: for mismatched shapes, a negative position, or a new position that
-                does not come after every cached one.
+            ValueError: for mismatched shapes (``k`` and ``v`` with each other, or either
+                with the buffers, ``v``'s width ``Dv`` included), a negative position,
+                positions that do not strictly increase, or a new position that does not
+                come after every cached one.
             TypeError: if ``positions`` is not an integer tensor.
         """
         positions = _check_kv(k, v, positions).to(k.device)
@@ -212,10 +223,14 @@ class SlidingWindowCache:
             self.k = k.new_zeros(B, H_kv, self.window, D)
             self.v = v.new_zeros(B, H_kv, self.window, v.shape[3])
             self.slot_positions = torch.full((self.window,), -1, dtype=torch.long, device=k.device)
-        elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3]:
+        elif (
+            k.shape[:2] != self.k.shape[:2]
+            or k.shape[3] != self.k.shape[3]
+            or v.shape[3] != self.v.shape[3]
+        ):
             raise ValueError(
-                f"new k of shape {tuple(k.shape)} does not match the buffer "
-                f"{tuple(self.k.shape)} in (B, H_kv, ., D)"
+                f"new k {tuple(k.shape)} / v {tuple(v.shape)} does not match the buffers "
+                f"{tuple(self.k.shape)}, {tuple(self.v.shape)} in (B, H_kv, ., D)"
             )
         else:
             _check_no_rewind(self.slot_positions[self.slot_positions >= 0], positions)
@@ -279,8 +294,9 @@ class LatentCache:
 
         Raises:
             ValueError: if ``c_kv`` or ``k_pe`` is not 3-D or they disagree in ``(B, L)``,
-                ``positions`` is not ``(L,)``, non-negative and after every cached position,
-                or the new tensors disagree with the cached ones in batch or width.
+                ``positions`` is not ``(L,)``, non-negative, strictly increasing and after
+                every cached position, or the new tensors disagree with the cached ones in
+                batch or width.
             TypeError: if ``positions`` is not an integer tensor.
         """
         if c_kv.ndim != 3 or k_pe.ndim != 3 or c_kv.shape[:2] != k_pe.shape[:2]:
@@ -293,6 +309,7 @@ class LatentCache:
             c_kv.shape[1],
             c_kv.shape,
             shared=True,
+            increasing=True,
             x_name="c_kv",
         ).to(c_kv.device)
         if self.c_kv is not None and (

@@ -39,7 +39,12 @@ const [script, texPath] = process.argv.slice(2);
 const context = vm.createContext({});
 vm.runInContext(fs.readFileSync(script, 'utf8'), context, {filename: script});
 const texs = JSON.parse(fs.readFileSync(texPath, 'utf8'));
-process.stdout.write(JSON.stringify(texs.map((t) => context.attnbookSearch.texToText(t))));
+const timed = process.argv[4] === 'timed';  // [text, milliseconds] for each
+process.stdout.write(JSON.stringify(texs.map((t) => {
+  const start = process.hrtime.bigint();
+  const text = context.attnbookSearch.texToText(t);
+  return timed ? [text, Number(process.hrtime.bigint() - start) / 1e6] : text;
+})));
 """
 
 
@@ -52,14 +57,15 @@ def node_or_skip() -> str:
     return node
 
 
-def tex_to_text(texs: list[str], tmp_path: Path) -> list[str]:
-    """``attnbookSearch.texToText`` of each TeX string, run by Node on the book's script."""
+def tex_to_text(texs: list[str], tmp_path: Path, *, timed: bool = False) -> list:
+    """``attnbookSearch.texToText`` of each TeX string, run by Node on the book's script (with
+    ``timed``: ``[text, milliseconds]`` for each)."""
     runner = tmp_path / "runner.js"
     runner.write_text(RUNNER, encoding="utf-8")
     data = tmp_path / "tex.json"
     data.write_text(json.dumps(texs), encoding="utf-8")
     run = subprocess.run(
-        [node_or_skip(), str(runner), str(SCRIPT), str(data)],
+        [node_or_skip(), str(runner), str(SCRIPT), str(data)] + (["timed"] if timed else []),
         capture_output=True,
         text=True,
         timeout=60,
@@ -119,7 +125,13 @@ CASES = [
     (
         r"\(\tilde s_{ij} = \begin{cases} s_{ij}, & M_{ij} \\ -\infty, & \text{otherwise}"
         r"\end{cases}\)",
-        "s̃_ij = { s_ij, M_ij; −∞, otherwise",
+        "s̃_ij = { s_ij, M_ij; −∞, otherwise }",
+    ),
+    # chapter 6: the cases block is closed, so the next equation is not one of its cases
+    (
+        "\\[\\tilde s_{ij} = \\begin{cases} s_{ij} & M_{ij} \\\\ -\\infty & \\text{otherwise,}"
+        " \\end{cases}\n\\qquad\n\\alpha_{ij} = \\frac{M_{ij}}{Z_i} ,\\]",
+        "s̃_ij = { s_ij, M_ij; −∞, otherwise } α_ij = M_ij/Z_i,",
     ),
     (
         r"\[\text{Post-LN:}\quad h = \operatorname{LN}_1\big(x + \operatorname{Attn}(x)\big)\]",
@@ -131,6 +143,36 @@ CASES = [
     ),
     (r"\(\pi_i = e^{(z_i - z_\text{max})/T}\)", "π_i = e^((z_i−z_max)/T)"),
     (r"\(\mathcal{L}_{\text{MLM}} = \{1, \dots, L\}\)", "L_MLM = {1, …, L}"),
+    # A fraction, root or written-out script followed by another operand does not run into it:
+    # a fraction is bracketed (also across a space, as TeX sets it), a root or script spaced.
+    (
+        r"\(J = \tfrac1S I - \tfrac1{S^2}\mathbf{1}\mathbf{1}^\top\)",  # chapter 4
+        "J = (1/S) I − (1/S²) 11ᵀ",
+    ),
+    (r"\(\frac{1}{2}x\)", "(1/2) x"),
+    (r"\(\frac{QK^\top}{\sqrt{d_k}}V\)", "(QKᵀ/√d_k) V"),
+    (r"\(\tfrac{8}{3}\, d_{\text{model}}\)", "(8/3) d_model"),
+    (r"\(\frac12(a + b)\)", "(1/2)(a + b)"),
+    (r"\(\sqrt{2}3\)", "√2 3"),
+    (r"\(e^{x}y\)", "e^x y"),
+    (r"\(x_{t}y\)", "x_t y"),
+    (r"\(\alpha_{ij}v_j\)", "α_ij v_j"),
+    # ... but not where the term ends the operand or the next one is bracketed, raised, larger
+    # or words
+    (r"\(f_\theta(x) + x_i^2\)", "f_θ(x) + x_i²"),
+    (r"\(\frac{1}{2} + \frac{1}{d}\sum_j x_j\)", "1/2 + 1/d ∑_j x_j"),
+    (r"\(\frac{a}{b} \quad \text{for } b > 0\)", "a/b for b > 0"),
+    # roots with an index, text inside text, starred matrices, \left., \prime, rows of equations
+    (r"\(\sqrt[n]{x} + \sqrt[3]{y}\)", "x^(1/n) + ∛y"),
+    (r"\(\sqrt[\alpha]{a+b}\)", "(a+b)^(1/α)"),
+    (r"\(\text{\emph{not} masked}\)", "not masked"),
+    (r"\(\text{for all $i \le L$}\)", "for all i ≤ L"),
+    (r"\(\begin{pmatrix*}[r] 1 & -1 \\ -2 & 3 \end{pmatrix*}\)", "(1, −1; −2, 3)"),
+    (r"\(\left. \frac{\partial f}{\partial x} \right|_{x=0}\)", "∂f/∂x |_(x=0)"),
+    (r"\(x^{\prime} + f^\prime\)", "x′ + f′"),
+    (r"\[\begin{aligned} a &= b \\ c &= d \\ &= e \end{aligned}\]", "a = b; c = d = e"),
+    (r"\[\begin{aligned} a &= b, \\ c &= d \end{aligned}\]", "a = b, c = d"),
+    (r"\(\end{cases} x\)", "x"),  # an \end of nothing open closes nothing
 ]
 
 
@@ -170,6 +212,26 @@ def test_no_tex_is_left_in_any_math_of_the_book(built_editions, edition, tmp_pat
     count, left = tex_left(built_editions[edition], tmp_path)
     assert count > 100  # the book's math was found
     assert not left, f"TeX left in the plain text of {len(left)} math elements: {left}"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "x_{" * n,  # never closed
+        lambda n: "x_{" * n + "y" + "}" * n,
+        lambda n: r"\frac{" * n + "1" + "}{2}" * n,
+        lambda n: r"\sqrt{a+" * n + "y" + "}" * n,
+        lambda n: r"\frac{" + "(" * n + "x" + ")" * n + "}{2}",
+    ],
+    ids=["unclosed", "subscripts", "fractions", "roots", "brackets"],
+)
+def test_deep_nesting_takes_linear_time(make, tmp_path):
+    """4000 and 16000 levels: each converted in well under a second, as text without TeX (an
+    unclosed ``x_{`` 4000 times took 191 s, 4000 fractions overflowed the stack)."""
+    texs = ["\\(" + make(n) + "\\)" for n in (4000, 16000)]
+    results = tex_to_text(texs, tmp_path, timed=True)
+    assert all(ms < 1000 for _, ms in results), [ms for _, ms in results]
+    assert not any(_TEX_LEFT.search(text) for text, _ in results), [t[:80] for t, _ in results]
 
 
 def test_the_negative_control_finds_tex(tmp_path):
