@@ -6,7 +6,7 @@ reader found wrong, copied from the built book:
 
 * two display formulas of chapter 4 that are 17 and 26 px too wide for a 390 px phone: they
   scrolled, but the 2.5rem covers of the edge shadows (which sit at the ends of the content)
-  hid the shadow when there is less than that to scroll; a formula 300 px too wide, whose
+  hid the shadow when there is less than that to scroll; a formula far wider than a phone, whose
   shadow always showed, is the control;
 * the summary of a collapsed full listing, "The full class:
   attnbook.experiments.ScaledMultiHeadAttention", one word wider than a phone's column, which
