@@ -311,12 +311,12 @@ def _context(model, train: np.ndarray, val: np.ndarray) -> dict:
         # a small difference of two losses: relative 1e-4 is an absolute 3e-6 here
         "ctx_late_diff": recomputed(abs(d[flat]), 1e-4),
         "ctx_late_se": recomputed(se[flat], 1e-4),
-        "ctx_used": GROUPS[flat][0] - 1,
+        "ctx_used": GROUPS[flat][0],  # position t sees t characters
         "ctx_flat_from": GROUPS[flat][0],
         "ctx_flat_to": GROUPS[flat][1],
         "ctx_far_from": GROUPS[-1][0],
         "ctx_far_to": GROUPS[-1][1],
-        "ctx_unused": CTX - GROUPS[flat][0] + 1,
+        "ctx_unused": CTX - GROUPS[flat][0],
         "ctx_bigram_lo": float(bi.min()),
         "ctx_bigram_hi": float(bi.max()),
     }
