@@ -55,7 +55,7 @@ test: $(TEST_STAMP) $(AXE)
 	@$(MAKE) --no-print-directory html
 	$(VPY) -m pytest
 
-# The library's tests alone, without building the book (about 40 s on two cores): two
+# The library's tests alone, without building the book (about 3 minutes on two cores): two
 # pytest-xdist workers, each test file on one worker (a module's shared fixtures are built once,
 # its tests run in order), one torch/BLAS thread per worker (two workers of two threads each on
 # two cores spend a quarter of the time waiting for each other). See CONTRIBUTING.md.
@@ -78,7 +78,7 @@ lint: $(TEST_STAMP)
 lab: $(BOOK_STAMP)
 	@if [ ! -d _build/notebooks/en ] && [ ! -d notebooks/en ]; then \
 	  echo "make lab: no reader notebooks yet, so first the book is built, which makes them" \
-	    "(a few minutes, once)"; \
+	    "(about 10 minutes on two cores, once)"; \
 	  $(MAKE) --no-print-directory html; \
 	fi
 	$(VPY) book/editions.py --reader-copy notebooks
